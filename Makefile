@@ -1,0 +1,34 @@
+# Two entry points, both self-installing: `make demo` and `make test`.
+PY      ?= python3
+VENV    := .venv
+BIN     := $(VENV)/bin
+STAMP   := $(VENV)/.installed
+DATA    := .data/.installed
+
+.PHONY: demo test setup bench clean
+
+demo: setup
+	$(BIN)/oversmooth demo
+
+test: setup
+	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/python -m pytest -q
+
+setup: $(STAMP) $(DATA)
+
+# torch first: the pinned CPU wheel, so nothing pulls a multi-GB CUDA build.
+$(STAMP): requirements.txt pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --disable-pip-version-check torch==2.13.0
+	$(BIN)/pip install -q --disable-pip-version-check -r requirements.txt
+	$(BIN)/pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e .
+	touch $@
+
+$(DATA): scripts/install_data.sh
+	bash scripts/install_data.sh .data
+	touch $@
+
+bench: setup
+	for f in benchmarks/bench_*.py; do $(BIN)/python $$f || exit 1; done
+
+clean:
+	rm -rf $(VENV) .data

@@ -1,0 +1,5 @@
+import sys
+
+from oversmooth.cli import main
+
+sys.exit(main())

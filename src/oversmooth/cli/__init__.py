@@ -1,0 +1,51 @@
+"""The ``oversmooth`` command. Each module of this package adds one subcommand.
+
+A subcommand module defines ``register(subparsers)``, which adds its parser and sets
+``run=function(args) -> int``. Modules import torch and friends inside ``run`` so that
+``oversmooth --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+
+from oversmooth import __version__
+from oversmooth.errors import UsageError
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors (exit 2) instead of a usage dump."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="oversmooth",
+        description="Measure, diagnose and mitigate oversmoothing in deep Transformers.",
+    )
+    parser.add_argument("--version", action="version", version=f"oversmooth {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        importlib.import_module(f"{__name__}.{info.name}").register(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 0
+    try:
+        return int(args.run(args) or 0)
+    except UsageError as error:
+        print(f"oversmooth {args.command}: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"oversmooth {args.command}: interrupted", file=sys.stderr)
+        return 130

@@ -1,0 +1,34 @@
+"""AttnScale (Wang et al., ICLR 2022): amplify the high-frequency part of each head's attention.
+
+``A' = A + omega_h (A - U)`` with U the uniform attention over the allowed keys. Applied to the
+output, ``A'V = AV + omega_h (AV - U V)``, so it also works on fused attention. Causal models
+use the uniform attention over the prefix (the prefix mean of V).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from oversmooth.mitigations.token_mean import token_mean
+
+
+def attnscale(out: Tensor, v: Tensor, omega: Tensor, mask: Tensor | None = None,
+              causal: bool = False) -> Tensor:
+    """``out + omega (out - mean_token(v))`` per head.
+
+    ``out``, ``v``: ``[batch, heads, tokens, d_head]``; ``omega``: ``[heads]``.
+    """
+    return out + omega[:, None, None].to(out.dtype) * (out - token_mean(v, mask, causal))
+
+
+class AttnScale(nn.Module):
+    """One learnable omega per head, initialised to 0 (= plain attention)."""
+
+    def __init__(self, *, heads: int, causal: bool = False):
+        super().__init__()
+        self.omega = nn.Parameter(torch.zeros(heads))
+        self.causal = causal
+
+    def forward(self, out: Tensor, v: Tensor, mask: Tensor | None = None) -> Tensor:
+        return attnscale(out, v, self.omega, mask, self.causal)

@@ -1,0 +1,48 @@
+"""De-escalation (Yu & Zhang 2023): remove a share tau of the mean token, Y = (I - tau Pi_1) X.
+
+Placement is our reading (the paper's exact placement is not available): by default on the
+attention sub-layer output before the residual add (``attn_out``), or on the residual stream
+after the add (``stream``). Causal models use the prefix mean, so no future token leaks.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from oversmooth.errors import UsageError
+
+from oversmooth.mitigations.token_mean import token_mean
+
+PLACEMENTS = ("attn_out", "stream")
+
+
+def deescalate(x: Tensor, tau: float | Tensor, mask: Tensor | None = None,
+               causal: bool = False) -> Tensor:
+    """``x - tau * mean_token(x)`` for ``x: [batch, tokens, d]``.
+
+    >>> deescalate(torch.tensor([[[1.0], [3.0]]]), 1.0).flatten().tolist()
+    [-1.0, 1.0]
+    """
+    return x - tau * token_mean(x, mask, causal)
+
+
+class Deescalation(nn.Module):
+    """``(I - tau Pi_1)`` with tau in [0, 1], fixed (a buffer) or learnable (clamped to [0, 1])."""
+
+    def __init__(self, *, tau: float = 1.0, learnable: bool = False, causal: bool = False):
+        super().__init__()
+        if not 0.0 <= tau <= 1.0:
+            raise UsageError(f"de-escalation tau must lie in [0, 1], got {tau}")
+        value = torch.tensor(float(tau))
+        if learnable:
+            self.tau = nn.Parameter(value)
+        else:
+            self.register_buffer("tau", value)
+        self.causal = causal
+
+    def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
+        return deescalate(x, self.tau.clamp(0.0, 1.0).to(x.dtype), mask, self.causal)
+
+    def extra_repr(self) -> str:
+        return f"tau={float(self.tau):.3g}, learnable={isinstance(self.tau, nn.Parameter)}, causal={self.causal}"

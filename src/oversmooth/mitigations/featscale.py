@@ -1,0 +1,33 @@
+"""FeatScale (Wang et al., ICLR 2022): re-weight the DC and high-frequency parts of features.
+
+On the attention sub-layer output Z: ``DC = Pi_1 Z``, ``HC = Z - DC``,
+``Z' = Z + s_dc * DC + s_hc * HC`` with per-channel s initialised to 0. (The released DeiT code
+adds the scaled terms twice; this does not.) Causal models use the prefix mean.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from oversmooth.mitigations.token_mean import token_mean
+
+
+def featscale(z: Tensor, s_dc: Tensor, s_hc: Tensor, mask: Tensor | None = None,
+              causal: bool = False) -> Tensor:
+    """``z + s_dc * DC + s_hc * HC`` for ``z: [batch, tokens, d]``, ``s_dc, s_hc: [d]``."""
+    dc = token_mean(z, mask, causal)
+    return z + s_dc.to(z.dtype) * dc + s_hc.to(z.dtype) * (z - dc)
+
+
+class FeatScale(nn.Module):
+    """Per-channel ``s_dc`` and ``s_hc``, initialised to 0 (= identity). Exclude from weight decay."""
+
+    def __init__(self, *, dim: int, causal: bool = False):
+        super().__init__()
+        self.s_dc = nn.Parameter(torch.zeros(dim))
+        self.s_hc = nn.Parameter(torch.zeros(dim))
+        self.causal = causal
+
+    def forward(self, z: Tensor, mask: Tensor | None = None) -> Tensor:
+        return featscale(z, self.s_dc, self.s_hc, mask, self.causal)

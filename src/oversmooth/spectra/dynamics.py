@@ -1,5 +1,7 @@
 """Predicted outcome of the linear dynamics X <- X + A X H (Dovonon et al., DESIGN §4).
 
+(Without the residual, X <- A X H, drop the 1 from every mu below.)
+
 With column-stacking vec, vec(X + A X H) = (I + H^T (x) A) vec(X); its eigenvalues are
 ``mu_ij = 1 + lambda^A_i lambda^H_j`` with eigen-matrices ``v_i u_j^T`` (A v_i = lambda^A_i v_i,
 u_j^T H = lambda^H_j u_j^T). After many layers the pairs of largest |mu| (the *dominant set*,
@@ -72,15 +74,16 @@ class DynamicsPrediction:
                 "separation": self.separation}
 
 
-def mode_eigenvalues(lambda_a: Tensor, lambda_h: Tensor) -> Tensor:
-    """``mu[i, j] = 1 + lambda_a[i] * lambda_h[j]``, complex128 ``[n_A, n_H]``.
+def mode_eigenvalues(lambda_a: Tensor, lambda_h: Tensor, residual: bool = True) -> Tensor:
+    """``mu[i, j] = 1 + lambda_a[i] * lambda_h[j]`` (without the 1 if not ``residual``),
+    complex128 ``[n_A, n_H]``.
 
     >>> mode_eigenvalues(torch.tensor([1.0, 0.5]), torch.tensor([-1.0])).real.flatten().tolist()
     [0.0, 0.5]
     """
     a = lambda_a.detach().to(torch.complex128).flatten()
     h = lambda_h.detach().to(torch.complex128).flatten()
-    return 1 + a[:, None] * h[None, :]
+    return int(residual) + a[:, None] * h[None, :]
 
 
 def attention_eigenvalues(attention: Tensor, atol: float = 1e-6) -> Tensor:
@@ -95,10 +98,11 @@ def attention_eigenvalues(attention: Tensor, atol: float = 1e-6) -> Tensor:
     return torch.linalg.eigvals(attention.detach().double())
 
 
-def predict_dynamics(attention: Tensor, lambda_h: Tensor, *, rtol: float = 1e-6,
-                     atol: float = 1e-6) -> DynamicsPrediction:
+def predict_dynamics(attention: Tensor, lambda_h: Tensor, *, residual: bool = True,
+                     rtol: float = 1e-6, atol: float = 1e-6) -> DynamicsPrediction:
     """Predict X <- X + A X H from ``attention`` (``[n, n]`` row-stochastic A, or its
-    eigenvalues ``[n]``) and the eigenvalues ``lambda_h: [k]`` of H.
+    eigenvalues ``[n]``) and the eigenvalues ``lambda_h: [k]`` of H. ``residual=False``
+    predicts X <- A X H instead (mu = lambda_A lambda_H).
 
     >>> p = predict_dynamics(torch.tensor([[0.75, 0.25], [0.25, 0.75]]), torch.tensor([0.5, 0.2]))
     >>> p.mode, p.dominant, p.describe()
@@ -112,7 +116,7 @@ def predict_dynamics(attention: Tensor, lambda_h: Tensor, *, rtol: float = 1e-6,
         raise UsageError("no attention eigenvalue equals 1: A must be row-stochastic "
                          "(softmax rows summing to 1)")
     lambda_h = lambda_h.detach().to(torch.complex128).flatten()
-    mu = mode_eigenvalues(lambda_a, lambda_h)
+    mu = mode_eigenvalues(lambda_a, lambda_h, residual)
     size = mu.abs()
     top = float(size.max())
     dominant_mask = size >= (1 - rtol) * top

@@ -66,7 +66,8 @@ def simulate(x0: Tensor, h: Tensor, depth: int, config: LayerConfig = LayerConfi
     (M = W_Q W_K^T for data-dependent softmax attention, ``[d, d]`` or ``[B, d, d]``) is given.
 
     >>> x0 = torch.randn(1, 3, 2, dtype=torch.float64)
-    >>> t = simulate(x0, torch.eye(2, dtype=torch.float64), 5, attention=torch.full((3, 3), 1 / 3))
+    >>> uniform = torch.full((3, 3), 1 / 3)
+    >>> t = simulate(x0, torch.eye(2), 5, LayerConfig(residual=False), attention=uniform)
     >>> len(t.states), round(float((t.states[-1] - t.states[-1].mean(1, keepdim=True)).abs().max()), 9)
     (6, 0.0)
     """
@@ -82,7 +83,7 @@ def simulate(x0: Tensor, h: Tensor, depth: int, config: LayerConfig = LayerConfi
         source = layer_norm(x, config.gamma) if config.norm == "pre" else x
         a = attention if attention is not None else softmax_attention(source, query_key)
         a = a.to(torch.float64).expand(x.shape[0], -1, -1)
-        update = a @ source @ h
+        update = a @ source @ h.to(torch.float64)
         if config.tau:
             update = deescalate(update, config.tau)
         x = x + update if config.residual else update

@@ -23,18 +23,20 @@ def random_stochastic(n, generator):
     return torch.softmax(torch.randn(n, n, generator=generator, dtype=torch.float64), dim=-1)
 
 
+@pytest.mark.parametrize("residual", [True, False])
 @pytest.mark.parametrize("seed", range(5))
-def test_kron_eigenvalues_are_one_plus_products(seed):
+def test_kron_eigenvalues_are_one_plus_products(seed, residual):
     g = torch.Generator().manual_seed(seed)
     n, d = 5, 4
     a = random_stochastic(n, g)
     h = torch.randn(d, d, generator=g, dtype=torch.float64)
     # vec(A X H) with column-stacking vec is (H^T kron A) vec(X): check that first.
     x = torch.randn(n, d, generator=g, dtype=torch.float64)
-    operator = torch.eye(n * d, dtype=torch.float64) + torch.kron(h.T.contiguous(), a)
-    assert torch.allclose(operator @ x.T.reshape(-1), (x + a @ x @ h).T.reshape(-1), atol=1e-12)
+    operator = int(residual) * torch.eye(n * d, dtype=torch.float64) + torch.kron(h.T.contiguous(), a)
+    step = int(residual) * x + a @ x @ h
+    assert torch.allclose(operator @ x.T.reshape(-1), step.T.reshape(-1), atol=1e-12)
     want = np.linalg.eigvals(operator.numpy())
-    got = mode_eigenvalues(torch.linalg.eigvals(a), torch.linalg.eigvals(h)).numpy()
+    got = mode_eigenvalues(torch.linalg.eigvals(a), torch.linalg.eigvals(h), residual).numpy()
     assert multiset_distance(got, want) < 1e-10
 
 

@@ -33,7 +33,9 @@ def test_lm_embeddings_are_tied():
     torch.nn.functional.cross_entropy(lm(tokens)[0], torch.arange(1, 6)).backward()
     grad = lm.token_embed.weight.grad
     assert grad[100:].abs().sum() > 0  # rows never fed in still learn: they are the output layer
-    assert not [n for n, p in lm.named_parameters() if p.shape[0] == 256 and n != "token_embed.weight"]
+    logits, cache = lm.run_with_cache(tokens, names=["blocks.0.hook_resid_post"])
+    final = lm.final_norm(cache["blocks.0.hook_resid_post"])
+    assert torch.allclose(logits, final @ lm.token_embed.weight.T, atol=1e-5)
 
 
 def test_no_decay_parameters_are_exactly_the_vectors():

@@ -34,7 +34,7 @@ def test_range_and_orthogonality_survive_training(mode):
         sv = block.attn.value_output
         w_v, w_o = (w.detach().double().numpy() for w in block.attn.value_output_weights())
         u = sv.basis.detach().double().numpy()
-        assert np.abs(u.T @ u - np.eye(len(u))).max() < 1e-4  # float32 rounding of exp(skew)
+        assert np.abs(u.T @ u - np.eye(len(u))).max() < 1e-4  # float32 rounding of the Cayley solve
         eig = np.linalg.eigvals(w_v @ w_o)
         assert np.abs(eig.imag).max() < 1e-4
         lam = sv.eigenvalues.detach().double().numpy()

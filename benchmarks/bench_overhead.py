@@ -20,7 +20,7 @@ import torch
 import torch.nn.functional as F
 from tqdm import tqdm
 
-from oversmooth.layers import METHODS
+from oversmooth.layers import METHODS, MitigationConfig
 from oversmooth.models import CausalLM, CausalLMConfig, ViT, ViTConfig
 
 Step = Callable[[], None]
@@ -95,9 +95,7 @@ def method_steps(setting: str, batch: int, methods: list[str], device: str) -> d
             x = torch.randn(batch, 3, 224, 224, device=device)
             y = torch.randint(0, cfg.num_classes, (batch,), device=device)
         else:
-            lam = {"lam": 0.4} if "neutreno" in method else {}
-            cfg = CausalLMConfig.preset("neutreno-lm", mitigation=dict(methods=method.split("+"), **lam)
-                                        if method != "softmax" else "softmax")
+            cfg = CausalLMConfig.preset("neutreno-lm", mitigation=MitigationConfig.parse(method, lam=0.4))
             model = CausalLM(cfg).to(device)
             tokens = torch.randint(0, cfg.vocab_size, (batch, cfg.context + 1), device=device)
             x, y = tokens[:, :-1], tokens[:, 1:]

@@ -48,7 +48,8 @@ def test_the_leak_check_catches_a_non_causal_block(spec):
     for module in leaky_block.modules():
         if hasattr(module, "causal") and module is not leaky_block.attn:
             module.causal = False          # the mitigation's mean, not the attention mask
-    make_scales_nonzero(causal_block), make_scales_nonzero(leaky_block)
+    make_scales_nonzero(causal_block)
+    make_scales_nonzero(leaky_block)
     x = torch.randn(1, 10, 16)
     changed = x.clone()
     changed[:, T + 1:] = torch.randn(1, 10 - T - 1, 16)

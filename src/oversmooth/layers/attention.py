@@ -65,8 +65,7 @@ class Attention(nn.Module):
 
         mixed = v
         if v_first is not None and "value_residual" in self.mitigation:
-            mix = self.mitigation.value_mix
-            mixed = (1.0 - mix) * v + mix * v_first
+            mixed = torch.lerp(v, v_first, self.mitigation.value_mix)   # (1 - mix) v + mix v1
         out = self._manual(q, k, mixed) if self.materialize else F.scaled_dot_product_attention(
             q, k, mixed, dropout_p=self.dropout if self.training else 0.0, is_causal=self.causal)
         if self.attnscale is not None:

@@ -77,3 +77,21 @@ def test_save_load_round_trip(tmp_path, family):
 def test_load_from_a_wrong_folder_is_a_usage_error(tmp_path):
     with pytest.raises(UsageError, match="save_model"):
         load_model(tmp_path)
+
+
+def test_cache_feeds_the_metric_suite():
+    """Full de-escalation on the stream removes the mean token: t_sim of resid_mid is 0,
+    while the baseline's is not (an identity the metrics must see through our hooks)."""
+    from oversmooth.metrics import measure, t_sim
+
+    torch.manual_seed(0)
+    images = torch.randn(2, 1, 28, 28)
+    for spec, zero in (("deescalate", True), ("softmax", False)):
+        mitigation = dict(methods=(spec,) if spec != "softmax" else (), tau=1.0, deescalate_at="stream")
+        vit = ViT(ViTConfig.preset("vit-cpu", depth=3, mitigation=mitigation)).eval()
+        _, cache = vit.run_with_cache(images)
+        mids = cache.layer_stack("hook_resid_mid")
+        assert (max(t_sim(x).max().item() for x in mids) < 1e-10) == zero
+        table = measure(cache.layer_stack("hook_resid_post"),
+                        attentions=cache.layer_stack("attn.hook_pattern"))
+        assert [row["layer"] for row in table.rows] == [0, 1, 2]

@@ -95,7 +95,9 @@ def _check_args(args: argparse.Namespace) -> None:
         raise UsageError(f"cannot write to --out {out} ({error.strerror}); choose a writable folder") from None
 
 
-def _model_config(args: argparse.Namespace, task):
+def _model_config(args: argparse.Namespace, **geometry):
+    """The model config from the preset, the shape flags and the method; ``geometry`` comes from
+    the task (image size and classes, or vocabulary and context). Raises UsageError early."""
     from oversmooth.layers import MitigationConfig
     from oversmooth.models import CausalLMConfig, ViTConfig
 
@@ -105,17 +107,20 @@ def _model_config(args: argparse.Namespace, task):
     shape = {k: getattr(args, k) for k in ("depth", "width", "heads", "mlp_ratio", "norm", "ln_sign", "dropout")
              if getattr(args, k) is not None}
     shape["mitigation"] = MitigationConfig.parse(args.method, **knobs)
-    if args.model == "vit":
-        side = task.image_size[0]
-        extra = {"patch_size": args.patch_size} if args.patch_size else {}
-        return ViTConfig.preset(args.preset or PRESETS["vit"], image_size=side, channels=1,
-                                num_classes=task.classes, **extra, **shape)
-    return CausalLMConfig.preset(args.preset or PRESETS["lm"], vocab_size=task.vocab_size,
-                                 context=task.seq_len, **shape)
+    family = ViTConfig if args.model == "vit" else CausalLMConfig
+    return family.preset(args.preset or PRESETS[args.model], **shape, **geometry)
+
+
+def _geometry(args: argparse.Namespace, task) -> dict:
+    if args.model == "lm":
+        return {"vocab_size": task.vocab_size, "context": task.seq_len}
+    patch = {"patch_size": args.patch_size} if args.patch_size else {}
+    return {"image_size": task.image_size[0], "channels": 1, "num_classes": task.classes, **patch}
 
 
 def run_train(args: argparse.Namespace) -> int:
     _check_args(args)
+    _model_config(args)  # bad depth, heads or method: fail before loading any data
     import torch
 
     from oversmooth.models import CausalLM, ViT, save_model
@@ -135,7 +140,7 @@ def run_train(args: argparse.Namespace) -> int:
         task, tokenizer = make_task(args.task, args.model, options)
         if env.is_main:
             env.barrier()
-        cfg = _model_config(args, task)
+        cfg = _model_config(args, **_geometry(args, task))
         torch.manual_seed(args.seed)
         model = (ViT if args.model == "vit" else CausalLM)(cfg)
         config = TrainConfig(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import math
 
 import torch
 from torch import nn
@@ -41,7 +42,8 @@ def evaluate(
 def layer_metrics(model: nn.Module, inputs: torch.Tensor, hook: str = "hook_resid_post") -> list[dict]:
     """The metric suite (``oversmooth.metrics.measure``) on every block's ``hook`` output.
 
-    Needs a model with ``run_with_cache`` (our ViT and CausalLM). Returns one dict per layer.
+    Needs a model with ``run_with_cache`` (our ViT and CausalLM). Returns one dict per layer
+    (undefined values, NaN, become None so the records are strict JSON).
     """
     from oversmooth.metrics import measure
 
@@ -50,8 +52,4 @@ def layer_metrics(model: nn.Module, inputs: torch.Tensor, hook: str = "hook_resi
     _, cache = model.run_with_cache(inputs)
     table = measure(cache.layer_stack(hook), hook=hook.removeprefix("hook_"))
     model.train(was_training)
-    return [{key: _plain(value) for key, value in row.items()} for row in table.rows]
-
-
-def _plain(value):
-    return value.item() if isinstance(value, torch.Tensor) else value
+    return [{key: None if math.isnan(value) else value for key, value in row.items()} for row in table.rows]

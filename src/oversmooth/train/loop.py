@@ -219,7 +219,8 @@ def _progress(config: TrainConfig, env: Distributed, epoch: int, total: int, ini
         return None
     from tqdm.auto import tqdm
 
-    return tqdm(total=total, initial=initial, desc=f"epoch {epoch + 1}/{config.epochs}", unit="step", leave=False)
+    return tqdm(total=total, initial=initial, desc=f"epoch {epoch + 1}/{config.epochs}", unit="step", leave=False,
+                mininterval=1.0)
 
 
 def _summary(record: dict, epochs: int) -> str:

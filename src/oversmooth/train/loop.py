@@ -138,7 +138,7 @@ def train(
         forward = torch.compile(forward)
     probe_inputs = task.batch("val", torch.arange(min(config.probe_size, task.size("val"))))[0].to(env.device)
 
-    started, session_steps = time.perf_counter(), 0
+    started, session_steps, step_seconds = time.perf_counter(), 0, 0.0
     diverged = None
     model.train()
     for epoch in range(len(records), config.epochs):
@@ -146,6 +146,7 @@ def train(
         first = step - epoch * steps_per_epoch
         bar = _progress(config, env, epoch, steps_per_epoch, first)
         for position in range(first, steps_per_epoch):
+            step_started = time.perf_counter()
             rows = order[position * config.batch_size : (position + 1) * config.batch_size]
             generator = torch.Generator().manual_seed(_seed(config.seed, "augment", epoch, position))
             inputs, targets = task.batch("train", rows, generator)
@@ -168,8 +169,9 @@ def train(
             step += 1
             session_steps += 1
             epoch_loss += torch.tensor([mean_loss, 1.0], dtype=torch.float64)
+            step_seconds += time.perf_counter() - step_started
             if bar is not None:
-                rate = session_steps * config.batch_size / (time.perf_counter() - started)
+                rate = session_steps * config.batch_size / step_seconds
                 bar.set_postfix(loss=f"{mean_loss:.4f}", ex_s=f"{rate:.0f}", refresh=False)
                 bar.update()
             if config.checkpoint_every and step % config.checkpoint_every == 0 and position + 1 < steps_per_epoch:
@@ -199,7 +201,7 @@ def train(
         "val": records[-1]["val"] if records else None,
         "test": None if diverged else evaluate(model, task, "test", config.eval_batch_size, env, config.bf16),
         "wall_seconds": elapsed + seconds,
-        "examples_per_second": session_steps * config.batch_size / seconds if seconds > 0 else None,
+        "train_examples_per_second": session_steps * config.batch_size / step_seconds if session_steps else None,
         "parameters": sum(p.numel() for p in model.parameters()),
         "device": str(env.device), "world_size": env.world_size, "description": description,
     }

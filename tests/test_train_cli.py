@@ -48,3 +48,13 @@ def test_a_finished_run_is_not_overwritten_without_resume(tmp_path, capsys):
     assert main([*BASE, *args]) == 2
     assert "--resume auto" in capsys.readouterr().err
     assert main([*BASE, *args, "--resume", "auto"]) == 0  # finished: returns its results
+
+
+def test_a_diverging_run_is_a_result_exit_0(tmp_path, capsys):
+    args = ["--task", "synthetic", "--model", "lm", "--depth", "2", "--width", "16", "--heads", "2",
+            "--norm", "post", "--lr", "1e30", "--warmup", "0", "--out", str(tmp_path / "run")]
+    assert main([*BASE, *args]) == 0
+    captured = capsys.readouterr()
+    assert "diverged: loss became nan" in captured.err and "results.json" in captured.out
+    assert '"status": "diverged"' in (tmp_path / "run" / "results.json").read_text()
+    assert not (tmp_path / "run" / "model").exists()

@@ -152,19 +152,10 @@ def train(
             inputs, targets = task.batch("train", rows, generator)
             local = slice(env.rank * local_batch, (env.rank + 1) * local_batch)
             inputs, targets = inputs[local].to(env.device), targets[local].to(env.device)
-            with autocast(env.device, config.bf16):
-                loss = task.loss(forward(inputs), targets)
-            mean_loss = env.all_reduce_sum(loss.detach().double().cpu()).item() / env.world_size
-            if not math.isfinite(mean_loss):
-                diverged = f"loss became {mean_loss} at step {step + 1}"
+            mean_loss, diverged = _optimizer_step(forward, model, task, inputs, targets, optimizer, config, env)
+            if diverged:
+                diverged += f" at step {step + 1}"
                 break
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip).item()
-            if not math.isfinite(grad_norm):
-                diverged = f"gradient norm became {grad_norm} at step {step + 1}"
-                break
-            optimizer.step()
             scheduler.step()
             step += 1
             session_steps += 1
@@ -214,6 +205,26 @@ def train(
         _write_results(out_dir, results)
     env.barrier()
     return results
+
+
+def _optimizer_step(
+    forward: nn.Module, model: nn.Module, task: SupervisedTask, inputs: torch.Tensor, targets: torch.Tensor,
+    optimizer: torch.optim.Optimizer, config: TrainConfig, env: Distributed,
+) -> tuple[float, str | None]:
+    """Forward, backward, clip, AdamW step. Returns the loss averaged over processes, and why
+    the step was refused (a non-finite loss or gradient norm: every process agrees) or None."""
+    with autocast(env.device, config.bf16):
+        loss = task.loss(forward(inputs), targets)
+    mean_loss = env.all_reduce_sum(loss.detach().double().cpu()).item() / env.world_size
+    if not math.isfinite(mean_loss):
+        return mean_loss, f"loss became {mean_loss}"
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip).item()
+    if not math.isfinite(grad_norm):
+        return mean_loss, f"gradient norm became {grad_norm}"
+    optimizer.step()
+    return mean_loss, None
 
 
 def _progress(config: TrainConfig, env: Distributed, epoch: int, total: int, initial: int):

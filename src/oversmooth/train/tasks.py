@@ -74,7 +74,7 @@ class ImageClassification(SupervisedTask):
         count, height, width = images.shape
         s = self.shift
         padded = F.pad(images, (s, s, s, s))
-        dy, dx = (torch.randint(0, 2 * s + 1, (2, count), generator=generator)).unbind()
+        dy, dx = torch.randint(0, 2 * s + 1, (2, count), generator=generator).unbind()
         flip = torch.rand(count, generator=generator) < 0.5
         rows = dy[:, None] + torch.arange(height)
         cols = dx[:, None] + torch.arange(width)

@@ -35,8 +35,11 @@ class Block(nn.Module):
         self.deescalate = (Deescalation(tau=mit.tau, learnable=mit.tau_learnable, causal=causal)
                            if "deescalate" in mit else None)
         self.deescalate_at = mit.deescalate_at
-        for name in ("resid_pre", "attn_out", "resid_mid", "mlp_out", "resid_post"):
-            setattr(self, f"hook_{name}", HookPoint())
+        self.hook_resid_pre = HookPoint()
+        self.hook_attn_out = HookPoint()
+        self.hook_resid_mid = HookPoint()
+        self.hook_mlp_out = HookPoint()
+        self.hook_resid_post = HookPoint()
 
     def forward(self, x: Tensor, v_first: Tensor | None = None) -> tuple[Tensor, Tensor]:
         x = self.hook_resid_pre(x)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from oversmooth.errors import UsageError
+from oversmooth.layers.config_fields import from_fields
 from oversmooth.mitigations import PLACEMENTS, check_lambda
 
 #: name -> one-line description (formula, source). The registry of every method.
@@ -99,12 +100,7 @@ class MitigationConfig:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "MitigationConfig":
         """Inverse of ``to_dict``; unknown keys raise ``UsageError``."""
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise UsageError(f"unknown mitigation setting(s) {', '.join(unknown)}; "
-                             f"valid: {', '.join(sorted(known))}")
-        return cls(**data)
+        return from_fields(cls, data)
 
     def to_dict(self) -> dict[str, Any]:
         return {**dataclasses.asdict(self), "methods": list(self.methods)}

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from oversmooth.errors import UsageError
+from oversmooth.layers.config_fields import from_fields
 from oversmooth.layers.mitigation_config import MitigationConfig
 from oversmooth.layers.norm import LN_SIGNS
 
@@ -66,12 +67,7 @@ class StackConfig:
     @classmethod
     def from_dict(cls, data: dict[str, Any]):
         """Inverse of ``to_dict``; unknown keys raise ``UsageError`` naming the valid ones."""
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise UsageError(f"unknown {cls.__name__} field(s) {', '.join(unknown)}; "
-                             f"valid: {', '.join(sorted(known))}")
-        return cls(**data)
+        return from_fields(cls, data)
 
     @classmethod
     def preset(cls, name: str, **overrides: Any):

@@ -69,7 +69,7 @@ class HookedTransformer(nn.Module):
         Asking for any ``hook_pattern`` switches attention to the manual path for this call.
         Capture never changes the output beyond float rounding of fused vs manual attention.
         """
-        points = dict((name, m) for name, m in self.named_modules() if isinstance(m, HookPoint))
+        points = {name: m for name, m in self.named_modules() if isinstance(m, HookPoint)}
         wanted = list(points) if names is None else list(names)
         unknown = [name for name in wanted if name not in points]
         if unknown:
@@ -91,6 +91,3 @@ class HookedTransformer(nn.Module):
             for handle in handles:
                 handle.remove()
         return output, ActivationCache({name: store[name] for name in wanted if name in store})
-
-    def num_parameters(self) -> int:
-        return sum(p.numel() for p in self.parameters())

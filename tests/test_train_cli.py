@@ -45,9 +45,11 @@ def test_a_finished_run_is_not_overwritten_without_resume(tmp_path, capsys):
     assert "test_perplexity" in capsys.readouterr().out
     assert sorted(p.name for p in (tmp_path / "run").iterdir()) == [
         "checkpoint.pt", "metrics.jsonl", "model", "results.json"]
+    trained = (tmp_path / "run" / "model" / "model.safetensors").read_bytes()
     assert main([*BASE, *args]) == 2
     assert "--resume auto" in capsys.readouterr().err
     assert main([*BASE, *args, "--resume", "auto"]) == 0  # finished: returns its results
+    assert (tmp_path / "run" / "model" / "model.safetensors").read_bytes() == trained
 
 
 def test_a_diverging_run_is_a_result_exit_0(tmp_path, capsys):

@@ -78,14 +78,18 @@ def train(
     ``description``: JSON-able facts about the run (model, task, method...) stored in the
     checkpoint and results; resuming with a different description is refused.
     A non-finite loss or gradient stops the run with ``status: "diverged"`` and leaves the last
-    good checkpoint in place. A run whose ``results.json`` exists is not trained again on resume.
+    good checkpoint in place. A run whose ``results.json`` exists is not trained again on resume:
+    ``model`` gets the weights of its final checkpoint and its results are returned.
     """
     out_dir = Path(out_dir)
     settings = {k: v for k, v in asdict(config).items() if k not in _NOT_SETTINGS}
     description = {**(description or {}), "train": settings}
+    checkpoint_path = out_dir / FILENAME
     if resume and (out_dir / RESULTS_FILE).is_file():
         results = json.loads((out_dir / RESULTS_FILE).read_text())
         if results.get("description") == description:
+            if checkpoint_path.is_file():  # hand back the trained (or last good) weights
+                model.load_state_dict(load_checkpoint(checkpoint_path)["model"])
             return results
     steps_per_epoch = task.size("train") // config.batch_size
     if steps_per_epoch < 1:
@@ -101,7 +105,6 @@ def train(
     )
     step, records, elapsed = 0, [], 0.0
     epoch_loss = torch.zeros(2, dtype=torch.float64)  # running (sum of step losses, steps)
-    checkpoint_path = out_dir / FILENAME
     if checkpoint_path.is_file():
         if not resume:
             raise UsageError(f"{out_dir} already holds a run; pass --resume auto to continue it or choose another --out")

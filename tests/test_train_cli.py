@@ -18,6 +18,8 @@ BASE = ["train", "--epochs", "1", "--threads", "1", "--no-progress"]
     (["--task", "fmnist", "--model", "vit", "--data-dir", "/no/such/folder"], "--data-dir /no/such/folder"),
     (["--task", "text:/no/such/file.txt", "--model", "lm"], "does not exist"),
     (["--task", "synthetic", "--model", "vit", "--batch-size", "0"], "--batch-size must be at least 1"),
+    (["--task", "synthetic", "--model", "vit", "--lr", "0"], "--lr must be > 0"),
+    (["--task", "synthetic", "--model", "vit", "--warmup", "1.5"], "--warmup must lie in [0, 1)"),
 ])
 def test_bad_arguments_exit_2_with_one_line(tmp_path, capsys, args, message):
     assert main([*BASE, "--out", str(tmp_path / "run"), *args]) == 2

@@ -6,6 +6,7 @@ import argparse
 import tempfile
 from pathlib import Path
 
+from oversmooth.atomic import atomic_write
 from oversmooth.errors import UsageError
 
 PRESETS = {"vit": "vit-cpu", "lm": "lm-cpu"}
@@ -76,9 +77,15 @@ def _check_args(args: argparse.Namespace) -> None:
     for name in ("epochs", "batch_size", "seq_len", "val_size", "passage_chars", "probe_size"):
         if getattr(args, name) < 1:
             raise UsageError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}")
-    for name in ("checkpoint_every",):
+    for name in ("checkpoint_every", "weight_decay"):
         if getattr(args, name) < 0:
-            raise UsageError(f"--{name.replace('_', '-')} must be >= 0")
+            raise UsageError(f"--{name.replace('_', '-')} must be >= 0, got {getattr(args, name)}")
+    for name in ("lr", "grad_clip"):
+        if not getattr(args, name) > 0:
+            raise UsageError(f"--{name.replace('_', '-')} must be > 0, got {getattr(args, name)}")
+    for name in ("warmup", "label_smoothing"):
+        if not 0 <= getattr(args, name) < 1:
+            raise UsageError(f"--{name.replace('_', '-')} must lie in [0, 1), got {getattr(args, name)}")
     if args.threads is not None and args.threads < 1:
         raise UsageError(f"--threads must be at least 1, got {args.threads}")
     if args.data_dir is not None and not Path(args.data_dir).is_dir():
@@ -155,7 +162,8 @@ def run_train(args: argparse.Namespace) -> int:
             if results["status"] == "completed":
                 save_model(model, out / "model")
             if tokenizer is not None:
-                tokenizer.save(str(out / "tokenizer.json"))
+                with atomic_write(out / "tokenizer.json") as handle:
+                    handle.write(tokenizer.to_str())
             print(_final_line(results, out))
     finally:
         teardown_distributed()

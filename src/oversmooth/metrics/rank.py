@@ -13,7 +13,7 @@ from typing import Sequence
 import torch
 from torch import Tensor
 
-from oversmooth.metrics.tokens import count, masked_float64, valid_tokens
+from oversmooth.metrics.tokens import count, masked_float64, prepared, token_sum, valid_tokens
 
 # Singular values below this share of the token scale |X|_F count as zero (collapse), and so
 # do those below sqrt(eps) of the largest one (the Gram matrix squares the condition number).
@@ -31,7 +31,9 @@ def _centred(x: Tensor, valid: Tensor) -> tuple[Tensor, Tensor]:
 def _composite_norm(m: Tensor) -> Tensor:
     """``sqrt(|M|_1 |M|_inf)`` per sequence: max column sum times max row sum of |M|."""
     a = m.abs()
-    return (a.sum(dim=1).amax(dim=-1) * a.sum(dim=2).amax(dim=-1)).sqrt()
+    columns = a.sum(dim=1, dtype=torch.float64).amax(dim=-1)
+    rows = a.sum(dim=2, dtype=torch.float64).amax(dim=-1)
+    return (columns * rows).sqrt()
 
 
 def _gram_eigenvalues(m: Tensor) -> Tensor:
@@ -49,7 +51,9 @@ def rank1_residual(x: Tensor, mask: Tensor | None = None, exclude: Sequence[int]
     [0.0]
     """
     valid = valid_tokens(x, mask, exclude)
-    xs, centred = _centred(x, valid)
+    xs = prepared(x, mask, valid)
+    mean = token_sum(valid, xs) / count(valid).clamp_min(1)[:, None]
+    centred = torch.where(valid[..., None], xs - mean[:, None, :].to(xs.dtype), 0.0)
     scale = _composite_norm(xs)
     value = _composite_norm(centred) / scale.clamp_min(torch.finfo(torch.float64).tiny)
     value = torch.where(scale > 0, value, 0.0)

@@ -39,6 +39,19 @@ def masked_float64(x: Tensor, valid: Tensor) -> Tensor:
     return torch.where(valid[..., None], x.to(torch.float64), 0.0)
 
 
+def prepared(x: Tensor, mask: Tensor | None, valid: Tensor) -> Tensor:
+    """``x`` in its working precision: float64 stays float64, anything else becomes float32
+    (reductions over tokens are then taken in float64). Padding (``mask`` False) is zeroed, so
+    whatever a model left there never enters a value."""
+    work = x.to(torch.float64 if x.dtype == torch.float64 else torch.float32)
+    return work if mask is None else torch.where(valid[..., None], work, 0.0)
+
+
+def token_sum(weights: Tensor, x: Tensor) -> Tensor:
+    """``sum_i weights[b, i] x[b, i]`` as float64 ``[batch, features]`` (one batched matmul)."""
+    return torch.bmm(weights.to(x.dtype)[:, None, :], x)[:, 0].to(torch.float64)
+
+
 def count(valid: Tensor) -> Tensor:
     """Number of counted tokens per sequence, float64 ``[batch]``."""
     return valid.sum(dim=1).to(torch.float64)

@@ -12,7 +12,7 @@ from typing import Sequence
 import torch
 from torch import Tensor
 
-from oversmooth.metrics.tokens import count, prepared, token_sum, valid_tokens
+from oversmooth.metrics.tokens import count, token_sum, valid_tokens, working
 
 
 def cos_sim(x: Tensor, mask: Tensor | None = None, exclude: Sequence[int] = ()) -> Tensor:
@@ -25,7 +25,7 @@ def cos_sim(x: Tensor, mask: Tensor | None = None, exclude: Sequence[int] = ()) 
     [0.3333333333333333]
     """
     valid = valid_tokens(x, mask, exclude)
-    xs = prepared(x, mask, valid)
+    xs = working(x)
     norms = torch.linalg.vector_norm(xs, dim=-1)
     counted = valid & (norms > 0)
     total = token_sum(torch.where(counted, 1.0 / norms.clamp_min(torch.finfo(norms.dtype).tiny), 0.0), xs)
@@ -45,7 +45,7 @@ def t_sim(x: Tensor, mask: Tensor | None = None, exclude: Sequence[int] = ()) ->
     [1.0, 0.0]
     """
     valid = valid_tokens(x, mask, exclude)
-    xs = prepared(x, mask, valid)
+    xs = working(x)
     n = count(valid)
     energy = torch.linalg.vector_norm(xs, dim=-1).to(torch.float64).pow(2).mul(valid).sum(dim=1)
     mean_energy = token_sum(valid, xs).pow(2).sum(dim=-1) / n.clamp_min(1)

@@ -39,12 +39,11 @@ def masked_float64(x: Tensor, valid: Tensor) -> Tensor:
     return torch.where(valid[..., None], x.to(torch.float64), 0.0)
 
 
-def prepared(x: Tensor, mask: Tensor | None, valid: Tensor) -> Tensor:
+def working(x: Tensor) -> Tensor:
     """``x`` in its working precision: float64 stays float64, anything else becomes float32
-    (reductions over tokens are then taken in float64). Padding (``mask`` False) is zeroed, so
-    whatever a model left there never enters a value."""
-    work = x.to(torch.float64 if x.dtype == torch.float64 else torch.float32)
-    return work if mask is None else torch.where(valid[..., None], work, 0.0)
+    (sums over tokens are then finished in float64). No copy is made for float32 input: the
+    mask is applied through per-token weights, so padded positions must merely be finite."""
+    return x if x.dtype in (torch.float32, torch.float64) else x.float()
 
 
 def token_sum(weights: Tensor, x: Tensor) -> Tensor:

@@ -1,0 +1,41 @@
+"""``oversmooth metrics FILE``: the per-layer metric table of captured hidden states."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def _positions(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(p) for p in text.split(",") if p.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"positions must be integers like 0 or 0,-1, got {text!r}") from None
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "metrics", help="oversmoothing measures of captured hidden states, per layer",
+        description="Print the per-layer metric table of hidden states stored in FILE "
+                    "(.pt/.npy/.npz/.safetensors: a [layers, batch, tokens, features] tensor, "
+                    "or a dict of per-layer [batch, tokens, features] tensors + optional 'mask').")
+    parser.add_argument("file", help="the hidden states file")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.add_argument("--out", metavar="CSV", help="also write the table to this CSV file")
+    parser.add_argument("--exclude", type=_positions, default=(), metavar="POS",
+                        help="token positions to leave out, e.g. 0 for CLS (comma-separated)")
+    parser.add_argument("--metrics", default=None, metavar="NAMES",
+                        help="comma-separated subset (default: all)")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from oversmooth.metrics import METRICS, measure
+    from oversmooth.metrics.files import load_hidden_states
+
+    states, mask = load_hidden_states(args.file)
+    names = tuple(args.metrics.split(",")) if args.metrics else METRICS
+    table = measure(states, mask, exclude=args.exclude, hook=f"file {args.file}", metrics=names)
+    print(table.to_json() if args.json else table)
+    if args.out:
+        table.to_csv(args.out)
+    return 0

@@ -1,0 +1,84 @@
+"""Attention measures on ``attn: [batch, heads, n, n]`` (rows are queries and sum to 1).
+
+Masked: only counted queries and keys enter. Each returns ``[batch]`` (mean over heads), or
+``[batch, heads]`` with ``per_head=True``.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import torch
+from torch import Tensor
+
+from oversmooth.errors import UsageError
+from oversmooth.metrics.tokens import valid_tokens
+
+
+def _check(attn: Tensor) -> None:
+    if attn.dim() != 4 or attn.shape[-1] != attn.shape[-2]:
+        raise UsageError(f"attention must be [batch, heads, n, n], got {tuple(attn.shape)}")
+
+
+def _pair_mask(attn: Tensor, mask: Tensor | None, exclude: Sequence[int]) -> Tensor:
+    """``[batch, 1, n, n]`` True where both query and key are counted."""
+    valid = valid_tokens(attn[:, 0], mask, exclude)
+    return (valid[:, :, None] & valid[:, None, :])[:, None]
+
+
+def _head_mean(value: Tensor, per_head: bool) -> Tensor:
+    return value if per_head else value.mean(dim=1)
+
+
+def attention_entropy(attn: Tensor, mask: Tensor | None = None, exclude: Sequence[int] = (),
+                      per_head: bool = False) -> Tensor:
+    """Mean over counted queries of the entropy ``-sum_k a_qk log a_qk`` over counted keys (nats).
+
+    >>> attention_entropy(torch.full((1, 1, 4, 4), 0.25)).tolist()
+    [1.3862943611198906]
+    """
+    _check(attn)
+    pairs = _pair_mask(attn, mask, exclude)
+    a = torch.where(pairs, attn.to(torch.float64), 0.0)
+    row = -torch.where(a > 0, a * a.clamp_min(torch.finfo(torch.float64).tiny).log(), 0.0).sum(-1)
+    queries = pairs.any(dim=-1).to(torch.float64)
+    value = (row * queries).sum(-1) / queries.sum(-1).clamp_min(1)
+    return _head_mean(value, per_head)
+
+
+def spectral_gap(attn: Tensor, mask: Tensor | None = None, exclude: Sequence[int] = (),
+                 per_head: bool = False) -> Tensor:
+    """``|lambda_2(A)|``, the second-largest eigenvalue modulus of the counted block of A.
+
+    The block's rows are renormalised to sum to 1 (lambda_1 = 1). Yu & Zhang: the smaller
+    it is, the faster repeated attention drives tokens together. One counted token gives 0.
+
+    >>> round(spectral_gap(torch.tensor([[[[0.9, 0.1], [0.2, 0.8]]]])).item(), 6)
+    0.7
+    """
+    _check(attn)
+    pairs = _pair_mask(attn, mask, exclude)
+    a = torch.where(pairs, attn.to(torch.float64), 0.0)
+    a = a / a.sum(dim=-1, keepdim=True).clamp_min(torch.finfo(torch.float64).tiny)
+    # Zeroed rows and columns add eigenvalues 0, which never outrank lambda_2 of the block.
+    moduli = torch.linalg.eigvals(a).abs().sort(dim=-1, descending=True).values
+    value = moduli[..., 1] if attn.shape[-1] > 1 else torch.zeros(moduli.shape[:-1], dtype=torch.float64)
+    return _head_mean(value, per_head)
+
+
+def attention_similarity(attn_a: Tensor, attn_b: Tensor, mask: Tensor | None = None,
+                         exclude: Sequence[int] = (), per_head: bool = False) -> Tensor:
+    """Cosine similarity of two layers' attention maps, head by head (NeuTRENO G.2 redundancy).
+
+    >>> a = torch.softmax(torch.randn(2, 3, 5, 5), -1)
+    >>> attention_similarity(a, a).tolist()
+    [1.0, 1.0]
+    """
+    _check(attn_a)
+    if attn_a.shape != attn_b.shape:
+        raise UsageError(f"attention maps differ in shape: {tuple(attn_a.shape)} vs {tuple(attn_b.shape)}")
+    pairs = _pair_mask(attn_a, mask, exclude)
+    a = torch.where(pairs, attn_a.to(torch.float64), 0.0).flatten(2)
+    b = torch.where(pairs, attn_b.to(torch.float64), 0.0).flatten(2)
+    value = torch.nn.functional.cosine_similarity(a, b, dim=-1, eps=1e-300)
+    return _head_mean(value.clamp(-1.0, 1.0), per_head)

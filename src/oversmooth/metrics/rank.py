@@ -1,0 +1,93 @@
+"""Rank-collapse measures: rank1_residual, effective_rank, stable_rank.
+
+effective_rank is taken on the *centred* tokens X - 1 xbar^T (so it measures spread around the
+mean token; range [1, min(n - 1, d)]); stable_rank on the raw tokens X. Both use the Gram
+matrix of the smaller side in float64 and one symmetric eigensolve per sequence: a full
+spectrum costs O(n d min(n, d)), far more than the O(n d) similarity measures.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import torch
+from torch import Tensor
+
+from oversmooth.metrics.tokens import count, masked_float64, valid_tokens
+
+# Singular values below this share of the token scale |X|_F count as zero (collapse), and so
+# do those below sqrt(eps) of the largest one (the Gram matrix squares the condition number).
+_COLLAPSE_TOL = 1e-12
+_GRAM_TOL = 1e-7
+
+
+def _centred(x: Tensor, valid: Tensor) -> tuple[Tensor, Tensor]:
+    """Float64 tokens and their centred copy, both zero outside ``valid``: ``[batch, n, d]``."""
+    xs = masked_float64(x, valid)
+    mean = xs.sum(dim=1, keepdim=True) / count(valid).clamp_min(1)[:, None, None]
+    return xs, torch.where(valid[..., None], xs - mean, 0.0)
+
+
+def _composite_norm(m: Tensor) -> Tensor:
+    """``sqrt(|M|_1 |M|_inf)`` per sequence: max column sum times max row sum of |M|."""
+    a = m.abs()
+    return (a.sum(dim=1).amax(dim=-1) * a.sum(dim=2).amax(dim=-1)).sqrt()
+
+
+def _gram_eigenvalues(m: Tensor) -> Tensor:
+    """Eigenvalues (ascending, >= 0) of the smaller Gram matrix of ``m: [batch, n, d]``."""
+    gram = m @ m.transpose(1, 2) if m.shape[1] <= m.shape[2] else m.transpose(1, 2) @ m
+    return torch.linalg.eigvalsh(gram).clamp_min(0.0)
+
+
+def rank1_residual(x: Tensor, mask: Tensor | None = None, exclude: Sequence[int] = ()) -> Tensor:
+    """Dong et al.'s rank-collapse residual ``|X - 1 xbar^T| / |X|``, ``[batch]``.
+
+    The norm is the composite ``sqrt(|M|_1 |M|_inf)``. 0 when all tokens are equal.
+
+    >>> rank1_residual(torch.ones(1, 3, 2)).tolist()
+    [0.0]
+    """
+    valid = valid_tokens(x, mask, exclude)
+    xs, centred = _centred(x, valid)
+    scale = _composite_norm(xs)
+    value = _composite_norm(centred) / scale.clamp_min(torch.finfo(torch.float64).tiny)
+    value = torch.where(scale > 0, value, 0.0)
+    return torch.where(count(valid) == 0, torch.nan, value)
+
+
+def effective_rank(x: Tensor, mask: Tensor | None = None, exclude: Sequence[int] = ()) -> Tensor:
+    """Roy & Vetterli's effective rank of the centred tokens, ``exp(H(p))``, ``[batch]``.
+
+    ``p_k = s_k / sum(s)`` over the singular values s of ``X - 1 xbar^T``. All tokens equal
+    (no spread left) gives 1.
+
+    >>> effective_rank(torch.tensor([[[1.0, 0.0], [-1.0, 0.0], [0.0, 1.0], [0.0, -1.0]]])).tolist()
+    [2.0]
+    """
+    valid = valid_tokens(x, mask, exclude)
+    xs, centred = _centred(x, valid)
+    singular = _gram_eigenvalues(centred).sqrt()
+    top = singular[:, -1:]
+    scale = xs.pow(2).sum(dim=(1, 2)).sqrt()[:, None]
+    singular = torch.where((singular > _GRAM_TOL * top) & (singular > _COLLAPSE_TOL * scale),
+                           singular, 0.0)
+    p = singular / singular.sum(dim=-1, keepdim=True).clamp_min(torch.finfo(torch.float64).tiny)
+    entropy = -torch.where(p > 0, p * p.clamp_min(torch.finfo(torch.float64).tiny).log(), 0.0).sum(-1)
+    return torch.where(count(valid) == 0, torch.nan, entropy.exp())
+
+
+def stable_rank(x: Tensor, mask: Tensor | None = None, exclude: Sequence[int] = ()) -> Tensor:
+    """Stable rank ``|X|_F^2 / |X|_2^2`` of the raw tokens, in [1, rank X], ``[batch]``.
+
+    A sequence of zero tokens gives 1.
+
+    >>> stable_rank(torch.tensor([[[3.0, 0.0], [0.0, 4.0]]])).tolist()
+    [1.5625]
+    """
+    valid = valid_tokens(x, mask, exclude)
+    xs = masked_float64(x, valid)
+    frobenius = xs.pow(2).sum(dim=(1, 2))
+    spectral = _gram_eigenvalues(xs)[:, -1]
+    value = torch.where(spectral > 0, frobenius / spectral.clamp_min(torch.finfo(torch.float64).tiny), 1.0)
+    return torch.where(count(valid) == 0, torch.nan, value)

@@ -1,0 +1,44 @@
+"""Which tokens count: the valid-token mask, minus positions excluded on request (CLS, BOS)."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import torch
+from torch import Tensor
+
+from oversmooth.errors import UsageError
+
+
+def valid_tokens(x: Tensor, mask: Tensor | None = None, exclude: Sequence[int] = ()) -> Tensor:
+    """Boolean ``[batch, tokens]``: True where a token of ``x: [batch, tokens, ...]`` is counted.
+
+    ``mask`` is True on real tokens (padding is never counted). ``exclude`` lists positions
+    (negative ones count from the end of the padded length) to leave out, e.g. ``(0,)`` for CLS.
+
+    >>> valid_tokens(torch.zeros(1, 4, 2), torch.tensor([[1, 1, 1, 0]]), exclude=(0,)).tolist()
+    [[False, True, True, False]]
+    """
+    batch, n = x.shape[0], x.shape[1]
+    if mask is None:
+        valid = torch.ones(batch, n, dtype=torch.bool, device=x.device)
+    else:
+        if tuple(mask.shape) != (batch, n):
+            raise UsageError(f"mask has shape {tuple(mask.shape)} but the states have "
+                             f"{batch} sequences of {n} tokens: pass a [batch, tokens] mask")
+        valid = mask.to(device=x.device, dtype=torch.bool).clone()
+    for position in exclude:
+        if not -n <= position < n:
+            raise UsageError(f"cannot exclude position {position}: sequences have {n} tokens")
+        valid[:, position] = False
+    return valid
+
+
+def masked_float64(x: Tensor, valid: Tensor) -> Tensor:
+    """``x`` in float64 with every token outside ``valid`` set to exactly zero."""
+    return torch.where(valid[..., None], x.to(torch.float64), 0.0)
+
+
+def count(valid: Tensor) -> Tensor:
+    """Number of counted tokens per sequence, float64 ``[batch]``."""
+    return valid.sum(dim=1).to(torch.float64)

@@ -1,0 +1,68 @@
+"""Naive reference implementations (numpy, explicit loops) of DESIGN §3, written separately
+from oversmooth.metrics. Each takes one sequence's counted tokens as an [n, d] float64 array."""
+
+import itertools
+
+import numpy as np
+
+
+def cos_sim(x):
+    n = len(x)
+    if n == 1:
+        return 1.0
+    total = 0.0
+    for i, j in itertools.permutations(range(n), 2):
+        ni, nj = np.linalg.norm(x[i]), np.linalg.norm(x[j])
+        total += 0.0 if ni == 0 or nj == 0 else float(x[i] @ x[j]) / (ni * nj)
+    return total / (n * (n - 1))
+
+
+def t_sim(x):
+    """Through the mean pairwise squared distance: D = 2 (mean |x|^2 - |xbar|^2)."""
+    n = len(x)
+    energy = sum(float(v @ v) for v in x) / n
+    if energy == 0:
+        return 1.0
+    distance = sum(float((a - b) @ (a - b)) for a in x for b in x) / n**2
+    return 1.0 - distance / (2 * energy)
+
+
+def composite_norm(m):
+    return np.sqrt(np.abs(m).sum(axis=0).max() * np.abs(m).sum(axis=1).max())
+
+
+def rank1_residual(x):
+    scale = composite_norm(x)
+    return 0.0 if scale == 0 else composite_norm(x - x.mean(axis=0)) / scale
+
+
+def effective_rank(x):
+    s = np.linalg.svd(x - x.mean(axis=0), compute_uv=False)
+    if s.max() <= 1e-12 * np.linalg.norm(x):
+        return 1.0
+    p = s / s.sum()
+    p = p[p > 0]
+    return float(np.exp(-(p * np.log(p)).sum()))
+
+
+def stable_rank(x):
+    top = np.linalg.norm(x, 2)
+    return 1.0 if top == 0 else np.linalg.norm(x, "fro") ** 2 / top**2
+
+
+def attention_entropy(a):
+    """a: one head's [n, n] attention over counted tokens."""
+    rows = [-sum(p * np.log(p) for p in row if p > 0) for row in a]
+    return float(np.mean(rows))
+
+
+def spectral_gap(a):
+    if len(a) == 1:
+        return 0.0
+    a = a / a.sum(axis=1, keepdims=True)
+    return float(sorted(np.abs(np.linalg.eigvals(a)), reverse=True)[1])
+
+
+def attention_similarity(a, b):
+    a, b = a.ravel(), b.ravel()
+    return float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))

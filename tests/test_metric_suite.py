@@ -1,0 +1,73 @@
+"""The suite table and the `oversmooth metrics` command."""
+
+import csv
+import json
+import subprocess
+import sys
+
+import pytest
+import torch
+
+import reference_metrics as ref
+from oversmooth.metrics import ATTENTION_METRICS, METRICS, measure
+
+
+def test_table_has_one_row_per_layer_and_reference_means():
+    g = torch.Generator().manual_seed(0)
+    states = [torch.randn(4, 7, 5, generator=g) for _ in range(3)]
+    table = measure(states)
+    assert [row["layer"] for row in table.rows] == [0, 1, 2]
+    want = sum(ref.cos_sim(s[b].double().numpy()) for b in range(4) for s in states[2:]) / 4
+    assert table.rows[2]["cos_sim"] == pytest.approx(want, rel=1e-9)
+    assert set(table.rows[0]) == {"layer"} | set(METRICS) | {f"{m}_std" for m in METRICS}
+
+
+def test_attention_columns_and_nan_for_first_layer_similarity(tmp_path):
+    states = [torch.randn(2, 4, 3) for _ in range(2)]
+    attn = [torch.softmax(torch.randn(2, 2, 4, 4), -1) for _ in range(2)]
+    table = measure(states, attentions=attn, metrics=("t_sim",))
+    assert table.metrics == ("t_sim",) + ATTENTION_METRICS
+    data = json.loads(table.to_json())
+    assert data["rows"][0]["attn_similarity"] is None
+    assert 0 < data["rows"][1]["attn_similarity"] <= 1
+    table.to_csv(tmp_path / "t.csv")
+    rows = list(csv.DictReader((tmp_path / "t.csv").open()))
+    assert len(rows) == 2 and float(rows[1]["t_sim"]) == pytest.approx(table.rows[1]["t_sim"])
+
+
+def run_cli(*args):
+    return subprocess.run([sys.executable, "-m", "oversmooth", "metrics", *args],
+                          capture_output=True, text=True)
+
+
+def test_cli_reads_tensor_and_dict_files(tmp_path):
+    x = torch.randn(3, 2, 6, 4)
+    torch.save(x, tmp_path / "s.pt")
+    mask = torch.ones(2, 6, dtype=torch.bool)
+    mask[1, 4:] = False
+    from safetensors.torch import save_file
+    save_file({f"layer.{i}": x[i] for i in range(3)} | {"mask": mask}, tmp_path / "s.safetensors")
+    done = run_cli(str(tmp_path / "s.pt"), "--out", str(tmp_path / "o.csv"))
+    assert done.returncode == 0, done.stderr
+    assert "effective_rank" in done.stdout and (tmp_path / "o.csv").exists()
+    done = run_cli(str(tmp_path / "s.safetensors"), "--json")
+    rows = json.loads(done.stdout)["rows"]
+    want = measure(list(x), mask).rows
+    assert rows[2]["t_sim"] == pytest.approx(want[2]["t_sim"])
+
+
+@pytest.mark.parametrize("content, needle", [
+    (None, "no such file"),
+    (torch.randn(3, 4), "expected a [layers"),
+    (b"not a tensor", "cannot read"),
+])
+def test_cli_bad_files_exit_2_with_one_line(tmp_path, content, needle):
+    path = tmp_path / "bad.pt"
+    if isinstance(content, torch.Tensor):
+        torch.save(content, path)
+    elif content is not None:
+        path.write_bytes(content)
+    done = run_cli(str(path), "--out", str(tmp_path / "never.csv"))
+    assert done.returncode == 2
+    assert needle in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "never.csv").exists()

@@ -80,6 +80,14 @@ def read_config(path: Path) -> dict:
                          "pass a folder saved with save_pretrained()") from None
 
 
+def sequence_length(config: dict, max_length: int | None) -> int:
+    """Tokens per sequence: ``max_length`` if given, else the model's positions (text) or patches."""
+    if "image_size" in config:
+        return (int(config["image_size"]) // int(config.get("patch_size", 16))) ** 2 + 2
+    limit = int(config.get("max_position_embeddings") or config.get("n_positions") or 512)
+    return min(max_length, limit) if max_length else limit
+
+
 def estimate_bytes(path: Path, config: dict, sequences: int, tokens: int) -> int:
     """Weights as stored plus float32 activations of one forward pass over all sequences.
 
@@ -111,11 +119,12 @@ def check_memory(needed: int, available: int | None) -> None:
                          "is free; lower --max-sequences or --max-length, or use a smaller model")
 
 
-def load(spec: str | None, sequences: int, tokens: int) -> Loaded:
+def load(spec: str | None, sequences: int, max_length: int | None = None) -> Loaded:
     """Resolve, check support and memory, then load model (float32, eval) and its preprocessing."""
     path = resolve(spec)
     config = read_config(path)
     family = family_for_type(str(config.get("model_type")))
+    tokens = sequence_length(config, max_length)
     check_memory(estimate_bytes(path, config, sequences, tokens), available_bytes())
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from transformers import AutoModel, AutoTokenizer

@@ -49,3 +49,28 @@ def tiny_inputs(kind: str, seed: int = 1) -> dict[str, torch.Tensor]:
     mask[1, 5:] = 0
     ids[1, 5:] = CONFIGS[kind]().pad_token_id or 0
     return {"input_ids": ids, "attention_mask": mask}
+
+
+WORDS = ("the a of and to in was she he it her his that with for as had you not be is on at by "
+         "but have which were so all this from they my very no said been an one would").split()
+
+
+def tiny_tokenizer():
+    """A word-level fast tokenizer over WORDS (+ [PAD] [UNK] [CLS] [SEP]), built in code."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors
+    from transformers import PreTrainedTokenizerFast
+    vocab = {w: i for i, w in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", *WORDS])}
+    core = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
+    core.pre_tokenizer = pre_tokenizers.Whitespace()
+    core.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", special_tokens=[("[CLS]", 2), ("[SEP]", 3)])
+    return PreTrainedTokenizerFast(tokenizer_object=core, pad_token="[PAD]", unk_token="[UNK]",
+                                   cls_token="[CLS]", sep_token="[SEP]", model_max_length=32)
+
+
+def save_tiny(kind: str, folder):
+    """Save a tiny model (and for text a tokenizer) as a checkpoint folder; returns its path."""
+    tiny_model(kind, attn="sdpa").save_pretrained(folder)
+    if kind not in ("vit", "deit"):
+        tiny_tokenizer().save_pretrained(folder)
+    return folder

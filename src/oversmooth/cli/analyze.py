@@ -102,6 +102,7 @@ def build_defaults() -> argparse.Namespace:
 
 def run(args: argparse.Namespace) -> int:
     from tqdm import tqdm
+    from transformers.utils import logging as hf_logging
 
     from oversmooth.errors import UsageError
     from oversmooth.hf.analysis import AnalysisSettings, run_analysis
@@ -116,6 +117,7 @@ def run(args: argparse.Namespace) -> int:
     settings.resolved_knobs()  # bad knob values fail before any loading
     if args.max_sequences < 1:
         raise UsageError("--max-sequences must be at least 1")
+    hf_logging.disable_progress_bar()  # one progress bar: ours
     loaded = load(args.model, args.max_sequences, args.max_length or None)
     if loaded.family.modality == "text":
         if args.images:

@@ -31,19 +31,33 @@ def read_text(source: str | None) -> tuple[str, str]:
     if source is None:
         return sample_text(), f"built-in sample ({SAMPLE})"
     path = Path(source).expanduser()
-    if path.is_file():
+    if _is_file(path):
         try:
             text = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as error:
             raise UsageError(f"cannot read {path} as UTF-8 text ({error}); pass a plain text file") from None
         description = str(path)
-    elif path.suffix in (".txt", ".md") or path.is_dir():
+    elif "\n" not in source and (path.suffix in (".txt", ".md") or _is_dir(path)):
         raise UsageError(f"{source}: no such text file; pass an existing file or a quoted string")
     else:
         text, description = source, "text given on the command line"
     if not text.strip():
         raise UsageError(f"the text from {description} is empty; pass some text")
     return text, description
+
+
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except OSError:  # a long literal string is no file name
+        return False
+
+
+def _is_dir(path: Path) -> bool:
+    try:
+        return path.is_dir()
+    except OSError:
+        return False
 
 
 def model_max_length(tokenizer, config) -> int:

@@ -8,7 +8,7 @@ DATA    := .data/.installed
 .PHONY: demo test setup bench clean
 
 demo: setup
-	$(BIN)/oversmooth demo
+	$(BIN)/oversmooth analyze --out runs/demo
 
 test: setup
 	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/python -m pytest -q

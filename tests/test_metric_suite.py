@@ -18,7 +18,7 @@ def test_table_has_one_row_per_layer_and_reference_means():
     table = measure(states)
     assert [row["layer"] for row in table.rows] == [0, 1, 2]
     want = sum(ref.cos_sim(s[b].double().numpy()) for b in range(4) for s in states[2:]) / 4
-    assert table.rows[2]["cos_sim"] == pytest.approx(want, rel=1e-9)
+    assert table.rows[2]["cos_sim"] == pytest.approx(want, rel=1e-6)  # float32 input
     assert set(table.rows[0]) == {"layer"} | set(METRICS) | {f"{m}_std" for m in METRICS}
 
 

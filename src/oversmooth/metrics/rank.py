@@ -13,7 +13,7 @@ from typing import Sequence
 import torch
 from torch import Tensor
 
-from oversmooth.metrics.tokens import count, masked_float64, valid_tokens
+from oversmooth.metrics.tokens import count, masked_float64, token_sum, valid_tokens, working
 
 # Singular values below this share of the token scale |X|_F count as zero (collapse), and so
 # do those below sqrt(eps) of the largest one (the Gram matrix squares the condition number).
@@ -28,10 +28,9 @@ def _centred(x: Tensor, valid: Tensor) -> tuple[Tensor, Tensor]:
     return xs, torch.where(valid[..., None], xs - mean, 0.0)
 
 
-def _composite_norm(m: Tensor) -> Tensor:
-    """``sqrt(|M|_1 |M|_inf)`` per sequence: max column sum times max row sum of |M|."""
-    a = m.abs()
-    return (a.sum(dim=1).amax(dim=-1) * a.sum(dim=2).amax(dim=-1)).sqrt()
+def _composite_norm(a: Tensor) -> Tensor:
+    """``sqrt(|M|_1 |M|_inf)`` per sequence, from ``a = |M|``: max column sum times max row sum."""
+    return (a.sum(dim=1).amax(dim=-1) * a.sum(dim=2).amax(dim=-1)).to(torch.float64).sqrt()
 
 
 def _gram_eigenvalues(m: Tensor) -> Tensor:
@@ -49,9 +48,13 @@ def rank1_residual(x: Tensor, mask: Tensor | None = None, exclude: Sequence[int]
     [0.0]
     """
     valid = valid_tokens(x, mask, exclude)
-    xs, centred = _centred(x, valid)
-    scale = _composite_norm(xs)
-    value = _composite_norm(centred) / scale.clamp_min(torch.finfo(torch.float64).tiny)
+    xs = working(x)
+    mean = token_sum(valid, xs) / count(valid).clamp_min(1)[:, None]
+    outside = ~valid[..., None]
+    # In-place on fresh tensors: large temporaries are what this measure costs.
+    scale = _composite_norm(xs.abs().masked_fill_(outside, 0.0))
+    residual = _composite_norm((xs - mean[:, None, :].to(xs.dtype)).abs_().masked_fill_(outside, 0.0))
+    value = residual / scale.clamp_min(torch.finfo(torch.float64).tiny)
     value = torch.where(scale > 0, value, 0.0)
     return torch.where(count(valid) == 0, torch.nan, value)
 

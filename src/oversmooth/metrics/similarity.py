@@ -12,7 +12,7 @@ from typing import Sequence
 import torch
 from torch import Tensor
 
-from oversmooth.metrics.tokens import count, masked_float64, valid_tokens
+from oversmooth.metrics.tokens import count, token_sum, valid_tokens, working
 
 
 def cos_sim(x: Tensor, mask: Tensor | None = None, exclude: Sequence[int] = ()) -> Tensor:
@@ -25,13 +25,12 @@ def cos_sim(x: Tensor, mask: Tensor | None = None, exclude: Sequence[int] = ()) 
     [0.3333333333333333]
     """
     valid = valid_tokens(x, mask, exclude)
-    xs = masked_float64(x, valid)
-    norms = xs.norm(dim=-1, keepdim=True)
-    units = torch.where(norms > 0, xs / norms.clamp_min(torch.finfo(torch.float64).tiny), 0.0)
-    total = units.sum(dim=1)
-    nonzero = (norms[..., 0] > 0).sum(dim=1).to(torch.float64)
+    xs = working(x)
+    norms = torch.linalg.vector_norm(xs, dim=-1)
+    counted = valid & (norms > 0)
+    total = token_sum(torch.where(counted, 1.0 / norms.clamp_min(torch.finfo(norms.dtype).tiny), 0.0), xs)
     n = count(valid)
-    value = (total.pow(2).sum(dim=-1) - nonzero) / (n * (n - 1)).clamp_min(1)
+    value = (total.pow(2).sum(dim=-1) - count(counted)) / (n * (n - 1)).clamp_min(1)
     value = torch.where(n == 1, 1.0, value)
     return torch.where(n == 0, torch.nan, value)
 
@@ -46,12 +45,13 @@ def t_sim(x: Tensor, mask: Tensor | None = None, exclude: Sequence[int] = ()) ->
     [1.0, 0.0]
     """
     valid = valid_tokens(x, mask, exclude)
-    xs = masked_float64(x, valid)
+    xs = working(x)
     n = count(valid)
-    energy = xs.pow(2).sum(dim=(1, 2))
-    mean_energy = xs.sum(dim=1).pow(2).sum(dim=-1) / n.clamp_min(1)
+    energy = torch.linalg.vector_norm(xs, dim=-1).to(torch.float64).pow(2).mul(valid).sum(dim=1)
+    mean_energy = token_sum(valid, xs).pow(2).sum(dim=-1) / n.clamp_min(1)
     value = torch.where(energy > 0, mean_energy / energy.clamp_min(torch.finfo(torch.float64).tiny), 1.0)
-    return torch.where(n == 0, torch.nan, value.clamp(0.0, 1.0))
+    value = torch.where(n == 1, 1.0, value.clamp(0.0, 1.0))
+    return torch.where(n == 0, torch.nan, value)
 
 
 def t_div(x: Tensor, mask: Tensor | None = None, exclude: Sequence[int] = ()) -> Tensor:

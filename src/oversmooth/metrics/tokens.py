@@ -39,6 +39,18 @@ def masked_float64(x: Tensor, valid: Tensor) -> Tensor:
     return torch.where(valid[..., None], x.to(torch.float64), 0.0)
 
 
+def working(x: Tensor) -> Tensor:
+    """``x`` in its working precision: float64 stays float64, anything else becomes float32
+    (sums over tokens are then finished in float64). No copy is made for float32 input: the
+    mask is applied through per-token weights, so padded positions must merely be finite."""
+    return x if x.dtype in (torch.float32, torch.float64) else x.float()
+
+
+def token_sum(weights: Tensor, x: Tensor) -> Tensor:
+    """``sum_i weights[b, i] x[b, i]`` as float64 ``[batch, features]`` (one batched matmul)."""
+    return torch.bmm(weights.to(x.dtype)[:, None, :], x)[:, 0].to(torch.float64)
+
+
 def count(valid: Tensor) -> Tensor:
     """Number of counted tokens per sequence, float64 ``[batch]``."""
     return valid.sum(dim=1).to(torch.float64)

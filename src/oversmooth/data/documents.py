@@ -1,0 +1,107 @@
+"""Text documents: reading user files, cutting long texts into passages, splitting by document.
+
+A *document* is the unit that never straddles two splits: train, validation and test share no
+passage, so a model is never scored on text it saw in training.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from oversmooth.errors import UsageError
+
+SPLITS = ("train", "val", "test")
+
+
+@dataclass(frozen=True)
+class Document:
+    """One named piece of text (a novel, a file, or a passage of one)."""
+
+    name: str
+    text: str
+
+
+def reflow(lines: Sequence[str]) -> str:
+    """Join hard-wrapped lines: lines of a paragraph by spaces, paragraphs by one newline.
+
+    >>> reflow(["It is a truth", "universally acknowledged.", "", "", "However little"])
+    'It is a truth universally acknowledged.\\nHowever little'
+    """
+    paragraphs, current = [], []
+    for line in lines:
+        line = line.strip()
+        if line:
+            current.append(line)
+        elif current:
+            paragraphs.append(" ".join(current))
+            current = []
+    if current:
+        paragraphs.append(" ".join(current))
+    return "\n".join(paragraphs)
+
+
+def read_text_files(paths: Sequence[str | os.PathLike]) -> list[Document]:
+    """Read UTF-8 text files, one document each, reflowed like :func:`reflow`."""
+    documents = []
+    for path in map(Path, paths):
+        if not path.is_file():
+            raise UsageError(f"text file {path} does not exist; pass --task text:FILE with a readable file")
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as error:
+            raise UsageError(f"cannot read {path} as UTF-8 text ({error}); convert it to UTF-8") from None
+        text = reflow(text.splitlines())
+        if not text:
+            raise UsageError(f"text file {path} is empty; give a file with some prose in it")
+        documents.append(Document(path.name, text))
+    return documents
+
+
+def passages(document: Document, min_chars: int) -> list[Document]:
+    """Cut a document at paragraph breaks into passages of at least ``min_chars`` characters.
+
+    The last passage takes whatever remains, so the passages concatenate back to the text.
+
+    >>> [p.name for p in passages(Document("a", "x" * 5 + "\\n" + "y" * 5 + "\\n" + "z"), 4)]
+    ['a#0', 'a#1', 'a#2']
+    """
+    pieces = re.split(r"(?<=\n)", document.text)
+    out, current = [], ""
+    for piece in pieces:
+        current += piece
+        if len(current) >= min_chars:
+            out.append(current)
+            current = ""
+    if current:
+        out.append(current)
+    return [Document(f"{document.name}#{i}", text) for i, text in enumerate(out)]
+
+
+def split_documents(
+    documents: Sequence[Document], fractions: tuple[float, float, float] = (0.9, 0.05, 0.05), seed: int = 0
+) -> dict[str, list[Document]]:
+    """Assign whole documents to train/val/test at random (fixed ``seed``), in the given fractions.
+
+    Every split gets at least one document; the draw does not depend on the training seed.
+    """
+    if len(documents) < 3:
+        raise UsageError(
+            f"need at least 3 documents to split into train/val/test, got {len(documents)}; "
+            "give more text or a smaller passage size"
+        )
+    if len({d.name for d in documents}) != len(documents):
+        raise UsageError("document names must be unique; rename the duplicate files")
+    order = np.random.default_rng(seed).permutation(len(documents))
+    n_val = max(1, round(fractions[1] * len(documents)))
+    n_test = max(1, round(fractions[2] * len(documents)))
+    n_train = len(documents) - n_val - n_test
+    if n_train < 1:
+        raise UsageError(f"fractions {fractions} leave no training document; give more text")
+    bounds = {"train": (0, n_train), "val": (n_train, n_train + n_val), "test": (n_train + n_val, len(documents))}
+    return {split: [documents[i] for i in sorted(order[a:b])] for split, (a, b) in bounds.items()}

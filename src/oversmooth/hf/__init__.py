@@ -1,0 +1,12 @@
+"""Pretrained Hugging Face models: capture hook points, diagnose, patch mitigations in place.
+
+Supported families (transformers 5.x): BERT (incl. MiniLM), RoBERTa, DistilBERT, GPT-2, ViT,
+DeiT, Llama (grouped-query attention).
+"""
+
+from oversmooth.hf.capture import HOOKS, ActivationCache, capture
+from oversmooth.hf.families import FAMILIES, SUPPORTED, layout
+from oversmooth.hf.patch import DEFAULT_KNOBS, METHODS, patch, unpatch
+
+__all__ = ["HOOKS", "ActivationCache", "capture", "FAMILIES", "SUPPORTED", "layout",
+           "DEFAULT_KNOBS", "METHODS", "patch", "unpatch"]

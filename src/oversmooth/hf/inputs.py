@@ -1,0 +1,133 @@
+"""Model inputs for an analysis: text chunked to the model's length, or a batch of images.
+
+Text: a string, a text file, or the built-in sample (the opening chapters of Austen's *Pride and
+Prejudice*, public domain, ``data/austen_sample.txt``). Long text is cut into consecutive chunks
+of at most ``max_length`` tokens (special tokens included), padded, with an attention mask.
+Images: every readable image file of a folder (sorted by name), or the first Fashion-MNIST test
+images; resized to the model's size, normalised with its mean / std.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from oversmooth.errors import UsageError
+
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".webp", ".tif", ".tiff")
+SAMPLE = "austen_sample.txt"
+
+
+def sample_text() -> str:
+    return resources.files("oversmooth.hf").joinpath("data", SAMPLE).read_text(encoding="utf-8")
+
+
+def read_text(source: str | None) -> tuple[str, str]:
+    """``(text, description)`` from a file path, a literal string, or None (the built-in sample)."""
+    if source is None:
+        return sample_text(), f"built-in sample ({SAMPLE})"
+    path = Path(source).expanduser()
+    if _is_file(path):
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as error:
+            raise UsageError(f"cannot read {path} as UTF-8 text ({error}); pass a plain text file") from None
+        description = str(path)
+    elif "\n" not in source and (path.suffix in (".txt", ".md") or _is_dir(path)):
+        raise UsageError(f"{source}: no such text file; pass an existing file or a quoted string")
+    else:
+        text, description = source, "text given on the command line"
+    if not text.strip():
+        raise UsageError(f"the text from {description} is empty; pass some text")
+    return text, description
+
+
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except OSError:  # a long literal string is no file name
+        return False
+
+
+def _is_dir(path: Path) -> bool:
+    try:
+        return path.is_dir()
+    except OSError:
+        return False
+
+
+def model_max_length(tokenizer, config) -> int:
+    """The longest sequence the model takes: the tokenizer's limit, else the config's positions."""
+    limits = [v for v in (getattr(tokenizer, "model_max_length", None),
+                          getattr(config, "max_position_embeddings", None)) if v and v < 1_000_000]
+    if config.model_type == "roberta" and getattr(config, "max_position_embeddings", None):
+        limits.append(config.max_position_embeddings - 2)  # RoBERTa offsets positions by pad + 1
+    return min(limits) if limits else 512
+
+
+def text_batch(tokenizer, text: str, max_length: int, max_sequences: int) -> dict[str, Tensor]:
+    """``input_ids`` and ``attention_mask`` ``[B, n]``: consecutive chunks of ``text``, right-padded."""
+    encoded = tokenizer(text, truncation=True, max_length=max_length, return_overflowing_tokens=True,
+                        padding=False)
+    chunks = [ids for ids in encoded["input_ids"] if ids][:max_sequences]
+    if not chunks or max(len(ids) for ids in chunks) < 2:
+        raise UsageError("the text gives fewer than 2 tokens; pass more text")
+    batch = tokenizer.pad({"input_ids": chunks}, padding=True, return_tensors="pt")
+    return {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]}
+
+
+def image_files(folder: str | Path) -> list[Path]:
+    folder = Path(folder).expanduser()
+    if not folder.is_dir():
+        raise UsageError(f"{folder}: no such image folder; pass a directory of image files")
+    files = sorted(p for p in folder.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
+    if not files:
+        raise UsageError(f"{folder} has no image files ({', '.join(IMAGE_SUFFIXES)}); pass a folder of images")
+    return files
+
+
+def _open_image(path: Path):
+    from PIL import Image, UnidentifiedImageError
+    try:
+        with Image.open(path) as image:
+            image.load()
+            return image.copy()
+    except (OSError, UnidentifiedImageError) as error:
+        raise UsageError(f"cannot read image {path} ({error}); remove it or fix it") from None
+
+
+def fashion_mnist_images(count: int) -> list:
+    """The first ``count`` Fashion-MNIST test images as PIL greyscale images."""
+    from PIL import Image
+
+    from oversmooth.data.fashion_mnist import DEFAULT_DIR
+    from oversmooth.data.idx import read_idx
+    path = DEFAULT_DIR / "t10k-images-idx3-ubyte.gz"
+    if not path.is_file():
+        raise UsageError(f"built-in images need Fashion-MNIST at {DEFAULT_DIR} "
+                         "(apt-get install dataset-fashion-mnist); or pass --images DIR")
+    return [Image.fromarray(array) for array in read_idx(path)[:count]]
+
+
+def image_batch(images: list, size: int, mean, std, channels: int = 3) -> dict[str, Tensor]:
+    """``pixel_values [B, C, size, size]`` from PIL images: resize (bilinear), scale, normalise."""
+    from PIL import Image
+    mode = "RGB" if channels == 3 else "L"
+    arrays = [np.asarray(im.convert(mode).resize((size, size), Image.BILINEAR), dtype=np.float32) / 255.0
+              for im in images]
+    pixels = torch.from_numpy(np.stack(arrays))
+    pixels = pixels.permute(0, 3, 1, 2) if channels == 3 else pixels[:, None]
+    mean_t = torch.tensor(mean[:channels], dtype=torch.float32)[:, None, None]
+    std_t = torch.tensor(std[:channels], dtype=torch.float32)[:, None, None]
+    return {"pixel_values": (pixels - mean_t) / std_t}
+
+
+def read_images(folder: str | None, count: int) -> tuple[list, str]:
+    """``(PIL images, description)`` from a folder or the built-in Fashion-MNIST test images."""
+    if folder is None:
+        return fashion_mnist_images(count), "built-in Fashion-MNIST test images"
+    return [_open_image(p) for p in image_files(folder)[:count]], str(folder)

@@ -1,0 +1,19 @@
+"""Transformer layers in which every oversmoothing mitigation of DESIGN §5 is a config switch.
+
+Knows nothing of Hugging Face or training; the maths of each method lives in
+``oversmooth.mitigations`` and is shared with the Hugging Face patches.
+"""
+
+from oversmooth.layers.attention import Attention
+from oversmooth.layers.block import Block
+from oversmooth.layers.hook_point import HookPoint
+from oversmooth.layers.mitigation_config import METHODS, SPECTRAL_MODES, MitigationConfig
+from oversmooth.layers.mlp import MLP
+from oversmooth.layers.norm import LN_SIGNS, signed_layer_norm
+from oversmooth.layers.spectral import SpectralValueOutput
+from oversmooth.layers.stack_config import NORMS, StackConfig
+
+__all__ = [
+    "Attention", "Block", "HookPoint", "METHODS", "SPECTRAL_MODES", "MitigationConfig", "MLP",
+    "LN_SIGNS", "signed_layer_norm", "SpectralValueOutput", "NORMS", "StackConfig",
+]

@@ -1,0 +1,59 @@
+"""One Transformer block: attention and MLP sub-layers, pre- or post-norm, with hook points.
+
+Hook points (names as in TransformerLens, DESIGN §6), in order:
+``hook_resid_pre`` (block input), ``attn.hook_v``, ``attn.hook_pattern`` (manual path only),
+``hook_attn_out`` (attention sub-layer output, after FeatScale / de-escalation, before the add),
+``hook_resid_mid`` (stream after the attention sub-layer; post-norm: after its LayerNorm),
+``hook_mlp_out``, ``hook_resid_post`` (block output).
+Pre-norm: ``resid_mid = resid_pre + attn_out`` (de-escalation at ``stream`` applied on top).
+"""
+
+from __future__ import annotations
+
+from torch import Tensor, nn
+
+from oversmooth.layers.attention import Attention
+from oversmooth.layers.hook_point import HookPoint
+from oversmooth.layers.mlp import MLP
+from oversmooth.layers.norm import signed_layer_norm
+from oversmooth.layers.stack_config import StackConfig
+from oversmooth.mitigations import Deescalation
+
+
+class Block(nn.Module):
+    """``forward(x [batch, tokens, width], v_first) -> (x, v)``; see ``Attention`` for ``v``."""
+
+    def __init__(self, cfg: StackConfig, *, causal: bool = False):
+        super().__init__()
+        mit = cfg.mitigation
+        self.pre_norm = cfg.norm == "pre"
+        self.ln_attn = signed_layer_norm(cfg.width, cfg.ln_sign)
+        self.attn = Attention(cfg.width, cfg.heads, mitigation=mit, causal=causal, dropout=cfg.dropout)
+        self.ln_mlp = signed_layer_norm(cfg.width, cfg.ln_sign)
+        self.mlp = MLP(cfg.width, cfg.mlp_hidden, cfg.dropout)
+        self.resid_dropout = nn.Dropout(cfg.dropout)
+        self.deescalate = (Deescalation(tau=mit.tau, learnable=mit.tau_learnable, causal=causal)
+                           if "deescalate" in mit else None)
+        self.deescalate_at = mit.deescalate_at
+        self.hook_resid_pre = HookPoint()
+        self.hook_attn_out = HookPoint()
+        self.hook_resid_mid = HookPoint()
+        self.hook_mlp_out = HookPoint()
+        self.hook_resid_post = HookPoint()
+
+    def forward(self, x: Tensor, v_first: Tensor | None = None) -> tuple[Tensor, Tensor]:
+        x = self.hook_resid_pre(x)
+        attn_out, v = self.attn(self.ln_attn(x) if self.pre_norm else x, v_first)
+        if self.deescalate is not None and self.deescalate_at == "attn_out":
+            attn_out = self.deescalate(attn_out)
+        attn_out = self.hook_attn_out(self.resid_dropout(attn_out))
+        x = x + attn_out
+        if self.deescalate is not None and self.deescalate_at == "stream":
+            x = self.deescalate(x)
+        if self.pre_norm:
+            x = self.hook_resid_mid(x)
+            mlp_out = self.hook_mlp_out(self.mlp(self.ln_mlp(x)))
+            return self.hook_resid_post(x + mlp_out), v
+        x = self.hook_resid_mid(self.ln_attn(x))
+        mlp_out = self.hook_mlp_out(self.mlp(x))
+        return self.hook_resid_post(self.ln_mlp(x + mlp_out)), v

@@ -1,0 +1,78 @@
+"""Hyper-parameters shared by every block of a Transformer stack (our ViT and causal LM)."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from oversmooth.errors import UsageError
+from oversmooth.layers.config_fields import from_fields
+from oversmooth.layers.mitigation_config import MitigationConfig
+from oversmooth.layers.norm import LN_SIGNS
+
+NORMS = ("pre", "post")
+
+
+@dataclass
+class StackConfig:
+    """Depth, width, heads, MLP ratio, norm placement, LN weight sign, dropout and mitigations.
+
+    ``mitigation`` also accepts a string (``"neutreno+featscale"``) or a dict, for CLIs and JSON.
+    """
+
+    depth: int = 6
+    width: int = 64
+    heads: int = 4
+    mlp_ratio: float = 4.0
+    norm: str = "pre"            # "pre": x + f(LN(x)); "post": LN(x + f(x))
+    ln_sign: str = "free"        # see oversmooth.layers.norm.LN_SIGNS
+    dropout: float = 0.0
+    mitigation: MitigationConfig = field(default_factory=MitigationConfig)
+
+    #: named settings for ``preset``; subclasses fill it in.
+    PRESETS: ClassVar[dict[str, dict[str, Any]]] = {}
+
+    def __post_init__(self) -> None:
+        if isinstance(self.mitigation, str):
+            self.mitigation = MitigationConfig.parse(self.mitigation)
+        elif isinstance(self.mitigation, dict):
+            self.mitigation = MitigationConfig.from_dict(self.mitigation)
+        for name in ("depth", "width", "heads"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise UsageError(f"{name} must be a positive integer, got {value!r}")
+        if self.width % self.heads:
+            raise UsageError(f"heads ({self.heads}) must divide width ({self.width}); "
+                             f"pick heads from {[h for h in range(1, self.width + 1) if self.width % h == 0][:12]}")
+        if not (math.isfinite(self.mlp_ratio) and self.mlp_ratio > 0):
+            raise UsageError(f"mlp_ratio must be > 0, got {self.mlp_ratio}")
+        if self.norm not in NORMS:
+            raise UsageError(f"norm {self.norm!r} unknown; choose from {', '.join(NORMS)}")
+        if self.ln_sign not in LN_SIGNS:
+            raise UsageError(f"ln_sign {self.ln_sign!r} unknown; choose from {', '.join(LN_SIGNS)}")
+        if not 0.0 <= self.dropout < 1.0:
+            raise UsageError(f"dropout must lie in [0, 1), got {self.dropout}")
+
+    @property
+    def mlp_hidden(self) -> int:
+        return int(round(self.width * self.mlp_ratio))
+
+    def to_dict(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        data["mitigation"] = self.mitigation.to_dict()
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]):
+        """Inverse of ``to_dict``; unknown keys raise ``UsageError`` naming the valid ones."""
+        return from_fields(cls, data)
+
+    @classmethod
+    def preset(cls, name: str, **overrides: Any):
+        """A named setting from ``PRESETS``, with any field overridden."""
+        if name not in cls.PRESETS:
+            raise UsageError(f"unknown {cls.__name__} preset {name!r}; choose from "
+                             f"{', '.join(cls.PRESETS)}")
+        return cls.from_dict({**cls.PRESETS[name], **overrides})

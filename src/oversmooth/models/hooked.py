@@ -1,0 +1,93 @@
+"""What our ViT and causal LM share: the block stack, weight init, and activation capture."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable, Iterator
+
+from torch import Tensor, nn
+
+from oversmooth.errors import UsageError
+from oversmooth.layers import Attention, Block, HookPoint, StackConfig
+from oversmooth.models.activation_cache import ActivationCache
+
+INIT_STD = 0.02
+
+
+class HookedTransformer(nn.Module):
+    """A stack of ``Block``s under ``self.blocks``; subclasses add embeddings and a head.
+
+    Hook names: ``blocks.{l}.hook_resid_pre|hook_attn_out|hook_resid_mid|hook_mlp_out|
+    hook_resid_post``, ``blocks.{l}.attn.hook_v`` ``[batch, heads, tokens, d_head]`` and
+    ``blocks.{l}.attn.hook_pattern`` ``[batch, heads, tokens, tokens]`` (manual attention path).
+    """
+
+    family: str  # the name ``save_model`` writes, ``load_model`` reads
+
+    def __init__(self, cfg: StackConfig, *, causal: bool):
+        super().__init__()
+        self.cfg = cfg
+        self.blocks = nn.ModuleList(Block(cfg, causal=causal) for _ in range(cfg.depth))
+
+    def run_blocks(self, x: Tensor) -> Tensor:
+        """Run every block; layer 1's value tensor is handed to all later layers."""
+        v_first = None
+        for block in self.blocks:
+            x, v = block(x, v_first)
+            if v_first is None:
+                v_first = v
+        return x
+
+    def init_weights(self) -> None:
+        """Linear/conv/embedding weights ~ N(0, 0.02), biases 0; norms and mitigations keep theirs."""
+        for module in self.modules():
+            if isinstance(module, (nn.Linear, nn.Conv2d, nn.Embedding)):
+                nn.init.normal_(module.weight, std=INIT_STD)
+                if getattr(module, "bias", None) is not None:
+                    nn.init.zeros_(module.bias)
+
+    def hook_names(self) -> list[str]:
+        return [name for name, module in self.named_modules() if isinstance(module, HookPoint)]
+
+    @contextlib.contextmanager
+    def materialized_attention(self, on: bool = True) -> Iterator[None]:
+        """Within the block, attention builds A explicitly (``on``) or uses the fused kernel."""
+        attentions = [m for m in self.modules() if isinstance(m, Attention)]
+        before = [m.materialize for m in attentions]
+        try:
+            for m in attentions:
+                m.materialize = on
+            yield
+        finally:
+            for m, state in zip(attentions, before):
+                m.materialize = state
+
+    def run_with_cache(self, x: Tensor, names: Iterable[str] | None = None,
+                       detach: bool = True) -> tuple[Tensor, ActivationCache]:
+        """``(self(x), cache)`` with the activation at every hook in ``names`` (default: all).
+
+        Asking for any ``hook_pattern`` switches attention to the manual path for this call.
+        Capture never changes the output beyond float rounding of fused vs manual attention.
+        """
+        points = {name: m for name, m in self.named_modules() if isinstance(m, HookPoint)}
+        wanted = list(points) if names is None else list(names)
+        unknown = [name for name in wanted if name not in points]
+        if unknown:
+            raise UsageError(f"unknown hook name(s) {', '.join(unknown[:3])}; see model.hook_names(), "
+                             f"e.g. {', '.join(list(points)[:3])}")
+        store: dict[str, Tensor] = {}
+
+        def keep(name: str):
+            def hook(_module, _inputs, output):
+                store[name] = output.detach() if detach else output
+            return hook
+
+        handles = [points[name].register_forward_hook(keep(name)) for name in wanted]
+        needs_pattern = any(name.endswith("hook_pattern") for name in wanted)
+        try:
+            with self.materialized_attention(needs_pattern) if needs_pattern else contextlib.nullcontext():
+                output = self(x)
+        finally:
+            for handle in handles:
+                handle.remove()
+        return output, ActivationCache({name: store[name] for name in wanted if name in store})

@@ -1,0 +1,89 @@
+"""A Vision Transformer: patch embedding, CLS token, learned positions, blocks, final norm, head."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import torch
+from torch import Tensor, nn
+
+from oversmooth.errors import UsageError
+from oversmooth.layers import StackConfig, signed_layer_norm
+from oversmooth.models.hooked import HookedTransformer
+
+
+@dataclass
+class ViTConfig(StackConfig):
+    """A ``StackConfig`` plus the image geometry and the number of classes.
+
+    >>> cfg = ViTConfig.preset("deit-tiny", mitigation="neutreno")
+    >>> cfg.depth, cfg.width, cfg.heads, cfg.tokens, cfg.mitigation.lam
+    (12, 192, 3, 197, 0.6)
+    """
+
+    image_size: int = 28
+    patch_size: int = 4
+    channels: int = 1
+    num_classes: int = 10
+
+    PRESETS: ClassVar[dict[str, dict[str, Any]]] = {
+        "deit-tiny": dict(depth=12, width=192, heads=3, mlp_ratio=4.0, image_size=224,
+                          patch_size=16, channels=3, num_classes=1000),
+        "deit-small": dict(depth=12, width=384, heads=6, mlp_ratio=4.0, image_size=224,
+                           patch_size=16, channels=3, num_classes=1000),
+        # Fashion-MNIST on a CPU: 7 x 7 patches of 4 x 4 pixels + CLS = 50 tokens.
+        "vit-cpu": dict(depth=6, width=64, heads=4, mlp_ratio=2.0, image_size=28,
+                        patch_size=4, channels=1, num_classes=10),
+    }
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        for name in ("image_size", "patch_size", "channels", "num_classes"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise UsageError(f"{name} must be a positive integer, got {value!r}")
+        if self.image_size % self.patch_size:
+            raise UsageError(f"patch_size ({self.patch_size}) must divide image_size ({self.image_size})")
+
+    @property
+    def tokens(self) -> int:
+        """Sequence length: patches + CLS."""
+        return (self.image_size // self.patch_size) ** 2 + 1
+
+
+class ViT(HookedTransformer):
+    """``ViT(cfg)(images [batch, channels, H, W]) -> logits [batch, num_classes]`` (CLS pooling).
+
+    Token 0 of every hooked activation is CLS. Post-norm stacks end in their last block's
+    LayerNorm, so the final norm is only added for pre-norm.
+    """
+
+    family = "vit"
+
+    def __init__(self, cfg: ViTConfig):
+        super().__init__(cfg, causal=False)
+        self.patch_embed = nn.Conv2d(cfg.channels, cfg.width, cfg.patch_size, stride=cfg.patch_size)
+        self.cls_token = nn.Parameter(torch.zeros(cfg.width))
+        self.pos_embed = nn.Parameter(torch.zeros(cfg.tokens, cfg.width))
+        self.embed_dropout = nn.Dropout(cfg.dropout)
+        self.final_norm = signed_layer_norm(cfg.width) if cfg.norm == "pre" else nn.Identity()
+        self.head = nn.Linear(cfg.width, cfg.num_classes)
+        self.init_weights()
+        nn.init.normal_(self.pos_embed, std=0.02)
+        nn.init.normal_(self.cls_token, std=0.02)
+
+    def embed(self, images: Tensor) -> Tensor:
+        """``[batch, channels, H, W] -> [batch, tokens, width]`` (CLS first, positions added)."""
+        cfg = self.cfg
+        expected = (cfg.channels, cfg.image_size, cfg.image_size)
+        if images.dim() != 4 or tuple(images.shape[1:]) != expected:
+            raise UsageError(f"ViT expects images [batch, {', '.join(map(str, expected))}], got "
+                             f"{list(images.shape)}; build the config with matching image_size/channels")
+        patches = self.patch_embed(images).flatten(2).transpose(1, 2)
+        cls = self.cls_token.expand(patches.shape[0], 1, -1)
+        return self.embed_dropout(torch.cat([cls, patches], dim=1) + self.pos_embed)
+
+    def forward(self, images: Tensor) -> Tensor:
+        x = self.final_norm(self.run_blocks(self.embed(images)))
+        return self.head(x[:, 0])

@@ -1,0 +1,55 @@
+"""Scores of a model on a split, and the per-layer oversmoothing metrics on a fixed batch."""
+
+from __future__ import annotations
+
+import contextlib
+import math
+
+import torch
+from torch import nn
+
+from oversmooth.train.distributed import Distributed
+from oversmooth.train.tasks import SupervisedTask
+
+
+def autocast(device: torch.device, bf16: bool) -> contextlib.AbstractContextManager:
+    """bfloat16 autocast on CUDA when ``bf16``; a no-op elsewhere."""
+    return torch.autocast("cuda", torch.bfloat16, enabled=device.type == "cuda" and bf16)
+
+
+@torch.no_grad()
+def evaluate(
+    model: nn.Module, task: SupervisedTask, split: str, batch_size: int, env: Distributed, bf16: bool = False
+) -> dict[str, float]:
+    """Loss, accuracy (and perplexity for LMs) over a whole split, sharded over processes.
+
+    Each process scores examples ``rank, rank + world_size, ...``; sums are then all-reduced.
+    """
+    was_training = model.training
+    model.eval()
+    sums = torch.zeros(3, dtype=torch.float64)
+    shard = torch.arange(env.rank, task.size(split), env.world_size)
+    for chunk in shard.split(batch_size):
+        inputs, targets = task.batch(split, chunk)
+        with autocast(env.device, bf16):
+            logits = model(inputs.to(env.device))
+        sums += task.score(logits, targets.to(env.device)).cpu()
+    model.train(was_training)
+    return task.summarize(env.all_reduce_sum(sums))
+
+
+@torch.no_grad()
+def layer_metrics(model: nn.Module, inputs: torch.Tensor, hook: str = "hook_resid_post") -> list[dict]:
+    """The metric suite (``oversmooth.metrics.measure``) on every block's ``hook`` output.
+
+    Needs a model with ``run_with_cache`` (our ViT and CausalLM). Returns one dict per layer
+    (undefined values, NaN, become None so the records are strict JSON).
+    """
+    from oversmooth.metrics import measure
+
+    was_training = model.training
+    model.eval()
+    _, cache = model.run_with_cache(inputs)
+    table = measure(cache.layer_stack(hook), hook=hook.removeprefix("hook_"))
+    model.train(was_training)
+    return [{key: None if math.isnan(value) else value for key, value in row.items()} for row in table.rows]

@@ -1,0 +1,244 @@
+"""The training loop: generic over an ``nn.Module`` and a task; resumable bit for bit; DDP-aware.
+
+Files in ``out_dir``: ``checkpoint.pt`` (latest, atomic), ``metrics.jsonl`` (one record per
+epoch, rewritten atomically), ``results.json`` (written once at the end, atomically).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from oversmooth.atomic import atomic_write
+from oversmooth.errors import UsageError
+from oversmooth.train.checkpoint import FILENAME, load_checkpoint, rng_state, save_checkpoint, set_rng_state
+from oversmooth.train.distributed import Distributed
+from oversmooth.train.evaluation import autocast, evaluate, layer_metrics
+from oversmooth.train.optim import build_optimizer
+from oversmooth.train.tasks import SupervisedTask
+
+METRICS_FILE, RESULTS_FILE = "metrics.jsonl", "results.json"
+_NOT_SETTINGS = {"checkpoint_every", "progress"}  # may change when a run is resumed
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Optimisation settings. ``batch_size`` is global: split evenly over DDP processes."""
+
+    epochs: int
+    batch_size: int = 128
+    lr: float = 1e-3
+    weight_decay: float = 0.05
+    warmup_fraction: float = 0.05
+    grad_clip: float = 1.0
+    seed: int = 0
+    checkpoint_every: int = 0  # steps between mid-epoch checkpoints; 0: at epoch ends only
+    eval_batch_size: int = 256
+    probe_size: int = 32  # validation examples whose per-layer metrics are recorded each epoch
+    bf16: bool = True  # autocast to bfloat16 (CUDA only)
+    compile: bool = False  # torch.compile (CUDA only)
+    progress: bool = True
+
+
+def _seed(*parts: Any) -> int:
+    """A 63-bit seed that is a pure function of ``parts``."""
+    return int.from_bytes(hashlib.sha256(repr(parts).encode()).digest()[:8], "big") >> 1
+
+
+def epoch_order(seed: int, epoch: int, size: int) -> torch.Tensor:
+    """The training examples' order in ``epoch``: depends on (seed, epoch) only."""
+    return torch.randperm(size, generator=torch.Generator().manual_seed(_seed(seed, "order", epoch)))
+
+
+def _write_records(out_dir: Path, records: list[dict]) -> None:
+    with atomic_write(out_dir / METRICS_FILE) as handle:
+        handle.writelines(json.dumps(record) + "\n" for record in records)
+
+
+def _write_results(out_dir: Path, results: dict) -> None:
+    with atomic_write(out_dir / RESULTS_FILE) as handle:
+        json.dump(results, handle, indent=2)
+
+
+def train(
+    model: nn.Module, task: SupervisedTask, config: TrainConfig, out_dir: str | Path,
+    env: Distributed = Distributed(), resume: bool = False, description: dict | None = None,
+) -> dict:
+    """Train ``model`` on ``task``; return (and write) the results dict.
+
+    ``description``: JSON-able facts about the run (model, task, method...) stored in the
+    checkpoint and results; resuming with a different description is refused.
+    A non-finite loss or gradient stops the run with ``status: "diverged"`` and leaves the last
+    good checkpoint in place. A run whose ``results.json`` exists is not trained again on resume:
+    ``model`` gets the weights of its final checkpoint and its results are returned.
+    """
+    out_dir = Path(out_dir)
+    settings = {k: v for k, v in asdict(config).items() if k not in _NOT_SETTINGS}
+    description = {**(description or {}), "train": settings}
+    checkpoint_path = out_dir / FILENAME
+    if resume and (out_dir / RESULTS_FILE).is_file():
+        results = json.loads((out_dir / RESULTS_FILE).read_text())
+        if results.get("description") == description:
+            if checkpoint_path.is_file():  # hand back the trained (or last good) weights
+                model.load_state_dict(load_checkpoint(checkpoint_path)["model"])
+            return results
+    steps_per_epoch = task.size("train") // config.batch_size
+    if steps_per_epoch < 1:
+        raise UsageError(f"batch size {config.batch_size} exceeds the {task.size('train')} training examples; lower --batch-size")
+    if config.batch_size % env.world_size:
+        raise UsageError(f"batch size {config.batch_size} does not split over {env.world_size} processes; make it a multiple")
+    local_batch = config.batch_size // env.world_size
+    total_steps = steps_per_epoch * config.epochs
+
+    model.to(env.device)
+    optimizer, scheduler = build_optimizer(
+        model, config.lr, config.weight_decay, round(config.warmup_fraction * total_steps), total_steps
+    )
+    step, records, elapsed = 0, [], 0.0
+    epoch_loss = torch.zeros(2, dtype=torch.float64)  # running (sum of step losses, steps)
+    if checkpoint_path.is_file():
+        if not resume:
+            raise UsageError(f"{out_dir} already holds a run; pass --resume auto to continue it or choose another --out")
+        state = load_checkpoint(checkpoint_path)
+        if state["description"] != description:
+            changed = sorted(k for k in description.keys() | state["description"].keys()
+                             if description.get(k) != state["description"].get(k))
+            raise UsageError(f"{out_dir} holds a run with different settings ({', '.join(changed)}); use another --out")
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        scheduler.load_state_dict(state["scheduler"])
+        set_rng_state(state["rng"])
+        step, records, elapsed, epoch_loss = state["step"], state["records"], state["elapsed"], state["epoch_loss"]
+        if env.is_main:
+            print(f"resuming {out_dir} at step {step} (epoch {step // steps_per_epoch + 1})", file=sys.stderr)
+    if env.is_main:
+        _write_records(out_dir, records)
+
+    def checkpoint() -> None:
+        if env.is_main:
+            save_checkpoint(checkpoint_path, {
+                "model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                "scheduler": scheduler.state_dict(), "rng": rng_state(), "step": step,
+                "records": records, "epoch_loss": epoch_loss, "description": description,
+                "elapsed": elapsed + time.perf_counter() - started,
+            })
+        env.barrier()
+
+    use_cuda = env.device.type == "cuda"
+    forward = model
+    if env.enabled:
+        forward = nn.parallel.DistributedDataParallel(model, device_ids=[env.device.index] if use_cuda else None)
+    if use_cuda and config.compile:
+        forward = torch.compile(forward)
+    probe_inputs = task.batch("val", torch.arange(min(config.probe_size, task.size("val"))))[0].to(env.device)
+
+    started, session_steps, step_seconds = time.perf_counter(), 0, 0.0
+    diverged = None
+    model.train()
+    for epoch in range(len(records), config.epochs):
+        order = epoch_order(config.seed, epoch, task.size("train"))
+        first = step - epoch * steps_per_epoch
+        bar = _progress(config, env, epoch, steps_per_epoch, first)
+        for position in range(first, steps_per_epoch):
+            step_started = time.perf_counter()
+            rows = order[position * config.batch_size : (position + 1) * config.batch_size]
+            generator = torch.Generator().manual_seed(_seed(config.seed, "augment", epoch, position))
+            inputs, targets = task.batch("train", rows, generator)
+            local = slice(env.rank * local_batch, (env.rank + 1) * local_batch)
+            inputs, targets = inputs[local].to(env.device), targets[local].to(env.device)
+            mean_loss, diverged = _optimizer_step(forward, model, task, inputs, targets, optimizer, config, env)
+            if diverged:
+                diverged += f" at step {step + 1}"
+                break
+            scheduler.step()
+            step += 1
+            session_steps += 1
+            epoch_loss += torch.tensor([mean_loss, 1.0], dtype=torch.float64)
+            step_seconds += time.perf_counter() - step_started
+            if bar is not None:
+                rate = session_steps * config.batch_size / step_seconds
+                bar.set_postfix(loss=f"{mean_loss:.4f}", ex_s=f"{rate:.0f}", refresh=False)
+                bar.update()
+            if config.checkpoint_every and step % config.checkpoint_every == 0 and position + 1 < steps_per_epoch:
+                checkpoint()
+        if bar is not None:
+            bar.close()
+        if diverged:
+            break
+        record = {
+            "epoch": epoch + 1, "step": step, "lr": scheduler.get_last_lr()[0],
+            "train_loss": (epoch_loss[0] / epoch_loss[1]).item(),
+            "val": evaluate(model, task, "val", config.eval_batch_size, env, config.bf16),
+        }
+        if env.is_main and hasattr(model, "run_with_cache"):
+            record["layers"] = layer_metrics(model, probe_inputs)
+        records.append(record)
+        epoch_loss = torch.zeros(2, dtype=torch.float64)
+        if env.is_main:
+            _write_records(out_dir, records)
+            print(_summary(record, config.epochs), file=sys.stderr)
+        checkpoint()
+
+    seconds = time.perf_counter() - started
+    results = {
+        "status": "diverged" if diverged else "completed",
+        "epochs": len(records), "steps": step,
+        "val": records[-1]["val"] if records else None,
+        "test": None if diverged else evaluate(model, task, "test", config.eval_batch_size, env, config.bf16),
+        "wall_seconds": elapsed + seconds,
+        "train_examples_per_second": session_steps * config.batch_size / step_seconds if session_steps else None,
+        "parameters": sum(p.numel() for p in model.parameters()),
+        "device": str(env.device), "world_size": env.world_size, "description": description,
+    }
+    if diverged:
+        results["diverged"] = diverged
+        if env.is_main:
+            kept = f"the last good checkpoint ({checkpoint_path}) is kept" if checkpoint_path.is_file() else "no checkpoint was reached"
+            print(f"diverged: {diverged}; stopping, {kept}; results.json records status 'diverged'", file=sys.stderr)
+    if env.is_main:
+        _write_results(out_dir, results)
+    env.barrier()
+    return results
+
+
+def _optimizer_step(
+    forward: nn.Module, model: nn.Module, task: SupervisedTask, inputs: torch.Tensor, targets: torch.Tensor,
+    optimizer: torch.optim.Optimizer, config: TrainConfig, env: Distributed,
+) -> tuple[float, str | None]:
+    """Forward, backward, clip, AdamW step. Returns the loss averaged over processes, and why
+    the step was refused (a non-finite loss or gradient norm: every process agrees) or None."""
+    with autocast(env.device, config.bf16):
+        loss = task.loss(forward(inputs), targets)
+    mean_loss = env.all_reduce_sum(loss.detach().double().cpu()).item() / env.world_size
+    if not math.isfinite(mean_loss):
+        return mean_loss, f"loss became {mean_loss}"
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip).item()
+    if not math.isfinite(grad_norm):
+        return mean_loss, f"gradient norm became {grad_norm}"
+    optimizer.step()
+    return mean_loss, None
+
+
+def _progress(config: TrainConfig, env: Distributed, epoch: int, total: int, initial: int):
+    if not (config.progress and env.is_main):
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, initial=initial, desc=f"epoch {epoch + 1}/{config.epochs}", unit="step", leave=False,
+                mininterval=1.0)
+
+
+def _summary(record: dict, epochs: int) -> str:
+    scores = "  ".join(f"val_{k} {v:.4f}" for k, v in record["val"].items())
+    return f"epoch {record['epoch']}/{epochs}  step {record['step']}  train_loss {record['train_loss']:.4f}  {scores}"

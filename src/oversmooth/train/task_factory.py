@@ -1,0 +1,91 @@
+"""Build a training task from its name: ``fmnist``, ``austen``, ``text:FILE[,FILE...]``, ``synthetic``."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from oversmooth import data
+from oversmooth.errors import UsageError
+from oversmooth.train.tasks import ImageClassification, LanguageModelling, SupervisedTask
+
+TASKS = {
+    "fmnist": "Fashion-MNIST image classification (ViT)",
+    "austen": "Jane Austen's six novels, next-token prediction (LM)",
+    "text:FILE[,FILE...]": "your UTF-8 text file(s), next-token prediction (LM)",
+    "synthetic": "a tiny synthetic task for tests (ViT or LM); never for results",
+}
+MODEL_KINDS = ("vit", "lm")
+
+
+@dataclass(frozen=True)
+class DataOptions:
+    """How to load and cut the data. Split seeds are fixed so every run sees the same splits."""
+
+    data_dir: str | None = None      # IDX folder (fmnist) or unpacked janeaustenr package (austen)
+    val_size: int = 5000             # fmnist: validation images carved from train
+    augment: bool = False            # fmnist: random 2-pixel shifts and horizontal flips
+    label_smoothing: float = 0.1     # image tasks
+    seq_len: int = 64                # text: tokens per training sequence
+    vocab_size: int = 4096           # text: BPE vocabulary, trained on the training split
+    passage_chars: int = 8000        # text: documents are passages of at least this many characters
+    limit_train: int | None = None   # keep only the first N training examples (quick runs)
+
+
+def task_model_kind(spec: str, model: str) -> None:
+    """Check that ``spec`` names a task and that ``model`` (``vit``/``lm``) can learn it."""
+    if model not in MODEL_KINDS:
+        raise UsageError(f"unknown model {model!r}; choose from {', '.join(MODEL_KINDS)}")
+    name = spec.split(":", 1)[0]
+    needs = {"fmnist": "vit", "austen": "lm", "text": "lm", "synthetic": model}.get(name)
+    if needs is None:
+        raise UsageError(f"unknown task {spec!r}; choose from {', '.join(TASKS)}")
+    if name == "text" and not spec[5:].strip():
+        raise UsageError("task text: needs a file, e.g. --task text:notes.txt")
+    if needs != model:
+        raise UsageError(f"task {name} trains a {needs} model, not {model}; pass --model {needs}")
+
+
+def make_task(
+    spec: str, model: str, options: DataOptions = DataOptions(), cache_dir: str | os.PathLike | None = None
+) -> tuple[SupervisedTask, object | None]:
+    """The task named ``spec`` for a ``model`` (``vit`` or ``lm``), and its tokenizer (text) or None."""
+    task_model_kind(spec, model)
+    name = spec.split(":", 1)[0]
+    if name == "fmnist":
+        return _image_task(data.load_fashion_mnist(options.data_dir, options.val_size), 10, options), None
+    if name == "synthetic" and model == "vit":
+        return _image_task(data.synthetic_images(), 4, options), None
+    if name == "synthetic":
+        blocks = {k: torch.from_numpy(v) for k, v in data.synthetic_tokens(seq_len=options.seq_len).items()}
+        return LanguageModelling(_limit(blocks, options), vocab_size=16), None
+    if name == "austen":
+        sources = data.load_austen(options.data_dir)
+    else:
+        sources = data.read_text_files([Path(p) for p in spec[5:].split(",") if p])
+    documents = [p for source in sources for p in data.passages(source, options.passage_chars)]
+    splits = data.split_documents(documents)
+    tokenizer = data.cached_tokenizer([d.text for d in splits["train"]], options.vocab_size, cache_dir)
+    blocks = {
+        split: torch.from_numpy(data.blocks(data.token_stream(docs, tokenizer), options.seq_len))
+        for split, docs in splits.items()
+    }
+    return LanguageModelling(_limit(blocks, options), tokenizer.get_vocab_size()), tokenizer
+
+
+def _image_task(splits: dict[str, data.ImageSplit], classes: int, options: DataOptions) -> ImageClassification:
+    tensors = {k: (torch.from_numpy(s.images), torch.from_numpy(s.labels)) for k, s in splits.items()}
+    return ImageClassification(_limit(tensors, options), classes, options.label_smoothing, options.augment)
+
+
+def _limit(splits: dict, options: DataOptions) -> dict:
+    if options.limit_train is None:
+        return splits
+    if options.limit_train < 1:
+        raise UsageError(f"--limit-train must be a positive number of examples, got {options.limit_train}")
+    train = splits["train"]
+    limited = tuple(t[: options.limit_train] for t in train) if isinstance(train, tuple) else train[: options.limit_train]
+    return {**splits, "train": limited}

@@ -1,0 +1,109 @@
+"""`oversmooth analyze` end to end on tiny saved checkpoints: outputs, and bad input -> exit 2."""
+
+import csv
+import json
+
+import pytest
+
+from hf_tiny import WORDS, save_tiny
+from oversmooth.cli import main
+
+TEXT = " ".join(WORDS * 3)
+FAST = ["--max-sequences", "3", "--max-length", "16", "--attention-tokens", "8"]
+
+
+@pytest.fixture(scope="module")
+def bert_dir(tmp_path_factory):
+    return save_tiny("bert", tmp_path_factory.mktemp("bert"))
+
+
+@pytest.mark.parametrize("kind", ["bert", "gpt2", "llama"])
+def test_text_analysis_writes_every_output(kind, tmp_path, capsys):
+    model_dir = save_tiny(kind, tmp_path / "model")
+    out = tmp_path / "out"
+    assert main(["analyze", str(model_dir), "--text", TEXT, "--out", str(out), *FAST]) == 0
+    printed = capsys.readouterr().out
+    assert "cos:neutreno" in printed and "verdict" in printed
+    rows = list(csv.DictReader(open(out / "metrics.csv")))
+    assert len(rows) == 5 * 3  # (baseline + 4 methods) x (embeddings + 2 blocks)
+    assert {r["method"] for r in rows} == {"baseline", "neutreno", "deescalate", "attnscale", "featscale"}
+    assert rows[1]["spectral_gap"] != "" and rows[-1]["spectral_gap"] == ""
+    spectrum = json.loads((out / "spectrum.json").read_text())
+    assert [layer["layer"] for layer in spectrum["layers"]] == [1, 2]
+    assert len(spectrum["layers"][0]["heads"]) == 4
+    assert spectrum["layers"][0]["prediction"]["mode"] in ("smoothing", "sharpening", "mixed")
+    for name in ("cos_sim.png", "t_sim.png", "spectral_gap.png", "report.md"):
+        assert (out / name).stat().st_size > 0
+    assert "NeuTRENO (lam=0.6)" in (out / "report.md").read_text()
+
+
+def test_image_folder_analysis(tmp_path):
+    from PIL import Image
+    model_dir = save_tiny("vit", tmp_path / "vit")
+    images = tmp_path / "images"
+    images.mkdir()
+    for i in range(3):
+        Image.new("RGB", (20, 24), (40 * i, 90, 200 - 50 * i)).save(images / f"{i}.png")
+    out = tmp_path / "out"
+    assert main(["analyze", str(model_dir), "--images", str(images), "--methods", "neutreno",
+                 "--lam", "0.4", "--out", str(out)]) == 0
+    rows = list(csv.DictReader(open(out / "metrics.csv")))
+    assert len(rows) == 2 * 3
+
+
+def test_builtin_fashion_mnist_images(tmp_path):
+    pytest.importorskip("oversmooth.data.idx", reason="needs oversmooth.data (Fashion-MNIST reader) merged")
+    from oversmooth.data.fashion_mnist import DEFAULT_DIR
+    if not (DEFAULT_DIR / "t10k-images-idx3-ubyte.gz").is_file():
+        pytest.skip(f"Fashion-MNIST not installed at {DEFAULT_DIR}")
+    model_dir = save_tiny("deit", tmp_path / "deit")
+    assert main(["analyze", str(model_dir), "--methods", "none", "--max-sequences", "2",
+                 "--out", str(tmp_path / "out")]) == 0
+
+
+def expect_usage_error(capsys, argv, out, match):
+    assert main(["analyze", *argv, "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and match in err, err
+    assert not out.exists(), "nothing may be written on failure"
+
+
+def test_bad_inputs_exit_2_and_write_nothing(bert_dir, tmp_path, capsys, monkeypatch):
+    out = tmp_path / "out"
+    expect_usage_error(capsys, [str(tmp_path / "missing")], out, "neither a directory nor an installed")
+    (tmp_path / "empty_dir").mkdir()
+    expect_usage_error(capsys, [str(tmp_path / "empty_dir")], out, "not a transformer checkpoint")
+    (tmp_path / "blank.txt").write_text("  \n")
+    expect_usage_error(capsys, [str(bert_dir), "--text", str(tmp_path / "blank.txt")], out, "is empty")
+    expect_usage_error(capsys, [str(bert_dir), "--text", str(tmp_path / "gone.txt")], out, "no such text file")
+    expect_usage_error(capsys, [str(bert_dir), "--methods", "neutreno,magic"], out, "unknown method 'magic'")
+    expect_usage_error(capsys, [str(bert_dir), "--methods", "neutreno", "--tau", "0.3"], out, "not in --methods")
+    expect_usage_error(capsys, [str(bert_dir), "--images", str(tmp_path)], out, "text model")
+    monkeypatch.setattr("oversmooth.hf.load.available_bytes", lambda: 1000)
+    expect_usage_error(capsys, [str(bert_dir), "--text", TEXT], out, "GiB is free")
+
+
+def test_unreadable_image_and_unsupported_family(tmp_path, capsys):
+    from transformers import T5Config, T5Model
+    vit_dir = save_tiny("vit", tmp_path / "vit")
+    images = tmp_path / "images"
+    images.mkdir()
+    (images / "broken.png").write_bytes(b"not a png")
+    out = tmp_path / "out"
+    expect_usage_error(capsys, [str(vit_dir), "--images", str(images)], out, "cannot read image")
+    T5Model(T5Config(d_model=16, d_ff=16, num_layers=1, num_heads=2, d_kv=8, vocab_size=20)).save_pretrained(
+        tmp_path / "t5")
+    expect_usage_error(capsys, [str(tmp_path / "t5")], out, "supported families")
+
+
+def test_failure_while_writing_leaves_out_untouched(bert_dir, tmp_path, capsys, monkeypatch):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "keep.txt").write_text("old")
+
+    def broken_plot(*args):
+        raise RuntimeError("disk full")
+    monkeypatch.setattr("oversmooth.hf.report.plot_metric", broken_plot)
+    with pytest.raises(RuntimeError):
+        main(["analyze", str(bert_dir), "--text", TEXT, "--out", str(out), "--methods", "none", *FAST])
+    assert sorted(p.name for p in out.iterdir()) == ["keep.txt"]

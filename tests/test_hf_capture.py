@@ -1,0 +1,93 @@
+"""Capture on tiny random models of every family: hook points agree with independent identities."""
+
+import pytest
+import torch
+
+from hf_tiny import FAMILIES, tiny_inputs, tiny_model
+from oversmooth.errors import UsageError
+from oversmooth.hf.capture import capture, merge_heads
+from oversmooth.hf.families import layout
+
+ATOL = 1e-5
+
+
+@pytest.fixture(scope="module", params=FAMILIES)
+def captured(request):
+    model, inputs = tiny_model(request.param), tiny_inputs(request.param)
+    outputs, cache = capture(model, inputs, pattern=True)
+    return model, inputs, outputs, cache
+
+
+def test_attention_residual_add(captured):
+    _, _, _, cache = captured
+    for pre, out, mid in zip(cache.stack("resid_pre"), cache.stack("attn_out"), cache.stack("resid_mid")):
+        torch.testing.assert_close(pre + out, mid, atol=ATOL, rtol=0)
+
+
+def test_stream_equals_output_hidden_states(captured):
+    model, inputs, _, cache = captured
+    with torch.no_grad():
+        hidden = model(**inputs, output_hidden_states=True).hidden_states
+    stream = cache.stream()
+    assert len(hidden) == len(stream) == cache.layers + 1
+    for ours, theirs in zip(stream[:-1], hidden[:-1]):
+        torch.testing.assert_close(ours, theirs, atol=0, rtol=0)
+    last = stream[-1]
+    if cache.hidden_states_last == "after final norm":
+        last = layout(model).final_norm(last)
+    torch.testing.assert_close(last, hidden[-1], atol=ATOL, rtol=0)
+
+
+def test_context_is_pattern_times_values(captured):
+    _, _, _, cache = captured
+    for pattern, v, z in zip(cache.stack("pattern"), cache.stack("v"), cache.stack("z")):
+        torch.testing.assert_close(pattern @ v, z, atol=ATOL, rtol=0)
+
+
+def test_weights_reproduce_values_and_attn_out(captured):
+    """V = norm(resid_pre) W_V + b with kv-head h // groups; attn_out = merge(z) W_O + b."""
+    model, _, _, cache = captured
+    lay = layout(model)
+    groups = lay.heads // lay.kv_heads
+    for layer in range(cache.layers):
+        x = cache.stack("resid_pre")[layer]
+        if lay.family.pre_norm is not None:
+            x = lay.module(layer, "pre_norm")(x)
+        value = lay.module(layer, "value")
+        bias = value.bias[2 * lay.hidden:] if lay.family.fused_qkv else value.bias
+        projected = x @ lay.value_weight(layer) + (0 if bias is None else bias)
+        v = cache.stack("v")[layer]
+        for head in range(lay.heads):
+            kv = head // groups
+            expected = projected[..., kv * lay.head_dim:(kv + 1) * lay.head_dim]
+            torch.testing.assert_close(v[:, head], expected, atol=ATOL, rtol=0)
+        out_bias = lay.module(layer, "out_proj").bias
+        expected_out = merge_heads(cache.stack("z")[layer]) @ lay.out_weight(layer)
+        expected_out = expected_out + (0 if out_bias is None else out_bias)
+        torch.testing.assert_close(expected_out, cache.stack("attn_out")[layer], atol=ATOL, rtol=0)
+
+
+def test_mask_and_last_state_reported(captured):
+    _, inputs, _, cache = captured
+    if "attention_mask" in inputs:
+        assert cache.mask.tolist() == inputs["attention_mask"].bool().tolist()
+    else:
+        assert cache.mask.all()
+    assert cache.hidden_states_last in ("no final norm", "before final norm", "after final norm")
+
+
+def test_pattern_on_sdpa_model_switches_to_eager_and_back():
+    model = tiny_model("bert", attn="sdpa")
+    _, cache = capture(model, tiny_inputs("bert"), hooks=("v",), pattern=True)
+    assert cache["blocks.0.attn.hook_pattern"].shape == (2, 4, 7, 7)
+    assert model.config._attn_implementation == "sdpa"
+
+
+def test_unsupported_family_and_hook_are_usage_errors():
+    from transformers import AutoModel, T5Config
+    t5 = AutoModel.from_config(T5Config(d_model=16, d_ff=16, num_layers=1, num_heads=2, d_kv=8,
+                                         vocab_size=20))
+    with pytest.raises(UsageError, match="supported families: BERT"):
+        layout(t5)
+    with pytest.raises(UsageError, match="unknown hook"):
+        capture(tiny_model("bert"), tiny_inputs("bert"), hooks=("resid_pre", "mlp_out"))

@@ -1,0 +1,101 @@
+"""Attention against a naive per-head reference built from DESIGN §5's formulas, fused vs manual."""
+
+import math
+
+import pytest
+import torch
+
+from oversmooth.layers import METHODS, Attention, MitigationConfig
+
+WIDTH, HEADS, TOKENS = 12, 3, 6
+D_HEAD = WIDTH // HEADS
+
+
+def reference(attn: Attention, x, v_first, cfg: MitigationConfig, causal: bool):
+    """One sequence at a time, one head at a time, every matrix explicit (float64)."""
+    w_q, b_q = attn.query.weight.T, attn.query.bias
+    w_k, b_k = (w_q, b_q) if "symmetric" in cfg else (attn.key.weight.T, attn.key.bias)
+    if "spectral" in cfg:
+        u, lam = attn.value_output.basis, attn.value_output.eigenvalues
+        w_v, b_v = u, attn.value_output.value_bias
+        w_o, b_o = torch.diag(lam) @ u.T, attn.value_output.output_bias
+    else:
+        w_v, b_v = attn.value.weight.T, attn.value.bias
+        w_o, b_o = attn.output.weight.T, attn.output.bias
+    n = x.shape[1]
+    allowed = torch.tril(torch.ones(n, n, dtype=torch.float64)) if causal else torch.ones(n, n, dtype=torch.float64)
+    uniform = allowed / allowed.sum(1, keepdim=True)          # uniform attention over allowed keys
+    out = []
+    for b in range(x.shape[0]):
+        heads = []
+        for h in range(HEADS):
+            cols = slice(h * D_HEAD, (h + 1) * D_HEAD)
+            q = x[b] @ w_q[:, cols] + b_q[cols]
+            k = x[b] @ w_k[:, cols] + b_k[cols]
+            v = x[b] @ w_v[:, cols] + b_v[cols]
+            if v_first is not None and "value_residual" in cfg:
+                v = (1 - cfg.value_mix) * v + cfg.value_mix * v_first[b, h]
+            scores = q @ k.T / math.sqrt(D_HEAD)
+            scores = scores.masked_fill(allowed == 0, float("-inf"))
+            a = torch.softmax(scores, dim=-1)
+            if "attnscale" in cfg:
+                a = a + attn.attnscale.omega[h] * (a - uniform)
+            o = a @ v
+            if v_first is not None and "neutreno" in cfg:
+                o = o + cfg.lam * (v_first[b, h] - v)
+            heads.append(o)
+        z = torch.cat(heads, dim=1) @ w_o + b_o
+        if "featscale" in cfg:
+            dc = uniform @ z                                 # Pi_1 Z (prefix means when causal)
+            z = z + attn.featscale.s_dc * dc + attn.featscale.s_hc * (z - dc)
+        out.append(z)
+    return torch.stack(out)
+
+
+def randomise(module, seed):
+    """Give every parameter (incl. omega, s_dc, s_hc initialised at 0) a non-zero random value."""
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in module.named_parameters():
+            if "parametrizations" not in name:
+                p.copy_(0.5 * torch.randn(p.shape, generator=g, dtype=p.dtype))
+
+
+SPECS = [*[(m,) for m in METHODS if m != "deescalate"], ("neutreno", "featscale"),
+         ("symmetric", "value_residual", "neutreno", "attnscale", "spectral")]
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("methods", SPECS, ids="+".join)
+def test_attention_matches_naive_reference(methods, causal):
+    cfg = MitigationConfig(methods=methods, lam=0.7, value_mix=0.3, spectral="sharpen")
+    attn = Attention(WIDTH, HEADS, mitigation=cfg, causal=causal).double()
+    randomise(attn, seed=len(methods))
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(2, TOKENS, WIDTH, generator=g, dtype=torch.float64)
+    v_first = torch.randn(2, HEADS, TOKENS, D_HEAD, generator=g, dtype=torch.float64)
+    want = reference(attn, x, v_first, cfg, causal)
+    for materialize in (False, True):
+        attn.materialize = materialize
+        got, _ = attn(x, v_first)
+        assert torch.allclose(got, want, atol=1e-10), (methods, materialize)
+
+
+@pytest.mark.parametrize("methods", [(), ("neutreno", "attnscale", "featscale", "spectral")])
+def test_fused_and_manual_agree_in_float32(methods):
+    attn = Attention(WIDTH, HEADS, mitigation=MitigationConfig(methods=methods), causal=True)
+    randomise(attn, seed=3)
+    x, v_first = torch.randn(4, TOKENS, WIDTH), torch.randn(4, HEADS, TOKENS, D_HEAD)
+    fused, v = attn(x, v_first)
+    attn.materialize = True
+    manual, v_manual = attn(x, v_first)
+    assert torch.allclose(fused, manual, atol=1e-5) and torch.equal(v, v_manual)
+
+
+def test_first_layer_ignores_v_first_only_methods():
+    """Without v_first (layer 1), NeuTRENO and value residual are the plain attention."""
+    base = Attention(WIDTH, HEADS)
+    both = Attention(WIDTH, HEADS, mitigation=MitigationConfig(methods=("neutreno", "value_residual")))
+    both.load_state_dict(base.state_dict())
+    x = torch.randn(2, TOKENS, WIDTH)
+    assert torch.equal(base(x)[0], both(x)[0])

@@ -1,0 +1,69 @@
+"""The loop in-process: divergence handling, refusal to mix runs, determinism with a seed."""
+
+import json
+
+import pytest
+import torch
+from torch import nn
+
+from oversmooth.data import synthetic_images
+from oversmooth.errors import UsageError
+from oversmooth.train import ImageClassification, TrainConfig, load_checkpoint, train
+
+
+def image_task():
+    splits = {k: (torch.from_numpy(s.images), torch.from_numpy(s.labels)) for k, s in synthetic_images().items()}
+    return ImageClassification(splits, classes=4)
+
+
+class ExplodesAfter(nn.Module):
+    """A linear classifier whose training forward returns NaN from call ``calls + 1`` on."""
+
+    def __init__(self, calls: int):
+        super().__init__()
+        self.net, self.calls, self.seen = nn.Sequential(nn.Flatten(), nn.Linear(64, 4)), calls, 0
+
+    def forward(self, x):
+        out = self.net(x)
+        if self.training:
+            self.seen += 1
+            if self.seen > self.calls:
+                out = out * float("nan")
+        return out
+
+
+CONFIG = TrainConfig(epochs=2, batch_size=32, lr=1e-2, checkpoint_every=2, progress=False)
+
+
+def test_non_finite_loss_stops_the_run_and_keeps_the_last_good_checkpoint(tmp_path):
+    torch.manual_seed(0)
+    model = ExplodesAfter(calls=5)
+    results = train(model, image_task(), CONFIG, tmp_path)
+    assert results["status"] == "diverged" and "nan" in results["diverged"] and "step 6" in results["diverged"]
+    assert results["test"] is None and results["steps"] == 5
+    written = json.loads((tmp_path / "results.json").read_text())
+    assert written["status"] == "diverged"
+    state = load_checkpoint(tmp_path / "checkpoint.pt")
+    assert state["step"] == 4  # checkpoints at steps 2 and 4; step 6 never happened
+    assert all(torch.isfinite(t).all() for t in state["model"].values())
+    assert (tmp_path / "metrics.jsonl").read_text() == ""
+
+
+def test_same_seed_same_run_and_existing_runs_are_protected(tmp_path):
+    runs = []
+    for name in ("a", "b"):
+        torch.manual_seed(0)
+        model = nn.Sequential(nn.Flatten(), nn.Linear(64, 4))
+        train(model, image_task(), CONFIG, tmp_path / name)
+        runs.append(model.state_dict())
+    assert all(torch.equal(runs[0][k], runs[1][k]) for k in runs[0])
+    assert (tmp_path / "a" / "metrics.jsonl").read_text() == (tmp_path / "b" / "metrics.jsonl").read_text()
+    records = [json.loads(line) for line in (tmp_path / "a" / "metrics.jsonl").read_text().splitlines()]
+    assert [r["epoch"] for r in records] == [1, 2] and [r["step"] for r in records] == [8, 16]
+    model = nn.Sequential(nn.Flatten(), nn.Linear(64, 4))
+    with pytest.raises(UsageError, match="--resume auto"):
+        train(model, image_task(), CONFIG, tmp_path / "a")
+    (tmp_path / "a" / "results.json").unlink()  # an unfinished run
+    other = TrainConfig(epochs=2, batch_size=32, lr=5e-3, progress=False)
+    with pytest.raises(UsageError, match="different settings.*train"):
+        train(model, image_task(), other, tmp_path / "a", resume=True)

@@ -83,6 +83,14 @@ def test_scale_and_permutation_invariance(name):
     assert torch.allclose(fn(x[:, perm], mask[:, perm]), base, rtol=1e-9)
 
 
+@pytest.mark.parametrize("scale", [1e-150, 1e150])
+def test_extreme_scales_do_not_underflow_or_overflow(scale):
+    x, mask = random_batch(seed=9)
+    for name in ["cos_sim", "t_sim", "effective_rank", "stable_rank"]:
+        fn = getattr(metrics, name)
+        assert torch.allclose(fn(x * scale, mask), fn(x, mask), rtol=1e-9), name
+
+
 def test_single_token_and_zero_tokens_are_finite_and_documented():
     one = torch.randn(2, 1, 5)
     assert metrics.cos_sim(one).tolist() == [1.0, 1.0]

@@ -10,6 +10,12 @@ from pathlib import Path
 from typing import IO, Iterator
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 @contextlib.contextmanager
 def atomic_write(path: str | os.PathLike, mode: str = "w") -> Iterator[IO]:
     """Open a temporary file beside ``path``; on success rename it over ``path``.
@@ -29,6 +35,7 @@ def atomic_write(path: str | os.PathLike, mode: str = "w") -> Iterator[IO]:
             yield handle
             handle.flush()
             os.fsync(handle.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the usual file mode
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -49,6 +56,8 @@ def atomic_directory(path: str | os.PathLike) -> Iterator[Path]:
         yield staging
         path.mkdir(exist_ok=True)
         for item in staging.iterdir():
+            if item.is_file():
+                os.chmod(item, 0o666 & ~_umask())
             os.replace(item, path / item.name)
     finally:
         shutil.rmtree(staging, ignore_errors=True)

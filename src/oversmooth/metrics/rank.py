@@ -21,9 +21,19 @@ _COLLAPSE_TOL = 1e-12
 _GRAM_TOL = 1e-7
 
 
-def _centred(x: Tensor, valid: Tensor) -> tuple[Tensor, Tensor]:
-    """Float64 tokens and their centred copy, both zero outside ``valid``: ``[batch, n, d]``."""
+def _unit_scaled(x: Tensor, valid: Tensor) -> Tensor:
+    """Float64 tokens, zero outside ``valid``, divided by the sequence's largest |entry|.
+
+    The ranks are scale-invariant; scaling first keeps the squared Gram entries away from
+    float64 underflow and overflow (tokens of size 1e-158 or 1e200).
+    """
     xs = masked_float64(x, valid)
+    return xs / xs.abs().amax(dim=(1, 2), keepdim=True).clamp_min(torch.finfo(torch.float64).tiny)
+
+
+def _centred(x: Tensor, valid: Tensor) -> tuple[Tensor, Tensor]:
+    """Unit-scaled tokens and their centred copy, both zero outside ``valid``: ``[batch, n, d]``."""
+    xs = _unit_scaled(x, valid)
     mean = xs.sum(dim=1, keepdim=True) / count(valid).clamp_min(1)[:, None, None]
     return xs, torch.where(valid[..., None], xs - mean, 0.0)
 
@@ -89,7 +99,7 @@ def stable_rank(x: Tensor, mask: Tensor | None = None, exclude: Sequence[int] = 
     [1.5625]
     """
     valid = valid_tokens(x, mask, exclude)
-    xs = masked_float64(x, valid)
+    xs = _unit_scaled(x, valid)
     frobenius = xs.pow(2).sum(dim=(1, 2))
     spectral = _gram_eigenvalues(xs)[:, -1]
     value = torch.where(spectral > 0, frobenius / spectral.clamp_min(torch.finfo(torch.float64).tiny), 1.0)

@@ -31,7 +31,7 @@ from oversmooth.spectra import predict_dynamics, summarize_spectrum, value_outpu
 
 @contextlib.contextmanager
 def single_thread() -> Iterator[None]:
-    """Run small eigen-decompositions on one thread: on a shared CPU many threads are far slower."""
+    """Run small eigen / singular value decompositions on one thread (far faster on a shared CPU)."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:

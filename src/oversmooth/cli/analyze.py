@@ -8,7 +8,7 @@ import argparse
 import shlex
 import sys
 
-from oversmooth.cli.metrics import _positions
+from oversmooth.cli.metrics import parse_positions
 
 DEFAULT_METHODS = "neutreno,deescalate,attnscale,featscale"
 KNOB_FLAGS = {"lam": "neutreno", "tau": "deescalate", "omega": "attnscale", "s_dc": "featscale",
@@ -55,7 +55,7 @@ def register(subparsers) -> None:
                         help="sequences for the attention measures and predicted mode; 0 = skip (default 2)")
     parser.add_argument("--attention-tokens", type=_count, default=128, metavar="N",
                         help="text tokens per sequence for the attention measures (default 128)")
-    parser.add_argument("--exclude", type=_positions, default=(), metavar="POS",
+    parser.add_argument("--exclude", type=parse_positions, default=(), metavar="POS",
                         help="token positions to leave out of the measures, e.g. 0 for CLS")
     parser.add_argument("--out", default="runs/analyze", metavar="DIR",
                         help="output folder (default runs/analyze)")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 
-def _positions(text: str) -> tuple[int, ...]:
+def parse_positions(text: str) -> tuple[int, ...]:
     try:
         return tuple(int(p) for p in text.split(",") if p.strip())
     except ValueError:
@@ -21,7 +21,7 @@ def register(subparsers) -> None:
     parser.add_argument("file", help="the hidden states file")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.add_argument("--out", metavar="CSV", help="also write the table to this CSV file")
-    parser.add_argument("--exclude", type=_positions, default=(), metavar="POS",
+    parser.add_argument("--exclude", type=parse_positions, default=(), metavar="POS",
                         help="token positions to leave out, e.g. 0 for CLS (comma-separated)")
     parser.add_argument("--metrics", default=None, metavar="NAMES",
                         help="comma-separated subset (default: all)")

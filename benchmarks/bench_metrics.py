@@ -7,6 +7,7 @@
 
     python benchmarks/bench_metrics.py            # B=8, n=512, d=768 (issue 2's shape)
     python benchmarks/bench_metrics.py --quick    # smaller, for a smoke run
+    python benchmarks/bench_metrics.py --threads 1  # steadier on a busy machine
 """
 
 from __future__ import annotations
@@ -55,7 +56,10 @@ def main() -> None:
     parser.add_argument("--layers", type=int, default=12)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="B=2, n=128, d=256")
+    parser.add_argument("--threads", type=int, default=0, help="torch threads (0 = torch's default)")
     args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
     if args.quick:
         args.batch, args.tokens, args.width = 2, 128, 256
     torch.manual_seed(0)

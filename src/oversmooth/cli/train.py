@@ -19,6 +19,12 @@ def register(subparsers) -> None:
         description="Train our ViT (Fashion-MNIST) or causal LM (Jane Austen, your text) with any "
                     "mitigation. Works under `torchrun --nproc_per_node N` (DDP). See docs/training.md.",
     )
+    add_arguments(parser)
+    parser.set_defaults(run=run_train)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Every ``oversmooth train`` flag (``oversmooth study`` parses each cell with them too)."""
     what = parser.add_argument_group("task and model")
     what.add_argument("--task", required=True, help="fmnist | austen | text:FILE[,FILE...] | synthetic")
     what.add_argument("--model", required=True, help="vit | lm")
@@ -67,10 +73,10 @@ def register(subparsers) -> None:
     run.add_argument("--threads", type=int, help="CPU threads for torch (default: torch's choice)")
     run.add_argument("--probe-size", type=int, default=32, help="validation examples for layer metrics")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
-    parser.set_defaults(run=run_train)
 
 
-def _check_args(args: argparse.Namespace) -> None:
+def check_args(args: argparse.Namespace) -> None:
+    """Range checks of the parsed flags; makes ``--out`` and checks it is writable. Raises UsageError."""
     from oversmooth.train.task_factory import task_model_kind
 
     task_model_kind(args.task, args.model)
@@ -100,7 +106,7 @@ def _check_args(args: argparse.Namespace) -> None:
         raise UsageError(f"cannot write to --out {out} ({error.strerror}); choose a writable folder") from None
 
 
-def _model_config(args: argparse.Namespace, **geometry):
+def model_config(args: argparse.Namespace, **geometry):
     """The model config from the preset, the shape flags and the method; ``geometry`` comes from
     the task (image size and classes, or vocabulary and context). Raises UsageError early."""
     from oversmooth.layers import MitigationConfig
@@ -124,8 +130,8 @@ def _geometry(args: argparse.Namespace, task) -> dict:
 
 
 def run_train(args: argparse.Namespace) -> int:
-    _check_args(args)
-    _model_config(args)  # bad depth, heads or method: fail before loading any data
+    check_args(args)
+    model_config(args)  # bad depth, heads or method: fail before loading any data
     import torch
 
     from oversmooth.models import CausalLM, ViT, save_model
@@ -145,7 +151,7 @@ def run_train(args: argparse.Namespace) -> int:
         task, tokenizer = make_task(args.task, args.model, options)
         if env.is_main:
             env.barrier()
-        cfg = _model_config(args, **_geometry(args, task))
+        cfg = model_config(args, **_geometry(args, task))
         torch.manual_seed(args.seed)
         model = (ViT if args.model == "vit" else CausalLM)(cfg)
         config = TrainConfig(

@@ -4,31 +4,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from oversmooth.atomic import atomic_write
 from oversmooth.metrics import MetricTable
+from oversmooth.plotting import figure, save_png
 from oversmooth.theory.escalation import RateStudy
 
 PLOTTED = ("cos_sim", "t_sim", "rank1_residual", "effective_rank")
 
 
-def _figure(rows: int, cols: int, width: float, height: float):
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    return plt, *plt.subplots(rows, cols, figsize=(width, height), squeeze=False)
-
-
-def _save(plt, fig, path: Path) -> None:
-    fig.tight_layout()
-    with atomic_write(path, "wb") as handle:
-        fig.savefig(handle, format="png", dpi=90)
-    plt.close(fig)
-
-
 def plot_metrics_vs_depth(tables: dict[str, MetricTable], title: str, path: Path,
                           metrics: tuple[str, ...] = PLOTTED) -> None:
     """One panel per metric, one line per labelled table (mean over sequences)."""
-    plt, fig, axes = _figure(1, len(metrics), 3.2 * len(metrics), 3.0)
+    plt, fig, axes = figure(1, len(metrics), 3.2 * len(metrics), 3.0)
     for ax, metric in zip(axes[0], metrics):
         for label, table in tables.items():
             ax.plot([row["layer"] for row in table.rows], table.column(metric), label=label)
@@ -38,12 +24,12 @@ def plot_metrics_vs_depth(tables: dict[str, MetricTable], title: str, path: Path
             ax.set_yscale("log")
     axes[0][0].legend(fontsize=7)
     fig.suptitle(title, fontsize=10)
-    _save(plt, fig, path)
+    save_png(plt, fig, path)
 
 
 def plot_escalation_rates(study: RateStudy, path: Path) -> None:
     """Measured rate of -ln t_div per layer against |lambda_2(A)|, with the predictions."""
-    plt, fig, axes = _figure(1, 1, 5.0, 3.6)
+    plt, fig, axes = figure(1, 1, 5.0, 3.6)
     ax = axes[0][0]
     for name, rates in study.measured.items():
         line = ax.scatter(study.lambda2, rates, s=14, label=f"{name} (simulated)")
@@ -54,4 +40,4 @@ def plot_escalation_rates(study: RateStudy, path: Path) -> None:
     ax.set_ylabel("escalation rate: -d ln t_div / d layer")
     ax.set_yscale("log")
     ax.legend(fontsize=7)
-    _save(plt, fig, path)
+    save_png(plt, fig, path)

@@ -62,10 +62,7 @@ def make_task(
     if name == "synthetic":
         blocks = {k: torch.from_numpy(v) for k, v in data.synthetic_tokens(seq_len=options.seq_len).items()}
         return LanguageModelling(_limit(blocks, options), vocab_size=16), None
-    if name == "austen":
-        sources = data.load_austen(options.data_dir)
-    else:
-        sources = data.read_text_files([Path(p) for p in spec[5:].split(",") if p])
+    sources = data.load_austen(options.data_dir) if name == "austen" else data.read_text_files(_text_paths(spec))
     documents = [p for source in sources for p in data.passages(source, options.passage_chars)]
     splits = data.split_documents(documents)
     tokenizer = data.cached_tokenizer([d.text for d in splits["train"]], options.vocab_size, cache_dir)
@@ -74,6 +71,23 @@ def make_task(
         for split, docs in splits.items()
     }
     return LanguageModelling(_limit(blocks, options), tokenizer.get_vocab_size()), tokenizer
+
+
+def _text_paths(spec: str) -> list[Path]:
+    """``text:a.txt,b.txt`` -> the files."""
+    return [Path(p) for p in spec[5:].split(",") if p]
+
+
+def check_data(spec: str, data_dir: str | None = None) -> None:
+    """Read the raw data of task ``spec`` once, so a missing or broken data set fails (UsageError)
+    before any long work starts."""
+    name = spec.split(":", 1)[0]
+    if name == "fmnist":
+        data.load_fashion_mnist(data_dir)
+    elif name == "austen":
+        data.load_austen(data_dir)
+    elif name == "text":
+        data.read_text_files(_text_paths(spec))
 
 
 def _image_task(splits: dict[str, data.ImageSplit], classes: int, options: DataOptions) -> ImageClassification:

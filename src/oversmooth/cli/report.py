@@ -1,0 +1,57 @@
+"""``oversmooth report DIR [DIR ...]``: the claims report of one or more study folders."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "report", help="write report.md + PNGs for study folders: scores vs depth, similarity, claims",
+        description="Report on the cells of one or more `oversmooth study` folders, finished or not: "
+                    "score vs depth per method with the seed spread, per-layer cos_sim and t_sim at the "
+                    "end of training, training curves, and the claims table of DESIGN §8 (held / did not "
+                    "hold / inconclusive, with the rule that decided). Claims that need no training "
+                    "(NeuTRENO on an untrained DeiT-tiny and on the pretrained MiniLM, the spectral and "
+                    "LayerNorm-sign statements) are measured here in about a minute.")
+    parser.add_argument("dirs", nargs="+", metavar="DIR", help="study folder(s) made by `oversmooth study`")
+    parser.add_argument("--out", metavar="DIR", help="where report.md and the PNGs go (default: the first DIR)")
+    parser.add_argument("--no-probes", action="store_true",
+                        help="skip the claims that need no training (no MiniLM, no untrained DeiT-tiny)")
+    parser.add_argument("--title", default="oversmooth study report", help="the report's heading")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import json
+    from pathlib import Path
+
+    from oversmooth.errors import UsageError
+    from oversmooth.study.report import write_report
+    from oversmooth.study.results import read_study
+
+    cells, commands = [], {}
+    for folder in map(Path, args.dirs):
+        if not (folder / "study.json").is_file():
+            raise UsageError(f"{folder} is not a study folder (no study.json); make one with `oversmooth study`")
+        study = json.loads((folder / "study.json").read_text())
+        if study.get("command"):
+            commands[study["name"]] = study["command"]
+        cells += read_study(folder)
+    probes = None
+    if not args.no_probes:
+        import torch
+        from transformers.utils import logging as hf_logging
+
+        from oversmooth.study.probes import run_probes
+
+        torch.set_num_threads(1)
+        hf_logging.disable_progress_bar()
+        probes = run_probes()
+    out = Path(args.out or args.dirs[0])
+    claims = write_report(cells, out, probes, commands, args.title)
+    width = max((len(c.number) for c in claims), default=1)
+    for claim in claims:
+        print(f"{claim.number:>{width}}  {claim.verdict:<13} {claim.statement}")
+    print(f"wrote {out / 'report.md'} ({len(cells)} cells)")
+    return 0

@@ -1,0 +1,183 @@
+"""``oversmooth study PRESET|FILE --out DIR``: train a grid of task x norm x depth x method x seed."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import shlex
+import signal
+import sys
+import tempfile
+
+
+def register(subparsers) -> None:
+    from oversmooth.study.presets import PRESETS
+
+    parser = subparsers.add_parser(
+        "study", help="train every method at several depths side by side (a grid of train runs)",
+        description="Run a grid of `oversmooth train` runs, one folder per cell under DIR/cells/. "
+                    "Finished cells are skipped on a re-run and interrupted ones resume from their "
+                    "last checkpoint, so the command can be killed and started again at any time; "
+                    "`oversmooth report DIR` reports on whatever has finished. Presets: "
+                    + "; ".join(f"{name}: {study.description}" for name, study in PRESETS.items()) + ".")
+    parser.add_argument("study", metavar="PRESET|FILE",
+                        help=f"a preset ({', '.join(PRESETS)}) or a .json/.toml study file (see docs/studies.md)")
+    parser.add_argument("--out", required=True, metavar="DIR", help="study folder")
+    parser.add_argument("--jobs", type=int, default=1, help="cells trained at once (default 1)")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads per cell (default 1)")
+    parser.add_argument("--seeds", metavar="LIST", help="override the seeds, e.g. 0,1,2")
+    parser.add_argument("--depths", metavar="LIST", help="override the depths, e.g. 4,8,16,32")
+    parser.add_argument("--methods", metavar="LIST", help="keep only these method labels, e.g. softmax,neutreno")
+    parser.add_argument("--set", action="append", default=[], metavar="FLAG=VALUE",
+                        help="set an `oversmooth train` flag for every cell, e.g. --set epochs=10 "
+                             "--set data_dir=/my/fmnist (repeatable)")
+    parser.add_argument("--dry-run", action="store_true", help="list the cells and their train commands, run nothing")
+    parser.set_defaults(run=run)
+
+
+def _ints(text: str, flag: str) -> tuple[int, ...]:
+    from oversmooth.errors import UsageError
+    try:
+        return tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise UsageError(f"{flag} takes comma-separated whole numbers, got {text!r}") from None
+
+
+def _value(text: str):
+    """``"5"`` -> 5, ``"1e-3"`` -> 0.001, ``"true"`` -> True, anything else stays text."""
+    if text.lower() in ("true", "false"):
+        return text.lower() == "true"
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def resolve_study(args: argparse.Namespace):
+    """The preset or file, with the command-line overrides applied."""
+    from pathlib import Path
+
+    from oversmooth.errors import UsageError
+    from oversmooth.study import StudyConfig, study_preset
+
+    is_file = args.study.endswith((".json", ".toml")) or Path(args.study).is_file()
+    study = StudyConfig.load(args.study) if is_file else study_preset(args.study)
+    changes: dict = {}
+    if args.seeds:
+        changes["seeds"] = _ints(args.seeds, "--seeds")
+    if args.depths:
+        changes["depths"] = _ints(args.depths, "--depths")
+    if args.methods:
+        wanted = [m.strip() for m in args.methods.split(",") if m.strip()]
+        labels = [v.label for v in study.variants]
+        unknown = [m for m in wanted if m not in labels]
+        if unknown:
+            raise UsageError(f"--methods: {', '.join(unknown)} not in this study; it has {', '.join(labels)}")
+        changes["variants"] = tuple(v for v in study.variants if v.label in wanted)
+    if args.set:
+        train = dict(study.train)
+        for item in args.set:
+            key, sep, text = item.partition("=")
+            if not sep or not key.strip():
+                raise UsageError(f"--set takes FLAG=VALUE, got {item!r}")
+            train[key.strip().lstrip("-").replace("-", "_")] = _value(text.strip())
+        changes["train"] = train
+    return dataclasses.replace(study, **changes) if changes else study
+
+
+class _CellParser(argparse.ArgumentParser):
+    """The `oversmooth train` parser of one cell: a bad flag is a UsageError naming the cell."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        from oversmooth.errors import UsageError
+        raise UsageError(f"{self.prog}: {message}")
+
+
+def check_cells(study) -> None:
+    """Parse every cell's command line as `oversmooth train` would, and read each task's data once:
+    bad flags, methods or knobs, or missing data, fail here (UsageError) before anything runs."""
+    from oversmooth.cli.train import add_arguments, check_args, model_config
+    from oversmooth.train.task_factory import check_data
+
+    checked_tasks = set()
+    with tempfile.TemporaryDirectory() as scratch:
+        for cell in study.cells():
+            parser = _CellParser(prog=f"cell {cell.name}")
+            add_arguments(parser)
+            args = parser.parse_args([*cell.train_args(), "--out", scratch])
+            check_args(args)
+            model_config(args)
+            if cell.task not in checked_tasks:
+                check_data(cell.task, args.data_dir)
+                checked_tasks.add(cell.task)
+
+
+def run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from tqdm.auto import tqdm
+
+    from oversmooth.errors import UsageError
+    from oversmooth.study import run_study, train_command
+    from oversmooth.study.runner import cell_dir
+
+    for flag in ("jobs", "threads"):
+        if getattr(args, flag) < 1:
+            raise UsageError(f"--{flag} must be at least 1, got {getattr(args, flag)}")
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out} is a file; give a folder")
+    study = resolve_study(args)
+    check_cells(study)
+    cells = study.cells()
+    if args.dry_run:
+        for cell in cells:
+            print(f"{cell.name}: oversmooth " + " ".join(train_command(cell, cell_dir(out, cell), args.threads)[3:]))
+        print(f"{len(cells)} cells")
+        return 0
+
+    counts: dict[str, int] = {}
+    bar = tqdm(total=len(cells), desc=study.name, unit="cell", file=sys.stderr)
+
+    def done(outcome) -> None:
+        counts[outcome.status] = counts.get(outcome.status, 0) + 1
+        bar.set_postfix_str(", ".join(f"{k} {v}" for k, v in sorted(counts.items())), refresh=False)
+        bar.update()
+        if outcome.status == "failed":
+            tqdm.write(f"cell {outcome.cell.name} failed (exit {outcome.returncode}); "
+                       f"see {cell_dir(out, outcome.cell) / 'train.log'}", file=sys.stderr)
+
+    signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        outcomes = run_study(study, out, jobs=args.jobs, threads=args.threads, on_done=done,
+                             command=command_line(args))
+    finally:
+        bar.close()
+    failed = [o.cell.name for o in outcomes if o.status in ("failed", "busy")]
+    print(f"{study.name}: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
+          + f"; report with: oversmooth report {out}")
+    if failed:
+        print(f"not finished: {', '.join(failed[:5])}{' ...' if len(failed) > 5 else ''} "
+              "(failed: see their train.log; busy: trained by another process)", file=sys.stderr)
+        return 1
+    return 0
+
+
+def command_line(args: argparse.Namespace) -> str:
+    """The command that reruns this study (the options that were given)."""
+    words = ["oversmooth", "study", args.study, "--out", args.out]
+    for flag in ("jobs", "threads"):
+        if getattr(args, flag) != 1:
+            words += [f"--{flag}", str(getattr(args, flag))]
+    for flag in ("seeds", "depths", "methods"):
+        if getattr(args, flag):
+            words += [f"--{flag}", getattr(args, flag)]
+    for item in args.set:
+        words += ["--set", item]
+    return shlex.join(words)
+
+
+def _interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt

@@ -1,0 +1,23 @@
+"""Matplotlib on the Agg backend (no screen needed) and atomic PNG writes, for every report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from oversmooth.atomic import atomic_write
+
+
+def figure(rows: int, cols: int, width: float, height: float):
+    """``(pyplot, fig, axes)`` with ``axes`` always a 2-D array ``[rows][cols]``."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt, *plt.subplots(rows, cols, figsize=(width, height), squeeze=False)
+
+
+def save_png(plt, fig, path: str | Path) -> None:
+    """Lay out, write ``path`` atomically, and free the figure."""
+    fig.tight_layout()
+    with atomic_write(path, "wb") as handle:
+        fig.savefig(handle, format="png", dpi=90)
+    plt.close(fig)

@@ -1,0 +1,12 @@
+"""Side-by-side studies: grids of training runs, their results, and the claims report.
+
+Knows training (``oversmooth train`` runs), our models and the Hugging Face analysis; the CLI
+(``oversmooth study``, ``oversmooth report``) only wires it together.
+"""
+
+from oversmooth.study.config import Cell, StudyConfig, Variant
+from oversmooth.study.presets import PRESETS, study_preset
+from oversmooth.study.runner import CellOutcome, run_study, train_command
+
+__all__ = ["Cell", "CellOutcome", "PRESETS", "StudyConfig", "Variant", "run_study", "study_preset",
+           "train_command"]

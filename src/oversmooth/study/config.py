@@ -1,0 +1,201 @@
+"""What a study trains: a grid of task x norm x depth x method variant x seed, one cell per run.
+
+A study is written as a ``StudyConfig`` (a preset, or a JSON / TOML file with the same fields).
+Each ``Cell`` is one ``oversmooth train`` run with its own folder; ``Cell.train_args`` is the
+command line it runs with, so a cell can be re-run by hand.
+
+>>> study = StudyConfig(name="demo", model="vit", tasks=("fmnist",), depths=(2, 4),
+...                     variants=(Variant.parse("softmax"), Variant("neutreno", "neutreno", {"lam": 0.6})),
+...                     train={"epochs": 1})
+>>> [cell.name for cell in study.cells()]  # doctest: +NORMALIZE_WHITESPACE
+['fmnist-pre-d2-softmax-s0', 'fmnist-pre-d2-neutreno-s0', 'fmnist-pre-d4-softmax-s0',
+ 'fmnist-pre-d4-neutreno-s0']
+>>> study.cells()[1].train_args()[:8]
+['--task', 'fmnist', '--model', 'vit', '--norm', 'pre', '--depth', '2']
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from oversmooth.errors import UsageError
+
+#: knobs a variant may set, as ``oversmooth train`` flags (see ``oversmooth train --help``).
+KNOBS = ("lam", "tau", "tau_learnable", "deescalate_at", "spectral", "value_mix")
+#: ``oversmooth train`` flags that the grid sets itself, so ``train`` may not.
+GRID_FLAGS = ("task", "model", "norm", "depth", "method", "seed", "out", "resume", *KNOBS)
+
+
+def flag_args(options: dict[str, Any]) -> list[str]:
+    """``{"batch_size": 64, "augment": True}`` -> ``["--batch-size", "64", "--augment"]``."""
+    args: list[str] = []
+    for key, value in options.items():
+        flag = "--" + key.replace("_", "-")
+        if value is True:
+            args.append(flag)
+        elif value is not False and value is not None:
+            args += [flag, str(value)]
+    return args
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One row of a comparison: a method (``train --method``) with its knobs, under a label.
+
+    >>> Variant("sharpen", "spectral", {"spectral": "sharpen"}).train_flags()
+    {'method': 'spectral', 'spectral': 'sharpen'}
+    """
+
+    label: str
+    method: str
+    knobs: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        unknown = sorted(set(self.knobs) - set(KNOBS))
+        if unknown:
+            raise UsageError(f"method {self.label!r}: unknown knob(s) {', '.join(unknown)}; "
+                             f"choose from {', '.join(KNOBS)}")
+        if not re.fullmatch(r"[A-Za-z0-9_.+=-]+", self.label):
+            raise UsageError(f"method label {self.label!r} may use letters, digits and _.+=- only")
+
+    def train_flags(self) -> dict[str, Any]:
+        return {"method": self.method, **self.knobs}
+
+    @classmethod
+    def parse(cls, item: str | dict) -> "Variant":
+        """``"neutreno"`` or ``{"label": "lam=0.2", "method": "neutreno", "lam": 0.2}``."""
+        if isinstance(item, str):
+            return cls(item, item)
+        if not isinstance(item, dict) or not isinstance(item.get("label"), str):
+            raise UsageError(f"a method entry must be a name or a table with a 'label', got {item!r}")
+        knobs = {k: v for k, v in item.items() if k not in ("label", "method")}
+        return cls(item["label"], str(item.get("method", item["label"])), knobs)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"label": self.label, **self.train_flags()}
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One training run of the grid."""
+
+    study: str
+    model: str
+    task: str
+    norm: str
+    depth: int
+    variant: Variant
+    seed: int
+    train: dict[str, Any]
+
+    @property
+    def name(self) -> str:
+        """The cell's folder name, unique within a study."""
+        task = re.sub(r"[^A-Za-z0-9]+", "_", self.task).strip("_")
+        return f"{task}-{self.norm}-d{self.depth}-{self.variant.label}-s{self.seed}"
+
+    def train_args(self) -> list[str]:
+        """The ``oversmooth train`` arguments, less ``--out`` and ``--resume``."""
+        grid = {"task": self.task, "model": self.model, "norm": self.norm, "depth": self.depth,
+                **self.variant.train_flags(), "seed": self.seed}
+        return flag_args(grid) + flag_args(self.train)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"study": self.study, "name": self.name, "model": self.model, "task": self.task,
+                "norm": self.norm, "depth": self.depth, "variant": self.variant.to_dict(),
+                "seed": self.seed, "train_args": self.train_args()}
+
+
+def _tuple(value: Any, name: str, kind: type | tuple[type, ...], what: str) -> tuple:
+    values = tuple(value) if isinstance(value, (list, tuple)) else (value,)
+    if not values or not all(isinstance(v, kind) and not isinstance(v, bool) for v in values):
+        raise UsageError(f"study field {name!r} must be a non-empty list of {what}, got {value!r}")
+    return values
+
+
+@dataclass(frozen=True)
+class StudyConfig:
+    """A grid of training runs. ``train`` holds every other ``oversmooth train`` flag
+    (``width``, ``heads``, ``epochs``, ``lr``, ``batch_size``, ``limit_train``...), shared by all cells.
+    """
+
+    name: str
+    model: str
+    tasks: tuple[str, ...]
+    depths: tuple[int, ...]
+    variants: tuple[Variant, ...]
+    norms: tuple[str, ...] = ("pre",)
+    seeds: tuple[int, ...] = (0,)
+    train: dict[str, Any] = field(default_factory=dict)
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731 (frozen)
+        set_("tasks", _tuple(self.tasks, "tasks", str, "task names"))
+        set_("depths", _tuple(self.depths, "depths", int, "whole numbers"))
+        set_("norms", _tuple(self.norms, "norms", str, "'pre' / 'post'"))
+        set_("seeds", _tuple(self.seeds, "seeds", int, "whole numbers"))
+        set_("variants", tuple(v if isinstance(v, Variant) else Variant.parse(v) for v in self.variants))
+        if self.model not in ("vit", "lm"):
+            raise UsageError(f"study model must be vit or lm, got {self.model!r}")
+        if not self.variants:
+            raise UsageError("a study needs at least one method")
+        labels = [v.label for v in self.variants]
+        if len(set(labels)) != len(labels):
+            raise UsageError(f"method labels must be unique, got {', '.join(labels)}")
+        taken = sorted(set(self.train) & set(GRID_FLAGS))
+        if taken:
+            raise UsageError(f"study 'train' may not set {', '.join(taken)}: the grid sets them "
+                             "(use tasks, norms, depths, methods, seeds)")
+
+    def cells(self) -> list[Cell]:
+        """Every cell, in the order they run: seed, task, norm, depth, then method, so the first
+        seed's grid is whole before the next starts and partial results compare like with like."""
+        return [Cell(self.name, self.model, task, norm, depth, variant, seed, dict(self.train))
+                for seed in self.seeds for task in self.tasks for norm in self.norms
+                for depth in self.depths for variant in self.variants]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "description": self.description, "model": self.model,
+                "tasks": list(self.tasks), "norms": list(self.norms), "depths": list(self.depths),
+                "methods": [v.to_dict() for v in self.variants], "seeds": list(self.seeds),
+                "train": self.train}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], default_name: str = "study") -> "StudyConfig":
+        """From the file form: like ``to_dict``; ``methods`` entries are names or tables."""
+        fields = {"name", "description", "model", "tasks", "norms", "depths", "methods", "seeds", "train"}
+        unknown = sorted(set(data) - fields)
+        if unknown:
+            raise UsageError(f"unknown study field(s) {', '.join(unknown)}; valid: {', '.join(sorted(fields))}")
+        missing = sorted({"model", "tasks", "depths", "methods"} - set(data))
+        if missing:
+            raise UsageError(f"study file lacks {', '.join(missing)}")
+        if not isinstance(data.get("train", {}), dict):
+            raise UsageError("study field 'train' must be a table of oversmooth train flags")
+        rest = {k: v for k, v in data.items() if k not in ("methods", "name")}
+        return cls(name=str(data.get("name", default_name)),
+                   variants=tuple(Variant.parse(m) for m in _tuple(data["methods"], "methods", (str, dict),
+                                                                   "method names or tables")),
+                   **rest)
+
+    @classmethod
+    def load(cls, path: str | Path) -> "StudyConfig":
+        """Read a ``.json`` or ``.toml`` study file."""
+        path = Path(path)
+        try:
+            text = path.read_text()
+            data = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
+        except OSError as error:
+            raise UsageError(f"cannot read study file {path} ({error.strerror})") from None
+        except (ValueError, tomllib.TOMLDecodeError) as error:
+            raise UsageError(f"study file {path} is not valid {'TOML' if path.suffix == '.toml' else 'JSON'}: "
+                             f"{str(error).splitlines()[0]}") from None
+        if not isinstance(data, dict):
+            raise UsageError(f"study file {path} must hold a table/object of study fields")
+        return cls.from_dict(data, default_name=path.stem)

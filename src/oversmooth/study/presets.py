@@ -1,0 +1,69 @@
+"""Named studies, sized for a 2-core CPU (``oversmooth study PRESET``; ``--set`` rescales them).
+
+- ``depth-vit``: Fashion-MNIST ViTs, pre- and post-norm, depth 2-16, seven methods, two seeds
+  (claims 2, 3, 4, 6, 7 of DESIGN §8).
+- ``lm-austen``: the NeuTRENO LM setting (post-norm, lambda 0.4) scaled to CPU on Jane Austen:
+  softmax vs NeuTRENO vs de-escalation (claim 2).
+- ``lambda-sweep``: NeuTRENO's lambda ablation (seed 001, Table 13) on a Fashion-MNIST ViT.
+- ``quick``: a minute-sized Fashion-MNIST grid to try the machinery (and for tests).
+"""
+
+from __future__ import annotations
+
+from oversmooth.errors import UsageError
+from oversmooth.study.config import StudyConfig, Variant
+
+_M = Variant.parse
+
+#: the seven methods of the depth study: the baseline, four drop-ins and two spectral modes.
+DEPTH_METHODS = (
+    _M("softmax"),
+    Variant("neutreno", "neutreno", {"lam": 0.6}),
+    Variant("deescalate", "deescalate", {"tau": 1.0}),
+    _M("attnscale"),
+    _M("featscale"),
+    Variant("sharpen", "spectral", {"spectral": "sharpen"}),
+    Variant("smooth", "spectral", {"spectral": "smooth"}),
+)
+
+#: a 32-wide ViT on 4 x 4 patches of 7 x 7 pixels (16 + CLS tokens): minutes per run on one core.
+_SMALL_VIT = {"width": 32, "heads": 4, "patch_size": 7, "batch_size": 128, "lr": 1e-3, "val_size": 2000}
+
+PRESETS: dict[str, StudyConfig] = {
+    "depth-vit": StudyConfig(
+        name="depth-vit", model="vit", tasks=("fmnist",), norms=("pre", "post"), depths=(2, 4, 8, 16),
+        variants=DEPTH_METHODS, seeds=(0, 1),
+        train={**_SMALL_VIT, "epochs": 3, "limit_train": 10000},
+        description="Fashion-MNIST ViT at depths 2-16, pre- and post-norm, every method, 2 seeds",
+    ),
+    "lm-austen": StudyConfig(
+        name="lm-austen", model="lm", tasks=("austen",), norms=("post",), depths=(4, 8),
+        variants=(_M("softmax"), Variant("neutreno", "neutreno", {"lam": 0.4}),
+                  Variant("deescalate", "deescalate", {"tau": 1.0})),
+        seeds=(0, 1),
+        train={"width": 64, "heads": 4, "seq_len": 64, "batch_size": 64, "lr": 2e-3, "epochs": 2,
+               "limit_train": 8000},
+        description="post-norm causal LM on Jane Austen: softmax vs NeuTRENO (lam 0.4) vs de-escalation",
+    ),
+    "lambda-sweep": StudyConfig(
+        name="lambda-sweep", model="vit", tasks=("fmnist",), norms=("pre",), depths=(8,),
+        variants=(_M("softmax"), *(Variant(f"lam={lam}", "neutreno", {"lam": lam})
+                                   for lam in (0.1, 0.3, 0.6, 1.0, 2.0))),
+        seeds=(0, 1),
+        train={**_SMALL_VIT, "epochs": 3, "limit_train": 10000},
+        description="NeuTRENO lambda ablation on an 8-layer Fashion-MNIST ViT",
+    ),
+    "quick": StudyConfig(
+        name="quick", model="vit", tasks=("fmnist",), norms=("pre",), depths=(1, 2),
+        variants=(_M("softmax"), Variant("neutreno", "neutreno", {"lam": 0.6})),
+        train={"width": 16, "heads": 2, "patch_size": 7, "epochs": 2, "limit_train": 2048,
+               "val_size": 500, "batch_size": 64, "lr": 2e-3, "probe_size": 16},
+        description="a minute-sized grid to try the machinery; not a result",
+    ),
+}
+
+
+def study_preset(name: str) -> StudyConfig:
+    if name not in PRESETS:
+        raise UsageError(f"unknown study preset {name!r}; choose from {', '.join(PRESETS)} or give a .json/.toml file")
+    return PRESETS[name]

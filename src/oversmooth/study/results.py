@@ -1,0 +1,103 @@
+"""Read what a study's cells have produced so far: one ``CellResult`` per cell folder.
+
+Works at any moment: a cell may be finished (``results.json``), part-way (``metrics.jsonl``
+with some epochs), or not started. The score of a cell is its test score when it completed,
+else its last validation score (``score_split`` says which; a diverged run keeps the score of its
+last good epoch).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from oversmooth.study.runner import CELL_FILE, CELLS_DIR, RESULTS_FILE, STUDY_FILE
+
+#: the score reported per model kind, and whether higher is better.
+SCORES = {"vit": ("accuracy", True), "lm": ("perplexity", False)}
+
+
+@dataclass
+class CellResult:
+    """One cell: what it is (from ``cell.json``) and what it has produced."""
+
+    study: str
+    name: str
+    model: str
+    task: str
+    norm: str
+    depth: int
+    label: str
+    method: str
+    knobs: dict
+    seed: int
+    status: str                   # completed | diverged | partial | pending
+    epochs: list[dict]            # the metrics.jsonl records
+    results: dict | None          # results.json, once finished
+
+    @property
+    def score_name(self) -> str:
+        return SCORES[self.model][0]
+
+    @property
+    def higher_is_better(self) -> bool:
+        return SCORES[self.model][1]
+
+    @property
+    def score_split(self) -> str | None:
+        """``test`` for a completed run, ``val`` for a diverged or unfinished one, None before epoch 1."""
+        if self.status == "completed":
+            return "test"
+        return "val" if self.epochs else None
+
+    @property
+    def score(self) -> float | None:
+        if self.status == "completed":
+            return self.results["test"][self.score_name]
+        return self.epochs[-1]["val"][self.score_name] if self.epochs else None
+
+    @property
+    def final_layers(self) -> list[dict]:
+        """The per-layer metric rows of the last recorded epoch (empty before epoch 1)."""
+        return self.epochs[-1].get("layers", []) if self.epochs else []
+
+    @property
+    def examples_per_second(self) -> float | None:
+        return (self.results or {}).get("train_examples_per_second")
+
+    def setting(self) -> tuple:
+        """Everything but the method: cells with equal settings are compared pairwise."""
+        return (self.task, self.norm, self.depth, self.seed)
+
+
+def _read_jsonl(path: Path) -> list[dict]:
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def read_cell(folder: Path) -> CellResult:
+    info = json.loads((folder / CELL_FILE).read_text())
+    results = json.loads((folder / RESULTS_FILE).read_text()) if (folder / RESULTS_FILE).is_file() else None
+    epochs = _read_jsonl(folder / "metrics.jsonl")
+    status = results["status"] if results else ("partial" if epochs else "pending")
+    variant = info["variant"]
+    return CellResult(
+        study=info["study"], name=info["name"], model=info["model"], task=info["task"], norm=info["norm"],
+        depth=info["depth"], label=variant["label"], method=variant["method"],
+        knobs={k: v for k, v in variant.items() if k not in ("label", "method")}, seed=info["seed"],
+        status=status, epochs=epochs, results=results,
+    )
+
+
+def read_study(folder: str | Path) -> list[CellResult]:
+    """Every cell under ``folder/cells`` that has its ``cell.json``, in the study's method order
+    (then by task, norm, depth and seed)."""
+    folder = Path(folder)
+    found = [read_cell(cell) for cell in sorted((folder / CELLS_DIR).iterdir()) if (cell / CELL_FILE).is_file()] \
+        if (folder / CELLS_DIR).is_dir() else []
+    order = [m["label"] for m in json.loads((folder / STUDY_FILE).read_text())["methods"]] \
+        if (folder / STUDY_FILE).is_file() else []
+    rank = {label: index for index, label in enumerate(order)}
+    return sorted(found, key=lambda c: (rank.get(c.label, len(rank)), c.label, c.task, c.norm, c.depth, c.seed))

@@ -1,0 +1,145 @@
+"""`oversmooth study`: the grid, its files, skipping finished cells, resuming, stopping, bad input."""
+
+import fcntl
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from oversmooth.cli import main
+from oversmooth.errors import UsageError
+from oversmooth.study import PRESETS, StudyConfig, Variant
+from oversmooth.study.results import read_study
+
+TINY = {"name": "tiny", "model": "vit", "tasks": ["synthetic"], "depths": [1, 2],
+        "methods": ["softmax", {"label": "neutreno", "lam": 0.5}],
+        "train": {"width": 8, "heads": 2, "epochs": 1, "batch_size": 32, "probe_size": 8}}
+
+
+def _write(tmp_path: Path, study: dict, suffix: str = ".json") -> Path:
+    path = tmp_path / f"study{suffix}"
+    path.write_text(json.dumps(study))
+    return path
+
+
+def test_cells_cover_the_grid_in_run_order():
+    study = StudyConfig.from_dict({**TINY, "norms": ["pre", "post"], "seeds": [0, 1]})
+    cells = study.cells()
+    assert len(cells) == 2 * 2 * 2 * 2 and len({c.name for c in cells}) == len(cells)
+    assert [c.seed for c in cells] == [0] * 8 + [1] * 8  # the first seed's grid finishes first
+    grid = {(c.norm, c.depth, c.variant.label, c.seed) for c in cells}
+    assert grid == {(n, d, m, s) for n in ("pre", "post") for d in (1, 2) for m in ("softmax", "neutreno")
+                    for s in (0, 1)}
+    args = next(c for c in cells if c.variant.label == "neutreno").train_args()
+    assert args[args.index("--method") + 1] == "neutreno" and args[args.index("--lam") + 1] == "0.5"
+    assert args[args.index("--batch-size") + 1] == "32"
+
+
+def test_toml_study_file(tmp_path):
+    path = tmp_path / "grid.toml"
+    path.write_text('model = "lm"\ntasks = ["synthetic"]\ndepths = [1]\n'
+                    'methods = ["softmax", { label = "sharp", method = "spectral", spectral = "sharpen" }]\n'
+                    '[train]\nepochs = 2\n')
+    study = StudyConfig.load(path)
+    assert study.name == "grid" and study.variants[1] == Variant("sharp", "spectral", {"spectral": "sharpen"})
+    assert study.cells()[1].train_args()[-2:] == ["--epochs", "2"]
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"colour": "red"}, "unknown study field(s) colour"),
+    ({"train": {"depth": 3}}, "may not set depth"),
+    ({"methods": ["softmax", "softmax"]}, "labels must be unique"),
+    ({"methods": [{"label": "x", "method": "neutreno", "gamma": 1}]}, "unknown knob(s) gamma"),
+    ({"depths": [2, "four"]}, "'depths' must be a non-empty list"),
+    ({"model": "cnn"}, "must be vit or lm"),
+])
+def test_bad_study_fields_are_usage_errors(change, message):
+    with pytest.raises(UsageError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        StudyConfig.from_dict({**TINY, **change})
+
+
+@pytest.mark.parametrize("args, message", [
+    (["nope"], "unknown study preset 'nope'"),
+    (["@file", "--set", "colour=red"], "unrecognized arguments: --colour red"),
+    (["@file", "--set", "method=neutreno"], "may not set method"),
+    (["@file", "--set", "lr=-1"], "--lr must be > 0"),
+    (["@file", "--methods", "softmax,magic"], "magic not in this study"),
+    (["@file", "--depths", "1,x"], "--depths takes comma-separated whole numbers"),
+    (["@file", "--jobs", "0"], "--jobs must be at least 1"),
+    (["@file", "--set", "data_dir=/no/such/dir"], "--data-dir /no/such/dir is not a folder"),
+])
+def test_bad_input_exits_2_with_one_line_and_writes_nothing(tmp_path, capsys, args, message):
+    study = _write(tmp_path, TINY)
+    args = [str(study) if a == "@file" else a for a in args]
+    out = tmp_path / "out"
+    assert main(["study", *args, "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err, err
+    assert not out.exists()
+
+
+def test_missing_data_is_caught_before_anything_runs(tmp_path, capsys):
+    study = _write(tmp_path, {**TINY, "tasks": ["text:/no/such/book.txt"], "model": "lm"})
+    assert main(["study", str(study), "--out", str(tmp_path / "out")]) == 2
+    assert "does not exist" in capsys.readouterr().err and not (tmp_path / "out").exists()
+
+
+def test_every_preset_is_a_valid_grid(monkeypatch):
+    """Each preset's cells parse as `oversmooth train` command lines (flags, methods, knobs)."""
+    from oversmooth.cli.study import check_cells
+    from oversmooth.train import task_factory
+
+    monkeypatch.setattr(task_factory, "check_data", lambda spec, data_dir=None: None)  # data: tested apart
+    for study in PRESETS.values():
+        check_cells(study)
+
+
+def test_study_runs_skips_finished_and_resumes_interrupted_cells(tmp_path, capsys):
+    out = tmp_path / "out"
+    study = _write(tmp_path, TINY)
+    assert main(["study", str(study), "--out", str(out), "--jobs", "2"]) == 0
+    assert "4 completed" in capsys.readouterr().out
+    cells = read_study(out)
+    assert [c.status for c in cells] == ["completed"] * 4
+    assert [c.label for c in cells][:2] == ["softmax", "softmax"]  # the study's method order
+    for cell in cells:  # each cell is a real train run with its own files and the study's settings
+        folder = out / "cells" / cell.name
+        assert {"cell.json", "train.log", "checkpoint.pt", "metrics.jsonl", "results.json"} <= {
+            p.name for p in folder.iterdir()}
+        description = json.loads((folder / "results.json").read_text())["description"]
+        assert description["model_config"]["depth"] == cell.depth
+        assert description["model_config"]["mitigation"]["methods"] == ([] if cell.label == "softmax" else ["neutreno"])
+    assert json.loads((out / "study.json").read_text())["command"].startswith("oversmooth study ")
+
+    # A re-run trains nothing; a cell that lost its results.json (killed at the very end) resumes
+    # from its checkpoint and ends with the same scores.
+    victim = out / "cells" / cells[0].name
+    before = json.loads((victim / "results.json").read_text())
+    (victim / "results.json").unlink()
+    stamps = {c.name: (out / "cells" / c.name / "results.json").stat().st_mtime_ns for c in cells[1:]}
+    assert main(["study", str(study), "--out", str(out)]) == 0
+    assert "1 completed, 3 skipped" in capsys.readouterr().out
+    assert "resuming" in (victim / "train.log").read_text()
+    assert json.loads((victim / "results.json").read_text())["test"] == before["test"]
+    assert stamps == {c.name: (out / "cells" / c.name / "results.json").stat().st_mtime_ns for c in cells[1:]}
+
+
+def test_sigterm_stops_the_running_cells_and_keeps_their_checkpoints(tmp_path):
+    study = _write(tmp_path, {**TINY, "train": {**TINY["train"], "epochs": 500}})
+    out = tmp_path / "out"
+    process = subprocess.Popen([sys.executable, "-m", "oversmooth", "study", str(study), "--out", str(out)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while not list(out.glob("cells/*/checkpoint.pt")) and time.time() < deadline:
+        time.sleep(0.2)
+    process.send_signal(signal.SIGTERM)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 130 and "interrupted" in err
+    (cell,) = [p for p in out.glob("cells/*") if (p / "checkpoint.pt").is_file()]
+    assert not (cell / "results.json").exists()  # unfinished: a re-run resumes it
+    with open(cell / ".lock") as handle:  # the train process is gone: nobody holds the cell's lock
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)

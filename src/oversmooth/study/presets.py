@@ -27,7 +27,7 @@ DEPTH_METHODS = (
 )
 
 #: a 32-wide ViT on 4 x 4 patches of 7 x 7 pixels (16 + CLS tokens): minutes per run on one core.
-_SMALL_VIT = {"width": 32, "heads": 4, "patch_size": 7, "batch_size": 128, "lr": 1e-3, "val_size": 2000}
+_SMALL_VIT = {"width": 32, "heads": 4, "patch_size": 7, "batch_size": 64, "lr": 2e-3, "val_size": 2000}
 
 PRESETS: dict[str, StudyConfig] = {
     "depth-vit": StudyConfig(

@@ -6,7 +6,9 @@ block): layer 0 is the embedding output, layer L the last block's output *before
 norm. Each method is a separate forward pass with ``patch`` applied, then ``unpatch``.
 Attention measures (entropy, |lambda_2|, similarity of successive layers) and the predicted
 dominant mode need eigen-decompositions of n x n maps, so they run on the unpatched model over
-the first ``attention_sequences`` sequences cut to ``attention_tokens`` tokens.
+the first ``attention_sequences`` sequences cut to ``attention_tokens`` tokens. The full-spectrum
+measures (effective_rank, stable_rank) cost more than the forward pass on large batches;
+``rank_sequences=k`` takes them over the first k sequences only (noted in the table's ``notes``).
 """
 
 from __future__ import annotations
@@ -21,7 +23,9 @@ from oversmooth.hf.capture import capture
 from oversmooth.hf.diagnose import LayerSpectrum, predict, single_thread, spectra
 from oversmooth.hf.families import layout
 from oversmooth.hf.patch import check_method, patch, resolve_knobs, unpatch
-from oversmooth.metrics import ATTENTION_METRICS, MetricTable, measure
+from oversmooth.errors import UsageError
+from oversmooth.metrics import ATTENTION_METRICS, METRICS, MetricTable, measure
+from oversmooth.metrics.suite import RANK_METRICS
 
 BASELINE = "baseline"
 
@@ -35,6 +39,11 @@ class AnalysisSettings:
     attention_sequences: int = 2
     attention_tokens: int = 128
     exclude: tuple[int, ...] = ()
+    rank_sequences: int | None = None  # effective / stable rank on the first k sequences; None = all
+
+    def __post_init__(self) -> None:
+        if self.rank_sequences is not None and self.rank_sequences < 1:
+            raise UsageError(f"rank_sequences must be at least 1 (or None for all), got {self.rank_sequences}")
 
     def resolved_knobs(self) -> dict[str, dict]:
         return {m: resolve_knobs(check_method(m), self.knobs.get(m, {})) for m in self.methods}
@@ -56,11 +65,23 @@ class Analysis:
     spectrum: list[LayerSpectrum]
 
 
-def _stream_table(model, inputs: dict[str, Tensor], exclude) -> tuple[MetricTable, int]:
+def _stream_table(model, inputs: dict[str, Tensor], settings: AnalysisSettings) -> tuple[MetricTable, int]:
     """The metrics of every stream state, and the number of token positions."""
     _, cache = capture(model, inputs, hooks=("resid_pre", "resid_post"))
-    with single_thread():  # SVD-based metrics: 4-6x faster single-threaded on a shared CPU
-        return measure(cache.stream(), cache.mask, exclude=exclude), int(cache.mask.shape[1])
+    states, mask, sample = cache.stream(), cache.mask, settings.rank_sequences
+    tokens = int(mask.shape[1])
+    with single_thread():  # eigensolves: 4-6x faster single-threaded on a shared CPU
+        if sample is None or sample >= mask.shape[0]:
+            return measure(states, mask, exclude=settings.exclude), tokens
+        table = measure(states, mask, exclude=settings.exclude,
+                        metrics=[m for m in METRICS if m not in RANK_METRICS])
+        ranks = measure([s[:sample] for s in states], mask[:sample], exclude=settings.exclude,
+                        metrics=RANK_METRICS)
+    table.rows = [{**row, **extra} for row, extra in zip(table.rows, ranks.rows)]
+    table.metrics = (*table.metrics, *RANK_METRICS)
+    table.notes["rank_sequences"] = (f"{', '.join(RANK_METRICS)}: first {sample} of {table.sequences} "
+                                     "sequences")
+    return table, tokens
 
 
 def attention_subset(inputs: dict[str, Tensor], sequences: int, tokens: int) -> dict[str, Tensor]:
@@ -76,13 +97,13 @@ def run_analysis(model, inputs: dict[str, Tensor], settings: AnalysisSettings = 
     """Measure the baseline and each method, then attention and spectra; ``step(name)`` after each part."""
     lay = layout(model)
     knobs = settings.resolved_knobs()
-    baseline, tokens = _stream_table(model, inputs, settings.exclude)
+    baseline, tokens = _stream_table(model, inputs, settings)
     tables = {BASELINE: baseline}
     step(BASELINE)
     for method in settings.methods:
         patch(model, method, **knobs[method])
         try:
-            tables[method], _ = _stream_table(model, inputs, settings.exclude)
+            tables[method], _ = _stream_table(model, inputs, settings)
         finally:
             unpatch(model)
         step(method)

@@ -1,9 +1,10 @@
 """Rank-collapse measures: rank1_residual, effective_rank, stable_rank.
 
 effective_rank is taken on the *centred* tokens X - 1 xbar^T (so it measures spread around the
-mean token; range [1, min(n - 1, d)]); stable_rank on the raw tokens X. Both use the Gram
-matrix of the smaller side in float64 and one symmetric eigensolve per sequence: a full
+mean token; range [1, min(n - 1, d)]); stable_rank on the raw tokens X. Both come from the
+float64 Gram matrix of the smaller side and one symmetric eigensolve per sequence: a full
 spectrum costs O(n d min(n, d)), far more than the O(n d) similarity measures.
+``rank_measures`` gives both from one centred Gram matmul (the raw Gram follows in O(min(n, d)^2)).
 """
 
 from __future__ import annotations
@@ -31,11 +32,12 @@ def _unit_scaled(x: Tensor, valid: Tensor) -> Tensor:
     return xs / xs.abs().amax(dim=(1, 2), keepdim=True).clamp_min(torch.finfo(torch.float64).tiny)
 
 
-def _centred(x: Tensor, valid: Tensor) -> tuple[Tensor, Tensor]:
-    """Unit-scaled tokens and their centred copy, both zero outside ``valid``: ``[batch, n, d]``."""
+def _centred(x: Tensor, valid: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """Unit-scaled tokens, their centred copy (both zero outside ``valid``: ``[batch, n, d]``) and
+    the mean token ``[batch, d]``."""
     xs = _unit_scaled(x, valid)
-    mean = xs.sum(dim=1, keepdim=True) / count(valid).clamp_min(1)[:, None, None]
-    return xs, torch.where(valid[..., None], xs - mean, 0.0)
+    mean = xs.sum(dim=1) / count(valid).clamp_min(1)[:, None]
+    return xs, torch.where(valid[..., None], xs - mean[:, None, :], 0.0), mean
 
 
 def _composite_norm(a: Tensor) -> Tensor:
@@ -43,10 +45,49 @@ def _composite_norm(a: Tensor) -> Tensor:
     return (a.sum(dim=1).amax(dim=-1) * a.sum(dim=2).amax(dim=-1)).to(torch.float64).sqrt()
 
 
-def _gram_eigenvalues(m: Tensor) -> Tensor:
-    """Eigenvalues (ascending, >= 0) of the smaller Gram matrix of ``m: [batch, n, d]``."""
-    gram = m @ m.transpose(1, 2) if m.shape[1] <= m.shape[2] else m.transpose(1, 2) @ m
-    return torch.linalg.eigvalsh(gram).clamp_min(0.0)
+def _raw_gram(gram: Tensor, centred: Tensor, mean: Tensor, valid: Tensor) -> Tensor:
+    """The raw tokens' smaller-side Gram from the centred one in O(m^2), via ``x_i = c_i + xbar``.
+
+    Tokens side: ``G + a 1^T + 1 a^T`` over counted tokens with ``a_i = c_i . xbar + |xbar|^2 / 2``;
+    features side (the centred columns sum to zero): ``C^T C + n xbar xbar^T``.
+    """
+    if centred.shape[1] > centred.shape[2]:
+        return gram + count(valid)[:, None, None] * mean[:, :, None] * mean[:, None, :]
+    ones = valid.to(gram.dtype)
+    along = (centred @ mean[:, :, None])[..., 0] + 0.5 * mean.pow(2).sum(dim=-1)[:, None] * ones
+    return gram + along[:, :, None] * ones[:, None, :] + ones[:, :, None] * along[:, None, :]
+
+
+def _ranks(x: Tensor, mask: Tensor | None, exclude: Sequence[int], effective: bool,
+           stable: bool) -> dict[str, Tensor]:
+    """The requested rank measures from one centred Gram matrix, one eigensolve per measure."""
+    valid = valid_tokens(x, mask, exclude)
+    xs, centred, mean = _centred(x, valid)
+    tiny = torch.finfo(torch.float64).tiny
+    empty = count(valid) == 0
+    frobenius = xs.pow(2).sum(dim=(1, 2))
+    tokens_side = x.shape[1] <= x.shape[2]
+    gram = centred @ centred.transpose(1, 2) if tokens_side else centred.transpose(1, 2) @ centred
+    out = {}
+    if effective:
+        singular = torch.linalg.eigvalsh(gram).clamp_min(0.0).sqrt()
+        keep = (singular > _GRAM_TOL * singular[:, -1:]) & (singular > _COLLAPSE_TOL * frobenius.sqrt()[:, None])
+        singular = torch.where(keep, singular, 0.0)
+        p = singular / singular.sum(dim=-1, keepdim=True).clamp_min(tiny)
+        entropy = -torch.where(p > 0, p * p.clamp_min(tiny).log(), 0.0).sum(-1)
+        out["effective_rank"] = torch.where(empty, torch.nan, entropy.exp())
+    if stable:
+        spectral = torch.linalg.eigvalsh(_raw_gram(gram, centred, mean, valid))[:, -1].clamp_min(0.0)
+        value = torch.where(spectral > 0, frobenius / spectral.clamp_min(tiny), 1.0)
+        out["stable_rank"] = torch.where(empty, torch.nan, value)
+    return out
+
+
+def rank_measures(x: Tensor, mask: Tensor | None = None,
+                  exclude: Sequence[int] = ()) -> tuple[Tensor, Tensor]:
+    """``(effective_rank, stable_rank)`` together: one scaling, centring and Gram matmul for both."""
+    ranks = _ranks(x, mask, exclude, effective=True, stable=True)
+    return ranks["effective_rank"], ranks["stable_rank"]
 
 
 def rank1_residual(x: Tensor, mask: Tensor | None = None, exclude: Sequence[int] = ()) -> Tensor:
@@ -78,16 +119,7 @@ def effective_rank(x: Tensor, mask: Tensor | None = None, exclude: Sequence[int]
     >>> effective_rank(torch.tensor([[[1.0, 0.0], [-1.0, 0.0], [0.0, 1.0], [0.0, -1.0]]])).tolist()
     [2.0]
     """
-    valid = valid_tokens(x, mask, exclude)
-    xs, centred = _centred(x, valid)
-    singular = _gram_eigenvalues(centred).sqrt()
-    top = singular[:, -1:]
-    scale = xs.pow(2).sum(dim=(1, 2)).sqrt()[:, None]
-    singular = torch.where((singular > _GRAM_TOL * top) & (singular > _COLLAPSE_TOL * scale),
-                           singular, 0.0)
-    p = singular / singular.sum(dim=-1, keepdim=True).clamp_min(torch.finfo(torch.float64).tiny)
-    entropy = -torch.where(p > 0, p * p.clamp_min(torch.finfo(torch.float64).tiny).log(), 0.0).sum(-1)
-    return torch.where(count(valid) == 0, torch.nan, entropy.exp())
+    return _ranks(x, mask, exclude, effective=True, stable=False)["effective_rank"]
 
 
 def stable_rank(x: Tensor, mask: Tensor | None = None, exclude: Sequence[int] = ()) -> Tensor:
@@ -98,9 +130,4 @@ def stable_rank(x: Tensor, mask: Tensor | None = None, exclude: Sequence[int] = 
     >>> stable_rank(torch.tensor([[[3.0, 0.0], [0.0, 4.0]]])).tolist()
     [1.5625]
     """
-    valid = valid_tokens(x, mask, exclude)
-    xs = _unit_scaled(x, valid)
-    frobenius = xs.pow(2).sum(dim=(1, 2))
-    spectral = _gram_eigenvalues(xs)[:, -1]
-    value = torch.where(spectral > 0, frobenius / spectral.clamp_min(torch.finfo(torch.float64).tiny), 1.0)
-    return torch.where(count(valid) == 0, torch.nan, value)
+    return _ranks(x, mask, exclude, effective=False, stable=True)["stable_rank"]

@@ -15,7 +15,7 @@ from torch import Tensor
 from oversmooth.atomic import atomic_write
 from oversmooth.errors import UsageError
 from oversmooth.metrics.attention import attention_entropy, attention_similarity, spectral_gap
-from oversmooth.metrics.rank import effective_rank, rank1_residual, stable_rank
+from oversmooth.metrics.rank import effective_rank, rank1_residual, rank_measures, stable_rank
 from oversmooth.metrics.similarity import cos_sim, t_div, t_sim
 
 STATE_METRICS: dict[str, Callable[..., Tensor]] = {
@@ -26,6 +26,7 @@ STATE_METRICS: dict[str, Callable[..., Tensor]] = {
     "effective_rank": effective_rank,
     "stable_rank": stable_rank,
 }
+RANK_METRICS = ("effective_rank", "stable_rank")  # full spectra, O(n d min(n, d)); computed together
 ATTENTION_METRICS = ("attn_entropy", "spectral_gap", "attn_similarity")
 METRICS = tuple(STATE_METRICS)
 
@@ -116,7 +117,9 @@ def measure(hidden_states: Sequence[Tensor] | Tensor, mask: Tensor | None = None
         if states.dim() != 3:
             raise UsageError(f"layer {layer} states have shape {tuple(states.shape)}; "
                              "expected [batch, tokens, features]")
-        values = {name: STATE_METRICS[name](states, mask, exclude) for name in metrics}
+        values = (dict(zip(RANK_METRICS, rank_measures(states, mask, exclude)))
+                  if set(RANK_METRICS) <= set(metrics) else {})
+        values.update({name: STATE_METRICS[name](states, mask, exclude) for name in metrics if name not in values})
         if attentions is not None:
             attn = attentions[layer]
             values["attn_entropy"] = attention_entropy(attn, mask, exclude)

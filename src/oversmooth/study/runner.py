@@ -132,7 +132,8 @@ def run_study(study: StudyConfig, out: str | Path, jobs: int = 1, threads: int =
 
     def one(cell: Cell) -> CellOutcome:
         outcome = run_cell(cell, out, threads, processes)
-        on_done(outcome)
+        if not processes.stopping:  # cells stopped by an interrupt are not news
+            on_done(outcome)
         return outcome
 
     pool = ThreadPoolExecutor(max_workers=jobs)

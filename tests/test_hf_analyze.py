@@ -107,3 +107,19 @@ def test_failure_while_writing_leaves_out_untouched(bert_dir, tmp_path, capsys, 
     with pytest.raises(RuntimeError):
         main(["analyze", str(bert_dir), "--text", TEXT, "--out", str(out), "--methods", "none", *FAST])
     assert sorted(p.name for p in out.iterdir()) == ["keep.txt"]
+
+
+def test_rank_sequences_takes_the_ranks_over_the_first_sequences_only(bert_dir, tmp_path):
+    """The ranks with --rank-sequences 1 equal a whole analysis of the first sequence alone;
+    the other measures still see all three sequences."""
+    def table(out, *flags):
+        assert main(["analyze", str(bert_dir), "--text", TEXT, "--out", str(out), "--methods", "none",
+                     "--attention-sequences", "0", *FAST, *flags]) == 0
+        return list(csv.DictReader(open(out / "metrics.csv")))
+
+    sampled = table(tmp_path / "sampled", "--rank-sequences", "1")
+    alone = table(tmp_path / "alone", "--max-sequences", "1")
+    for a, b in zip(sampled, alone):
+        for metric in ("effective_rank", "stable_rank"):
+            assert float(a[metric]) == pytest.approx(float(b[metric]), rel=1e-9)
+    assert any(abs(float(a["cos_sim"]) - float(b["cos_sim"])) > 1e-6 for a, b in zip(sampled, alone))

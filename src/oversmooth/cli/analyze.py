@@ -55,6 +55,9 @@ def register(subparsers) -> None:
                         help="sequences for the attention measures and predicted mode; 0 = skip (default 2)")
     parser.add_argument("--attention-tokens", type=_count, default=128, metavar="N",
                         help="text tokens per sequence for the attention measures (default 128)")
+    parser.add_argument("--rank-sequences", type=_count, default=0, metavar="N",
+                        help="effective / stable rank on the first N sequences only, the costly part "
+                             "(default 0 = all sequences)")
     parser.add_argument("--exclude", type=parse_positions, default=(), metavar="POS",
                         help="token positions to leave out of the measures, e.g. 0 for CLS")
     parser.add_argument("--out", default="runs/analyze", metavar="DIR",
@@ -113,7 +116,8 @@ def run(args: argparse.Namespace) -> int:
     methods = parse_methods(args.methods)
     settings = AnalysisSettings(methods=methods, knobs=knob_overrides(args, methods),
                                 attention_sequences=args.attention_sequences,
-                                attention_tokens=args.attention_tokens, exclude=args.exclude)
+                                attention_tokens=args.attention_tokens, exclude=args.exclude,
+                                rank_sequences=args.rank_sequences or None)
     settings.resolved_knobs()  # bad knob values fail before any loading
     if args.max_sequences < 1:
         raise UsageError("--max-sequences must be at least 1")

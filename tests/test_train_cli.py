@@ -62,3 +62,26 @@ def test_a_diverging_run_is_a_result_exit_0(tmp_path, capsys):
     assert "diverged: loss became nan" in captured.err and "results.json" in captured.out
     assert '"status": "diverged"' in (tmp_path / "run" / "results.json").read_text()
     assert not (tmp_path / "run" / "model").exists()
+
+
+def test_tensorboard_logs_the_same_numbers_as_metrics_jsonl(tmp_path, capsys):
+    import json
+
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    out = tmp_path / "run"
+    args = ["--task", "synthetic", "--model", "vit", "--depth", "2", "--width", "16", "--heads", "2",
+            "--epochs", "2", "--tensorboard", "--out", str(out)]
+    assert main([*BASE[:1], *BASE[3:], *args]) == 0  # BASE without its --epochs 1
+    records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    events = EventAccumulator(str(out / "tensorboard"))
+    events.Reload()
+    logged = {tag: events.Scalars(tag) for tag in events.Tags()["scalars"]}
+
+    def expect(tag, values):
+        assert [s.step for s in logged[tag]] == [r["epoch"] for r in records]
+        assert [s.value for s in logged[tag]] == pytest.approx(values, rel=1e-6)  # stored as float32
+
+    expect("val/accuracy", [r["val"]["accuracy"] for r in records])
+    expect("train/loss", [r["train_loss"] for r in records])
+    expect("layers/t_sim/block01", [r["layers"][1]["t_sim"] for r in records])

@@ -73,6 +73,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     run.add_argument("--threads", type=int, help="CPU threads for torch (default: torch's choice)")
     run.add_argument("--probe-size", type=int, default=32, help="validation examples for layer metrics")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    run.add_argument("--tensorboard", action="store_true",
+                     help="also log every epoch's scores and per-layer similarity to OUT/tensorboard")
 
 
 def check_args(args: argparse.Namespace) -> None:
@@ -92,6 +94,9 @@ def check_args(args: argparse.Namespace) -> None:
     for name in ("warmup", "label_smoothing"):
         if not 0 <= getattr(args, name) < 1:
             raise UsageError(f"--{name.replace('_', '-')} must lie in [0, 1), got {getattr(args, name)}")
+    if args.tensorboard:
+        from oversmooth.train.tensorboard import summary_writer_class
+        summary_writer_class()
     if args.threads is not None and args.threads < 1:
         raise UsageError(f"--threads must be at least 1, got {args.threads}")
     if args.data_dir is not None and not Path(args.data_dir).is_dir():
@@ -159,6 +164,7 @@ def run_train(args: argparse.Namespace) -> int:
             warmup_fraction=args.warmup, grad_clip=args.grad_clip, seed=args.seed,
             checkpoint_every=args.checkpoint_every, probe_size=args.probe_size,
             bf16=not args.no_bf16, compile=args.compile, progress=not args.no_progress,
+            tensorboard=args.tensorboard,
         )
         description = {"task": args.task, "model": args.model, "model_config": cfg.to_dict(),
                        "data": {**vars(options), "data_dir": None}, "method": cfg.mitigation.name}

@@ -25,9 +25,10 @@ from oversmooth.train.distributed import Distributed
 from oversmooth.train.evaluation import autocast, evaluate, layer_metrics
 from oversmooth.train.optim import build_optimizer
 from oversmooth.train.tasks import SupervisedTask
+from oversmooth.train.tensorboard import log_epoch, open_writer
 
 METRICS_FILE, RESULTS_FILE = "metrics.jsonl", "results.json"
-_NOT_SETTINGS = {"checkpoint_every", "progress"}  # may change when a run is resumed
+_NOT_SETTINGS = {"checkpoint_every", "progress", "tensorboard"}  # may change when a run is resumed
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,7 @@ class TrainConfig:
     bf16: bool = True  # autocast to bfloat16 (CUDA only)
     compile: bool = False  # torch.compile (CUDA only)
     progress: bool = True
+    tensorboard: bool = False  # also log each epoch's record to out_dir/tensorboard
 
 
 def _seed(*parts: Any) -> int:
@@ -141,6 +143,7 @@ def train(
         forward = torch.compile(forward)
     probe_inputs = task.batch("val", torch.arange(min(config.probe_size, task.size("val"))))[0].to(env.device)
 
+    writer = open_writer(out_dir) if config.tensorboard and env.is_main else None
     started, session_steps, step_seconds = time.perf_counter(), 0, 0.0
     diverged = None
     model.train()
@@ -186,8 +189,12 @@ def train(
         if env.is_main:
             _write_records(out_dir, records)
             print(_summary(record, config.epochs), file=sys.stderr)
+            if writer is not None:
+                log_epoch(writer, record)
         checkpoint()
 
+    if writer is not None:
+        writer.close()
     seconds = time.perf_counter() - started
     results = {
         "status": "diverged" if diverged else "completed",

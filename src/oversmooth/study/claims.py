@@ -34,12 +34,12 @@ def _not_run(number: str, statement: str, paper: str, study: str) -> Claim:
 
 
 def _deep(cells: list[CellResult]) -> Callable[[CellResult], bool]:
-    """The deeper half of the depths each study ran (depth >= half its deepest)."""
-    deepest: dict[str, int] = {}
+    """The deeper depths of each study: at least half its deepest, and not its shallowest."""
+    depths: dict[str, set[int]] = {}
     for cell in cells:
-        deepest[cell.study] = max(deepest.get(cell.study, 0), cell.depth)
-    return lambda cell: cell.depth * 2 >= deepest[cell.study] and cell.depth > min(
-        c.depth for c in cells if c.study == cell.study)
+        depths.setdefault(cell.study, set()).add(cell.depth)
+    return lambda cell: (cell.depth * 2 >= max(depths[cell.study])
+                         and cell.depth > min(depths[cell.study]))
 
 
 def _final(cell: CellResult, metric: str) -> float:

@@ -5,7 +5,7 @@ BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 DATA    := .data/.installed
 
-.PHONY: demo test setup bench clean
+.PHONY: demo test setup bench results clean
 
 demo: setup
 	$(BIN)/oversmooth analyze --out runs/demo
@@ -26,6 +26,13 @@ $(STAMP): requirements.txt pyproject.toml
 $(DATA): scripts/install_data.sh
 	bash scripts/install_data.sh .data
 	touch $@
+
+# The studies behind docs/results/ (hours on a 2-core CPU; re-running skips finished cells).
+STUDIES := depth-vit lm-austen lambda-sweep
+results: setup
+	for s in $(STUDIES); do $(BIN)/oversmooth study $$s --out runs/studies/$$s --jobs 2 || exit 1; done
+	$(BIN)/oversmooth report $(addprefix runs/studies/,$(STUDIES)) --out docs/results \
+		--title "oversmooth: which claims held at CPU scale"
 
 bench: setup
 	for f in benchmarks/bench_*.py; do $(BIN)/python $$f || exit 1; done

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import shlex
+
+TITLE = "oversmooth study report"
 
 
 def register(subparsers) -> None:
@@ -18,7 +21,7 @@ def register(subparsers) -> None:
     parser.add_argument("--out", metavar="DIR", help="where report.md and the PNGs go (default: the first DIR)")
     parser.add_argument("--no-probes", action="store_true",
                         help="skip the claims that need no training (no MiniLM, no untrained DeiT-tiny)")
-    parser.add_argument("--title", default="oversmooth study report", help="the report's heading")
+    parser.add_argument("--title", default=TITLE, help="the report's heading")
     parser.set_defaults(run=run)
 
 
@@ -49,7 +52,9 @@ def run(args: argparse.Namespace) -> int:
         hf_logging.disable_progress_bar()
         probes = run_probes()
     out = Path(args.out or args.dirs[0])
-    claims = write_report(cells, out, probes, commands, args.title)
+    words = ["oversmooth", "report", *args.dirs, *(["--out", args.out] if args.out else []),
+             *(["--no-probes"] if args.no_probes else []), *(["--title", args.title] if args.title != TITLE else [])]
+    claims = write_report(cells, out, probes, commands, args.title, command=shlex.join(words))
     width = max((len(c.number) for c in claims), default=1)
     for claim in claims:
         print(f"{claim.number:>{width}}  {claim.verdict:<13} {claim.statement}")

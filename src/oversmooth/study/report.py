@@ -231,16 +231,18 @@ def cell_rows(cells: list[CellResult]) -> list[dict]:
 
 
 def write_report(cells: list[CellResult], out: str | Path, probes: Probes | None = None,
-                 commands: dict[str, str] | None = None, title: str = "oversmooth study report") -> list[Claim]:
+                 commands: dict[str, str] | None = None, title: str = "oversmooth study report",
+                 command: str | None = None) -> list[Claim]:
     """Write ``report.md``, the PNGs, ``cells.csv`` and ``claims.json`` into ``out``; return the claims.
 
-    ``commands``: study name -> the command that ran it (printed under its section).
+    ``commands``: study name -> the command that ran it (printed under its section); ``command``:
+    the one that wrote this report.
     """
     claims = (check_probes(probes) if probes else []) + check_cells(cells)
     claims.sort(key=lambda c: (int("".join(ch for ch in c.number if ch.isdigit())), c.number))
     files: dict[str, Callable[[Path], None]] = {}
-    lines = [f"# {title}", "", "Which claims of the source papers (DESIGN §8) held here, at CPU scale.", "",
-             claims_table(claims), ""]
+    lines = [f"# {title}", "", "Which claims of the source papers (DESIGN §8) held here, at CPU scale"
+             + (f"; written by `{command}`" if command else "") + ".", "", claims_table(claims), ""]
     if probes:
         files["probes.png"] = lambda p: plot_probes(probes, p)
         lines += ["## Without training", "", f"- G.3: {probes.random_init.source}",

@@ -33,13 +33,17 @@ def _not_run(number: str, statement: str, paper: str, study: str) -> Claim:
     return Claim(number, statement, paper, f"no finished cells; run `oversmooth study {study}`", NOT_RUN, "")
 
 
-def _deep(cells: list[CellResult]) -> Callable[[CellResult], bool]:
-    """The deeper depths of each study: at least half its deepest, and not its shallowest."""
+def _deeper_depths(cells: list[CellResult]) -> dict[str, set[int]]:
+    """Per study, its deeper depths: at least half its deepest, and not its shallowest."""
     depths: dict[str, set[int]] = {}
     for cell in cells:
         depths.setdefault(cell.study, set()).add(cell.depth)
-    return lambda cell: (cell.depth * 2 >= max(depths[cell.study])
-                         and cell.depth > min(depths[cell.study]))
+    return {study: {d for d in ds if d * 2 >= max(ds) and d > min(ds)} for study, ds in depths.items()}
+
+
+def _deep(cells: list[CellResult]) -> Callable[[CellResult], bool]:
+    deeper = _deeper_depths(cells)
+    return lambda cell: cell.depth in deeper[cell.study]
 
 
 def _final(cell: CellResult, metric: str) -> float:
@@ -130,22 +134,32 @@ def _cost_claim(cells: list[CellResult]) -> Claim:
 
 
 def _post_norm_claims(cells: list[CellResult]) -> list[Claim]:
-    statement_a = "post-norm Transformers fall behind pre-norm as depth grows (similarity escalates)"
+    statement_a = "post-norm Transformers degrade as depth grows: their gap to pre-norm widens with depth"
     statement_b = "de-escalation lets deep post-norm models train, approaching pre-norm"
     paper = "seed 002: post-norm fails to train deep; de-escalated post-norm trains"
     vit = [c for c in cells if c.model == "vit" and c.study != "lambda-sweep"]
     if not {"pre", "post"} <= {c.norm for c in vit if c.label == "softmax"}:
         return [_not_run("4a", statement_a, paper, "depth-vit"), _not_run("4b", statement_b, paper, "depth-vit")]
-    deep = _deep(vit)
+    deep, deeper = _deep(vit), _deeper_depths(vit)
     across_norms = lambda c: (c.study, c.task, c.depth, c.seed)  # noqa: E731
-    pairs = pair_up(vit, lambda c: c.label == "softmax" and c.norm == "pre" and deep(c),
-                    lambda c: c.label == "softmax" and c.norm == "post" and deep(c), match=across_norms)
-    norm_gap = Comparison("pre-norm softmax", "post-norm softmax", tuple(gain(a, b) for a, b in pairs), gain_unit(vit))
+    gaps = {across_norms(a): gain(a, b) for a, b in pair_up(
+        vit, lambda c: c.label == "softmax" and c.norm == "pre", lambda c: c.label == "softmax" and c.norm == "post",
+        match=across_norms)}
+    shallowest = {study: min(c.depth for c in vit if c.study == study) for study in deeper}
+    widening = Comparison("gap at the deeper depths", "gap at the shallowest", tuple(
+        gap - gaps[(study, task, shallowest[study], seed)] for (study, task, depth, seed), gap in sorted(gaps.items())
+        if depth in deeper[study] and (study, task, shallowest[study], seed) in gaps), gain_unit(vit))
+    by_depth = {}
+    for (_, _, depth, _), gap in gaps.items():
+        by_depth.setdefault(depth, []).append(gap)
     t_sims = sorted((c.depth, _final(c, "t_sim")) for c in vit if c.label == "softmax" and c.norm == "post"
                     and c.final_layers)
     escalation = (f"; post-norm softmax last-layer t_sim {t_sims[0][1]:.3f} at depth {t_sims[0][0]} vs "
                   f"{t_sims[-1][1]:.3f} at depth {t_sims[-1][0]}") if t_sims else ""
-    a = _from_comparison("4a", statement_a, paper, norm_gap, "depth-vit", " at the deeper depths" + escalation)
+    a = _from_comparison(
+        "4a", statement_a, paper, widening, "depth-vit",
+        f" (pre- minus post-norm softmax, mean over seeds by depth: "
+        + ", ".join(f"d{d} {statistics.fmean(v):+.3g}" for d, v in sorted(by_depth.items())) + ")" + escalation)
     rescue = compare(vit, "deescalate", "softmax", lambda c: c.norm == "post" and deep(c))
     pre_pairs = pair_up(vit, lambda c: c.label == "softmax" and c.norm == "pre" and deep(c),
                         lambda c: c.label == "deescalate" and c.norm == "post" and deep(c), match=across_norms)

@@ -106,7 +106,8 @@ def _lambda_claim(cells: list[CellResult]) -> Claim:
     order = sorted(lam, key=lam.get)
     means = {label: statistics.fmean(c.score for c in pool if c.label == label) for label in order}
     best = (max if pool[0].higher_is_better else min)(order, key=means.get)
-    ours = ", ".join(f"lam {lam[label]:g}: {means[label]:.4g}" for label in order)
+    scale = 100 if pool[0].score_name == "accuracy" else 1
+    ours = f"{pool[0].score_name}: " + ", ".join(f"lam {lam[label]:g} {means[label] * scale:.4g}" for label in order)
     ends = [compare(pool, best, end) for end in (order[0], order[-1]) if end != best]
     if best in (order[0], order[-1]):
         result = NOT_HELD

@@ -16,6 +16,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Callable
 
+from matplotlib.ticker import MaxNLocator
+
 from oversmooth.atomic import atomic_directory
 from oversmooth.plotting import figure, save_png
 from oversmooth.study.claims import Claim, check_cells, check_probes
@@ -109,6 +111,7 @@ def plot_layers(cells: list[CellResult], path: Path, metrics: tuple[str, ...] = 
                 if runs:
                     ax.plot(range(1, depth + 1), [statistics.fmean(v) for v in zip(*runs)], marker=".", label=label)
             ax.set_xlabel("block")
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
             ax.set_ylabel(metric)
             ax.set_title(f"{task}, {norm}-norm, depth {depth}, end of training", fontsize=9)
             ax.grid(alpha=0.3)
@@ -132,6 +135,7 @@ def plot_curves(cells: list[CellResult], path: Path) -> None:
                         color=f"C{_labels(chosen).index(label)}", alpha=1.0 if index == 0 else 0.4,
                         label=label if index == 0 else None)
         ax.set_xlabel("epoch")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_ylabel(f"val {chosen[0].score_name}")
         ax.set_title(f"{task}, {norm}-norm, depth {depth}", fontsize=9)
         ax.grid(alpha=0.3)

@@ -1,6 +1,6 @@
 """Named studies, sized for a 2-core CPU (``oversmooth study PRESET``; ``--set`` rescales them).
 
-- ``depth-vit``: Fashion-MNIST ViTs, pre- and post-norm, depth 2-16, seven methods, two seeds
+- ``depth-vit``: Fashion-MNIST ViTs, pre- and post-norm, depth 2-16, seven methods, three seeds
   (claims 2, 3, 4, 6, 7 of DESIGN §8).
 - ``lm-austen``: the NeuTRENO LM setting (post-norm, lambda 0.4) scaled to CPU on Jane Austen:
   softmax vs NeuTRENO vs de-escalation (claim 2).
@@ -32,9 +32,9 @@ _SMALL_VIT = {"width": 32, "heads": 4, "patch_size": 7, "batch_size": 64, "lr": 
 PRESETS: dict[str, StudyConfig] = {
     "depth-vit": StudyConfig(
         name="depth-vit", model="vit", tasks=("fmnist",), norms=("pre", "post"), depths=(2, 4, 8, 16),
-        variants=DEPTH_METHODS, seeds=(0, 1),
+        variants=DEPTH_METHODS, seeds=(0, 1, 2),
         train={**_SMALL_VIT, "epochs": 3, "limit_train": 10000},
-        description="Fashion-MNIST ViT at depths 2-16, pre- and post-norm, every method, 2 seeds",
+        description="Fashion-MNIST ViT at depths 2-16, pre- and post-norm, every method, 3 seeds",
     ),
     "lm-austen": StudyConfig(
         name="lm-austen", model="lm", tasks=("austen",), norms=("post",), depths=(4, 8),

@@ -143,3 +143,17 @@ def test_sigterm_stops_the_running_cells_and_keeps_their_checkpoints(tmp_path):
     assert not (cell / "results.json").exists()  # unfinished: a re-run resumes it
     with open(cell / ".lock") as handle:  # the train process is gone: nobody holds the cell's lock
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+
+def test_quick_preset_trains_on_real_data_and_reports(tmp_path, capsys):
+    from oversmooth.data import FASHION_MNIST_DIR
+
+    if not FASHION_MNIST_DIR.is_dir():
+        pytest.skip(f"Fashion-MNIST not installed in {FASHION_MNIST_DIR} (make installs it)")
+    out = tmp_path / "quick"
+    assert main(["study", "quick", "--out", str(out), "--jobs", "2", "--set", "limit_train=256",
+                 "--set", "epochs=1"]) == 0
+    assert main(["report", str(out), "--no-probes"]) == 0
+    printed = capsys.readouterr().out
+    assert "4 completed" in printed and "2a  " in printed
+    assert "| fmnist | pre | softmax |" in (out / "report.md").read_text()

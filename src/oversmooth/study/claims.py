@@ -33,17 +33,22 @@ def _not_run(number: str, statement: str, paper: str, study: str) -> Claim:
     return Claim(number, statement, paper, f"no finished cells; run `oversmooth study {study}`", NOT_RUN, "")
 
 
-def _deeper_depths(cells: list[CellResult]) -> dict[str, set[int]]:
-    """Per study, its deeper depths: at least half its deepest, and not its shallowest."""
-    depths: dict[str, set[int]] = {}
+def _depths(cells: list[CellResult]) -> dict[str, list[int]]:
+    """Each study's depths, ascending."""
+    found: dict[str, set[int]] = {}
     for cell in cells:
-        depths.setdefault(cell.study, set()).add(cell.depth)
-    return {study: {d for d in ds if d * 2 >= max(ds) and d > min(ds)} for study, ds in depths.items()}
+        found.setdefault(cell.study, set()).add(cell.depth)
+    return {study: sorted(depths) for study, depths in found.items()}
+
+
+def _is_deeper(depth: int, depths: list[int]) -> bool:
+    """A deeper depth of a study: at least half its deepest, and not its shallowest."""
+    return depth * 2 >= depths[-1] and depth > depths[0]
 
 
 def _deep(cells: list[CellResult]) -> Callable[[CellResult], bool]:
-    deeper = _deeper_depths(cells)
-    return lambda cell: cell.depth in deeper[cell.study]
+    depths = _depths(cells)
+    return lambda cell: _is_deeper(cell.depth, depths[cell.study])
 
 
 def _final(cell: CellResult, metric: str) -> float:
@@ -141,15 +146,14 @@ def _post_norm_claims(cells: list[CellResult]) -> list[Claim]:
     vit = [c for c in cells if c.model == "vit" and c.study != "lambda-sweep"]
     if not {"pre", "post"} <= {c.norm for c in vit if c.label == "softmax"}:
         return [_not_run("4a", statement_a, paper, "depth-vit"), _not_run("4b", statement_b, paper, "depth-vit")]
-    deep, deeper = _deep(vit), _deeper_depths(vit)
+    deep, depths = _deep(vit), _depths(vit)
     across_norms = lambda c: (c.study, c.task, c.depth, c.seed)  # noqa: E731
     gaps = {across_norms(a): gain(a, b) for a, b in pair_up(
         vit, lambda c: c.label == "softmax" and c.norm == "pre", lambda c: c.label == "softmax" and c.norm == "post",
         match=across_norms)}
-    shallowest = {study: min(c.depth for c in vit if c.study == study) for study in deeper}
     widening = Comparison("gap at the deeper depths", "gap at the shallowest", tuple(
-        gap - gaps[(study, task, shallowest[study], seed)] for (study, task, depth, seed), gap in sorted(gaps.items())
-        if depth in deeper[study] and (study, task, shallowest[study], seed) in gaps), gain_unit(vit))
+        gap - gaps[(study, task, depths[study][0], seed)] for (study, task, depth, seed), gap in sorted(gaps.items())
+        if _is_deeper(depth, depths[study]) and (study, task, depths[study][0], seed) in gaps), gain_unit(vit))
     by_depth = {}
     for (_, _, depth, _), gap in gaps.items():
         by_depth.setdefault(depth, []).append(gap)
@@ -175,8 +179,8 @@ def check_cells(cells: list[CellResult]) -> list[Claim]:
     """Claims 2, 3, 4, 6, 7 (and the trained half of 5) from the finished or partial cells."""
     vit = [c for c in cells if c.model == "vit" and c.study != "lambda-sweep"]
     lm = [c for c in cells if c.model == "lm"]
-    deep = _deep(vit) if vit else (lambda c: False)
-    claims = [
+    deep = _deep(vit)
+    return [
         _from_comparison("2a", "trained NeuTRENO beats softmax (ViT, pre-norm)",
                          "DeiT-tiny ImageNet top-1 72.17 -> 73.01", compare(vit, "neutreno", "softmax",
                                                                             lambda c: c.norm == "pre"), "depth-vit"),
@@ -196,4 +200,3 @@ def check_cells(cells: list[CellResult]) -> list[Claim]:
         _from_comparison("7", "FeatScale improves deep ViTs (modestly)", "DeiT-tiny 72.17 -> 72.35",
                          compare(vit, "featscale", "softmax", deep), "depth-vit", " at the deeper depths"),
     ]
-    return claims

@@ -99,7 +99,7 @@ def test_claims_from_known_cells(tmp_path):
     # 2a: neutreno - softmax, pre-norm, gains 1.0, 1.2, 0.8 pp
     assert claims["2a"].verdict == "held" and "+1 pp" in claims["2a"].ours and "n = 3" in claims["2a"].ours
     # 2b: NeuTRENO has higher perplexity by 3.0, 3.5, 4.0: its gain is negative
-    assert claims["2b"].verdict == "did not hold" and "-3.5 PPL" in claims["2b"].ours
+    assert claims["2b"].verdict == "did not hold" and "gain of neutreno over softmax: -3.5 PPL" in claims["2b"].ours
     # 2c: best lambda 0.6 inside the sweep and better than both ends in both seeds
     assert claims["2c"].verdict == "held" and "best lam 0.6" in claims["2c"].ours
     # 3: time ratio 100 / 95 = 1.053 in every pair
@@ -109,7 +109,7 @@ def test_claims_from_known_cells(tmp_path):
     assert "t_sim 0.400 at depth 2 vs 0.700 at depth 8" in claims["4a"].ours
     # 4b: de-escalation + 3 pp in post-norm at every deeper depth (no spread: the sign decides)
     assert claims["4b"].verdict == "held" and "+3 pp" in claims["4b"].ours
-    assert claims["5d"].verdict == "held" and "+0.8" in claims["5d"].ours  # t_sim 0.9 - 0.1 everywhere
+    assert claims["5d"].verdict == "held" and "t_sim, smooth − sharpen: +0.8" in claims["5d"].ours  # 0.9 - 0.1
     assert claims["6"].verdict == "held"   # smooth - sharpen = 3 pp + extra/10 in all six settings
     assert claims["7"].verdict == "did not hold"  # featscale trails by 1.2 and 0.8 pp at depths 4, 8
 

@@ -151,9 +151,10 @@ def _post_norm_claims(cells: list[CellResult]) -> list[Claim]:
     gaps = {across_norms(a): gain(a, b) for a, b in pair_up(
         vit, lambda c: c.label == "softmax" and c.norm == "pre", lambda c: c.label == "softmax" and c.norm == "post",
         match=across_norms)}
-    widening = Comparison("gap at the deeper depths", "gap at the shallowest", tuple(
+    widening = Comparison("at the deeper depths", "at the shallowest", tuple(
         gap - gaps[(study, task, depths[study][0], seed)] for (study, task, depth, seed), gap in sorted(gaps.items())
-        if _is_deeper(depth, depths[study]) and (study, task, depths[study][0], seed) in gaps), gain_unit(vit))
+        if _is_deeper(depth, depths[study]) and (study, task, depths[study][0], seed) in gaps), gain_unit(vit),
+        measure="pre-minus-post gap")
     by_depth = {}
     for (_, _, depth, _), gap in gaps.items():
         by_depth.setdefault(depth, []).append(gap)
@@ -192,8 +193,8 @@ def check_cells(cells: list[CellResult]) -> list[Claim]:
         _from_comparison("5d", "trained with sharpening spectra, tokens end less alike than with smoothing ones",
                          "seed 000: the sign of the W_V W_O spectrum sets smoothing vs sharpening",
                          compare(vit, "smooth", "sharpen", lambda c: bool(c.final_layers),
-                                 value=lambda a, b: _final(a, "t_sim") - _final(b, "t_sim")), "depth-vit",
-                         " in last-layer t_sim (smooth minus sharpen)"),
+                                 value=lambda a, b: _final(a, "t_sim") - _final(b, "t_sim"),
+                                 measure="last-layer t_sim"), "depth-vit"),
         _from_comparison("6", "smoothing-parameterised ViTs beat sharpening ones",
                          "seed 000 v2: smoothing > sharpening on image classification",
                          compare(vit, "smooth", "sharpen"), "depth-vit"),

@@ -29,12 +29,14 @@ RULE = "paired over matching cells: held if mean gain > 2 SE, did not hold if < 
 
 @dataclass(frozen=True)
 class Comparison:
-    """Gains of ``a`` over ``b``, one per matched setting (positive: ``a`` better)."""
+    """Per matched setting, the gain of ``a`` over ``b`` (positive: ``a`` better), or with
+    ``measure`` named, a plain difference ``a - b`` of that measure."""
 
     a: str
     b: str
     gains: tuple[float, ...]
     unit: str = ""
+    measure: str = "gain"
 
     @property
     def n(self) -> int:
@@ -53,7 +55,8 @@ class Comparison:
         if not self.gains:
             return f"{self.a} vs {self.b}: no matching finished cells"
         spread = f" ± {self.se:.3g} (SE)" if self.n >= 2 else ""
-        return f"{self.a} − {self.b}: {self.mean:+.3g}{self.unit}{spread}, n = {self.n}"
+        head = f"gain of {self.a} over {self.b}" if self.measure == "gain" else f"{self.measure}, {self.a} − {self.b}"
+        return f"{head}: {self.mean:+.3g}{self.unit}{spread}, n = {self.n}"
 
 
 def verdict(comparison: Comparison) -> str:
@@ -94,10 +97,10 @@ def pair_up(cells: Iterable[CellResult], a: Callable[[CellResult], bool], b: Cal
 
 
 def compare(cells: Iterable[CellResult], a: str, b: str, where: Callable[[CellResult], bool] = lambda c: True,
-            value: Callable[[CellResult, CellResult], float] | None = None) -> Comparison:
-    """Methods labelled ``a`` and ``b`` over the settings that pass ``where``; ``value(a, b)`` per
-    pair (default: the score gain of ``a``, see ``gain``)."""
+            value: Callable[[CellResult, CellResult], float] | None = None, measure: str = "") -> Comparison:
+    """Methods labelled ``a`` and ``b`` over the settings that pass ``where``: the score gain of
+    ``a`` (see ``gain``), or ``value(a, b)`` per pair, a difference in ``measure``."""
     pairs = pair_up(cells, lambda c: c.label == a and where(c), lambda c: c.label == b and where(c))
     if value is None:
         return Comparison(a, b, tuple(gain(x, y) for x, y in pairs), gain_unit(x for pair in pairs for x in pair))
-    return Comparison(a, b, tuple(value(x, y) for x, y in pairs))
+    return Comparison(a, b, tuple(value(x, y) for x, y in pairs), measure=measure)

@@ -3,8 +3,8 @@
 - ``depth-vit``: Fashion-MNIST ViTs, pre- and post-norm, depth 2-16, seven methods, two seeds
   (claims 2, 3, 4, 6, 7 of DESIGN §8).
 - ``lm-austen``: the NeuTRENO LM setting (lambda 0.4) scaled to CPU on Jane Austen: softmax vs
-  NeuTRENO vs de-escalation (claim 2). Pre-norm: at this budget (250 steps) a post-norm LM stays on
-  the unigram plateau (test perplexity about 660 for every method and lr 5e-4 to 2e-3).
+  NeuTRENO vs de-escalation (claim 2). Pre-norm: at this budget (250 steps) a post-norm LM stayed
+  on the unigram plateau (test perplexity 660 for every method; see docs/studies.md).
 - ``lambda-sweep``: NeuTRENO's lambda ablation (seed 001, Table 13) on a Fashion-MNIST ViT.
 - ``quick``: a minute-sized Fashion-MNIST grid to try the machinery (and for tests).
 """

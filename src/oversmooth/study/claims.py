@@ -164,7 +164,7 @@ def _post_norm_claims(cells: list[CellResult]) -> list[Claim]:
                   f"{t_sims[-1][1]:.3f} at depth {t_sims[-1][0]}") if t_sims else ""
     a = _from_comparison(
         "4a", statement_a, paper, widening, "depth-vit",
-        f" (pre- minus post-norm softmax, mean over seeds by depth: "
+        " (pre- minus post-norm softmax, mean over seeds by depth: "
         + ", ".join(f"d{d} {statistics.fmean(v):+.3g}" for d, v in sorted(by_depth.items())) + ")" + escalation)
     rescue = compare(vit, "deescalate", "softmax", lambda c: c.norm == "post" and deep(c))
     pre_pairs = pair_up(vit, lambda c: c.label == "softmax" and c.norm == "pre" and deep(c),

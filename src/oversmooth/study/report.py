@@ -51,7 +51,7 @@ def score_table(cells: list[CellResult]) -> str:
     """Markdown: one row per task x norm x method, one column per depth: mean ± std (seeds)."""
     depths = sorted({c.depth for c in cells})
     name = cells[0].score_name
-    lines = [f"| task | norm | method | " + " | ".join(f"depth {d}" for d in depths) + " |",
+    lines = ["| task | norm | method | " + " | ".join(f"depth {d}" for d in depths) + " |",
              "|---|---|---|" + "---|" * len(depths)]
     for task, norm in _panels(cells):
         for label in _labels(cells):

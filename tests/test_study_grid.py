@@ -157,3 +157,11 @@ def test_quick_preset_trains_on_real_data_and_reports(tmp_path, capsys):
     printed = capsys.readouterr().out
     assert "4 completed" in printed and "2a  " in printed
     assert "| fmnist | pre | softmax |" in (out / "report.md").read_text()
+
+
+def test_the_study_names_the_files_train_writes():
+    """The runner repeats train's file names (to keep torch out of `--help`): they must agree."""
+    from oversmooth import train
+    from oversmooth.study import runner
+
+    assert (runner.METRICS_FILE, runner.RESULTS_FILE) == (train.METRICS_FILE, train.RESULTS_FILE)

@@ -26,18 +26,14 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import json
     from pathlib import Path
 
-    from oversmooth.errors import UsageError
     from oversmooth.study.report import write_report
-    from oversmooth.study.results import read_study
+    from oversmooth.study.results import read_study, study_info
 
     cells, commands = [], {}
-    for folder in map(Path, args.dirs):
-        if not (folder / "study.json").is_file():
-            raise UsageError(f"{folder} is not a study folder (no study.json); make one with `oversmooth study`")
-        study = json.loads((folder / "study.json").read_text())
+    for folder in args.dirs:
+        study = study_info(folder)
         if study.get("command"):
             commands[study["name"]] = study["command"]
         cells += read_study(folder)

@@ -12,7 +12,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from oversmooth.study.runner import CELL_FILE, CELLS_DIR, RESULTS_FILE, STUDY_FILE
+from oversmooth.errors import UsageError
+from oversmooth.study.runner import CELL_FILE, CELLS_DIR, METRICS_FILE, RESULTS_FILE, STUDY_FILE
 
 #: the score reported per model kind, and whether higher is better.
 SCORES = {"vit": ("accuracy", True), "lm": ("perplexity", False)}
@@ -80,7 +81,7 @@ def _read_jsonl(path: Path) -> list[dict]:
 def read_cell(folder: Path) -> CellResult:
     info = json.loads((folder / CELL_FILE).read_text())
     results = json.loads((folder / RESULTS_FILE).read_text()) if (folder / RESULTS_FILE).is_file() else None
-    epochs = _read_jsonl(folder / "metrics.jsonl")
+    epochs = _read_jsonl(folder / METRICS_FILE)
     status = results["status"] if results else ("partial" if epochs else "pending")
     variant = info["variant"]
     return CellResult(
@@ -91,13 +92,19 @@ def read_cell(folder: Path) -> CellResult:
     )
 
 
+def study_info(folder: str | Path) -> dict:
+    """The ``study.json`` of a study folder (name, methods, command...); UsageError if it is none."""
+    path = Path(folder) / STUDY_FILE
+    if not path.is_file():
+        raise UsageError(f"{folder} is not a study folder (no {STUDY_FILE}); make one with `oversmooth study`")
+    return json.loads(path.read_text())
+
+
 def read_study(folder: str | Path) -> list[CellResult]:
     """Every cell under ``folder/cells`` that has its ``cell.json``, in the study's method order
     (then by task, norm, depth and seed)."""
     folder = Path(folder)
     found = [read_cell(cell) for cell in sorted((folder / CELLS_DIR).iterdir()) if (cell / CELL_FILE).is_file()] \
         if (folder / CELLS_DIR).is_dir() else []
-    order = [m["label"] for m in json.loads((folder / STUDY_FILE).read_text())["methods"]] \
-        if (folder / STUDY_FILE).is_file() else []
-    rank = {label: index for index, label in enumerate(order)}
+    rank = {method["label"]: index for index, method in enumerate(study_info(folder)["methods"])}
     return sorted(found, key=lambda c: (rank.get(c.label, len(rank)), c.label, c.task, c.norm, c.depth, c.seed))

@@ -29,7 +29,9 @@ from oversmooth.atomic import atomic_write
 from oversmooth.study.config import Cell, StudyConfig
 
 CELLS_DIR, CELL_FILE, STUDY_FILE, LOG_FILE, LOCK_FILE = "cells", "cell.json", "study.json", "train.log", ".lock"
-RESULTS_FILE = "results.json"
+# The files `oversmooth train` writes (oversmooth.train.METRICS_FILE / RESULTS_FILE), named again
+# here so that `oversmooth --help` does not import torch; a test keeps the two in step.
+METRICS_FILE, RESULTS_FILE = "metrics.jsonl", "results.json"
 
 
 def cell_dir(out: Path, cell: Cell) -> Path:

@@ -4,7 +4,7 @@ Forward+backward time (interleaved repeats, method order rotated each repeat; th
 which other load on a shared machine can only slow, and the median) and
 memory, as ratios to softmax, at the DeiT-tiny shape (197 tokens) and the NeuTRENO LM preset
 (256 tokens). Memory is the CUDA peak on a GPU; on CPU it is the bytes of tensors saved for
-backward (the activation memory, which is what the methods can change).
+backward, parameters excluded (the activation memory, which is what the methods can change).
 
     PYTHONPATH=src python benchmarks/bench_overhead.py            # small batches (CPU friendly)
     PYTHONPATH=src python benchmarks/bench_overhead.py --full     # B=32 ViT, B=16 LM
@@ -33,12 +33,13 @@ def sync(device: str) -> None:
 
 
 def activation_bytes(step: Step) -> int:
-    """Bytes of distinct storages autograd saves for backward during ``step``."""
+    """Bytes of distinct storages autograd saves for backward during ``step``, parameters excluded."""
     seen: dict[int, int] = {}
 
     def pack(t: torch.Tensor):
-        storage = t.untyped_storage()
-        seen[storage.data_ptr()] = storage.nbytes()
+        if not (t.is_leaf and t.requires_grad):
+            storage = t.untyped_storage()
+            seen[storage.data_ptr()] = storage.nbytes()
         return t
 
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):

@@ -81,6 +81,52 @@ def test_attention_matches_naive_reference(methods, causal):
         assert torch.allclose(got, want, atol=1e-10), (methods, materialize)
 
 
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("methods", SPECS, ids="+".join)
+def test_gradients_match_naive_reference(methods, causal):
+    """The merged context is rebuilt in backward and FeatScale folded into W_O: every gradient
+    (input, v_first, each parameter) must still equal autograd through the explicit reference."""
+    cfg = MitigationConfig(methods=methods, lam=0.7, value_mix=0.3, spectral="sharpen")
+    attn = Attention(WIDTH, HEADS, mitigation=cfg, causal=causal).double()
+    randomise(attn, seed=len(methods) + 7)
+    g = torch.Generator().manual_seed(2)
+    x = torch.randn(2, TOKENS, WIDTH, generator=g, dtype=torch.float64, requires_grad=True)
+    v_first = torch.randn(2, HEADS, TOKENS, D_HEAD, generator=g, dtype=torch.float64, requires_grad=True)
+    upstream = torch.randn(2, TOKENS, WIDTH, generator=g, dtype=torch.float64)
+    leaves = [x, v_first, *attn.parameters()]
+    want = torch.autograd.grad((reference(attn, x, v_first, cfg, causal) * upstream).sum(), leaves,
+                               allow_unused=True)
+    got = torch.autograd.grad((attn(x, v_first)[0] * upstream).sum(), leaves, allow_unused=True)
+    for w, h in zip(want, got):
+        assert (w is None) == (h is None) or torch.count_nonzero(w if h is None else h) == 0
+        if w is not None and h is not None:
+            assert torch.allclose(h, w, atol=1e-9), methods
+
+
+def saved_activation_bytes(attn: Attention, x, v_first) -> int:
+    """Bytes of distinct non-parameter storages autograd keeps for one forward."""
+    seen = {}
+
+    def pack(t):
+        if not (t.is_leaf and t.requires_grad):
+            seen[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        attn(x, v_first)
+    return sum(seen.values())
+
+
+@pytest.mark.parametrize("method", ["neutreno", "attnscale", "featscale", "neutreno+featscale"])
+def test_mitigations_keep_no_extra_activation(method):
+    """Non-causal NeuTRENO, AttnScale and FeatScale keep nothing of full size beyond softmax."""
+    x = torch.randn(4, 50, 64, requires_grad=True)
+    v_first = torch.randn(4, 4, 50, 16, requires_grad=True)
+    base = saved_activation_bytes(Attention(64, 4), x, v_first)
+    mitigated = saved_activation_bytes(Attention(64, 4, mitigation=MitigationConfig.parse(method)), x, v_first)
+    assert mitigated - base < 50 * 64 * 4 // 4, (base, mitigated)  # below a quarter of one sequence
+
+
 @pytest.mark.parametrize("methods", [(), ("neutreno", "attnscale", "featscale", "spectral")])
 def test_fused_and_manual_agree_in_float32(methods):
     attn = Attention(WIDTH, HEADS, mitigation=MitigationConfig(methods=methods), causal=True)

@@ -7,6 +7,8 @@ give the same result for every method.
 
 Order inside the sub-layer, per head, then merged:
 ``V -> value_residual mix -> A V -> AttnScale -> + NeuTRENO term -> merge -> W_O -> FeatScale``.
+The merged input of W_O is not kept for backward but rebuilt (``layers/recompute.py``), so the
+per-head mitigation terms add no activation memory; non-causal FeatScale is folded into W_O.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from torch import Tensor, nn
 
 from oversmooth.layers.hook_point import HookPoint
 from oversmooth.layers.mitigation_config import MitigationConfig
+from oversmooth.layers.recompute import project_recomputed
 from oversmooth.layers.spectral import SpectralValueOutput
 from oversmooth.mitigations import AttnScale, FeatScale, neutreno_correction
 
@@ -66,21 +69,30 @@ class Attention(nn.Module):
         mixed = v
         if v_first is not None and "value_residual" in self.mitigation:
             mixed = torch.lerp(v, v_first, self.mitigation.value_mix)   # (1 - mix) v + mix v1
-        out = self._manual(q, k, mixed) if self.materialize else F.scaled_dot_product_attention(
+        attended = self._manual(q, k, mixed) if self.materialize else F.scaled_dot_product_attention(
             q, k, mixed, dropout_p=self.dropout if self.training else 0.0, is_causal=self.causal)
-        if self.attnscale is not None:
-            out = self.attnscale(out, mixed)
-        if v_first is not None and "neutreno" in self.mitigation:
-            out = out + neutreno_correction(mixed, v_first, self.mitigation.lam)
 
-        out = out.transpose(1, 2).flatten(2)
+        def context() -> Tensor:
+            """``[batch, tokens, width]``: per head ``A V`` plus the mitigation terms, heads merged."""
+            out = attended
+            if self.attnscale is not None:
+                out = self.attnscale(out, mixed)
+            if v_first is not None and "neutreno" in self.mitigation:
+                out = out + neutreno_correction(mixed, v_first, self.mitigation.lam)
+            return out.transpose(1, 2).flatten(2)
+
         if self.value_output is not None:
-            out = out @ w_o + self.value_output.output_bias
+            weight, bias = w_o.T, self.value_output.output_bias
         else:
-            out = self.output(out)
-        if self.featscale is not None:
-            out = self.featscale(out)
-        return out, v
+            weight, bias = self.output.weight, self.output.bias
+        # Autograd keeps SDPA's output and V; the merged context is rebuilt from them in backward.
+        return project_recomputed(lambda merged: self._project(merged, weight, bias), context), v
+
+    def _project(self, merged: Tensor, weight: Tensor, bias: Tensor) -> Tensor:
+        """The output projection ``merged W^T + b`` and FeatScale on its output."""
+        if self.featscale is None:
+            return F.linear(merged, weight, bias)
+        return self.featscale.project(merged, weight, bias)
 
     def _split(self, x: Tensor) -> Tensor:
         """``[batch, tokens, width] -> [batch, heads, tokens, d_head]``."""

@@ -84,6 +84,12 @@ def main() -> None:
                        ("suite_full", "whole suite (+ effective/stable rank)")):
         print(f"   {label:36s}{t[key]:8.3f} s   ratio {t[key] / t['forward']:6.1%}  (target <= 5%)")
 
+    flops_forward = layers * b * n * (24 * d * d + 4 * n * d)  # 2 x 12 d^2 weights per token, + QK^T, AV
+    m = min(n, d)
+    flops_ranks = layers * b * (2 * n * d * m + 4 * m ** 3 // 3)         # Gram + tridiagonalisation
+    print(f"   exact ranks need >= {flops_ranks / flops_forward:.1%} of the forward's FLOPs "
+          "(Gram + tridiagonalisation of every sequence), whatever the implementation")
+
     print("\n2. cos_sim vs naive O(n^2 d)")
     for tokens in (128, 512, 2048):
         y = torch.randn(b, tokens, d)

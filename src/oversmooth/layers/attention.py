@@ -21,7 +21,7 @@ from torch import Tensor, nn
 
 from oversmooth.layers.hook_point import HookPoint
 from oversmooth.layers.mitigation_config import MitigationConfig
-from oversmooth.layers.recompute import project_recomputed
+from oversmooth.layers.recompute import linear_rebuilding_input
 from oversmooth.layers.spectral import SpectralValueOutput
 from oversmooth.mitigations import AttnScale, FeatScale, neutreno_correction
 
@@ -86,13 +86,13 @@ class Attention(nn.Module):
         else:
             weight, bias = self.output.weight, self.output.bias
         # Autograd keeps SDPA's output and V; the merged context is rebuilt from them in backward.
-        return project_recomputed(lambda merged: self._project(merged, weight, bias), context), v
+        def linear(merged: Tensor, w: Tensor, b: Tensor | None) -> Tensor:
+            return linear_rebuilding_input(merged, context, w, b)
 
-    def _project(self, merged: Tensor, weight: Tensor, bias: Tensor) -> Tensor:
-        """The output projection ``merged W^T + b`` and FeatScale on its output."""
+        merged = context()
         if self.featscale is None:
-            return F.linear(merged, weight, bias)
-        return self.featscale.project(merged, weight, bias)
+            return linear(merged, weight, bias), v
+        return self.featscale.project(merged, weight, bias, linear=linear), v
 
     def _split(self, x: Tensor) -> Tensor:
         """``[batch, tokens, width] -> [batch, heads, tokens, d_head]``."""

@@ -1,10 +1,10 @@
-"""A projection whose input autograd rebuilds in backward instead of keeping it.
+"""A linear map whose input autograd rebuilds in backward instead of keeping it.
 
 The attention output projection reads the per-head context ``A V`` plus the mitigation terms,
 merged over heads: a cheap elementwise function of tensors that autograd keeps anyway (SDPA
 keeps its output and V). Keeping the merged result as well would cost one ``[batch, tokens,
-width]`` tensor per layer; ``project_recomputed`` keeps a recipe instead and re-runs the
-elementwise part once in backward (the projection itself is not re-run).
+width]`` tensor per layer; ``linear_rebuilding_input`` keeps a recipe instead and re-runs the
+elementwise part once in backward (the matmul itself is not re-run).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor
 
 
@@ -25,23 +26,23 @@ class _Recipe:
     offset: int
 
 
-def project_recomputed(project: Callable[[Tensor], Tensor], make_input: Callable[[], Tensor]) -> Tensor:
-    """``project(make_input())``; tensors that ``project`` saves from its input are rebuilt by
-    calling ``make_input()`` again (under no_grad) in backward.
+def linear_rebuilding_input(x: Tensor, rebuild: Callable[[], Tensor], weight: Tensor,
+                            bias: Tensor | None = None) -> Tensor:
+    """``F.linear(x, weight, bias)`` where ``x = rebuild()``; in backward ``x`` comes from calling
+    ``rebuild()`` again (under no_grad) rather than from memory.
 
-    ``make_input`` must be deterministic and read only tensors that stay unchanged until backward.
-    Under ``torch.compile`` the plain call is used (the compiler makes its own choice).
+    ``rebuild`` must be deterministic and read only tensors that stay unchanged until backward.
+    Only this matmul's saved tensors are affected (the input and the weight). Under
+    ``torch.compile`` the plain call is used (the compiler makes its own choice).
 
-    >>> import torch
     >>> x = torch.randn(2, 3, requires_grad=True)
     >>> w = torch.randn(4, 3, requires_grad=True)
-    >>> project_recomputed(lambda h: h @ w.T, lambda: x * 2).sum().backward()
+    >>> linear_rebuilding_input(2 * x, lambda: 2 * x, w).sum().backward()
     >>> torch.allclose(w.grad, (2 * x).sum(0).expand(4, 3))
     True
     """
-    x = make_input()
     if not torch.is_grad_enabled() or torch.compiler.is_compiling():
-        return project(x)
+        return F.linear(x, weight, bias)
     storage = x.untyped_storage().data_ptr()
 
     def pack(t: Tensor) -> Tensor | _Recipe:
@@ -53,7 +54,7 @@ def project_recomputed(project: Callable[[Tensor], Tensor], make_input: Callable
         if isinstance(saved, Tensor):
             return saved
         with torch.no_grad():
-            return make_input().as_strided(saved.shape, saved.stride, saved.offset)
+            return rebuild().as_strided(saved.shape, saved.stride, saved.offset)
 
     with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
-        return project(x)
+        return F.linear(x, weight, bias)

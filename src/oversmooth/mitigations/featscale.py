@@ -7,11 +7,15 @@ adds the scaled terms twice; this does not.) Causal models use the prefix mean.
 
 from __future__ import annotations
 
+from typing import Callable
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from oversmooth.mitigations.token_mean import token_mean
+
+Linear = Callable[[Tensor, Tensor, Tensor | None], Tensor]  # F.linear's signature
 
 
 def featscale(z: Tensor, s_dc: Tensor, s_hc: Tensor, mask: Tensor | None = None,
@@ -24,15 +28,16 @@ def featscale(z: Tensor, s_dc: Tensor, s_hc: Tensor, mask: Tensor | None = None,
 
 
 def featscale_projection(x: Tensor, weight: Tensor, bias: Tensor | None, s_dc: Tensor, s_hc: Tensor,
-                         mask: Tensor | None = None) -> Tensor:
+                         mask: Tensor | None = None, linear: Linear = F.linear) -> Tensor:
     """``featscale(F.linear(x, weight, bias), s_dc, s_hc, mask)``, non-causal, without keeping the output.
 
     The mean is linear, so ``DC(z) = DC(x) W^T + b`` (``[batch, 1, d]``), and ``(1 + s_hc)`` folds
     into the rows of W: autograd keeps ``x`` (the projection keeps it anyway), not ``z``.
-    ``x: [batch, tokens, d_in]``, ``weight: [d, d_in]``, ``s_dc, s_hc: [d]``.
+    ``x: [batch, tokens, d_in]``, ``weight: [d, d_in]``, ``s_dc, s_hc: [d]``; ``linear`` computes
+    the full-size projection (the attention layer passes one that does not keep ``x``).
     """
     scale = 1 + s_hc.to(x.dtype)
-    z = F.linear(x, weight * scale[:, None], None if bias is None else bias * scale)
+    z = linear(x, weight * scale[:, None], None if bias is None else bias * scale)
     return z + (s_dc - s_hc).to(x.dtype) * F.linear(token_mean(x, mask), weight, bias)
 
 
@@ -48,8 +53,9 @@ class FeatScale(nn.Module):
     def forward(self, z: Tensor, mask: Tensor | None = None) -> Tensor:
         return featscale(z, self.s_dc, self.s_hc, mask, self.causal)
 
-    def project(self, x: Tensor, weight: Tensor, bias: Tensor | None, mask: Tensor | None = None) -> Tensor:
-        """FeatScale of the projection ``F.linear(x, weight, bias)`` (see ``featscale_projection``)."""
+    def project(self, x: Tensor, weight: Tensor, bias: Tensor | None, mask: Tensor | None = None,
+                linear: Linear = F.linear) -> Tensor:
+        """FeatScale of the projection ``linear(x, weight, bias)`` (see ``featscale_projection``)."""
         if self.causal:
-            return self(F.linear(x, weight, bias), mask)
-        return featscale_projection(x, weight, bias, self.s_dc, self.s_hc, mask)
+            return self(linear(x, weight, bias), mask)
+        return featscale_projection(x, weight, bias, self.s_dc, self.s_hc, mask, linear)

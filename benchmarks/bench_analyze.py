@@ -1,20 +1,26 @@
 """Cost of `oversmooth analyze` on all-MiniLM-L6-v2, 64 sequences x 256 tokens, vs the bare forward.
 
-Batch: the built-in Austen sample cut into 256-token chunks, repeated to 64 sequences. Timings
-are the best of ``--repeats`` interleaved runs (the machine may be shared). Compared:
+Batch: the built-in Austen sample cut into 256-token chunks, repeated to 64 sequences. Each
+repeat runs every case once, in turn; printed are the best time of each and the median over
+repeats of its ratio to the same repeat's forward (a shared machine's speed drifts from minute to
+minute). Compared:
 
 - bare forward: ``model(**inputs)`` under no_grad (the model's default attention);
-- analyze, baseline only: capture of the stream + every metric + W_V W_O spectra + attention
-  measures and predicted mode (2 sequences x 128 tokens), i.e. ``--methods none``;
-- the same with ``rank_sequences=8``: effective / stable rank on the first 8 sequences only;
+- analyze, baseline only, default settings (``--methods none``): capture of the stream, every
+  metric (effective / stable rank on the first 8 sequences), W_V W_O spectra, attention measures
+  and predicted mode (2 sequences x 128 tokens); the target is <= 1.3x the bare forward;
+- the same with the ranks over all 64 sequences (``rank_sequences=None``), with the attention
+  sample cut to 64 tokens (``attention_tokens=64``), and without attention measures
+  (``attention_sequences=0``): what each sample costs;
 - analyze, all four methods: five patched / unpatched passes, vs five bare forwards.
 
-Run: python benchmarks/bench_analyze.py [--repeats 3]
+Run: python benchmarks/bench_analyze.py [--repeats 3] [--skip-methods]
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 import time
 
 import torch
@@ -24,7 +30,6 @@ from oversmooth.hf.inputs import read_text, text_batch
 from oversmooth.hf.load import load
 
 SEQUENCES, TOKENS = 64, 256
-RANK_SAMPLE = 8
 
 
 def batch(loaded) -> dict[str, torch.Tensor]:
@@ -44,6 +49,7 @@ def timed(fn) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--skip-methods", action="store_true", help="leave out the 4-method run (long)")
     args = parser.parse_args()
     loaded = load(None, SEQUENCES, TOKENS)
     model, inputs = loaded.model, batch(loaded)
@@ -53,29 +59,34 @@ def main() -> None:
         with torch.no_grad():
             model(**inputs)
 
-    baseline_only = AnalysisSettings(methods=())
-    rank_sample = AnalysisSettings(methods=(), rank_sequences=RANK_SAMPLE)
-    every_method = AnalysisSettings()
-    runs = {"bare forward": forward,
-            "analyze (baseline)": lambda: run_analysis(model, inputs, baseline_only),
-            f"  ranks on {RANK_SAMPLE} seqs": lambda: run_analysis(model, inputs, rank_sample),
-            "analyze (4 methods)": lambda: run_analysis(model, inputs, every_method)}
+    every_rank = f"  ranks on all {SEQUENCES}"
+    variants = {"analyze (baseline)": {}, every_rank: {"rank_sequences": None},
+                "  attention 64 tokens": {"attention_tokens": 64},
+                "  no attention": {"attention_sequences": 0}}
+    runs = {"bare forward": forward}
+    for name, overrides in variants.items():
+        settings = AnalysisSettings(methods=(), **overrides)
+        runs[name] = lambda settings=settings: run_analysis(model, inputs, settings)
+    if not args.skip_methods:
+        runs["analyze (4 methods)"] = lambda: run_analysis(model, inputs, AnalysisSettings())
     forward()  # warm-up
-    best = {name: float("inf") for name in runs}
+    seconds = {name: [] for name in runs}
     for _ in range(args.repeats):
         for name, fn in runs.items():
-            best[name] = min(best[name], timed(fn))
-    bare = best["bare forward"]
+            seconds[name].append(timed(fn))
+    bare = seconds["bare forward"]
+    # The machine's speed drifts between minutes: pair each run with the forward just before it.
+    paired = {name: statistics.median(t / f for t, f in zip(times, bare)) for name, times in seconds.items()}
     print(f"all-MiniLM-L6-v2, {SEQUENCES} x {TOKENS} tokens, {torch.get_num_threads()} threads, "
-          f"best of {args.repeats}")
-    print(f"{'run':<22}{'seconds':>9}{'x forward':>11}")
-    print(f"{'bare forward':<22}{bare:>9.2f}{1.0:>11.2f}")
-    for name in list(runs)[1:3]:
-        print(f"{name:<22}{best[name]:>9.2f}{best[name] / bare:>11.2f}")
-    five = best["analyze (4 methods)"]
-    print(f"{'analyze (4 methods)':<22}{five:>9.2f}{five / bare:>11.2f}  ({five / (5 * bare):.2f} x five forwards)")
-    print(f"ratio analyze / forward: {best['analyze (baseline)'] / bare:.2f}, ranks on {RANK_SAMPLE} "
-          f"sequences {best[f'  ranks on {RANK_SAMPLE} seqs'] / bare:.2f} (target <= 1.3)")
+          f"{args.repeats} interleaved repeats")
+    print(f"{'run':<22}{'best s':>8}{'best/best':>11}{'paired median':>15}")
+    for name, times in seconds.items():
+        extra = "  (x five forwards)" if name == "analyze (4 methods)" else ""
+        scale = 5 if extra else 1
+        print(f"{name:<22}{min(times):>8.2f}{min(times) / (scale * min(bare)):>11.2f}"
+              f"{paired[name] / scale:>15.2f}{extra}")
+    print(f"ratio analyze / forward (paired median): {paired['analyze (baseline)']:.2f} (target <= 1.3); "
+          f"with the ranks on all {SEQUENCES} sequences {paired[every_rank]:.2f}")
 
 
 if __name__ == "__main__":

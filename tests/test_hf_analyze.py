@@ -123,3 +123,22 @@ def test_rank_sequences_takes_the_ranks_over_the_first_sequences_only(bert_dir, 
         for metric in ("effective_rank", "stable_rank"):
             assert float(a[metric]) == pytest.approx(float(b[metric]), rel=1e-9)
     assert any(abs(float(a["cos_sim"]) - float(b["cos_sim"])) > 1e-6 for a, b in zip(sampled, alone))
+
+
+def test_ranks_default_to_the_first_eight_sequences(bert_dir, tmp_path):
+    """Nine sequences: by default the ranks are those of --rank-sequences 8, and report.md says
+    so; --rank-sequences 0 takes every sequence."""
+    def run(out, *flags):
+        assert main(["analyze", str(bert_dir), "--text", " ".join(WORDS * 6), "--out", str(out),
+                     "--methods", "none", "--attention-sequences", "0", "--max-sequences", "9",
+                     "--max-length", "16", *flags]) == 0
+        return list(csv.DictReader(open(out / "metrics.csv"))), (out / "report.md").read_text()
+
+    (default, report), (eight, _), (every, every_report) = (
+        run(tmp_path / "default"), run(tmp_path / "eight", "--rank-sequences", "8"),
+        run(tmp_path / "every", "--rank-sequences", "0"))
+    assert "9 sequences" in report and "effective_rank, stable_rank: first 8 of 9 sequences" in report
+    assert "effective_rank, stable_rank: every sequence" in every_report
+    for a, b, c in zip(default, eight, every):
+        assert a["effective_rank"] == b["effective_rank"] and a["cos_sim"] == c["cos_sim"]
+    assert any(a["effective_rank"] != c["effective_rank"] for a, c in zip(default, every))

@@ -58,7 +58,8 @@ def test_rank_sample_is_the_first_sequences():
     model, inputs = tiny_model("bert"), tiny_inputs("bert")
     batch = inputs["input_ids"].shape[0]
     assert batch > 1
-    full = run_analysis(model, inputs, AnalysisSettings(methods=(), attention_sequences=0)).tables["baseline"]
+    full = run_analysis(model, inputs, AnalysisSettings(methods=(), attention_sequences=0,
+                                                        rank_sequences=None)).tables["baseline"]
     sampled = run_analysis(model, inputs, AnalysisSettings(methods=(), attention_sequences=0,
                                                            rank_sequences=1)).tables["baseline"]
     assert sampled.metrics == full.metrics and list(sampled.rows[0]) == list(full.rows[0])

@@ -55,9 +55,9 @@ def register(subparsers) -> None:
                         help="sequences for the attention measures and predicted mode; 0 = skip (default 2)")
     parser.add_argument("--attention-tokens", type=_count, default=128, metavar="N",
                         help="text tokens per sequence for the attention measures (default 128)")
-    parser.add_argument("--rank-sequences", type=_count, default=0, metavar="N",
-                        help="effective / stable rank on the first N sequences only, the costly part "
-                             "(default 0 = all sequences)")
+    parser.add_argument("--rank-sequences", type=_count, default=8, metavar="N",
+                        help="effective / stable rank (a full eigensolve per sequence, the costly "
+                             "part) on the first N sequences only; 0 = every sequence (default 8)")
     parser.add_argument("--exclude", type=parse_positions, default=(), metavar="POS",
                         help="token positions to leave out of the measures, e.g. 0 for CLS")
     parser.add_argument("--out", default="runs/analyze", metavar="DIR",

@@ -7,12 +7,15 @@ norm. Each method is a separate forward pass with ``patch`` applied, then ``unpa
 Attention measures (entropy, |lambda_2|, similarity of successive layers) and the predicted
 dominant mode need eigen-decompositions of n x n maps, so they run on the unpatched model over
 the first ``attention_sequences`` sequences cut to ``attention_tokens`` tokens. The full-spectrum
-measures (effective_rank, stable_rank) cost more than the forward pass on large batches;
-``rank_sequences=k`` takes them over the first k sequences only (noted in the table's ``notes``).
+measures (effective_rank, stable_rank) need a full eigensolve per sequence, about 0.7x a forward
+pass at 64 x 256 tokens: by default they are taken over the first ``rank_sequences=8`` sequences
+only (noted in the table's ``notes``; ``None`` = every sequence). Every other measure sees every
+sequence.
 """
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -20,7 +23,7 @@ import torch
 from torch import Tensor
 
 from oversmooth.hf.capture import capture
-from oversmooth.hf.diagnose import LayerSpectrum, predict, single_thread, spectra
+from oversmooth.hf.diagnose import LayerSpectrum, predict, spectra
 from oversmooth.hf.families import layout
 from oversmooth.hf.patch import check_method, patch, resolve_knobs, unpatch
 from oversmooth.errors import UsageError
@@ -39,7 +42,7 @@ class AnalysisSettings:
     attention_sequences: int = 2
     attention_tokens: int = 128
     exclude: tuple[int, ...] = ()
-    rank_sequences: int | None = None  # effective / stable rank on the first k sequences; None = all
+    rank_sequences: int | None = 8  # effective / stable rank on the first k sequences; None = all
 
     def __post_init__(self) -> None:
         if self.rank_sequences is not None and self.rank_sequences < 1:
@@ -70,13 +73,12 @@ def _stream_table(model, inputs: dict[str, Tensor], settings: AnalysisSettings) 
     _, cache = capture(model, inputs, hooks=("resid_pre", "resid_post"))
     states, mask, sample = cache.stream(), cache.mask, settings.rank_sequences
     tokens = int(mask.shape[1])
-    with single_thread():  # eigensolves: 4-6x faster single-threaded on a shared CPU
-        if sample is None or sample >= mask.shape[0]:
-            return measure(states, mask, exclude=settings.exclude), tokens
-        table = measure(states, mask, exclude=settings.exclude,
-                        metrics=[m for m in METRICS if m not in RANK_METRICS])
-        ranks = measure([s[:sample] for s in states], mask[:sample], exclude=settings.exclude,
-                        metrics=RANK_METRICS)
+    if sample is None or sample >= mask.shape[0]:
+        return measure(states, mask, exclude=settings.exclude), tokens
+    table = measure(states, mask, exclude=settings.exclude,
+                    metrics=[m for m in METRICS if m not in RANK_METRICS])
+    ranks = measure([s[:sample] for s in states], mask[:sample], exclude=settings.exclude,
+                    metrics=RANK_METRICS)
     table.rows = [{**row, **extra} for row, extra in zip(table.rows, ranks.rows)]
     table.metrics = (*table.metrics, *RANK_METRICS)
     table.notes["rank_sequences"] = (f"{', '.join(RANK_METRICS)}: first {sample} of {table.sequences} "
@@ -92,39 +94,58 @@ def attention_subset(inputs: dict[str, Tensor], sequences: int, tokens: int) -> 
     return subset
 
 
+def _attention_sample(model, inputs: dict[str, Tensor], settings: AnalysisSettings):
+    """The unpatched model's stream and attention patterns on the attention sample, or None."""
+    if settings.attention_sequences == 0:
+        return None
+    subset = attention_subset(inputs, settings.attention_sequences, settings.attention_tokens)
+    return capture(model, subset, hooks=("resid_pre", "resid_post"), pattern=True)[1]
+
+
+def _diagnose(lay, sample, exclude: tuple[int, ...]) -> tuple[list[LayerSpectrum], MetricTable | None]:
+    """W_V W_O spectra, and with an attention sample its measures and the predicted modes."""
+    diagnosis = spectra(lay)
+    if sample is None:
+        return diagnosis, None
+    patterns = sample.stack("pattern")
+    full = measure(sample.stream()[1:], sample.mask, attentions=patterns, exclude=exclude, metrics=())
+    rows = [{**row, "layer": row["layer"] + 1} for row in full.rows]  # block l makes state l + 1
+    predict(diagnosis, patterns, sample.mask)
+    return diagnosis, MetricTable(rows, ATTENTION_METRICS, hook="attn.hook_pattern", exclude=full.exclude,
+                                  sequences=full.sequences)
+
+
 def run_analysis(model, inputs: dict[str, Tensor], settings: AnalysisSettings = AnalysisSettings(),
                  step: Callable[[str], None] = lambda name: None) -> Analysis:
-    """Measure the baseline and each method, then attention and spectra; ``step(name)`` after each part."""
+    """Measure the baseline and each method, spectra and attention; ``step(name)`` after each part.
+
+    The spectra and the attention sample's eigen-work depend on neither the batch nor the patched
+    methods, so they run on a background thread beside the forward passes, in the cycles a forward
+    leaves idle (``benchmarks/bench_analyze.py``; docs/analyze.md has the numbers).
+    """
     lay = layout(model)
     knobs = settings.resolved_knobs()
-    baseline, tokens = _stream_table(model, inputs, settings)
-    tables = {BASELINE: baseline}
-    step(BASELINE)
-    for method in settings.methods:
-        patch(model, method, **knobs[method])
-        try:
-            tables[method], _ = _stream_table(model, inputs, settings)
-        finally:
-            unpatch(model)
-        step(method)
-    diagnosis = spectra(lay)
+    sample = _attention_sample(model, inputs, settings)  # before patching: the unpatched attention
+    with ThreadPoolExecutor(1, thread_name_prefix="oversmooth-diagnose") as background:
+        diagnosing = background.submit(_diagnose, lay, sample, settings.exclude)
+        baseline, tokens = _stream_table(model, inputs, settings)
+        tables = {BASELINE: baseline}
+        step(BASELINE)
+        for method in settings.methods:
+            patch(model, method, **knobs[method])
+            try:
+                tables[method], _ = _stream_table(model, inputs, settings)
+            finally:
+                unpatch(model)
+            step(method)
+        diagnosis, attention = diagnosing.result()
     step("spectra")
-    attention, shape = None, (0, 0)
-    if settings.attention_sequences > 0:
-        subset = attention_subset(inputs, settings.attention_sequences, settings.attention_tokens)
-        _, cache = capture(model, subset, hooks=("resid_pre", "resid_post"), pattern=True)
-        patterns = cache.stack("pattern")
-        with single_thread():
-            full = measure(cache.stream()[1:], cache.mask, attentions=patterns, exclude=settings.exclude,
-                           metrics=())
-        rows = [{**row, "layer": row["layer"] + 1} for row in full.rows]  # block l makes state l + 1
-        attention = MetricTable(rows, ATTENTION_METRICS, hook="attn.hook_pattern", exclude=full.exclude,
-                                sequences=full.sequences)
-        predict(diagnosis, patterns, cache.mask)
-        shape = (patterns[0].shape[0], patterns[0].shape[-1])
+    if sample is not None:
         step("attention")
     return Analysis(
         family=lay.family.name, norm_placement=lay.family.norm_placement,
         last_state="before the final norm" if lay.family.final_norm else "no final norm (post-LN blocks)",
-        sequences=baseline.sequences, tokens=tokens, tables=tables, knobs=knobs, attention=attention, attention_shape=shape, spectrum=diagnosis,
+        sequences=baseline.sequences, tokens=tokens, tables=tables, knobs=knobs, attention=attention,
+        attention_shape=(0, 0) if sample is None else tuple(sample.mask.shape),
+        spectrum=diagnosis,
     )

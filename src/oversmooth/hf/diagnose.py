@@ -17,27 +17,15 @@ layers, where each head has its own A).
 
 from __future__ import annotations
 
-import contextlib
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Iterator
 
 import torch
 from torch import Tensor
 
 from oversmooth.hf.families import Layout
 from oversmooth.spectra import predict_dynamics, summarize_spectrum, value_output_eigenvalues
-
-
-@contextlib.contextmanager
-def single_thread() -> Iterator[None]:
-    """Run small eigen / singular value decompositions on one thread (far faster on a shared CPU)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
+from oversmooth.threads import thread_map
 
 
 @dataclass
@@ -68,39 +56,41 @@ def head_value_weight(lay: Layout, layer: int) -> Tensor:
 
 
 def spectra(lay: Layout) -> list[LayerSpectrum]:
-    """Diagnose every block of ``lay`` from its weights alone."""
-    out = []
-    with single_thread(), torch.no_grad():
-        for layer in range(len(lay.blocks)):
-            w_v, w_o = head_value_weight(lay, layer), lay.out_weight(layer).detach()
-            folded = lay.module(layer, "pre_norm").weight.detach() if lay.family.pre_norm else None
-            reported = folded if folded is not None else lay.module(layer, "mid_norm").weight.detach()
-            eig = value_output_eigenvalues(w_v, w_o, folded)
-            head_eig = value_output_eigenvalues(w_v, w_o, folded, heads=lay.heads)
-            summary = summarize_spectrum(eig, reported).as_dict()
-            heads = [summarize_spectrum(e, reported).as_dict() for e in head_eig]
-            norm = {"folded": folded is not None,
-                    "which": lay.family.pre_norm or lay.family.mid_norm,
-                    "negative_share": float((reported < 0).double().mean()),
-                    "min": float(reported.min()), "max": float(reported.max())}
-            out.append(LayerSpectrum(layer + 1, eig, head_eig, summary, heads, norm))
-    return out
+    """Diagnose every block of ``lay`` from its weights alone (blocks side by side on torch's threads)."""
+    def diagnose(layer: int) -> LayerSpectrum:
+        w_v, w_o = head_value_weight(lay, layer), lay.out_weight(layer).detach()
+        folded = lay.module(layer, "pre_norm").weight.detach() if lay.family.pre_norm else None
+        reported = folded if folded is not None else lay.module(layer, "mid_norm").weight.detach()
+        eig = value_output_eigenvalues(w_v, w_o, folded)
+        head_eig = value_output_eigenvalues(w_v, w_o, folded, heads=lay.heads)
+        summary = summarize_spectrum(eig, reported).as_dict()
+        heads = [summarize_spectrum(e, reported).as_dict() for e in head_eig]
+        norm = {"folded": folded is not None,
+                "which": lay.family.pre_norm or lay.family.mid_norm,
+                "negative_share": float((reported < 0).double().mean()),
+                "min": float(reported.min()), "max": float(reported.max())}
+        return LayerSpectrum(layer + 1, eig, head_eig, summary, heads, norm)
+
+    with torch.no_grad():
+        return thread_map(diagnose, range(len(lay.blocks)))
 
 
 def predict(layers: list[LayerSpectrum], patterns: list[Tensor], mask: Tensor) -> None:
     """Add the predicted dominant mode per block from ``patterns[l]: [B, H, n, n]`` and ``mask [B, n]``."""
-    with single_thread(), torch.no_grad():
-        for spectrum, pattern in zip(layers, patterns):
-            found = []
-            for b in range(pattern.shape[0]):
-                valid = mask[b].nonzero().flatten()
-                a = pattern[b][:, valid][:, :, valid].double().mean(dim=0)
-                a = a / a.sum(dim=-1, keepdim=True)
-                found.append(predict_dynamics(a, spectrum.eigenvalues))
-            modes = Counter(p.mode for p in found)
-            first = found[0]
-            spectrum.prediction = {
-                "mode": modes.most_common(1)[0][0], "mode_counts": dict(modes),
+    def predict_layer(spectrum: LayerSpectrum, pattern: Tensor) -> dict:
+        found = []
+        for b in range(pattern.shape[0]):
+            valid = mask[b].nonzero().flatten()
+            a = pattern[b][:, valid][:, :, valid].double().mean(dim=0)
+            a = a / a.sum(dim=-1, keepdim=True)
+            found.append(predict_dynamics(a, spectrum.eigenvalues))
+        modes = Counter(p.mode for p in found)
+        first = found[0]
+        return {"mode": modes.most_common(1)[0][0], "mode_counts": dict(modes),
                 "sequences": len(found), "first_sequence": first.as_dict(),
-                "describe": first.describe(),
-            }
+                "describe": first.describe()}
+
+    with torch.no_grad():
+        found = thread_map(lambda pair: predict_layer(*pair), list(zip(layers, patterns)))
+    for spectrum, prediction in zip(layers, found):
+        spectrum.prediction = prediction

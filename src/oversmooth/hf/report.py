@@ -12,6 +12,7 @@ from pathlib import Path
 from oversmooth.atomic import atomic_directory
 from oversmooth.hf.analysis import BASELINE, Analysis
 from oversmooth.metrics import ATTENTION_METRICS, METRICS
+from oversmooth.metrics.suite import RANK_METRICS
 
 SHORT = {BASELINE: "base", "neutreno": "neutreno", "deescalate": "deesc", "attnscale": "attnsc",
          "featscale": "featsc"}
@@ -116,6 +117,13 @@ def late_layer_claim(analysis: Analysis) -> str | None:
             f"{late.start}-{late.stop - 1}: {b:.3f} -> {n:.3f} ({held}; seed 001 G.9)")
 
 
+def rank_sample(analysis: Analysis) -> str:
+    """Which sequences the full-spectrum ranks were taken over, e.g. 'effective_rank, stable_rank:
+    first 8 of 64 sequences'."""
+    return analysis.tables[BASELINE].notes.get("rank_sequences",
+                                               f"{', '.join(RANK_METRICS)}: every sequence")
+
+
 def report_markdown(analysis: Analysis, meta: dict) -> str:
     knobs = ", ".join(f"{m}: " + ", ".join(f"{k}={v}" for k, v in kv.items()) for m, kv in analysis.knobs.items())
     verdicts = [s.summary["verdict"] for s in analysis.spectrum]
@@ -128,6 +136,7 @@ def report_markdown(analysis: Analysis, meta: dict) -> str:
         f"- states: residual stream, layer 0 = embeddings, layer L = last block output, {analysis.last_state}",
         f"- methods (patched, no fine-tuning): {knobs or 'none'}",
         f"- attention measures: first {analysis.attention_shape[0]} sequences x {analysis.attention_shape[1]} tokens, unpatched",
+        f"- rank measures: {rank_sample(analysis)}",
         "",
         "```",
         format_table(analysis),

@@ -43,9 +43,13 @@ def _centred(x: Tensor, valid: Tensor) -> tuple[Tensor, Tensor, Tensor]:
     return xs, torch.where(valid[..., None], xs - mean[:, None, :], 0.0), mean
 
 
-def _composite_norm(a: Tensor) -> Tensor:
-    """``sqrt(|M|_1 |M|_inf)`` per sequence, from ``a = |M|``: max column sum times max row sum."""
-    return (a.sum(dim=1).amax(dim=-1) * a.sum(dim=2).amax(dim=-1)).to(torch.float64).sqrt()
+def _composite_norm(a: Tensor, weights: Tensor) -> Tensor:
+    """``sqrt(|M|_1 |M|_inf)`` per sequence from ``a = |M|: [batch, n, d]`` over the tokens of
+    ``weights: [batch, n]`` (1 counted, 0 not; uncounted rows of ``a`` must be finite): the largest
+    column sum times the largest row sum."""
+    columns = torch.bmm(weights[:, None, :], a)[:, 0]
+    rows = a.sum(dim=2) * weights
+    return (columns.amax(dim=-1).to(torch.float64) * rows.amax(dim=-1).to(torch.float64)).sqrt()
 
 
 def _raw_gram(gram: Tensor, centred: Tensor, mean: Tensor, valid: Tensor) -> Tensor:
@@ -119,11 +123,10 @@ def rank1_residual(x: Tensor, mask: Tensor | None = None, exclude: Sequence[int]
     """
     valid = valid_tokens(x, mask, exclude)
     xs = working(x)
+    weights = valid.to(xs.dtype)
     mean = token_sum(valid, xs) / count(valid).clamp_min(1)[:, None]
-    outside = ~valid[..., None]
-    # In-place on fresh tensors: large temporaries are what this measure costs.
-    scale = _composite_norm(xs.abs().masked_fill_(outside, 0.0))
-    residual = _composite_norm((xs - mean[:, None, :].to(xs.dtype)).abs_().masked_fill_(outside, 0.0))
+    scale = _composite_norm(xs.abs(), weights)
+    residual = _composite_norm((xs - mean[:, None, :].to(xs.dtype)).abs_(), weights)
     value = residual / scale.clamp_min(torch.finfo(torch.float64).tiny)
     value = torch.where(scale > 0, value, 0.0)
     return torch.where(count(valid) == 0, torch.nan, value)

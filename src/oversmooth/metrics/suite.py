@@ -17,6 +17,7 @@ from oversmooth.errors import UsageError
 from oversmooth.metrics.attention import attention_entropy, attention_similarity, spectral_gap
 from oversmooth.metrics.rank import effective_rank, rank1_residual, rank_measures, stable_rank
 from oversmooth.metrics.similarity import cos_sim, t_div, t_sim
+from oversmooth.threads import thread_map
 
 STATE_METRICS: dict[str, Callable[..., Tensor]] = {
     "cos_sim": cos_sim,
@@ -100,6 +101,7 @@ def measure(hidden_states: Sequence[Tensor] | Tensor, mask: Tensor | None = None
     ``hidden_states``: per layer ``[batch, tokens, features]`` (or one ``[layers, batch, tokens,
     features]`` tensor); ``attentions``: optional per layer ``[batch, heads, tokens, tokens]``,
     which adds attention entropy, |lambda_2| and the similarity to the previous layer's map.
+    Layers are measured side by side on torch's threads (``oversmooth.threads.thread_map``).
 
     >>> states = [torch.randn(2, 5, 8) for _ in range(3)]
     >>> table = measure(states, metrics=("cos_sim", "t_sim"))
@@ -111,12 +113,14 @@ def measure(hidden_states: Sequence[Tensor] | Tensor, mask: Tensor | None = None
         raise UsageError(f"unknown metric {unknown[0]!r}; choose from {', '.join(METRICS)}")
     if attentions is not None and len(attentions) != len(hidden_states):
         raise UsageError(f"{len(attentions)} attention maps for {len(hidden_states)} layers of states")
-    names = tuple(metrics) + (ATTENTION_METRICS if attentions is not None else ())
-    rows = []
     for layer, states in enumerate(hidden_states):
         if states.dim() != 3:
             raise UsageError(f"layer {layer} states have shape {tuple(states.shape)}; "
                              "expected [batch, tokens, features]")
+    names = tuple(metrics) + (ATTENTION_METRICS if attentions is not None else ())
+
+    def row(layer: int) -> dict[str, float]:
+        states = hidden_states[layer]
         values = (dict(zip(RANK_METRICS, rank_measures(states, mask, exclude)))
                   if set(RANK_METRICS) <= set(metrics) else {})
         values.update({name: STATE_METRICS[name](states, mask, exclude) for name in metrics if name not in values})
@@ -127,9 +131,11 @@ def measure(hidden_states: Sequence[Tensor] | Tensor, mask: Tensor | None = None
             values["attn_similarity"] = (
                 attention_similarity(attentions[layer - 1], attn, mask, exclude) if layer > 0
                 else torch.full((attn.shape[0],), math.nan, dtype=torch.float64))
-        row: dict[str, float] = {"layer": layer}
+        out: dict[str, float] = {"layer": layer}
         for name in names:
-            row[name], row[f"{name}_std"] = _stats(values[name])
-        rows.append(row)
+            out[name], out[f"{name}_std"] = _stats(values[name])
+        return out
+
+    rows = thread_map(row, range(len(hidden_states)))
     sequences = hidden_states[0].shape[0] if len(hidden_states) else 0
     return MetricTable(rows, names, hook, tuple(exclude), sequences)

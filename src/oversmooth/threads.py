@@ -3,8 +3,7 @@
 LAPACK on one small matrix (an eigensolve of 128 x 128 or 384 x 384) runs 4-6x slower with
 several threads than with one on a shared CPU, so ``single_thread`` pins torch to one thread.
 ``thread_map`` then gets the cores back by running independent pieces (layers of states) on
-one Python thread each: torch releases the GIL inside its kernels, so they run side by side
-(about 2x on 2 cores, measured in ``benchmarks/bench_analyze.py``).
+one Python thread each: torch releases the GIL inside its kernels, so they run side by side.
 """
 
 from __future__ import annotations

@@ -59,7 +59,8 @@ def test_cli_reads_tensor_and_dict_files(tmp_path):
 @pytest.mark.parametrize("content, needle", [
     (None, "no such file"),
     (torch.randn(3, 4), "expected a [layers"),
-    (b"not a tensor", "cannot read"),
+    (b"not a tensor", "not a file of tensors written by torch.save"),
+    (b"PK\x03\x04 truncated zip", "cannot read it as .pt"),
 ])
 def test_cli_bad_files_exit_2_with_one_line(tmp_path, content, needle):
     path = tmp_path / "bad.pt"
@@ -71,3 +72,13 @@ def test_cli_bad_files_exit_2_with_one_line(tmp_path, content, needle):
     assert done.returncode == 2
     assert needle in done.stderr and len(done.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "never.csv").exists()
+
+
+def test_cli_reader_that_stops_early_gets_no_traceback(tmp_path):
+    """`oversmooth metrics FILE --json | head`: a closed pipe ends the command quietly (141)."""
+    torch.save(torch.randn(3, 2, 6, 4), tmp_path / "s.pt")
+    proc = subprocess.Popen([sys.executable, "-m", "oversmooth", "metrics", str(tmp_path / "s.pt"), "--json"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()  # before the command (still importing torch) writes anything
+    stderr = proc.stderr.read().decode()
+    assert proc.wait() == 141 and stderr == ""

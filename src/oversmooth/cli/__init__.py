@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import pkgutil
 import sys
 
@@ -49,3 +50,6 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"oversmooth {args.command}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # e.g. `oversmooth metrics --json | head`: the reader stopped early
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
+        return 141

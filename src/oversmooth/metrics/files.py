@@ -7,6 +7,7 @@ with an optional boolean ``mask: [batch, tokens]``.
 
 from __future__ import annotations
 
+import pickle
 import re
 from pathlib import Path
 
@@ -49,6 +50,8 @@ def load_hidden_states(path: str | Path) -> tuple[list[Tensor], Tensor | None]:
         raise UsageError(f"{path}: no such file")
     try:
         content = _read(path)
+    except pickle.UnpicklingError:  # torch's own text here suggests weights_only=False: not for us
+        raise UsageError(f"{path}: not a file of tensors written by torch.save; {_LAYOUT}") from None
     except Exception as error:  # any reader failure is a bad file, reported in one line
         reason = str(error).splitlines()[0] if str(error) else type(error).__name__
         raise UsageError(f"{path}: cannot read it as {path.suffix} ({reason})") from None

@@ -13,6 +13,7 @@ from oversmooth.atomic import atomic_directory
 from oversmooth.hf.analysis import BASELINE, Analysis
 from oversmooth.metrics import ATTENTION_METRICS, METRICS
 from oversmooth.metrics.suite import RANK_METRICS
+from oversmooth.plotting import figure, save_png
 
 SHORT = {BASELINE: "base", "neutreno": "neutreno", "deescalate": "deesc", "attnscale": "attnsc",
          "featscale": "featsc"}
@@ -85,11 +86,8 @@ def spectrum_document(analysis: Analysis) -> dict:
 
 def plot_metric(analysis: Analysis, metric: str, path: Path) -> None:
     """``metric`` vs layer, one line per method (attention metrics: the baseline only)."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(5, 3.4), dpi=100)
+    plt, fig, axes = figure(1, 1, 5, 3.4)
+    ax = axes[0][0]
     if metric in ATTENTION_METRICS:
         rows = analysis.attention.rows
         ax.plot([r["layer"] for r in rows], [r[metric] for r in rows], marker="o", label=BASELINE)
@@ -100,9 +98,7 @@ def plot_metric(analysis: Analysis, metric: str, path: Path) -> None:
     ax.set_ylabel(metric)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    save_png(plt, fig, path)
 
 
 def late_layer_claim(analysis: Analysis) -> str | None:

@@ -7,9 +7,9 @@ norm. Each method is a separate forward pass with ``patch`` applied, then ``unpa
 Attention measures (entropy, |lambda_2|, similarity of successive layers) and the predicted
 dominant mode need eigen-decompositions of n x n maps, so they run on the unpatched model over
 the first ``attention_sequences`` sequences cut to ``attention_tokens`` tokens. The full-spectrum
-measures (effective_rank, stable_rank) need a full eigensolve per sequence, about 0.7x a forward
-pass at 64 x 256 tokens: by default they are taken over the first ``rank_sequences=8`` sequences
-only (noted in the table's ``notes``; ``None`` = every sequence). Every other measure sees every
+measures (effective_rank, stable_rank) need a full eigensolve per sequence, the costliest part
+on large batches: by default they are taken over the first ``rank_sequences=8`` sequences only
+(noted in the table's ``notes``; ``None`` = every sequence). Every other measure sees every
 sequence.
 """
 
@@ -22,9 +22,9 @@ from typing import Callable
 import torch
 from torch import Tensor
 
-from oversmooth.hf.capture import capture
+from oversmooth.hf.capture import ActivationCache, capture
 from oversmooth.hf.diagnose import LayerSpectrum, predict, spectra
-from oversmooth.hf.families import layout
+from oversmooth.hf.families import Layout, layout
 from oversmooth.hf.patch import check_method, patch, resolve_knobs, unpatch
 from oversmooth.errors import UsageError
 from oversmooth.metrics import ATTENTION_METRICS, METRICS, MetricTable, measure
@@ -94,7 +94,7 @@ def attention_subset(inputs: dict[str, Tensor], sequences: int, tokens: int) -> 
     return subset
 
 
-def _attention_sample(model, inputs: dict[str, Tensor], settings: AnalysisSettings):
+def _attention_sample(model, inputs: dict[str, Tensor], settings: AnalysisSettings) -> ActivationCache | None:
     """The unpatched model's stream and attention patterns on the attention sample, or None."""
     if settings.attention_sequences == 0:
         return None
@@ -102,7 +102,8 @@ def _attention_sample(model, inputs: dict[str, Tensor], settings: AnalysisSettin
     return capture(model, subset, hooks=("resid_pre", "resid_post"), pattern=True)[1]
 
 
-def _diagnose(lay, sample, exclude: tuple[int, ...]) -> tuple[list[LayerSpectrum], MetricTable | None]:
+def _diagnose(lay: Layout, sample: ActivationCache | None,
+              exclude: tuple[int, ...]) -> tuple[list[LayerSpectrum], MetricTable | None]:
     """W_V W_O spectra, and with an attention sample its measures and the predicted modes."""
     diagnosis = spectra(lay)
     if sample is None:

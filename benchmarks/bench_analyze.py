@@ -75,7 +75,7 @@ def main() -> None:
         for name, fn in runs.items():
             seconds[name].append(timed(fn))
     bare = seconds["bare forward"]
-    # The machine's speed drifts between minutes: pair each run with the forward just before it.
+    # The machine's speed drifts between minutes: pair each run with the forward of its repeat.
     paired = {name: statistics.median(t / f for t, f in zip(times, bare)) for name, times in seconds.items()}
     print(f"all-MiniLM-L6-v2, {SEQUENCES} x {TOKENS} tokens, {torch.get_num_threads()} threads, "
           f"{args.repeats} interleaved repeats")

@@ -74,3 +74,27 @@ def save_tiny(kind: str, folder):
     if kind not in ("vit", "deit"):
         tiny_tokenizer().save_pretrained(folder)
     return folder
+
+
+HEADS = {"gpt2": "GPT2LMHeadModel", "llama": "LlamaForCausalLM", "bert": "BertForMaskedLM",
+         "vit": "ViTForImageClassification"}
+
+
+def save_tiny_with_head(kind: str, folder, seed: int = 0):
+    """Save a tiny model with its task head (``HEADS``) and, for text, the tiny tokenizer.
+
+    Weights are drawn 10x wider than transformers' default, so the outputs are far from uniform
+    and a patch that breaks the model shows in its loss.
+    """
+    import transformers
+    torch.manual_seed(seed)
+    config = CONFIGS[kind]()
+    config.initializer_range = 0.2
+    if kind == "vit":
+        config.num_labels = 5
+    getattr(transformers, HEADS[kind])(config).eval().save_pretrained(folder)
+    if kind != "vit":
+        tokenizer = tiny_tokenizer()
+        tokenizer.add_special_tokens({"mask_token": "[MASK]"}) if kind == "bert" else None
+        tokenizer.save_pretrained(folder)
+    return folder

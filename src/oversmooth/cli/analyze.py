@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
+from dataclasses import replace
 
 from oversmooth.cli.metrics import parse_positions
 
@@ -58,11 +59,35 @@ def register(subparsers) -> None:
     parser.add_argument("--rank-sequences", type=_count, default=8, metavar="N",
                         help="effective / stable rank (a full eigensolve per sequence, the costly "
                              "part) on the first N sequences only; 0 = every sequence (default 8)")
-    parser.add_argument("--exclude", type=parse_positions, default=(), metavar="POS",
-                        help="token positions to leave out of the measures, e.g. 0 for CLS")
+    parser.add_argument("--exclude", type=_positions, default=None, metavar="POS|none",
+                        help="token positions to leave out of the similarity measures, e.g. 0 for CLS; "
+                             "'none' counts every position (default: 0 for causal LMs, whose first "
+                             "token is a huge-norm attention sink; none otherwise)")
+    parser.add_argument("--budget", default="", metavar="NAME=V,...",
+                        help="quality a patched model may lose and still count as working: perplexity "
+                             "(ratio to unpatched, default 1.05), kl (nats, 0.05), agreement (top-1, "
+                             "0.95), cosine (output cosine, 0.95); e.g. --budget perplexity=1.1")
+    parser.add_argument("--sweep", action="append", nargs="?", const="", default=None,
+                        metavar="METHOD:KNOB=V1,V2",
+                        help="the similarity/quality frontier: each method of --methods over its "
+                             "default knob grid (--sweep alone), or the given grid, e.g. --sweep "
+                             "neutreno:lam=0,0.05,0.1,0.2 (repeat for more); writes frontier.csv/.png")
     parser.add_argument("--out", default="runs/analyze", metavar="DIR",
                         help="output folder (default runs/analyze)")
     parser.set_defaults(run=run)
+
+
+def _positions(text: str) -> tuple[int, ...]:
+    return () if text.strip() == "none" else parse_positions(text)
+
+
+def parse_sweeps(specs: list[str] | None, methods: tuple[str, ...]):
+    """``--sweep`` values -> Sweeps: an empty one means every method's default grid."""
+    from oversmooth.hf.frontier import default_sweeps, parse_sweep
+    if specs is None:
+        return ()
+    sweeps = [s for spec in specs for s in (default_sweeps(methods) if not spec else (parse_sweep(spec),))]
+    return tuple(dict.fromkeys(sweeps))
 
 
 def parse_methods(text: str) -> tuple[str, ...]:
@@ -92,8 +117,11 @@ def command_line(args: argparse.Namespace) -> str:
     for name, value in vars(args).items():
         if name in defaults and name != "model" and value != defaults[name]:
             flag = "--" + name.replace("_", "-")
-            text = ",".join(map(str, value)) if isinstance(value, tuple) else str(value)
-            words += [flag, text]
+            if isinstance(value, list):  # a repeatable flag; an empty value is the flag alone
+                words += [w for item in value for w in ([flag, item] if item else [flag])]
+            else:
+                text = (",".join(map(str, value)) or "none") if isinstance(value, tuple) else str(value)
+                words += [flag, text]
     return shlex.join(words)
 
 
@@ -111,18 +139,28 @@ def run(args: argparse.Namespace) -> int:
     from oversmooth.hf.analysis import AnalysisSettings, run_analysis
     from oversmooth.hf.inputs import image_batch, model_max_length, read_images, read_text, text_batch
     from oversmooth.hf.load import load
-    from oversmooth.hf.report import format_table, write_report
+    from oversmooth.hf.quality import Budget
+    from oversmooth.hf.report import format_frontier, format_table, written_files, write_report
 
     methods = parse_methods(args.methods)
+    sweeps = parse_sweeps(args.sweep, methods)
+    if args.sweep is not None and not sweeps:
+        raise UsageError("--sweep alone sweeps the methods of --methods, and there are none; name some")
     settings = AnalysisSettings(methods=methods, knobs=knob_overrides(args, methods),
                                 attention_sequences=args.attention_sequences,
-                                attention_tokens=args.attention_tokens, exclude=args.exclude,
-                                rank_sequences=args.rank_sequences or None)
+                                attention_tokens=args.attention_tokens,
+                                rank_sequences=args.rank_sequences or None,
+                                budget=Budget.parse(args.budget), sweeps=sweeps)
     settings.resolved_knobs()  # bad knob values fail before any loading
     if args.max_sequences < 1:
         raise UsageError("--max-sequences must be at least 1")
     hf_logging.disable_progress_bar()  # one progress bar: ours
     loaded = load(args.model, args.max_sequences, args.max_length or None)
+    exclude, exclude_note = args.exclude, ""
+    if exclude is None:
+        exclude = (0,) if loaded.family.causal else ()
+        exclude_note = " (the default for causal LMs: the first token is an attention sink; --exclude none keeps it)"
+    settings = replace(settings, exclude=exclude)
     if loaded.family.modality == "text":
         if args.images:
             raise UsageError(f"{loaded.name} is a text model ({loaded.family.name}); use --text, not --images")
@@ -134,17 +172,20 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"{loaded.name} is a vision model ({loaded.family.name}); use --images, not --text")
         images, source = read_images(args.images, args.max_sequences)
         inputs = image_batch(images, loaded.image_size, loaded.image_mean, loaded.image_std, loaded.channels)
-    steps = 1 + len(methods) + 1 + (args.attention_sequences > 0)
+    steps = 1 + len(methods) + sum(len(s.values) for s in sweeps) + 1 + (args.attention_sequences > 0)
     with tqdm(total=steps, desc="analyze", unit="step", file=sys.stderr) as bar:
         def step(name: str) -> None:
             bar.set_postfix_str(name)
             bar.update()
-        analysis = run_analysis(loaded.model, inputs, settings, step)
+        analysis = run_analysis(loaded.model, inputs, settings, step, tokenizer=loaded.tokenizer)
     meta = {"model": loaded.name, "path": str(loaded.path), "source": source,
-            "command": command_line(args)}
+            "command": command_line(args), "exclude_note": exclude_note}
     write_report(analysis, args.out, meta)
+    left_out = f"; positions {','.join(map(str, exclude))} left out{exclude_note}" if exclude else ""
     print(f"{loaded.name} ({loaded.family.name}), {analysis.sequences} sequences x {analysis.tokens} tokens "
-          f"from {source}; states {analysis.last_state}")
+          f"from {source}; states {analysis.last_state}{left_out}")
     print(format_table(analysis))
-    print(f"wrote {args.out}/: metrics.csv, spectrum.json, report.md, one PNG per metric")
+    if analysis.frontier:
+        print(format_frontier(analysis))
+    print(f"wrote {args.out}/: {', '.join(written_files(analysis)[:4])}, report.md, one PNG per metric")
     return 0

@@ -1,5 +1,6 @@
 """One analysis of a loaded model: metrics per layer for the baseline and each patched method,
-attention measures and the spectral diagnosis.
+the model's quality beside them, attention measures, the spectral diagnosis, and on request the
+similarity / quality frontier of each method over a grid of its knob.
 
 States are the residual stream (``hook_resid_pre`` of block 0, then ``hook_resid_post`` of every
 block): layer 0 is the embedding output, layer L the last block's output *before* any final
@@ -10,7 +11,8 @@ the first ``attention_sequences`` sequences cut to ``attention_tokens`` tokens. 
 measures (effective_rank, stable_rank) need a full eigensolve per sequence, the costliest part
 on large batches: by default they are taken over the first ``rank_sequences=8`` sequences only
 (noted in the table's ``notes``; ``None`` = every sequence). Every other measure sees every
-sequence.
+sequence. Every forward pass is also scored on the model's task (``oversmooth.hf.quality``):
+a method that lowers similarity by breaking the model is reported as broken.
 """
 
 from __future__ import annotations
@@ -25,7 +27,9 @@ from torch import Tensor
 from oversmooth.hf.capture import ActivationCache, capture
 from oversmooth.hf.diagnose import LayerSpectrum, predict, spectra
 from oversmooth.hf.families import Layout, layout
+from oversmooth.hf.frontier import FrontierPoint, Sweep
 from oversmooth.hf.patch import check_method, patch, resolve_knobs, unpatch
+from oversmooth.hf.quality import Budget, Quality, QualityProbe, Task
 from oversmooth.errors import UsageError
 from oversmooth.metrics import ATTENTION_METRICS, METRICS, MetricTable, measure
 from oversmooth.metrics.suite import RANK_METRICS
@@ -43,6 +47,8 @@ class AnalysisSettings:
     attention_tokens: int = 128
     exclude: tuple[int, ...] = ()
     rank_sequences: int | None = 8  # effective / stable rank on the first k sequences; None = all
+    budget: Budget = Budget()
+    sweeps: tuple[Sweep, ...] = ()  # the frontier's curves; () = no sweep
 
     def __post_init__(self) -> None:
         if self.rank_sequences is not None and self.rank_sequences < 1:
@@ -66,15 +72,31 @@ class Analysis:
     attention: MetricTable | None
     attention_shape: tuple[int, int]
     spectrum: list[LayerSpectrum]
+    task: Task
+    budget: Budget
+    quality: dict[str, Quality]  # BASELINE and each method
+    frontier: list[FrontierPoint] = field(default_factory=list)
 
 
-def _stream_table(model, inputs: dict[str, Tensor], settings: AnalysisSettings) -> tuple[MetricTable, int]:
-    """The metrics of every stream state, and the number of token positions."""
-    _, cache = capture(model, inputs, hooks=("resid_pre", "resid_post"))
+def setting_text(knobs: dict) -> str:
+    """``{"s_dc": -0.5, "s_hc": 0.5}`` -> ``'s_dc=-0.5,s_hc=0.5'`` (per-head / per-channel lists as lists).
+
+    >>> setting_text({"lam": 0.6})
+    'lam=0.6'
+    """
+    def text(value) -> str:
+        values = value.tolist() if isinstance(value, Tensor) else value
+        return f"[{' '.join(f'{v:g}' for v in values)}]" if isinstance(values, (list, tuple)) else f"{values:g}"
+    return ",".join(f"{name}={text(value)}" for name, value in knobs.items())
+
+
+def _stream_table(model, inputs: dict[str, Tensor], settings: AnalysisSettings) -> tuple[MetricTable, object, int]:
+    """The metrics of every stream state, the forward pass's outputs, and the token positions."""
+    outputs, cache = capture(model, inputs, hooks=("resid_pre", "resid_post"))
     states, mask, sample = cache.stream(), cache.mask, settings.rank_sequences
     tokens = int(mask.shape[1])
     if sample is None or sample >= mask.shape[0]:
-        return measure(states, mask, exclude=settings.exclude), tokens
+        return measure(states, mask, exclude=settings.exclude), outputs, tokens
     table = measure(states, mask, exclude=settings.exclude,
                     metrics=[m for m in METRICS if m not in RANK_METRICS])
     ranks = measure([s[:sample] for s in states], mask[:sample], exclude=settings.exclude,
@@ -83,7 +105,7 @@ def _stream_table(model, inputs: dict[str, Tensor], settings: AnalysisSettings) 
     table.metrics = (*table.metrics, *RANK_METRICS)
     table.notes["rank_sequences"] = (f"{', '.join(RANK_METRICS)}: first {sample} of {table.sequences} "
                                      "sequences")
-    return table, tokens
+    return table, outputs, tokens
 
 
 def attention_subset(inputs: dict[str, Tensor], sequences: int, tokens: int) -> dict[str, Tensor]:
@@ -116,9 +138,35 @@ def _diagnose(lay: Layout, sample: ActivationCache | None,
                                   sequences=full.sequences)
 
 
+def _sweep(model, inputs: dict[str, Tensor], settings: AnalysisSettings, probe: QualityProbe,
+           base_seen: dict, baseline: MetricTable, step: Callable[[str], None]) -> list[FrontierPoint]:
+    """Every point of every sweep; a value of 0 is the unpatched model and reuses its pass."""
+    last = baseline.rows[-1]
+    points = []
+    for sweep in settings.sweeps:
+        for value in sweep.values:
+            if value == 0:
+                seen, cos, t = base_seen, last["cos_sim"], last["t_sim"]
+            else:
+                patch(model, sweep.method, **sweep.knobs(value))
+                try:
+                    outputs, cache = capture(model, inputs, hooks=("resid_post",))
+                    seen = probe.observe(model, outputs)
+                finally:
+                    unpatch(model)
+                row = measure(cache.stack("resid_post")[-1:], cache.mask, exclude=settings.exclude,
+                              metrics=("cos_sim", "t_sim")).rows[0]
+                cos, t = row["cos_sim"], row["t_sim"]
+            quality = probe.judge(sweep.method, f"{sweep.knob}={value:g}", seen, base_seen, settings.budget)
+            points.append(FrontierPoint(sweep.method, sweep.knob, value, cos, t, quality))
+            step(f"{sweep.method} {sweep.knob}={value:g}")
+    return points
+
+
 def run_analysis(model, inputs: dict[str, Tensor], settings: AnalysisSettings = AnalysisSettings(),
-                 step: Callable[[str], None] = lambda name: None) -> Analysis:
-    """Measure the baseline and each method, spectra and attention; ``step(name)`` after each part.
+                 step: Callable[[str], None] = lambda name: None, tokenizer=None) -> Analysis:
+    """Measure the baseline and each method, their quality, spectra and attention, and the sweeps;
+    ``step(name)`` after each part. ``tokenizer`` is needed for masked LMs (their mask token).
 
     The spectra and the attention sample's eigen-work depend on neither the batch nor the patched
     methods, so they run on a background thread beside the forward passes, in the cycles a forward
@@ -126,19 +174,26 @@ def run_analysis(model, inputs: dict[str, Tensor], settings: AnalysisSettings = 
     """
     lay = layout(model)
     knobs = settings.resolved_knobs()
+    probe = QualityProbe.for_model(model, inputs, tokenizer)
     sample = _attention_sample(model, inputs, settings)  # before patching: the unpatched attention
     with ThreadPoolExecutor(1, thread_name_prefix="oversmooth-diagnose") as background:
         diagnosing = background.submit(_diagnose, lay, sample, settings.exclude)
-        baseline, tokens = _stream_table(model, inputs, settings)
+        baseline, outputs, tokens = _stream_table(model, inputs, settings)
+        base_seen = probe.observe(model, outputs)
+        del outputs
         tables = {BASELINE: baseline}
+        quality = {BASELINE: probe.judge(BASELINE, "", base_seen, base_seen, settings.budget)}
         step(BASELINE)
         for method in settings.methods:
             patch(model, method, **knobs[method])
             try:
-                tables[method], _ = _stream_table(model, inputs, settings)
+                tables[method], outputs, _ = _stream_table(model, inputs, settings)
+                seen = probe.observe(model, outputs)
             finally:
                 unpatch(model)
+            quality[method] = probe.judge(method, setting_text(knobs[method]), seen, base_seen, settings.budget)
             step(method)
+        frontier = _sweep(model, inputs, settings, probe, base_seen, baseline, step)
         diagnosis, attention = diagnosing.result()
     step("spectra")
     if sample is not None:
@@ -146,7 +201,7 @@ def run_analysis(model, inputs: dict[str, Tensor], settings: AnalysisSettings = 
     return Analysis(
         family=lay.family.name, norm_placement=lay.family.norm_placement,
         last_state="before the final norm" if lay.family.final_norm else "no final norm (post-LN blocks)",
-        sequences=baseline.sequences, tokens=tokens, tables=tables, knobs=knobs, attention=attention,
-        attention_shape=(0, 0) if sample is None else tuple(sample.mask.shape),
-        spectrum=diagnosis,
+        sequences=baseline.sequences, tokens=tokens, tables=tables, knobs=knobs,
+        attention=attention, attention_shape=(0, 0) if sample is None else tuple(sample.mask.shape),
+        spectrum=diagnosis, task=probe.task, budget=settings.budget, quality=quality, frontier=frontier,
     )

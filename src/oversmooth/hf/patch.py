@@ -38,6 +38,14 @@ DEFAULT_KNOBS: dict[str, dict[str, float]] = {
 }
 METHODS = tuple(DEFAULT_KNOBS)
 ZERO_KNOBS: dict[str, dict[str, float]] = {m: {k: 0.0 for k in knobs} for m, knobs in DEFAULT_KNOBS.items()}
+# ``analyze --sweep``: each knob's default grid, swept with the method's other knobs at 0.
+SWEEP_GRIDS: dict[str, dict[str, tuple[float, ...]]] = {
+    "neutreno": {"lam": (0.05, 0.1, 0.2, 0.4, 0.6, 1.0)},
+    "deescalate": {"tau": (0.05, 0.1, 0.2, 0.5, 1.0)},
+    "attnscale": {"omega": (0.05, 0.1, 0.2, 0.5, 1.0)},
+    # FeatScale's s_dc alone is de-escalation with tau = -s_dc, so its grid sweeps s_hc.
+    "featscale": {"s_hc": (0.05, 0.1, 0.2, 0.5, 1.0)},
+}
 _ATTRIBUTE = "_oversmooth_patch"
 
 

@@ -1,5 +1,6 @@
-"""Write an analysis to a folder, all or nothing: metrics.csv, spectrum.json, one PNG per metric,
-report.md; and the compact per-layer table printed on the terminal.
+"""Write an analysis to a folder, all or nothing: metrics.csv, quality.csv, spectrum.json, one PNG
+per metric, report.md, and with a sweep frontier.csv and frontier.png; and the compact per-layer
+table with the quality block printed on the terminal.
 """
 
 from __future__ import annotations
@@ -10,13 +11,17 @@ import math
 from pathlib import Path
 
 from oversmooth.atomic import atomic_directory
-from oversmooth.hf.analysis import BASELINE, Analysis
+from oversmooth.hf.analysis import BASELINE, Analysis, setting_text
+from oversmooth.hf.frontier import best_within_budget, frontier_rows, quality_loss
+from oversmooth.hf.quality import QualityRow, ratio_text, similarity_verdict
 from oversmooth.metrics import ATTENTION_METRICS, METRICS
 from oversmooth.metrics.suite import RANK_METRICS
 from oversmooth.plotting import figure, save_png
 
 SHORT = {BASELINE: "base", "neutreno": "neutreno", "deescalate": "deesc", "attnscale": "attnsc",
          "featscale": "featsc"}
+BROKEN_MARK = "!"
+QUALITY_COLUMNS = ("method", "setting", "measure", "value", "baseline", "ratio", "within_budget")
 
 
 def _fmt(value: float | None, digits: int = 3) -> str:
@@ -37,19 +42,58 @@ def _verdict(analysis: Analysis, layer: int) -> tuple[str, str]:
     return spectrum.summary["verdict"], spectrum.prediction.get("mode", "-")
 
 
+def _column_name(analysis: Analysis, method: str) -> str:
+    """``cos:neutreno``, with ``!`` when the method breaks the quality budget."""
+    broken = not analysis.quality[method].within_budget
+    return f"cos:{SHORT.get(method, method)}{BROKEN_MARK if broken else ''}"
+
+
+def _aligned(header: list[str], lines: list[list[str]], left: int = 0) -> str:
+    """Columns padded to their widest cell; the first ``left`` columns left-aligned."""
+    widths = [max(len(h), *(len(line[i]) for line in lines)) for i, h in enumerate(header)]
+    return "\n".join("  ".join(c.ljust(w) if i < left else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths)))
+                     for row in [header, *lines])
+
+
 def format_table(analysis: Analysis) -> str:
-    """cos_sim per method side by side, baseline t_sim and |lambda_2|, verdict and predicted mode."""
+    """cos_sim per method side by side (``!`` = outside the quality budget), baseline t_sim and
+    |lambda_2|, the spectral verdict; then the quality block and the static-NeuTRENO line."""
     methods = list(analysis.tables)
-    header = ["layer", *(f"cos:{SHORT.get(m, m)}" for m in methods), "t_sim", "|l2|", "verdict", "predicted"]
+    header = ["layer", *(_column_name(analysis, m) for m in methods), "t_sim", "|l2|", "verdict", "predicted"]
     lines = []
     for layer, base in enumerate(analysis.tables[BASELINE].rows):
         verdict, predicted = _verdict(analysis, layer)
         lines.append([str(layer), *(_fmt(analysis.tables[m].rows[layer]["cos_sim"]) for m in methods),
                       _fmt(base["t_sim"]), _fmt(_attention_row(analysis, layer).get("spectral_gap")),
                       verdict, predicted])
-    widths = [max(len(h), *(len(line[i]) for line in lines)) for i, h in enumerate(header)]
-    rows = ["  ".join(c.rjust(w) for c, w in zip(row, widths)) for row in [header, *lines]]
-    return "\n".join(rows)
+    parts = [_aligned(header, lines), "", format_quality(analysis)]
+    claim = late_layer_claim(analysis)
+    return "\n".join([*parts, claim] if claim else parts)
+
+
+def format_quality(analysis: Analysis) -> str:
+    """One line per method: its setting, every quality measure, and whether it is within budget."""
+    measures = [row.measure for row in analysis.quality[BASELINE].rows]
+    header = ["method", "setting", *measures, "within budget"]
+    lines = []
+    for method, quality in analysis.quality.items():
+        values = [_quality_value(row) for row in quality.rows]
+        verdict = "yes" if quality.within_budget else f"NO: {quality.headline()}"
+        lines.append([method, quality.rows[0].setting or "-", *values, verdict])
+    note = (f"quality on the same passages ({analysis.task.replace('_', ' ')}); budget: "
+            f"{analysis.budget.describe(analysis.task)}")
+    broken = [m for m, q in analysis.quality.items() if not q.within_budget]
+    tail = ([f"{BROKEN_MARK} = outside the quality budget: lower similarity in a broken model is not a "
+             f"mitigation ({', '.join(broken)})"] if broken else [])
+    return "\n".join([note, _aligned(header, lines, left=2), *tail])
+
+
+def _quality_value(row: QualityRow) -> str:
+    """The value, and for losses and perplexities its ratio to the unpatched model."""
+    if row.ratio is None:
+        return f"{row.value:.3f}"
+    value = f"{row.value:.4g}"
+    return value if row.method == BASELINE else f"{value} (x{ratio_text(row.ratio)})"
 
 
 def csv_rows(analysis: Analysis) -> list[dict]:
@@ -102,15 +146,67 @@ def plot_metric(analysis: Analysis, metric: str, path: Path) -> None:
 
 
 def late_layer_claim(analysis: Analysis) -> str | None:
-    """Seed 001 G.9: does NeuTRENO lower the cos_sim of the last layers (mean of the last half)?"""
+    """NeuTRENO App. G.9: does patched NeuTRENO lower every later layer's cos_sim of a pretrained
+    model, with the model still within its quality budget? (``quality.similarity_verdict``)"""
     if "neutreno" not in analysis.tables:
         return None
     base, neut = analysis.tables[BASELINE].column("cos_sim"), analysis.tables["neutreno"].column("cos_sim")
-    late = range(len(base) // 2 + 1, len(base))
-    b, n = sum(base[i] for i in late) / len(late), sum(neut[i] for i in late) / len(late)
-    held = "held" if n < b else "did not hold"
-    return (f"NeuTRENO (lam={analysis.knobs['neutreno']['lam']}) vs baseline, mean cos_sim of layers "
-            f"{late.start}-{late.stop - 1}: {b:.3f} -> {n:.3f} ({held}; seed 001 G.9)")
+    _, sentence = similarity_verdict(base, neut, analysis.quality["neutreno"])
+    return (f"NeuTRENO (lam={analysis.knobs['neutreno']['lam']}) with no fine-tuning (NeuTRENO App. G.9), "
+            f"last layer cos_sim {base[-1]:.3f} -> {neut[-1]:.3f}: {sentence}")
+
+
+def format_frontier(analysis: Analysis) -> str:
+    """Per swept knob: the largest setting within the quality budget, with what it buys."""
+    base = analysis.tables[BASELINE].rows[-1]["cos_sim"]
+    lines = [f"frontier (no fine-tuning; budget: {analysis.budget.describe(analysis.task)}); "
+             f"last-layer cos_sim unpatched {base:.3f}"]
+    for method, knob in dict.fromkeys((p.method, p.knob) for p in analysis.frontier):
+        best = best_within_budget(analysis.frontier, method, knob)
+        if best is None:
+            lines.append(f"  {method} {knob}: no swept value stays within budget")
+        else:
+            lines.append(f"  {method} {knob}: largest within budget {best.setting}: cos_sim {best.cos_sim:.3f}, "
+                         f"{best.quality.headline()}")
+    return "\n".join(lines)
+
+
+def plot_frontier(analysis: Analysis, path: Path) -> None:
+    """Last-layer cos_sim against quality loss, one curve per swept knob, from the unpatched point."""
+    plt, fig, axes = figure(1, 1, 6, 4)
+    ax = axes[0][0]
+    base_quality = analysis.quality[BASELINE]
+    origin = (quality_loss(base_quality), analysis.tables[BASELINE].rows[-1]["cos_sim"])
+    for method, knob in dict.fromkeys((p.method, p.knob) for p in analysis.frontier):
+        points = sorted((p for p in analysis.frontier if (p.method, p.knob) == (method, knob)),
+                        key=lambda p: abs(p.value))
+        xs = [origin[0], *(quality_loss(p.quality) for p in points)]
+        ys = [origin[1], *(p.cos_sim for p in points)]
+        line, = ax.plot(xs, ys, marker="o", label=f"{method} {knob}")
+        for p, x, y in zip(points, xs[1:], ys[1:]):
+            ax.annotate(f"{p.value:g}", (x, y), fontsize=6, textcoords="offset points", xytext=(3, 3),
+                        color=line.get_color())
+    ax.plot(*origin, marker="*", markersize=12, color="black", linestyle="none", label="unpatched")
+    limit = _budget_loss(analysis)
+    ax.axvline(limit, color="grey", linestyle="--", linewidth=1, label="quality budget")
+    ax.set_xscale("symlog", linthresh=max(limit, 1e-3))
+    ax.set_xlabel(f"quality loss ({_loss_name(analysis)})")
+    ax.set_ylabel("last-layer cos_sim")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    save_png(plt, fig, path)
+
+
+def _budget_loss(analysis: Analysis) -> float:
+    """The budget on the plot's x axis (``frontier.quality_loss`` of a model just at the budget)."""
+    budget = analysis.budget
+    return {"causal_lm": budget.perplexity - 1, "masked_lm": budget.perplexity - 1,
+            "classifier": 1 - budget.agreement, "encoder": 1 - budget.cosine}[analysis.task]
+
+
+def _loss_name(analysis: Analysis) -> str:
+    return {"causal_lm": "perplexity ratio - 1", "masked_lm": "masked perplexity ratio - 1",
+            "classifier": "1 - top-1 agreement", "encoder": "1 - output cosine"}[analysis.task]
 
 
 def rank_sample(analysis: Analysis) -> str:
@@ -121,16 +217,19 @@ def rank_sample(analysis: Analysis) -> str:
 
 
 def report_markdown(analysis: Analysis, meta: dict) -> str:
-    knobs = ", ".join(f"{m}: " + ", ".join(f"{k}={v}" for k, v in kv.items()) for m, kv in analysis.knobs.items())
+    knobs = ", ".join(f"{m}: {setting_text(kv)}" for m, kv in analysis.knobs.items())
     verdicts = [s.summary["verdict"] for s in analysis.spectrum]
+    excluded = (f"positions {', '.join(map(str, analysis.tables[BASELINE].exclude))} left out of the measures"
+                f"{meta.get('exclude_note', '')}" if analysis.tables[BASELINE].exclude else "every position counted")
     lines = [
         f"# oversmooth analyze: {meta['model']}",
         "",
         f"- command: `{meta['command']}`",
         f"- family: {analysis.family} ({analysis.norm_placement}-LN); checkpoint: `{meta['path']}`",
-        f"- input: {meta['source']}; {analysis.sequences} sequences x up to {analysis.tokens} tokens",
+        f"- input: {meta['source']}; {analysis.sequences} sequences x up to {analysis.tokens} tokens; {excluded}",
         f"- states: residual stream, layer 0 = embeddings, layer L = last block output, {analysis.last_state}",
         f"- methods (patched, no fine-tuning): {knobs or 'none'}",
+        f"- quality ({analysis.task.replace('_', ' ')}): budget {analysis.budget.describe(analysis.task)}",
         f"- attention measures: first {analysis.attention_shape[0]} sequences x {analysis.attention_shape[1]} tokens, unpatched",
         f"- rank measures: {rank_sample(analysis)}",
         "",
@@ -141,11 +240,9 @@ def report_markdown(analysis: Analysis, meta: dict) -> str:
         "Spectral verdicts (eigenvalues of W_V W_O per block): "
         + ", ".join(f"{v} x{verdicts.count(v)}" for v in sorted(set(verdicts))) + ".",
     ]
-    claim = late_layer_claim(analysis)
-    if claim:
-        lines += ["", claim + "."]
-    lines += ["", "Files: `metrics.csv` (method x layer), `spectrum.json` (per block and head), "
-              + ", ".join(f"`{m}.png`" for m in plotted_metrics(analysis)) + "."]
+    if analysis.frontier:
+        lines += ["", "```", format_frontier(analysis), "```", "", "![frontier](frontier.png)"]
+    lines += ["", "Files: " + ", ".join(f"`{name}`" for name in written_files(analysis)) + "."]
     return "\n".join(lines) + "\n"
 
 
@@ -153,16 +250,35 @@ def plotted_metrics(analysis: Analysis) -> list[str]:
     return [*METRICS, *(ATTENTION_METRICS if analysis.attention is not None else ())]
 
 
+def written_files(analysis: Analysis) -> list[str]:
+    """Every file ``write_report`` writes, in order."""
+    frontier = ["frontier.csv", "frontier.png"] if analysis.frontier else []
+    return ["metrics.csv", "quality.csv", "spectrum.json", *frontier,
+            *(f"{m}.png" for m in plotted_metrics(analysis)), "report.md"]
+
+
+def quality_rows(analysis: Analysis) -> list[dict]:
+    """``quality.csv``: one row per method x measure."""
+    return [{c: getattr(row, c) for c in QUALITY_COLUMNS} for q in analysis.quality.values() for row in q.rows]
+
+
+def _write_csv(path: Path, rows: list[dict]) -> None:
+    with open(path, "w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows({k: ("" if v is None or (isinstance(v, float) and math.isnan(v)) else v)
+                          for k, v in row.items()} for row in rows)
+
+
 def write_report(analysis: Analysis, out: str | Path, meta: dict) -> Path:
     """Write every file into ``out``; on any failure ``out`` is left as it was."""
     with atomic_directory(out) as staging:
-        rows = csv_rows(analysis)
-        with open(staging / "metrics.csv", "w", newline="") as handle:
-            writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
-            writer.writeheader()
-            writer.writerows({k: ("" if v is None or (isinstance(v, float) and math.isnan(v)) else v)
-                              for k, v in row.items()} for row in rows)
+        _write_csv(staging / "metrics.csv", csv_rows(analysis))
+        _write_csv(staging / "quality.csv", quality_rows(analysis))
         (staging / "spectrum.json").write_text(json.dumps(spectrum_document(analysis), indent=1))
+        if analysis.frontier:
+            _write_csv(staging / "frontier.csv", frontier_rows(analysis.frontier))
+            plot_frontier(analysis, staging / "frontier.png")
         for metric in plotted_metrics(analysis):
             plot_metric(analysis, metric, staging / f"{metric}.png")
         (staging / "report.md").write_text(report_markdown(analysis, meta))

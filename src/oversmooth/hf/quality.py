@@ -1,0 +1,271 @@
+"""What a patched model still does for its job, beside the similarity it changes.
+
+Lower token similarity is good news only while the model works, so every patched forward pass
+is also scored on the model's task, on the same passages:
+
+- causal LM (``*ForCausalLM`` / ``*LMHeadModel``): next-token ``nll`` (nats per predicted token,
+  padding left out) and ``perplexity = exp(nll)``, from the logits of the analysed forward.
+- masked LM (``*ForMaskedLM``): ``masked_nll`` and ``masked_perplexity`` on a copy of the
+  passages with 15 % of the ordinary tokens replaced by the mask token (fixed seed, the same
+  positions for every method); one extra forward per method.
+- classifier (``*For...Classification``): ``top1_agreement`` with the unpatched model's argmax,
+  and ``kl`` = KL(unpatched || patched) of the class distributions, mean over inputs (nats).
+- encoder without a head: ``output_cosine``, the cosine between the unpatched and patched
+  outputs (``last_hidden_state`` mean-pooled over valid tokens, as a sentence encoder pools),
+  mean over inputs.
+
+``Budget`` says how much of that may be lost (default: perplexity at most 1.05x the unpatched
+model's, KL at most 0.05 nats, agreement and cosine at least 0.95); a patched method is within
+budget only when every measure of its task is.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields, replace
+from typing import Literal, Mapping
+
+import torch
+from torch import Tensor, nn
+
+from oversmooth.errors import UsageError
+
+Task = Literal["causal_lm", "masked_lm", "classifier", "encoder"]
+MASK_RATE = 0.15
+MASK_SEED = 0
+
+
+@dataclass(frozen=True)
+class Budget:
+    """The quality a patched model may lose and still count as working."""
+
+    perplexity: float = 1.05  # max ratio to the unpatched perplexity (also bounds nll - nll_base)
+    kl: float = 0.05  # max KL(unpatched || patched), nats
+    agreement: float = 0.95  # min top-1 agreement with the unpatched model
+    cosine: float = 0.95  # min cosine between unpatched and patched outputs
+
+    def __post_init__(self) -> None:
+        for field in fields(self):
+            value = getattr(self, field.name)
+            if not math.isfinite(value) or value < 0:
+                raise UsageError(f"budget {field.name}={value} must be a finite number >= 0")
+        if self.perplexity < 1:
+            raise UsageError(f"budget perplexity={self.perplexity} is a ratio to the unpatched model; "
+                             "pass a value >= 1, e.g. perplexity=1.05")
+        if self.agreement > 1 or self.cosine > 1:
+            raise UsageError("budget agreement and cosine are at most 1")
+
+    @classmethod
+    def parse(cls, text: str) -> "Budget":
+        """``"perplexity=1.1,kl=0.1"``: the named bounds changed, the rest at their defaults.
+
+        >>> Budget.parse("perplexity=1.1").perplexity, Budget.parse("kl=0.2").agreement
+        (1.1, 0.95)
+        """
+        names = [f.name for f in fields(cls)]
+        changes = {}
+        for item in filter(None, (part.strip() for part in text.split(","))):
+            name, _, value = item.partition("=")
+            if name.strip() not in names or not value:
+                raise UsageError(f"bad budget item {item!r}; write NAME=VALUE with NAME one of {', '.join(names)}")
+            try:
+                changes[name.strip()] = float(value)
+            except ValueError:
+                raise UsageError(f"budget {name.strip()}={value!r} is not a number") from None
+        return replace(cls(), **changes)
+
+    def describe(self, task: Task) -> str:
+        return {"causal_lm": f"perplexity <= {self.perplexity:g} x unpatched",
+                "masked_lm": f"masked-token perplexity <= {self.perplexity:g} x unpatched",
+                "classifier": f"top-1 agreement >= {self.agreement:g} and KL <= {self.kl:g} nats",
+                "encoder": f"output cosine to the unpatched model >= {self.cosine:g}"}[task]
+
+
+@dataclass(frozen=True)
+class QualityRow:
+    """One measure of one method at one setting (a row of ``quality.csv``)."""
+
+    method: str
+    setting: str
+    measure: str
+    value: float
+    baseline: float
+    ratio: float | None  # value / baseline for losses and perplexities, else None
+    within_budget: bool
+
+
+@dataclass(frozen=True)
+class Quality:
+    """Every measure of one method at one setting."""
+
+    rows: tuple[QualityRow, ...]
+
+    @property
+    def within_budget(self) -> bool:
+        return all(row.within_budget for row in self.rows)
+
+    @property
+    def primary(self) -> QualityRow:
+        """The measure plots and headlines use: the perplexity, or the first measure."""
+        return next((r for r in self.rows if r.measure.endswith("perplexity")), self.rows[0])
+
+    def headline(self) -> str:
+        """What happened to the model in a few words, e.g. ``'perplexity x70,000'``."""
+        failing = [r for r in self.rows if not r.within_budget]
+        worst = self.primary if not failing or self.primary in failing else failing[0]
+        name = worst.measure.replace("_", " ")
+        if worst.ratio is not None and worst.measure.endswith("perplexity"):
+            return f"{name} x{ratio_text(worst.ratio)}"
+        return f"{name} {worst.value:.3g}"
+
+
+def ratio_text(ratio: float) -> str:
+    """``1.031``, ``52.4``, ``70,000``: three decimals near 1, whole numbers when huge."""
+    return f"{ratio:,.0f}" if ratio >= 100 else f"{ratio:.3f}" if ratio < 10 else f"{ratio:.1f}"
+
+
+HEADED_TASKS = ("causal_lm", "masked_lm", "classifier")
+
+
+def task_of_class(cls: type) -> Task:
+    """The job of a ``transformers`` model class, from its head (``BertModel`` -> ``'encoder'``)."""
+    from transformers.models.auto import modeling_auto as auto
+    name = cls.__name__
+    if name in auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.values():
+        return "causal_lm"
+    if name in auto.MODEL_FOR_MASKED_LM_MAPPING_NAMES.values():
+        return "masked_lm"
+    if name in (*auto.MODEL_FOR_IMAGE_CLASSIFICATION_MAPPING_NAMES.values(),
+                *auto.MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES.values()):
+        return "classifier"
+    return "encoder"
+
+
+def task_of(model: nn.Module) -> Task:
+    """The job of a loaded ``transformers`` model."""
+    return task_of_class(type(model))
+
+
+def mask_tokens(inputs: Mapping[str, Tensor], mask_token_id: int, special_ids: set[int],
+                rate: float = MASK_RATE, seed: int = MASK_SEED) -> tuple[dict[str, Tensor], Tensor]:
+    """A copy of ``inputs`` with ``rate`` of each sequence's ordinary tokens masked, and the labels.
+
+    Ordinary = valid (``attention_mask``) and not a special token; at least one per sequence is
+    masked. Returns ``(inputs, labels [B, n])`` with labels -100 where nothing was masked.
+
+    >>> ids = torch.tensor([[101, 5, 6, 7, 8, 9, 10, 102]])
+    >>> masked, labels = mask_tokens({"input_ids": ids, "attention_mask": torch.ones_like(ids)}, 103, {101, 102})
+    >>> int((labels != -100).sum()), masked["input_ids"][labels != -100].tolist()
+    (1, [103])
+    """
+    ids = inputs["input_ids"]
+    valid = inputs.get("attention_mask", torch.ones_like(ids)).bool()
+    ordinary = valid & ~torch.isin(ids, torch.tensor(sorted(special_ids), dtype=ids.dtype))
+    generator = torch.Generator().manual_seed(seed)
+    chosen = torch.zeros_like(ordinary)
+    for b in range(ids.shape[0]):
+        positions = ordinary[b].nonzero().flatten()
+        if positions.numel():
+            count = max(1, round(rate * positions.numel()))
+            chosen[b, positions[torch.randperm(positions.numel(), generator=generator)[:count]]] = True
+    if not chosen.any():
+        raise UsageError("the text has no ordinary tokens to mask; pass more text")
+    labels = torch.where(chosen, ids, -100)
+    return {**inputs, "input_ids": torch.where(chosen, mask_token_id, ids)}, labels
+
+
+def _token_nll(logits: Tensor, labels: Tensor) -> float:
+    """Mean negative log-likelihood (float64) of ``labels [B, n]`` (-100 = skip) under ``logits [B, n, V]``."""
+    keep = labels != -100
+    log_probs = torch.log_softmax(logits[keep].double(), dim=-1)
+    return float(-log_probs.gather(-1, labels[keep][:, None]).mean())
+
+
+def _pooled(hidden: Tensor, mask: Tensor | None) -> Tensor:
+    """Mean over valid tokens, ``[B, n, d] -> [B, d]`` (float64)."""
+    weights = (torch.ones(hidden.shape[:2], device=hidden.device) if mask is None else mask).double()
+    return (weights[..., None] * hidden.double()).sum(1) / weights.sum(1, keepdim=True).clamp_min(1)
+
+
+@dataclass
+class QualityProbe:
+    """Scores forward passes on the model's task; built once per analysis, before any patch.
+
+    ``observe`` keeps what a later comparison needs from one (patched or not) forward;
+    ``judge`` turns a method's observation and the unpatched one into ``Quality``.
+    """
+
+    task: Task
+    inputs: Mapping[str, Tensor]
+    masked: tuple[dict[str, Tensor], Tensor] | None = None  # masked-LM inputs and labels
+
+    @classmethod
+    def for_model(cls, model: nn.Module, inputs: Mapping[str, Tensor], tokenizer=None) -> "QualityProbe":
+        task = task_of(model)
+        if task != "masked_lm":
+            return cls(task, inputs)
+        if tokenizer is None or tokenizer.mask_token_id is None:
+            raise UsageError(f"{type(model).__name__} is a masked LM but its tokenizer has no mask token; "
+                             "save the model's own tokenizer beside it")
+        return cls(task, inputs, mask_tokens(inputs, tokenizer.mask_token_id, set(tokenizer.all_special_ids)))
+
+    @torch.no_grad()
+    def observe(self, model: nn.Module, outputs) -> dict[str, Tensor | float]:
+        """What this forward (``outputs`` of ``model(**inputs)``) says about the task."""
+        if self.task == "causal_lm":
+            ids, mask = self.inputs["input_ids"], self.inputs.get("attention_mask")
+            labels = ids[:, 1:] if mask is None else torch.where(mask[:, 1:].bool(), ids[:, 1:], -100)
+            return {"nll": _token_nll(outputs.logits[:, :-1], labels)}
+        if self.task == "masked_lm":
+            masked, labels = self.masked
+            return {"masked_nll": _token_nll(model(**masked).logits, labels)}
+        if self.task == "classifier":
+            return {"logits": outputs.logits.double()}
+        return {"pooled": _pooled(outputs.last_hidden_state, self.inputs.get("attention_mask"))}
+
+    def judge(self, method: str, setting: str, seen: dict, base: dict, budget: Budget) -> Quality:
+        """``seen`` (a method's observation) against ``base`` (the unpatched one)."""
+        row = lambda measure, value, baseline, ratio, ok: QualityRow(  # noqa: E731
+            method, setting, measure, value, baseline, ratio, bool(ok))
+        if self.task in ("causal_lm", "masked_lm"):
+            prefix = "masked_" if self.task == "masked_lm" else ""
+            nll, nll_base = seen[f"{prefix}nll"], base[f"{prefix}nll"]
+            ok = nll - nll_base <= math.log(budget.perplexity)
+            ppl, ppl_base = _exp(nll), _exp(nll_base)
+            return Quality((row(f"{prefix}nll", nll, nll_base, nll / nll_base, ok),
+                            row(f"{prefix}perplexity", ppl, ppl_base, ppl / ppl_base, ok)))
+        if self.task == "classifier":
+            log_p, log_q = torch.log_softmax(base["logits"], -1), torch.log_softmax(seen["logits"], -1)
+            agreement = float((log_p.argmax(-1) == log_q.argmax(-1)).double().mean())
+            kl = float((log_p.exp() * (log_p - log_q)).sum(-1).mean())
+            return Quality((row("top1_agreement", agreement, 1.0, None, agreement >= budget.agreement),
+                            row("kl", kl, 0.0, None, kl <= budget.kl)))
+        cosine = float(torch.cosine_similarity(seen["pooled"], base["pooled"], dim=-1).mean())
+        return Quality((row("output_cosine", cosine, 1.0, None, cosine >= budget.cosine),))
+
+
+def _exp(nll: float) -> float:
+    return math.exp(nll) if nll < 700 else math.inf
+
+
+def similarity_verdict(base: list[float], patched: list[float], quality: Quality) -> tuple[str, str]:
+    """The one rule for "a mitigation lowers token similarity with no training" (NeuTRENO App. G.3/G.9).
+
+    ``base`` / ``patched``: per-layer similarity, layer 0 = embeddings. Held only when the
+    patched model is lower at every layer after the first block (where NeuTRENO starts acting)
+    *and* stays within the quality budget. Returns ``(verdict, sentence)``, the sentence saying
+    what happened, e.g. ``'similarity lower, model broken (perplexity x70,000): not held'``.
+
+    >>> ok = Quality((QualityRow("neutreno", "lam=0.6", "output_cosine", 0.99, 1.0, None, True),))
+    >>> similarity_verdict([0.1, 0.2, 0.3], [0.1, 0.2, 0.25], ok)
+    ('held', 'held: similarity lower at every layer after block 1, output cosine 0.99 within budget')
+    """
+    later = range(2, len(base))
+    if not later:
+        return "not tested", "not tested: the model has one block, and NeuTRENO acts from the second on"
+    lower = sum(patched[layer] < base[layer] for layer in later)
+    if lower < len(later):
+        return "did not hold", f"did not hold: similarity lower at {lower} of {len(later)} layers after block 1"
+    if not quality.within_budget:
+        return "model broken", f"similarity lower, model broken ({quality.headline()}): not held"
+    return "held", f"held: similarity lower at every layer after block 1, {quality.headline()} within budget"

@@ -11,6 +11,7 @@ import pytest
 from oversmooth.cli import main
 from oversmooth.study.claims import check_cells, check_probes
 from oversmooth.study.compare import Comparison, verdict
+from oversmooth.hf.quality import Quality, QualityRow
 from oversmooth.study.probes import CurvePair, Probes, random_init
 from oversmooth.study.report import write_report
 from oversmooth.study.results import read_study
@@ -137,6 +138,10 @@ def test_probe_claims_from_known_curves():
     claims = by_number(check_probes(Probes(lower, not_lower, ["smoothing", "mixed"], theory)))
     assert claims["1a"].verdict == "held" and "0.600 -> 0.450" in claims["1a"].ours
     assert claims["1b"].verdict == "did not hold"
+    broken = Quality((QualityRow("neutreno", "lam=0.6", "output_cosine", 0.2, 1.0, None, False),))
+    lower_broken = CurvePair(lower.baseline, lower.neutreno, 0.6, "test", broken)
+    claim = by_number(check_probes(Probes(lower, lower_broken, ["smoothing"], theory)))["1b"]
+    assert claim.verdict == "model broken" and "output cosine 0.2" in claim.ours
     assert claims["5a"].verdict == "did not hold"  # the pretrained curve rises throughout
     assert claims["5b"].verdict == "held" and claims["5c"].verdict == "did not hold"
 

@@ -248,12 +248,13 @@ def _exp(nll: float) -> float:
     return math.exp(nll) if nll < 700 else math.inf
 
 
-def similarity_verdict(base: list[float], patched: list[float], quality: Quality) -> tuple[str, str]:
+def similarity_verdict(base: list[float], patched: list[float], quality: Quality | None) -> tuple[str, str]:
     """The one rule for "a mitigation lowers token similarity with no training" (NeuTRENO App. G.3/G.9).
 
     ``base`` / ``patched``: per-layer similarity, layer 0 = embeddings. Held only when the
     patched model is lower at every layer after the first block (where NeuTRENO starts acting)
-    *and* stays within the quality budget. Returns ``(verdict, sentence)``, the sentence saying
+    *and* stays within the quality budget (``quality=None``: an untrained model, which has no job
+    to keep, judged on similarity alone). Returns ``(verdict, sentence)``, the sentence saying
     what happened, e.g. ``'similarity lower, model broken (perplexity x70,000): not held'``.
 
     >>> ok = Quality((QualityRow("neutreno", "lam=0.6", "output_cosine", 0.99, 1.0, None, True),))
@@ -266,6 +267,8 @@ def similarity_verdict(base: list[float], patched: list[float], quality: Quality
     lower = sum(patched[layer] < base[layer] for layer in later)
     if lower < len(later):
         return "did not hold", f"did not hold: similarity lower at {lower} of {len(later)} layers after block 1"
+    if quality is None:
+        return "held", "held: similarity lower at every layer after block 1 (untrained model: no quality to keep)"
     if not quality.within_budget:
         return "model broken", f"similarity lower, model broken ({quality.headline()}): not held"
     return "held", f"held: similarity lower at every layer after block 1, {quality.headline()} within budget"

@@ -4,7 +4,8 @@
   and without NeuTRENO, *the same weights* (NeuTRENO adds none), on Fashion-MNIST test images cut
   into 2 x 2 patches so the sequence is 197 tokens as in DeiT. Per-layer cos_sim, several inits.
 - ``pretrained``: seed 001 G.9. The bundled pretrained MiniLM with NeuTRENO patched in, no
-  fine-tuning; also its per-block W_V W_O verdicts (seed 000).
+  fine-tuning, with what the patch did to its output (``oversmooth.hf.quality``); also its
+  per-block W_V W_O verdicts (seed 000).
 - ``theory``: seed 000's spectral statements on ``X <- X + A X H``: H with eigenvalues in (0, 1]
   smooths, in [-1, 0) sharpens, negative pre-LayerNorm weights flip smoothing into sharpening.
 """
@@ -16,17 +17,20 @@ from dataclasses import asdict, dataclass
 import torch
 
 from oversmooth.errors import UsageError
+from oversmooth.hf.quality import Quality
 from oversmooth.metrics import measure
 
 
 @dataclass
 class CurvePair:
-    """Per-layer ``cos_sim`` (layer 0 = embeddings) of a baseline and NeuTRENO, one list per run."""
+    """Per-layer ``cos_sim`` (layer 0 = embeddings) of a baseline and NeuTRENO, one list per run,
+    and what NeuTRENO did to the model's job (None for an untrained model, which has none)."""
 
     baseline: list[list[float]]
     neutreno: list[list[float]]
     lam: float
     source: str
+    quality: Quality | None = None
 
     def mean(self, which: str) -> list[float]:
         runs = getattr(self, which)
@@ -93,9 +97,10 @@ def pretrained(lam: float = 0.6, sequences: int = 8, tokens: int = 128) -> tuple
     text, source = read_text(None)
     inputs = text_batch(loaded.tokenizer, text, tokens, sequences)
     settings = AnalysisSettings(methods=("neutreno",), knobs={"neutreno": {"lam": lam}}, attention_sequences=0)
-    analysis = run_analysis(loaded.model, inputs, settings)
+    analysis = run_analysis(loaded.model, inputs, settings, tokenizer=loaded.tokenizer)
     pair = CurvePair([analysis.tables[BASELINE].column("cos_sim")], [analysis.tables["neutreno"].column("cos_sim")],
-                     lam, f"pretrained {loaded.name}, {analysis.sequences} x {analysis.tokens} tokens of {source}")
+                     lam, f"pretrained {loaded.name}, {analysis.sequences} x {analysis.tokens} tokens of {source}",
+                     analysis.quality["neutreno"])
     return pair, [layer.summary["verdict"] for layer in analysis.spectrum]
 
 

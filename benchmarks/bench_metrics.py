@@ -20,7 +20,7 @@ import torch
 
 from oversmooth.metrics import cos_sim, measure
 
-SIMILARITY = ("cos_sim", "t_sim", "t_div", "rank1_residual")
+SIMILARITY = ("cos_sim", "t_sim", "t_div", "centred_residual")
 
 
 def naive_cos_sim(x: torch.Tensor) -> torch.Tensor:

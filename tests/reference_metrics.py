@@ -31,7 +31,7 @@ def composite_norm(m):
     return np.sqrt(np.abs(m).sum(axis=0).max() * np.abs(m).sum(axis=1).max())
 
 
-def rank1_residual(x):
+def centred_residual(x):
     scale = composite_norm(x)
     return 0.0 if scale == 0 else composite_norm(x - x.mean(axis=0)) / scale
 
@@ -56,7 +56,7 @@ def attention_entropy(a):
     return float(np.mean(rows))
 
 
-def spectral_gap(a):
+def attention_lambda2(a):
     if len(a) == 1:
         return 0.0
     a = a / a.sum(axis=1, keepdims=True)

@@ -27,12 +27,12 @@ def test_text_analysis_writes_every_output(kind, tmp_path, capsys):
     rows = list(csv.DictReader(open(out / "metrics.csv")))
     assert len(rows) == 5 * 3  # (baseline + 4 methods) x (embeddings + 2 blocks)
     assert {r["method"] for r in rows} == {"baseline", "neutreno", "deescalate", "attnscale", "featscale"}
-    assert rows[1]["spectral_gap"] != "" and rows[-1]["spectral_gap"] == ""
+    assert rows[1]["attn_lambda2"] != "" and rows[-1]["attn_lambda2"] == ""
     spectrum = json.loads((out / "spectrum.json").read_text())
     assert [layer["layer"] for layer in spectrum["layers"]] == [1, 2]
     assert len(spectrum["layers"][0]["heads"]) == 4
     assert spectrum["layers"][0]["prediction"]["mode"] in ("smoothing", "sharpening", "mixed")
-    for name in ("cos_sim.png", "t_sim.png", "spectral_gap.png", "report.md"):
+    for name in ("cos_sim.png", "t_sim.png", "attn_lambda2.png", "report.md"):
         assert (out / name).stat().st_size > 0
     assert "NeuTRENO (lam=0.6)" in (out / "report.md").read_text()
 

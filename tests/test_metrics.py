@@ -12,7 +12,7 @@ import reference_metrics as ref
 from oversmooth import metrics
 from oversmooth.errors import UsageError
 
-STATE_METRICS = ["cos_sim", "t_sim", "rank1_residual", "effective_rank", "stable_rank"]
+STATE_METRICS = ["cos_sim", "t_sim", "centred_residual", "effective_rank", "stable_rank"]
 
 
 def random_batch(seed, batch=5, n=9, d=6):
@@ -58,7 +58,7 @@ def test_identical_tokens_are_fully_collapsed():
     x = torch.randn(3, 1, 8).expand(3, 7, 8)
     assert torch.allclose(metrics.cos_sim(x), torch.ones(3, dtype=torch.float64))
     assert torch.allclose(metrics.t_sim(x), torch.ones(3, dtype=torch.float64))
-    assert torch.allclose(metrics.rank1_residual(x), torch.zeros(3, dtype=torch.float64), atol=1e-7)
+    assert torch.allclose(metrics.centred_residual(x), torch.zeros(3, dtype=torch.float64), atol=1e-7)
     assert torch.allclose(metrics.effective_rank(x), torch.ones(3, dtype=torch.float64))
     assert torch.allclose(metrics.stable_rank(x), torch.ones(3, dtype=torch.float64))
 
@@ -145,7 +145,7 @@ def test_properties(n, d, data):
     assert 0 <= ts <= 1
     assert 1 - 1e-9 <= er <= max(1, min(n - 1, d)) + 1e-6
     assert 1 - 1e-9 <= sr <= min(n, d) + 1e-6
-    assert metrics.rank1_residual(x).item() >= 0
+    assert metrics.centred_residual(x).item() >= 0
     assert ts == pytest.approx(ref.t_sim(x[0].numpy()), abs=1e-9)
 
 
@@ -161,7 +161,7 @@ def random_attention(seed, batch=3, heads=2, n=6, causal=False):
 
 
 @pytest.mark.parametrize("causal", [False, True])
-@pytest.mark.parametrize("name", ["attention_entropy", "spectral_gap"])
+@pytest.mark.parametrize("name", ["attention_entropy", "attention_lambda2"])
 def test_attention_measures_match_reference(name, causal):
     attn, mask = random_attention(seed=2, causal=causal)
     got = getattr(metrics, name)(attn, mask, per_head=True)
@@ -185,5 +185,5 @@ def test_attention_similarity_matches_reference():
 
 def test_uniform_attention_has_zero_gap_and_max_entropy():
     uniform = torch.full((1, 1, 5, 5), 0.2)
-    assert metrics.spectral_gap(uniform).item() == pytest.approx(0.0, abs=1e-7)
+    assert metrics.attention_lambda2(uniform).item() == pytest.approx(0.0, abs=1e-7)
     assert metrics.attention_entropy(uniform).item() == pytest.approx(math.log(5), rel=1e-6)

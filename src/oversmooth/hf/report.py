@@ -64,7 +64,7 @@ def format_table(analysis: Analysis) -> str:
     for layer, base in enumerate(analysis.tables[BASELINE].rows):
         verdict, predicted = _verdict(analysis, layer)
         lines.append([str(layer), *(_fmt(analysis.tables[m].rows[layer]["cos_sim"]) for m in methods),
-                      _fmt(base["t_sim"]), _fmt(_attention_row(analysis, layer).get("spectral_gap")),
+                      _fmt(base["t_sim"]), _fmt(_attention_row(analysis, layer).get("attn_lambda2")),
                       verdict, predicted])
     parts = [_aligned(header, lines), "", format_quality(analysis)]
     claim = late_layer_claim(analysis)

@@ -46,14 +46,14 @@ def attention_entropy(attn: Tensor, mask: Tensor | None = None, exclude: Sequenc
     return _head_mean(value, per_head)
 
 
-def spectral_gap(attn: Tensor, mask: Tensor | None = None, exclude: Sequence[int] = (),
+def attention_lambda2(attn: Tensor, mask: Tensor | None = None, exclude: Sequence[int] = (),
                  per_head: bool = False) -> Tensor:
     """``|lambda_2(A)|``, the second-largest eigenvalue modulus of the counted block of A.
 
     The block's rows are renormalised to sum to 1 (lambda_1 = 1). Yu & Zhang: the smaller
     it is, the faster repeated attention drives tokens together. One counted token gives 0.
 
-    >>> round(spectral_gap(torch.tensor([[[[0.9, 0.1], [0.2, 0.8]]]])).item(), 6)
+    >>> round(attention_lambda2(torch.tensor([[[[0.9, 0.1], [0.2, 0.8]]]])).item(), 6)
     0.7
     """
     _check(attn)

@@ -1,4 +1,4 @@
-"""Rank-collapse measures: rank1_residual, effective_rank, stable_rank.
+"""Rank-collapse measures: centred_residual, effective_rank, stable_rank.
 
 effective_rank is taken on the *centred* tokens X - 1 xbar^T (so it measures spread around the
 mean token; range [1, min(n - 1, d)]); stable_rank on the raw tokens X. Both come from the
@@ -113,12 +113,15 @@ def rank_measures(x: Tensor, mask: Tensor | None = None,
     return ranks["effective_rank"], ranks["stable_rank"]
 
 
-def rank1_residual(x: Tensor, mask: Tensor | None = None, exclude: Sequence[int] = ()) -> Tensor:
-    """Dong et al.'s rank-collapse residual ``|X - 1 xbar^T| / |X|``, ``[batch]``.
+def centred_residual(x: Tensor, mask: Tensor | None = None, exclude: Sequence[int] = ()) -> Tensor:
+    """The residual after removing the mean token, ``|X - 1 xbar^T| / |X|``, ``[batch]``.
 
-    The norm is the composite ``sqrt(|M|_1 |M|_inf)``. 0 when all tokens are equal.
+    The norm is Dong et al.'s (2021) composite ``sqrt(|M|_1 |M|_inf)``. Their rank-collapse
+    residual takes the *minimising* rank-one ``1 x^T``; the mean token minimises only the
+    Frobenius norm, so this centred variant is an upper bound on theirs, hence its name.
+    0 when all tokens are equal.
 
-    >>> rank1_residual(torch.ones(1, 3, 2)).tolist()
+    >>> centred_residual(torch.ones(1, 3, 2)).tolist()
     [0.0]
     """
     valid = valid_tokens(x, mask, exclude)

@@ -14,8 +14,8 @@ from torch import Tensor
 
 from oversmooth.atomic import atomic_write
 from oversmooth.errors import UsageError
-from oversmooth.metrics.attention import attention_entropy, attention_similarity, spectral_gap
-from oversmooth.metrics.rank import effective_rank, rank1_residual, rank_measures, stable_rank
+from oversmooth.metrics.attention import attention_entropy, attention_lambda2, attention_similarity
+from oversmooth.metrics.rank import effective_rank, centred_residual, rank_measures, stable_rank
 from oversmooth.metrics.similarity import cos_sim, t_div, t_sim
 from oversmooth.threads import thread_map
 
@@ -23,12 +23,12 @@ STATE_METRICS: dict[str, Callable[..., Tensor]] = {
     "cos_sim": cos_sim,
     "t_sim": t_sim,
     "t_div": t_div,
-    "rank1_residual": rank1_residual,
+    "centred_residual": centred_residual,
     "effective_rank": effective_rank,
     "stable_rank": stable_rank,
 }
 RANK_METRICS = ("effective_rank", "stable_rank")  # full spectra, O(n d min(n, d)); computed together
-ATTENTION_METRICS = ("attn_entropy", "spectral_gap", "attn_similarity")
+ATTENTION_METRICS = ("attn_entropy", "attn_lambda2", "attn_similarity")
 METRICS = tuple(STATE_METRICS)
 
 
@@ -127,7 +127,7 @@ def measure(hidden_states: Sequence[Tensor] | Tensor, mask: Tensor | None = None
         if attentions is not None:
             attn = attentions[layer]
             values["attn_entropy"] = attention_entropy(attn, mask, exclude)
-            values["spectral_gap"] = spectral_gap(attn, mask, exclude)
+            values["attn_lambda2"] = attention_lambda2(attn, mask, exclude)
             values["attn_similarity"] = (
                 attention_similarity(attentions[layer - 1], attn, mask, exclude) if layer > 0
                 else torch.full((attn.shape[0],), math.nan, dtype=torch.float64))

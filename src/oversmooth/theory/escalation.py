@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 import torch
 from torch import Tensor
 
-from oversmooth.metrics import MetricTable, measure, spectral_gap, t_div
+from oversmooth.metrics import MetricTable, attention_lambda2, measure, t_div
 from oversmooth.spectra import predict_dynamics
 from oversmooth.theory.sampling import random_attention
 from oversmooth.theory.simulate import LayerConfig, simulate
@@ -89,4 +89,4 @@ def escalation_rates(tokens: int, dim: int, depth: int, generator: torch.Generat
             predicted[name] = torch.tensor(
                 [-2 * math.log(max(predict_dynamics(a, torch.ones(1), residual=config.residual)
                                    .separation, 1e-300)) for a in attention], dtype=torch.float64)
-    return RateStudy(spectral_gap(attention[:, None]), measured, predicted)
+    return RateStudy(attention_lambda2(attention[:, None]), measured, predicted)

@@ -8,7 +8,7 @@ from oversmooth.metrics import MetricTable
 from oversmooth.plotting import figure, save_png
 from oversmooth.theory.escalation import RateStudy
 
-PLOTTED = ("cos_sim", "t_sim", "rank1_residual", "effective_rank")
+PLOTTED = ("cos_sim", "t_sim", "centred_residual", "effective_rank")
 
 
 def plot_metrics_vs_depth(tables: dict[str, MetricTable], title: str, path: Path,
@@ -20,7 +20,7 @@ def plot_metrics_vs_depth(tables: dict[str, MetricTable], title: str, path: Path
             ax.plot([row["layer"] for row in table.rows], table.column(metric), label=label)
         ax.set_xlabel("layer")
         ax.set_title(metric)
-        if metric == "rank1_residual":
+        if metric == "centred_residual":
             ax.set_yscale("log")
     axes[0][0].legend(fontsize=7)
     fig.suptitle(title, fontsize=10)

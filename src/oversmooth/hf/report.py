@@ -30,11 +30,10 @@ def _attention_row(analysis: Analysis, layer: int) -> dict:
 
 
 def _verdict(analysis: Analysis, layer: int) -> tuple[str, str]:
-    """(spectral verdict, predicted mode) of the block that makes state ``layer``; '-' for layer 0."""
-    if layer == 0:
-        return "-", "-"
-    spectrum = analysis.spectrum[layer - 1]
-    return spectrum.summary["verdict"], spectrum.prediction.get("mode", "-")
+    """(dynamics verdict, '-') of the block that makes state ``layer``; '-' for layer 0 and
+    without an attention sample."""
+    dynamics = analysis.spectrum[layer - 1].dynamics if layer else None
+    return (dynamics["verdict"] if dynamics else "-"), "-"
 
 
 def format_table(analysis: Analysis) -> str:
@@ -122,7 +121,7 @@ def rank_sample(analysis: Analysis) -> str:
 
 def report_markdown(analysis: Analysis, meta: dict) -> str:
     knobs = ", ".join(f"{m}: " + ", ".join(f"{k}={v}" for k, v in kv.items()) for m, kv in analysis.knobs.items())
-    verdicts = [s.summary["verdict"] for s in analysis.spectrum]
+    verdicts = [s.summary["sign_verdict"] for s in analysis.spectrum]
     lines = [
         f"# oversmooth analyze: {meta['model']}",
         "",

@@ -31,7 +31,9 @@ def test_text_analysis_writes_every_output(kind, tmp_path, capsys):
     spectrum = json.loads((out / "spectrum.json").read_text())
     assert [layer["layer"] for layer in spectrum["layers"]] == [1, 2]
     assert len(spectrum["layers"][0]["heads"]) == 4
-    assert spectrum["layers"][0]["prediction"]["mode"] in ("smoothing", "sharpening", "mixed")
+    dynamics = spectrum["layers"][0]["dynamics"]
+    assert dynamics["verdict"] in ("smoothing", "sharpening", "mixed") and dynamics["sequences"] == 2
+    assert len(dynamics["heads"]) == 4 and len(dynamics["o"]) == 2
     for name in ("cos_sim.png", "t_sim.png", "attn_lambda2.png", "report.md"):
         assert (out / name).stat().st_size > 0
     assert "NeuTRENO (lam=0.6)" in (out / "report.md").read_text()

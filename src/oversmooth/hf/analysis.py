@@ -5,8 +5,8 @@ similarity / quality frontier of each method over a grid of its knob.
 States are the residual stream (``hook_resid_pre`` of block 0, then ``hook_resid_post`` of every
 block): layer 0 is the embedding output, layer L the last block's output *before* any final
 norm. Each method is a separate forward pass with ``patch`` applied, then ``unpatch``.
-Attention measures (entropy, |lambda_2|, similarity of successive layers) and the predicted
-dominant mode need eigen-decompositions of n x n maps, so they run on the unpatched model over
+Attention measures (entropy, |lambda_2|, similarity of successive layers) and the per-head
+dynamics verdict need eigen-decompositions of n x n maps, so they run on the unpatched model over
 the first ``attention_sequences`` sequences cut to ``attention_tokens`` tokens. The full-spectrum
 measures (effective_rank, stable_rank) need a full eigensolve per sequence, the costliest part
 on large batches: by default they are taken over the first ``rank_sequences=8`` sequences only
@@ -25,7 +25,7 @@ import torch
 from torch import Tensor
 
 from oversmooth.hf.capture import ActivationCache, capture
-from oversmooth.hf.diagnose import LayerSpectrum, predict, spectra
+from oversmooth.hf.diagnose import LayerSpectrum, add_dynamics, spectra
 from oversmooth.hf.families import Layout, layout
 from oversmooth.hf.frontier import FrontierPoint, Sweep
 from oversmooth.hf.patch import check_method, patch, resolve_knobs, unpatch
@@ -126,14 +126,14 @@ def _attention_sample(model, inputs: dict[str, Tensor], settings: AnalysisSettin
 
 def _diagnose(lay: Layout, sample: ActivationCache | None,
               exclude: tuple[int, ...]) -> tuple[list[LayerSpectrum], MetricTable | None]:
-    """W_V W_O spectra, and with an attention sample its measures and the predicted modes."""
+    """W_V W_O spectra, and with an attention sample its measures and the dynamics verdicts."""
     diagnosis = spectra(lay)
     if sample is None:
         return diagnosis, None
     patterns = sample.stack("pattern")
     full = measure(sample.stream()[1:], sample.mask, attentions=patterns, exclude=exclude, metrics=())
     rows = [{**row, "layer": row["layer"] + 1} for row in full.rows]  # block l makes state l + 1
-    predict(diagnosis, patterns, sample.mask)
+    add_dynamics(diagnosis, patterns, sample.mask)
     return diagnosis, MetricTable(rows, ATTENTION_METRICS, hook="attn.hook_pattern", exclude=full.exclude,
                                   sequences=full.sequences)
 

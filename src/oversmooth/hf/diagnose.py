@@ -1,8 +1,8 @@
 """Spectral diagnosis of a loaded model (DESIGN §4), using ``oversmooth.spectra`` for the maths.
 
 Per block: eigenvalues of H_eff = diag(gamma) W_V W_O for the whole layer and per head, their
-summary (share with positive real part, dominant eigenvalue, verdict) and LayerNorm sign
-statistics. What is folded:
+weight-only summary (share with positive real part, dominant eigenvalue, ``sign_verdict``) and
+LayerNorm sign statistics. What is folded:
 
 - pre-LN families (GPT-2, ViT, DeiT, Llama): gamma = the weight of the norm in front of
   attention (``ln_1`` / ``layernorm_before`` / ``input_layernorm``; RMSNorm for Llama) is folded.
@@ -10,27 +10,29 @@ statistics. What is folded:
   nothing is folded; the sign statistics describe the LayerNorm right after the attention add
   (``attention.output.LayerNorm`` / ``sa_layer_norm``), reported only.
 
-With captured attention, ``predict`` adds the dominant mode of X <- X + A X H_eff for each given
-sequence, A = the head-mean attention over its valid tokens (an approximation for multi-head
-layers, where each head has its own A).
+With captured attention, ``add_dynamics`` adds the layer's verdict
+(``oversmooth.spectra.dynamics_verdict``): per sequence, each head's own attention map over the
+valid tokens (rows renormalised) against that head's H_eff eigenvalues; over the sequences, the
+most common verdict (``mixed`` when two verdicts tie for most common).
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor
 
 from oversmooth.hf.families import Layout
-from oversmooth.spectra import predict_dynamics, summarize_spectrum, value_output_eigenvalues
+from oversmooth.spectra import TOLERANCE, dynamics_verdict, summarize_spectrum, value_output_eigenvalues
 from oversmooth.threads import thread_map
 
 
 @dataclass
 class LayerSpectrum:
-    """Block ``layer - 1``'s diagnosis (it makes stream state ``layer``); ``prediction`` by ``predict``."""
+    """Block ``layer - 1``'s diagnosis (it makes stream state ``layer``); ``dynamics`` by
+    ``add_dynamics`` (None without an attention sample)."""
 
     layer: int
     eigenvalues: Tensor  # complex [d_v]
@@ -38,12 +40,12 @@ class LayerSpectrum:
     summary: dict
     heads: list[dict]
     norm: dict
-    prediction: dict = field(default_factory=dict)
+    dynamics: dict | None = None
 
     def to_dict(self) -> dict:
         pairs = lambda eig: [[round(float(z.real), 6), round(float(z.imag), 6)] for z in eig]  # noqa: E731
         return {"layer": self.layer, "summary": self.summary, "norm": self.norm,
-                "prediction": self.prediction, "eigenvalues": pairs(self.eigenvalues),
+                "dynamics": self.dynamics, "eigenvalues": pairs(self.eigenvalues),
                 "heads": [{**head, "eigenvalues": pairs(eig)}
                           for head, eig in zip(self.heads, self.head_eigenvalues)]}
 
@@ -75,22 +77,34 @@ def spectra(lay: Layout) -> list[LayerSpectrum]:
         return thread_map(diagnose, range(len(lay.blocks)))
 
 
-def predict(layers: list[LayerSpectrum], patterns: list[Tensor], mask: Tensor) -> None:
-    """Add the predicted dominant mode per block from ``patterns[l]: [B, H, n, n]`` and ``mask [B, n]``."""
-    def predict_layer(spectrum: LayerSpectrum, pattern: Tensor) -> dict:
+def add_dynamics(layers: list[LayerSpectrum], patterns: list[Tensor], mask: Tensor,
+                 tolerance: float = TOLERANCE) -> None:
+    """Set ``dynamics`` of every block from ``patterns[l]: [B, H, n, n]`` and ``mask [B, n]``.
+
+    ``dynamics``: ``verdict`` (most common over the B sequences, ``mixed`` on a tie),
+    ``verdict_counts`` (per-sequence layer verdicts), ``c`` (constant-mode growth, the same for
+    every sequence), ``o`` (``[B]`` other-mode growth per sequence), ``head_verdict_counts``
+    (over heads x sequences), ``heads`` (per head: ``c``, ``o [B]``, ``verdicts [B]``),
+    ``sequences``, ``tolerance``.
+    """
+    def layer_dynamics(spectrum: LayerSpectrum, pattern: Tensor) -> dict:
         found = []
         for b in range(pattern.shape[0]):
             valid = mask[b].nonzero().flatten()
-            a = pattern[b][:, valid][:, :, valid].double().mean(dim=0)
+            a = pattern[b][:, valid][:, :, valid].double()  # [H, n_b, n_b]
             a = a / a.sum(dim=-1, keepdim=True)
-            found.append(predict_dynamics(a, spectrum.eigenvalues))
-        modes = Counter(p.mode for p in found)
-        first = found[0]
-        return {"mode": modes.most_common(1)[0][0], "mode_counts": dict(modes),
-                "sequences": len(found), "first_sequence": first.as_dict(),
-                "describe": first.describe()}
+            found.append(dynamics_verdict(a, spectrum.head_eigenvalues, tolerance))
+        ranked = Counter(v.verdict for v in found).most_common()
+        tied = len(ranked) > 1 and ranked[0][1] == ranked[1][1]
+        return {"verdict": "mixed" if tied else ranked[0][0], "verdict_counts": dict(ranked),
+                "c": found[0].c, "o": [v.o for v in found],
+                "head_verdict_counts": dict(Counter(h for v in found for h in v.head_verdicts)),
+                "heads": [{"c": found[0].head_c[h], "o": [v.head_o[h] for v in found],
+                           "verdicts": [v.head_verdicts[h] for v in found]}
+                          for h in range(len(found[0].head_c))],
+                "sequences": len(found), "tolerance": tolerance}
 
     with torch.no_grad():
-        found = thread_map(lambda pair: predict_layer(*pair), list(zip(layers, patterns)))
-    for spectrum, prediction in zip(layers, found):
-        spectrum.prediction = prediction
+        found = thread_map(lambda pair: layer_dynamics(*pair), list(zip(layers, patterns)))
+    for spectrum, dynamics in zip(layers, found):
+        spectrum.dynamics = dynamics

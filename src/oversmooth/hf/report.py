@@ -35,11 +35,10 @@ def _attention_row(analysis: Analysis, layer: int) -> dict:
 
 
 def _verdict(analysis: Analysis, layer: int) -> tuple[str, str]:
-    """(spectral verdict, predicted mode) of the block that makes state ``layer``; '-' for layer 0."""
-    if layer == 0:
-        return "-", "-"
-    spectrum = analysis.spectrum[layer - 1]
-    return spectrum.summary["verdict"], spectrum.prediction.get("mode", "-")
+    """(dynamics verdict, '-') of the block that makes state ``layer``; '-' for layer 0 and
+    without an attention sample."""
+    dynamics = analysis.spectrum[layer - 1].dynamics if layer else None
+    return (dynamics["verdict"] if dynamics else "-"), "-"
 
 
 def _column_name(analysis: Analysis, method: str) -> str:
@@ -218,7 +217,7 @@ def rank_sample(analysis: Analysis) -> str:
 
 def report_markdown(analysis: Analysis, meta: dict) -> str:
     knobs = ", ".join(f"{m}: {setting_text(kv)}" for m, kv in analysis.knobs.items())
-    verdicts = [s.summary["verdict"] for s in analysis.spectrum]
+    verdicts = [s.dynamics["verdict"] for s in analysis.spectrum if s.dynamics]
     excluded = (f"positions {', '.join(map(str, analysis.tables[BASELINE].exclude))} left out of the measures"
                 f"{meta.get('exclude_note', '')}" if analysis.tables[BASELINE].exclude else "every position counted")
     lines = [
@@ -237,8 +236,10 @@ def report_markdown(analysis: Analysis, meta: dict) -> str:
         format_table(analysis),
         "```",
         "",
-        "Spectral verdicts (eigenvalues of W_V W_O per block): "
-        + ", ".join(f"{v} x{verdicts.count(v)}" for v in sorted(set(verdicts))) + ".",
+        ("Verdicts per block (growth of the constant mode vs the others, W_V W_O with the measured "
+         f"per-head attention, tolerance {analysis.spectrum[0].dynamics['tolerance']:g}): "
+         + ", ".join(f"{v} x{verdicts.count(v)}" for v in sorted(set(verdicts))) + "."
+         if verdicts else "No verdicts per block: they need the attention sample (--attention-sequences > 0)."),
     ]
     if analysis.frontier:
         lines += ["", "```", format_frontier(analysis), "```", "", "![frontier](frontier.png)"]

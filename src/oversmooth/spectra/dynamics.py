@@ -87,15 +87,30 @@ def mode_eigenvalues(lambda_a: Tensor, lambda_h: Tensor, residual: bool = True) 
 
 
 def attention_eigenvalues(attention: Tensor, atol: float = 1e-6) -> Tensor:
-    """Eigenvalues (complex128 ``[n]``) of a row-stochastic ``attention: [n, n]``."""
-    if attention.dim() != 2 or attention.shape[0] != attention.shape[1]:
-        raise UsageError(f"attention shape {tuple(attention.shape)} is not [n, n]: pass one "
-                         "head's attention of one sequence (valid tokens only)")
+    """Eigenvalues (complex128 ``[..., n]``) of row-stochastic ``attention: [..., n, n]``."""
+    if attention.dim() < 2 or attention.shape[-1] != attention.shape[-2]:
+        raise UsageError(f"attention shape {tuple(attention.shape)} is not [..., n, n]: pass "
+                         "square attention maps of one sequence (valid tokens only)")
     rows = attention.detach().double().sum(dim=-1)
     if not torch.allclose(rows, torch.ones_like(rows), atol=atol):
         raise UsageError("attention rows do not sum to 1: pass the softmax attention "
                          "restricted to valid (unpadded) tokens")
     return torch.linalg.eigvals(attention.detach().double())
+
+
+def constant_mode(lambda_a: Tensor, atol: float = 1e-6) -> Tensor:
+    """Index ``[...]`` of the eigenvalue closest to 1 (the all-tokens-equal mode) in each row
+    of ``lambda_a: [..., n]``; UsageError when one is farther than ``atol`` from 1.
+
+    >>> constant_mode(torch.tensor([[0.2, 1.0, -0.5], [1.0, 0.999, 0.3]])).tolist()
+    [1, 0]
+    """
+    distance = (lambda_a.detach().to(torch.complex128) - 1).abs()
+    one = distance.argmin(dim=-1)
+    if bool((distance.gather(-1, one.unsqueeze(-1)) > atol).any()):
+        raise UsageError("no attention eigenvalue equals 1: A must be row-stochastic "
+                         "(softmax rows summing to 1)")
+    return one
 
 
 def predict_dynamics(attention: Tensor, lambda_h: Tensor, *, residual: bool = True,
@@ -110,11 +125,7 @@ def predict_dynamics(attention: Tensor, lambda_h: Tensor, *, residual: bool = Tr
     """
     lambda_a = (attention_eigenvalues(attention, atol) if attention.dim() == 2
                 else attention.detach().to(torch.complex128).flatten())
-    distance_to_one = (lambda_a - 1).abs()
-    one = int(distance_to_one.argmin())
-    if float(distance_to_one[one]) > atol:
-        raise UsageError("no attention eigenvalue equals 1: A must be row-stochastic "
-                         "(softmax rows summing to 1)")
+    one = int(constant_mode(lambda_a, atol))
     lambda_h = lambda_h.detach().to(torch.complex128).flatten()
     mu = mode_eigenvalues(lambda_a, lambda_h, residual)
     size = mu.abs()

@@ -1,83 +1,98 @@
-"""Summary of one layer's (or head's) H_eff spectrum and a smoothing / sharpening verdict.
+"""Smoothing / sharpening verdict of one layer: which update mode of X <- X + A X H grows fastest.
 
-Verdict rule, on the eigenvalues of magnitude above ``zero_tol * max|lambda|`` (the rest are
-numerically zero and carry no sign):
+Dovonon, Bronstein & Kusner, "Setting the Record Straight on Transformer Oversmoothing" (TMLR
+2025), eigen-analysis of the simplified layer X <- X + A X H: with column-stacking vec the update
+is I + H^T (x) A, with eigenvalues mu_ij = 1 + lambda^A_i lambda^H_j and eigen-matrices
+v_i u_j^T. A row-stochastic A has lambda^A_1 = 1 with v_1 = 1 (all tokens equal), so after many
+layers X follows the largest |mu|, and the verdict compares two growth rates:
 
-1. all real parts > 0 -> ``smoothing`` (Dovonon et al.: the lambda_A = 1, all-tokens-equal mode
-   ``1 + lambda_H`` outgrows every other mode);
-2. all real parts < 0 (e.g. all eigenvalues in [-1, 0)) -> ``sharpening`` (that mode shrinks, a
-   high-frequency mode of A wins);
-3. mixed signs: the eigenvalue of largest modulus decides when it dominates clearly, i.e. when
-   ``|lambda_dom| >= dominance * max |lambda|`` over the eigenvalues whose real part has the other
-   sign: ``smoothing`` if Re(lambda_dom) > 0, ``sharpening`` if < 0; otherwise ``mixed``.
-   Rule 3 is a heuristic without the attention matrix; with a measured A use
-   ``oversmooth.spectra.predict_dynamics``, which decides exactly for the linear model.
+- constant mode  ``c = max_j |1 + lambda^H_j|``                 (lambda^A_1 = 1)
+- other modes    ``o = max_{i >= 2, j} |1 + lambda^A_i lambda^H_j|``
+
+``smoothing`` if c > o (1 + tolerance), ``sharpening`` if o > c (1 + tolerance), else ``mixed``;
+``tolerance`` is relative, ``TOLERANCE`` = 1e-3 by default. Magnitudes decide, not the signs of
+lambda^H: H eigenvalues {0.1, -1.9} with lambda^A_2 = 0.9 give c = 1.1 > o = 1.09, smoothing.
+
+Multi-head layers: head h has its own measured A_h and H_h = W_V^h W_O^h, whose lambda^H are the
+d_h eigenvalues of W_O^h diag(gamma) W_V^h (its d - d_h zero eigenvalues give mu = 1 for every A
+mode alike and are left out). Each head gets c_h, o_h and its own verdict; the layer compares
+c = max_h c_h with o = max_h o_h, i.e. whichever mode grows fastest anywhere in the layer. (The
+sum over heads is not one Kronecker product, so this is the paper's single-head result read per
+head.)
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import torch
 from torch import Tensor
 
+from oversmooth.errors import UsageError
+from oversmooth.spectra.dynamics import attention_eigenvalues, constant_mode
+
 VERDICTS = ("smoothing", "sharpening", "mixed")
+TOLERANCE = 1e-3
 
 
 @dataclass(frozen=True)
-class SpectrumSummary:
-    """What DESIGN §4 reports per layer or head."""
+class DynamicsVerdict:
+    """One layer on one sequence (see module docstring); ``head_*`` have one entry per head."""
 
-    count: int  # eigenvalues considered (numerically non-zero)
-    positive_real_share: float  # share with Re(lambda) > 0
-    dominant: complex  # the eigenvalue of largest modulus
-    verdict: str  # one of VERDICTS
-    negative_gamma_share: float | None  # share of LayerNorm weights < 0 (None: no LN given)
+    verdict: str  # one of VERDICTS, from c and o
+    c: float  # max_h c_h, growth of the constant (all tokens equal) mode
+    o: float  # max_h o_h, growth of the fastest other mode
+    head_c: tuple[float, ...]
+    head_o: tuple[float, ...]
+    head_verdicts: tuple[str, ...]
+    tolerance: float
 
     def as_dict(self) -> dict:
-        return {"count": self.count, "positive_real_share": self.positive_real_share,
-                "dominant_real": self.dominant.real, "dominant_imag": self.dominant.imag,
-                "verdict": self.verdict, "negative_gamma_share": self.negative_gamma_share}
+        return asdict(self)
 
 
-def summarize_spectrum(eigenvalues: Tensor, gamma: Tensor | None = None, *,
-                       dominance: float = 1.5, zero_tol: float = 1e-8) -> SpectrumSummary:
-    """Summarise ``eigenvalues: [k]`` (complex or real) of one H_eff; ``gamma: [d]`` or None.
+def dynamics_verdict(attention: Tensor, lambda_h: Tensor, tolerance: float = TOLERANCE,
+                     atol: float = 1e-6) -> DynamicsVerdict:
+    """Verdict from per-head ``attention`` (row-stochastic maps ``[H, n, n]`` over the valid
+    tokens, or their eigenvalues ``[H, n]``) and per-head H eigenvalues ``lambda_h: [H, k]``.
 
-    >>> s = summarize_spectrum(torch.tensor([0.5, 0.2, -0.1]))
-    >>> s.verdict, round(s.positive_real_share, 3), s.dominant
-    ('smoothing', 0.667, (0.5+0j))
+    lambda^A_1 (the eigenvalue closest to 1, within ``atol``) is left out once per head; with
+    n = 1 there is no other mode and o_h = 0.
+
+    >>> v = dynamics_verdict(torch.tensor([[1.0, 0.9]]), torch.tensor([[0.1, -1.9]]))
+    >>> v.verdict, round(v.c, 6), round(v.o, 6)
+    ('smoothing', 1.1, 1.09)
     """
-    eig = eigenvalues.detach().to(torch.complex128).flatten()
-    magnitude = eig.abs()
-    if eig.numel() == 0 or float(magnitude.max()) == 0.0:
-        return SpectrumSummary(0, float("nan"), 0j, "mixed", _negative_share(gamma))
-    eig = eig[magnitude > zero_tol * magnitude.max()]
-    magnitude = eig.abs()
-    positive, negative = eig.real > 0, eig.real < 0
-    dominant = complex(eig[magnitude.argmax()])
-    return SpectrumSummary(
-        count=eig.numel(),
-        positive_real_share=float(positive.double().mean()),
-        dominant=dominant,
-        verdict=_verdict(dominant, magnitude, positive, negative, dominance),
-        negative_gamma_share=_negative_share(gamma),
+    if not tolerance >= 0:
+        raise UsageError(f"tolerance {tolerance} is not >= 0: pass a relative tie tolerance "
+                         f"such as {TOLERANCE}")
+    lambda_a = (attention_eigenvalues(attention, atol) if attention.dim() == 3
+                else attention.detach().to(torch.complex128))
+    lambda_h = lambda_h.detach().to(lambda_a.device, torch.complex128)
+    if (lambda_a.dim() != 2 or lambda_h.dim() != 2 or lambda_a.shape[0] != lambda_h.shape[0]
+            or 0 in lambda_a.shape or 0 in lambda_h.shape):
+        raise UsageError(f"attention {tuple(attention.shape)} and H eigenvalues {tuple(lambda_h.shape)} "
+                         "do not pair up: pass maps [H, n, n] (or eigenvalues [H, n]) and [H, k], "
+                         "the same H heads, n >= 1, k >= 1")
+    heads = lambda_a.shape[0]
+    others = torch.ones(lambda_a.shape, dtype=torch.bool, device=lambda_a.device)
+    others[torch.arange(heads, device=lambda_a.device), constant_mode(lambda_a, atol)] = False
+    lambda_others = lambda_a[others].reshape(heads, -1)  # [H, n - 1]
+    head_c = (1 + lambda_h).abs().amax(dim=-1)  # [H]
+    growth = (1 + lambda_others[:, :, None] * lambda_h[:, None, :]).abs().flatten(1)  # [H, (n-1) k]
+    head_o = torch.cat([growth, growth.new_zeros(heads, 1)], dim=1).amax(dim=-1)  # [H], 0 if n = 1
+    c, o = float(head_c.max()), float(head_o.max())
+    return DynamicsVerdict(
+        verdict=_compare(c, o, tolerance), c=c, o=o,
+        head_c=tuple(head_c.tolist()), head_o=tuple(head_o.tolist()),
+        head_verdicts=tuple(_compare(*pair, tolerance) for pair in zip(head_c.tolist(), head_o.tolist())),
+        tolerance=tolerance,
     )
 
 
-def _verdict(dominant: complex, magnitude: Tensor, positive: Tensor, negative: Tensor,
-             dominance: float) -> str:
-    if bool(positive.all()):
+def _compare(c: float, o: float, tolerance: float) -> str:
+    if c > o * (1 + tolerance):
         return "smoothing"
-    if bool(negative.all()):
+    if o > c * (1 + tolerance):
         return "sharpening"
-    opposite = negative if dominant.real > 0 else positive if dominant.real < 0 else None
-    if opposite is None or not bool(opposite.any()):
-        return "mixed"
-    if abs(dominant) >= dominance * float(magnitude[opposite].max()):
-        return "smoothing" if dominant.real > 0 else "sharpening"
     return "mixed"
-
-
-def _negative_share(gamma: Tensor | None) -> float | None:
-    return None if gamma is None else float((gamma.detach() < 0).double().mean())

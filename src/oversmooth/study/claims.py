@@ -82,7 +82,7 @@ def check_probes(probes: Probes) -> list[Claim]:
     claims.append(Claim(
         "5a", "token similarity does not always rise with depth, even in a pretrained model", "seed 000, Fig. 1",
         f"MiniLM cos_sim falls at layer(s) {drops or 'none'} ({', '.join(f'{cos[l - 1]:.3f} -> {cos[l]:.3f}' for l in drops)}); "
-        f"W_V W_O verdicts per block: {kinds}",
+        f"W_V W_O sign verdicts per block: {kinds}",
         HELD if drops else NOT_HELD, "held if cos_sim falls between some pair of successive layers"))
     t = probes.theory
     smooth, sharp = t["smoothing: H eig in (0,1]"], t["sharpening: H eig in [-1,0)"]

@@ -5,7 +5,7 @@
   into 2 x 2 patches so the sequence is 197 tokens as in DeiT. Per-layer cos_sim, several inits.
 - ``pretrained``: seed 001 G.9. The bundled pretrained MiniLM with NeuTRENO patched in, no
   fine-tuning, with what the patch did to its output (``oversmooth.hf.quality``); also its
-  per-block W_V W_O verdicts (seed 000).
+  per-block W_V W_O sign verdicts (weights only, seed 000).
 - ``theory``: seed 000's spectral statements on ``X <- X + A X H``: H with eigenvalues in (0, 1]
   smooths, in [-1, 0) sharpens, negative pre-LayerNorm weights flip smoothing into sharpening.
 """
@@ -41,7 +41,7 @@ class CurvePair:
 class Probes:
     random_init: CurvePair
     pretrained: CurvePair
-    pretrained_verdicts: list[str]   # per block: smoothing / sharpening / mixed
+    pretrained_verdicts: list[str]   # per block: sign_verdict of W_V W_O (weights only, no attention sample)
     theory: dict[str, float]         # case -> t_sim at the last layer
 
     def to_dict(self) -> dict:
@@ -101,7 +101,7 @@ def pretrained(lam: float = 0.6, sequences: int = 8, tokens: int = 128) -> tuple
     pair = CurvePair([analysis.tables[BASELINE].column("cos_sim")], [analysis.tables["neutreno"].column("cos_sim")],
                      lam, f"pretrained {loaded.name}, {analysis.sequences} x {analysis.tokens} tokens of {source}",
                      analysis.quality["neutreno"])
-    return pair, [layer.summary["verdict"] for layer in analysis.spectrum]
+    return pair, [layer.summary["sign_verdict"] for layer in analysis.spectrum]
 
 
 def theory() -> dict[str, float]:

@@ -250,7 +250,7 @@ def write_report(cells: list[CellResult], out: str | Path, probes: Probes | None
     if probes:
         files["probes.png"] = lambda p: plot_probes(probes, p)
         lines += ["## Without training", "", f"- G.3: {probes.random_init.source}",
-                  f"- G.9: {probes.pretrained.source}; W_V W_O verdicts per block: "
+                  f"- G.9: {probes.pretrained.source}; W_V W_O sign verdicts per block: "
                   + ", ".join(probes.pretrained_verdicts),
                   "- theory: t_sim after 64 layers of X <- X + A X H: "
                   + ", ".join(f"{k} {v:.3f}" for k, v in probes.theory.items()), "",

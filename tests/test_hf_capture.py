@@ -91,3 +91,34 @@ def test_unsupported_family_and_hook_are_usage_errors():
         layout(t5)
     with pytest.raises(UsageError, match="unknown hook"):
         capture(tiny_model("bert"), tiny_inputs("bert"), hooks=("resid_pre", "mlp_out"))
+
+
+@pytest.mark.parametrize("kind", FAMILIES)
+def test_norm_hooks_are_the_norms_inputs_and_outputs(kind):
+    model, inputs = tiny_model(kind), tiny_inputs(kind)
+    lay = layout(model)
+    post_ln, final = lay.family.out_norm is not None, lay.family.final_norm is not None
+    hooks = ("resid_mid", "resid_post", "mid_norm_out", *(("out_norm_in",) * post_ln),
+             *(("final_norm_out",) * final))
+    outputs, cache = capture(model, inputs, hooks=hooks)
+    for layer, (mid, normed) in enumerate(zip(cache.stack("resid_mid"), cache.stack("mid_norm_out"))):
+        torch.testing.assert_close(normed, lay.module(layer, "mid_norm")(mid), atol=0, rtol=0)
+    if post_ln:
+        for layer, (summed, post) in enumerate(zip(cache.stack("out_norm_in"), cache.stack("resid_post"))):
+            torch.testing.assert_close(lay.module(layer, "out_norm")(summed), post, atol=0, rtol=0)
+    if final:
+        torch.testing.assert_close(cache["hook_final_norm_out"], outputs.last_hidden_state, atol=0, rtol=0)
+        last = cache.stack("resid_post")[-1]
+        torch.testing.assert_close(cache["hook_final_norm_out"], lay.final_norm(last), atol=0, rtol=0)
+
+
+def test_norm_hooks_missing_from_a_family_are_usage_errors():
+    with pytest.raises(UsageError, match="GPT-2 models have no norm after the MLP residual add"):
+        capture(tiny_model("gpt2"), tiny_inputs("gpt2"), hooks=("out_norm_in",))
+    with pytest.raises(UsageError, match="BERT models have no final norm"):
+        capture(tiny_model("bert"), tiny_inputs("bert"), hooks=("final_norm_out",))
+    chunked = tiny_model("bert")
+    for block in layout(chunked).blocks:
+        block.chunk_size_feed_forward = 2
+    with pytest.raises(UsageError, match="chunk_size_feed_forward=0"):
+        capture(chunked, tiny_inputs("bert"), hooks=("out_norm_in",))

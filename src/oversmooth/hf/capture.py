@@ -16,6 +16,17 @@ For block ``l``:
   projection's input, where NeuTRENO and AttnScale act).
 - ``blocks.{l}.attn.hook_pattern`` ``[B, H, n, n]`` attention weights (only with ``pattern=True``;
   the model is switched to eager attention for that call).
+
+Norm hook points (``NORM_HOOKS``), captured only on request:
+
+- ``blocks.{l}.hook_mid_norm_out`` ``[B, n, d]`` output of the norm that reads ``resid_mid``
+  (``Family.mid_norm``). Post-LN: the normalised stream the MLP reads and adds to; pre-LN: the
+  MLP's input inside its branch (the stream itself stays ``resid_mid``).
+- ``blocks.{l}.hook_out_norm_in`` ``[B, n, d]`` post-LN only: the stream after the MLP residual
+  add (``mid_norm_out + mlp_out``), the input of the norm (``Family.out_norm``) whose output is
+  ``resid_post``.
+- ``hook_final_norm_out`` ``[B, n, d]`` one per model, families with a final norm only: the final
+  norm applied to the last block's ``resid_post``.
 """
 
 from __future__ import annotations
@@ -30,12 +41,16 @@ from oversmooth.errors import UsageError
 from oversmooth.hf.families import Layout, layout
 from oversmooth.hf.hooks import HookSet, first_input, first_output
 
-HOOKS = ("resid_pre", "attn_out", "resid_mid", "resid_post", "v", "z")
+HOOKS = ("resid_pre", "attn_out", "resid_mid", "resid_post", "v", "z")  # the default
+NORM_HOOKS = ("mid_norm_out", "out_norm_in", "final_norm_out")
+_NEEDS = {"out_norm_in": ("out_norm", "norm after the MLP residual add (post-LN only)"),
+          "final_norm_out": ("final_norm", "final norm")}  # hook -> the Family field it needs
 _ATTN_HOOKS = ("v", "z", "pattern")
 
 
 def hook_name(layer: int, hook: str) -> str:
-    """``blocks.3.hook_resid_post`` or ``blocks.3.attn.hook_v``."""
+    """``blocks.3.hook_resid_post`` or ``blocks.3.attn.hook_v`` (the one model-level hook point is
+    stored as ``hook_final_norm_out``)."""
     return f"blocks.{layer}.attn.hook_{hook}" if hook in _ATTN_HOOKS else f"blocks.{layer}.hook_{hook}"
 
 
@@ -92,6 +107,12 @@ def _register(lay: Layout, hooks: HookSet, wanted: Sequence[str], store: dict[st
             hooks.after(lay.module(layer, "value"), put("v", lambda args, out: lay.values_from(out)))
         if "pattern" in wanted:
             hooks.after(lay.module(layer, "attention"), put("pattern", lambda args, out: out[1]))
+        if "mid_norm_out" in wanted:
+            hooks.after(lay.module(layer, "mid_norm"), put("mid_norm_out", lambda args, out: out))
+        if "out_norm_in" in wanted:
+            hooks.before(lay.module(layer, "out_norm"), put("out_norm_in", lambda args: args[0]))
+    if "final_norm_out" in wanted:
+        hooks.after(lay.final_norm, lambda module, args, out: store.__setitem__("hook_final_norm_out", out))
 
 
 @torch.no_grad()
@@ -99,13 +120,20 @@ def capture(model, inputs: Mapping[str, Tensor], hooks: Sequence[str] = HOOKS,
             pattern: bool = False) -> tuple[object, ActivationCache]:
     """Run ``model(**inputs)`` once and return ``(outputs, cache)`` of the requested hook points.
 
-    ``inputs`` is what the tokenizer / image processor returns (``attention_mask`` is used as the
-    valid-token mask when present). Hooks are removed afterwards, also on error.
+    ``hooks`` are short names from ``HOOKS`` and ``NORM_HOOKS``. ``inputs`` is what the tokenizer /
+    image processor returns (``attention_mask`` is used as the valid-token mask when present).
+    Hooks are removed afterwards, also on error.
     """
-    unknown = sorted(set(hooks) - set(HOOKS))
+    unknown = sorted(set(hooks) - set(HOOKS) - set(NORM_HOOKS))
     if unknown:
-        raise UsageError(f"unknown hook point(s) {unknown}; choose from {', '.join(HOOKS)}")
+        raise UsageError(f"unknown hook point(s) {unknown}; choose from {', '.join(HOOKS + NORM_HOOKS)}")
     lay = layout(model)
+    for hook, (role, what) in _NEEDS.items():
+        if hook in hooks and getattr(lay.family, role) is None:
+            raise UsageError(f"hook point {hook}: {lay.family.name} models have no {what}")
+    if "out_norm_in" in hooks and any(getattr(block, "chunk_size_feed_forward", 0) for block in lay.blocks):
+        raise UsageError("hook point out_norm_in needs the feed-forward in one piece (BERT and RoBERTa "
+                         "normalise each chunk); load the model with chunk_size_feed_forward=0")
     wanted = (*hooks, "pattern") if pattern else tuple(hooks)
     store: dict[str, Tensor] = {}
     handles = HookSet()

@@ -10,6 +10,8 @@ point is defined through these modules, so no model source is copied:
 - ``mid_norm``: the norm whose input is the stream right after the attention residual add
   (``resid_mid``). Post-LN families (BERT, RoBERTa, DistilBERT) normalise that sum; pre-LN
   families normalise it before the MLP.
+- ``out_norm``: post-LN only (None for pre-LN): the norm whose input is the stream right after
+  the MLP residual add; its output is the block output.
 - ``pre_norm``: the norm in front of attention (pre-LN only; folded into the spectra).
 - ``attention``: the module returning ``(output, attention_weights)``; weights are only
   materialised with ``attn_implementation="eager"``.
@@ -37,6 +39,7 @@ class Family:
     out_proj: str
     mid_norm: str
     pre_norm: str | None
+    out_norm: str | None
     final_norm: str | None
     causal: bool
     modality: Literal["text", "image"]
@@ -51,12 +54,12 @@ class Family:
 _BERT_LIKE = dict(
     blocks="encoder.layer", attention="attention.self", value="attention.self.value",
     out_proj="attention.output.dense", mid_norm="attention.output.LayerNorm", pre_norm=None,
-    final_norm=None, causal=False, modality="text",
+    out_norm="output.LayerNorm", final_norm=None, causal=False, modality="text",
 )
 _VIT_LIKE = dict(
     blocks="layers", attention="attention", value="attention.v_proj", out_proj="attention.o_proj",
-    mid_norm="layernorm_after", pre_norm="layernorm_before", final_norm="layernorm", causal=False,
-    modality="image", hidden_states_last="before final norm",
+    mid_norm="layernorm_after", pre_norm="layernorm_before", out_norm=None, final_norm="layernorm",
+    causal=False, modality="image", hidden_states_last="before final norm",
 )
 
 FAMILIES: tuple[Family, ...] = (
@@ -64,15 +67,16 @@ FAMILIES: tuple[Family, ...] = (
     Family(name="RoBERTa", model_types=("roberta",), **_BERT_LIKE),
     Family(name="DistilBERT", model_types=("distilbert",), blocks="transformer.layer",
            attention="attention", value="attention.v_lin", out_proj="attention.out_lin",
-           mid_norm="sa_layer_norm", pre_norm=None, final_norm=None, causal=False, modality="text"),
+           mid_norm="sa_layer_norm", pre_norm=None, out_norm="output_layer_norm", final_norm=None,
+           causal=False, modality="text"),
     Family(name="GPT-2", model_types=("gpt2",), blocks="h", attention="attn", value="attn.c_attn",
-           out_proj="attn.c_proj", mid_norm="ln_2", pre_norm="ln_1", final_norm="ln_f", causal=True,
-           modality="text", fused_qkv=True, hidden_states_last="after final norm"),
+           out_proj="attn.c_proj", mid_norm="ln_2", pre_norm="ln_1", out_norm=None, final_norm="ln_f",
+           causal=True, modality="text", fused_qkv=True, hidden_states_last="after final norm"),
     Family(name="ViT", model_types=("vit",), **_VIT_LIKE),
     Family(name="DeiT", model_types=("deit",), **_VIT_LIKE),
     Family(name="Llama", model_types=("llama",), blocks="layers", attention="self_attn",
            value="self_attn.v_proj", out_proj="self_attn.o_proj", mid_norm="post_attention_layernorm",
-           pre_norm="input_layernorm", final_norm="norm", causal=True, modality="text",
+           pre_norm="input_layernorm", out_norm=None, final_norm="norm", causal=True, modality="text",
            hidden_states_last="after final norm"),
 )
 

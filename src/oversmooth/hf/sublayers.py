@@ -1,0 +1,120 @@
+"""Where token similarity rises and falls inside each block: ``cos_sim`` and ``t_sim`` before and
+after every sublayer and every norm that sits in the residual stream, from one capture pass.
+
+Numbering follows ``analyze``: state 0 is the embedding output, state ``l`` the output of block
+``l`` (1-based, before any final norm); a stage of block ``l`` moves the stream from state
+``l - 1`` towards state ``l``. Stages in stream order, with the hook point each one ends at:
+
+- pre-LN (GPT-2, ViT, DeiT, Llama): ``attention`` (-> ``resid_mid``), ``mlp`` (-> ``resid_post``).
+  Their norms sit inside the branches; only the final norm acts on the stream, as one more
+  stage ``final_norm`` of block L (state L -> ``hook_final_norm_out``).
+- post-LN (BERT, RoBERTa, DistilBERT): ``attention`` (-> ``resid_mid``, the sum before the norm),
+  ``attn_norm`` (-> ``mid_norm_out``), ``mlp`` (-> ``out_norm_in``, the sum before the norm),
+  ``mlp_norm`` (-> ``resid_post``).
+
+A stage's ``after`` is the next stage's ``before``, so the changes of block ``l`` add up to
+state ``l`` minus state ``l - 1`` (for block L of a pre-LN model: up to the final norm's output).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+from torch import Tensor
+
+from oversmooth.hf.capture import capture, hook_name
+from oversmooth.hf.families import layout
+from oversmooth.metrics import measure
+
+METRICS = ("cos_sim", "t_sim")
+KINDS = {"attention": "attention", "attn_norm": "norm", "mlp": "mlp", "mlp_norm": "norm",
+         "final_norm": "norm"}  # stage -> kind
+_PRE_LN = (("attention", "resid_mid"), ("mlp", "resid_post"))  # (stage, hook point it ends at)
+_POST_LN = (("attention", "resid_mid"), ("attn_norm", "mid_norm_out"), ("mlp", "out_norm_in"),
+            ("mlp_norm", "resid_post"))
+
+
+@dataclass(frozen=True)
+class StageChange:
+    """One stage of one block: means over sequences (undefined sequences skipped) of the measures
+    of its input (``before``) and output (``after``), and ``change = after - before``."""
+
+    layer: int
+    stage: str
+    cos_sim_before: float
+    cos_sim_after: float
+    cos_sim_change: float
+    t_sim_before: float
+    t_sim_after: float
+    t_sim_change: float
+
+    @property
+    def kind(self) -> str:
+        """``attention``, ``mlp`` or ``norm``."""
+        return KINDS[self.stage]
+
+
+@dataclass(frozen=True)
+class KindTotal:
+    """The summed changes of one kind of stage (``attention``, ``mlp`` or ``norm``) in one block."""
+
+    layer: int
+    kind: str
+    cos_sim_change: float
+    t_sim_change: float
+
+
+def sublayer_changes(model, inputs: Mapping[str, Tensor], exclude: Sequence[int] = ()) -> list[StageChange]:
+    """Every stage of every block of a loaded Hugging Face ``model`` on ``inputs``, in stream order.
+
+    ``inputs`` as for ``capture`` (``input_ids`` / ``attention_mask`` ``[B, n]``, or
+    ``pixel_values``); padding is never counted and ``exclude`` positions (e.g. ``(0,)`` for CLS)
+    are left out of every measure. One forward pass.
+
+    >>> import torch
+    >>> from transformers import BertConfig, BertModel
+    >>> model = BertModel(BertConfig(hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
+    ...                              intermediate_size=8, vocab_size=10)).eval()
+    >>> rows = sublayer_changes(model, {"input_ids": torch.tensor([[1, 2, 3, 4]])})
+    >>> [(row.layer, row.stage) for row in rows]
+    [(1, 'attention'), (1, 'attn_norm'), (1, 'mlp'), (1, 'mlp_norm')]
+    >>> rows[0].t_sim_after == rows[1].t_sim_before
+    True
+    """
+    family = layout(model).family
+    chain = _PRE_LN if family.out_norm is None else _POST_LN
+    final = ("final_norm_out",) if family.final_norm else ()
+    _, cache = capture(model, inputs, hooks=("resid_pre", *(hook for _, hook in chain), *final))
+    states, stages = [cache[hook_name(0, "resid_pre")]], []
+    for block in range(cache.layers):
+        for stage, hook in chain:
+            states.append(cache[hook_name(block, hook)])
+            stages.append((block + 1, stage))
+    if final:
+        states.append(cache["hook_final_norm_out"])
+        stages.append((cache.layers, "final_norm"))
+    means = measure(states, cache.mask, exclude=exclude, metrics=METRICS).rows
+    return [_change(layer, stage, before, after)
+            for (layer, stage), before, after in zip(stages, means, means[1:])]
+
+
+def _change(layer: int, stage: str, before: dict[str, float], after: dict[str, float]) -> StageChange:
+    values = {}
+    for metric in METRICS:
+        values |= {f"{metric}_before": before[metric], f"{metric}_after": after[metric],
+                   f"{metric}_change": after[metric] - before[metric]}
+    return StageChange(layer=layer, stage=stage, **values)
+
+
+def block_totals(rows: Sequence[StageChange]) -> list[KindTotal]:
+    """Per block, the changes summed by kind: ``attention``, ``mlp``, ``norm`` (kinds without a
+    stage in that block are left out). A pre-LN model's final norm counts as norm of block L."""
+    sums: dict[tuple[int, str], list[float]] = {}
+    for row in rows:
+        total = sums.setdefault((row.layer, row.kind), [0.0, 0.0])
+        total[0] += row.cos_sim_change
+        total[1] += row.t_sim_change
+    order = ("attention", "mlp", "norm")
+    return [KindTotal(layer, kind, *sums[layer, kind])
+            for layer, kind in sorted(sums, key=lambda key: (key[0], order.index(key[1])))]

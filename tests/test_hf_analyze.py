@@ -23,7 +23,12 @@ def test_text_analysis_writes_every_output(kind, tmp_path, capsys):
     out = tmp_path / "out"
     assert main(["analyze", str(model_dir), "--text", TEXT, "--out", str(out), *FAST]) == 0
     printed = capsys.readouterr().out
-    assert "cos:neutreno" in printed and "verdict" in printed
+    assert "cos:neutreno" in printed and "verdict" in printed and "dcos:attn" in printed
+    assert "predicted" not in printed
+    stages = list(csv.DictReader(open(out / "sublayers.csv")))
+    assert len(stages) == {"bert": 2 * 4, "gpt2": 2 * 2 + 1, "llama": 2 * 2 + 1}[kind]
+    assert {r["method"] for r in csv.DictReader(open(out / "quality.csv"))} == {
+        "baseline", "neutreno", "deescalate", "attnscale", "featscale"}
     rows = list(csv.DictReader(open(out / "metrics.csv")))
     assert len(rows) == 5 * 3  # (baseline + 4 methods) x (embeddings + 2 blocks)
     assert {r["method"] for r in rows} == {"baseline", "neutreno", "deescalate", "attnscale", "featscale"}
@@ -34,7 +39,7 @@ def test_text_analysis_writes_every_output(kind, tmp_path, capsys):
     dynamics = spectrum["layers"][0]["dynamics"]
     assert dynamics["verdict"] in ("smoothing", "sharpening", "mixed") and dynamics["sequences"] == 2
     assert len(dynamics["heads"]) == 4 and len(dynamics["o"]) == 2
-    for name in ("cos_sim.png", "t_sim.png", "attn_lambda2.png", "report.md"):
+    for name in ("cos_sim.png", "t_sim.png", "attn_lambda2.png", "sublayers.png", "report.md"):
         assert (out / name).stat().st_size > 0
     assert "NeuTRENO (lam=0.6)" in (out / "report.md").read_text()
 

@@ -30,6 +30,7 @@ from oversmooth.hf.families import Layout, layout
 from oversmooth.hf.frontier import FrontierPoint, Sweep
 from oversmooth.hf.patch import check_method, patch, resolve_knobs, unpatch
 from oversmooth.hf.quality import Budget, Quality, QualityProbe, Task
+from oversmooth.hf.sublayers import StageChange, changes_from_cache, stage_hooks
 from oversmooth.errors import UsageError
 from oversmooth.metrics import ATTENTION_METRICS, METRICS, MetricTable, measure
 from oversmooth.metrics.suite import RANK_METRICS
@@ -75,6 +76,7 @@ class Analysis:
     task: Task
     budget: Budget
     quality: dict[str, Quality]  # BASELINE and each method
+    sublayers: list[StageChange]  # unpatched: similarity before / after each sublayer and norm
     frontier: list[FrontierPoint] = field(default_factory=list)
 
 
@@ -90,13 +92,14 @@ def setting_text(knobs: dict) -> str:
     return ",".join(f"{name}={text(value)}" for name, value in knobs.items())
 
 
-def _stream_table(model, inputs: dict[str, Tensor], settings: AnalysisSettings) -> tuple[MetricTable, object, int]:
-    """The metrics of every stream state, the forward pass's outputs, and the token positions."""
-    outputs, cache = capture(model, inputs, hooks=("resid_pre", "resid_post"))
+def _stream_table(model, inputs: dict[str, Tensor], settings: AnalysisSettings,
+                  hooks: tuple[str, ...] = ()) -> tuple[MetricTable, object, ActivationCache]:
+    """The metrics of every stream state, the forward pass's outputs, and its capture (with
+    ``hooks`` beside the stream)."""
+    outputs, cache = capture(model, inputs, hooks=("resid_pre", "resid_post", *hooks))
     states, mask, sample = cache.stream(), cache.mask, settings.rank_sequences
-    tokens = int(mask.shape[1])
     if sample is None or sample >= mask.shape[0]:
-        return measure(states, mask, exclude=settings.exclude), outputs, tokens
+        return measure(states, mask, exclude=settings.exclude), outputs, cache
     table = measure(states, mask, exclude=settings.exclude,
                     metrics=[m for m in METRICS if m not in RANK_METRICS])
     ranks = measure([s[:sample] for s in states], mask[:sample], exclude=settings.exclude,
@@ -105,7 +108,7 @@ def _stream_table(model, inputs: dict[str, Tensor], settings: AnalysisSettings) 
     table.metrics = (*table.metrics, *RANK_METRICS)
     table.notes["rank_sequences"] = (f"{', '.join(RANK_METRICS)}: first {sample} of {table.sequences} "
                                      "sequences")
-    return table, outputs, tokens
+    return table, outputs, cache
 
 
 def attention_subset(inputs: dict[str, Tensor], sequences: int, tokens: int) -> dict[str, Tensor]:
@@ -178,9 +181,11 @@ def run_analysis(model, inputs: dict[str, Tensor], settings: AnalysisSettings = 
     sample = _attention_sample(model, inputs, settings)  # before patching: the unpatched attention
     with ThreadPoolExecutor(1, thread_name_prefix="oversmooth-diagnose") as background:
         diagnosing = background.submit(_diagnose, lay, sample, settings.exclude)
-        baseline, outputs, tokens = _stream_table(model, inputs, settings)
+        baseline, outputs, cache = _stream_table(model, inputs, settings, stage_hooks(lay.family))
         base_seen = probe.observe(model, outputs)
-        del outputs
+        sublayers = changes_from_cache(cache, lay.family, settings.exclude)
+        tokens = int(cache.mask.shape[1])
+        del outputs, cache
         tables = {BASELINE: baseline}
         quality = {BASELINE: probe.judge(BASELINE, "", base_seen, base_seen, settings.budget)}
         step(BASELINE)
@@ -203,5 +208,6 @@ def run_analysis(model, inputs: dict[str, Tensor], settings: AnalysisSettings = 
         last_state="before the final norm" if lay.family.final_norm else "no final norm (post-LN blocks)",
         sequences=baseline.sequences, tokens=tokens, tables=tables, knobs=knobs,
         attention=attention, attention_shape=(0, 0) if sample is None else tuple(sample.mask.shape),
-        spectrum=diagnosis, task=probe.task, budget=settings.budget, quality=quality, frontier=frontier,
+        spectrum=diagnosis, task=probe.task, budget=settings.budget, quality=quality, sublayers=sublayers,
+        frontier=frontier,
     )

@@ -8,12 +8,14 @@ from __future__ import annotations
 import csv
 import json
 import math
+from dataclasses import asdict
 from pathlib import Path
 
 from oversmooth.atomic import atomic_directory
 from oversmooth.hf.analysis import BASELINE, Analysis, setting_text
 from oversmooth.hf.frontier import best_within_budget, frontier_rows, quality_loss
 from oversmooth.hf.quality import QualityRow, ratio_text, similarity_verdict
+from oversmooth.hf.sublayers import block_totals
 from oversmooth.metrics import ATTENTION_METRICS, METRICS
 from oversmooth.metrics.suite import RANK_METRICS
 from oversmooth.plotting import figure, save_png
@@ -21,6 +23,7 @@ from oversmooth.plotting import figure, save_png
 SHORT = {BASELINE: "base", "neutreno": "neutreno", "deescalate": "deesc", "attnscale": "attnsc",
          "featscale": "featsc"}
 BROKEN_MARK = "!"
+SUBLAYER_COLUMNS = {"attention": "dcos:attn", "mlp": "dcos:mlp", "norm": "dcos:norm"}  # per kind of stage
 QUALITY_COLUMNS = ("method", "setting", "measure", "value", "baseline", "ratio", "within_budget")
 
 
@@ -34,11 +37,17 @@ def _attention_row(analysis: Analysis, layer: int) -> dict:
     return next((row for row in analysis.attention.rows if row["layer"] == layer), {})
 
 
-def _verdict(analysis: Analysis, layer: int) -> tuple[str, str]:
-    """(dynamics verdict, '-') of the block that makes state ``layer``; '-' for layer 0 and
-    without an attention sample."""
+def _verdict(analysis: Analysis, layer: int) -> str:
+    """The dynamics verdict of the block that makes state ``layer``; '-' for layer 0 and without
+    an attention sample."""
     dynamics = analysis.spectrum[layer - 1].dynamics if layer else None
-    return (dynamics["verdict"] if dynamics else "-"), "-"
+    return dynamics["verdict"] if dynamics else "-"
+
+
+def _sublayer_cells(analysis: Analysis, layer: int) -> list[str]:
+    """The change of cos_sim across block ``layer``'s attention, MLP and norms (``'-'`` where none)."""
+    totals = {t.kind: t.cos_sim_change for t in block_totals(analysis.sublayers) if t.layer == layer}
+    return [f"{totals[kind]:+.3f}" if kind in totals else "-" for kind in SUBLAYER_COLUMNS]
 
 
 def _column_name(analysis: Analysis, method: str) -> str:
@@ -56,15 +65,16 @@ def _aligned(header: list[str], lines: list[list[str]], left: int = 0) -> str:
 
 def format_table(analysis: Analysis) -> str:
     """cos_sim per method side by side (``!`` = outside the quality budget), baseline t_sim and
-    |lambda_2|, the spectral verdict; then the quality block and the static-NeuTRENO line."""
+    |lambda_2|, the block's verdict and the change of cos_sim across its attention, MLP and norms;
+    then the quality block and the static-NeuTRENO line."""
     methods = list(analysis.tables)
-    header = ["layer", *(_column_name(analysis, m) for m in methods), "t_sim", "|l2|", "verdict", "predicted"]
+    header = ["layer", *(_column_name(analysis, m) for m in methods), "t_sim", "|l2|", "verdict",
+              *SUBLAYER_COLUMNS.values()]
     lines = []
     for layer, base in enumerate(analysis.tables[BASELINE].rows):
-        verdict, predicted = _verdict(analysis, layer)
         lines.append([str(layer), *(_fmt(analysis.tables[m].rows[layer]["cos_sim"]) for m in methods),
                       _fmt(base["t_sim"]), _fmt(_attention_row(analysis, layer).get("attn_lambda2")),
-                      verdict, predicted])
+                      _verdict(analysis, layer), *_sublayer_cells(analysis, layer)])
     parts = [_aligned(header, lines), "", format_quality(analysis)]
     claim = late_layer_claim(analysis)
     return "\n".join([*parts, claim] if claim else parts)
@@ -254,8 +264,27 @@ def plotted_metrics(analysis: Analysis) -> list[str]:
 def written_files(analysis: Analysis) -> list[str]:
     """Every file ``write_report`` writes, in order."""
     frontier = ["frontier.csv", "frontier.png"] if analysis.frontier else []
-    return ["metrics.csv", "quality.csv", "spectrum.json", *frontier,
+    return ["metrics.csv", "quality.csv", "sublayers.csv", "spectrum.json", *frontier, "sublayers.png",
             *(f"{m}.png" for m in plotted_metrics(analysis)), "report.md"]
+
+
+def plot_sublayers(analysis: Analysis, path: Path) -> None:
+    """Per block, the change of cos_sim and of t_sim across its attention, MLP and norms (bars)."""
+    plt, fig, axes = figure(1, 2, 10, 3.4)
+    totals = block_totals(analysis.sublayers)
+    blocks = sorted({t.layer for t in totals})
+    width = 0.8 / len(SUBLAYER_COLUMNS)
+    for ax, metric in zip(axes[0], ("cos_sim", "t_sim")):
+        for i, kind in enumerate(SUBLAYER_COLUMNS):
+            change = {t.layer: getattr(t, f"{metric}_change") for t in totals if t.kind == kind}
+            ax.bar([b + (i - 1) * width for b in blocks], [change.get(b, 0.0) for b in blocks], width, label=kind)
+        ax.axhline(0, color="black", linewidth=0.8)
+        ax.set_xticks(blocks)
+        ax.set_xlabel("block")
+        ax.set_ylabel(f"change of {metric}")
+        ax.grid(alpha=0.3, axis="y")
+    axes[0][0].legend(fontsize=8)
+    save_png(plt, fig, path)
 
 
 def quality_rows(analysis: Analysis) -> list[dict]:
@@ -276,6 +305,8 @@ def write_report(analysis: Analysis, out: str | Path, meta: dict) -> Path:
     with atomic_directory(out) as staging:
         _write_csv(staging / "metrics.csv", csv_rows(analysis))
         _write_csv(staging / "quality.csv", quality_rows(analysis))
+        _write_csv(staging / "sublayers.csv", [asdict(row) for row in analysis.sublayers])
+        plot_sublayers(analysis, staging / "sublayers.png")
         (staging / "spectrum.json").write_text(json.dumps(spectrum_document(analysis), indent=1))
         if analysis.frontier:
             _write_csv(staging / "frontier.csv", frontier_rows(analysis.frontier))

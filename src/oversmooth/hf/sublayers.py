@@ -23,8 +23,8 @@ from typing import Mapping, Sequence
 
 from torch import Tensor
 
-from oversmooth.hf.capture import capture, hook_name
-from oversmooth.hf.families import layout
+from oversmooth.hf.capture import ActivationCache, capture, hook_name
+from oversmooth.hf.families import Family, layout
 from oversmooth.metrics import measure
 
 METRICS = ("cos_sim", "t_sim")
@@ -65,6 +65,28 @@ class KindTotal:
     t_sim_change: float
 
 
+def stage_hooks(family: Family) -> tuple[str, ...]:
+    """The hook points ``changes_from_cache`` needs beside ``resid_pre``, for ``capture(hooks=...)``."""
+    chain = _PRE_LN if family.out_norm is None else _POST_LN
+    return (*(hook for _, hook in chain), *(("final_norm_out",) if family.final_norm else ()))
+
+
+def changes_from_cache(cache: ActivationCache, family: Family, exclude: Sequence[int] = ()) -> list[StageChange]:
+    """Every stage of every block from a capture that holds ``resid_pre`` and ``stage_hooks(family)``."""
+    chain = _PRE_LN if family.out_norm is None else _POST_LN
+    states, stages = [cache[hook_name(0, "resid_pre")]], []
+    for block in range(cache.layers):
+        for stage, hook in chain:
+            states.append(cache[hook_name(block, hook)])
+            stages.append((block + 1, stage))
+    if family.final_norm:
+        states.append(cache["hook_final_norm_out"])
+        stages.append((cache.layers, "final_norm"))
+    means = measure(states, cache.mask, exclude=exclude, metrics=METRICS).rows
+    return [_change(layer, stage, before, after)
+            for (layer, stage), before, after in zip(stages, means, means[1:])]
+
+
 def sublayer_changes(model, inputs: Mapping[str, Tensor], exclude: Sequence[int] = ()) -> list[StageChange]:
     """Every stage of every block of a loaded Hugging Face ``model`` on ``inputs``, in stream order.
 
@@ -83,20 +105,8 @@ def sublayer_changes(model, inputs: Mapping[str, Tensor], exclude: Sequence[int]
     True
     """
     family = layout(model).family
-    chain = _PRE_LN if family.out_norm is None else _POST_LN
-    final = ("final_norm_out",) if family.final_norm else ()
-    _, cache = capture(model, inputs, hooks=("resid_pre", *(hook for _, hook in chain), *final))
-    states, stages = [cache[hook_name(0, "resid_pre")]], []
-    for block in range(cache.layers):
-        for stage, hook in chain:
-            states.append(cache[hook_name(block, hook)])
-            stages.append((block + 1, stage))
-    if final:
-        states.append(cache["hook_final_norm_out"])
-        stages.append((cache.layers, "final_norm"))
-    means = measure(states, cache.mask, exclude=exclude, metrics=METRICS).rows
-    return [_change(layer, stage, before, after)
-            for (layer, stage), before, after in zip(stages, means, means[1:])]
+    _, cache = capture(model, inputs, hooks=("resid_pre", *stage_hooks(family)))
+    return changes_from_cache(cache, family, exclude)
 
 
 def _change(layer: int, stage: str, before: dict[str, float], after: dict[str, float]) -> StageChange:

@@ -98,3 +98,12 @@ def save_tiny_with_head(kind: str, folder, seed: int = 0):
         tokenizer.add_special_tokens({"mask_token": "[MASK]"}) if kind == "bert" else None
         tokenizer.save_pretrained(folder)
     return folder
+
+
+def write_images(folder, count: int, size: tuple[int, int] = (16, 16)):
+    """``count`` solid-colour RGB PNGs of ``size`` (width, height) in a new ``folder``; returns it."""
+    from PIL import Image
+    folder.mkdir()
+    for i in range(count):
+        Image.new("RGB", size, (50 * i, 90, 200 - 40 * i)).save(folder / f"{i}.png")
+    return folder

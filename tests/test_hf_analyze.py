@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from hf_tiny import WORDS, save_tiny
+from hf_tiny import WORDS, save_tiny, write_images
 from oversmooth.cli import main
 
 TEXT = " ".join(WORDS * 3)
@@ -45,12 +45,8 @@ def test_text_analysis_writes_every_output(kind, tmp_path, capsys):
 
 
 def test_image_folder_analysis(tmp_path):
-    from PIL import Image
     model_dir = save_tiny("vit", tmp_path / "vit")
-    images = tmp_path / "images"
-    images.mkdir()
-    for i in range(3):
-        Image.new("RGB", (20, 24), (40 * i, 90, 200 - 50 * i)).save(images / f"{i}.png")
+    images = write_images(tmp_path / "images", 3, size=(20, 24))
     out = tmp_path / "out"
     assert main(["analyze", str(model_dir), "--images", str(images), "--methods", "neutreno",
                  "--lam", "0.4", "--out", str(out)]) == 0

@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from hf_tiny import WORDS, save_tiny, save_tiny_with_head
+from hf_tiny import WORDS, save_tiny, save_tiny_with_head, write_images
 from oversmooth.cli import main
 
 TEXT = " ".join(WORDS * 4)
@@ -102,21 +102,16 @@ def test_masking_skips_padding_and_special_tokens():
 
 def test_classifier_agreement_and_kl(tmp_path):
     """Top-1 agreement and KL(unpatched || patched) against torch.nn.functional.kl_div."""
-    from PIL import Image
     import transformers
 
     import oversmooth
-    from oversmooth.hf.inputs import image_batch
+    from oversmooth.hf.inputs import image_batch, read_images
     model_dir = save_tiny_with_head("vit", tmp_path / "model")
-    images = tmp_path / "images"
-    images.mkdir()
-    for i in range(4):
-        Image.new("RGB", (16, 16), (60 * i, 90, 200 - 40 * i)).save(images / f"{i}.png")
+    images = write_images(tmp_path / "images", 4)
     out = tmp_path / "out"
     assert main(["analyze", str(model_dir), "--images", str(images), "--methods", "deescalate", "--tau", "1",
                  "--out", str(out), "--attention-sequences", "0"]) == 0
     model = transformers.ViTForImageClassification.from_pretrained(model_dir).eval()
-    from oversmooth.hf.inputs import read_images
     batch = image_batch(read_images(str(images), 4)[0], 16, (0.5,) * 3, (0.5,) * 3)
     with torch.no_grad():
         base = model(**batch).logits.double()

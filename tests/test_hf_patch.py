@@ -118,4 +118,7 @@ def test_patch_with_a_head_model_and_bad_requests():
         patch(model, "neutreno", lam=-1.0)
     with pytest.raises(UsageError, match="omega must be one number or 4"):
         patch(model, "attnscale", omega=[1.0, 2.0])
+    with torch.no_grad():  # the failed patches left no hook behind: the model is the original
+        assert torch.equal(model(**inputs).logits, base)
+    assert not any(m._forward_hooks or m._forward_pre_hooks for m in model.modules())
     assert set(DEFAULT_KNOBS) == set(METHODS)

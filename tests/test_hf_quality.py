@@ -179,7 +179,7 @@ def test_default_sweep_covers_every_method(tmp_path):
     (["--budget", "kl=nan"], "finite"),
     (["--sweep", "neutreno:lam"], "bad sweep"),
     (["--sweep", "neutreno:tau=0.1"], "no knob 'tau'"),
-    (["--sweep", "neutreno:lam=-1"], "lambda must be >= 0"),
+    (["--sweep", "neutreno:lam=-1"], "lambda must be a finite number >= 0"),
     (["--sweep", "magic:x=1"], "unknown method"),
     (["--methods", "none", "--sweep"], "there are none"),
 ])

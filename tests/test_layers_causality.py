@@ -26,7 +26,7 @@ def make_scales_nonzero(model):
 @pytest.mark.parametrize("norm", ["pre", "post"])
 @pytest.mark.parametrize("spec, placement", CASES)
 def test_lm_is_causal(spec, placement, norm):
-    mitigation = MitigationConfig.parse(spec, deescalate_at=placement)
+    mitigation = MitigationConfig.parse(spec, **({"deescalate_at": placement} if "deescalate" in spec else {}))
     lm = CausalLM(CausalLMConfig.preset("lm-cpu", depth=3, norm=norm, mitigation=mitigation)).eval()
     make_scales_nonzero(lm)
     g = torch.Generator().manual_seed(0)

@@ -27,6 +27,9 @@ def test_parse_and_round_trip():
     ("value_residual", dict(value_mix=2.0), "value_mix"),
     ("neutreno+neutreno", {}, "twice"),
     ("neutreno", dict(alpha=1.0), "valid"),
+    ("neutreno", dict(lam=float("inf")), "finite"),
+    ("softmax", dict(tau=0.5), "tau is a knob of deescalate, which softmax does not use"),
+    ("neutreno+featscale", dict(spectral="sharpen"), "spectral is a knob of spectral"),
 ])
 def test_bad_settings_raise_usage_errors_naming_the_fix(spec, knobs, words):
     with pytest.raises(UsageError, match=words):

@@ -31,7 +31,7 @@ def test_unwritable_out_dir_is_a_usage_error(tmp_path, capsys):
     (tmp_path / "file").write_text("not a folder")
     args = ["--task", "synthetic", "--model", "vit", "--out", str(tmp_path / "file" / "run")]
     assert main([*BASE, *args]) == 2
-    assert "cannot write to --out" in capsys.readouterr().err
+    assert "is a file, not a folder" in capsys.readouterr().err
 
 
 def test_missing_fmnist_files_is_a_usage_error(tmp_path, capsys):
@@ -46,7 +46,7 @@ def test_a_finished_run_is_not_overwritten_without_resume(tmp_path, capsys):
     assert main([*BASE, *args]) == 0
     assert "test_perplexity" in capsys.readouterr().out
     assert sorted(p.name for p in (tmp_path / "run").iterdir()) == [
-        "checkpoint.pt", "metrics.jsonl", "model", "results.json"]
+        ".lock", "checkpoint.pt", "metrics.jsonl", "model", "results.json"]
     trained = (tmp_path / "run" / "model" / "model.safetensors").read_bytes()
     assert main([*BASE, *args]) == 2
     assert "--resume auto" in capsys.readouterr().err

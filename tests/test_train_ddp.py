@@ -42,3 +42,42 @@ def test_two_processes_match_one_at_the_same_global_batch(tmp_path):
     records = [json.loads((tmp_path / d / "metrics.jsonl").read_text()) for d in ("one", "two")]
     assert records[0]["train_loss"] == pytest.approx(records[1]["train_loss"], rel=1e-5)
     assert len(records[1]["layers"]) == 2
+
+
+@pytest.mark.slow
+def test_workers_stop_when_the_torchrun_agent_is_killed(tmp_path):
+    """SIGKILL the torchrun agent mid-training: its two workers exit within seconds."""
+    import signal
+    import time
+    env = {**os.environ, "PYTHONPATH": f"{SRC}{os.pathsep}{os.environ.get('PYTHONPATH', '')}", "OMP_NUM_THREADS": "1"}
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+               *TRAIN, "--epochs", "200", "--out", str(tmp_path / "run")]  # the last --epochs wins
+    agent = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 120
+    workers: list[int] = []
+    while len(workers) < 2 and time.time() < deadline:
+        time.sleep(0.5)
+        found = subprocess.run(["pgrep", "-P", str(agent.pid)], capture_output=True, text=True).stdout.split()
+        workers = [int(pid) for pid in found]
+    assert len(workers) == 2, "torchrun did not start its workers"
+    while not (tmp_path / "run" / "metrics.jsonl").exists() and time.time() < deadline:
+        time.sleep(0.5)  # until the workers are set up and training
+    assert (tmp_path / "run" / "metrics.jsonl").exists(), "training did not start"
+    agent.send_signal(signal.SIGKILL)
+    agent.wait()
+    deadline = time.time() + 30
+    alive = workers
+    while alive and time.time() < deadline:
+        time.sleep(0.5)
+        alive = [pid for pid in workers if _running(pid)]
+    for pid in alive:  # do not leave them behind if the test fails
+        os.kill(pid, signal.SIGKILL)
+    assert not alive, f"workers {alive} outlived their agent"
+
+
+def _running(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().split()[2]
+    except OSError:
+        return False
+    return state != "Z"

@@ -1,9 +1,15 @@
-"""Atomic file writes: a killed or failed run never leaves a half-written file behind."""
+"""Atomic file writes: a killed or failed run never leaves a half-written file behind.
+
+Each write goes to a temporary ``.NAME.PID.XXXX.tmp`` beside its target and is renamed over it
+only when complete. A process killed mid-write leaves its temporary behind; the next write of
+the same target removes it once its process ``PID`` is gone.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -14,6 +20,47 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process: alive
+        return True
+    return True
+
+
+def _temporary(path: Path) -> tuple[str, str]:
+    """``(prefix, suffix)`` of this process's temporaries for ``path``."""
+    return f".{path.name}.{os.getpid()}.", ".tmp"
+
+
+def remove_stale_temporaries(path: str | os.PathLike) -> list[Path]:
+    """Remove the temporaries that killed writers of ``path`` left beside it; returns them.
+
+    >>> import tempfile, pathlib
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> (folder / ".a.txt.999999999.x1.tmp").write_text("half")
+    4
+    >>> [p.name for p in remove_stale_temporaries(folder / "a.txt")]
+    ['.a.txt.999999999.x1.tmp']
+    """
+    path = Path(path)
+    pattern = re.compile(rf"^\.{re.escape(path.name)}\.(\d+)\.[^/]*\.tmp$")
+    removed = []
+    with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+        for item in path.parent.iterdir():
+            found = pattern.match(item.name)
+            if found and not _alive(int(found.group(1))):
+                if item.is_dir() and not item.is_symlink():
+                    shutil.rmtree(item, ignore_errors=True)
+                else:
+                    with contextlib.suppress(FileNotFoundError):
+                        item.unlink()
+                removed.append(item)
+    return removed
 
 
 @contextlib.contextmanager
@@ -29,7 +76,9 @@ def atomic_write(path: str | os.PathLike, mode: str = "w") -> Iterator[IO]:
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    remove_stale_temporaries(path)
+    prefix, suffix = _temporary(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=prefix, suffix=suffix)
     try:
         with os.fdopen(fd, mode) as handle:
             yield handle
@@ -51,7 +100,9 @@ def atomic_directory(path: str | os.PathLike) -> Iterator[Path]:
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"))
+    remove_stale_temporaries(path)
+    prefix, suffix = _temporary(path)
+    staging = Path(tempfile.mkdtemp(dir=path.parent, prefix=prefix, suffix=suffix))
     try:
         yield staging
         path.mkdir(exist_ok=True)

@@ -32,7 +32,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"oversmooth {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
-        importlib.import_module(f"{__name__}.{info.name}").register(subparsers)
+        if not info.name.startswith("_"):  # _arguments: shared argument types, no subcommand
+            importlib.import_module(f"{__name__}.{info.name}").register(subparsers)
     return parser
 
 
@@ -53,3 +54,9 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # e.g. `oversmooth metrics --json | head`: the reader stopped early
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
         return 141
+    except OSError as error:  # a full disk, a folder gone or made read-only while we ran
+        where = f" ({error.filename})" if error.filename else ""
+        print(f"oversmooth {args.command}: error: cannot read or write{where}: {error.strerror or error}; "
+              "free some space or choose another path (files written so far are whole: writes are atomic)",
+              file=sys.stderr)
+        return 2

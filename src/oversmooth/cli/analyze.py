@@ -9,7 +9,7 @@ import shlex
 import sys
 from dataclasses import replace
 
-from oversmooth.cli.metrics import parse_positions
+from oversmooth.cli._arguments import finite_float, positions
 
 DEFAULT_METHODS = "neutreno,deescalate,attnscale,featscale"
 KNOB_FLAGS = {"lam": "neutreno", "tau": "deescalate", "omega": "attnscale", "s_dc": "featscale",
@@ -43,11 +43,11 @@ def register(subparsers) -> None:
                         help="folder of images (default for vision models: Fashion-MNIST test images)")
     parser.add_argument("--methods", default=DEFAULT_METHODS, metavar="LIST",
                         help=f"comma-separated mitigations to compare, or 'none' (default: {DEFAULT_METHODS})")
-    parser.add_argument("--lam", type=float, help="NeuTRENO lambda (default 0.6)")
-    parser.add_argument("--tau", type=float, help="de-escalation tau in [0, 1] (default 0.5)")
-    parser.add_argument("--omega", type=float, help="AttnScale omega, all heads (default 0.5)")
-    parser.add_argument("--s-dc", dest="s_dc", type=float, help="FeatScale DC scale (default -0.5)")
-    parser.add_argument("--s-hc", dest="s_hc", type=float, help="FeatScale high-frequency scale (default 0.5)")
+    parser.add_argument("--lam", type=finite_float, help="NeuTRENO lambda (default 0.6)")
+    parser.add_argument("--tau", type=finite_float, help="de-escalation tau in [0, 1] (default 0.5)")
+    parser.add_argument("--omega", type=finite_float, help="AttnScale omega, all heads (default 0.5)")
+    parser.add_argument("--s-dc", dest="s_dc", type=finite_float, help="FeatScale DC scale (default -0.5)")
+    parser.add_argument("--s-hc", dest="s_hc", type=finite_float, help="FeatScale high-frequency scale (default 0.5)")
     parser.add_argument("--max-sequences", type=_count, default=8, metavar="N",
                         help="sequences (text chunks or images) to measure (default 8)")
     parser.add_argument("--max-length", type=_count, default=128, metavar="N",
@@ -59,7 +59,7 @@ def register(subparsers) -> None:
     parser.add_argument("--rank-sequences", type=_count, default=8, metavar="N",
                         help="effective / stable rank (a full eigensolve per sequence, the costly "
                              "part) on the first N sequences only; 0 = every sequence (default 8)")
-    parser.add_argument("--exclude", type=_positions, default=None, metavar="POS|none",
+    parser.add_argument("--exclude", type=positions, default=None, metavar="POS|none",
                         help="token positions to leave out of the similarity measures, e.g. 0 for CLS; "
                              "'none' counts every position (default: 0 for causal LMs, whose first "
                              "token is a huge-norm attention sink; none otherwise)")
@@ -75,10 +75,6 @@ def register(subparsers) -> None:
     parser.add_argument("--out", default="runs/analyze", metavar="DIR",
                         help="output folder (default runs/analyze)")
     parser.set_defaults(run=run)
-
-
-def _positions(text: str) -> tuple[int, ...]:
-    return () if text.strip() == "none" else parse_positions(text)
 
 
 def parse_sweeps(specs: list[str] | None, methods: tuple[str, ...]):
@@ -140,8 +136,10 @@ def run(args: argparse.Namespace) -> int:
     from oversmooth.hf.inputs import image_batch, model_max_length, read_images, read_text, text_batch
     from oversmooth.hf.load import load
     from oversmooth.hf.quality import Budget
+    from oversmooth.outputs import check_output_dir
     from oversmooth.hf.report import format_frontier, format_table, written_files, write_report
 
+    check_output_dir(args.out)
     methods = parse_methods(args.methods)
     sweeps = parse_sweeps(args.sweep, methods)
     if args.sweep is not None and not sweeps:

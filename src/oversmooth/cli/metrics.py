@@ -4,12 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-
-def parse_positions(text: str) -> tuple[int, ...]:
-    try:
-        return tuple(int(p) for p in text.split(",") if p.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"positions must be integers like 0 or 0,-1, got {text!r}") from None
+from oversmooth.cli._arguments import positions
 
 
 def register(subparsers) -> None:
@@ -21,7 +16,7 @@ def register(subparsers) -> None:
     parser.add_argument("file", help="the hidden states file")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.add_argument("--out", metavar="CSV", help="also write the table to this CSV file")
-    parser.add_argument("--exclude", type=parse_positions, default=(), metavar="POS",
+    parser.add_argument("--exclude", type=positions, default=(), metavar="POS",
                         help="token positions to leave out, e.g. 0 for CLS (comma-separated)")
     parser.add_argument("--metrics", default=None, metavar="NAMES",
                         help="comma-separated subset (default: all)")
@@ -31,7 +26,10 @@ def register(subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     from oversmooth.metrics import METRICS, measure
     from oversmooth.metrics.files import load_hidden_states
+    from oversmooth.outputs import check_output_file
 
+    if args.out:
+        check_output_file(args.out)
     states, mask = load_hidden_states(args.file)
     names = tuple(args.metrics.split(",")) if args.metrics else METRICS
     table = measure(states, mask, exclude=args.exclude, hook=f"file {args.file}", metrics=names)

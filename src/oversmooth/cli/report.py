@@ -28,9 +28,11 @@ def register(subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from oversmooth.outputs import check_output_dir
     from oversmooth.study.report import write_report
     from oversmooth.study.results import read_study, study_info
 
+    check_output_dir(args.out or args.dirs[0])
     cells, commands = [], {}
     for folder in args.dirs:
         study = study_info(folder)

@@ -120,15 +120,14 @@ def run(args: argparse.Namespace) -> int:
     from tqdm.auto import tqdm
 
     from oversmooth.errors import UsageError
+    from oversmooth.outputs import check_output_dir
     from oversmooth.study import run_study, train_command
     from oversmooth.study.runner import cell_dir
 
     for flag in ("jobs", "threads"):
         if getattr(args, flag) < 1:
             raise UsageError(f"--{flag} must be at least 1, got {getattr(args, flag)}")
-    out = Path(args.out)
-    if out.exists() and not out.is_dir():
-        raise UsageError(f"--out {out} is a file; give a folder")
+    out = check_output_dir(args.out)
     study = resolve_study(args)
     check_cells(study)
     cells = study.cells()

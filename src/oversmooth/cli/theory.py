@@ -47,8 +47,11 @@ def run(args: argparse.Namespace) -> int:
     import torch
 
     from oversmooth.atomic import atomic_directory
+    from oversmooth.outputs import check_output_dir
     from oversmooth.theory.experiment import Setup
     from oversmooth.theory.presets import PRESETS
+
+    check_output_dir(args.out)
 
     torch.set_num_threads(1)  # tiny matrices: threads only add overhead on a shared CPU
     setup = Setup(depth=args.depth, tokens=args.tokens, dim=args.dim, seed=args.seed,

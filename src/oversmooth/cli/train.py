@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import tempfile
 from pathlib import Path
 
 from oversmooth.atomic import atomic_write
+from oversmooth.cli._arguments import finite_float
 from oversmooth.errors import UsageError
+from oversmooth.outputs import check_output_dir
 
 PRESETS = {"vit": "vit-cpu", "lm": "lm-cpu"}
 DEFAULT_LAMBDA = {"vit": 0.6, "lm": 0.4}  # NeuTRENO paper: 0.6 for DeiT, 0.4 for the WikiText-103 LM
@@ -32,24 +33,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     what.add_argument("--depth", type=int)
     what.add_argument("--width", type=int)
     what.add_argument("--heads", type=int)
-    what.add_argument("--mlp-ratio", type=float)
+    what.add_argument("--mlp-ratio", type=finite_float)
     what.add_argument("--norm", help="pre | post")
     what.add_argument("--ln-sign", help="LayerNorm weight sign option (see oversmooth.layers.norm)")
-    what.add_argument("--dropout", type=float)
+    what.add_argument("--dropout", type=finite_float)
     what.add_argument("--patch-size", type=int, help="ViT patch size (must divide the image size)")
     method = parser.add_argument_group("mitigation")
     method.add_argument("--method", default="softmax", help="softmax | neutreno | deescalate | ... ('+' combines)")
-    method.add_argument("--lam", type=float, help="NeuTRENO lambda (default 0.6 for vit, 0.4 for lm)")
-    method.add_argument("--tau", type=float, help="de-escalation tau in [0, 1]")
+    method.add_argument("--lam", type=finite_float, help="NeuTRENO lambda (default 0.6 for vit, 0.4 for lm)")
+    method.add_argument("--tau", type=finite_float, help="de-escalation tau in [0, 1]")
     method.add_argument("--tau-learnable", action="store_true", default=None)
     method.add_argument("--deescalate-at", help="attn_out | stream")
     method.add_argument("--spectral", help="sharpen | smooth | free")
-    method.add_argument("--value-mix", type=float, help="value-residual share of V1")
+    method.add_argument("--value-mix", type=finite_float, help="value-residual share of V1")
     data = parser.add_argument_group("data")
     data.add_argument("--data-dir", help="Fashion-MNIST IDX folder, or the unpacked janeaustenr package")
     data.add_argument("--val-size", type=int, default=5000, help="fmnist validation images (default 5000)")
     data.add_argument("--augment", action="store_true", help="fmnist: random shifts and flips")
-    data.add_argument("--label-smoothing", type=float, default=0.1)
+    data.add_argument("--label-smoothing", type=finite_float, default=0.1)
     data.add_argument("--seq-len", type=int, default=64, help="text: tokens per sequence (default 64)")
     data.add_argument("--vocab-size", type=int, default=4096, help="text: BPE vocabulary (default 4096)")
     data.add_argument("--passage-chars", type=int, default=8000, help="text: characters per document")
@@ -57,10 +58,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     opt = parser.add_argument_group("optimisation")
     opt.add_argument("--epochs", type=int, required=True)
     opt.add_argument("--batch-size", type=int, default=128, help="global batch (split over DDP processes)")
-    opt.add_argument("--lr", type=float, default=1e-3)
-    opt.add_argument("--weight-decay", type=float, default=0.05)
-    opt.add_argument("--warmup", type=float, default=0.05, help="warm-up share of all steps")
-    opt.add_argument("--grad-clip", type=float, default=1.0)
+    opt.add_argument("--lr", type=finite_float, default=1e-3)
+    opt.add_argument("--weight-decay", type=finite_float, default=0.05)
+    opt.add_argument("--warmup", type=finite_float, default=0.05, help="warm-up share of all steps")
+    opt.add_argument("--grad-clip", type=finite_float, default=1.0)
     opt.add_argument("--seed", type=int, default=0)
     run = parser.add_argument_group("run")
     run.add_argument("--out", required=True, help="run folder: checkpoint, metrics.jsonl, results.json, model/")
@@ -78,7 +79,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def check_args(args: argparse.Namespace) -> None:
-    """Range checks of the parsed flags; makes ``--out`` and checks it is writable. Raises UsageError."""
+    """Range checks of the parsed flags and a writable ``--out`` (created only when training
+    starts). Raises UsageError."""
     from oversmooth.train.task_factory import task_model_kind
 
     task_model_kind(args.task, args.model)
@@ -101,25 +103,20 @@ def check_args(args: argparse.Namespace) -> None:
         raise UsageError(f"--threads must be at least 1, got {args.threads}")
     if args.data_dir is not None and not Path(args.data_dir).is_dir():
         raise UsageError(f"--data-dir {args.data_dir} is not a folder; point it at your copy of the data")
-    out = Path(args.out)
-    if out.exists() and not out.is_dir():
-        raise UsageError(f"--out {out} is a file; give a folder")
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        tempfile.TemporaryFile(dir=out).close()
-    except OSError as error:
-        raise UsageError(f"cannot write to --out {out} ({error.strerror}); choose a writable folder") from None
+    check_output_dir(args.out)
 
 
 def model_config(args: argparse.Namespace, **geometry):
     """The model config from the preset, the shape flags and the method; ``geometry`` comes from
     the task (image size and classes, or vocabulary and context). Raises UsageError early."""
     from oversmooth.layers import MitigationConfig
+    from oversmooth.layers.mitigation_config import split_methods
     from oversmooth.models import CausalLMConfig, ViTConfig
 
     knobs = {k: getattr(args, k) for k in ("lam", "tau", "tau_learnable", "deescalate_at", "spectral", "value_mix")
              if getattr(args, k) is not None}
-    knobs.setdefault("lam", DEFAULT_LAMBDA[args.model])
+    if "neutreno" in split_methods(args.method):
+        knobs.setdefault("lam", DEFAULT_LAMBDA[args.model])
     shape = {k: getattr(args, k) for k in ("depth", "width", "heads", "mlp_ratio", "norm", "ln_sign", "dropout")
              if getattr(args, k) is not None}
     shape["mitigation"] = MitigationConfig.parse(args.method, **knobs)

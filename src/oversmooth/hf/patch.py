@@ -105,7 +105,11 @@ def patch(model: nn.Module, method: str, **knobs) -> nn.Module:
     knobs = resolve_knobs(method, knobs)
     lay = layout(model)
     state = PatchState(method=method, knobs=knobs)
-    _INSTALL[method](lay, state)
+    try:
+        _INSTALL[method](lay, state)
+    except BaseException:  # e.g. a knob of the wrong length: leave no half-installed hooks behind
+        state.hooks.remove()
+        raise
     setattr(model, _ATTRIBUTE, state)
     return model
 

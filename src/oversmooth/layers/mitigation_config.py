@@ -26,6 +26,12 @@ METHODS: dict[str, str] = {
     "value_residual": "V_l <- (1 - mix) V_l + mix V1 in layers after the first (value residual learning)",
 }
 
+#: knob -> the method that reads it; a knob given for a method not in use is refused, not ignored.
+KNOB_OWNERS: dict[str, str] = {
+    "lam": "neutreno", "tau": "deescalate", "tau_learnable": "deescalate", "deescalate_at": "deescalate",
+    "spectral": "spectral", "value_mix": "value_residual",
+}
+
 #: ``spectral`` modes -> the range the eigenvalues of W_V W_O are kept in.
 SPECTRAL_MODES: dict[str, str] = {
     "sharpen": "(-1, 0): lambda = -sigmoid(psi)",
@@ -94,8 +100,21 @@ class MitigationConfig:
 
     @classmethod
     def parse(cls, spec: str, **knobs: Any) -> "MitigationConfig":
-        """Build from a CLI string such as ``"neutreno+featscale"`` (``"softmax"`` = none)."""
-        return cls.from_dict({"methods": split_methods(spec), **knobs})
+        """Build from a CLI string such as ``"neutreno+featscale"`` (``"softmax"`` = none) and the
+        knobs that were given; a knob of a method not in ``spec`` is refused.
+
+        >>> MitigationConfig.parse("softmax", tau=0.5)
+        Traceback (most recent call last):
+        ...
+        oversmooth.errors.UsageError: tau is a knob of deescalate, which softmax does not use; drop it or add deescalate
+        """
+        methods = split_methods(spec)
+        for knob in knobs:
+            owner = KNOB_OWNERS.get(knob)
+            if owner is not None and owner not in methods:
+                raise UsageError(f"{knob} is a knob of {owner}, which {'+'.join(methods) or 'softmax'} does not "
+                                 f"use; drop it or add {owner}")
+        return cls.from_dict({"methods": methods, **knobs})
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "MitigationConfig":

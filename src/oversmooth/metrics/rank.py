@@ -16,7 +16,7 @@ import torch
 from torch import Tensor
 
 from oversmooth.metrics.lanczos import top_eigenvalue
-from oversmooth.metrics.tokens import count, masked_float64, token_sum, valid_tokens, working
+from oversmooth.metrics.tokens import check_finite, count, masked_float64, token_sum, valid_tokens, working
 
 # Singular values below this share of the token scale |X|_F count as zero (collapse), and so
 # do those below sqrt(eps) of the largest one (the Gram matrix squares the condition number).
@@ -73,6 +73,7 @@ def _ranks(x: Tensor, mask: Tensor | None, exclude: Sequence[int], effective: bo
     the allocator's page-fault path: 1.7x faster than whole batches of 64 x 256 x 384.
     """
     valid = valid_tokens(x, mask, exclude)
+    check_finite(x, "the states")  # NaN or Inf would stop the eigensolver with a LinAlgError
     per_chunk = max(1, _CHUNK_BYTES // (8 * x.shape[1] * x.shape[2]))
     parts = [_chunk_ranks(xc, vc, effective, stable) for xc, vc in zip(x.split(per_chunk), valid.split(per_chunk))]
     return {name: torch.cat([part[name] for part in parts]) for name in parts[0]}

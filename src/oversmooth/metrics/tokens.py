@@ -23,9 +23,15 @@ def valid_tokens(x: Tensor, mask: Tensor | None = None, exclude: Sequence[int] =
     if mask is None:
         valid = torch.ones(batch, n, dtype=torch.bool, device=x.device)
     else:
+        if not isinstance(mask, Tensor):
+            raise UsageError(f"mask is a {type(mask).__name__}; pass a torch tensor [batch, tokens] "
+                             "(True / 1 = real token)")
         if tuple(mask.shape) != (batch, n):
             raise UsageError(f"mask has shape {tuple(mask.shape)} but the states have "
                              f"{batch} sequences of {n} tokens: pass a [batch, tokens] mask")
+        if not mask.dtype == torch.bool and not bool(((mask == 0) | (mask == 1)).all()):
+            raise UsageError("mask holds values other than 0 and 1; pass True / 1 for real tokens, "
+                             "False / 0 for padding")
         valid = mask.to(device=x.device, dtype=torch.bool).clone()
     for position in exclude:
         if not -n <= position < n:
@@ -54,3 +60,19 @@ def token_sum(weights: Tensor, x: Tensor) -> Tensor:
 def count(valid: Tensor) -> Tensor:
     """Number of counted tokens per sequence, float64 ``[batch]``."""
     return valid.sum(dim=1).to(torch.float64)
+
+
+def check_finite(x: Tensor, what: str) -> None:
+    """UsageError naming ``what`` and the first bad position when ``x: [batch, tokens, ...]``
+    holds NaN or Inf (they would reach an eigensolver).
+
+    >>> check_finite(torch.tensor([[[1.0], [float("nan")]]]), "layer 3 states")
+    Traceback (most recent call last):
+    ...
+    oversmooth.errors.UsageError: layer 3 states hold NaN or Inf (first at sequence 0, token 1); check the model's weights and inputs, or the dtype (float16 overflows)
+    """
+    finite = torch.isfinite(x)
+    if not bool(finite.all()):
+        sequence, token = (int(i) for i in (~finite).nonzero()[0][:2])
+        raise UsageError(f"{what} hold NaN or Inf (first at sequence {sequence}, token {token}); check the "
+                         "model's weights and inputs, or the dtype (float16 overflows)")

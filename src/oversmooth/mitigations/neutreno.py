@@ -8,14 +8,16 @@ are. Being per token, it keeps causal models causal.
 
 from __future__ import annotations
 
+import math
+
 from torch import Tensor
 
 from oversmooth.errors import UsageError
 
 
 def check_lambda(lam: float) -> float:
-    if not lam >= 0:
-        raise UsageError(f"NeuTRENO lambda must be >= 0, got {lam} (paper: 0.6 for DeiT, 0.4 for LM)")
+    if not 0 <= lam < math.inf:
+        raise UsageError(f"NeuTRENO lambda must be a finite number >= 0, got {lam} (paper: 0.6 for DeiT, 0.4 for LM)")
     return float(lam)
 
 

@@ -14,7 +14,6 @@ written atomically, so the study can be killed at any moment and reported on at 
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import subprocess
@@ -26,9 +25,11 @@ from pathlib import Path
 from typing import Callable
 
 from oversmooth.atomic import atomic_write
+from oversmooth.errors import UsageError
+from oversmooth.run_lock import LOCK_FD, acquire
 from oversmooth.study.config import Cell, StudyConfig
 
-CELLS_DIR, CELL_FILE, STUDY_FILE, LOG_FILE, LOCK_FILE = "cells", "cell.json", "study.json", "train.log", ".lock"
+CELLS_DIR, CELL_FILE, STUDY_FILE, LOG_FILE = "cells", "cell.json", "study.json", "train.log"
 # The files `oversmooth train` writes (oversmooth.train.METRICS_FILE / RESULTS_FILE), named again
 # here so that `oversmooth --help` does not import torch; a test keeps the two in step.
 METRICS_FILE, RESULTS_FILE = "metrics.jsonl", "results.json"
@@ -73,7 +74,8 @@ class _Processes:
             if self.stopping:
                 return -1
             process = subprocess.Popen(command, stdout=handle, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                       env={**os.environ, "PYTHONUNBUFFERED": "1"}, pass_fds=(lock,))
+                                       env={**os.environ, "PYTHONUNBUFFERED": "1", LOCK_FD: str(lock)},
+                                       pass_fds=(lock,))
             self._live.add(process)
         try:
             return process.wait()
@@ -102,13 +104,11 @@ def run_cell(cell: Cell, out: Path, threads: int, processes: _Processes) -> Cell
     folder = cell_dir(out, cell)
     if is_finished(folder):
         return CellOutcome(cell, "skipped")
-    folder.mkdir(parents=True, exist_ok=True)
-    lock = os.open(folder / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
     try:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return CellOutcome(cell, "busy")
+        lock = acquire(folder)
+    except UsageError:
+        return CellOutcome(cell, "busy")
+    try:
         with atomic_write(folder / CELL_FILE) as handle:
             json.dump(cell.to_dict(), handle, indent=2)
         code = processes.run(train_command(cell, folder, threads), folder / LOG_FILE, lock)

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import ctypes
 import os
+import signal
+import sys
 from dataclasses import dataclass
 
 import torch
 import torch.distributed as dist
+
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 
 @dataclass(frozen=True)
@@ -52,9 +57,22 @@ def setup_distributed(device: str = "auto") -> Distributed:
         torch.cuda.set_device(target)
     if world_size == 1:
         return Distributed(device=target)
+    exit_with_parent()
     if not dist.is_initialized():
         dist.init_process_group(backend="nccl" if use_cuda else "gloo")
     return Distributed(dist.get_rank(), dist.get_world_size(), target)
+
+
+def exit_with_parent() -> None:
+    """Have the kernel send this process SIGTERM when its parent dies (Linux ``prctl``
+    ``PR_SET_PDEATHSIG``): a torchrun worker whose agent is killed stops instead of living on.
+    Elsewhere a no-op."""
+    if not sys.platform.startswith("linux"):
+        return
+    parent = os.getppid()
+    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+    if os.getppid() != parent:  # the parent died before the request took effect
+        os.kill(os.getpid(), signal.SIGTERM)
 
 
 def teardown_distributed() -> None:

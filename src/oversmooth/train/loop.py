@@ -1,11 +1,14 @@
 """The training loop: generic over an ``nn.Module`` and a task; resumable bit for bit; DDP-aware.
 
 Files in ``out_dir``: ``checkpoint.pt`` (latest, atomic), ``metrics.jsonl`` (one record per
-epoch, rewritten atomically), ``results.json`` (written once at the end, atomically).
+epoch, rewritten atomically after the checkpoint it belongs to), ``results.json`` (written once
+at the end, atomically), ``.lock`` (held while a run writes: a second run on the same folder is
+refused, ``oversmooth.run_lock``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
@@ -20,6 +23,7 @@ from torch import nn
 
 from oversmooth.atomic import atomic_write
 from oversmooth.errors import UsageError
+from oversmooth.run_lock import run_lock
 from oversmooth.train.checkpoint import FILENAME, load_checkpoint, rng_state, save_checkpoint, set_rng_state
 from oversmooth.train.distributed import Distributed
 from oversmooth.train.evaluation import autocast, evaluate, layer_metrics
@@ -84,6 +88,18 @@ def train(
     ``model`` gets the weights of its final checkpoint and its results are returned.
     """
     out_dir = Path(out_dir)
+    steps_per_epoch = task.size("train") // config.batch_size
+    if steps_per_epoch < 1:
+        raise UsageError(f"batch size {config.batch_size} exceeds the {task.size('train')} training examples; lower --batch-size")
+    if config.batch_size % env.world_size:
+        raise UsageError(f"batch size {config.batch_size} does not split over {env.world_size} processes; make it a multiple")
+    with run_lock(out_dir) if env.is_main else contextlib.nullcontext():
+        return _train(model, task, config, out_dir, env, resume, description, steps_per_epoch)
+
+
+def _train(model: nn.Module, task: SupervisedTask, config: TrainConfig, out_dir: Path, env: Distributed,
+           resume: bool, description: dict | None, steps_per_epoch: int) -> dict:
+    """``train`` once its settings are checked and ``out_dir`` is locked."""
     settings = {k: v for k, v in asdict(config).items() if k not in _NOT_SETTINGS}
     description = {**(description or {}), "train": settings}
     checkpoint_path = out_dir / FILENAME
@@ -93,11 +109,6 @@ def train(
             if checkpoint_path.is_file():  # hand back the trained (or last good) weights
                 model.load_state_dict(load_checkpoint(checkpoint_path)["model"])
             return results
-    steps_per_epoch = task.size("train") // config.batch_size
-    if steps_per_epoch < 1:
-        raise UsageError(f"batch size {config.batch_size} exceeds the {task.size('train')} training examples; lower --batch-size")
-    if config.batch_size % env.world_size:
-        raise UsageError(f"batch size {config.batch_size} does not split over {env.world_size} processes; make it a multiple")
     local_batch = config.batch_size // env.world_size
     total_steps = steps_per_epoch * config.epochs
 
@@ -186,12 +197,12 @@ def train(
             record["layers"] = layer_metrics(model, probe_inputs)
         records.append(record)
         epoch_loss = torch.zeros(2, dtype=torch.float64)
+        checkpoint()  # first: a crash in between leaves metrics.jsonl behind its checkpoint, never ahead
         if env.is_main:
             _write_records(out_dir, records)
             print(_summary(record, config.epochs), file=sys.stderr)
             if writer is not None:
                 log_epoch(writer, record)
-        checkpoint()
 
     if writer is not None:
         writer.close()

@@ -1,0 +1,63 @@
+"""Where a command will write, checked before any work: nothing is created by the check.
+
+``check_output_dir`` / ``check_output_file`` refuse a path whose nearest existing ancestor is
+not a writable folder, a folder where a file is meant and a file where a folder is meant, with
+one line naming the flag and the fix (``UsageError``, exit 2 in the CLI).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from oversmooth.errors import UsageError
+
+
+def _nearest_existing(path: Path) -> Path:
+    """``path`` or its closest ancestor that exists."""
+    path = path.absolute()
+    while not os.path.lexists(path) and path != path.parent:
+        path = path.parent
+    return path
+
+
+def _check_parent(path: Path, flag: str) -> None:
+    """The closest existing ancestor of ``path`` must be a folder we may write into."""
+    ancestor = _nearest_existing(path.parent)
+    if not ancestor.is_dir():
+        raise UsageError(f"{flag} {path}: {ancestor} is a file, not a folder; choose another path")
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        raise UsageError(f"{flag} {path}: no permission to write in {ancestor}; choose a writable folder")
+
+
+def check_output_dir(path: str | os.PathLike, flag: str = "--out") -> Path:
+    """A folder we can create or write into; returns it as a Path.
+
+    >>> import tempfile, pathlib
+    >>> file = pathlib.Path(tempfile.mkdtemp()) / "f"
+    >>> _ = file.write_text("x")
+    >>> check_output_dir(file)
+    Traceback (most recent call last):
+    ...
+    oversmooth.errors.UsageError: --out ... is a file; give a folder
+    """
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise UsageError(f"{flag} {path} is a file; give a folder")
+    if path.is_dir():
+        if not os.access(path, os.W_OK | os.X_OK):
+            raise UsageError(f"{flag} {path}: no permission to write in it; choose a writable folder")
+        return path
+    _check_parent(path, flag)
+    return path
+
+
+def check_output_file(path: str | os.PathLike, flag: str = "--out") -> Path:
+    """A file we can create or replace; returns it as a Path."""
+    path = Path(path)
+    if path.is_dir():
+        raise UsageError(f"{flag} {path} is a folder; give a file name")
+    _check_parent(path, flag)
+    if path.exists() and not os.access(path.parent, os.W_OK | os.X_OK):
+        raise UsageError(f"{flag} {path}: no permission to replace it; choose a writable folder")
+    return path

@@ -8,6 +8,7 @@ from pathlib import Path
 from oversmooth.atomic import atomic_write
 from oversmooth.cli._arguments import finite_float
 from oversmooth.errors import UsageError
+from oversmooth.memory import check_memory
 from oversmooth.outputs import check_output_dir
 
 PRESETS = {"vit": "vit-cpu", "lm": "lm-cpu"}
@@ -133,7 +134,10 @@ def _geometry(args: argparse.Namespace, task) -> dict:
 
 def run_train(args: argparse.Namespace) -> int:
     check_args(args)
-    model_config(args)  # bad depth, heads or method: fail before loading any data
+    shape = model_config(args)  # bad depth, heads or method: fail before loading any data
+    # float32 weights, their gradients and AdamW's two moments: 16 bytes a weight
+    check_memory(16 * shape.block_parameters, f"a {shape.depth} x {shape.width} model",
+                 "lower --depth or --width")
     import torch
 
     from oversmooth.models import CausalLM, ViT, save_model

@@ -71,6 +71,10 @@ def model_max_length(tokenizer, config) -> int:
 
 def text_batch(tokenizer, text: str, max_length: int, max_sequences: int) -> dict[str, Tensor]:
     """``input_ids`` and ``attention_mask`` ``[B, n]``: consecutive chunks of ``text``, right-padded."""
+    special = tokenizer.num_special_tokens_to_add()
+    if max_length <= special:
+        raise UsageError(f"--max-length {max_length} leaves no room for text beside the model's {special} special "
+                         f"tokens; use at least {special + 1}")
     encoded = tokenizer(text, truncation=True, max_length=max_length, return_overflowing_tokens=True,
                         padding=False)
     chunks = [ids for ids in encoded["input_ids"] if ids][:max_sequences]

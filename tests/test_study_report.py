@@ -188,3 +188,17 @@ def test_written_report_matches_the_claims_it_returns(tmp_path):
     report = (tmp_path / "rep" / "report.md").read_text()
     for claim in claims:
         assert f"| {claim.number} | {claim.statement} |" in report and f"**{claim.verdict}**" in report
+
+
+@pytest.mark.parametrize("damaged", ["study.json", "results.json", "metrics.jsonl", "cell.json"])
+def test_a_damaged_file_is_one_line_naming_it(tmp_path, capsys, damaged):
+    """A truncated study.json, results.json, metrics.jsonl or cell.json: exit 2, one line naming the
+    file, no report written."""
+    write_study_file(tmp_path, "mini", ["softmax"])
+    make_cell(tmp_path, "mini", "softmax", 2, 0, 0.70)
+    path = tmp_path / damaged if damaged == "study.json" else next(tmp_path.glob(f"cells/*/{damaged}"))
+    path.write_text(path.read_text()[:-10])  # its tail lost
+    assert main(["report", str(tmp_path), "--no-probes", "--out", str(tmp_path / "rep")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"{damaged} is damaged" in err
+    assert not (tmp_path / "rep").exists()

@@ -72,15 +72,28 @@ class CellResult:
         return (self.task, self.norm, self.depth, self.seed)
 
 
+def _parse(path: Path, text: str):
+    """``json.loads(text)``; a damaged file is a UsageError naming it and the way out."""
+    try:
+        return json.loads(text)
+    except ValueError as error:
+        raise UsageError(f"{path} is damaged ({error}); restore it, or delete the cell's folder to train "
+                         "it again") from None
+
+
 def _read_jsonl(path: Path) -> list[dict]:
     if not path.is_file():
         return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return [_parse(path, line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _read_json(path: Path):
+    return _parse(path, path.read_text())
 
 
 def read_cell(folder: Path) -> CellResult:
-    info = json.loads((folder / CELL_FILE).read_text())
-    results = json.loads((folder / RESULTS_FILE).read_text()) if (folder / RESULTS_FILE).is_file() else None
+    info = _read_json(folder / CELL_FILE)
+    results = _read_json(folder / RESULTS_FILE) if (folder / RESULTS_FILE).is_file() else None
     epochs = _read_jsonl(folder / METRICS_FILE)
     status = results["status"] if results else ("partial" if epochs else "pending")
     variant = info["variant"]
@@ -97,7 +110,7 @@ def study_info(folder: str | Path) -> dict:
     path = Path(folder) / STUDY_FILE
     if not path.is_file():
         raise UsageError(f"{folder} is not a study folder (no {STUDY_FILE}); make one with `oversmooth study`")
-    return json.loads(path.read_text())
+    return _read_json(path)
 
 
 def read_study(folder: str | Path) -> list[CellResult]:

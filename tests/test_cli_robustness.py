@@ -192,3 +192,17 @@ def test_two_runs_on_one_folder(tmp_path):
                 pass
     with run_lock(tmp_path):  # released: free again
         pass
+
+
+def test_a_folder_without_write_permission_is_refused(tmp_path, monkeypatch):
+    """(Root may write anywhere, so the permission is taken away through os.access.)"""
+    from oversmooth.errors import UsageError
+    from oversmooth.outputs import check_output_dir, check_output_file
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    monkeypatch.setattr("oversmooth.outputs.os.access", lambda path, mode: Path(path) != locked)
+    for check, target in ((check_output_dir, locked), (check_output_dir, locked / "new" / "out"),
+                          (check_output_file, locked / "table.csv")):
+        with pytest.raises(UsageError, match="no permission"):
+            check(target)
+    assert check_output_dir(tmp_path / "free") == tmp_path / "free" and not (tmp_path / "free").exists()

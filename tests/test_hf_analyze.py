@@ -96,6 +96,11 @@ def test_bad_inputs_exit_2_and_write_nothing(bert_dir, tmp_path, capsys, monkeyp
     model.save_pretrained(nan)
     tiny_tokenizer().save_pretrained(nan)
     expect_usage_error(capsys, [str(nan)], out, "encoder.layer.1.attention.self.value.weight holds NaN")
+    truncated = tmp_path / "truncated"
+    save_tiny("bert", truncated)
+    weights = (truncated / "model.safetensors").read_bytes()
+    (truncated / "model.safetensors").write_bytes(weights[: len(weights) // 2])
+    expect_usage_error(capsys, [str(truncated)], out, "cannot load")
     package = tmp_path / "site" / "brokenpkg"
     package.mkdir(parents=True)
     (package / "__init__.py").write_text("raise ImportError('boom')\n")

@@ -141,7 +141,7 @@ def load(spec: str | None, sequences: int, max_length: int | None = None) -> Loa
     from transformers import AutoTokenizer
     try:
         model = model_class(config).from_pretrained(path, dtype=torch.float32).eval()
-    except (OSError, ValueError, RuntimeError) as error:
+    except Exception as error:  # transformers and safetensors raise many kinds for a bad checkpoint
         reason = str(error).splitlines()[0] if str(error) else type(error).__name__
         raise UsageError(f"cannot load {path} as a {family.name} model ({reason}); check the checkpoint") from None
     broken = next((n for n, p in model.named_parameters() if not bool(torch.isfinite(p).all())), None)

@@ -200,3 +200,5 @@ def test_similarity_rule():
     verdict, sentence = similarity_verdict([0.1, 0.3, 0.5, 0.6], [0.1, 0.3, 0.4, 0.5], broken)
     assert verdict == "model broken" and sentence == "similarity lower, model broken (perplexity x70,000): not held"
     assert similarity_verdict([0.1, 0.3, 0.5, 0.6], [0.1, 0.3, 0.4, 0.7], ok)[0] == "did not hold"
+    nan = float("nan")
+    assert similarity_verdict([0.1, 0.3, nan, 0.6], [0.1, 0.3, nan, 0.5], ok)[0] == "not tested"

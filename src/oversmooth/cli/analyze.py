@@ -170,6 +170,11 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"{loaded.name} is a vision model ({loaded.family.name}); use --images, not --text")
         images, source = read_images(args.images, args.max_sequences)
         inputs = image_batch(images, loaded.image_size, loaded.image_mean, loaded.image_std, loaded.channels)
+    from oversmooth.metrics.tokens import valid_tokens
+    if "input_ids" in inputs and int(valid_tokens(inputs["input_ids"], inputs["attention_mask"], exclude)
+                                     .sum(dim=1).max()) < 2:
+        raise UsageError(f"--exclude {','.join(map(str, exclude))} leaves fewer than 2 tokens per sequence to "
+                         "compare; exclude fewer positions or raise --max-length")
     steps = 1 + len(methods) + sum(len(s.values) for s in sweeps) + 1 + (args.attention_sequences > 0)
     with tqdm(total=steps, desc="analyze", unit="step", file=sys.stderr) as bar:
         def step(name: str) -> None:

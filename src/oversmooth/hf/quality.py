@@ -264,6 +264,8 @@ def similarity_verdict(base: list[float], patched: list[float], quality: Quality
     later = range(2, len(base))
     if not later:
         return "not tested", "not tested: the model has one block, and NeuTRENO acts from the second on"
+    if any(math.isnan(values[layer]) for values in (base, patched) for layer in later):
+        return "not tested", "not tested: similarity is undefined (no counted tokens) at some layer"
     lower = sum(patched[layer] < base[layer] for layer in later)
     if lower < len(later):
         return "did not hold", f"did not hold: similarity lower at {lower} of {len(later)} layers after block 1"

@@ -77,7 +77,7 @@ def expect_usage_error(capsys, argv, out, match):
 
 def test_bad_inputs_exit_2_and_write_nothing(bert_dir, tmp_path, capsys, monkeypatch):
     out = tmp_path / "out"
-    expect_usage_error(capsys, [str(tmp_path / "missing")], out, "neither a directory nor an installed")
+    expect_usage_error(capsys, [str(tmp_path / "missing")], out, "neither a directory, a .gguf file nor an installed")
     (tmp_path / "empty_dir").mkdir()
     expect_usage_error(capsys, [str(tmp_path / "empty_dir")], out, "not a transformer checkpoint")
     (tmp_path / "blank.txt").write_text("  \n")
@@ -86,21 +86,21 @@ def test_bad_inputs_exit_2_and_write_nothing(bert_dir, tmp_path, capsys, monkeyp
     expect_usage_error(capsys, [str(bert_dir), "--methods", "neutreno,magic"], out, "unknown method 'magic'")
     expect_usage_error(capsys, [str(bert_dir), "--methods", "neutreno", "--tau", "0.3"], out, "not in --methods")
     expect_usage_error(capsys, [str(bert_dir), "--images", str(tmp_path)], out, "text model")
-    monkeypatch.setattr("oversmooth.hf.load.available_bytes", lambda: 1000)
+    monkeypatch.setattr("oversmooth.hf.placement._mem_available", lambda: 1000)
     expect_usage_error(capsys, [str(bert_dir), "--text", TEXT], out, "GiB is free")
 
 
-def test_unreadable_image_and_unsupported_family(tmp_path, capsys):
-    from transformers import T5Config, T5Model
+def test_unreadable_image_and_refused_family(tmp_path, capsys):
+    from transformers import SwinConfig, SwinModel
     vit_dir = save_tiny("vit", tmp_path / "vit")
     images = tmp_path / "images"
     images.mkdir()
     (images / "broken.png").write_bytes(b"not a png")
     out = tmp_path / "out"
     expect_usage_error(capsys, [str(vit_dir), "--images", str(images)], out, "cannot read image")
-    T5Model(T5Config(d_model=16, d_ff=16, num_layers=1, num_heads=2, d_kv=8, vocab_size=20)).save_pretrained(
-        tmp_path / "t5")
-    expect_usage_error(capsys, [str(tmp_path / "t5")], out, "supported families")
+    SwinModel(SwinConfig(embed_dim=16, depths=[2], num_heads=[2], image_size=16, patch_size=4,
+                         window_size=2)).save_pretrained(tmp_path / "swin")
+    expect_usage_error(capsys, [str(tmp_path / "swin")], out, "Swin is not supported: Swin attends within")
 
 
 def test_failure_while_writing_leaves_out_untouched(bert_dir, tmp_path, capsys, monkeypatch):

@@ -5,12 +5,17 @@ Numbering follows ``analyze``: state 0 is the embedding output, state ``l`` the 
 ``l`` (1-based, before any final norm); a stage of block ``l`` moves the stream from state
 ``l - 1`` towards state ``l``. Stages in stream order, with the hook point each one ends at:
 
-- pre-LN (GPT-2, ViT, DeiT, Llama): ``attention`` (-> ``resid_mid``), ``mlp`` (-> ``resid_post``).
-  Their norms sit inside the branches; only the final norm acts on the stream, as one more
-  stage ``final_norm`` of block L (state L -> ``hook_final_norm_out``).
-- post-LN (BERT, RoBERTa, DistilBERT): ``attention`` (-> ``resid_mid``, the sum before the norm),
-  ``attn_norm`` (-> ``mid_norm_out``), ``mlp`` (-> ``out_norm_in``, the sum before the norm),
-  ``mlp_norm`` (-> ``resid_post``).
+- pre-LN (``Family.residual == "pre"``: GPT-2, Llama, ViT, ...): ``attention`` (-> ``resid_mid``),
+  ``mlp`` (-> ``resid_post``). Their norms sit inside the branches; only the final norm acts on
+  the stream, as one more stage ``final_norm`` of block L (state L -> ``hook_final_norm_out``).
+- post-LN (BERT, RoBERTa, DistilBERT, ...): ``attention`` (-> ``resid_mid``, the sum before the
+  norm), ``attn_norm`` (-> ``mid_norm_out``), ``mlp`` (-> ``out_norm_in``, the sum before the
+  norm), ``mlp_norm`` (-> ``resid_post``).
+- parallel (GPT-NeoX, Phi): both branches read the block input and are added to it together, so
+  the block has no state between them. The stages are the pre-LN ones over a split we choose:
+  ``attention`` adds the attention branch alone (-> ``resid_mid = resid_pre + attn_out``, a
+  state the model never forms), ``mlp`` then adds the MLP branch (-> ``resid_post``). The
+  changes of one block still add up; how they divide between the two depends on that order.
 
 A stage's ``after`` is the next stage's ``before``, so the changes of block ``l`` add up to
 state ``l`` minus state ``l - 1`` (for block L of a pre-LN model: up to the final norm's output).
@@ -67,13 +72,13 @@ class KindTotal:
 
 def stage_hooks(family: Family) -> tuple[str, ...]:
     """The hook points ``changes_from_cache`` needs beside ``resid_pre``, for ``capture(hooks=...)``."""
-    chain = _PRE_LN if family.out_norm is None else _POST_LN
+    chain = _POST_LN if family.residual == "post" else _PRE_LN
     return (*(hook for _, hook in chain), *(("final_norm_out",) if family.final_norm else ()))
 
 
 def changes_from_cache(cache: ActivationCache, family: Family, exclude: Sequence[int] = ()) -> list[StageChange]:
     """Every stage of every block from a capture that holds ``resid_pre`` and ``stage_hooks(family)``."""
-    chain = _PRE_LN if family.out_norm is None else _POST_LN
+    chain = _POST_LN if family.residual == "post" else _PRE_LN
     states, stages = [cache[hook_name(0, "resid_pre")]], []
     for block in range(cache.layers):
         for stage, hook in chain:

@@ -144,6 +144,59 @@ def test_zero_knobs_are_exact_and_unpatch_restores(loaded):
         assert torch.equal(outputs(model, inputs), baseline), f"{method}: unpatch did not restore"
 
 
+def naive_mean(x, mask, causal):
+    """Mean over valid tokens (prefix-limited when causal), one token at a time. x: [B, ..., n, d]."""
+    out = torch.zeros_like(x)
+    for b in range(x.shape[0]):
+        for t in range(x.shape[-2]):
+            keep = [s for s in range(x.shape[-2]) if mask[b, s] and (s <= t or not causal)]
+            out[b, ..., t, :] = x[b, ..., keep, :].mean(dim=-2)
+    return out
+
+
+def test_context_methods_match_naive_reference(loaded):
+    """NeuTRENO and AttnScale on z = A V (per head), from the patched model's own A and V; the
+    right-padded second sequence's padding never counts."""
+    _, model, inputs = loaded
+    lay = layout(model)
+    patch(model, "neutreno", lam=0.3)
+    _, cache = capture(model, inputs, pattern=True)
+    unpatch(model)
+    v1 = cache["blocks.0.attn.hook_v"]
+    for layer, (a, v, z) in enumerate(zip(cache.stack("pattern"), cache.stack("v"), cache.stack("z"))):
+        expected = a @ v + (0.3 * (v1 - v) if layer > 0 else 0)
+        torch.testing.assert_close(z, expected, atol=ATOL, rtol=0)
+    omega = torch.linspace(-0.5, 1.0, lay.heads)
+    patch(model, "attnscale", omega=omega.tolist())
+    _, cache = capture(model, inputs, pattern=True)
+    unpatch(model)
+    for a, v, z in zip(cache.stack("pattern"), cache.stack("v"), cache.stack("z")):
+        av = a @ v
+        expected = av + omega[:, None, None] * (av - naive_mean(v, cache.mask, lay.family.causal))
+        torch.testing.assert_close(z, expected, atol=ATOL, rtol=0)
+
+
+def test_output_methods_match_naive_reference(loaded):
+    """De-escalation and FeatScale on the attention branch output (merge(z) W_O + b, then the
+    module that ends the branch where there is one)."""
+    _, model, inputs = loaded
+    lay = layout(model)
+    s_dc, s_hc = torch.linspace(-1, 1, lay.hidden), torch.linspace(0.5, -0.5, lay.hidden)
+    for method, knobs in (("deescalate", {"tau": 0.7}), ("featscale", {"s_dc": s_dc, "s_hc": s_hc})):
+        patch(model, method, **knobs)
+        _, cache = capture(model, inputs)
+        unpatch(model)
+        for layer in range(cache.layers):
+            bias = lay.module(layer, "out_proj").bias
+            with torch.no_grad():
+                plain = merge_heads(cache.stack("z")[layer]) @ lay.out_weight(layer) + (0 if bias is None else bias)
+                if lay.family.attn_out != lay.family.out_proj:
+                    plain = lay.module(layer, "attn_out")(plain)
+            dc = naive_mean(plain, cache.mask, lay.family.causal)
+            expected = plain - 0.7 * dc if method == "deescalate" else plain + s_dc * dc + s_hc * (plain - dc)
+            torch.testing.assert_close(cache.stack("attn_out")[layer], expected, atol=ATOL, rtol=0)
+
+
 def test_causal_models_stay_causal(loaded):
     """Changing tokens from position 4 on never changes an earlier output of a causal model,
     patched or not; in an encoder it does (so the check can fail)."""

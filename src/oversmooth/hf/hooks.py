@@ -76,23 +76,27 @@ class HookSet:
 
 
 class BatchMask:
-    """Reads every call of the base model: ``mask``, the ``attention_mask`` as bool ``[B, past + n]``
+    """Reads every call of the model: ``mask``, the ``attention_mask`` as bool ``[B, past + n]``
     (None: every token valid, e.g. images), and the number of tokens in its KV cache.
 
-    Only 2-D padding masks are understood. A hook that sees the call's ``n`` new tokens asks
-    ``past(n)`` (tokens before them: the mask's extra columns, else the cache's length) and
-    ``new_mask(n)`` (their ``[B, n]`` mask, None when every token is valid).
+    ``entries`` are the modules a forward pass may enter by (the model with its head, which
+    ``generate`` calls, and the base model; OPT's head calls its decoder, not its base model); each
+    call of one of them is read. Only 2-D padding masks are understood. A hook that sees the
+    call's ``n`` new tokens asks ``past(n)`` (tokens before them: the mask's extra columns, else the
+    cache's length) and ``new_mask(n)`` (their ``[B, n]`` mask, None when every token is valid).
     """
 
-    def __init__(self, base: nn.Module, hooks: HookSet, on_call: Callable[[], None] | None = None):
+    def __init__(self, entries: Sequence[nn.Module], hooks: HookSet):
         self.mask: Tensor | None = None
         self.cached = 0
-        self._signature = inspect.signature(base.forward)
-        self._on_call = on_call
-        hooks.before(base, self._read, with_kwargs=True)
+        for entry in dict.fromkeys(entries):
+            hooks.before(entry, self._reader(inspect.signature(entry.forward)), with_kwargs=True)
 
-    def _read(self, module: nn.Module, args: tuple, kwargs: dict) -> None:
-        arguments = self._signature.bind_partial(*args, **kwargs).arguments
+    def _reader(self, signature: inspect.Signature):
+        return lambda module, args, kwargs: self._read(signature, args, kwargs)
+
+    def _read(self, signature: inspect.Signature, args: tuple, kwargs: dict) -> None:
+        arguments = signature.bind_partial(*args, **kwargs).arguments
         arguments = {**arguments.pop("kwargs", {}), **arguments}
         mask = arguments.get("attention_mask")
         if mask is not None and mask.dim() != 2:
@@ -101,8 +105,6 @@ class BatchMask:
         cache = arguments.get("past_key_values")
         self.cached = int(cache.get_seq_length()) if hasattr(cache, "get_seq_length") else 0
         self.mask = None if mask is None else mask.to(torch.bool)
-        if self._on_call is not None:
-            self._on_call()
 
     def past(self, tokens: int) -> int:
         """Tokens before this call's ``tokens`` new ones."""

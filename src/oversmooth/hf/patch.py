@@ -58,12 +58,13 @@ class PatchState:
 
     method: str
     knobs: dict[str, float | Tensor]
+    entries: tuple[nn.Module, ...]  # the modules a forward pass enters by: the model, its base model
     hooks: HookSet = field(default_factory=HookSet)
     carried: list["_Means"] = field(default_factory=list)
 
     def means(self, lay: Layout) -> "_Means":
         """Token means over the valid tokens of each call (causal: carried prefix means)."""
-        means = _Means(lay, BatchMask(lay.base, self.hooks))
+        means = _Means(lay, BatchMask(self.entries, self.hooks))
         self.carried.append(means)
         return means
 
@@ -119,7 +120,7 @@ def patch(model: nn.Module, method: str, **knobs) -> nn.Module:
         raise UsageError(f"model is already patched with {patched_method(model)}; call unpatch(model) first")
     knobs = resolve_knobs(method, knobs)
     lay = layout(model)
-    state = PatchState(method=method, knobs=knobs)
+    state = PatchState(method=method, knobs=knobs, entries=(model, lay.base))
     _INSTALL[method](lay, state)
     model.__dict__[_ATTRIBUTE] = state
     if state.carried:

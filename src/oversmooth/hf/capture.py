@@ -34,7 +34,7 @@ Norm hook points (``NORM_HOOKS``), captured only on request:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 import torch
 from torch import Tensor
@@ -90,29 +90,41 @@ def merge_heads(per_head: Tensor) -> Tensor:
     return per_head.transpose(1, 2).reshape(b, n, h * dh)
 
 
-def _register(lay: Layout, hooks: HookSet, wanted: Sequence[str], store: dict[str, Tensor]) -> None:
-    shapes: dict[int, torch.Size] = {}  # block input shape per layer: OPT's norms see [B * n, d]
+Sink = Callable[[str, Tensor], None]
+
+
+def _register(lay: Layout, hooks: HookSet, wanted: Sequence[str], emit: Sink, shapes: dict[int, torch.Size]) -> None:
+    """Hooks that pass each wanted tensor to ``emit(name, tensor)`` as the forward makes it;
+    ``shapes`` gets each block's input shape."""
+    derived = "resid_mid" in wanted and lay.family.residual == "parallel"  # no module reads it
+    inputs: dict[int, Tensor] = {}  # parallel blocks: resid_pre until the attention branch is added
 
     def put(hook, transform):
-        def keep(layer, module, args, *rest):
-            store[hook_name(layer, hook)] = transform(layer, args, *rest)
-        return keep
+        return lambda layer, module, args, *rest: emit(hook_name(layer, hook), transform(layer, args, *rest))
 
-    def stream(layer, tensor):
+    def stream(layer, tensor):  # OPT's norms see the stream as [B * n, d]
         return tensor.view(shapes[layer])
 
     def block_input(layer, module, args, kwargs):
         shapes[layer] = first_input(args, kwargs).shape
+        if derived:
+            inputs[layer] = first_input(args, kwargs)
         if "resid_pre" in wanted:
-            store[hook_name(layer, "resid_pre")] = first_input(args, kwargs)
+            emit(hook_name(layer, "resid_pre"), first_input(args, kwargs))
+
+    def branch_output(layer, module, args, out):
+        if derived:
+            emit(hook_name(layer, "resid_mid"), inputs.pop(layer) + out)
+        if "attn_out" in wanted:
+            emit(hook_name(layer, "attn_out"), out)
 
     lay.hook(hooks, "block", block_input, before=True, with_kwargs=True)
     if "resid_post" in wanted:
         lay.hook(hooks, "block", put("resid_post", lambda layer, args, out: first_output(out)))
-    if "resid_mid" in wanted and lay.family.mid_norm is not None:
+    if "resid_mid" in wanted and not derived:
         lay.hook(hooks, "mid_norm", put("resid_mid", lambda layer, args: stream(layer, args[0])), before=True)
-    if "attn_out" in wanted:
-        lay.hook(hooks, "attn_out", put("attn_out", lambda layer, args, out: out))
+    if "attn_out" in wanted or derived:
+        lay.hook(hooks, "attn_out", branch_output)
     if "z" in wanted:
         lay.hook(hooks, "out_proj", put("z", lambda layer, args: split_heads(args[0], lay.heads)), before=True)
     if "v" in wanted:
@@ -126,17 +138,18 @@ def _register(lay: Layout, hooks: HookSet, wanted: Sequence[str], store: dict[st
         lay.hook(hooks, "out_norm", put("out_norm_in", lambda layer, args: stream(layer, args[0])), before=True)
     if "final_norm_out" in wanted:
         last = lay.depth - 1
-        hooks.after(lay.final_norm, lambda module, args, out: store.__setitem__("hook_final_norm_out",
-                                                                               stream(last, out)))
+        hooks.after(lay.final_norm, lambda module, args, out: emit("hook_final_norm_out", stream(last, out)))
 
 
 @torch.no_grad()
 def capture(model, inputs: Mapping[str, Tensor], hooks: Sequence[str] = HOOKS,
-            pattern: bool = False) -> tuple[object, ActivationCache]:
+            pattern: bool = False, sink: Sink | None = None) -> tuple[object, ActivationCache]:
     """Run ``model(**inputs)`` once and return ``(outputs, cache)`` of the requested hook points.
 
     ``hooks`` are short names from ``HOOKS`` and ``NORM_HOOKS``. ``inputs`` is what the tokenizer /
     image processor returns (``attention_mask`` is used as the valid-token mask when present).
+    With ``sink``, each tensor goes to ``sink(name, tensor)`` the moment the forward makes it and
+    is not kept (the cache's tensors stay empty): memory stays that of a bare forward.
     Hooks are removed afterwards, also on error.
     """
     unknown = sorted(set(hooks) - set(HOOKS) - set(NORM_HOOKS))
@@ -150,31 +163,22 @@ def capture(model, inputs: Mapping[str, Tensor], hooks: Sequence[str] = HOOKS,
         raise UsageError("hook point out_norm_in needs the feed-forward in one piece (BERT and RoBERTa "
                          "normalise each chunk); load the model with chunk_size_feed_forward=0")
     wanted = (*hooks, "pattern") if pattern else tuple(hooks)
-    derived = "resid_mid" in hooks and lay.family.residual == "parallel"  # no module reads it
-    helpers = tuple(h for h in ("resid_pre", "attn_out") if derived and h not in wanted)
-    wanted = (*wanted, *helpers)
     store: dict[str, Tensor] = {}
+    shapes: dict[int, torch.Size] = {}
     handles = HookSet()
     previous = model.config._attn_implementation
     try:
         if pattern and previous != "eager":
             model.set_attn_implementation("eager")
-        _register(lay, handles, wanted, store)
+        _register(lay, handles, wanted, sink or store.__setitem__, shapes)
         outputs = model(**inputs)
     finally:
         handles.remove()
         if model.config._attn_implementation != previous:
             model.set_attn_implementation(previous)
-    if derived:
-        for layer in range(lay.depth):
-            mid = store[hook_name(layer, "resid_pre")] + store[hook_name(layer, "attn_out")]
-            store[hook_name(layer, "resid_mid")] = mid
-            for helper in helpers:
-                del store[hook_name(layer, helper)]
-    first = next(iter(store.values()))
     mask = inputs.get("attention_mask")
     if mask is None:
-        batch, tokens = first.shape[0], first.shape[-2]
-        mask = torch.ones(batch, tokens, dtype=torch.bool, device=first.device)
+        batch, tokens = shapes[0][:2]
+        mask = torch.ones(batch, tokens, dtype=torch.bool, device=next(iter(inputs.values())).device)
     return outputs, ActivationCache(tensors=store, mask=mask.to(torch.bool), layers=lay.depth,
                                     hidden_states_last=lay.family.hidden_states_last)

@@ -106,6 +106,7 @@ def _stream_table(model, inputs: dict[str, Tensor], settings: AnalysisSettings,
                                  settings.rank_sequences)
     hooks = ("resid_pre", "resid_post", *(stage_hooks(lay.family) if stages else ()))
     outputs, _ = capture(model, inputs, hooks=hooks, sink=measures)
+    measures.finish()
     sublayers = changes_from_rows(measures.rows, lay.family, lay.depth) if stages else []
     return measures.table(names, METRICS), outputs, sublayers, measures.tokens
 
@@ -157,6 +158,7 @@ def _sweep(model, inputs: dict[str, Tensor], settings: AnalysisSettings, probe: 
                 patch(model, sweep.method, **sweep.knobs(value))
                 try:
                     outputs, _ = capture(model, inputs, hooks=("resid_post",), sink=measures)
+                    measures.finish()
                     seen = probe.observe(model, outputs)
                 finally:
                     unpatch(model)

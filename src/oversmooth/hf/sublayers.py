@@ -115,6 +115,7 @@ def sublayer_changes(model, inputs: Mapping[str, Tensor], exclude: Sequence[int]
     measures = LayerwiseMeasures({name: METRICS for _, _, name in stage_states(lay.family, lay.depth)},
                                  None if mask is None else mask.bool(), tuple(exclude))
     capture(model, inputs, hooks=("resid_pre", *stage_hooks(lay.family)), sink=measures)
+    measures.finish()
     return changes_from_rows(measures.rows, lay.family, lay.depth)
 
 

@@ -149,3 +149,34 @@ def test_ranks_default_to_the_first_eight_sequences(bert_dir, tmp_path):
     for a, b, c in zip(default, eight, every):
         assert a["effective_rank"] == b["effective_rank"] and a["cos_sim"] == c["cos_sim"]
     assert any(a["effective_rank"] != c["effective_rank"] for a, c in zip(default, every))
+
+
+def test_help_names_every_kind_of_model_input(capsys):
+    with pytest.raises(SystemExit):
+        main(["analyze", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for words in ("hub-style local folder", "GGUF file (.gguf)", "installed model package", "--device",
+                  "--dtype", "--device-map"):
+        assert words in text, words
+
+
+def test_device_and_dtype(bert_dir, tmp_path, capsys):
+    """bfloat16 weights on the CPU, and a device map (accelerate), analyze like float32 to bfloat16
+    precision; a GPU that is not there, an unknown dtype, or a device beside a device map: exit 2."""
+    import torch
+
+    def cos(out, *flags):
+        assert main(["analyze", str(bert_dir), "--text", TEXT, "--out", str(out), "--methods", "none", *FAST,
+                     *flags]) == 0
+        return [float(r["cos_sim"]) for r in csv.DictReader(open(out / "metrics.csv"))]
+
+    plain, half = cos(tmp_path / "f32", "--device", "cpu"), cos(tmp_path / "bf16", "--dtype", "bfloat16")
+    assert plain == pytest.approx(half, abs=0.05) and plain != half
+    assert cos(tmp_path / "map", "--device-map", "auto") == pytest.approx(plain, abs=1e-6)
+    capsys.readouterr()
+    out = tmp_path / "bad"
+    if not torch.cuda.is_available():
+        expect_usage_error(capsys, [str(bert_dir), "--device", "cuda"], out, "no CUDA GPU is available")
+    expect_usage_error(capsys, [str(bert_dir), "--dtype", "float8"], out, "unknown dtype 'float8'")
+    expect_usage_error(capsys, [str(bert_dir), "--device", "cpu", "--device-map", "auto"], out,
+                       "leave --device at auto")

@@ -198,7 +198,8 @@ def run(args: argparse.Namespace) -> int:
             "command": command_line(args), "exclude_note": exclude_note}
     write_report(analysis, args.out, meta)
     left_out = f"; positions {','.join(map(str, exclude))} left out{exclude_note}" if exclude else ""
-    print(f"{loaded.name} ({loaded.family.name}), {analysis.sequences} sequences x {analysis.tokens} tokens "
+    untested = "" if loaded.family.tested else ", discovered: not a tested family"
+    print(f"{loaded.name} ({loaded.family.name}{untested}), {analysis.sequences} sequences x {analysis.tokens} tokens "
           f"from {source}; states {analysis.last_state}{left_out}")
     print(format_table(analysis))
     if analysis.frontier:

@@ -1,13 +1,18 @@
 """Pretrained Hugging Face models: capture hook points, diagnose, patch mitigations in place.
 
-Supported families (transformers 5.x): BERT (incl. MiniLM), RoBERTa, DistilBERT, GPT-2, ViT,
-DeiT, Llama (grouped-query attention).
+Any transformers 5.x family that declares its blocks and attention modules and uses the
+standard attention interface is discovered from the loaded model (``families.layout``); the
+tested ones are listed in ``FAMILIES`` (``SUPPORTED``). Models load from hub-style folders, GGUF
+files or installed packages (``load``), on the device and in the dtype ``placement`` says.
 """
 
 from oversmooth.hf.capture import HOOKS, NORM_HOOKS, ActivationCache, capture
 from oversmooth.hf.families import FAMILIES, SUPPORTED, layout
+from oversmooth.hf.load import load
+from oversmooth.hf.placement import placement
 from oversmooth.hf.patch import DEFAULT_KNOBS, METHODS, patch, unpatch
 from oversmooth.hf.sublayers import block_totals, sublayer_changes
 
-__all__ = ["HOOKS", "NORM_HOOKS", "ActivationCache", "capture", "FAMILIES", "SUPPORTED", "layout",
+__all__ = ["HOOKS", "NORM_HOOKS", "ActivationCache", "capture", "FAMILIES", "SUPPORTED", "layout", "load",
+           "placement",
            "DEFAULT_KNOBS", "METHODS", "patch", "unpatch", "sublayer_changes", "block_totals"]

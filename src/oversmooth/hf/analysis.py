@@ -64,7 +64,7 @@ class Analysis:
     """Everything the report writer needs."""
 
     family: str
-    norm_placement: str
+    norm_placement: str  # the block wiring: pre, post (-LN) or parallel
     last_state: str
     sequences: int
     tokens: int
@@ -205,7 +205,7 @@ def run_analysis(model, inputs: dict[str, Tensor], settings: AnalysisSettings = 
     if sample is not None:
         step("attention")
     return Analysis(
-        family=lay.family.name, norm_placement=lay.family.norm_placement,
+        family=lay.family.name, norm_placement=lay.family.residual,
         last_state="before the final norm" if lay.family.final_norm else "no final norm (post-LN blocks)",
         sequences=baseline.sequences, tokens=tokens, tables=tables, knobs=knobs,
         attention=attention, attention_shape=(0, 0) if sample is None else tuple(sample.mask.shape),

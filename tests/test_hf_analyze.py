@@ -17,7 +17,7 @@ def bert_dir(tmp_path_factory):
     return save_tiny("bert", tmp_path_factory.mktemp("bert"))
 
 
-@pytest.mark.parametrize("kind", ["bert", "gpt2", "llama"])
+@pytest.mark.parametrize("kind", ["bert", "gpt2", "llama", "phi", "albert", "t5"])
 def test_text_analysis_writes_every_output(kind, tmp_path, capsys):
     model_dir = save_tiny(kind, tmp_path / "model")
     out = tmp_path / "out"
@@ -26,7 +26,8 @@ def test_text_analysis_writes_every_output(kind, tmp_path, capsys):
     assert "cos:neutreno" in printed and "verdict" in printed and "dcos:attn" in printed
     assert "predicted" not in printed
     stages = list(csv.DictReader(open(out / "sublayers.csv")))
-    assert len(stages) == {"bert": 2 * 4, "gpt2": 2 * 2 + 1, "llama": 2 * 2 + 1}[kind]
+    assert len(stages) == {"bert": 2 * 4, "gpt2": 2 * 2 + 1, "llama": 2 * 2 + 1, "phi": 2 * 2 + 1,
+                           "albert": 2 * 4, "t5": 2 * 2 + 1}[kind]
     assert {r["method"] for r in csv.DictReader(open(out / "quality.csv"))} == {
         "baseline", "neutreno", "deescalate", "attnscale", "featscale"}
     rows = list(csv.DictReader(open(out / "metrics.csv")))

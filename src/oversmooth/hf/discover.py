@@ -120,7 +120,7 @@ def _discover(model: nn.Module, note: FamilyNote) -> Layout:
         modality="image" if model.main_input_name == "pixel_values" else "text", hidden_states_last=last)
     norm = None if final_norm is None else base.get_submodule(final_norm)
     return Layout(family=family, base=base, blocks=tuple(probe.order), heads=heads, kv_heads=kv_heads,
-                  head_dim=head_dim, hidden=hidden, _final_norm=norm)
+                  head_dim=head_dim, hidden=hidden, final_norm=norm)
 
 
 def _recorders(base: nn.Module) -> tuple[Recorder, Recorder]:

@@ -137,11 +137,7 @@ class Layout:
     kv_heads: int
     head_dim: int
     hidden: int
-    _final_norm: nn.Module | None = field(default=None, repr=False)
-
-    @property
-    def final_norm(self) -> nn.Module | None:
-        return self._final_norm
+    final_norm: nn.Module | None = field(default=None, repr=False)
 
     @property
     def depth(self) -> int:

@@ -71,8 +71,8 @@ def norm_gain(norm: nn.Module, size: int) -> Tensor:
     measured = torch.where(u != 0, gains[0], gains[1])
     stored = getattr(norm, "weight", None)
     tolerance = 1e-4 if torch.finfo(weight.dtype).bits >= 32 else 3e-2
+    stored = None if stored is None else stored.detach().double().cpu()
     for candidate in (() if stored is None else (stored, 1 + stored)):
-        candidate = candidate.detach().double().cpu()
         if candidate.shape == measured.shape and torch.allclose(measured, candidate, rtol=tolerance, atol=tolerance):
             return candidate
     return measured

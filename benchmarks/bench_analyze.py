@@ -37,7 +37,7 @@ def batch(loaded) -> dict[str, torch.Tensor]:
     chunks = text_batch(loaded.tokenizer, text, TOKENS, 1000)
     full = chunks["attention_mask"].all(dim=1)
     repeat = -(-SEQUENCES // int(full.sum()))
-    return {k: v[full].repeat(repeat, 1)[:SEQUENCES] for k, v in chunks.items()}
+    return {k: v[full].repeat(repeat, 1)[:SEQUENCES].to(loaded.device) for k, v in chunks.items()}
 
 
 def timed(fn) -> float:

@@ -3,46 +3,84 @@
 from __future__ import annotations
 
 import torch
-from transformers import (AutoModel, BertConfig, DeiTConfig, DistilBertConfig, GPT2Config,
-                          LlamaConfig, RobertaConfig, ViTConfig)
+import transformers as tf
+
+from oversmooth.hf.load import encoder_of
 
 _TEXT = dict(vocab_size=50, max_position_embeddings=40)
+_BERT = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=48, **_TEXT)
+_DECODER = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=48,
+                vocab_size=50, max_position_embeddings=64, bos_token_id=1, eos_token_id=2, pad_token_id=0)
 _VISION = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=48,
                image_size=16, patch_size=4, num_channels=3)
 
+# kind -> config; encoder-decoder kinds are analysed through their encoder (``tiny_model``).
 CONFIGS = {
-    "bert": lambda: BertConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                               intermediate_size=48, pad_token_id=0, **_TEXT),
-    "roberta": lambda: RobertaConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                                     intermediate_size=48, pad_token_id=1, **_TEXT),
-    "distilbert": lambda: DistilBertConfig(dim=32, n_layers=2, n_heads=4, hidden_dim=48, pad_token_id=0,
-                                           **_TEXT),
-    "gpt2": lambda: GPT2Config(n_embd=32, n_layer=2, n_head=4, vocab_size=50, n_positions=40,
-                               bos_token_id=0, eos_token_id=0),
-    "vit": lambda: ViTConfig(**_VISION),
-    "deit": lambda: DeiTConfig(**_VISION),
-    "llama": lambda: LlamaConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                                 num_key_value_heads=2, intermediate_size=48, vocab_size=50,
-                                 max_position_embeddings=40),
+    "bert": lambda: tf.BertConfig(pad_token_id=0, **_BERT),
+    "roberta": lambda: tf.RobertaConfig(pad_token_id=1, **_BERT),
+    "xlm_roberta": lambda: tf.XLMRobertaConfig(pad_token_id=1, **_BERT),
+    "electra": lambda: tf.ElectraConfig(pad_token_id=0, embedding_size=16, **_BERT),
+    "albert": lambda: tf.AlbertConfig(pad_token_id=0, embedding_size=16, **_BERT),  # one shared layer
+    "distilbert": lambda: tf.DistilBertConfig(dim=32, n_layers=2, n_heads=4, hidden_dim=48, pad_token_id=0,
+                                              **_TEXT),
+    "gpt2": lambda: tf.GPT2Config(n_embd=32, n_layer=2, n_head=4, vocab_size=50, n_positions=40,
+                                  bos_token_id=0, eos_token_id=0),
+    "llama": lambda: tf.LlamaConfig(num_key_value_heads=2, **_DECODER),
+    "mistral": lambda: tf.MistralConfig(num_key_value_heads=2, **_DECODER),
+    "qwen2": lambda: tf.Qwen2Config(num_key_value_heads=2, **_DECODER),  # biases on q, k, v
+    "qwen3": lambda: tf.Qwen3Config(num_key_value_heads=2, head_dim=16, **_DECODER),  # head_dim != d / H
+    "gemma": lambda: tf.GemmaConfig(num_key_value_heads=1, head_dim=16, **_DECODER),  # MQA
+    "gemma2": lambda: tf.Gemma2Config(num_key_value_heads=2, head_dim=16, **_DECODER),  # sandwich norms
+    "gemma3": lambda: tf.Gemma3TextConfig(num_key_value_heads=2, head_dim=16, **_DECODER),
+    "phi": lambda: tf.PhiConfig(**_DECODER),  # parallel attention + MLP, one norm
+    "phi3": lambda: tf.Phi3Config(num_key_value_heads=2, **_DECODER),  # fused qkv_proj with GQA
+    "gpt_neox": lambda: tf.GPTNeoXConfig(**_DECODER),  # parallel, two norms, per-head fused QKV
+    "gpt_neox_sequential": lambda: tf.GPTNeoXConfig(use_parallel_residual=False, **_DECODER),
+    "opt": lambda: tf.OPTConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, ffn_dim=48,
+                                vocab_size=50, max_position_embeddings=64, word_embed_proj_dim=32,
+                                bos_token_id=1, eos_token_id=2, pad_token_id=0),
+    "opt_post": lambda: tf.OPTConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, ffn_dim=48,
+                                     vocab_size=50, max_position_embeddings=64, word_embed_proj_dim=32,
+                                     do_layer_norm_before=False, bos_token_id=1, eos_token_id=2, pad_token_id=0),
+    "vit": lambda: tf.ViTConfig(**_VISION),
+    "deit": lambda: tf.DeiTConfig(**_VISION),
+    "dinov2": lambda: tf.Dinov2Config(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, mlp_ratio=2,
+                                      image_size=16, patch_size=4, num_channels=3),
+    "t5": lambda: tf.T5Config(d_model=32, d_ff=48, num_layers=2, num_heads=4, d_kv=8, vocab_size=50, pad_token_id=0),
+    "bart": lambda: tf.BartConfig(d_model=32, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
+                                  decoder_attention_heads=4, encoder_ffn_dim=48, decoder_ffn_dim=48, vocab_size=50,
+                                  max_position_embeddings=64, pad_token_id=1),
 }
-FAMILIES = tuple(CONFIGS)
+ALL_FAMILIES = tuple(CONFIGS)
+FAMILIES = ("bert", "roberta", "distilbert", "gpt2", "vit", "deit", "llama")  # one of each kind, for the
+# module-level tests; tests/test_hf_families.py checks every kind
+VISION = ("vit", "deit", "dinov2")
+ENCODER_DECODER = ("t5", "bart")
+
+
+def perturb(model):
+    """Random norm weights (some negative) and layer scales, drawn from torch's global generator, so
+    every module the discovery and the hooks rely on changes the stream."""
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            lowered = name.lower()
+            if p.dim() == 1 and ("norm" in lowered or "layer_scale" in lowered) and lowered.endswith(("weight", "lambda1", "lambda2")):
+                p.copy_(torch.randn_like(p))
+    return model
 
 
 def tiny_model(kind: str, seed: int = 0, attn: str = "eager"):
-    """A tiny random model in eval mode, with perturbed norm weights (some negative)."""
+    """A tiny random base model in eval mode (an encoder-decoder kind: its encoder), with perturbed
+    norm weights."""
     torch.manual_seed(seed)
-    model = AutoModel.from_config(CONFIGS[kind](), attn_implementation=attn).eval()
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if "norm" in name.lower() and name.endswith("weight"):
-                p.copy_(torch.randn_like(p))
-    return model
+    model = tf.AutoModel.from_config(CONFIGS[kind](), attn_implementation=attn).eval()
+    return perturb(encoder_of(model))
 
 
 def tiny_inputs(kind: str, seed: int = 1) -> dict[str, torch.Tensor]:
     """Two sequences of 7 tokens, the second right-padded by 2 (text), or two 16x16 images."""
     g = torch.Generator().manual_seed(seed)
-    if kind in ("vit", "deit"):
+    if kind in VISION:
         return {"pixel_values": torch.randn(2, 3, 16, 16, generator=g)}
     ids = torch.randint(3, 50, (2, 7), generator=g)
     mask = torch.ones(2, 7, dtype=torch.long)
@@ -70,8 +108,10 @@ def tiny_tokenizer():
 
 def save_tiny(kind: str, folder):
     """Save a tiny model (and for text a tokenizer) as a checkpoint folder; returns its path."""
-    tiny_model(kind, attn="sdpa").save_pretrained(folder)
-    if kind not in ("vit", "deit"):
+    torch.manual_seed(0)
+    model = tf.AutoModel.from_config(CONFIGS[kind](), attn_implementation="sdpa").eval()
+    perturb(model).save_pretrained(folder)
+    if kind not in VISION:
         tiny_tokenizer().save_pretrained(folder)
     return folder
 
@@ -80,22 +120,22 @@ HEADS = {"gpt2": "GPT2LMHeadModel", "llama": "LlamaForCausalLM", "bert": "BertFo
          "vit": "ViTForImageClassification"}
 
 
-def save_tiny_with_head(kind: str, folder, seed: int = 0):
-    """Save a tiny model with its task head (``HEADS``) and, for text, the tiny tokenizer.
+def save_tiny_with_head(kind: str, folder, seed: int = 0, head: str | None = None):
+    """Save a tiny model with its task head (``head``, default ``HEADS[kind]``) and, for text,
+    the tiny tokenizer.
 
     Weights are drawn 10x wider than transformers' default, so the outputs are far from uniform
     and a patch that breaks the model shows in its loss.
     """
-    import transformers
     torch.manual_seed(seed)
     config = CONFIGS[kind]()
     config.initializer_range = 0.2
-    if kind == "vit":
+    if kind in VISION:
         config.num_labels = 5
-    getattr(transformers, HEADS[kind])(config).eval().save_pretrained(folder)
-    if kind != "vit":
+    getattr(tf, head or HEADS[kind])(config).eval().save_pretrained(folder)
+    if kind not in VISION:
         tokenizer = tiny_tokenizer()
-        tokenizer.add_special_tokens({"mask_token": "[MASK]"}) if kind == "bert" else None
+        tokenizer.add_special_tokens({"mask_token": "[MASK]"}) if "Masked" in (head or HEADS[kind]) else None
         tokenizer.save_pretrained(folder)
     return folder
 

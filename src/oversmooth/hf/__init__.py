@@ -1,7 +1,10 @@
 """Pretrained Hugging Face models: capture hook points, diagnose, patch mitigations in place.
 
-Supported families (transformers 5.x): BERT (incl. MiniLM), RoBERTa, DistilBERT, GPT-2, ViT,
-DeiT, Llama (grouped-query attention).
+Any transformers 5.x family that declares its blocks and attention modules and uses the
+standard attention interface is discovered from the loaded model (``families.layout``); the
+tested ones are listed in ``FAMILIES`` (``SUPPORTED``). Models load from hub-style folders, GGUF
+files or installed packages (``oversmooth.hf.load.load``), on the device and in the dtype
+``oversmooth.hf.placement.placement`` says.
 """
 
 from oversmooth.hf.capture import HOOKS, NORM_HOOKS, ActivationCache, capture

@@ -21,19 +21,19 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable
 
-import torch
 from torch import Tensor
 
-from oversmooth.hf.capture import ActivationCache, capture
+from oversmooth.hf.capture import ActivationCache, capture, hook_name
 from oversmooth.hf.diagnose import LayerSpectrum, add_dynamics, spectra
 from oversmooth.hf.families import Layout, layout
 from oversmooth.hf.frontier import FrontierPoint, Sweep
 from oversmooth.hf.patch import check_method, patch, resolve_knobs, unpatch
 from oversmooth.hf.quality import Budget, Quality, QualityProbe, Task
-from oversmooth.hf.sublayers import StageChange, changes_from_cache, stage_hooks
+from oversmooth.hf.layerwise import LayerwiseMeasures
+from oversmooth.hf.sublayers import METRICS as STAGE_METRICS
+from oversmooth.hf.sublayers import StageChange, changes_from_rows, stage_hooks, stage_states
 from oversmooth.errors import UsageError
 from oversmooth.metrics import ATTENTION_METRICS, METRICS, MetricTable, measure
-from oversmooth.metrics.suite import RANK_METRICS
 
 BASELINE = "baseline"
 
@@ -64,7 +64,7 @@ class Analysis:
     """Everything the report writer needs."""
 
     family: str
-    norm_placement: str
+    norm_placement: str  # the block wiring: pre, post (-LN) or parallel
     last_state: str
     sequences: int
     tokens: int
@@ -93,22 +93,22 @@ def setting_text(knobs: dict) -> str:
 
 
 def _stream_table(model, inputs: dict[str, Tensor], settings: AnalysisSettings,
-                  hooks: tuple[str, ...] = ()) -> tuple[MetricTable, object, ActivationCache]:
-    """The metrics of every stream state, the forward pass's outputs, and its capture (with
-    ``hooks`` beside the stream)."""
-    outputs, cache = capture(model, inputs, hooks=("resid_pre", "resid_post", *hooks))
-    states, mask, sample = cache.stream(), cache.mask, settings.rank_sequences
-    if sample is None or sample >= mask.shape[0]:
-        return measure(states, mask, exclude=settings.exclude), outputs, cache
-    table = measure(states, mask, exclude=settings.exclude,
-                    metrics=[m for m in METRICS if m not in RANK_METRICS])
-    ranks = measure([s[:sample] for s in states], mask[:sample], exclude=settings.exclude,
-                    metrics=RANK_METRICS)
-    table.rows = [{**row, **extra} for row, extra in zip(table.rows, ranks.rows)]
-    table.metrics = (*table.metrics, *RANK_METRICS)
-    table.notes["rank_sequences"] = (f"{', '.join(RANK_METRICS)}: first {sample} of {table.sequences} "
-                                     "sequences")
-    return table, outputs, cache
+                  stages: bool = False) -> tuple[MetricTable, object, list[StageChange], int]:
+    """The metrics of every stream state, measured layer by layer as the forward pass makes them
+    (``LayerwiseMeasures``), the pass's outputs, with ``stages`` the sublayer changes, and the
+    tokens per sequence."""
+    lay = layout(model)
+    names = [hook_name(0, "resid_pre"), *(hook_name(layer, "resid_post") for layer in range(lay.depth))]
+    wanted = {name: STAGE_METRICS for _, _, name in stage_states(lay.family, lay.depth)} if stages else {}
+    wanted.update({name: METRICS for name in names})
+    mask = inputs.get("attention_mask")
+    measures = LayerwiseMeasures(wanted, None if mask is None else mask.bool(), settings.exclude,
+                                 settings.rank_sequences)
+    hooks = ("resid_pre", "resid_post", *(stage_hooks(lay.family) if stages else ()))
+    outputs, _ = capture(model, inputs, hooks=hooks, sink=measures)
+    measures.finish()
+    sublayers = changes_from_rows(measures.rows, lay.family, lay.depth) if stages else []
+    return measures.table(names, METRICS), outputs, sublayers, measures.tokens
 
 
 def attention_subset(inputs: dict[str, Tensor], sequences: int, tokens: int) -> dict[str, Tensor]:
@@ -151,15 +151,18 @@ def _sweep(model, inputs: dict[str, Tensor], settings: AnalysisSettings, probe: 
             if value == 0:
                 seen, cos, t = base_seen, last["cos_sim"], last["t_sim"]
             else:
+                last = hook_name(layout(model).depth - 1, "resid_post")
+                mask = inputs.get("attention_mask")
+                measures = LayerwiseMeasures({last: STAGE_METRICS}, None if mask is None else mask.bool(),
+                                             settings.exclude)
                 patch(model, sweep.method, **sweep.knobs(value))
                 try:
-                    outputs, cache = capture(model, inputs, hooks=("resid_post",))
+                    outputs, _ = capture(model, inputs, hooks=("resid_post",), sink=measures)
+                    measures.finish()
                     seen = probe.observe(model, outputs)
                 finally:
                     unpatch(model)
-                row = measure(cache.stack("resid_post")[-1:], cache.mask, exclude=settings.exclude,
-                              metrics=("cos_sim", "t_sim")).rows[0]
-                cos, t = row["cos_sim"], row["t_sim"]
+                cos, t = measures.rows[last]["cos_sim"], measures.rows[last]["t_sim"]
             quality = probe.judge(sweep.method, f"{sweep.knob}={value:g}", seen, base_seen, settings.budget)
             points.append(FrontierPoint(sweep.method, sweep.knob, value, cos, t, quality))
             step(f"{sweep.method} {sweep.knob}={value:g}")
@@ -181,18 +184,16 @@ def run_analysis(model, inputs: dict[str, Tensor], settings: AnalysisSettings = 
     sample = _attention_sample(model, inputs, settings)  # before patching: the unpatched attention
     with ThreadPoolExecutor(1, thread_name_prefix="oversmooth-diagnose") as background:
         diagnosing = background.submit(_diagnose, lay, sample, settings.exclude)
-        baseline, outputs, cache = _stream_table(model, inputs, settings, stage_hooks(lay.family))
+        baseline, outputs, sublayers, tokens = _stream_table(model, inputs, settings, stages=True)
         base_seen = probe.observe(model, outputs)
-        sublayers = changes_from_cache(cache, lay.family, settings.exclude)
-        tokens = int(cache.mask.shape[1])
-        del outputs, cache
+        del outputs
         tables = {BASELINE: baseline}
         quality = {BASELINE: probe.judge(BASELINE, "", base_seen, base_seen, settings.budget)}
         step(BASELINE)
         for method in settings.methods:
             patch(model, method, **knobs[method])
             try:
-                tables[method], outputs, _ = _stream_table(model, inputs, settings)
+                tables[method], outputs, _, _ = _stream_table(model, inputs, settings)
                 seen = probe.observe(model, outputs)
             finally:
                 unpatch(model)
@@ -204,7 +205,7 @@ def run_analysis(model, inputs: dict[str, Tensor], settings: AnalysisSettings = 
     if sample is not None:
         step("attention")
     return Analysis(
-        family=lay.family.name, norm_placement=lay.family.norm_placement,
+        family=lay.family.name, norm_placement=lay.family.residual,
         last_state="before the final norm" if lay.family.final_norm else "no final norm (post-LN blocks)",
         sequences=baseline.sequences, tokens=tokens, tables=tables, knobs=knobs,
         attention=attention, attention_shape=(0, 0) if sample is None else tuple(sample.mask.shape),

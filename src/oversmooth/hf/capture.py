@@ -1,17 +1,19 @@
 """Capture hook points of a Hugging Face model in one forward pass, TransformerLens names.
 
-For block ``l``:
+For block ``l`` (0-based, in call order: a shared block, as in ALBERT, counts once per use):
 
 - ``blocks.{l}.hook_resid_pre``  ``[B, n, d]`` block input.
-- ``blocks.{l}.hook_attn_out``   ``[B, n, d]`` attention sub-layer output (after the output
-  projection, before the residual add).
-- ``blocks.{l}.hook_resid_mid``  ``[B, n, d]`` stream after the attention residual add
-  (``resid_pre + attn_out``); in post-LN families (BERT, RoBERTa, DistilBERT) this is the sum
-  *before* the LayerNorm that follows it.
+- ``blocks.{l}.hook_attn_out``   ``[B, n, d]`` attention branch output as it is added to the
+  stream (``Family.attn_out``: after the output projection, and after Gemma2/3's post-attention
+  norm or DINOv2's layer scale), before the residual add.
+- ``blocks.{l}.hook_resid_mid``  ``[B, n, d]`` ``resid_pre + attn_out``: the input of the norm
+  that reads it (post-LN: the sum *before* that norm). Parallel blocks (GPT-NeoX, Phi) never
+  form this sum, both branches read the block input: it is computed, the stream with the
+  attention branch alone.
 - ``blocks.{l}.hook_resid_post`` ``[B, n, d]`` block output. The last block's output is always
-  *before* the model's final norm (GPT-2, ViT, DeiT, Llama have one; the BERT family has none).
+  *before* the model's final norm, where it has one (``Family.final_norm``).
 - ``blocks.{l}.attn.hook_v``     ``[B, H, n, d_head]`` values after the value projection, kv-heads
-  repeated to the query heads as the layer does (Llama GQA).
+  repeated to the query heads as the layer does (GQA / MQA).
 - ``blocks.{l}.attn.hook_z``     ``[B, H, n, d_head]`` per-head attention context ``A V`` (the output
   projection's input, where NeuTRENO and AttnScale act).
 - ``blocks.{l}.attn.hook_pattern`` ``[B, H, n, n]`` attention weights (only with ``pattern=True``;
@@ -20,8 +22,8 @@ For block ``l``:
 Norm hook points (``NORM_HOOKS``), captured only on request:
 
 - ``blocks.{l}.hook_mid_norm_out`` ``[B, n, d]`` output of the norm that reads ``resid_mid``
-  (``Family.mid_norm``). Post-LN: the normalised stream the MLP reads and adds to; pre-LN: the
-  MLP's input inside its branch (the stream itself stays ``resid_mid``).
+  (``Family.mid_norm``; parallel blocks have none). Post-LN: the normalised stream the MLP reads
+  and adds to; pre-LN: the MLP's input inside its branch (the stream itself stays ``resid_mid``).
 - ``blocks.{l}.hook_out_norm_in`` ``[B, n, d]`` post-LN only: the stream after the MLP residual
   add (``mid_norm_out + mlp_out``), the input of the norm (``Family.out_norm``) whose output is
   ``resid_post``.
@@ -32,7 +34,7 @@ Norm hook points (``NORM_HOOKS``), captured only on request:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 import torch
 from torch import Tensor
@@ -43,7 +45,8 @@ from oversmooth.hf.hooks import HookSet, first_input, first_output
 
 HOOKS = ("resid_pre", "attn_out", "resid_mid", "resid_post", "v", "z")  # the default
 NORM_HOOKS = ("mid_norm_out", "out_norm_in", "final_norm_out")
-_NEEDS = {"out_norm_in": ("out_norm", "norm after the MLP residual add (post-LN only)"),
+_NEEDS = {"mid_norm_out": ("mid_norm", "norm reading the stream after the attention add (parallel blocks)"),
+          "out_norm_in": ("out_norm", "norm after the MLP residual add (post-LN only)"),
           "final_norm_out": ("final_norm", "final norm")}  # hook -> the Family field it needs
 _ATTN_HOOKS = ("v", "z", "pattern")
 
@@ -87,41 +90,66 @@ def merge_heads(per_head: Tensor) -> Tensor:
     return per_head.transpose(1, 2).reshape(b, n, h * dh)
 
 
-def _register(lay: Layout, hooks: HookSet, wanted: Sequence[str], store: dict[str, Tensor]) -> None:
-    for layer, block in enumerate(lay.blocks):
-        def put(hook, transform, layer=layer):
-            return lambda module, args, *rest: store.__setitem__(hook_name(layer, hook), transform(args, *rest))
+Sink = Callable[[str, Tensor], None]
 
+
+def _register(lay: Layout, hooks: HookSet, wanted: Sequence[str], emit: Sink, shapes: dict[int, torch.Size]) -> None:
+    """Hooks that pass each wanted tensor to ``emit(name, tensor)`` as the forward makes it;
+    ``shapes`` gets each block's input shape."""
+    derived = "resid_mid" in wanted and lay.family.residual == "parallel"  # no module reads it
+    inputs: dict[int, Tensor] = {}  # parallel blocks: resid_pre until the attention branch is added
+
+    def put(hook, transform):
+        return lambda layer, module, args, *rest: emit(hook_name(layer, hook), transform(layer, args, *rest))
+
+    def stream(layer, tensor):  # OPT's norms see the stream as [B * n, d]
+        return tensor.view(shapes[layer])
+
+    def block_input(layer, module, args, kwargs):
+        shapes[layer] = first_input(args, kwargs).shape
+        if derived:
+            inputs[layer] = first_input(args, kwargs)
         if "resid_pre" in wanted:
-            hooks.before(block, put("resid_pre", lambda args, kwargs: first_input(args, kwargs)),
-                         with_kwargs=True)
-        if "resid_post" in wanted:
-            hooks.after(block, put("resid_post", lambda args, out: first_output(out)))
-        if "resid_mid" in wanted:
-            hooks.before(lay.module(layer, "mid_norm"), put("resid_mid", lambda args: args[0]))
+            emit(hook_name(layer, "resid_pre"), first_input(args, kwargs))
+
+    def branch_output(layer, module, args, out):
+        if derived:
+            emit(hook_name(layer, "resid_mid"), inputs.pop(layer) + out)
         if "attn_out" in wanted:
-            hooks.after(lay.module(layer, "out_proj"), put("attn_out", lambda args, out: out))
-        if "z" in wanted:
-            hooks.before(lay.module(layer, "out_proj"), put("z", lambda args: split_heads(args[0], lay.heads)))
-        if "v" in wanted:
-            hooks.after(lay.module(layer, "value"), put("v", lambda args, out: lay.values_from(out)))
-        if "pattern" in wanted:
-            hooks.after(lay.module(layer, "attention"), put("pattern", lambda args, out: out[1]))
-        if "mid_norm_out" in wanted:
-            hooks.after(lay.module(layer, "mid_norm"), put("mid_norm_out", lambda args, out: out))
-        if "out_norm_in" in wanted:
-            hooks.before(lay.module(layer, "out_norm"), put("out_norm_in", lambda args: args[0]))
+            emit(hook_name(layer, "attn_out"), out)
+
+    lay.hook(hooks, "block", block_input, before=True, with_kwargs=True)
+    if "resid_post" in wanted:
+        lay.hook(hooks, "block", put("resid_post", lambda layer, args, out: first_output(out)))
+    if "resid_mid" in wanted and not derived:
+        lay.hook(hooks, "mid_norm", put("resid_mid", lambda layer, args: stream(layer, args[0])), before=True)
+    if "attn_out" in wanted or derived:
+        lay.hook(hooks, "attn_out", branch_output)
+    if "z" in wanted:
+        lay.hook(hooks, "out_proj", put("z", lambda layer, args: split_heads(args[0], lay.heads)), before=True)
+    if "v" in wanted:
+        lay.hook(hooks, "value", put("v", lambda layer, args, out: lay.values_from(out)))
+    if "pattern" in wanted:
+        index = lay.family.pattern_index
+        lay.hook(hooks, "attention", put("pattern", lambda layer, args, out: out[index]))
+    if "mid_norm_out" in wanted:
+        lay.hook(hooks, "mid_norm", put("mid_norm_out", lambda layer, args, out: stream(layer, out)))
+    if "out_norm_in" in wanted:
+        lay.hook(hooks, "out_norm", put("out_norm_in", lambda layer, args: stream(layer, args[0])), before=True)
     if "final_norm_out" in wanted:
-        hooks.after(lay.final_norm, lambda module, args, out: store.__setitem__("hook_final_norm_out", out))
+        last = lay.depth - 1
+        hooks.after(lay.final_norm, lambda module, args, out: emit("hook_final_norm_out", stream(last, out)))
 
 
 @torch.no_grad()
 def capture(model, inputs: Mapping[str, Tensor], hooks: Sequence[str] = HOOKS,
-            pattern: bool = False) -> tuple[object, ActivationCache]:
+            pattern: bool = False, sink: Sink | None = None) -> tuple[object, ActivationCache]:
     """Run ``model(**inputs)`` once and return ``(outputs, cache)`` of the requested hook points.
 
     ``hooks`` are short names from ``HOOKS`` and ``NORM_HOOKS``. ``inputs`` is what the tokenizer /
     image processor returns (``attention_mask`` is used as the valid-token mask when present).
+    With ``sink``, each tensor goes to ``sink(name, tensor)`` the moment the forward makes it and
+    is not kept (the cache's tensors stay empty): memory stays that of a bare forward.
     Hooks are removed afterwards, also on error.
     """
     unknown = sorted(set(hooks) - set(HOOKS) - set(NORM_HOOKS))
@@ -136,21 +164,21 @@ def capture(model, inputs: Mapping[str, Tensor], hooks: Sequence[str] = HOOKS,
                          "normalise each chunk); load the model with chunk_size_feed_forward=0")
     wanted = (*hooks, "pattern") if pattern else tuple(hooks)
     store: dict[str, Tensor] = {}
+    shapes: dict[int, torch.Size] = {}
     handles = HookSet()
     previous = model.config._attn_implementation
     try:
         if pattern and previous != "eager":
             model.set_attn_implementation("eager")
-        _register(lay, handles, wanted, store)
+        _register(lay, handles, wanted, sink or store.__setitem__, shapes)
         outputs = model(**inputs)
     finally:
         handles.remove()
         if model.config._attn_implementation != previous:
             model.set_attn_implementation(previous)
-    first = next(iter(store.values()))
     mask = inputs.get("attention_mask")
     if mask is None:
-        batch, tokens = first.shape[0], first.shape[-2]
-        mask = torch.ones(batch, tokens, dtype=torch.bool, device=first.device)
-    return outputs, ActivationCache(tensors=store, mask=mask.to(torch.bool), layers=len(lay.blocks),
+        batch, tokens = shapes[0][:2]
+        mask = torch.ones(batch, tokens, dtype=torch.bool, device=next(iter(inputs.values())).device)
+    return outputs, ActivationCache(tensors=store, mask=mask.to(torch.bool), layers=lay.depth,
                                     hidden_states_last=lay.family.hidden_states_last)

@@ -4,11 +4,12 @@ Per block: eigenvalues of H_eff = diag(gamma) W_V W_O for the whole layer and pe
 weight-only summary (share with positive real part, dominant eigenvalue, ``sign_verdict``) and
 LayerNorm sign statistics. What is folded:
 
-- pre-LN families (GPT-2, ViT, DeiT, Llama): gamma = the weight of the norm in front of
-  attention (``ln_1`` / ``layernorm_before`` / ``input_layernorm``; RMSNorm for Llama) is folded.
-- post-LN families (BERT, RoBERTa, DistilBERT): nothing precedes attention inside the block, so
-  nothing is folded; the sign statistics describe the LayerNorm right after the attention add
-  (``attention.output.LayerNorm`` / ``sa_layer_norm``), reported only.
+- pre-LN and parallel blocks: gamma = the gain of the norm in front of attention
+  (``Family.pre_norm``: ``ln_1``, ``input_layernorm``, ``layernorm_before``, ...) is folded. The
+  gain is read from what the norm does (``norm_gain``), so Gemma's ``1 + weight`` is folded right.
+- post-LN blocks (BERT, RoBERTa, DistilBERT, ...): nothing precedes attention inside the block,
+  so nothing is folded; the sign statistics describe the norm right after the attention add
+  (``Family.mid_norm``), reported only.
 
 With captured attention, ``add_dynamics`` adds the layer's verdict
 (``oversmooth.spectra.dynamics_verdict``): per sequence, each head's own attention map over the
@@ -22,7 +23,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
 from oversmooth.hf.families import Layout
 from oversmooth.spectra import TOLERANCE, dynamics_verdict, summarize_spectrum, value_output_eigenvalues
@@ -50,6 +51,33 @@ class LayerSpectrum:
                           for head, eig in zip(self.heads, self.head_eigenvalues)]}
 
 
+def norm_gain(norm: nn.Module, size: int) -> Tensor:
+    """The per-channel gain gamma ``[size]`` (float64) of a LayerNorm- or RMSNorm-like ``norm``,
+    read from what it does: ``(N(u) - N(-u)) / 2u`` for a zero-mean, unit-RMS ``u`` of alternating
+    signs, so any bias cancels (odd sizes read the last channel from a second, rolled ``u``). Its
+    ``weight`` (or ``1 + weight``, as in Gemma's RMSNorm) is returned exactly when the measured gain
+    agrees with it to the norm's precision; otherwise the measured gain."""
+    u = torch.ones(size, dtype=torch.float64)
+    u[1::2] = -1
+    if size % 2:
+        u[-1] = 0
+    u = u * (size / u.count_nonzero()) ** 0.5
+    weight = next(norm.parameters())
+    gains = []
+    for probe in (u, u.roll(1)):
+        # forward, not __call__: no hook of a capture running beside us (on another thread) fires
+        out = norm.forward(torch.stack([probe, -probe]).to(weight.device, weight.dtype)).double().cpu()
+        gains.append((out[0] - out[1]) / (2 * probe).where(probe != 0, torch.ones_like(probe)))
+    measured = torch.where(u != 0, gains[0], gains[1])
+    stored = getattr(norm, "weight", None)
+    tolerance = 1e-4 if torch.finfo(weight.dtype).bits >= 32 else 3e-2
+    stored = None if stored is None else stored.detach().double().cpu()
+    for candidate in (() if stored is None else (stored, 1 + stored)):
+        if candidate.shape == measured.shape and torch.allclose(measured, candidate, rtol=tolerance, atol=tolerance):
+            return candidate
+    return measured
+
+
 def head_value_weight(lay: Layout, layer: int) -> Tensor:
     """W_V ``[d, heads * d_head]``, kv-head columns repeated to the query heads (GQA)."""
     w_v = lay.value_weight(layer).detach()
@@ -61,8 +89,8 @@ def spectra(lay: Layout) -> list[LayerSpectrum]:
     """Diagnose every block of ``lay`` from its weights alone (blocks side by side on torch's threads)."""
     def diagnose(layer: int) -> LayerSpectrum:
         w_v, w_o = head_value_weight(lay, layer), lay.out_weight(layer).detach()
-        folded = lay.module(layer, "pre_norm").weight.detach() if lay.family.pre_norm else None
-        reported = folded if folded is not None else lay.module(layer, "mid_norm").weight.detach()
+        folded = norm_gain(lay.module(layer, "pre_norm"), lay.hidden) if lay.family.pre_norm else None
+        reported = folded if folded is not None else norm_gain(lay.module(layer, "mid_norm"), lay.hidden)
         eig = value_output_eigenvalues(w_v, w_o, folded)
         head_eig = value_output_eigenvalues(w_v, w_o, folded, heads=lay.heads)
         summary = summarize_spectrum(eig, reported).as_dict()

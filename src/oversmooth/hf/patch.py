@@ -7,14 +7,16 @@
 - ``neutreno`` (lam): per head, ``A V + lam (V1 - V)`` on the output projection's input, every
   block but the first; V1 = block 0's values of the same forward pass.
 - ``attnscale`` (omega, per head or one value): ``A V + omega (A V - mean V)`` on the same input.
-- ``deescalate`` (tau): ``attn_out - tau * mean(attn_out)`` on the output projection's output.
+- ``deescalate`` (tau): ``attn_out - tau * mean(attn_out)`` on the attention branch's output
+  (``Family.attn_out``, before the residual add).
 - ``featscale`` (s_dc, s_hc, per channel or one value): ``Z + s_dc DC + s_hc HC`` on that output.
 
-Means run over the valid tokens of the call's ``attention_mask``; GPT-2 and Llama use prefix
-means (causal). AttnScale and FeatScale learn their scales from 0 in training; patched into a
-pretrained model they take fixed values. Every method is the identity at 0.
-Patched models are meant for full-sequence forward passes; incremental decoding with a KV cache
-is not supported (means would cover only the new tokens).
+Means run over the valid tokens of the call's ``attention_mask``; causal models use prefix means
+(token t: the mean of the valid tokens s <= t). With a KV cache (``generate``) each call sees only
+its new tokens, so the prefix sums are carried from call to call (``_Means``) and the patched
+model decodes exactly as it would recomputing the whole sequence; beam search's reordering of
+the cache reorders them too. AttnScale and FeatScale learn their scales from 0 in training;
+patched into a pretrained model they take fixed values. Every method is the identity at 0.
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ from oversmooth.errors import UsageError
 from oversmooth.hf.capture import merge_heads, split_heads
 from oversmooth.hf.families import Layout, layout
 from oversmooth.hf.hooks import BatchMask, HookSet
-from oversmooth.mitigations import attnscale, check_lambda, deescalate, featscale, neutreno_correction
+from oversmooth.mitigations import (PrefixSums, attnscale, check_lambda, deescalate, featscale,
+                                   neutreno_correction, prefix_mean, token_mean)
 
 DEFAULT_KNOBS: dict[str, dict[str, float]] = {
     "neutreno": {"lam": 0.6},
@@ -51,15 +54,28 @@ _ATTRIBUTE = "_oversmooth_patch"
 
 @dataclass
 class PatchState:
-    """What a patch holds on the model: its method, knobs and hooks."""
+    """What a patch holds on the model: its method, knobs, hooks and the token means it carries."""
 
     method: str
     knobs: dict[str, float | Tensor]
+    entries: tuple[nn.Module, ...]  # the modules a forward pass enters by: the model, its base model
     hooks: HookSet = field(default_factory=HookSet)
+    carried: list["_Means"] = field(default_factory=list)
+
+    def means(self, lay: Layout) -> "_Means":
+        """Token means over the valid tokens of each call (causal: carried prefix means)."""
+        means = _Means(lay, BatchMask(self.entries, self.hooks))
+        self.carried.append(means)
+        return means
+
+    def reorder(self, rows: Tensor) -> None:
+        """Follow beam search: the carried means of batch rows ``rows``."""
+        for means in self.carried:
+            means.reorder(rows)
 
 
 def patched_method(model: nn.Module) -> str | None:
-    state = getattr(model, _ATTRIBUTE, None)
+    state = model.__dict__.get(_ATTRIBUTE)
     return None if state is None else state.method
 
 
@@ -104,22 +120,38 @@ def patch(model: nn.Module, method: str, **knobs) -> nn.Module:
         raise UsageError(f"model is already patched with {patched_method(model)}; call unpatch(model) first")
     knobs = resolve_knobs(method, knobs)
     lay = layout(model)
-    state = PatchState(method=method, knobs=knobs)
+    state = PatchState(method=method, knobs=knobs, entries=(model, lay.base))
     try:
         _INSTALL[method](lay, state)
     except BaseException:  # e.g. a knob of the wrong length: leave no half-installed hooks behind
         state.hooks.remove()
         raise
-    setattr(model, _ATTRIBUTE, state)
+    model.__dict__[_ATTRIBUTE] = state
+    if state.carried:
+        model.__dict__["_reorder_cache"] = _reorder_cache(model, state)
     return model
+
+
+def _reorder_cache(model: nn.Module, state: PatchState):
+    """``generate``'s beam search calls ``model._reorder_cache(cache, rows)`` when it exists:
+    reorder the carried means, then the cache as generate would have."""
+    own = getattr(type(model), "_reorder_cache", None)
+
+    def reorder(cache, rows: Tensor):
+        state.reorder(rows)
+        if own is not None:
+            return own(model, cache, rows)
+        cache.reorder_cache(rows)
+        return cache
+    return reorder
 
 
 def unpatch(model: nn.Module) -> nn.Module:
     """Remove a patch (no-op on an unpatched model); returns the model."""
-    state = getattr(model, _ATTRIBUTE, None)
+    state = model.__dict__.pop(_ATTRIBUTE, None)
     if state is not None:
         state.hooks.remove()
-        delattr(model, _ATTRIBUTE)
+        model.__dict__.pop("_reorder_cache", None)
     return model
 
 
@@ -129,57 +161,82 @@ class _Values:
     def __init__(self, lay: Layout, hooks: HookSet):
         self.first: Tensor | None = None
         self.current: Tensor | None = None
-        for layer in range(len(lay.blocks)):
-            hooks.after(lay.module(layer, "value"), self._keeper(lay, layer))
+        lay.hook(hooks, "value", self._keep(lay))
 
-    def _keeper(self, lay: Layout, layer: int):
-        def keep(module, args, output):
+    def _keep(self, lay: Layout):
+        def keep(layer, module, args, output):
             self.current = lay.values_from(output)
             if layer == 0:
                 self.first = self.current
         return keep
 
 
+class _Means:
+    """The token means one site of a patch needs, per block: over the call's valid tokens, or for
+    causal models prefix means whose sums carry over to the next call when a KV cache holds the
+    earlier tokens. Computed in float32 at least."""
+
+    def __init__(self, lay: Layout, batch: BatchMask):
+        self.causal, self.batch = lay.family.causal, batch
+        self.carried: dict[int, PrefixSums] = {}
+
+    def __call__(self, layer: int, x: Tensor) -> Tensor:
+        """``x: [B, ..., n, d]`` (this call's n tokens) -> its means, broadcastable to ``x``."""
+        tokens = x.shape[-2]
+        mask, work = self.batch.new_mask(tokens), x.float() if x.element_size() < 4 else x
+        if not self.causal:
+            return token_mean(work, mask).to(x.dtype)
+        past = self.batch.past(tokens)
+        carry = self.carried.get(layer) if past else None
+        if past and (carry is None or carry.tokens != past):
+            raise UsageError(f"the KV cache holds {past} tokens but the patch has seen "
+                             f"{0 if carry is None else carry.tokens} in block {layer}; patched models "
+                             "decode in order (greedy, sampling or beam search), not from a cache "
+                             "filled before patching or cropped")
+        mean, self.carried[layer] = prefix_mean(work, mask, carry)
+        return mean.to(x.dtype)
+
+    def reorder(self, rows: Tensor) -> None:
+        self.carried = {layer: carry.reorder(rows.to(carry.total.device)) for layer, carry in self.carried.items()}
+
+
 def _on_context(lay: Layout, hooks: HookSet, first_layer: int, edit) -> None:
-    """Replace the output projection's input by ``merge(edit(split(z)))`` in blocks >= first_layer."""
-    for layer in range(first_layer, len(lay.blocks)):
-        def hook(module, args):
-            return (merge_heads(edit(split_heads(args[0], lay.heads))), *args[1:])
-        hooks.before(lay.module(layer, "out_proj"), hook)
+    """Replace the output projection's input by ``merge(edit(layer, split(z)))`` in blocks >= first_layer."""
+    def hook(layer, module, args):
+        if layer >= first_layer:
+            return (merge_heads(edit(layer, split_heads(args[0], lay.heads))), *args[1:])
+    lay.hook(hooks, "out_proj", hook, before=True)
 
 
 def _on_attn_out(lay: Layout, hooks: HookSet, edit) -> None:
-    for layer in range(len(lay.blocks)):
-        hooks.after(lay.module(layer, "out_proj"), lambda module, args, out: edit(out))
+    lay.hook(hooks, "attn_out", lambda layer, module, args, out: edit(layer, out))
 
 
 def _install_neutreno(lay: Layout, state: PatchState) -> None:
     values = _Values(lay, state.hooks)
     lam = state.knobs["lam"]
-    _on_context(lay, state.hooks, 1, lambda z: z + neutreno_correction(values.current, values.first, lam))
+    _on_context(lay, state.hooks, 1, lambda layer, z: z + neutreno_correction(values.current, values.first, lam))
 
 
 def _install_attnscale(lay: Layout, state: PatchState) -> None:
-    batch = BatchMask(lay.base, state.hooks)
+    means = state.means(lay)
     values = _Values(lay, state.hooks)
     omega = _vector(state.knobs["omega"], lay.heads, "omega")
-    causal = lay.family.causal
-    _on_context(lay, state.hooks, 0, lambda z: attnscale(z, values.current, omega.to(z.device), batch.mask, causal))
+    _on_context(lay, state.hooks, 0, lambda layer, z: attnscale(
+        z, values.current, omega.to(z.device), mean=means(layer, values.current)))
 
 
 def _install_deescalate(lay: Layout, state: PatchState) -> None:
-    batch = BatchMask(lay.base, state.hooks)
-    tau, causal = state.knobs["tau"], lay.family.causal
-    _on_attn_out(lay, state.hooks, lambda out: deescalate(out, tau, batch.mask, causal))
+    means, tau = state.means(lay), state.knobs["tau"]
+    _on_attn_out(lay, state.hooks, lambda layer, out: deescalate(out, tau, mean=means(layer, out)))
 
 
 def _install_featscale(lay: Layout, state: PatchState) -> None:
-    batch = BatchMask(lay.base, state.hooks)
+    means = state.means(lay)
     s_dc = _vector(state.knobs["s_dc"], lay.hidden, "s_dc")
     s_hc = _vector(state.knobs["s_hc"], lay.hidden, "s_hc")
-    causal = lay.family.causal
-    _on_attn_out(lay, state.hooks,
-                 lambda out: featscale(out, s_dc.to(out.device), s_hc.to(out.device), batch.mask, causal))
+    _on_attn_out(lay, state.hooks, lambda layer, out: featscale(
+        out, s_dc.to(out.device), s_hc.to(out.device), mean=means(layer, out)))
 
 
 _INSTALL = {

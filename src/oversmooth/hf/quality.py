@@ -160,7 +160,7 @@ def mask_tokens(inputs: Mapping[str, Tensor], mask_token_id: int, special_ids: s
     """
     ids = inputs["input_ids"]
     valid = inputs.get("attention_mask", torch.ones_like(ids)).bool()
-    ordinary = valid & ~torch.isin(ids, torch.tensor(sorted(special_ids), dtype=ids.dtype))
+    ordinary = valid & ~torch.isin(ids, torch.tensor(sorted(special_ids), dtype=ids.dtype, device=ids.device))
     generator = torch.Generator().manual_seed(seed)
     chosen = torch.zeros_like(ordinary)
     for b in range(ids.shape[0]):
@@ -175,10 +175,15 @@ def mask_tokens(inputs: Mapping[str, Tensor], mask_token_id: int, special_ids: s
 
 
 def _token_nll(logits: Tensor, labels: Tensor) -> float:
-    """Mean negative log-likelihood (float64) of ``labels [B, n]`` (-100 = skip) under ``logits [B, n, V]``."""
-    keep = labels != -100
-    log_probs = torch.log_softmax(logits[keep].double(), dim=-1)
-    return float(-log_probs.gather(-1, labels[keep][:, None]).mean())
+    """Mean negative log-likelihood (float64) of ``labels [B, n]`` (-100 = skip) under ``logits [B, n, V]``,
+    one sequence at a time (a float64 copy of all logits would double a large vocabulary's memory)."""
+    total, count = 0.0, 0
+    for row_logits, row_labels in zip(logits, labels):
+        keep = row_labels != -100
+        log_probs = torch.log_softmax(row_logits[keep].double(), dim=-1)
+        total -= float(log_probs.gather(-1, row_labels[keep][:, None]).sum())
+        count += int(keep.sum())
+    return total / count
 
 
 def _pooled(hidden: Tensor, mask: Tensor | None) -> Tensor:

@@ -225,6 +225,11 @@ def rank_sample(analysis: Analysis) -> str:
                                                f"{', '.join(RANK_METRICS)}: every sequence")
 
 
+def _wiring(placement: str) -> str:
+    """``pre-LN``, ``post-LN``, or ``parallel attention + MLP, pre-LN``."""
+    return "parallel attention + MLP, pre-LN" if placement == "parallel" else f"{placement}-LN"
+
+
 def report_markdown(analysis: Analysis, meta: dict) -> str:
     knobs = ", ".join(f"{m}: {setting_text(kv)}" for m, kv in analysis.knobs.items())
     verdicts = [s.dynamics["verdict"] for s in analysis.spectrum if s.dynamics]
@@ -234,7 +239,7 @@ def report_markdown(analysis: Analysis, meta: dict) -> str:
         f"# oversmooth analyze: {meta['model']}",
         "",
         f"- command: `{meta['command']}`",
-        f"- family: {analysis.family} ({analysis.norm_placement}-LN); checkpoint: `{meta['path']}`",
+        f"- family: {analysis.family} ({_wiring(analysis.norm_placement)}); checkpoint: `{meta['path']}`",
         f"- input: {meta['source']}; {analysis.sequences} sequences x up to {analysis.tokens} tokens; {excluded}",
         f"- states: residual stream, layer 0 = embeddings, layer L = last block output, {analysis.last_state}",
         f"- methods (patched, no fine-tuning): {knobs or 'none'}",

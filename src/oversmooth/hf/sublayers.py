@@ -5,12 +5,17 @@ Numbering follows ``analyze``: state 0 is the embedding output, state ``l`` the 
 ``l`` (1-based, before any final norm); a stage of block ``l`` moves the stream from state
 ``l - 1`` towards state ``l``. Stages in stream order, with the hook point each one ends at:
 
-- pre-LN (GPT-2, ViT, DeiT, Llama): ``attention`` (-> ``resid_mid``), ``mlp`` (-> ``resid_post``).
-  Their norms sit inside the branches; only the final norm acts on the stream, as one more
-  stage ``final_norm`` of block L (state L -> ``hook_final_norm_out``).
-- post-LN (BERT, RoBERTa, DistilBERT): ``attention`` (-> ``resid_mid``, the sum before the norm),
-  ``attn_norm`` (-> ``mid_norm_out``), ``mlp`` (-> ``out_norm_in``, the sum before the norm),
-  ``mlp_norm`` (-> ``resid_post``).
+- pre-LN (``Family.residual == "pre"``: GPT-2, Llama, ViT, ...): ``attention`` (-> ``resid_mid``),
+  ``mlp`` (-> ``resid_post``). Their norms sit inside the branches; only the final norm acts on
+  the stream, as one more stage ``final_norm`` of block L (state L -> ``hook_final_norm_out``).
+- post-LN (BERT, RoBERTa, DistilBERT, ...): ``attention`` (-> ``resid_mid``, the sum before the
+  norm), ``attn_norm`` (-> ``mid_norm_out``), ``mlp`` (-> ``out_norm_in``, the sum before the
+  norm), ``mlp_norm`` (-> ``resid_post``).
+- parallel (GPT-NeoX, Phi): both branches read the block input and are added to it together, so
+  the block has no state between them. The stages are the pre-LN ones over a split we choose:
+  ``attention`` adds the attention branch alone (-> ``resid_mid = resid_pre + attn_out``, a
+  state the model never forms), ``mlp`` then adds the MLP branch (-> ``resid_post``). The
+  changes of one block still add up; how they divide between the two depends on that order.
 
 A stage's ``after`` is the next stage's ``before``, so the changes of block ``l`` add up to
 state ``l`` minus state ``l - 1`` (for block L of a pre-LN model: up to the final norm's output).
@@ -23,9 +28,9 @@ from typing import Mapping, Sequence
 
 from torch import Tensor
 
-from oversmooth.hf.capture import ActivationCache, capture, hook_name
+from oversmooth.hf.capture import capture, hook_name
 from oversmooth.hf.families import Family, layout
-from oversmooth.metrics import measure
+from oversmooth.hf.layerwise import LayerwiseMeasures
 
 METRICS = ("cos_sim", "t_sim")
 KINDS = {"attention": "attention", "attn_norm": "norm", "mlp": "mlp", "mlp_norm": "norm",
@@ -66,25 +71,26 @@ class KindTotal:
 
 
 def stage_hooks(family: Family) -> tuple[str, ...]:
-    """The hook points ``changes_from_cache`` needs beside ``resid_pre``, for ``capture(hooks=...)``."""
-    chain = _PRE_LN if family.out_norm is None else _POST_LN
+    """The hook points the stages end at, for ``capture(hooks=...)`` beside ``resid_pre``."""
+    chain = _POST_LN if family.residual == "post" else _PRE_LN
     return (*(hook for _, hook in chain), *(("final_norm_out",) if family.final_norm else ()))
 
 
-def changes_from_cache(cache: ActivationCache, family: Family, exclude: Sequence[int] = ()) -> list[StageChange]:
-    """Every stage of every block from a capture that holds ``resid_pre`` and ``stage_hooks(family)``."""
-    chain = _PRE_LN if family.out_norm is None else _POST_LN
-    states, stages = [cache[hook_name(0, "resid_pre")]], []
-    for block in range(cache.layers):
-        for stage, hook in chain:
-            states.append(cache[hook_name(block, hook)])
-            stages.append((block + 1, stage))
-    if family.final_norm:
-        states.append(cache["hook_final_norm_out"])
-        stages.append((cache.layers, "final_norm"))
-    means = measure(states, cache.mask, exclude=exclude, metrics=METRICS).rows
-    return [_change(layer, stage, before, after)
-            for (layer, stage), before, after in zip(stages, means, means[1:])]
+def stage_states(family: Family, layers: int) -> list[tuple[int, str, str]]:
+    """``(block, stage, hook name of its output state)`` in stream order (blocks 1-based), after the
+    first state ``(0, "", blocks.0.hook_resid_pre)``."""
+    chain = _POST_LN if family.residual == "post" else _PRE_LN
+    states = [(0, "", hook_name(0, "resid_pre"))]
+    states += [(block + 1, stage, hook_name(block, hook)) for block in range(layers) for stage, hook in chain]
+    return states + ([(layers, "final_norm", "hook_final_norm_out")] if family.final_norm else [])
+
+
+def changes_from_rows(rows: Mapping[str, Mapping[str, float]], family: Family, layers: int) -> list[StageChange]:
+    """Every stage of every block from the ``cos_sim`` / ``t_sim`` rows of its states by hook name
+    (``LayerwiseMeasures.rows`` of a capture of ``resid_pre`` and ``stage_hooks(family)``)."""
+    states = stage_states(family, layers)
+    return [_change(layer, stage, rows[before], rows[after])
+            for (_, _, before), (layer, stage, after) in zip(states, states[1:])]
 
 
 def sublayer_changes(model, inputs: Mapping[str, Tensor], exclude: Sequence[int] = ()) -> list[StageChange]:
@@ -104,9 +110,13 @@ def sublayer_changes(model, inputs: Mapping[str, Tensor], exclude: Sequence[int]
     >>> rows[0].t_sim_after == rows[1].t_sim_before
     True
     """
-    family = layout(model).family
-    _, cache = capture(model, inputs, hooks=("resid_pre", *stage_hooks(family)))
-    return changes_from_cache(cache, family, exclude)
+    lay = layout(model)
+    mask = inputs.get("attention_mask")
+    measures = LayerwiseMeasures({name: METRICS for _, _, name in stage_states(lay.family, lay.depth)},
+                                 None if mask is None else mask.bool(), tuple(exclude))
+    capture(model, inputs, hooks=("resid_pre", *stage_hooks(lay.family)), sink=measures)
+    measures.finish()
+    return changes_from_rows(measures.rows, lay.family, lay.depth)
 
 
 def _change(layer: int, stage: str, before: dict[str, float], after: dict[str, float]) -> StageChange:

@@ -46,10 +46,11 @@ def masked_float64(x: Tensor, valid: Tensor) -> Tensor:
 
 
 def working(x: Tensor) -> Tensor:
-    """``x`` in its working precision: float64 stays float64, anything else becomes float32
-    (sums over tokens are then finished in float64). No copy is made for float32 input: the
-    mask is applied through per-token weights, so padded positions must merely be finite."""
-    return x if x.dtype in (torch.float32, torch.float64) else x.float()
+    """``x`` in its working precision: float32 and float64 stay as they are (sums over float32
+    tokens are finished in float64), half precision (bfloat16, float16) becomes float64. No copy
+    is made for float32 input: the mask is applied through per-token weights, so padded
+    positions must merely be finite."""
+    return x if x.dtype in (torch.float32, torch.float64) else x.double()
 
 
 def token_sum(weights: Tensor, x: Tensor) -> Tensor:

@@ -7,9 +7,10 @@ from oversmooth.mitigations.attnscale import AttnScale, attnscale
 from oversmooth.mitigations.deescalation import PLACEMENTS, Deescalation, deescalate
 from oversmooth.mitigations.featscale import FeatScale, featscale, featscale_projection
 from oversmooth.mitigations.neutreno import check_lambda, neutreno_correction
-from oversmooth.mitigations.token_mean import broadcast_mask, token_mean
+from oversmooth.mitigations.token_mean import PrefixSums, broadcast_mask, prefix_mean, token_mean
 
 __all__ = [
     "AttnScale", "attnscale", "PLACEMENTS", "Deescalation", "deescalate", "FeatScale",
-    "featscale", "featscale_projection", "check_lambda", "neutreno_correction", "broadcast_mask", "token_mean",
+    "featscale", "featscale_projection", "check_lambda", "neutreno_correction", "broadcast_mask", "token_mean", "PrefixSums",
+    "prefix_mean",
 ]

@@ -14,14 +14,16 @@ from oversmooth.mitigations.token_mean import token_mean
 
 
 def attnscale(out: Tensor, v: Tensor, omega: Tensor, mask: Tensor | None = None,
-              causal: bool = False) -> Tensor:
+              causal: bool = False, mean: Tensor | None = None) -> Tensor:
     """``out + omega (out - mean_token(v))`` per head.
 
-    ``out``, ``v``: ``[batch, heads, tokens, d_head]``; ``omega``: ``[heads]``.
+    ``out``, ``v``: ``[batch, heads, tokens, d_head]``; ``omega``: ``[heads]``; ``mean``: the
+    token mean of ``v`` when the caller has it (a prefix mean carried across calls), else computed.
     """
     w = omega[:, None, None].to(out.dtype)
+    mean = token_mean(v, mask, causal) if mean is None else mean
     # (1 + w) out - w mean: autograd keeps ``out`` (often saved already), not a new difference.
-    return (1 + w) * out - w * token_mean(v, mask, causal)
+    return (1 + w) * out - w * mean
 
 
 class AttnScale(nn.Module):

@@ -18,13 +18,14 @@ PLACEMENTS = ("attn_out", "stream")
 
 
 def deescalate(x: Tensor, tau: float | Tensor, mask: Tensor | None = None,
-               causal: bool = False) -> Tensor:
-    """``x - tau * mean_token(x)`` for ``x: [batch, tokens, d]``.
+               causal: bool = False, mean: Tensor | None = None) -> Tensor:
+    """``x - tau * mean_token(x)`` for ``x: [batch, tokens, d]`` (``mean``: the token mean when
+    the caller has it, e.g. a prefix mean carried across calls).
 
     >>> deescalate(torch.tensor([[[1.0], [3.0]]]), 1.0).flatten().tolist()
     [-1.0, 1.0]
     """
-    return x - tau * token_mean(x, mask, causal)
+    return x - tau * (token_mean(x, mask, causal) if mean is None else mean)
 
 
 class Deescalation(nn.Module):

@@ -19,9 +19,10 @@ Linear = Callable[[Tensor, Tensor, Tensor | None], Tensor]  # F.linear's signatu
 
 
 def featscale(z: Tensor, s_dc: Tensor, s_hc: Tensor, mask: Tensor | None = None,
-              causal: bool = False) -> Tensor:
-    """``z + s_dc * DC + s_hc * HC`` for ``z: [batch, tokens, d]``, ``s_dc, s_hc: [d]``."""
-    dc = token_mean(z, mask, causal)
+              causal: bool = False, mean: Tensor | None = None) -> Tensor:
+    """``z + s_dc * DC + s_hc * HC`` for ``z: [batch, tokens, d]``, ``s_dc, s_hc: [d]`` (``mean``:
+    DC when the caller has it, e.g. a prefix mean carried across calls)."""
+    dc = token_mean(z, mask, causal) if mean is None else mean
     s_dc, s_hc = s_dc.to(z.dtype), s_hc.to(z.dtype)
     # = (1 + s_hc) z + (s_dc - s_hc) DC: two full-size passes instead of four.
     return (1 + s_hc) * z + (s_dc - s_hc) * dc

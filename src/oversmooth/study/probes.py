@@ -95,7 +95,7 @@ def pretrained(lam: float = 0.6, sequences: int = 8, tokens: int = 128) -> tuple
 
     loaded = load(None, sequences, tokens)
     text, source = read_text(None)
-    inputs = text_batch(loaded.tokenizer, text, tokens, sequences)
+    inputs = {k: v.to(loaded.device) for k, v in text_batch(loaded.tokenizer, text, tokens, sequences).items()}
     settings = AnalysisSettings(methods=("neutreno",), knobs={"neutreno": {"lam": lam}}, attention_sequences=0)
     analysis = run_analysis(loaded.model, inputs, settings, tokenizer=loaded.tokenizer)
     pair = CurvePair([analysis.tables[BASELINE].column("cos_sim")], [analysis.tables["neutreno"].column("cos_sim")],

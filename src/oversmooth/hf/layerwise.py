@@ -1,0 +1,73 @@
+"""Measures taken layer by layer, as a forward pass makes each state, which is then let go.
+
+``LayerwiseMeasures`` is a ``capture`` sink: the states named in ``metrics_of`` are measured as
+they arrive (``oversmooth.metrics.measure``, float64), as many side by side as torch has threads
+(``thread_map``: small eigensolves run on one thread each), and only the numbers are kept; call
+``finish()`` after the forward pass for the last ones. Peak memory is that of a bare forward plus
+a few states and their measures, where keeping the states would cost one ``[batch, tokens, d]``
+tensor per layer and hook.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import torch
+from torch import Tensor
+
+from oversmooth.metrics import MetricTable, measure
+from oversmooth.metrics.suite import RANK_METRICS
+from oversmooth.threads import thread_map
+
+
+@dataclass
+class LayerwiseMeasures:
+    """``metrics_of``: hook name -> the metrics to take of that state; ``mask [B, n]`` (None: every
+    token valid); ``rank_sequences``: the rank measures (a full eigensolve per sequence) on the
+    first k sequences only (None: all). ``rows``: hook name -> ``{metric: mean, metric_std: std}``."""
+
+    metrics_of: dict[str, tuple[str, ...]]
+    mask: Tensor | None
+    exclude: tuple[int, ...] = ()
+    rank_sequences: int | None = None
+    rows: dict[str, dict[str, float]] = field(default_factory=dict)
+    sequences: int = 0
+    tokens: int = 0
+    _pending: list[tuple[str, Tensor]] = field(default_factory=list, repr=False)
+
+    def __call__(self, name: str, state: Tensor) -> None:
+        """The sink: queue ``state [B, n, d]`` if ``name`` is wanted; measure the queue once it holds
+        one state per thread."""
+        if name in self.metrics_of:
+            self.sequences, self.tokens = state.shape[0], state.shape[1]
+            self._pending.append((name, state))
+            if len(self._pending) >= torch.get_num_threads():
+                self.finish()
+
+    def finish(self) -> None:
+        """Measure the queued states and let them go."""
+        pending, self._pending = self._pending, []
+        for name, row in zip([name for name, _ in pending], thread_map(self._measure, pending)):
+            self.rows[name] = row
+
+    def _measure(self, item: tuple[str, Tensor]) -> dict[str, float]:
+        name, state = item
+        metrics, sample = self.metrics_of[name], self.rank_sequences
+        ranks = [m for m in metrics if m in RANK_METRICS]
+        if not ranks or sample is None or sample >= state.shape[0]:
+            return measure([state], self.mask, exclude=self.exclude, metrics=metrics).rows[0]
+        row = measure([state], self.mask, exclude=self.exclude,
+                      metrics=[m for m in metrics if m not in RANK_METRICS]).rows[0]
+        mask = None if self.mask is None else self.mask[:sample]
+        return {**row, **measure([state[:sample]], mask, exclude=self.exclude, metrics=ranks).rows[0]}
+
+    def table(self, names: Sequence[str], metrics: tuple[str, ...]) -> MetricTable:
+        """The rows of ``names`` as layers 0, 1, ... of one table (with the rank-sample note)."""
+        rows = [{**self.rows[name], "layer": layer} for layer, name in enumerate(names)]
+        table = MetricTable(rows, metrics, exclude=tuple(self.exclude), sequences=self.sequences)
+        sample = self.rank_sequences
+        if sample is not None and sample < self.sequences and any(m in RANK_METRICS for m in metrics):
+            table.notes["rank_sequences"] = (f"{', '.join(RANK_METRICS)}: first {sample} of "
+                                             f"{self.sequences} sequences")
+        return table

@@ -1,0 +1,231 @@
+"""Every supported family, discovered from a tiny random checkpoint saved to disk and loaded back:
+the structure found, capture against transformers' own outputs, the residual identity, values
+and context against the attention pattern, zero-knob patches bit-identical, unpatch, causality."""
+
+import pytest
+import torch
+import transformers as tf
+
+from hf_tiny import ALL_FAMILIES, CONFIGS, ENCODER_DECODER, VISION, perturb, tiny_inputs
+from oversmooth.errors import UsageError
+from oversmooth.hf.capture import capture, merge_heads
+from oversmooth.hf.families import layout
+from oversmooth.hf.load import encoder_of
+from oversmooth.hf.patch import METHODS, ZERO_KNOBS, patch, unpatch
+
+ATOL = 1e-5
+POST = ("bert", "roberta", "xlm_roberta", "electra", "albert", "distilbert", "opt_post", "bart")
+PARALLEL = ("phi", "gpt_neox")
+# kind -> (residual wiring, causal, output_hidden_states[-1]), as the models' source code has them
+EXPECTED = {kind: ("post" if kind in POST else "parallel" if kind in PARALLEL else "pre",
+                   kind not in POST[:6] + VISION + ENCODER_DECODER,
+                   "no final norm" if kind in POST else "before final norm" if kind in VISION
+                   else "after final norm") for kind in ALL_FAMILIES}
+# the attention branch ends after the output projection: a post-attention norm, a layer scale
+BRANCH_END = {"gemma2": "post_attention_layernorm", "gemma3": "post_attention_layernorm", "dinov2": "layer_scale1"}
+MASKED_LM = ("bert", "roberta", "xlm_roberta", "electra", "albert", "distilbert")
+
+
+def head_class(kind: str):
+    """The class whose logits the patches must keep: causal LM, masked LM, image classifier, or
+    the base model (T5 / BART: their encoder)."""
+    if kind in VISION:  # DeiT has two classifiers, so the auto class cannot choose
+        return {"vit": tf.ViTForImageClassification, "deit": tf.DeiTForImageClassification,
+                "dinov2": tf.Dinov2ForImageClassification}[kind]
+    if kind in MASKED_LM:
+        return tf.AutoModelForMaskedLM
+    return tf.AutoModel if kind in ENCODER_DECODER else tf.AutoModelForCausalLM
+
+
+@pytest.fixture(scope="module", params=ALL_FAMILIES)
+def loaded(request, tmp_path_factory):
+    """(kind, model loaded from a saved tiny checkpoint, inputs)."""
+    kind, folder = request.param, tmp_path_factory.mktemp(request.param)
+    torch.manual_seed(0)
+    config = CONFIGS[kind]()
+    config.initializer_range = 0.2
+    cls = head_class(kind)
+    perturb(cls.from_config(config) if hasattr(cls, "from_config") else cls(config)).save_pretrained(folder)
+    model = head_class(kind).from_pretrained(folder, attn_implementation="eager").eval()
+    return kind, encoder_of(model), tiny_inputs(kind)
+
+
+def outputs(model, inputs):
+    with torch.no_grad():
+        out = model(**inputs)
+    return out.logits if getattr(out, "logits", None) is not None else out.last_hidden_state
+
+
+def test_structure_is_discovered(loaded):
+    kind, model, _ = loaded
+    lay = layout(model)
+    residual, causal, last = EXPECTED[kind]
+    assert (lay.family.residual, lay.family.causal, lay.family.hidden_states_last) == (residual, causal, last)
+    assert lay.family.attn_out == BRANCH_END.get(kind, lay.family.out_proj)
+    assert lay.family.tested and lay.depth == 2
+    assert (lay.family.mid_norm is None) == (residual == "parallel")
+    assert (lay.family.out_norm is not None) == (residual == "post")
+    config = model.config.get_text_config()
+    assert lay.heads * lay.head_dim == tf.AutoConfig.for_model(**config.to_dict()).num_attention_heads * lay.head_dim
+    assert lay.kv_heads == (getattr(config, "num_key_value_heads", None) or lay.heads)
+    if kind == "albert":
+        assert lay.blocks[0] is lay.blocks[1]  # one shared layer, called twice
+
+
+def test_stream_equals_output_hidden_states(loaded):
+    kind, model, inputs = loaded
+    _, cache = capture(model, inputs)
+    with torch.no_grad():
+        hidden = model(**inputs, output_hidden_states=True).hidden_states
+    stream = cache.stream()
+    assert len(hidden) == len(stream) == 3
+    for ours, theirs in zip(stream[:-1], hidden[:-1]):
+        torch.testing.assert_close(ours, theirs, atol=0, rtol=0)
+    last = stream[-1]
+    if cache.hidden_states_last == "after final norm":
+        last = layout(model).final_norm(last)
+    torch.testing.assert_close(last, hidden[-1], atol=ATOL, rtol=0)
+
+
+def test_attention_residual_add(loaded):
+    """resid_pre + attn_out = resid_mid; for parallel blocks resid_mid is that sum by definition,
+    so their check is that the block output is resid_mid plus the MLP branch."""
+    kind, model, inputs = loaded
+    _, cache = capture(model, inputs)
+    for pre, out, mid in zip(cache.stack("resid_pre"), cache.stack("attn_out"), cache.stack("resid_mid")):
+        torch.testing.assert_close(pre + out, mid, atol=ATOL, rtol=0)
+    if kind in PARALLEL:
+        lay = layout(model)
+        for layer, (mid, post) in enumerate(zip(cache.stack("resid_mid"), cache.stack("resid_post"))):
+            block = lay.blocks[layer]
+            norm = block.post_attention_layernorm if kind == "gpt_neox" else block.input_layernorm
+            with torch.no_grad():
+                torch.testing.assert_close(mid + block.mlp(norm(cache.stack("resid_pre")[layer])), post,
+                                           atol=ATOL, rtol=0)
+
+
+def test_values_context_and_output_projection(loaded):
+    """A V = z with the eager pattern; V = norm(resid_pre) W_V + b per kv-head (h // groups);
+    attn_out = merge(z) W_O + b, then the module that ends the branch where there is one."""
+    kind, model, inputs = loaded
+    lay = layout(model)
+    _, cache = capture(model, inputs, pattern=True)
+    groups = lay.heads // lay.kv_heads
+    for layer in range(lay.depth):
+        pattern, v, z = (cache.stack(h)[layer] for h in ("pattern", "v", "z"))
+        torch.testing.assert_close(pattern @ v, z, atol=ATOL, rtol=0)
+        x = cache.stack("resid_pre")[layer]
+        with torch.no_grad():
+            if lay.family.pre_norm is not None:
+                x = lay.module(layer, "pre_norm")(x)
+            bias = lay.value_bias(layer)
+            projected = x @ lay.value_weight(layer) + (0 if bias is None else bias)
+            for head in range(lay.heads):
+                kv = head // groups
+                expected = projected[..., kv * lay.head_dim:(kv + 1) * lay.head_dim]
+                torch.testing.assert_close(v[:, head], expected, atol=ATOL, rtol=0)
+            out_bias = lay.module(layer, "out_proj").bias
+            out = merge_heads(z) @ lay.out_weight(layer) + (0 if out_bias is None else out_bias)
+            if lay.family.attn_out != lay.family.out_proj:
+                out = lay.module(layer, "attn_out")(out)
+        torch.testing.assert_close(out, cache.stack("attn_out")[layer], atol=ATOL, rtol=0)
+
+
+def test_zero_knobs_are_exact_and_unpatch_restores(loaded):
+    _, model, inputs = loaded
+    baseline = outputs(model, inputs)
+    for method in METHODS:
+        patch(model, method, **ZERO_KNOBS[method])
+        assert torch.equal(outputs(model, inputs), baseline), method
+        unpatch(model)
+        patch(model, method)
+        assert not torch.allclose(outputs(model, inputs), baseline), f"{method} at defaults changes nothing"
+        unpatch(model)
+        assert torch.equal(outputs(model, inputs), baseline), f"{method}: unpatch did not restore"
+
+
+def naive_mean(x, mask, causal):
+    """Mean over valid tokens (prefix-limited when causal), one token at a time. x: [B, ..., n, d]."""
+    out = torch.zeros_like(x)
+    for b in range(x.shape[0]):
+        for t in range(x.shape[-2]):
+            keep = [s for s in range(x.shape[-2]) if mask[b, s] and (s <= t or not causal)]
+            out[b, ..., t, :] = x[b, ..., keep, :].mean(dim=-2)
+    return out
+
+
+def test_context_methods_match_naive_reference(loaded):
+    """NeuTRENO and AttnScale on z = A V (per head), from the patched model's own A and V; the
+    right-padded second sequence's padding never counts."""
+    _, model, inputs = loaded
+    lay = layout(model)
+    patch(model, "neutreno", lam=0.3)
+    _, cache = capture(model, inputs, pattern=True)
+    unpatch(model)
+    v1 = cache["blocks.0.attn.hook_v"]
+    for layer, (a, v, z) in enumerate(zip(cache.stack("pattern"), cache.stack("v"), cache.stack("z"))):
+        expected = a @ v + (0.3 * (v1 - v) if layer > 0 else 0)
+        torch.testing.assert_close(z, expected, atol=ATOL, rtol=0)
+    omega = torch.linspace(-0.5, 1.0, lay.heads)
+    patch(model, "attnscale", omega=omega.tolist())
+    _, cache = capture(model, inputs, pattern=True)
+    unpatch(model)
+    for a, v, z in zip(cache.stack("pattern"), cache.stack("v"), cache.stack("z")):
+        av = a @ v
+        expected = av + omega[:, None, None] * (av - naive_mean(v, cache.mask, lay.family.causal))
+        torch.testing.assert_close(z, expected, atol=ATOL, rtol=0)
+
+
+def test_output_methods_match_naive_reference(loaded):
+    """De-escalation and FeatScale on the attention branch output (merge(z) W_O + b, then the
+    module that ends the branch where there is one)."""
+    _, model, inputs = loaded
+    lay = layout(model)
+    s_dc, s_hc = torch.linspace(-1, 1, lay.hidden), torch.linspace(0.5, -0.5, lay.hidden)
+    for method, knobs in (("deescalate", {"tau": 0.7}), ("featscale", {"s_dc": s_dc, "s_hc": s_hc})):
+        patch(model, method, **knobs)
+        _, cache = capture(model, inputs)
+        unpatch(model)
+        for layer in range(cache.layers):
+            bias = lay.module(layer, "out_proj").bias
+            with torch.no_grad():
+                plain = merge_heads(cache.stack("z")[layer]) @ lay.out_weight(layer) + (0 if bias is None else bias)
+                if lay.family.attn_out != lay.family.out_proj:
+                    plain = lay.module(layer, "attn_out")(plain)
+            dc = naive_mean(plain, cache.mask, lay.family.causal)
+            expected = plain - 0.7 * dc if method == "deescalate" else plain + s_dc * dc + s_hc * (plain - dc)
+            torch.testing.assert_close(cache.stack("attn_out")[layer], expected, atol=ATOL, rtol=0)
+
+
+def test_causal_models_stay_causal(loaded):
+    """Changing tokens from position 4 on never changes an earlier output of a causal model,
+    patched or not; in an encoder it does (so the check can fail)."""
+    kind, model, inputs = loaded
+    if kind in VISION:
+        pytest.skip("images have no token order")
+    changed = {k: v.clone() for k, v in inputs.items()}
+    changed["input_ids"][:, 4:] = (changed["input_ids"][:, 4:] + 7) % 50
+    for method in (None, *METHODS):
+        if method:
+            patch(model, method)
+        try:
+            before, after = outputs(model, inputs)[:, :4], outputs(model, changed)[:, :4]
+        finally:
+            unpatch(model)
+        if layout(model).family.causal:
+            torch.testing.assert_close(before, after, atol=ATOL, rtol=0)
+        else:
+            assert not torch.allclose(before, after, atol=ATOL), method
+
+
+def test_refused_models_say_why():
+    torch.manual_seed(0)
+    swin = tf.SwinModel(tf.SwinConfig(embed_dim=16, depths=[2], num_heads=[2], image_size=16, patch_size=4,
+                                      window_size=2))
+    with pytest.raises(UsageError, match="Swin is not supported: Swin attends within local windows"):
+        layout(swin)
+    t5 = tf.T5Model(CONFIGS["t5"]())
+    with pytest.raises(UsageError, match=r"encoder-decoder model; analyse its encoder \(model.get_encoder\(\)\)"):
+        layout(t5)
+    with pytest.raises(UsageError, match="not a Hugging Face transformers model"):
+        layout(torch.nn.Linear(2, 2))

@@ -22,6 +22,7 @@ def test_patch_with_a_head_model_and_bad_requests():
     with pytest.raises(UsageError, match="already patched"):
         patch(model, "featscale")
     unpatch(model)
+    unpatched_hooks = hook_ids(model)
     with pytest.raises(UsageError, match="unknown method"):
         patch(model, "contranorm")
     with pytest.raises(UsageError, match="takes lam"):
@@ -32,5 +33,11 @@ def test_patch_with_a_head_model_and_bad_requests():
         patch(model, "attnscale", omega=[1.0, 2.0])
     with torch.no_grad():  # the failed patches left no hook behind: the model is the original
         assert torch.equal(model(**inputs).logits, base)
-    assert not any(m._forward_hooks or m._forward_pre_hooks for m in model.modules())
+    assert hook_ids(model) == unpatched_hooks  # (transformers keeps hooks of its own for output_*)
     assert set(DEFAULT_KNOBS) == set(METHODS)
+
+
+def hook_ids(model) -> set:
+    """Every forward (pre-)hook on the model, by module name and hook id."""
+    return {(name, kind, key) for name, module in model.named_modules()
+            for kind, hooks in (("post", module._forward_hooks), ("pre", module._forward_pre_hooks)) for key in hooks}

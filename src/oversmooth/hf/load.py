@@ -151,20 +151,25 @@ def sequence_length(config: dict, max_length: int | None) -> int:
 
 
 def parameter_count(checkpoint: Checkpoint) -> int | None:
-    """Parameters stored in the checkpoint (safetensors and GGUF headers), None if unknown (.bin)."""
-    if checkpoint.gguf:
-        from gguf import GGUFReader
-        return sum(int(t.n_elements) for t in GGUFReader(checkpoint.path).tensors)
-    files = [p for p in weight_files(checkpoint.folder) if p.suffix == ".safetensors"]
-    if not files:
-        return None
-    from safetensors import safe_open
-    total = 0
-    for file in files:
-        with safe_open(str(file), "pt") as handle:
-            for key in handle.keys():
-                total += torch.Size(handle.get_slice(key).get_shape()).numel()
-    return total
+    """Parameters stored in the checkpoint (safetensors and GGUF headers), None if unknown (.bin);
+    a header that cannot be read is a UsageError naming the file."""
+    try:
+        if checkpoint.gguf:
+            from gguf import GGUFReader
+            return sum(int(t.n_elements) for t in GGUFReader(checkpoint.path).tensors)
+        files = [p for p in weight_files(checkpoint.folder) if p.suffix == ".safetensors"]
+        if not files:
+            return None
+        from safetensors import safe_open
+        total = 0
+        for file in files:
+            with safe_open(str(file), "pt") as handle:
+                for key in handle.keys():
+                    total += torch.Size(handle.get_slice(key).get_shape()).numel()
+        return total
+    except Exception as error:  # safetensors and gguf raise their own kinds for a damaged file
+        raise UsageError(f"cannot load {checkpoint.path}: its weights cannot be read ({_first_line(error)}); "
+                         "the checkpoint is damaged") from None
 
 
 def estimate_bytes(checkpoint: Checkpoint, config: dict, sequences: int, tokens: int,

@@ -7,6 +7,16 @@
   on the unigram plateau (test perplexity 660 for every method; see docs/studies.md).
 - ``lambda-sweep``: NeuTRENO's lambda ablation (seed 001, Table 13) on a Fashion-MNIST ViT.
 - ``quick``: a minute-sized Fashion-MNIST grid to try the machinery (and for tests).
+
+The claims protocol (``oversmooth.study.protocol``, docs/studies.md) runs these, in this order,
+one cell at a time (about 15 CPU-hours on one core of our 2-core machine):
+
+- ``postnorm-pilot``: where does post-norm softmax fail at width 64? (depths 24 and 48, 1 seed);
+- ``fmnist-vit`` (A): softmax, NeuTRENO, spectral sharpen and smooth; 4 seeds (claims 2a, 3, 5, 6);
+- ``austen-lm`` (D): softmax vs NeuTRENO (lambda 0.4), pre-norm LM; 3 seeds (claim 2b);
+- ``fmnist-featscale`` (B): FeatScale, paired with A's softmax cells; 3 seeds (claim 7);
+- ``postnorm-depth`` (C): post-norm softmax and de-escalation vs pre-norm softmax at the depth
+  the pilot found (claim 4).
 """
 
 from __future__ import annotations
@@ -30,7 +40,40 @@ DEPTH_METHODS = (
 #: a 32-wide ViT on 4 x 4 patches of 7 x 7 pixels (16 + CLS tokens): minutes per run on one core.
 _SMALL_VIT = {"width": 32, "heads": 4, "patch_size": 7, "batch_size": 64, "lr": 2e-3, "val_size": 2000}
 
+#: the Fashion-MNIST ViT of the claims protocol: 8 x 64, 4 heads, 4 x 4 patches (49 + CLS tokens),
+#: MLP x2, full training split (55 000 images) with 2-pixel shifts and flips, 10 epochs.
+FMNIST_VIT = {"width": 64, "heads": 4, "mlp_ratio": 2.0, "patch_size": 4, "augment": True,
+              "batch_size": 128, "lr": 1e-3, "epochs": 10}
+#: the Jane Austen LM of the claims protocol: width 64, 4 heads, 64-token context, 8 epochs.
+AUSTEN_LM = {"width": 64, "heads": 4, "seq_len": 64, "batch_size": 64, "lr": 2e-3, "epochs": 8}
+SHARPEN = Variant("sharpen", "spectral", {"spectral": "sharpen"})
+SMOOTH = Variant("smooth", "spectral", {"spectral": "smooth"})
+
 PRESETS: dict[str, StudyConfig] = {
+    "postnorm-pilot": StudyConfig(
+        name="postnorm-pilot", model="vit", tasks=("fmnist",), norms=("pre", "post"), depths=(24, 48),
+        variants=(_M("softmax"),), seeds=(0,), train={**FMNIST_VIT, "epochs": 2, "limit_train": 20000},
+        description="pilot of claim 4: pre- vs post-norm softmax ViT at depths 24 and 48, 2 epochs of "
+                    "20 000 images, 1 seed: post-norm fails where it trails pre-norm by >= 5 pp or diverges",
+    ),
+    "fmnist-vit": StudyConfig(
+        name="fmnist-vit", model="vit", tasks=("fmnist",), norms=("pre",), depths=(8,),
+        variants=(_M("softmax"), Variant("neutreno", "neutreno", {"lam": 0.6}), SHARPEN, SMOOTH),
+        seeds=(0, 1, 2, 3), train=FMNIST_VIT,
+        description="claims A: pre-norm Fashion-MNIST ViT 8 x 64, 10 epochs, augmented: softmax, NeuTRENO "
+                    "(lam 0.6), spectral sharpen and smooth; 4 seeds",
+    ),
+    "fmnist-featscale": StudyConfig(
+        name="fmnist-featscale", model="vit", tasks=("fmnist",), norms=("pre",), depths=(8,),
+        variants=(_M("featscale"),), seeds=(0, 1, 2), train=FMNIST_VIT,
+        description="claims B: FeatScale in fmnist-vit's setting, 3 seeds; its baseline is fmnist-vit's softmax",
+    ),
+    "austen-lm": StudyConfig(
+        name="austen-lm", model="lm", tasks=("austen",), norms=("pre",), depths=(8,),
+        variants=(_M("softmax"), Variant("neutreno", "neutreno", {"lam": 0.4})), seeds=(0, 1, 2), train=AUSTEN_LM,
+        description="claims D: pre-norm causal LM 8 x 64 on Jane Austen, 8 epochs: softmax vs NeuTRENO "
+                    "(lam 0.4); 3 seeds",
+    ),
     "depth-vit": StudyConfig(
         name="depth-vit", model="vit", tasks=("fmnist",), norms=("pre", "post"), depths=(2, 4, 8, 16),
         variants=DEPTH_METHODS, seeds=(0, 1),

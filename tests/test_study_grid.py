@@ -162,6 +162,30 @@ def test_quick_preset_trains_on_real_data_and_reports(tmp_path, capsys):
 def test_the_study_names_the_files_train_writes():
     """The runner repeats train's file names (to keep torch out of `--help`): they must agree."""
     from oversmooth import train
-    from oversmooth.study import runner
+    from oversmooth.study import files
 
-    assert (runner.METRICS_FILE, runner.RESULTS_FILE) == (train.METRICS_FILE, train.RESULTS_FILE)
+    assert (files.METRICS_FILE, files.RESULTS_FILE) == (train.METRICS_FILE, train.RESULTS_FILE)
+
+
+def test_finished_cells_are_archived_and_an_archived_cell_is_never_trained_again(tmp_path, capsys):
+    study, archive = _write(tmp_path, {**TINY, "depths": [1]}), tmp_path / "results"
+    assert main(["study", str(study), "--out", str(tmp_path / "a"), "--results", str(archive)]) == 0
+    assert "2 completed" in capsys.readouterr().out
+    for cell in ("synthetic-pre-d1-softmax-s0", "synthetic-pre-d1-neutreno-s0"):
+        files = {p.name for p in (archive / "tiny" / cell).iterdir()}
+        assert files == {"cell.json", "results.json", "metrics.jsonl", "analysis.json", "train.log"}, files
+    assert json.loads((archive / "tiny" / "study.json").read_text())["command"].endswith(f"--results {archive}")
+    archived = read_study(archive / "tiny")
+    assert [c.status for c in archived] == ["completed"] * 2 and archived[0].label == "softmax"
+
+    # another machine: an empty study folder, the archive committed; nothing is trained
+    assert main(["study", str(study), "--out", str(tmp_path / "b"), "--results", str(archive)]) == 0
+    assert "2 skipped" in capsys.readouterr().out and not (tmp_path / "b" / "cells").exists()
+
+    # a cell archived before its model was measured is measured from the local weights, not retrained
+    (archive / "tiny" / "synthetic-pre-d1-neutreno-s0" / "analysis.json").unlink()
+    stamp = (tmp_path / "a" / "cells" / "synthetic-pre-d1-neutreno-s0" / "results.json").stat().st_mtime_ns
+    (tmp_path / "a" / "cells" / "synthetic-pre-d1-neutreno-s0" / "analysis.json").unlink()
+    assert main(["study", str(study), "--out", str(tmp_path / "a"), "--results", str(archive)]) == 0
+    assert (archive / "tiny" / "synthetic-pre-d1-neutreno-s0" / "analysis.json").is_file()
+    assert stamp == (tmp_path / "a" / "cells" / "synthetic-pre-d1-neutreno-s0" / "results.json").stat().st_mtime_ns

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from oversmooth.errors import UsageError
-from oversmooth.study.runner import CELL_FILE, CELLS_DIR, METRICS_FILE, RESULTS_FILE, STUDY_FILE
+from oversmooth.study.files import CELL_FILE, CELLS_DIR, METRICS_FILE, RESULTS_FILE, STUDY_FILE
 
 #: the score reported per model kind, and whether higher is better.
 SCORES = {"vit": ("accuracy", True), "lm": ("perplexity", False)}
@@ -101,10 +101,12 @@ def study_info(folder: str | Path) -> dict:
 
 
 def read_study(folder: str | Path) -> list[CellResult]:
-    """Every cell under ``folder/cells`` that has its ``cell.json``, in the study's method order
-    (then by task, norm, depth and seed)."""
+    """Every cell that has its ``cell.json``, under ``folder/cells`` (a study folder) or right under
+    ``folder`` (its archive, ``results/<study>``), in the study's method order (then by task,
+    norm, depth and seed)."""
     folder = Path(folder)
-    found = [read_cell(cell) for cell in sorted((folder / CELLS_DIR).iterdir()) if (cell / CELL_FILE).is_file()] \
-        if (folder / CELLS_DIR).is_dir() else []
-    rank = {method["label"]: index for index, method in enumerate(study_info(folder)["methods"])}
+    methods = study_info(folder)["methods"]
+    cells = folder / CELLS_DIR if (folder / CELLS_DIR).is_dir() else folder
+    found = [read_cell(cell) for cell in sorted(cells.iterdir()) if (cell / CELL_FILE).is_file()]
+    rank = {method["label"]: index for index, method in enumerate(methods)}
     return sorted(found, key=lambda c: (rank.get(c.label, len(rank)), c.label, c.task, c.norm, c.depth, c.seed))

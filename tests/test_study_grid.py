@@ -39,6 +39,17 @@ def test_cells_cover_the_grid_in_run_order():
     assert args[args.index("--batch-size") + 1] == "32"
 
 
+def test_a_method_can_be_kept_to_some_norm_placements():
+    study = StudyConfig.from_dict({**TINY, "norms": ["pre", "post"], "depths": [3],
+                                   "methods": ["softmax", {"label": "deesc", "method": "deescalate", "tau": 1.0,
+                                                           "norms": ["post"]}]})
+    assert [c.name for c in study.cells()] == ["synthetic-pre-d3-softmax-s0", "synthetic-post-d3-softmax-s0",
+                                               "synthetic-post-d3-deesc-s0"]
+    assert study.to_dict()["methods"][1] == {"label": "deesc", "method": "deescalate", "tau": 1.0, "norms": ["post"]}
+    with pytest.raises(UsageError, match="asks for norm\\(s\\) post that the study does not train"):
+        StudyConfig.from_dict({**TINY, "methods": [{"label": "d", "method": "deescalate", "norms": ["post"]}]})
+
+
 def test_toml_study_file(tmp_path):
     path = tmp_path / "grid.toml"
     path.write_text('model = "lm"\ntasks = ["synthetic"]\ndepths = [1]\n'

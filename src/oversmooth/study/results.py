@@ -114,7 +114,7 @@ def read_cell(folder: Path) -> CellResult:
     return CellResult(
         study=info["study"], name=info["name"], model=info["model"], task=info["task"], norm=info["norm"],
         depth=info["depth"], label=variant["label"], method=variant["method"],
-        knobs={k: v for k, v in variant.items() if k not in ("label", "method")}, seed=info["seed"],
+        knobs={k: v for k, v in variant.items() if k not in ("label", "method", "norms")}, seed=info["seed"],
         status=status, epochs=epochs, results=results, train_args=tuple(info.get("train_args", ())), analysis=analysis,
     )
 

@@ -162,7 +162,7 @@ def test_probe_claims_from_known_curves():
     broken = Quality((QualityRow("neutreno", "lam=0.6", "output_cosine", 0.2, 1.0, None, False),))
     claim = {c.number: c for c in check_probes(probes(broken))}["1b"]
     assert claim.verdict == "model broken" and "output cosine 0.2" in claim.reason
-    assert "3 of 3 judged blocks agree" in probes().pretrained_agreement()
+    assert "3 of 3 judged blocks agree (3.0 by chance from the marginals)" in probes().pretrained_agreement()
 
 
 def test_untrained_neutreno_probe_matches_the_baseline_where_it_must():

@@ -133,15 +133,16 @@ def check_probes(probes: Probes) -> list[Claim]:
     """Claims 1a, 1b (NeuTRENO without training) and the pretrained half of 5a."""
     claims = []
     command = "oversmooth report ... (the probes run in about a minute)"
-    for number, pair, paper in (
-            ("1a", probes.random_init, "random-init DeiT-tiny, Fig. 6: NeuTRENO well below softmax from layer 2 on"),
-            ("1b", probes.pretrained, "pretrained BERT-base, Fig. 7: lower in every layer, no fine-tuning")):
+    for number, pair, paper, gate in (
+            ("1a", probes.random_init, "random-init DeiT-tiny, Fig. 6: NeuTRENO well below softmax from layer 2 on",
+             "none (untrained: no job to keep)"),
+            ("1b", probes.pretrained, "pretrained BERT-base, Fig. 7: lower in every layer, no fine-tuning",
+             "the patched model's output within the quality budget (oversmooth.hf.quality)")):
         base, neut = pair.mean("baseline"), pair.mean("neutreno")
         verdict, sentence = similarity_verdict(base, neut, pair.quality)
         claims.append(Claim(
             number, f"NeuTRENO (lam {pair.lam}) lowers per-layer token cos_sim without training ({pair.source})",
-            paper, f"last layer {base[-1]:.3f} -> {neut[-1]:.3f}", "pretrained: output within the quality budget",
-            verdict, sentence + " (oversmooth.hf.quality.similarity_verdict; no statistics: deterministic)", command))
+            paper, f"last layer {base[-1]:.3f} -> {neut[-1]:.3f}", gate, verdict, sentence + " (oversmooth.hf.quality.similarity_verdict; no statistics: deterministic)", command))
     cos = probes.pretrained.mean("baseline")
     falls = [layer for layer in range(2, len(cos)) if cos[layer] < cos[layer - 1]]
     raised = sum(block["attention"]["cos_sim_change"] > 0 for block in probes.pretrained_blocks)

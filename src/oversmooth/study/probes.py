@@ -58,12 +58,15 @@ class Probes:
 
     def pretrained_agreement(self) -> str:
         """How often the dynamics verdict of an attention sublayer matches its measured t_sim change."""
-        judged = [b for b in self.pretrained_blocks if b["verdict"] in ("smoothing", "sharpening")]
-        agree = sum((b["verdict"] == "smoothing") == (b["attention"]["t_sim_change"] > 0) for b in judged)
+        judged = [((b["verdict"] == "smoothing"), b["attention"]["t_sim_change"] > 0)
+                  for b in self.pretrained_blocks if b["verdict"] in ("smoothing", "sharpening")]
+        agree = sum(v == m for v, m in judged)
+        p, q = (sum(v for v, _ in judged) / max(len(judged), 1)), (sum(m for _, m in judged) / max(len(judged), 1))
         verdicts = ", ".join(b["verdict"] for b in self.pretrained_blocks)
         changes = ", ".join(f"{b['attention']['t_sim_change']:+.3f}" for b in self.pretrained_blocks)
-        return (f"verdicts {verdicts}; measured t_sim change across attention {changes}: "
-                f"{agree} of {len(judged)} judged blocks agree")
+        return (f"verdicts {verdicts}; measured t_sim change across attention {changes}: {agree} of "
+                f"{len(judged)} judged blocks agree ({(p * q + (1 - p) * (1 - q)) * len(judged):.1f} by chance "
+                "from the marginals)")
 
 
 def _fmnist_images(count: int) -> tuple[torch.Tensor, str]:

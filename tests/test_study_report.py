@@ -15,7 +15,7 @@ from scipy import stats
 from oversmooth.cli import main
 from oversmooth.hf.quality import Quality, QualityRow
 from oversmooth.study import PRESETS
-from oversmooth.study.claims import check_probes, check_trained
+from oversmooth.study.claims import check_probes, check_trained, pilot_claims
 from oversmooth.study.probes import CurvePair, Probes, random_init
 from oversmooth.study.report import write_report
 from oversmooth.study.results import read_study
@@ -202,3 +202,19 @@ def test_written_report_matches_the_claims_it_returns(tmp_path):
     report = (tmp_path / "rep" / "report.md").read_text()
     for claim in claims:
         assert f"| {claim.number} | {claim.statement} |" in report and f"**{claim.verdict}**" in report
+
+
+@pytest.mark.parametrize("post_d48, status, verdict_text", [
+    (0.33, "completed", "nothing to rescue: in the pilot post-norm softmax did not fail at depth 24 or 48"),
+    (0.29, "completed", "post-norm softmax fails at depth 48 in the pilot"),   # 5.5 pp below pre-norm
+    (0.30, "diverged", "post-norm softmax fails at depth 48 in the pilot"),
+])
+def test_claim_4_stands_on_the_pilot_finding_a_failing_depth(tmp_path, post_d48, status, verdict_text):
+    for depth, pre, post in ((24, 0.40, 0.43), (48, 0.345, post_d48)):
+        make_cell(tmp_path, "postnorm-pilot", "softmax", 0, pre, norm="pre", depth=depth)
+        make_cell(tmp_path, "postnorm-pilot", "softmax", 0, post, norm="post", depth=depth,
+                  status=status if depth == 48 else "completed")
+    claims = {c.number: c for c in pilot_claims(read_study(tmp_path / "postnorm-pilot"))}
+    assert claims["4a"].verdict == claims["4b"].verdict == "not tested"
+    assert verdict_text in claims["4b"].reason and "depth 24: pre-norm 40.0 %, post-norm 43.0 %" in claims["4a"].ours
+    assert {c.number for c in pilot_claims([])} == {"4a", "4b"}

@@ -4,14 +4,13 @@ but a rescaled study is a different setting: the claims protocol reads only the 
 - ``quick``: a minute-sized Fashion-MNIST grid to try the machinery (and for tests).
 
 The claims protocol (``oversmooth.study.protocol``, docs/studies.md) runs these, in this order,
-one cell at a time (about 15 CPU-hours on one core of our 2-core machine):
+one cell at a time (about 13 CPU-hours on one core of our 2-core machine):
 
-- ``postnorm-pilot``: where does post-norm softmax fail at width 64? (depths 24 and 48, 1 seed);
+- ``postnorm-pilot``: where does post-norm softmax fail at width 64? (depths 24 and 48, 1 seed;
+  it failed at neither, so claim 4 has no comparison study: see ``claims.pilot_claims``);
 - ``fmnist-vit`` (A): softmax, NeuTRENO, spectral sharpen and smooth; 4 seeds (claims 2a, 3, 5, 6);
 - ``austen-lm`` (D): softmax vs NeuTRENO (lambda 0.4), pre-norm LM; 3 seeds (claim 2b);
-- ``fmnist-featscale`` (B): FeatScale, paired with A's softmax cells; 3 seeds (claim 7);
-- ``postnorm-depth`` (C): post-norm softmax and de-escalation vs pre-norm softmax at the depth
-  the pilot found (claim 4).
+- ``fmnist-featscale`` (B): FeatScale, paired with A's softmax cells; 3 seeds (claim 7).
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ from matplotlib.ticker import MaxNLocator
 
 from oversmooth.atomic import atomic_directory
 from oversmooth.plotting import figure, save_png
-from oversmooth.study.claims import Claim, check_probes, check_trained, lambda_claim
+from oversmooth.study.claims import PILOT, Claim, check_probes, check_trained, lambda_claim, pilot_claims
 from oversmooth.study.probes import Probes
 from oversmooth.study.results import CellResult
 
@@ -232,7 +232,8 @@ def write_report(cells: list[CellResult], out: str | Path, probes: Probes | None
     ``commands``: study name -> the command that ran it (printed under its section); ``command``:
     the one that wrote this report.
     """
-    claims = (check_probes(probes) if probes else []) + check_trained(cells, commands, probes) + [lambda_claim()]
+    claims = ((check_probes(probes) if probes else []) + check_trained(cells, commands, probes) + [lambda_claim()]
+              + pilot_claims(cells, (commands or {}).get(PILOT)))
     claims.sort(key=lambda c: (int(c.number[0]), c.number))
     files: dict[str, Callable[[Path], None]] = {}
     lines = [f"# {title}", "", "Which claims of the source papers held here, at CPU scale, under the protocol of "

@@ -65,6 +65,7 @@ class Evidence:
     protocol: Protocol
     values: tuple[tuple[int, float, float], ...]
     gate_failure: str | None
+    note: str = ""  # the protocol's note on these seeds
 
     @property
     def not_tested(self) -> str | None:
@@ -88,7 +89,8 @@ def gather(protocol: Protocol, groups: Groups) -> Evidence:
     finished = [seeds[seed] for seed, _, _ in values]  # the gates judge the seeds that are in the test
     failed = next((why for gate in protocol.gates if (why := gate.failure(finished)) is not None), None) \
         if finished else None
-    return Evidence(protocol, tuple(values), failed)
+    note = protocol.note(finished, protocol.method) if protocol.note else ""
+    return Evidence(protocol, tuple(values), failed, note)
 
 
 def _ours(evidence: Evidence, decision: Decision) -> str:
@@ -118,7 +120,7 @@ def check_trained(cells: list[CellResult], commands: Mapping[str, str] | None = 
             state = "no finished seed yet" if not evidence.values else \
                 "passed" if evidence.gate_failure is None else f"failed: {evidence.gate_failure}"
             gates += f" ({state})"
-        ours = _ours(evidence, decision)
+        ours = _ours(evidence, decision) + (f"; {evidence.note}" if evidence.note else "")
         if protocol.number == "5b" and probes is not None:
             ours += f". MiniLM (pretrained, one model): {probes.pretrained_agreement()}"
         claims.append(Claim(

@@ -85,3 +85,13 @@ def ln_flip_attention(cells: Mapping[Key, CellResult], arms: tuple[Key, Key]) ->
         return None
     mean = lambda blocks: statistics.fmean(b["attention"]["t_sim_change"] for b in blocks)  # noqa: E731
     return mean(analysis["ln_flip"]["blocks"]), mean(analysis["blocks"])
+
+
+def ln_flip_quality(groups: list[Mapping[Key, CellResult]], arm: Key) -> str:
+    """What the sign flip did to the model's job: validation accuracy flipped vs as trained."""
+    found = [g[arm].analysis["ln_flip"] for g in groups if arm in g and g[arm].analysis and "ln_flip" in g[arm].analysis]
+    if not found:
+        return ""
+    flipped = statistics.fmean(100 * f["val"]["accuracy"] for f in found)
+    trained = statistics.fmean(100 * f["val_unflipped"]["accuracy"] for f in found)
+    return f"validation accuracy with the flip {flipped:.1f} % vs {trained:.1f} % as trained"

@@ -13,7 +13,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import torch
 
@@ -47,9 +47,6 @@ class Probes:
     random_init: CurvePair
     pretrained: CurvePair
     pretrained_blocks: list[dict]
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
     def block_text(self, layer: int) -> str:
         """``"attention +0.012, mlp -0.030, norm -0.004"``: block ``layer``'s cos_sim changes."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 from oversmooth.study import measures
 from oversmooth.study.measures import Key, Measure, paired_score
@@ -111,6 +111,7 @@ class Protocol:
     direction: str            # "higher" | "lower"
     gates: tuple = ()
     seeds: tuple[int, ...] = field(default=())
+    note: Callable[[list[Mapping[Key, CellResult]], Key], str] | None = None  # more to say, on the method arm
 
     def __post_init__(self) -> None:
         if not self.seeds:
@@ -148,7 +149,7 @@ PROTOCOLS: tuple[Protocol, ...] = (
              "Dovonon et al. 2025, Sec. 5 (pre-LN: the effective map is diag(gamma) W_V W_O)",
              FMNIST, PRE_SOFTMAX, PRE_SOFTMAX, measures.ln_flip_attention,
              "mean t_sim change across the attention sublayers with the pre-attention LayerNorm weights "
-             "negated vs as trained", "lower", (FMNIST_GATE,)),
+             "negated vs as trained", "lower", (FMNIST_GATE,), note=measures.ln_flip_quality),
     Protocol("6", "smoothing can improve image classification (vs sharpening, at matched initial scale)",
              "Dovonon et al., arXiv v2 (the TMLR version states no direction)",
              FMNIST, ("pre", "smooth"), ("pre", "sharpen"), measures.score, "test accuracy, pp", "higher",

@@ -62,3 +62,11 @@ def test_a_trained_cell_gets_its_analysis_file(tmp_path):
     assert len(analysis["stream"]["cos_sim"]) == 3 and len(analysis["blocks"]) == 2
     assert analysis["probe"]["examples"] == 64 and 0 <= analysis["ln_flip"]["val"]["accuracy"] <= 1
     assert analysis["ln_flip"]["val_unflipped"] == json.loads((out / "results.json").read_text())["val"]
+
+
+def test_a_folder_without_a_finished_run_is_a_one_line_error(tmp_path, capsys):
+    from oversmooth.study.cell_analysis import main as analysis_main
+
+    assert analysis_main([str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "is no finished cell" in err and not (tmp_path / "analysis.json").exists()

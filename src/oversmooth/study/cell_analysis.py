@@ -22,12 +22,14 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+import sys
 from collections import Counter
 from pathlib import Path
 
 import torch
 
 from oversmooth.atomic import atomic_write
+from oversmooth.errors import UsageError
 from oversmooth.metrics import measure
 from oversmooth.spectra.value_output import value_output_eigenvalues
 from oversmooth.spectra.verdict import dynamics_verdict
@@ -101,6 +103,9 @@ def analyze_cell(folder: str | Path) -> dict:
     from oversmooth.train.task_factory import DataOptions, make_task
 
     folder = Path(folder)
+    if not (folder / RESULTS_FILE).is_file() or not (folder / MODEL_DIR).is_dir():
+        raise UsageError(f"{folder} is no finished cell: it needs {RESULTS_FILE} and {MODEL_DIR}/ "
+                         "(a completed `oversmooth train` run)")
     description = json.loads((folder / RESULTS_FILE).read_text())["description"]
     model = load_model(folder / MODEL_DIR)
     task, _ = make_task(description["task"], description["model"], DataOptions(**description["data"]))
@@ -123,7 +128,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
-    analyze_cell(args.cell)
+    try:
+        analyze_cell(args.cell)
+    except UsageError as error:
+        print(f"{parser.prog}: error: {error}", file=sys.stderr)
+        return 2
     print(f"wrote {Path(args.cell) / ANALYSIS_FILE}")
     return 0
 

@@ -193,6 +193,11 @@ def test_finished_cells_are_archived_and_an_archived_cell_is_never_trained_again
     assert main(["study", str(study), "--out", str(tmp_path / "b"), "--results", str(archive)]) == 0
     assert "2 skipped" in capsys.readouterr().out and not (tmp_path / "b" / "cells").exists()
 
+    # a study whose settings changed does not take the archived cells for its own
+    changed = _write(tmp_path, {**TINY, "depths": [1], "train": {**TINY["train"], "epochs": 2}}, ".toml.json")
+    assert main(["study", str(changed), "--out", str(tmp_path / "c"), "--results", str(archive)]) == 2
+    assert "was trained with other settings" in capsys.readouterr().err and not (tmp_path / "c").exists()
+
     # a cell archived before its model was measured is measured from the local weights, not retrained
     (archive / "tiny" / "synthetic-pre-d1-neutreno-s0" / "analysis.json").unlink()
     stamp = (tmp_path / "a" / "cells" / "synthetic-pre-d1-neutreno-s0" / "results.json").stat().st_mtime_ns

@@ -189,8 +189,8 @@ def pilot_claims(cells: list[CellResult], command: str | None = None) -> list[Cl
     else:
         why = (f"nothing to rescue: in the pilot post-norm softmax did not fail at depth {' or '.join(map(str, depths))} "
                f"(it diverged nowhere and trailed pre-norm by less than {PILOT_GAP:g} pp), so the failure this claim "
-               "explains was not reproduced at width 64; it may need more depth or longer training")
-    ours = "pilot, 1 seed, validation accuracy after 2 epochs of 10 000 images: " + "; ".join(found) if found \
+               "explains was not reproduced at width 64; it may need more depth, longer training or a larger lr")
+    ours = "pilot, 1 seed, lr 1e-3, validation accuracy after 2 epochs of 10 000 images: " + "; ".join(found) if found \
         else "pilot not run"
     return [Claim(number, statement, paper, ours, f"post-norm softmax fails (diverges or >= {PILOT_GAP:g} pp "
                   "below pre-norm) at the depth tested", NOT_TESTED, f"not tested: {why}",

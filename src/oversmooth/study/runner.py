@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Callable
 
 from oversmooth.atomic import atomic_write
+from oversmooth.errors import UsageError
 from oversmooth.study.archive import archive_cell, archive_study, archived, is_archived
 from oversmooth.study.config import Cell, StudyConfig
 from oversmooth.study.files import ANALYSIS_FILE, CELL_FILE, CELLS_DIR, LOCK_FILE, LOG_FILE, MODEL_DIR, RESULTS_FILE, \
@@ -137,6 +138,16 @@ def run_cell(cell: Cell, out: Path, threads: int, processes: _Processes,
     return CellOutcome(cell, "skipped" if trained else json.loads((folder / RESULTS_FILE).read_text())["status"])
 
 
+def check_archive(study: StudyConfig, archive: Path) -> None:
+    """Refuse (UsageError) when a cell archived under ``archive`` was trained with other arguments
+    than the study's cell of that name would be: it would be skipped as finished, wrongly."""
+    for cell in study.cells():
+        info = archived(archive, cell.study, cell.name) / CELL_FILE
+        if info.is_file() and json.loads(info.read_text())["train_args"] != cell.train_args():
+            raise UsageError(f"{info.parent} was trained with other settings than this study's {cell.name}; "
+                             "move it away or use another --results folder")
+
+
 def run_study(study: StudyConfig, out: str | Path, jobs: int = 1, threads: int = 1,
               on_done: Callable[[CellOutcome], None] = lambda outcome: None, command: str = "",
               archive: str | Path | None = None) -> list[CellOutcome]:
@@ -149,9 +160,11 @@ def run_study(study: StudyConfig, out: str | Path, jobs: int = 1, threads: int =
     Ctrl-C (KeyboardInterrupt) terminates the running cells (their checkpoints stay) and re-raises.
     """
     out = Path(out)
+    archive = None if archive is None else Path(archive)
+    if archive is not None:
+        check_archive(study, archive)
     out.mkdir(parents=True, exist_ok=True)
     write_study(study, out, command)
-    archive = None if archive is None else Path(archive)
     if archive is not None:
         archive_study(out / STUDY_FILE, archive, study.name)
     processes = _Processes()

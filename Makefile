@@ -27,12 +27,11 @@ $(DATA): scripts/install_data.sh
 	bash scripts/install_data.sh .data
 	touch $@
 
-# The studies behind docs/results/ (hours on a 2-core CPU; re-running skips finished cells).
-STUDIES := depth-vit lm-austen lambda-sweep
+# The claims protocol behind docs/results/ (docs/studies.md): about 13 CPU-hours on one core of a
+# 2-core CPU. Cells archived under results/ are skipped, so this resumes where the last machine
+# (or clone) stopped; when the studies end it rewrites docs/results/report.md.
 results: setup
-	for s in $(STUDIES); do $(BIN)/oversmooth study $$s --out runs/studies/$$s --jobs 2 || exit 1; done
-	$(BIN)/oversmooth report $(addprefix runs/studies/,$(STUDIES)) --out docs/results \
-		--title "oversmooth: which claims held at CPU scale"
+	PY=$(BIN)/python scripts/run_claims.sh
 
 bench: setup
 	for f in benchmarks/bench_*.py; do $(BIN)/python $$f || exit 1; done

@@ -39,6 +39,17 @@ def test_cells_cover_the_grid_in_run_order():
     assert args[args.index("--batch-size") + 1] == "32"
 
 
+def test_a_method_can_be_kept_to_some_norm_placements():
+    study = StudyConfig.from_dict({**TINY, "norms": ["pre", "post"], "depths": [3],
+                                   "methods": ["softmax", {"label": "deesc", "method": "deescalate", "tau": 1.0,
+                                                           "norms": ["post"]}]})
+    assert [c.name for c in study.cells()] == ["synthetic-pre-d3-softmax-s0", "synthetic-post-d3-softmax-s0",
+                                               "synthetic-post-d3-deesc-s0"]
+    assert study.to_dict()["methods"][1] == {"label": "deesc", "method": "deescalate", "tau": 1.0, "norms": ["post"]}
+    with pytest.raises(UsageError, match="asks for norm\\(s\\) post that the study does not train"):
+        StudyConfig.from_dict({**TINY, "methods": [{"label": "d", "method": "deescalate", "norms": ["post"]}]})
+
+
 def test_toml_study_file(tmp_path):
     path = tmp_path / "grid.toml"
     path.write_text('model = "lm"\ntasks = ["synthetic"]\ndepths = [1]\n'
@@ -162,6 +173,35 @@ def test_quick_preset_trains_on_real_data_and_reports(tmp_path, capsys):
 def test_the_study_names_the_files_train_writes():
     """The runner repeats train's file names (to keep torch out of `--help`): they must agree."""
     from oversmooth import train
-    from oversmooth.study import runner
+    from oversmooth.study import files
 
-    assert (runner.METRICS_FILE, runner.RESULTS_FILE) == (train.METRICS_FILE, train.RESULTS_FILE)
+    assert (files.METRICS_FILE, files.RESULTS_FILE) == (train.METRICS_FILE, train.RESULTS_FILE)
+
+
+def test_finished_cells_are_archived_and_an_archived_cell_is_never_trained_again(tmp_path, capsys):
+    study, archive = _write(tmp_path, {**TINY, "depths": [1]}), tmp_path / "results"
+    assert main(["study", str(study), "--out", str(tmp_path / "a"), "--results", str(archive)]) == 0
+    assert "2 completed" in capsys.readouterr().out
+    for cell in ("synthetic-pre-d1-softmax-s0", "synthetic-pre-d1-neutreno-s0"):
+        files = {p.name for p in (archive / "tiny" / cell).iterdir()}
+        assert files == {"cell.json", "results.json", "metrics.jsonl", "analysis.json", "train.log"}, files
+    assert json.loads((archive / "tiny" / "study.json").read_text())["command"].endswith(f"--results {archive}")
+    archived = read_study(archive / "tiny")
+    assert [c.status for c in archived] == ["completed"] * 2 and archived[0].label == "softmax"
+
+    # another machine: an empty study folder, the archive committed; nothing is trained
+    assert main(["study", str(study), "--out", str(tmp_path / "b"), "--results", str(archive)]) == 0
+    assert "2 skipped" in capsys.readouterr().out and not (tmp_path / "b" / "cells").exists()
+
+    # a study whose settings changed does not take the archived cells for its own
+    changed = _write(tmp_path, {**TINY, "depths": [1], "train": {**TINY["train"], "epochs": 2}}, ".toml.json")
+    assert main(["study", str(changed), "--out", str(tmp_path / "c"), "--results", str(archive)]) == 2
+    assert "was trained with other settings" in capsys.readouterr().err and not (tmp_path / "c").exists()
+
+    # a cell archived before its model was measured is measured from the local weights, not retrained
+    (archive / "tiny" / "synthetic-pre-d1-neutreno-s0" / "analysis.json").unlink()
+    stamp = (tmp_path / "a" / "cells" / "synthetic-pre-d1-neutreno-s0" / "results.json").stat().st_mtime_ns
+    (tmp_path / "a" / "cells" / "synthetic-pre-d1-neutreno-s0" / "analysis.json").unlink()
+    assert main(["study", str(study), "--out", str(tmp_path / "a"), "--results", str(archive)]) == 0
+    assert (archive / "tiny" / "synthetic-pre-d1-neutreno-s0" / "analysis.json").is_file()
+    assert stamp == (tmp_path / "a" / "cells" / "synthetic-pre-d1-neutreno-s0" / "results.json").stat().st_mtime_ns

@@ -1,149 +1,168 @@
-"""`oversmooth report`: claims decided from hand-made cells whose answers are known, and the files."""
+"""`oversmooth report`: claims decided from hand-made cells whose answers are known, and the files.
+
+Cells are written as `oversmooth study` archives them (cell.json with the preset's own train
+arguments, metrics.jsonl, results.json, analysis.json), so pairing, gates and the protocol's
+measures all run on them.
+"""
 
 import csv
 import json
-import math
-import statistics
 from pathlib import Path
 
 import pytest
+from scipy import stats
 
 from oversmooth.cli import main
-from oversmooth.study.claims import check_cells, check_probes
-from oversmooth.study.compare import Comparison, verdict
 from oversmooth.hf.quality import Quality, QualityRow
+from oversmooth.study import PRESETS
+from oversmooth.study.claims import check_probes, check_trained, pilot_claims
 from oversmooth.study.probes import CurvePair, Probes, random_init
 from oversmooth.study.report import write_report
 from oversmooth.study.results import read_study
 
+SOFTMAX_ACC = [0.900, 0.904, 0.898, 0.902]  # mean 90.1 %: passes the 89 % gate
 
-def make_cell(root: Path, study: str, label: str, depth: int, seed: int, score: float, *, model: str = "vit",
-              norm: str = "pre", method: str | None = None, knobs: dict | None = None, status: str = "completed",
-              t_sim: float = 0.5, examples_per_second: float = 100.0) -> None:
-    """A cell folder as `oversmooth study` leaves it (cell.json, metrics.jsonl, results.json)."""
-    name = f"{study}-{norm}-d{depth}-{label}-s{seed}"
-    folder = root / "cells" / name
+
+def analysis(cos_stream, verdicts=("smoothing",) * 8, changes=(0.02,) * 8, flipped=(-0.01,) * 8):
+    blocks = lambda changes, verdicts: [{"layer": i + 1, "verdict": {"verdict": v},  # noqa: E731
+                                         "attention": {"t_sim_change": c, "cos_sim_change": c}}
+                                        for i, (c, v) in enumerate(zip(changes, verdicts))]
+    return {"stream": {"cos_sim": list(cos_stream), "t_sim": list(cos_stream)}, "blocks": blocks(changes, verdicts),
+            "ln_flip": {"blocks": blocks(flipped, verdicts), "val": {"accuracy": 0.1}, "val_unflipped": {"accuracy": 0.9}}}
+
+
+def make_cell(root: Path, study: str, label: str, seed: int, accuracy: float, *, norm: str = "pre",
+              last_gain: float = 0.001, status: str = "completed", examples_per_second: float = 100.0,
+              cell_analysis: dict | None = None, depth: int | None = None) -> None:
+    """A cell of preset ``study`` as `oversmooth study --results` archives it: the preset's own
+    cell.json, two epochs whose val score rose by ``last_gain`` in the last, results.json."""
+    cell = next(c for c in PRESETS[study].cells() if (c.variant.label, c.seed, c.norm) == (label, seed, norm)
+                and (depth is None or c.depth == depth))
+    folder = root / study / cell.name
     folder.mkdir(parents=True)
-    score_name = "accuracy" if model == "vit" else "perplexity"
-    variant = {"label": label, "method": method or label, **(knobs or {})}
-    (folder / "cell.json").write_text(json.dumps({
-        "study": study, "name": name, "model": model, "task": "fmnist" if model == "vit" else "austen",
-        "norm": norm, "depth": depth, "variant": variant, "seed": seed, "train_args": []}))
-    layers = [{"layer": l, "cos_sim": t_sim, "t_sim": t_sim} for l in range(depth)]
-    epochs = [{"epoch": e, "val": {score_name: score + (e - 2) * 0.01}, "layers": layers} for e in (1, 2)]
+    (folder / "cell.json").write_text(json.dumps(cell.to_dict()))
+    lm = cell.model == "lm"
+    name = "perplexity" if lm else "accuracy"
+    epochs = [{"epoch": e, "val": {name: accuracy - (last_gain if e == 1 else 0.0), "loss": 4.0 + (last_gain if e == 1 else 0)},
+               "layers": [{"layer": l, "cos_sim": 0.3, "t_sim": 0.3} for l in range(cell.depth)]} for e in (1, 2)]
     (folder / "metrics.jsonl").write_text("".join(json.dumps(e) + "\n" for e in epochs))
     if status != "partial":
         (folder / "results.json").write_text(json.dumps({
-            "status": status, "test": {score_name: score} if status == "completed" else None,
+            "status": status, "test": {name: accuracy} if status == "completed" else None,
             "train_examples_per_second": examples_per_second, "wall_seconds": 1.0}))
+    if cell_analysis is not None:
+        (folder / "analysis.json").write_text(json.dumps(cell_analysis))
+    study_file = root / study / "study.json"
+    if not study_file.exists():
+        study_file.write_text(json.dumps({**PRESETS[study].to_dict(), "command": f"oversmooth study {study} --x"}))
 
 
-def write_study_file(root: Path, name: str, labels: list[str]) -> None:
-    root.mkdir(parents=True, exist_ok=True)
-    (root / "study.json").write_text(json.dumps({"name": name, "methods": [{"label": l} for l in labels],
-                                                 "command": f"oversmooth study {name} --out {root}"}))
+def fmnist(root, neutreno_gain=(0.010, 0.012, 0.008, 0.011), softmax=SOFTMAX_ACC, seeds=(0, 1, 2, 3), **softmax_kw):
+    """fmnist-vit: NeuTRENO +1 pp on each seed; smooth and sharpen noise around softmax."""
+    noise = [(0.002, -0.001), (-0.003, 0.002), (0.001, 0.001), (0.0, -0.002)]
+    for seed in seeds:
+        base = softmax[seed]
+        make_cell(root, "fmnist-vit", "softmax", seed, base, examples_per_second=100.0, cell_analysis=analysis(
+            [0.1, 0.3, 0.5, 0.6, 0.7, 0.75, 0.8, 0.78, 0.7]), **softmax_kw)
+        make_cell(root, "fmnist-vit", "neutreno", seed, base + neutreno_gain[seed], examples_per_second=95.0,
+                  cell_analysis=analysis([0.1] * 9))
+        make_cell(root, "fmnist-vit", "sharpen", seed, base + noise[seed][0],
+                  cell_analysis=analysis([0.1] * 9, ("sharpening",) * 8, (-0.01,) * 8))
+        make_cell(root, "fmnist-vit", "smooth", seed, base + noise[seed][1], cell_analysis=analysis([0.1] * 9))
 
 
-def by_number(claims):
-    return {c.number: c for c in claims}
+def claims_of(root, **kw):
+    cells = [cell for study in sorted(p for p in root.iterdir() if p.is_dir()) for cell in read_study(study)]
+    return {c.number: c for c in check_trained(cells, **kw)}
 
 
-@pytest.mark.parametrize("gains, expected", [
-    ((1.0, 1.2, 0.8), "held"),             # mean 1.0, SE 0.115
-    ((-1.0, -1.2, -0.8), "did not hold"),
-    ((1.0, -0.5, 0.2), "inconclusive"),    # mean 0.23, SE 0.44
-    ((3.0,), "inconclusive"),              # one pair: no spread
-    ((0.5, 0.5), "held"),                  # the same gain everywhere: SE 0
-    ((0.0, 0.0), "inconclusive"),
-])
-def test_verdict_rule_against_hand_computed_standard_errors(gains, expected):
-    mean = sum(gains) / len(gains)
-    se = statistics.stdev(gains) / math.sqrt(len(gains)) if len(gains) > 1 else math.nan
-    comparison = Comparison("a", "b", gains)
-    assert comparison.mean == pytest.approx(mean)
-    assert (math.isnan(comparison.se) and math.isnan(se)) or comparison.se == pytest.approx(se)
-    assert verdict(comparison) == expected
+def test_known_paired_effects_give_the_known_verdicts(tmp_path):
+    fmnist(tmp_path)
+    for seed, (base, featscale) in enumerate(zip(SOFTMAX_ACC, (0.001, -0.002, 0.0))):  # B pairs with A's softmax
+        make_cell(tmp_path, "fmnist-featscale", "featscale", seed, base + featscale)
+    claims = claims_of(tmp_path)
+    tested = [n for n, c in claims.items() if c.verdict != "not tested"]
+    assert sorted(tested) == ["2a", "3", "5a", "5b", "5c", "6", "7"]
+    m = len(tested)
+
+    # 2a: +1.0, +1.2, +0.8, +1.1 pp: t = 1.025 / (0.0957 / 2) = 21.4, df 3
+    gains = [1.0, 1.2, 0.8, 1.1]
+    p = stats.ttest_rel([a + g for a, g in zip(SOFTMAX_ACC, gains)], SOFTMAX_ACC).pvalue
+    assert claims["2a"].verdict == "held" and "difference +1.03" in claims["2a"].ours and "n = 4" in claims["2a"].ours
+    assert f"over {m} claims" in claims["2a"].reason and p < 0.05 / m
+    assert "passed" in claims["2a"].gate and claims["2a"].command == "oversmooth study fmnist-vit --out runs/studies/fmnist-vit --results results"
+    # 3: time ratio 100 / 95 = 1.053 < 1.10 on every seed, exactly: no spread, held
+    assert claims["3"].verdict == "held"
+    # 5a: cos_sim ends at 0.70 below its peak 0.80, every seed alike: held
+    assert claims["5a"].verdict == "held" and "0.7 vs 0.8" in claims["5a"].ours
+    # 5b: sharpen's blocks say sharpening and fall, the others say smoothing and rise: 100 % vs chance 62.5 %
+    assert claims["5b"].verdict == "held" and "1 vs 0.625" in claims["5b"].ours
+    # 5c: flipped -0.01 vs trained +0.02 in every block
+    assert claims["5c"].verdict == "held" and "accuracy with the flip 10.0 % vs 90.0 % as trained" in claims["5c"].ours
+    # 6: smooth - sharpen = -0.3, +0.5, 0, -0.2 pp: noise, inconclusive with a detectable effect
+    assert claims["6"].verdict == "inconclusive" and "smallest effect this design detects" in claims["6"].reason
+    # 7: FeatScale (study fmnist-featscale) paired with fmnist-vit's softmax: +0.1, -0.2, 0 pp
+    assert claims["7"].verdict == "inconclusive" and "n = 3" in claims["7"].ours
+    assert claims["2b"].verdict == "not tested" and "0 of 3 planned seed pairs" in claims["2b"].reason
 
 
-def test_claims_from_known_cells(tmp_path):
-    root = tmp_path / "depth"
-    write_study_file(root, "depth-vit", ["softmax", "neutreno", "deescalate", "featscale", "sharpen", "smooth"])
-    for depth, extra in ((2, 0.010), (4, 0.012), (8, 0.008)):
-        for norm in ("pre", "post"):
-            post = norm == "post"
-            base = 0.80 - ((0.01 if depth == 2 else 0.04) if post else 0.0)  # the norm gap widens by 3 pp
-            make_cell(root, "depth-vit", "softmax", depth, 0, base, norm=norm, t_sim=0.3 + 0.05 * depth * post,
-                      examples_per_second=100.0)
-            make_cell(root, "depth-vit", "neutreno", depth, 0, base + extra, norm=norm, examples_per_second=95.0)
-            make_cell(root, "depth-vit", "deescalate", depth, 0, base + (0.03 if post else 0.0), norm=norm)
-            make_cell(root, "depth-vit", "featscale", depth, 0, base - extra, norm=norm)
-            make_cell(root, "depth-vit", "sharpen", depth, 0, base - 0.02, norm=norm, method="spectral",
-                      knobs={"spectral": "sharpen"}, t_sim=0.1)
-            make_cell(root, "depth-vit", "smooth", depth, 0, base + 0.01 + extra / 10, norm=norm, method="spectral",
-                      knobs={"spectral": "smooth"}, t_sim=0.9)
-    lm = tmp_path / "lm"
-    write_study_file(lm, "lm-austen", ["softmax", "neutreno"])
-    for seed, ppl in ((0, 100.0), (1, 104.0), (2, 98.0)):
-        make_cell(lm, "lm-austen", "softmax", 4, seed, ppl, model="lm", norm="post")
-        make_cell(lm, "lm-austen", "neutreno", 4, seed, ppl + 3.0 + seed * 0.5, model="lm", norm="post",
-                  knobs={"lam": 0.4})
-    sweep = tmp_path / "sweep"
-    write_study_file(sweep, "lambda-sweep", ["softmax", "lam=0.1", "lam=0.6", "lam=2.0"])
-    for seed in (0, 1):
-        for label, lam, acc in (("softmax", None, 0.80), ("lam=0.1", 0.1, 0.79), ("lam=0.6", 0.6, 0.83),
-                                ("lam=2.0", 2.0, 0.70)):
-            make_cell(sweep, "lambda-sweep", label, 8, seed, acc + 0.002 * seed, method="softmax" if lam is None
-                      else "neutreno", knobs={} if lam is None else {"lam": lam})
-    cells = read_study(root) + read_study(lm) + read_study(sweep)
-    claims = by_number(check_cells(cells))
-
-    # 2a: neutreno - softmax, pre-norm, gains 1.0, 1.2, 0.8 pp
-    assert claims["2a"].verdict == "held" and "+1 pp" in claims["2a"].ours and "n = 3" in claims["2a"].ours
-    # 2b: NeuTRENO has higher perplexity by 3.0, 3.5, 4.0: its gain is negative
-    assert claims["2b"].verdict == "did not hold" and "gain of neutreno over softmax: -3.5 PPL" in claims["2b"].ours
-    # 2c: best lambda 0.6 inside the sweep and better than both ends in both seeds
-    assert claims["2c"].verdict == "held" and "best lam 0.6" in claims["2c"].ours
-    # 3: time ratio 100 / 95 = 1.053 in every pair
-    assert claims["3"].verdict == "held" and "median 1.053" in claims["3"].ours
-    # 4a: post-norm softmax trails pre-norm by 1 pp at depth 2 and by 4 pp at depths 4 and 8
-    assert claims["4a"].verdict == "held" and "+3 pp" in claims["4a"].ours and "d2 +1, d4 +4" in claims["4a"].ours
-    assert "t_sim 0.400 at depth 2 vs 0.700 at depth 8" in claims["4a"].ours
-    # 4b: de-escalation + 3 pp in post-norm at every deeper depth (no spread: the sign decides)
-    assert claims["4b"].verdict == "held" and "+3 pp" in claims["4b"].ours
-    assert claims["5d"].verdict == "held" and "t_sim, smooth − sharpen: +0.8" in claims["5d"].ours  # 0.9 - 0.1
-    assert claims["6"].verdict == "held"   # smooth - sharpen = 3 pp + extra/10 in all six settings
-    assert claims["7"].verdict == "did not hold"  # featscale trails by 1.2 and 0.8 pp at depths 4, 8
+def test_a_baseline_below_its_gate_is_not_tested_undertrained(tmp_path):
+    fmnist(tmp_path, softmax=[a - 0.05 for a in SOFTMAX_ACC])  # 85.1 %: the same +1 pp effect, but undertrained
+    claim = claims_of(tmp_path)["2a"]
+    assert claim.verdict == "not tested" and "undertrained: softmax test accuracy 85.10 % < 89 %" in claim.reason
+    assert "failed" in claim.gate
 
 
-def test_lambda_sweep_with_the_best_at_an_end_did_not_hold(tmp_path):
-    write_study_file(tmp_path, "lambda-sweep", ["softmax", "lam=0.3", "lam=1.0"])
-    for seed in (0, 1):
-        for label, lam, acc in (("softmax", None, 0.70), ("lam=0.3", 0.3, 0.75), ("lam=1.0", 1.0, 0.80)):
-            make_cell(tmp_path, "lambda-sweep", label, 8, seed, acc, method="softmax" if lam is None else "neutreno",
-                      knobs={} if lam is None else {"lam": lam})
-    assert by_number(check_cells(read_study(tmp_path)))["2c"].verdict == "did not hold"
+def test_a_baseline_still_rising_is_not_tested_not_plateaued(tmp_path):
+    fmnist(tmp_path, last_gain=0.004)  # +0.4 pp in the last epoch
+    claim = claims_of(tmp_path)["6"]
+    assert claim.verdict == "not tested" and "not plateaued: softmax gained 0.40 pp" in claim.reason
 
 
-def test_claims_without_cells_say_which_study_to_run():
-    claims = by_number(check_cells([]))
-    assert claims["2b"].verdict == "not run" and "lm-austen" in claims["2b"].ours
-    assert claims["6"].verdict == "not run" and "depth-vit" in claims["6"].ours
+def test_unfinished_seeds_are_not_tested_yet_and_leave_the_holm_family(tmp_path):
+    fmnist(tmp_path, seeds=(0, 1))
+    claims = claims_of(tmp_path)
+    assert claims["2a"].verdict == "not tested" and "2 of 4 planned seed pairs finished" in claims["2a"].reason
+    assert "difference +1.1" in claims["2a"].ours  # the interim numbers are shown
+    assert all(c.verdict == "not tested" for c in claims.values())
+
+
+def test_the_language_model_claim_compares_perplexity_downwards(tmp_path):
+    for seed, (ppl, change) in enumerate(((90.0, -1.0), (92.0, -1.5), (91.0, -0.5))):
+        make_cell(tmp_path, "austen-lm", "softmax", seed, ppl, last_gain=0.001)
+        make_cell(tmp_path, "austen-lm", "neutreno", seed, ppl + change)
+    claim = claims_of(tmp_path)["2b"]
+    assert claim.verdict == "inconclusive" and "difference -1" in claim.ours  # t = -3.46, df 2, p 0.074
+    assert claim.reason.startswith("inconclusive: mean difference -1 over 3 pairs")
+
+
+def test_a_cell_of_another_training_does_not_pair(tmp_path):
+    fmnist(tmp_path)
+    info = json.loads((tmp_path / "fmnist-vit" / "fmnist-pre-d8-neutreno-s0" / "cell.json").read_text())
+    info["train_args"][info["train_args"].index("--epochs") + 1] = "20"
+    (tmp_path / "fmnist-vit" / "fmnist-pre-d8-neutreno-s0" / "cell.json").write_text(json.dumps(info))
+    claim = claims_of(tmp_path)["2a"]
+    assert claim.verdict == "not tested" and "3 of 4 planned seed pairs" in claim.reason
+
+
+def probes(quality=None, blocks=None):
+    lower = CurvePair([[0.1, 0.3, 0.5, 0.6]], [[0.1, 0.3, 0.4, 0.45]], 0.6, "test")
+    falls = CurvePair([[0.1, 0.3, 0.5, 0.4]], [[0.1, 0.3, 0.4, 0.35]], 0.6, "test", quality)
+    blocks = blocks or [{"layer": l, "verdict": "smoothing", "attention": {"cos_sim_change": 0.1, "t_sim_change": 0.1},
+                         "mlp": {"cos_sim_change": -0.2 if l == 3 else 0.05, "t_sim_change": 0.0},
+                         "norm": {"cos_sim_change": 0.0, "t_sim_change": 0.0}} for l in (1, 2, 3)]
+    return Probes(lower, falls, blocks)
 
 
 def test_probe_claims_from_known_curves():
-    lower = CurvePair([[0.1, 0.3, 0.5, 0.6]], [[0.1, 0.3, 0.4, 0.45]], 0.6, "test")
-    not_lower = CurvePair([[0.1, 0.3, 0.5, 0.6]], [[0.1, 0.3, 0.6, 0.7]], 0.6, "test")
-    theory = {"smoothing: H eig in (0,1]": 0.99, "sharpening: H eig in [-1,0)": 0.02,
-              "lnflip: pre-LN, gamma=+1": 0.98, "lnflip: pre-LN, gamma=-1": 0.5}
-    claims = by_number(check_probes(Probes(lower, not_lower, ["smoothing", "mixed"], theory)))
+    claims = {c.number: c for c in check_probes(probes())}
     assert claims["1a"].verdict == "held" and "0.600 -> 0.450" in claims["1a"].ours
-    assert claims["1b"].verdict == "did not hold"
+    assert claims["5a-MiniLM"].verdict == "held" and "layer 3: 0.500 -> 0.400 (attention +0.100, mlp -0.200" \
+        in claims["5a-MiniLM"].ours and "raises cos_sim in 3 of 3 blocks" in claims["5a-MiniLM"].ours
     broken = Quality((QualityRow("neutreno", "lam=0.6", "output_cosine", 0.2, 1.0, None, False),))
-    lower_broken = CurvePair(lower.baseline, lower.neutreno, 0.6, "test", broken)
-    claim = by_number(check_probes(Probes(lower, lower_broken, ["smoothing"], theory)))["1b"]
-    assert claim.verdict == "model broken" and "output cosine 0.2" in claim.ours
-    assert claims["5a"].verdict == "did not hold"  # the pretrained curve rises throughout
-    assert claims["5b"].verdict == "held" and claims["5c"].verdict == "did not hold"
+    claim = {c.number: c for c in check_probes(probes(broken))}["1b"]
+    assert claim.verdict == "model broken" and "output cosine 0.2" in claim.reason
+    assert "3 of 3 judged blocks agree (3.0 by chance from the marginals)" in probes().pretrained_agreement()
 
 
 def test_untrained_neutreno_probe_matches_the_baseline_where_it_must():
@@ -156,21 +175,19 @@ def test_untrained_neutreno_probe_matches_the_baseline_where_it_must():
 
 
 def test_report_files_and_partial_cells(tmp_path, capsys):
-    write_study_file(tmp_path, "mini", ["softmax", "neutreno"])
-    for depth in (2, 4):
-        make_cell(tmp_path, "mini", "softmax", depth, 0, 0.70)
-        make_cell(tmp_path, "mini", "neutreno", depth, 0, 0.72)
-    make_cell(tmp_path, "mini", "softmax", 8, 0, 0.65, status="partial")   # still training: last val
-    make_cell(tmp_path, "mini", "neutreno", 8, 0, 0.40, status="diverged")  # stopped: last good val
-    assert main(["report", str(tmp_path), "--no-probes", "--out", str(tmp_path / "rep")]) == 0
+    fmnist(tmp_path, seeds=(0, 1))
+    make_cell(tmp_path, "fmnist-vit", "softmax", 2, 0.65, status="partial")   # still training: last val
+    make_cell(tmp_path, "fmnist-vit", "neutreno", 2, 0.40, status="diverged")  # stopped: last good val
+    root = tmp_path / "fmnist-vit"
+    assert main(["report", str(root), "--no-probes", "--out", str(tmp_path / "rep")]) == 0
     assert "wrote" in capsys.readouterr().out
     report = (tmp_path / "rep" / "report.md").read_text()
-    assert "| fmnist | pre | softmax | 70.0 ± 0.0 (1) | 70.0 ± 0.0 (1) | 65.0 ± 0.0* (1) |" in report
-    assert "40.0 ± 0.0† (1)" in report and "oversmooth study mini --out" in report
-    for png in ("mini_scores.png", "mini_layers.png", "mini_curves.png"):
+    assert "| fmnist | pre | softmax | 81.8 ± 14.6* (3) |" in report  # 90.0, 90.4 and 65.0 (unfinished)
+    assert "† (3)" in report and "oversmooth study fmnist-vit --x" in report
+    for png in ("fmnist-vit_layers.png", "fmnist-vit_curves.png"):
         assert (tmp_path / "rep" / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png in report
     rows = list(csv.DictReader(open(tmp_path / "rep" / "cells.csv")))
-    assert len(rows) == 6 and {r["status"] for r in rows} == {"completed", "partial", "diverged"}
+    assert len(rows) == 10 and {r["status"] for r in rows} == {"completed", "partial", "diverged"}
     assert json.loads((tmp_path / "rep" / "claims.json").read_text())[0]["number"] == "2a"
 
 
@@ -180,25 +197,38 @@ def test_report_of_a_folder_that_is_no_study_exits_2(tmp_path, capsys):
 
 
 def test_written_report_matches_the_claims_it_returns(tmp_path):
-    write_study_file(tmp_path, "mini", ["softmax", "neutreno"])
-    for depth in (2, 4, 8):
-        make_cell(tmp_path, "mini", "softmax", depth, 0, 0.70)
-        make_cell(tmp_path, "mini", "neutreno", depth, 0, 0.70 + depth / 1000)
-    claims = write_report(read_study(tmp_path), tmp_path / "rep")
+    fmnist(tmp_path)
+    claims = write_report(read_study(tmp_path / "fmnist-vit"), tmp_path / "rep")
     report = (tmp_path / "rep" / "report.md").read_text()
     for claim in claims:
         assert f"| {claim.number} | {claim.statement} |" in report and f"**{claim.verdict}**" in report
+
+
+@pytest.mark.parametrize("post_d48, status, verdict_text", [
+    (0.33, "completed", "nothing to rescue: in the pilot post-norm softmax did not fail at depth 24 or 48"),
+    (0.29, "completed", "post-norm softmax fails at depth 48 in the pilot"),   # 5.5 pp below pre-norm
+    (0.30, "diverged", "post-norm softmax fails at depth 48 in the pilot"),
+])
+def test_claim_4_stands_on_the_pilot_finding_a_failing_depth(tmp_path, post_d48, status, verdict_text):
+    for depth, pre, post in ((24, 0.40, 0.43), (48, 0.345, post_d48)):
+        make_cell(tmp_path, "postnorm-pilot", "softmax", 0, pre, norm="pre", depth=depth)
+        make_cell(tmp_path, "postnorm-pilot", "softmax", 0, post, norm="post", depth=depth,
+                  status=status if depth == 48 else "completed")
+    claims = {c.number: c for c in pilot_claims(read_study(tmp_path / "postnorm-pilot"))}
+    assert claims["4a"].verdict == claims["4b"].verdict == "not tested"
+    assert verdict_text in claims["4b"].reason and "depth 24: pre-norm 40.0 %, post-norm 43.0 %" in claims["4a"].ours
+    assert {c.number for c in pilot_claims([])} == {"4a", "4b"}
 
 
 @pytest.mark.parametrize("damaged", ["study.json", "results.json", "metrics.jsonl", "cell.json"])
 def test_a_damaged_file_is_one_line_naming_it(tmp_path, capsys, damaged):
     """A truncated study.json, results.json, metrics.jsonl or cell.json: exit 2, one line naming the
     file, no report written."""
-    write_study_file(tmp_path, "mini", ["softmax"])
-    make_cell(tmp_path, "mini", "softmax", 2, 0, 0.70)
-    path = tmp_path / damaged if damaged == "study.json" else next(tmp_path.glob(f"cells/*/{damaged}"))
+    make_cell(tmp_path, "fmnist-vit", "softmax", 0, 0.90)
+    study = tmp_path / "fmnist-vit"
+    path = study / damaged if damaged == "study.json" else next(study.glob(f"*/{damaged}"))
     path.write_text(path.read_text()[:-10])  # its tail lost
-    assert main(["report", str(tmp_path), "--no-probes", "--out", str(tmp_path / "rep")]) == 2
+    assert main(["report", str(study), "--no-probes", "--out", str(tmp_path / "rep")]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and f"{damaged} is damaged" in err
     assert not (tmp_path / "rep").exists()

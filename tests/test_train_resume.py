@@ -1,4 +1,5 @@
-"""A run killed with SIGKILL mid-epoch and resumed ends exactly like an uninterrupted one (CPU)."""
+"""A run killed with SIGKILL mid-epoch and resumed ends exactly like an uninterrupted one (CPU):
+an LM with NeuTRENO, and a ViT with the spectral map and augmented images."""
 
 import json
 import os
@@ -17,25 +18,28 @@ from oversmooth.train import load_checkpoint
 SRC = Path(__file__).resolve().parents[1] / "src"
 STEPS_PER_EPOCH = 256 // 16  # synthetic train split / batch size
 COMMAND = [
-    sys.executable, "-m", "oversmooth", "train", "--task", "synthetic", "--model", "lm",
-    "--depth", "2", "--width", "48", "--heads", "4", "--method", "neutreno", "--epochs", "4",
+    sys.executable, "-m", "oversmooth", "train", "--task", "synthetic",
+    "--depth", "2", "--width", "48", "--heads", "4", "--epochs", "4",
     "--batch-size", "16", "--lr", "3e-3", "--seed", "7", "--checkpoint-every", "5",
     "--threads", "1", "--device", "cpu", "--no-progress",
 ]
+RUNS = {"lm-neutreno": ["--model", "lm", "--method", "neutreno"],
+        "vit-spectral-augment": ["--model", "vit", "--method", "spectral", "--spectral", "sharpen", "--augment"]}
 
 
 def env():
     return {**os.environ, "PYTHONPATH": f"{SRC}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
 
 
-def run(out, *extra):
-    done = subprocess.run([*COMMAND, "--out", str(out), *extra], env=env(), capture_output=True, text=True)
+def run(kind, out, *extra):
+    done = subprocess.run([*COMMAND, *RUNS[kind], "--out", str(out), *extra], env=env(), capture_output=True,
+                          text=True)
     assert done.returncode == 0, done.stderr
 
 
-def kill_after_first_checkpoint(out) -> int:
+def kill_after_first_checkpoint(kind, out) -> int:
     """Start a run, SIGKILL it as soon as a mid-epoch checkpoint exists; return that step."""
-    process = subprocess.Popen([*COMMAND, "--out", str(out)], env=env(),
+    process = subprocess.Popen([*COMMAND, *RUNS[kind], "--out", str(out)], env=env(),
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 120
     while not (out / "checkpoint.pt").exists() and process.poll() is None and time.monotonic() < deadline:
@@ -46,16 +50,17 @@ def kill_after_first_checkpoint(out) -> int:
 
 
 @pytest.mark.slow
-def test_killed_and_resumed_run_matches_an_uninterrupted_one(tmp_path):
-    run(tmp_path / "whole")
+@pytest.mark.parametrize("kind", RUNS)
+def test_killed_and_resumed_run_matches_an_uninterrupted_one(tmp_path, kind):
+    run(kind, tmp_path / "whole")
     for attempt in range(3):  # a loaded machine may let the run reach an epoch end first
         out = tmp_path / f"killed{attempt}"
-        step = kill_after_first_checkpoint(out)
+        step = kill_after_first_checkpoint(kind, out)
         if step % STEPS_PER_EPOCH:
             break
     assert step % STEPS_PER_EPOCH, "could not kill the run mid-epoch"
     assert not (out / "results.json").exists()
-    run(out, "--resume", "auto")
+    run(kind, out, "--resume", "auto")
 
     whole, resumed = (load_file(str(d / "model" / "model.safetensors")) for d in (tmp_path / "whole", out))
     assert whole.keys() == resumed.keys()

@@ -46,6 +46,14 @@ def test_augmentation_is_a_shift_and_maybe_a_flip_of_each_image():
     assert torch.equal(again, augmented)
 
 
+def test_only_the_training_split_is_augmented():
+    plain, augmented = image_task(), image_task(augment=True)
+    index = torch.arange(16)
+    for split in ("val", "test"):
+        assert torch.equal(plain.batch(split, index)[0], augmented.batch(split, index, torch.Generator().manual_seed(1))[0])
+    assert not torch.equal(plain.batch("train", index)[0], augmented.batch("train", index, torch.Generator().manual_seed(1))[0])
+
+
 def test_language_model_batches_shift_targets_by_one():
     blocks = {k: torch.from_numpy(v) for k, v in synthetic_tokens(seq_len=8).items()}
     task = LanguageModelling(blocks, vocab_size=16)

@@ -11,13 +11,15 @@ TITLE = "oversmooth study report"
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "report", help="write report.md + PNGs for study folders: scores vs depth, similarity, claims",
-        description="Report on the cells of one or more `oversmooth study` folders, finished or not: "
-                    "score vs depth per method with the seed spread, per-layer cos_sim and t_sim at the "
-                    "end of training, training curves, and the claims table of DESIGN §8 (held / did not "
-                    "hold / inconclusive, with the rule that decided). Claims that need no training "
-                    "(NeuTRENO on an untrained DeiT-tiny and on the pretrained MiniLM, the spectral and "
-                    "LayerNorm-sign statements) are measured here in about a minute.")
-    parser.add_argument("dirs", nargs="+", metavar="DIR", help="study folder(s) made by `oversmooth study`")
+        description="Report on the cells of one or more `oversmooth study` folders (or their archives under "
+                    "results/), finished or not: per study the scores with the seed spread, per-layer cos_sim and "
+                    "t_sim at the end of training and the training curves; and the claims table, decided under "
+                    "the protocol of docs/studies.md (paired t-test per claim, Holm across the report, gates on the "
+                    "baseline: held / contradicted / inconclusive / not tested). Claims that need no training "
+                    "(NeuTRENO on an untrained DeiT-tiny and on the pretrained MiniLM, MiniLM's similarity per "
+                    "sublayer) are measured here in about a minute.")
+    parser.add_argument("dirs", nargs="+", metavar="DIR",
+                        help="study folder(s) made by `oversmooth study`, or archives results/<study>")
     parser.add_argument("--out", metavar="DIR", help="where report.md and the PNGs go (default: the first DIR)")
     parser.add_argument("--no-probes", action="store_true",
                         help="skip the claims that need no training (no MiniLM, no untrained DeiT-tiny)")

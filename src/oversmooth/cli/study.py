@@ -23,6 +23,9 @@ def register(subparsers) -> None:
     parser.add_argument("study", metavar="PRESET|FILE",
                         help=f"a preset ({', '.join(PRESETS)}) or a .json/.toml study file (see docs/studies.md)")
     parser.add_argument("--out", required=True, metavar="DIR", help="study folder")
+    parser.add_argument("--results", metavar="ROOT",
+                        help="tracked copy of finished cells (e.g. results): cells in ROOT/<study>/<cell>/ are "
+                             "skipped; each cell that finishes is measured and its small files copied there")
     parser.add_argument("--jobs", type=int, default=1, help="cells trained at once (default 1)")
     parser.add_argument("--threads", type=int, default=1, help="torch threads per cell (default 1)")
     parser.add_argument("--seeds", metavar="LIST", help="override the seeds, e.g. 0,1,2")
@@ -128,6 +131,9 @@ def run(args: argparse.Namespace) -> int:
         if getattr(args, flag) < 1:
             raise UsageError(f"--{flag} must be at least 1, got {getattr(args, flag)}")
     out = check_output_dir(args.out)
+    for flag, folder in (("--results", Path(args.results) if args.results else None),):
+        if folder is not None and folder.exists() and not folder.is_dir():
+            raise UsageError(f"{flag} {folder} is a file; give a folder")
     study = resolve_study(args)
     check_cells(study)
     cells = study.cells()
@@ -151,7 +157,7 @@ def run(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, _interrupt)
     try:
         outcomes = run_study(study, out, jobs=args.jobs, threads=args.threads, on_done=done,
-                             command=command_line(args))
+                             command=command_line(args), archive=args.results)
     finally:
         bar.close()
     failed = [o.cell.name for o in outcomes if o.status in ("failed", "busy")]
@@ -166,7 +172,7 @@ def run(args: argparse.Namespace) -> int:
 
 def command_line(args: argparse.Namespace) -> str:
     """The command that reruns this study (the options that were given)."""
-    words = ["oversmooth", "study", args.study, "--out", args.out]
+    words = ["oversmooth", "study", args.study, "--out", args.out, *(["--results", args.results] if args.results else [])]
     for flag in ("jobs", "threads"):
         if getattr(args, flag) != 1:
             words += [f"--{flag}", str(getattr(args, flag))]

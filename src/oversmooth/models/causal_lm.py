@@ -56,7 +56,6 @@ class CausalLM(HookedTransformer):
         self.embed_dropout = nn.Dropout(cfg.dropout)
         self.final_norm = signed_layer_norm(cfg.width) if cfg.norm == "pre" else nn.Identity()
         self.init_weights()
-        nn.init.normal_(self.pos_embed, std=0.02)
 
     def embed(self, tokens: Tensor) -> Tensor:
         """``[batch, n] -> [batch, n, width]``."""

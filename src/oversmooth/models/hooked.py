@@ -3,15 +3,23 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 from collections.abc import Iterable, Iterator
 
+import torch
 from torch import Tensor, nn
 
 from oversmooth.errors import UsageError
-from oversmooth.layers import Attention, Block, HookPoint, StackConfig
+from oversmooth.layers import Attention, Block, HookPoint, SpectralValueOutput, StackConfig
 from oversmooth.models.activation_cache import ActivationCache
 
 INIT_STD = 0.02
+
+
+def named_generator(seed: int, name: str) -> torch.Generator:
+    """A CPU generator seeded by a pure function of ``(seed, name)``."""
+    digest = hashlib.sha256(f"{seed}/{name}".encode()).digest()
+    return torch.Generator().manual_seed(int.from_bytes(digest[:8], "big") >> 1)
 
 
 class HookedTransformer(nn.Module):
@@ -39,12 +47,25 @@ class HookedTransformer(nn.Module):
         return x
 
     def init_weights(self) -> None:
-        """Linear/conv/embedding weights ~ N(0, 0.02), biases 0; norms and mitigations keep theirs."""
-        for module in self.modules():
+        """Linear/conv/embedding weights and the model's own tensors (positions, CLS) ~ N(0, 0.02),
+        biases 0, spectral maps at the baseline's scale; norms and mitigations keep theirs.
+
+        Each tensor is drawn from its own generator, seeded by torch's seed
+        (``torch.initial_seed()``, set by ``torch.manual_seed``) and the tensor's name. So two
+        models built under one seed share the init of every tensor they both have, whatever
+        else one of them adds (a spectral map instead of ``value``/``output``, FeatScale's
+        scales): runs of different methods at one seed are paired.
+        """
+        seed = torch.initial_seed()
+        for name, module in self.named_modules():
             if isinstance(module, (nn.Linear, nn.Conv2d, nn.Embedding)):
-                nn.init.normal_(module.weight, std=INIT_STD)
+                nn.init.normal_(module.weight, std=INIT_STD, generator=named_generator(seed, f"{name}.weight"))
                 if getattr(module, "bias", None) is not None:
                     nn.init.zeros_(module.bias)
+            elif isinstance(module, SpectralValueOutput):
+                module.reset_parameters(INIT_STD, named_generator(seed, name))
+        for name, tensor in self.named_parameters(recurse=False):
+            nn.init.normal_(tensor, std=INIT_STD, generator=named_generator(seed, name))
 
     def hook_names(self) -> list[str]:
         return [name for name, module in self.named_modules() if isinstance(module, HookPoint)]

@@ -70,8 +70,6 @@ class ViT(HookedTransformer):
         self.final_norm = signed_layer_norm(cfg.width) if cfg.norm == "pre" else nn.Identity()
         self.head = nn.Linear(cfg.width, cfg.num_classes)
         self.init_weights()
-        nn.init.normal_(self.pos_embed, std=0.02)
-        nn.init.normal_(self.cls_token, std=0.02)
 
     def embed(self, images: Tensor) -> Tensor:
         """``[batch, channels, H, W] -> [batch, tokens, width]`` (CLS first, positions added)."""

@@ -45,7 +45,8 @@ def flag_args(options: dict[str, Any]) -> list[str]:
 
 @dataclass(frozen=True)
 class Variant:
-    """One row of a comparison: a method (``train --method``) with its knobs, under a label.
+    """One row of a comparison: a method (``train --method``) with its knobs, under a label;
+    ``norms`` restricts it to some of the study's norm placements (None: all of them).
 
     >>> Variant("sharpen", "spectral", {"spectral": "sharpen"}).train_flags()
     {'method': 'spectral', 'spectral': 'sharpen'}
@@ -54,6 +55,7 @@ class Variant:
     label: str
     method: str
     knobs: dict[str, Any] = field(default_factory=dict)
+    norms: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.knobs) - set(KNOBS))
@@ -68,16 +70,20 @@ class Variant:
 
     @classmethod
     def parse(cls, item: str | dict) -> "Variant":
-        """``"neutreno"`` or ``{"label": "lam=0.2", "method": "neutreno", "lam": 0.2}``."""
+        """``"neutreno"``, or ``{"label": "lam=0.2", "method": "neutreno", "lam": 0.2}`` with an
+        optional ``"norms": ["post"]``."""
         if isinstance(item, str):
             return cls(item, item)
         if not isinstance(item, dict) or not isinstance(item.get("label"), str):
             raise UsageError(f"a method entry must be a name or a table with a 'label', got {item!r}")
-        knobs = {k: v for k, v in item.items() if k not in ("label", "method")}
-        return cls(item["label"], str(item.get("method", item["label"])), knobs)
+        knobs = {k: v for k, v in item.items() if k not in ("label", "method", "norms")}
+        norms = item.get("norms")
+        if norms is not None:
+            norms = _tuple(norms, f"{item['label']}.norms", str, "'pre' / 'post'")
+        return cls(item["label"], str(item.get("method", item["label"])), knobs, norms)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"label": self.label, **self.train_flags()}
+        return {"label": self.label, **self.train_flags(), **({"norms": list(self.norms)} if self.norms else {})}
 
 
 @dataclass(frozen=True)
@@ -148,6 +154,11 @@ class StudyConfig:
         labels = [v.label for v in self.variants]
         if len(set(labels)) != len(labels):
             raise UsageError(f"method labels must be unique, got {', '.join(labels)}")
+        for variant in self.variants:
+            stray = sorted(set(variant.norms or ()) - set(self.norms))
+            if stray:
+                raise UsageError(f"method {variant.label!r} asks for norm(s) {', '.join(stray)} that the study "
+                                 f"does not train (norms: {', '.join(self.norms)})")
         taken = sorted(set(self.train) & set(GRID_FLAGS))
         if taken:
             raise UsageError(f"study 'train' may not set {', '.join(taken)}: the grid sets them "
@@ -158,7 +169,8 @@ class StudyConfig:
         seed's grid is whole before the next starts and partial results compare like with like."""
         return [Cell(self.name, self.model, task, norm, depth, variant, seed, dict(self.train))
                 for seed in self.seeds for task in self.tasks for norm in self.norms
-                for depth in self.depths for variant in self.variants]
+                for depth in self.depths for variant in self.variants
+                if variant.norms is None or norm in variant.norms]
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "description": self.description, "model": self.model,

@@ -1,18 +1,19 @@
-"""The claims that need no training (DESIGN §8, claims 1 and 5), measured in seconds.
+"""The claims that need no training, measured in seconds.
 
-- ``random_init``: seed 001 G.3. A randomly initialised DeiT-tiny body (12 x 192, 3 heads) with
-  and without NeuTRENO, *the same weights* (NeuTRENO adds none), on Fashion-MNIST test images cut
-  into 2 x 2 patches so the sequence is 197 tokens as in DeiT. Per-layer cos_sim, several inits.
-- ``pretrained``: seed 001 G.9. The bundled pretrained MiniLM with NeuTRENO patched in, no
-  fine-tuning, with what the patch did to its output (``oversmooth.hf.quality``); also its
-  per-block W_V W_O sign verdicts (weights only, seed 000).
-- ``theory``: seed 000's spectral statements on ``X <- X + A X H``: H with eigenvalues in (0, 1]
-  smooths, in [-1, 0) sharpens, negative pre-LayerNorm weights flip smoothing into sharpening.
+- ``random_init``: NeuTRENO (Nguyen et al. 2023) App. G.3. A randomly initialised DeiT-tiny body
+  (12 x 192, 3 heads) with and without NeuTRENO, *the same weights* (NeuTRENO adds none), on
+  Fashion-MNIST test images cut into 2 x 2 patches so the sequence is 197 tokens as in DeiT.
+  Per-layer cos_sim, several inits.
+- ``pretrained``: NeuTRENO App. G.9. The bundled pretrained MiniLM with NeuTRENO patched in, no
+  fine-tuning, with what the patch did to its output (``oversmooth.hf.quality``); and, unpatched,
+  per block the change of cos_sim / t_sim across its attention sublayer, MLP and norms
+  (``oversmooth.hf.sublayers``) beside the attention sublayer's dynamics verdict (Dovonon et al.
+  2025: W_V W_O eigenvalues against the measured attention maps).
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import torch
 
@@ -39,13 +40,30 @@ class CurvePair:
 
 @dataclass
 class Probes:
+    """``pretrained_blocks``: per block of MiniLM (``layer`` 1-based), the summed change of
+    ``cos_sim`` / ``t_sim`` across its ``attention``, ``mlp`` and ``norm`` stages, and the
+    attention sublayer's dynamics ``verdict``."""
+
     random_init: CurvePair
     pretrained: CurvePair
-    pretrained_verdicts: list[str]   # per block: sign_verdict of W_V W_O (weights only, no attention sample)
-    theory: dict[str, float]         # case -> t_sim at the last layer
+    pretrained_blocks: list[dict]
 
-    def to_dict(self) -> dict:
-        return asdict(self)
+    def block_text(self, layer: int) -> str:
+        """``"attention +0.012, mlp -0.030, norm -0.004"``: block ``layer``'s cos_sim changes."""
+        block = self.pretrained_blocks[layer - 1]
+        return ", ".join(f"{kind} {block[kind]['cos_sim_change']:+.3f}" for kind in ("attention", "mlp", "norm"))
+
+    def pretrained_agreement(self) -> str:
+        """How often the dynamics verdict of an attention sublayer matches its measured t_sim change."""
+        judged = [((b["verdict"] == "smoothing"), b["attention"]["t_sim_change"] > 0)
+                  for b in self.pretrained_blocks if b["verdict"] in ("smoothing", "sharpening")]
+        agree = sum(v == m for v, m in judged)
+        p, q = (sum(v for v, _ in judged) / max(len(judged), 1)), (sum(m for _, m in judged) / max(len(judged), 1))
+        verdicts = ", ".join(b["verdict"] for b in self.pretrained_blocks)
+        changes = ", ".join(f"{b['attention']['t_sim_change']:+.3f}" for b in self.pretrained_blocks)
+        return (f"verdicts {verdicts}; measured t_sim change across attention {changes}: {agree} of "
+                f"{len(judged)} judged blocks agree ({(p * q + (1 - p) * (1 - q)) * len(judged):.1f} by chance "
+                "from the marginals)")
 
 
 def _fmnist_images(count: int) -> tuple[torch.Tensor, str]:
@@ -87,32 +105,29 @@ def random_init(seeds: tuple[int, ...] = (0, 1, 2), lam: float = 0.6, images: in
 
 
 @torch.no_grad()
-def pretrained(lam: float = 0.6, sequences: int = 8, tokens: int = 128) -> tuple[CurvePair, list[str]]:
-    """G.9: the bundled MiniLM on the built-in English sample, with and without NeuTRENO patched in."""
+def pretrained(lam: float = 0.6, sequences: int = 8, tokens: int = 128) -> tuple[CurvePair, list[dict]]:
+    """G.9: the bundled MiniLM on the built-in English sample, with and without NeuTRENO patched
+    in; and its blocks (see ``Probes.pretrained_blocks``)."""
     from oversmooth.hf.analysis import BASELINE, AnalysisSettings, run_analysis
     from oversmooth.hf.inputs import read_text, text_batch
     from oversmooth.hf.load import load
+    from oversmooth.hf.sublayers import block_totals
 
     loaded = load(None, sequences, tokens)
     text, source = read_text(None)
-    inputs = {k: v.to(loaded.device) for k, v in text_batch(loaded.tokenizer, text, tokens, sequences).items()}
-    settings = AnalysisSettings(methods=("neutreno",), knobs={"neutreno": {"lam": lam}}, attention_sequences=0)
+    inputs = text_batch(loaded.tokenizer, text, tokens, sequences)
+    settings = AnalysisSettings(methods=("neutreno",), knobs={"neutreno": {"lam": lam}}, attention_sequences=2)
     analysis = run_analysis(loaded.model, inputs, settings, tokenizer=loaded.tokenizer)
     pair = CurvePair([analysis.tables[BASELINE].column("cos_sim")], [analysis.tables["neutreno"].column("cos_sim")],
                      lam, f"pretrained {loaded.name}, {analysis.sequences} x {analysis.tokens} tokens of {source}",
                      analysis.quality["neutreno"])
-    return pair, [layer.summary["sign_verdict"] for layer in analysis.spectrum]
-
-
-def theory() -> dict[str, float]:
-    """t_sim after 64 layers of ``X <- X + A X H`` for the smoothing, sharpening and LN-sign cases."""
-    from oversmooth.theory.experiment import Setup, run_preset
-
-    setup = Setup()
-    return {f"{result.preset}: {result.case.label}": result.table.column("t_sim")[-1]
-            for preset in ("smoothing", "sharpening", "lnflip") for result in run_preset(preset, setup)}
+    blocks = [{"layer": layer.layer, "verdict": layer.dynamics["verdict"]} for layer in analysis.spectrum]
+    for total in block_totals(analysis.sublayers):
+        blocks[total.layer - 1][total.kind] = {"cos_sim_change": total.cos_sim_change,
+                                               "t_sim_change": total.t_sim_change}
+    return pair, blocks
 
 
 def run_probes() -> Probes:
-    pair, verdicts = pretrained()
-    return Probes(random_init=random_init(), pretrained=pair, pretrained_verdicts=verdicts, theory=theory())
+    pair, blocks = pretrained()
+    return Probes(random_init=random_init(), pretrained=pair, pretrained_blocks=blocks)

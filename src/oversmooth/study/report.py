@@ -1,9 +1,11 @@
-"""``report.md`` + PNGs for one or more study folders: scores vs depth, per-layer similarity at the
-end of training, training curves, the lambda sweep, the untrained probes and the claims table.
+"""``report.md`` + PNGs for one or more study folders (or their archives under ``results/``):
+the claims table, per study its score table, training curves and per-layer similarity at the end
+of training (every seed a thin line, their mean bold), scores vs depth, and the untrained probes.
 
-Scores are means over seeds with their standard deviation. A completed cell contributes its
-test score; a diverged or unfinished one its last validation score, marked in the tables
-(``†`` diverged, ``*`` unfinished), so a report can be written at any time.
+Scores in the study tables are means over seeds with their standard deviation. A completed cell
+contributes its test score; a diverged or unfinished one its last validation score, marked
+(``†`` diverged, ``*`` unfinished), so a report can be written at any time. The claims table
+decides only on finished seeds (``oversmooth.study.claims``).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from matplotlib.ticker import MaxNLocator
 
 from oversmooth.atomic import atomic_directory
 from oversmooth.plotting import figure, save_png
-from oversmooth.study.claims import Claim, check_cells, check_probes
+from oversmooth.study.claims import PILOT, Claim, check_probes, check_trained, lambda_claim, pilot_claims
 from oversmooth.study.probes import Probes
 from oversmooth.study.results import CellResult
 
@@ -94,8 +96,18 @@ def plot_scores(cells: list[CellResult], path: Path) -> None:
     save_png(plt, fig, path)
 
 
+def _seeds_and_mean(ax, runs: list[list[float]], x: list, color: str, label: str) -> None:
+    """Each run a thin line, their mean (over the runs that reach each point) bold."""
+    for run in runs:
+        ax.plot(x[:len(run)], run, color=color, lw=0.7, alpha=0.45)
+    longest = max(len(run) for run in runs)
+    mean = [statistics.fmean(run[i] for run in runs if len(run) > i) for i in range(longest)]
+    ax.plot(x[:longest], mean, color=color, lw=2.2, label=f"{label} ({len(runs)} seed{'s' if len(runs) > 1 else ''})")
+
+
 def plot_layers(cells: list[CellResult], path: Path, metrics: tuple[str, ...] = ("cos_sim", "t_sim")) -> None:
-    """Per-layer metrics at the end of training at the deepest depth, mean over seeds."""
+    """Per-layer metrics of the probe batch at the end of training, deepest depth: one thin line
+    per seed, the mean over seeds bold."""
     panels = _panels(cells)
     plt, fig, axes = figure(len(metrics), len(panels), 4.2 * len(panels), 3.0 * len(metrics))
     for col, (task, norm) in enumerate(panels):
@@ -105,11 +117,11 @@ def plot_layers(cells: list[CellResult], path: Path, metrics: tuple[str, ...] = 
         depth = max(c.depth for c in chosen)
         for row, metric in enumerate(metrics):
             ax = axes[row][col]
-            for label in _labels(chosen):
+            for index, label in enumerate(_labels(chosen)):
                 runs = [[layer[metric] for layer in c.final_layers] for c in chosen
                         if c.depth == depth and c.label == label]
                 if runs:
-                    ax.plot(range(1, depth + 1), [statistics.fmean(v) for v in zip(*runs)], marker=".", label=label)
+                    _seeds_and_mean(ax, runs, list(range(1, depth + 1)), f"C{index}", label)
             ax.set_xlabel("block")
             ax.xaxis.set_major_locator(MaxNLocator(integer=True))
             ax.set_ylabel(metric)
@@ -120,7 +132,8 @@ def plot_layers(cells: list[CellResult], path: Path, metrics: tuple[str, ...] = 
 
 
 def plot_curves(cells: list[CellResult], path: Path) -> None:
-    """Validation score per epoch at the deepest depth, one panel per task x norm (seed 0 first)."""
+    """Validation score per epoch at the deepest depth, one panel per task x norm: one thin line
+    per seed, the mean over seeds bold."""
     panels = _panels(cells)
     plt, fig, axes = figure(1, len(panels), 4.2 * len(panels), 3.2)
     for ax, (task, norm) in zip(axes[0], panels):
@@ -128,42 +141,18 @@ def plot_curves(cells: list[CellResult], path: Path) -> None:
         if not chosen:
             continue
         depth = max(c.depth for c in chosen)
-        for label in _labels(chosen):
+        for index, label in enumerate(_labels(chosen)):
             runs = [c for c in chosen if c.depth == depth and c.label == label]
-            for index, c in enumerate(sorted(runs, key=lambda c: c.seed)):
-                ax.plot([e["epoch"] for e in c.epochs], [e["val"][c.score_name] for e in c.epochs],
-                        color=f"C{_labels(chosen).index(label)}", alpha=1.0 if index == 0 else 0.4,
-                        label=label if index == 0 else None)
+            if runs:
+                longest = max(len(c.epochs) for c in runs)
+                _seeds_and_mean(ax, [[e["val"][c.score_name] for e in c.epochs] for c in runs],
+                                list(range(1, longest + 1)), f"C{index}", label)
         ax.set_xlabel("epoch")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_ylabel(f"val {chosen[0].score_name}")
         ax.set_title(f"{task}, {norm}-norm, depth {depth}", fontsize=9)
         ax.grid(alpha=0.3)
     axes[0][0].legend(fontsize=7)
-    save_png(plt, fig, path)
-
-
-def lambda_points(cells: list[CellResult]) -> dict[float, list[float]]:
-    """``lambda -> scores`` for a sweep of NeuTRENO lambdas (softmax = lambda 0); empty otherwise."""
-    swept = {c.label for c in cells if c.method == "neutreno" and c.label.startswith("lam=")}
-    points: dict[float, list[float]] = defaultdict(list)
-    if swept:
-        for c in cells:
-            if c.score is not None and (c.label in swept or c.method == "softmax"):
-                points[float(c.knobs.get("lam", 0.0)) if c.label in swept else 0.0].append(c.score)
-    return dict(sorted(points.items()))
-
-
-def plot_lambda(points: dict[float, list[float]], score_name: str, path: Path) -> None:
-    plt, fig, axes = figure(1, 1, 4.6, 3.3)
-    ax = axes[0][0]
-    stats = [_mean_std(v) for v in points.values()]
-    ax.errorbar(list(points), [m for m, _ in stats], yerr=[s for _, s in stats], marker="o", capsize=3)
-    ax.axhline(stats[0][0], color="grey", ls=":", label="softmax (lambda 0)")
-    ax.set_xlabel("NeuTRENO lambda")
-    ax.set_ylabel(score_name)
-    ax.legend(fontsize=7)
-    ax.grid(alpha=0.3)
     save_png(plt, fig, path)
 
 
@@ -184,10 +173,13 @@ def plot_probes(probes: Probes, path: Path) -> None:
 
 
 def claims_table(claims: list[Claim]) -> str:
-    lines = ["| # | claim | paper | ours | verdict |", "|---|---|---|---|---|"]
-    lines += [f"| {c.number} | {c.statement} | {c.paper} | {c.ours} | **{c.verdict}** |" for c in claims]
-    rules = sorted({c.rule for c in claims if c.rule})
-    return "\n".join(lines) + "\n\nRules that decided:\n" + "\n".join(f"- {rule}" for rule in rules)
+    """One row per claim; the reasons and commands follow as a list (they are long)."""
+    lines = ["| # | claim (as the paper states it) | paper | ours (method − baseline, n seeds) | gate | verdict |",
+             "|---|---|---|---|---|---|"]
+    lines += [f"| {c.number} | {c.statement} | {c.paper} | {c.ours} | {c.gate} | **{c.verdict}** |" for c in claims]
+    lines += ["", "Why, and how to reproduce each:", ""]
+    lines += [f"- **{c.number}** {c.reason}. Command: `{c.command}`" for c in claims]
+    return "\n".join(lines)
 
 
 def _status_line(cells: list[CellResult]) -> str:
@@ -207,17 +199,15 @@ def _study_section(name: str, cells: list[CellResult], files: dict[str, Callable
     if len({c.depth for c in cells}) > 1:
         files[f"{name}_scores.png"] = lambda p: plot_scores(cells, p)
         lines += [f"![{cells[0].score_name} vs depth]({name}_scores.png)", ""]
-    points = lambda_points(cells)
-    if len(points) > 1:
-        files[f"{name}_lambda.png"] = lambda p: plot_lambda(points, cells[0].score_name, p)
-        lines += [f"![{cells[0].score_name} vs lambda]({name}_lambda.png)", ""]
     if any(c.final_layers for c in cells):
         files[f"{name}_layers.png"] = lambda p: plot_layers(cells, p)
-        lines += ["Per-layer token similarity of the probe batch at the end of training, deepest depth:", "",
+        lines += ["Per-layer token similarity of the probe batch at the end of training, deepest depth (thin: "
+                  "each seed; bold: their mean):", "",
                   f"![per-layer cos_sim and t_sim]({name}_layers.png)", ""]
     if any(len(c.epochs) > 1 for c in cells):
         files[f"{name}_curves.png"] = lambda p: plot_curves(cells, p)
-        lines += [f"![validation curves]({name}_curves.png)", ""]
+        lines += ["Validation score per epoch (thin: each seed; bold: their mean):", "",
+                  f"![validation curves]({name}_curves.png)", ""]
     return lines
 
 
@@ -242,18 +232,20 @@ def write_report(cells: list[CellResult], out: str | Path, probes: Probes | None
     ``commands``: study name -> the command that ran it (printed under its section); ``command``:
     the one that wrote this report.
     """
-    claims = (check_probes(probes) if probes else []) + check_cells(cells)
-    claims.sort(key=lambda c: (int("".join(ch for ch in c.number if ch.isdigit())), c.number))
+    claims = ((check_probes(probes) if probes else []) + check_trained(cells, commands, probes) + [lambda_claim()]
+              + pilot_claims(cells, (commands or {}).get(PILOT)))
+    claims.sort(key=lambda c: (int(c.number[0]), c.number))
     files: dict[str, Callable[[Path], None]] = {}
-    lines = [f"# {title}", "", "Which claims of the source papers (DESIGN §8) held here, at CPU scale"
-             + (f"; written by `{command}`" if command else "") + ".", "", claims_table(claims), ""]
+    lines = [f"# {title}", "", "Which claims of the source papers held here, at CPU scale, under the protocol of "
+             "docs/studies.md (paired t-test per claim, Holm across the trained claims of this report, gates on "
+             "the baseline)" + (f"; written by `{command}`" if command else "") + ".", "", claims_table(claims), ""]
     if probes:
         files["probes.png"] = lambda p: plot_probes(probes, p)
         lines += ["## Without training", "", f"- G.3: {probes.random_init.source}",
-                  f"- G.9: {probes.pretrained.source}; W_V W_O sign verdicts per block: "
-                  + ", ".join(probes.pretrained_verdicts),
-                  "- theory: t_sim after 64 layers of X <- X + A X H: "
-                  + ", ".join(f"{k} {v:.3f}" for k, v in probes.theory.items()), "",
+                  f"- G.9: {probes.pretrained.source}", "- MiniLM per block (cos_sim change across each part; "
+                  "dynamics verdict of the attention sublayer): "
+                  + "; ".join(f"block {b['layer']}: {probes.block_text(b['layer'])}, {b['verdict']}"
+                              for b in probes.pretrained_blocks), "",
                   "![cos_sim per layer with and without NeuTRENO, no training](probes.png)", ""]
     for name, group in _groups(cells).items():
         lines += _study_section(name, group, files, (commands or {}).get(name))

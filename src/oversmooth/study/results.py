@@ -11,9 +11,11 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Sequence
 
 from oversmooth.errors import UsageError
-from oversmooth.study.runner import CELL_FILE, CELLS_DIR, METRICS_FILE, RESULTS_FILE, STUDY_FILE
+from oversmooth.study.config import KNOBS
+from oversmooth.study.files import ANALYSIS_FILE, CELL_FILE, CELLS_DIR, METRICS_FILE, RESULTS_FILE, STUDY_FILE
 
 #: the score reported per model kind, and whether higher is better.
 SCORES = {"vit": ("accuracy", True), "lm": ("perplexity", False)}
@@ -36,6 +38,8 @@ class CellResult:
     status: str                   # completed | diverged | partial | pending
     epochs: list[dict]            # the metrics.jsonl records
     results: dict | None          # results.json, once finished
+    train_args: tuple[str, ...] = ()  # its `oversmooth train` arguments (cell.json)
+    analysis: dict | None = None  # analysis.json: measurements on the trained model, once made
 
     @property
     def score_name(self) -> str:
@@ -67,9 +71,31 @@ class CellResult:
     def examples_per_second(self) -> float | None:
         return (self.results or {}).get("train_examples_per_second")
 
-    def setting(self) -> tuple:
-        """Everything but the method: cells with equal settings are compared pairwise."""
-        return (self.task, self.norm, self.depth, self.seed)
+    def training(self) -> tuple:
+        """``training_key`` of this cell: cells with equal ``training()`` and seed are paired,
+        whatever study ran them."""
+        return training_key(self.train_args)
+
+
+_UNPAIRED = {"--method", "--seed", "--norm", "--checkpoint-every", *("--" + knob.replace("_", "-") for knob in KNOBS)}
+
+
+def training_key(train_args: Sequence[str]) -> tuple:
+    """How a cell was trained, less its method, knobs, norm placement and seed: the sorted
+    ``(flag, value)`` pairs of its ``oversmooth train`` arguments (task, model, depth, width,
+    data, optimisation...). Cells with the same key and seed differ only in method (and norm), so
+    FeatScale cells of one study pair with the softmax cells of another one trained the same way.
+
+    >>> training_key(["--task", "fmnist", "--method", "neutreno", "--lam", "0.6", "--augment", "--seed", "1"])
+    (('--augment', None), ('--task', 'fmnist'))
+    """
+    kept, args = [], list(train_args)
+    while args:
+        flag = args.pop(0)
+        value = args.pop(0) if args and not args[0].startswith("--") else None
+        if flag not in _UNPAIRED:
+            kept.append((flag, value))
+    return tuple(sorted(kept))
 
 
 def _parse(path: Path, text: str):
@@ -97,11 +123,12 @@ def read_cell(folder: Path) -> CellResult:
     epochs = _read_jsonl(folder / METRICS_FILE)
     status = results["status"] if results else ("partial" if epochs else "pending")
     variant = info["variant"]
+    analysis = json.loads((folder / ANALYSIS_FILE).read_text()) if (folder / ANALYSIS_FILE).is_file() else None
     return CellResult(
         study=info["study"], name=info["name"], model=info["model"], task=info["task"], norm=info["norm"],
         depth=info["depth"], label=variant["label"], method=variant["method"],
-        knobs={k: v for k, v in variant.items() if k not in ("label", "method")}, seed=info["seed"],
-        status=status, epochs=epochs, results=results,
+        knobs={k: v for k, v in variant.items() if k not in ("label", "method", "norms")}, seed=info["seed"],
+        status=status, epochs=epochs, results=results, train_args=tuple(info.get("train_args", ())), analysis=analysis,
     )
 
 
@@ -114,10 +141,12 @@ def study_info(folder: str | Path) -> dict:
 
 
 def read_study(folder: str | Path) -> list[CellResult]:
-    """Every cell under ``folder/cells`` that has its ``cell.json``, in the study's method order
-    (then by task, norm, depth and seed)."""
+    """Every cell that has its ``cell.json``, under ``folder/cells`` (a study folder) or right under
+    ``folder`` (its archive, ``results/<study>``), in the study's method order (then by task,
+    norm, depth and seed)."""
     folder = Path(folder)
-    found = [read_cell(cell) for cell in sorted((folder / CELLS_DIR).iterdir()) if (cell / CELL_FILE).is_file()] \
-        if (folder / CELLS_DIR).is_dir() else []
-    rank = {method["label"]: index for index, method in enumerate(study_info(folder)["methods"])}
+    methods = study_info(folder)["methods"]
+    cells = folder / CELLS_DIR if (folder / CELLS_DIR).is_dir() else folder
+    found = [read_cell(cell) for cell in sorted(cells.iterdir()) if (cell / CELL_FILE).is_file()]
+    rank = {method["label"]: index for index, method in enumerate(methods)}
     return sorted(found, key=lambda c: (rank.get(c.label, len(rank)), c.label, c.task, c.norm, c.depth, c.seed))

@@ -27,12 +27,10 @@ from typing import Callable
 from oversmooth.atomic import atomic_write
 from oversmooth.errors import UsageError
 from oversmooth.run_lock import LOCK_FD, acquire
+from oversmooth.study.archive import archive_cell, archive_study, archived, is_archived
 from oversmooth.study.config import Cell, StudyConfig
-
-CELLS_DIR, CELL_FILE, STUDY_FILE, LOG_FILE = "cells", "cell.json", "study.json", "train.log"
-# The files `oversmooth train` writes (oversmooth.train.METRICS_FILE / RESULTS_FILE), named again
-# here so that `oversmooth --help` does not import torch; a test keeps the two in step.
-METRICS_FILE, RESULTS_FILE = "metrics.jsonl", "results.json"
+from oversmooth.study.files import ANALYSIS_FILE, CELL_FILE, CELLS_DIR, LOG_FILE, MODEL_DIR, RESULTS_FILE, \
+    STUDY_FILE
 
 
 def cell_dir(out: Path, cell: Cell) -> Path:
@@ -48,6 +46,11 @@ def train_command(cell: Cell, folder: Path, threads: int) -> list[str]:
     """The full command line of one cell (this Python, ``-m oversmooth train``)."""
     return [sys.executable, "-m", "oversmooth", "train", *cell.train_args(), "--out", str(folder),
             "--resume", "auto", "--no-progress", "--threads", str(threads)]
+
+
+def analysis_command(folder: Path, threads: int) -> list[str]:
+    """Measure a finished cell's trained model (``oversmooth.study.cell_analysis``)."""
+    return [sys.executable, "-m", "oversmooth.study.cell_analysis", str(folder), "--threads", str(threads)]
 
 
 @dataclass
@@ -100,40 +103,73 @@ def write_study(study: StudyConfig, out: Path, command: str = "") -> None:
         json.dump({**study.to_dict(), "command": command}, handle, indent=2)
 
 
-def run_cell(cell: Cell, out: Path, threads: int, processes: _Processes) -> CellOutcome:
+def _unmeasured(folder: Path, target: Path | None) -> bool:
+    """A trained model here whose measurements the archive lacks."""
+    return (folder / MODEL_DIR).is_dir() and target is not None and not (target / ANALYSIS_FILE).is_file()
+
+
+def run_cell(cell: Cell, out: Path, threads: int, processes: _Processes,
+             archive: Path | None = None) -> CellOutcome:
     folder = cell_dir(out, cell)
-    if is_finished(folder):
+    target = archived(archive, cell.study, cell.name) if archive is not None else None
+    if target is not None and is_archived(target) and not _unmeasured(folder, target):
+        return CellOutcome(cell, "skipped")
+    trained = is_finished(folder)
+    if trained and target is None:
         return CellOutcome(cell, "skipped")
     try:
         lock = acquire(folder)
     except UsageError:
         return CellOutcome(cell, "busy")
     try:
-        with atomic_write(folder / CELL_FILE) as handle:
-            json.dump(cell.to_dict(), handle, indent=2)
-        code = processes.run(train_command(cell, folder, threads), folder / LOG_FILE, lock)
+        if not trained:
+            with atomic_write(folder / CELL_FILE) as handle:
+                json.dump(cell.to_dict(), handle, indent=2)
+            code = processes.run(train_command(cell, folder, threads), folder / LOG_FILE, lock)
+            if code != 0 or not is_finished(folder):
+                return CellOutcome(cell, "failed", code)
+        if target is not None:
+            if (folder / MODEL_DIR).is_dir() and not (folder / ANALYSIS_FILE).is_file():
+                processes.run(analysis_command(folder, threads), folder / LOG_FILE, lock)  # failure: logged
+            archive_cell(folder, target)
     finally:
         os.close(lock)
-    if code != 0 or not is_finished(folder):
-        return CellOutcome(cell, "failed", code)
-    return CellOutcome(cell, json.loads((folder / RESULTS_FILE).read_text())["status"])
+    return CellOutcome(cell, "skipped" if trained else json.loads((folder / RESULTS_FILE).read_text())["status"])
+
+
+def check_archive(study: StudyConfig, archive: Path) -> None:
+    """Refuse (UsageError) when a cell archived under ``archive`` was trained with other arguments
+    than the study's cell of that name would be: it would be skipped as finished, wrongly."""
+    for cell in study.cells():
+        info = archived(archive, cell.study, cell.name) / CELL_FILE
+        if info.is_file() and json.loads(info.read_text())["train_args"] != cell.train_args():
+            raise UsageError(f"{info.parent} was trained with other settings than this study's {cell.name}; "
+                             "move it away or use another --results folder")
 
 
 def run_study(study: StudyConfig, out: str | Path, jobs: int = 1, threads: int = 1,
-              on_done: Callable[[CellOutcome], None] = lambda outcome: None, command: str = "") -> list[CellOutcome]:
+              on_done: Callable[[CellOutcome], None] = lambda outcome: None, command: str = "",
+              archive: str | Path | None = None) -> list[CellOutcome]:
     """Run every unfinished cell, ``jobs`` processes at a time with ``threads`` torch threads each.
 
     ``command`` (the command line that started the study) is kept in ``study.json`` for the report.
+    ``archive``: the root of the tracked copy (``results/``): cells archived there are skipped,
+    finished ones are measured and copied there.
     ``on_done(outcome)`` is called as each cell ends. A failing cell does not stop the others.
     Ctrl-C (KeyboardInterrupt) terminates the running cells (their checkpoints stay) and re-raises.
     """
     out = Path(out)
+    archive = None if archive is None else Path(archive)
+    if archive is not None:
+        check_archive(study, archive)
     out.mkdir(parents=True, exist_ok=True)
     write_study(study, out, command)
+    if archive is not None:
+        archive_study(out / STUDY_FILE, archive, study.name)
     processes = _Processes()
 
     def one(cell: Cell) -> CellOutcome:
-        outcome = run_cell(cell, out, threads, processes)
+        outcome = run_cell(cell, out, threads, processes, archive)
         if not processes.stopping:  # cells stopped by an interrupt are not news
             on_done(outcome)
         return outcome

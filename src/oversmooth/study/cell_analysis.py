@@ -1,0 +1,141 @@
+"""Measurements on a finished cell's trained model, for the claims of Dovonon, Bronstein & Kusner
+("Setting the Record Straight on Transformer Oversmoothing", TMLR 2025) that need trained weights.
+
+``python -m oversmooth.study.cell_analysis CELL_DIR`` reads ``CELL_DIR/model`` and the cell's data
+and writes ``CELL_DIR/analysis.json`` (atomically). On the first ``PROBE`` validation examples
+(the first ``ATTENTION`` of them for the attention maps):
+
+- ``stream``: ``cos_sim`` and ``t_sim`` of the residual stream, state 0 (embeddings) to L;
+- ``blocks``: per block, the change of both across each stage (``attention``, ``mlp``, and in
+  post-norm blocks ``attn_norm`` / ``mlp_norm``): ``after - before``, stages in stream order;
+  and the dynamics verdict of the attention sublayer (``oversmooth.spectra.dynamics_verdict``:
+  the eigenvalues of ``W_O^h diag(gamma) W_V^h`` per head, with the pre-attention LayerNorm's
+  gamma in pre-norm blocks, against the measured attention maps; the verdict most sequences
+  give);
+- ``ln_flip`` (pre-norm models only): the same with the sign of every pre-attention LayerNorm
+  weight flipped (``gamma -> -gamma``, biases kept), plus the validation scores of both models:
+  the paper's LayerNorm-sign statement, applied to a trained model and measured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+
+import torch
+
+from oversmooth.atomic import atomic_write
+from oversmooth.errors import UsageError
+from oversmooth.metrics import measure
+from oversmooth.spectra.value_output import value_output_eigenvalues
+from oversmooth.spectra.verdict import dynamics_verdict
+from oversmooth.study.files import ANALYSIS_FILE, MODEL_DIR, RESULTS_FILE
+
+PROBE, ATTENTION = 64, 8
+METRICS = ("cos_sim", "t_sim")
+_HOOKS = ("hook_resid_pre", "hook_attn_out", "hook_resid_mid", "hook_mlp_out", "hook_resid_post")
+
+
+def _stages(cache, block: int, post_norm: bool) -> list[tuple[str, torch.Tensor]]:
+    """The stream states inside block ``block`` after each stage, in order (see module docstring)."""
+    get = lambda hook: cache[f"blocks.{block}.{hook}"]  # noqa: E731
+    if not post_norm:
+        return [("attention", get("hook_resid_mid")), ("mlp", get("hook_resid_post"))]
+    return [("attention", get("hook_resid_pre") + get("hook_attn_out")), ("attn_norm", get("hook_resid_mid")),
+            ("mlp", get("hook_resid_mid") + get("hook_mlp_out")), ("mlp_norm", get("hook_resid_post"))]
+
+
+def _verdict(block, patterns: torch.Tensor, post_norm: bool) -> dict:
+    """The attention sublayer's dynamics verdict over the sequences of ``patterns [B, H, n, n]``."""
+    w_v, w_o = block.attn.value_output_weights()
+    gamma = None if post_norm else block.ln_attn.weight
+    lam = value_output_eigenvalues(w_v, w_o, gamma, heads=block.attn.heads)
+    found = [dynamics_verdict(pattern.double(), lam) for pattern in patterns]
+    ranked = Counter(v.verdict for v in found).most_common()
+    tied = len(ranked) > 1 and ranked[0][1] == ranked[1][1]
+    return {"verdict": "mixed" if tied else ranked[0][0], "verdict_counts": dict(ranked), "c": found[0].c,
+            "o": [v.o for v in found], "max_real_eigenvalue": float(lam.real.max()),
+            "min_real_eigenvalue": float(lam.real.min())}
+
+
+@torch.no_grad()
+def measure_model(model, inputs: torch.Tensor) -> dict:
+    """``stream`` and ``blocks`` (see module docstring) of ``model`` on ``inputs``."""
+    post_norm = model.cfg.norm == "post"
+    depth = model.cfg.depth
+    names = [f"blocks.{b}.{hook}" for b in range(depth) for hook in _HOOKS]
+    _, cache = model.run_with_cache(inputs, names=names)
+    _, sample = model.run_with_cache(inputs[:ATTENTION], names=[f"blocks.{b}.attn.hook_pattern" for b in range(depth)])
+    states = [cache["blocks.0.hook_resid_pre"]]
+    stages = []
+    for block in range(depth):
+        for stage, state in _stages(cache, block, post_norm):
+            states.append(state)
+            stages.append((block + 1, stage))
+    rows = measure(states, metrics=METRICS).rows
+    blocks = [{"layer": layer, "verdict": _verdict(model.blocks[layer - 1],
+                                                    sample[f"blocks.{layer - 1}.attn.hook_pattern"], post_norm)}
+              for layer in range(1, depth + 1)]
+    for (layer, stage), before, after in zip(stages, rows, rows[1:]):
+        blocks[layer - 1][stage] = {f"{m}_change": after[m] - before[m] for m in METRICS}
+    last = "mlp_norm" if post_norm else "mlp"  # the stage that ends a block
+    ends = [0] + [i + 1 for i, (_, stage) in enumerate(stages) if stage == last]
+    return {"stream": {m: [rows[i][m] for i in ends] for m in METRICS}, "blocks": blocks}
+
+
+def flip_attention_norms(model) -> torch.nn.Module:
+    """A copy of a pre-norm ``model`` with every pre-attention LayerNorm weight negated."""
+    flipped = copy.deepcopy(model)
+    with torch.no_grad():
+        for block in flipped.blocks:
+            block.ln_attn.weight.neg_()
+    return flipped
+
+
+def analyze_cell(folder: str | Path) -> dict:
+    """Measure the trained model of the cell in ``folder`` and write its ``analysis.json``."""
+    from oversmooth.models import load_model
+    from oversmooth.train import Distributed, evaluate
+    from oversmooth.train.task_factory import DataOptions, make_task
+
+    folder = Path(folder)
+    if not (folder / RESULTS_FILE).is_file() or not (folder / MODEL_DIR).is_dir():
+        raise UsageError(f"{folder} is no finished cell: it needs {RESULTS_FILE} and {MODEL_DIR}/ "
+                         "(a completed `oversmooth train` run)")
+    description = json.loads((folder / RESULTS_FILE).read_text())["description"]
+    model = load_model(folder / MODEL_DIR)
+    task, _ = make_task(description["task"], description["model"], DataOptions(**description["data"]))
+    inputs = task.batch("val", torch.arange(min(PROBE, task.size("val"))))[0]
+    analysis = {"probe": {"split": "val", "examples": len(inputs), "attention_examples": min(ATTENTION, len(inputs))},
+                **measure_model(model, inputs)}
+    if model.cfg.norm == "pre" and model.cfg.ln_sign == "free":
+        flipped = flip_attention_norms(model)
+        env = Distributed()
+        analysis["ln_flip"] = {**measure_model(flipped, inputs), "val": evaluate(flipped, task, "val", 256, env),
+                               "val_unflipped": evaluate(model, task, "val", 256, env)}
+    with atomic_write(folder / ANALYSIS_FILE) as handle:
+        json.dump(analysis, handle, indent=1)
+    return analysis
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m oversmooth.study.cell_analysis", description=__doc__.split("\n")[0])
+    parser.add_argument("cell", help="a finished cell's folder (with model/ and results.json)")
+    parser.add_argument("--threads", type=int, default=1)
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    try:
+        analyze_cell(args.cell)
+    except UsageError as error:
+        print(f"{parser.prog}: error: {error}", file=sys.stderr)
+        return 2
+    print(f"wrote {Path(args.cell) / ANALYSIS_FILE}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,13 @@
+"""The file names of a study folder and of a cell (``oversmooth train`` writes some of them)."""
+
+CELLS_DIR = "cells"            # DIR/cells/<cell>/
+STUDY_FILE = "study.json"      # DIR/study.json: the grid and the command that ran it
+CELL_FILE = "cell.json"        # what the cell is and its train arguments
+LOG_FILE = "train.log"         # the train process's output
+LOCK_FILE = ".lock"            # held while a process trains the cell
+# Named again here (oversmooth.train.METRICS_FILE / RESULTS_FILE) so that `oversmooth --help`
+# does not import torch; a test keeps the two in step.
+METRICS_FILE = "metrics.jsonl"
+RESULTS_FILE = "results.json"
+MODEL_DIR = "model"            # the trained weights (completed runs)
+ANALYSIS_FILE = "analysis.json"  # measurements on the trained model (oversmooth.study.cell_analysis)

@@ -1,0 +1,161 @@
+"""The claims protocol, written before the runs: per trained claim, the primary measure, the cells
+it compares, the seeds, the claimed direction and the gates (docs/studies.md has it as a table).
+
+Each claim is one question: one setting (task, depth, width, training), its cells paired by
+seed (``CellResult.training()`` equal: same init and data order, only the method differs). The
+paired t-test, Holm's correction across the report and the verdicts are
+``oversmooth.study.stats``; ``oversmooth.study.claims`` applies this protocol to the cells.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from typing import Callable, Mapping, Sequence
+
+from oversmooth.study import measures
+from oversmooth.study.measures import Key, Measure, paired_score
+from oversmooth.study.presets import PRESETS
+from oversmooth.study.results import CellResult
+
+
+@dataclass(frozen=True)
+class QualityGate:
+    """The baseline trained: means over its seeds' cells of ``arm`` (norm, label).
+
+    ``min_accuracy`` (test, %), ``max_perplexity`` (test), ``max_last_gain`` (validation
+    accuracy gained over the last epoch, pp), ``max_last_change`` (relative change of the
+    validation loss over the last epoch, e.g. 0.01 = flat within 1 %).
+    """
+
+    arm: Key
+    min_accuracy: float | None = None
+    max_perplexity: float | None = None
+    max_last_gain: float | None = None
+    max_last_change: float | None = None
+
+    def describe(self) -> str:
+        parts = [f"{self.arm[1]} ({self.arm[0]}-norm)"]
+        if self.min_accuracy is not None:
+            parts.append(f"test accuracy >= {self.min_accuracy:g} %")
+        if self.max_perplexity is not None:
+            parts.append(f"test perplexity <= {self.max_perplexity:g}")
+        if self.max_last_gain is not None:
+            parts.append(f"< {self.max_last_gain:g} pp val accuracy gained in the last epoch")
+        if self.max_last_change is not None:
+            parts.append(f"val loss flat within {100 * self.max_last_change:g} % over the last epoch")
+        return parts[0] + ": " + ", ".join(parts[1:])
+
+    def failure(self, groups: Sequence[Mapping[Key, CellResult]]) -> str | None:
+        """Why the gate fails on these seeds' cells (``"undertrained: ..."``), or None."""
+        cells = [group[self.arm] for group in groups if self.arm in group]
+        if not cells or any(c.status != "completed" or len(c.epochs) < 2 for c in cells):
+            return f"undertrained: {self.arm[1]} ({self.arm[0]}-norm) did not complete 2+ epochs on every seed"
+        scores = [paired_score(c) for c in cells]
+        if self.min_accuracy is not None and statistics.fmean(scores) < self.min_accuracy:
+            return (f"undertrained: {self.arm[1]} test accuracy {statistics.fmean(scores):.2f} % "
+                    f"< {self.min_accuracy:g} %")
+        if self.max_perplexity is not None and statistics.fmean(scores) > self.max_perplexity:
+            return (f"undertrained: {self.arm[1]} test perplexity {statistics.fmean(scores):.1f} "
+                    f"> {self.max_perplexity:g}")
+        last = lambda c, key: (c.epochs[-1]["val"][key], c.epochs[-2]["val"][key])  # noqa: E731
+        if self.max_last_gain is not None:
+            gain = statistics.fmean(100 * (a - b) for a, b in (last(c, "accuracy") for c in cells))
+            if gain >= self.max_last_gain:
+                return f"not plateaued: {self.arm[1]} gained {gain:.2f} pp val accuracy in its last epoch"
+        if self.max_last_change is not None:
+            change = statistics.fmean(abs(a - b) / b for a, b in (last(c, "loss") for c in cells))
+            if change >= self.max_last_change:
+                return f"not plateaued: {self.arm[1]} val loss moved {100 * change:.2f} % in its last epoch"
+        return None
+
+
+@dataclass(frozen=True)
+class FailureGate:
+    """The failure a remedy is to fix is there: ``arm`` trails ``reference`` by at least
+    ``min_gap`` percentage points of test accuracy, on average over the seeds."""
+
+    arm: Key
+    reference: Key
+    min_gap: float
+
+    def describe(self) -> str:
+        return (f"{self.arm[1]} ({self.arm[0]}-norm) at least {self.min_gap:g} pp below "
+                f"{self.reference[1]} ({self.reference[0]}-norm)")
+
+    def failure(self, groups: Sequence[Mapping[Key, CellResult]]) -> str | None:
+        pairs = [(paired_score(g[self.reference]), paired_score(g[self.arm])) for g in groups
+                 if self.arm in g and self.reference in g]
+        if not pairs or None in (x for pair in pairs for x in pair):
+            return f"nothing to rescue yet: {self.describe()} not measured"
+        gap = statistics.fmean(a - b for a, b in pairs)
+        if gap < self.min_gap:
+            return f"nothing to rescue: {self.arm[1]} ({self.arm[0]}-norm) trails by {gap:.2f} pp < {self.min_gap:g} pp"
+        return None
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """One trained claim: ``measure`` on the ``method`` and ``baseline`` arms of the cells of
+    ``study`` (the method arm's study; the baseline may come from another study trained the same
+    way), paired over ``seeds``; ``direction`` is the claimed sign of ``method - baseline``."""
+
+    number: str
+    statement: str            # as the paper states it
+    paper: str                # the paper's own number
+    study: str
+    method: Key
+    baseline: Key
+    measure: Measure
+    measure_text: str         # what the numbers are, with their unit
+    direction: str            # "higher" | "lower"
+    gates: tuple = ()
+    seeds: tuple[int, ...] = field(default=())
+    note: Callable[[list[Mapping[Key, CellResult]], Key], str] | None = None  # more to say, on the method arm
+
+    def __post_init__(self) -> None:
+        if not self.seeds:
+            object.__setattr__(self, "seeds", PRESETS[self.study].seeds)
+
+
+FMNIST = "fmnist-vit"
+PRE_SOFTMAX, PRE_NEUTRENO = ("pre", "softmax"), ("pre", "neutreno")
+#: Fashion-MNIST ViT gate: the softmax baseline trained (>= 89 %) and plateaued (< 0.2 pp in its last epoch).
+FMNIST_GATE = QualityGate(PRE_SOFTMAX, min_accuracy=89.0, max_last_gain=0.2)
+#: Jane Austen LM gate: the softmax baseline well past the unigram plateau (perplexity ~660) and flat.
+AUSTEN_GATE = QualityGate(PRE_SOFTMAX, max_perplexity=120.0, max_last_change=0.01)
+
+PROTOCOLS: tuple[Protocol, ...] = (
+    Protocol("2a", "trained NeuTRENO beats softmax at equal config (image classification)",
+             "DeiT-tiny ImageNet top-1 72.17 -> 73.01 (+0.84 pp; Nguyen et al. 2023, Table 1)",
+             FMNIST, PRE_NEUTRENO, PRE_SOFTMAX, measures.score, "test accuracy, pp", "higher", (FMNIST_GATE,)),
+    Protocol("2b", "trained NeuTRENO beats softmax at equal config (language modelling)",
+             "WikiText-103 test PPL 34.29 -> 33.70 (-0.59; Nguyen et al. 2023, Table 2)",
+             "austen-lm", PRE_NEUTRENO, PRE_SOFTMAX, measures.score, "test perplexity", "lower", (AUSTEN_GATE,)),
+    Protocol("3", "NeuTRENO costs about what softmax costs (here: < 1.10x the time per training example)",
+             "FLOPs, memory and time ratios vs softmax about 1 (Nguyen et al. 2023, App. G.4)",
+             FMNIST, PRE_NEUTRENO, PRE_SOFTMAX, measures.log_time_vs_limit,
+             "log seconds per training example, baseline + log 1.10", "lower"),
+    Protocol("5a", "token similarity need not grow with depth: it falls before the last layer",
+             "Dovonon et al. 2025, Fig. 1: similarity falls in the last layers of pretrained ViTs",
+             FMNIST, PRE_SOFTMAX, PRE_SOFTMAX, measures.last_vs_peak,
+             "stream cos_sim after the last block vs its peak after an earlier block", "lower", (FMNIST_GATE,)),
+    Protocol("5b", "the eigenvalues of W_V W_O with those of A decide whether a layer smooths",
+             "Dovonon et al. 2025, Sec. 4 (a statement about the simplified layer X + A X H)",
+             FMNIST, PRE_SOFTMAX, PRE_SOFTMAX, measures.verdict_agreement,
+             "share of attention sublayers (every method's, 8 blocks each) whose dynamics verdict matches the "
+             "sign of their measured t_sim change, vs the share expected by chance", "higher", (FMNIST_GATE,)),
+    Protocol("5c", "the sign of the LayerNorm weights can change smoothing into sharpening",
+             "Dovonon et al. 2025, Sec. 5 (pre-LN: the effective map is diag(gamma) W_V W_O)",
+             FMNIST, PRE_SOFTMAX, PRE_SOFTMAX, measures.ln_flip_attention,
+             "mean t_sim change across the attention sublayers with the pre-attention LayerNorm weights "
+             "negated vs as trained", "lower", (FMNIST_GATE,), note=measures.ln_flip_quality),
+    Protocol("6", "smoothing can improve image classification (vs sharpening, at matched initial scale)",
+             "Dovonon et al., arXiv v2 (the TMLR version states no direction)",
+             FMNIST, ("pre", "smooth"), ("pre", "sharpen"), measures.score, "test accuracy, pp", "higher",
+             (FMNIST_GATE,)),
+    Protocol("7", "FeatScale improves a ViT (modestly)",
+             "DeiT-tiny 72.17 -> 72.35 (+0.18 pp); DeiT-small 79.97 -> 79.96 in Nguyen et al.'s reproduction "
+             "(Table 7)", "fmnist-featscale", ("pre", "featscale"), PRE_SOFTMAX, measures.score,
+             "test accuracy, pp", "higher", (FMNIST_GATE,)),
+)

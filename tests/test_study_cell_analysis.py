@@ -1,0 +1,72 @@
+"""Measurements on a trained cell: stage changes add up to the stream, the LayerNorm flip negates
+the attention sublayer, the verdicts of spectral models follow their spectra."""
+
+import json
+
+import pytest
+import torch
+
+from oversmooth.cli import main
+from oversmooth.models import ViT, ViTConfig
+from oversmooth.study.cell_analysis import analyze_cell, flip_attention_norms, measure_model
+from reference_metrics import t_sim as t_sim_reference
+
+
+def vit(norm="pre", **mitigation):
+    torch.manual_seed(0)
+    return ViT(ViTConfig.preset("vit-cpu", depth=3, width=32, heads=4, norm=norm, mitigation=mitigation)).eval()
+
+
+@pytest.mark.parametrize("norm", ["pre", "post"])
+def test_stage_changes_add_up_to_the_change_of_the_stream(norm):
+    model, images = vit(norm), torch.randn(6, 1, 28, 28)
+    found = measure_model(model, images)
+    _, cache = model.run_with_cache(images)
+    states = [cache["blocks.0.hook_resid_pre"], *(cache[f"blocks.{b}.hook_resid_post"] for b in range(3))]
+    reference = [sum(t_sim_reference(seq) for seq in s.double().numpy()) / len(s) for s in states]  # mean over sequences
+    assert found["stream"]["t_sim"] == pytest.approx(reference, rel=1e-5)
+    for block in found["blocks"]:
+        stages = [k for k in block if k not in ("layer", "verdict")]
+        assert stages == (["attention", "mlp"] if norm == "pre" else ["attention", "attn_norm", "mlp", "mlp_norm"])
+        total = sum(block[stage]["t_sim_change"] for stage in stages)
+        layer = block["layer"]
+        assert total == pytest.approx(found["stream"]["t_sim"][layer] - found["stream"]["t_sim"][layer - 1], abs=1e-6)
+
+
+def test_flipping_the_norm_weights_negates_the_attention_sublayer_without_biases():
+    model = vit()
+    with torch.no_grad():
+        for name, tensor in model.named_parameters():
+            if name.endswith("bias") and ("ln_attn" in name or ".attn." in name):
+                tensor.zero_()
+    flipped = flip_attention_norms(model)
+    x = torch.randn(2, 50, 32)
+    block, other = model.blocks[1], flipped.blocks[1]
+    assert torch.allclose(other.attn(other.ln_attn(x))[0], -block.attn(block.ln_attn(x))[0], atol=1e-6)
+    assert torch.equal(model.blocks[0].ln_attn.weight, torch.ones(32))  # the original is untouched
+
+
+@pytest.mark.parametrize("mode, verdict", [("smooth", "smoothing"), ("sharpen", "sharpening")])
+def test_spectral_models_get_the_verdict_of_their_spectrum(mode, verdict):
+    # H = +-s I with s > 0 small: c = |1 +- s|; the other modes grow like |1 +- s lambda^A_i|, |lambda^A_i| < 1
+    found = measure_model(vit(methods=("spectral",), spectral=mode), torch.randn(4, 1, 28, 28))
+    assert [b["verdict"]["verdict"] for b in found["blocks"]] == [verdict] * 3
+
+
+def test_a_trained_cell_gets_its_analysis_file(tmp_path):
+    out = tmp_path / "cell"
+    assert main(["train", "--task", "synthetic", "--model", "vit", "--depth", "2", "--width", "16", "--heads", "2",
+                 "--epochs", "1", "--batch-size", "32", "--no-progress", "--out", str(out)]) == 0
+    analysis = analyze_cell(out)
+    assert json.loads((out / "analysis.json").read_text()) == json.loads(json.dumps(analysis))
+    assert len(analysis["stream"]["cos_sim"]) == 3 and len(analysis["blocks"]) == 2
+    assert analysis["probe"]["examples"] == 64 and 0 <= analysis["ln_flip"]["val"]["accuracy"] <= 1
+    assert analysis["ln_flip"]["val_unflipped"] == json.loads((out / "results.json").read_text())["val"]
+
+
+def test_a_folder_without_a_finished_run_is_a_one_line_error(tmp_path, capsys):
+    from oversmooth.study.cell_analysis import main as analysis_main
+
+    assert analysis_main([str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "is no finished cell" in err and not (tmp_path / "analysis.json").exists()

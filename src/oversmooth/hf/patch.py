@@ -28,7 +28,7 @@ from oversmooth.errors import UsageError
 from oversmooth.hf.capture import merge_heads, split_heads
 from oversmooth.hf.families import Layout, layout
 from oversmooth.hf.hooks import BatchMask, HookSet
-from oversmooth.mitigations import attnscale, check_lambda, deescalate, featscale, neutreno_correction
+from oversmooth.mitigations import attnscale, check_lambda, deescalate, featscale, neutreno
 
 DEFAULT_KNOBS: dict[str, dict[str, float]] = {
     "neutreno": {"lam": 0.6},
@@ -156,7 +156,7 @@ def _on_attn_out(lay: Layout, hooks: HookSet, edit) -> None:
 def _install_neutreno(lay: Layout, state: PatchState) -> None:
     values = _Values(lay, state.hooks)
     lam = state.knobs["lam"]
-    _on_context(lay, state.hooks, 1, lambda z: z + neutreno_correction(values.current, values.first, lam))
+    _on_context(lay, state.hooks, 1, lambda z: neutreno(z, values.current, values.first, lam))
 
 
 def _install_attnscale(lay: Layout, state: PatchState) -> None:

@@ -28,8 +28,8 @@ def token_mean(x: Tensor, mask: Tensor | None = None, causal: bool = False) -> T
     ([4.0], [1.0, 2.0, 4.0])
     """
     if mask is None:
-        if not causal:
-            return x.mean(dim=-2, keepdim=True)
+        if not causal:  # a sum: its backward broadcasts a view, where mean's divides a full-size tensor
+            return x.sum(dim=-2, keepdim=True) / x.shape[-2]
         counts = torch.arange(1, x.shape[-2] + 1, device=x.device, dtype=x.dtype)
         return x.cumsum(dim=-2) / counts[:, None]
     m = broadcast_mask(mask, x)

@@ -5,8 +5,12 @@ at two shapes: ``vit-cpu`` at depth 8 (batch 128, 50 tokens, width 64: the claim
 and DeiT-tiny (12 x 192, 197 tokens). Times come from interleaved rounds (every contender once
 per round, order rotated, warm-up rounds dropped); each ratio is the median of the per-round
 ratios with a bootstrap 95 % CI (``oversmooth.timing``). FLOPs are FlopCounterMode's (matmuls,
-convolutions, attention; elementwise work counts 0). Memory: bytes autograd keeps for backward
-on a CPU, the CUDA peak on a GPU.
+convolutions, attention; elementwise work counts 0). The methods add elementwise work, bounded
+by memory traffic: the bytes every other op reads and writes are counted (``cost.traffic_bytes``)
+and the method's extra bytes, streamed at the rate this machine adds two [batch, tokens, width]
+tensors (a contender of the same rounds), give its floor: ``1 + extra bytes / rate / softmax
+time``, the ratio a method doing exactly this traffic at streaming speed would show. Memory:
+bytes autograd keeps for backward on a CPU, the CUDA peak on a GPU.
 
     PYTHONPATH=src python benchmarks/bench_overhead.py --threads 1            # both shapes
     PYTHONPATH=src python benchmarks/bench_overhead.py --shapes vit-cpu-d8 --modes eager --rounds 5
@@ -16,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import statistics
 import sys
 import time
 from dataclasses import dataclass
@@ -24,13 +29,16 @@ from typing import Callable
 import torch
 import torch.nn.functional as F
 
-from oversmooth.cost import flops, peak_bytes
+from oversmooth.cost import flops, peak_bytes, traffic_bytes
 from oversmooth.layers import METHODS, MitigationConfig
 from oversmooth.models import CausalLM, CausalLMConfig, ViT, ViTConfig
-from oversmooth.timing import interleaved_rounds, median_seconds, ratio
+from oversmooth.timing import interleaved_rounds, median_seconds, ratio, step_clock
 
 Step = Callable[[], None]
 DEFAULT_METHODS = ("neutreno", "deescalate", "attnscale", "featscale")
+#: a second, identical softmax model: its "overhead" is what two instances of one model differ by
+#: on this machine (memory placement, noise the rounds do not remove), the resolution of the table.
+CONTROL = "softmax (copy)"
 
 
 @dataclass(frozen=True)
@@ -76,32 +84,38 @@ def train_step(model: torch.nn.Module, inputs: torch.Tensor, targets: torch.Tens
     return step
 
 
+def streaming(shape: tuple[int, ...], device: str, repeats: int = 20) -> tuple[Step, int]:
+    """A contender adding two tensors of ``shape`` ``repeats`` times, and the bytes it moves (two
+    reads and a write each time)."""
+    a, b, c = (torch.randn(shape, device=device) for _ in range(3))
+
+    def step() -> None:
+        for _ in range(repeats):
+            torch.add(a, b, out=c)
+    return step, repeats * 3 * a.numel() * a.element_size()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shapes", default="vit-cpu-d8,deit-tiny", help=f"comma-separated: {', '.join(SHAPES)}")
     parser.add_argument("--methods", default=",".join(DEFAULT_METHODS),
-                        help=f"comma-separated, besides softmax (any of {', '.join(METHODS)})")
+                        help=f"comma-separated, besides softmax and its copy (any of {', '.join(METHODS)})")
     parser.add_argument("--modes", default="eager,compiled", help="eager, compiled or both")
     parser.add_argument("--rounds", type=int, default=15, help="kept rounds (default 15)")
     parser.add_argument("--warmup", type=int, default=2, help="rounds run first and dropped (default 2)")
     parser.add_argument("--deit-batch", type=int, default=SHAPES["deit-tiny"].batch)
     parser.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    parser.add_argument("--clock", choices=("auto", "wall", "cpu"), default="auto",
-                        help="cpu: this thread's CPU time (other jobs' time slices left out); auto: cpu "
-                             "with one CPU thread, else wall")
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
-    methods = ["softmax", *[m for m in args.methods.split(",") if m and m != "softmax"]]
+    methods = ["softmax", CONTROL, *[m for m in args.methods.split(",") if m and m != "softmax"]]
     modes = [m for m in args.modes.split(",") if m]
     sync = torch.cuda.synchronize if args.device == "cuda" else (lambda: None)
-    if args.clock == "auto":
-        args.clock = "cpu" if args.device == "cpu" and torch.get_num_threads() == 1 else "wall"
-    args.clock_fn = time.thread_time if args.clock == "cpu" else time.perf_counter
+    args.clock, clock_name = step_clock(args.device)
     print(f"device {args.device}, torch {torch.__version__}, threads {torch.get_num_threads()}, "
           f"rounds {args.rounds} (+{args.warmup} warm-up), modes {', '.join(modes)}, "
-          f"clock {'thread CPU time' if args.clock == 'cpu' else 'wall'}")
+          f"clock: {clock_name}")
     for key in args.shapes.split(","):
         shape = SHAPES[key]
         if key == "deit-tiny":
@@ -112,11 +126,12 @@ def main() -> None:
 def measure_shape(shape: Shape, methods: list[str], modes: list[str], args, sync: Step) -> None:
     steps: dict[str, Step] = {}
     flop_count: dict[str, int] = {}
+    traffic: dict[str, int] = {}
     memory: dict[str, int] = {}
     compile_seconds: dict[str, float] = {}
     for method in methods:
         torch.manual_seed(0)
-        model = shape.model(method).to(args.device).train()
+        model = shape.model("softmax" if method == CONTROL else method).to(args.device).train()
         x, y = shape.batch_of(model, args.device)
         for mode in modes:
             name = f"{method}/{mode}"
@@ -128,8 +143,16 @@ def measure_shape(shape: Shape, methods: list[str], modes: list[str], args, sync
             memory[name] = peak_bytes(step, args.device)
             steps[name] = step
         flop_count[method] = flops(train_step(model, x, y))
+        traffic[method] = traffic_bytes(train_step(model, x, y))
+    tokens = model.cfg.tokens if shape.family == "vit" else x.shape[1]
+    steps["stream"], streamed = streaming((shape.batch, tokens, model.cfg.width), args.device)
     done = lambda r: print(f"round {r}/{args.warmup + args.rounds}", end="\r", file=sys.stderr, flush=True)  # noqa: E731
-    times = interleaved_rounds(steps, args.rounds, args.warmup, sync=sync, progress=done, clock=args.clock_fn)
+    times = interleaved_rounds(steps, args.rounds, args.warmup, sync=sync, progress=done, clock=args.clock)
+    rate = [streamed / t for t in times["stream"]]  # bytes per second, per round
+    base = modes[0]
+    for method in methods:  # the floor of each round: softmax's time plus the extra bytes at that round's rate
+        extra = traffic[method] - traffic["softmax"]
+        times[f"{method}/floor"] = [t + extra / r for t, r in zip(times[f"softmax/{base}"], rate)]
     memory_label = "peak" if args.device == "cuda" else "saved activations"
     print(f"\n{shape.title}, batch {shape.batch}: train step (forward + backward), median ms and ratio to "
           "softmax [95 % CI]")
@@ -138,7 +161,8 @@ def measure_shape(shape: Shape, methods: list[str], modes: list[str], args, sync
         header += [f"{mode} ms", f"{mode} ratio"]
     if set(modes) == {"eager", "compiled"}:
         header.append("compiled / eager softmax")
-    header += ["FLOP ratio", *(f"{memory_label} ratio ({mode})" for mode in modes)]
+    header += [f"floor ({base})", "extra traffic MiB", "FLOP ratio",
+               *(f"{memory_label} ratio ({mode})" for mode in modes)]
     print("| " + " | ".join(header) + " |\n|" + "---|" * len(header))
     for method in methods:
         row = [method]
@@ -148,10 +172,13 @@ def measure_shape(shape: Shape, methods: list[str], modes: list[str], args, sync
                     "1" if method == "softmax" else str(ratio(times, name, f"softmax/{mode}"))]
         if set(modes) == {"eager", "compiled"}:
             row.append(str(ratio(times, f"{method}/compiled", "softmax/eager")))
-        row.append(f"{flop_count[method] / flop_count['softmax']:.4f}")
+        row += ["1" if method == "softmax" else str(ratio(times, f"{method}/floor", f"softmax/{base}")),
+                f"{(traffic[method] - traffic['softmax']) / 2**20:.1f}",
+                f"{flop_count[method] / flop_count['softmax']:.4f}"]
         row += [f"{memory[f'{method}/{mode}'] / memory[f'softmax/{mode}']:.3f}" for mode in modes]
         print("| " + " | ".join(row) + " |")
-    print(f"softmax: {flop_count['softmax'] / 1e9:.2f} GFLOP per step; " + "; ".join(
+    print(f"softmax: {flop_count['softmax'] / 1e9:.2f} GFLOP and {traffic['softmax'] / 2**30:.2f} GiB of "
+          f"elementwise traffic per step; streaming rate {statistics.median(rate) / 1e9:.1f} GB/s; " + "; ".join(
         f"{memory_label} {mode} {memory[f'softmax/{mode}'] / 2**20:.1f} MiB" for mode in modes))
     if "compiled" in modes:
         print("first compiled step (compilation) s: " + ", ".join(

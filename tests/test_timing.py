@@ -9,13 +9,16 @@ import pytest
 from oversmooth.timing import interleaved_rounds, ratio
 
 
-def test_rounds_rotate_the_order_and_drop_the_warm_up():
+def test_rounds_run_everyone_once_in_varying_order_and_drop_the_warm_up():
     calls = []
-    contenders = {name: (lambda name=name: calls.append(name)) for name in "abc"}
-    times = interleaved_rounds(contenders, rounds=3, warmup=1, number=2)
-    assert {name: len(t) for name, t in times.items()} == {"a": 3, "b": 3, "c": 3}
-    firsts = [calls[i] for i in range(0, len(calls), 6)]  # 3 contenders x 2 calls per round
-    assert firsts == ["a", "b", "c", "a"] and len(calls) == 4 * 3 * 2
+    contenders = {name: (lambda name=name: calls.append(name)) for name in "abcd"}
+    times = interleaved_rounds(contenders, rounds=40, warmup=1, number=2)
+    assert {name: len(t) for name, t in times.items()} == {name: 40 for name in "abcd"}
+    assert len(calls) == 41 * 4 * 2 and calls[::2] == calls[1::2]  # a measurement: 2 calls in a row
+    rounds = [calls[i:i + 8:2] for i in range(0, len(calls), 8)]
+    assert all(sorted(r) == list("abcd") for r in rounds)
+    predecessors = {(r[i - 1], r[i]) for r in rounds for i in range(1, 4)}
+    assert len(predecessors) == 12  # every contender follows every other one in some round
 
 
 def test_paired_ratio_cancels_a_slow_round():

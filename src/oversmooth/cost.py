@@ -1,8 +1,10 @@
-"""What one call of a function costs besides time: FLOPs and activation memory.
+"""What one call of a function costs besides time: FLOPs, memory traffic and activation memory.
 
 ``flops`` uses ``torch.utils.flop_counter.FlopCounterMode``, which counts matmuls, convolutions
 and attention only (elementwise work is free to it); torch registers no formula for the CPU's
 fused attention kernel, so this module registers torch's own SDPA formulas for it.
+``traffic_bytes`` counts what those FLOPs leave out: the bytes read and written by every other
+op (elementwise, reductions, copies), the memory traffic that bounds their time.
 ``activation_bytes`` is what autograd keeps for backward (parameters excluded): on a CPU, the
 part of the peak memory that a method can change; ``peak_bytes`` is the CUDA peak on a GPU.
 """
@@ -13,6 +15,8 @@ from typing import Callable
 
 import torch
 from torch.utils import flop_counter
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
 from torch.utils.flop_counter import FlopCounterMode
 
 _aten = torch.ops.aten
@@ -27,6 +31,31 @@ def flops(fn: Callable[[], object]) -> int:
     with FlopCounterMode(display=False) as counter:
         fn()
     return counter.get_total_flops()
+
+
+def _bytes(t: torch.Tensor) -> int:
+    """Bytes an op touches in ``t``: its elements, or its storage if smaller (broadcast views)."""
+    return min(t.numel() * t.element_size(), t.untyped_storage().nbytes())
+
+
+class _Traffic(TorchDispatchMode):
+    def __init__(self) -> None:
+        super().__init__()
+        self.bytes = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        if not func.is_view and func.overloadpacket not in flop_counter.flop_registry:
+            self.bytes += sum(_bytes(t) for t in tree_leaves((args, kwargs, out)) if isinstance(t, torch.Tensor))
+        return out
+
+
+def traffic_bytes(fn: Callable[[], object]) -> int:
+    """Bytes read and written by the ops of one call of ``fn`` that ``flops`` does not count
+    (views excluded): a lower bound on their memory traffic (each operand counted once per op)."""
+    with _Traffic() as mode:
+        fn()
+    return mode.bytes
 
 
 def activation_bytes(fn: Callable[[], object]) -> int:

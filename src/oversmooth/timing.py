@@ -1,7 +1,8 @@
 """Timing on a shared, noisy machine: interleaved rounds, and paired ratios with a bootstrap CI.
 
-Every round runs every contender once, in an order rotated from round to round, so slow phases
-of the machine (other jobs, frequency changes) hit all contenders alike; the first rounds are
+Every round runs every contender once, in an order shuffled afresh each round (seeded), so slow
+phases of the machine (other jobs, frequency changes) hit all contenders alike and no contender
+always follows the same one (whose data it would find in the cache); the first rounds are
 warm-up and discarded. The clock is wall time by default; ``time.thread_time`` (the CPU time of
 the calling thread) leaves out the time slices other jobs take, which is what the cost of a
 single-threaded CPU step is (torch with one thread runs its kernels and the backward pass on the
@@ -15,6 +16,7 @@ per-round ratios is reported with a percentile-bootstrap confidence interval ove
 
 from __future__ import annotations
 
+import random
 import statistics
 import time
 from dataclasses import dataclass
@@ -24,8 +26,8 @@ import torch
 
 
 @dataclass(frozen=True)
-class Ratio:
-    """Median of per-round ratios and its bootstrap confidence interval (``level``)."""
+class Estimate:
+    """A median over rounds and its bootstrap confidence interval (``level``)."""
 
     median: float
     low: float
@@ -34,21 +36,36 @@ class Ratio:
     level: float = 0.95
 
     def __str__(self) -> str:
-        return f"{self.median:.3f} [{self.low:.3f}, {self.high:.3f}]"
+        return self.format(".3f")
+
+    def format(self, spec: str) -> str:
+        return f"{self.median:{spec}} [{self.low:{spec}}, {self.high:{spec}}]"
+
+    def scaled(self, factor: float) -> "Estimate":
+        return Estimate(self.median * factor, self.low * factor, self.high * factor, self.rounds, self.level)
+
+
+def step_clock(device: str = "cpu") -> tuple[Callable[[], float], str]:
+    """The clock for single-process work and its name: the calling thread's CPU time when torch
+    runs on one CPU thread (other jobs' time slices left out), wall time otherwise."""
+    if device == "cpu" and torch.get_num_threads() == 1:
+        return time.thread_time, "thread CPU time"
+    return time.perf_counter, "wall"
 
 
 def interleaved_rounds(contenders: dict[str, Callable[[], object]], rounds: int, warmup: int = 1,
                        number: int = 1, sync: Callable[[], None] = lambda: None,
                        progress: Callable[[int], None] = lambda done: None,
-                       clock: Callable[[], float] = time.perf_counter) -> dict[str, list[float]]:
+                       clock: Callable[[], float] = time.perf_counter, seed: int = 0) -> dict[str, list[float]]:
     """Seconds per call of each contender in each of ``rounds`` kept rounds (``warmup`` more are
-    run first and dropped). A measurement is ``number`` calls in a row, divided by ``number``;
+    run first and dropped), contenders in a shuffled order (``seed``) in each round. A measurement is ``number`` calls in a row, divided by ``number``;
     ``sync`` runs before each clock read (e.g. ``torch.cuda.synchronize``)."""
     names = list(contenders)
+    order = random.Random(seed)
     times: dict[str, list[float]] = {name: [] for name in names}
     for r in range(warmup + rounds):
-        shift = r % len(names)
-        for name in names[shift:] + names[:shift]:
+        order.shuffle(names)
+        for name in names:
             sync()
             start = clock()
             for _ in range(number):
@@ -60,17 +77,22 @@ def interleaved_rounds(contenders: dict[str, Callable[[], object]], rounds: int,
     return times
 
 
-def ratio(times: dict[str, list[float]], name: str, baseline: str, resamples: int = 4000,
-          level: float = 0.95, seed: int = 0) -> Ratio:
-    """``times[name] / times[baseline]``: the median over rounds of the per-round ratio, with a
-    percentile bootstrap CI (rounds resampled with replacement, ``seed`` fixed)."""
-    per_round = torch.tensor(times[name], dtype=torch.float64) / torch.tensor(times[baseline], dtype=torch.float64)
+def bootstrap_median(values: list[float], resamples: int = 4000, level: float = 0.95, seed: int = 0) -> Estimate:
+    """The median of ``values`` (one per round) with a percentile bootstrap CI (rounds resampled
+    with replacement, ``seed`` fixed)."""
+    per_round = torch.tensor(values, dtype=torch.float64)
     n = len(per_round)
     picks = torch.randint(0, n, (resamples, n), generator=torch.Generator().manual_seed(seed))
     medians = per_round[picks].quantile(0.5, dim=1)
     tail = (1 - level) / 2
     low, high = medians.quantile(torch.tensor([tail, 1 - tail], dtype=torch.float64)).tolist()
-    return Ratio(statistics.median(per_round.tolist()), low, high, n, level)
+    return Estimate(statistics.median(values), low, high, n, level)
+
+
+def ratio(times: dict[str, list[float]], name: str, baseline: str, **bootstrap) -> Estimate:
+    """``times[name] / times[baseline]``: the median over rounds of the per-round (paired) ratio,
+    with its bootstrap CI (``bootstrap``: ``resamples``, ``level``, ``seed``)."""
+    return bootstrap_median([a / b for a, b in zip(times[name], times[baseline])], **bootstrap)
 
 
 def median_seconds(times: dict[str, list[float]], name: str) -> float:

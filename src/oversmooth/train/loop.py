@@ -119,7 +119,6 @@ def _train(model: nn.Module, task: SupervisedTask, config: TrainConfig, out_dir:
             if checkpoint_path.is_file():  # hand back the trained (or last good) weights
                 model.load_state_dict(load_checkpoint(checkpoint_path)["model"])
             return results
-    local_batch = config.batch_size // env.world_size
     total_steps = steps_per_epoch * config.epochs
 
     model.to(env.device)
@@ -173,12 +172,8 @@ def _train(model: nn.Module, task: SupervisedTask, config: TrainConfig, out_dir:
         bar = _progress(config, env, epoch, steps_per_epoch, first)
         for position in range(first, steps_per_epoch):
             step_started = time.perf_counter()
-            rows = order[position * config.batch_size : (position + 1) * config.batch_size]
-            generator = torch.Generator().manual_seed(_seed(config.seed, "augment", epoch, position))
-            inputs, targets = task.batch("train", rows, generator)
-            local = slice(env.rank * local_batch, (env.rank + 1) * local_batch)
-            inputs, targets = inputs[local].to(env.device), targets[local].to(env.device)
-            mean_loss, diverged = _optimizer_step(runner, model, task, inputs, targets, optimizer, config, env)
+            inputs, targets = training_batch(task, order, epoch, position, config, env)
+            mean_loss, diverged = optimizer_step(runner, model, task, inputs, targets, optimizer, config, env)
             if diverged:
                 diverged += f" at step {step + 1}"
                 break
@@ -238,7 +233,19 @@ def _train(model: nn.Module, task: SupervisedTask, config: TrainConfig, out_dir:
     return results
 
 
-def _optimizer_step(
+def training_batch(task: SupervisedTask, order: torch.Tensor, epoch: int, position: int, config: TrainConfig,
+                   env: Distributed) -> tuple[torch.Tensor, torch.Tensor]:
+    """This process's share of batch ``position`` of ``epoch`` (``order``: ``epoch_order``), on its
+    device; augmentation is seeded by (seed, epoch, position), so it is the same on resume."""
+    rows = order[position * config.batch_size : (position + 1) * config.batch_size]
+    generator = torch.Generator().manual_seed(_seed(config.seed, "augment", epoch, position))
+    inputs, targets = task.batch("train", rows, generator)
+    local_batch = config.batch_size // env.world_size
+    local = slice(env.rank * local_batch, (env.rank + 1) * local_batch)
+    return inputs[local].to(env.device), targets[local].to(env.device)
+
+
+def optimizer_step(
     runner: CompiledForward, model: nn.Module, task: SupervisedTask, inputs: torch.Tensor, targets: torch.Tensor,
     optimizer: torch.optim.Optimizer, config: TrainConfig, env: Distributed,
 ) -> tuple[float, str | None]:

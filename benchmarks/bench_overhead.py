@@ -1,187 +1,188 @@
-"""Overhead of each mitigation vs the softmax baseline, and our ViT vs transformers' ViT.
+"""Overhead of each mitigation against the softmax baseline: time, FLOPs and activation memory.
 
-Forward+backward time (interleaved repeats, method order rotated each repeat; the best repeat,
-which other load on a shared machine can only slow, and the median) and
-memory, as ratios to softmax, at the DeiT-tiny shape (197 tokens) and the NeuTRENO LM preset
-(256 tokens). Memory is the CUDA peak on a GPU; on CPU it is the bytes of tensors saved for
-backward, parameters excluded (the activation memory, which is what the methods can change).
+One training step (forward, cross-entropy, backward) per contender, eager and ``torch.compile``d,
+at two shapes: ``vit-cpu`` at depth 8 (batch 128, 50 tokens, width 64: the claims study's ViT)
+and DeiT-tiny (12 x 192, 197 tokens). Times come from interleaved rounds (every contender once
+per round, order rotated, warm-up rounds dropped); each ratio is the median of the per-round
+ratios with a bootstrap 95 % CI (``oversmooth.timing``). FLOPs are FlopCounterMode's (matmuls,
+convolutions, attention; elementwise work counts 0). The methods add elementwise work, bounded
+by memory traffic: the bytes every other op reads and writes are counted (``cost.traffic_bytes``)
+and the method's extra bytes, streamed at the rate this machine adds two [batch, tokens, width]
+tensors (a contender of the same rounds), give its floor: ``1 + extra bytes / rate / softmax
+time``, the ratio a method doing exactly this traffic at streaming speed would show. Memory:
+bytes autograd keeps for backward on a CPU, the CUDA peak on a GPU.
 
-    PYTHONPATH=src python benchmarks/bench_overhead.py            # small batches (CPU friendly)
-    PYTHONPATH=src python benchmarks/bench_overhead.py --full     # B=32 ViT, B=16 LM
+    PYTHONPATH=src python benchmarks/bench_overhead.py --threads 1            # both shapes
+    PYTHONPATH=src python benchmarks/bench_overhead.py --shapes vit-cpu-d8 --modes eager --rounds 5
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import statistics
+import sys
 import time
+from dataclasses import dataclass
 from typing import Callable
 
 import torch
 import torch.nn.functional as F
-from tqdm import tqdm
 
+from oversmooth.cost import flops, peak_bytes, traffic_bytes
 from oversmooth.layers import METHODS, MitigationConfig
 from oversmooth.models import CausalLM, CausalLMConfig, ViT, ViTConfig
+from oversmooth.timing import interleaved_rounds, median_seconds, ratio, step_clock
 
 Step = Callable[[], None]
+DEFAULT_METHODS = ("neutreno", "deescalate", "attnscale", "featscale")
+#: a second, identical softmax model: its "overhead" is what two instances of one model differ by
+#: on this machine (memory placement, noise the rounds do not remove), the resolution of the table.
+CONTROL = "softmax (copy)"
 
 
-def sync(device: str) -> None:
-    if device == "cuda":
-        torch.cuda.synchronize()
+@dataclass(frozen=True)
+class Shape:
+    """A model preset with overrides, and the batch it trains on."""
+
+    title: str
+    family: str  # "vit" | "lm"
+    preset: str
+    batch: int
+    overrides: tuple[tuple[str, object], ...] = ()
+
+    def model(self, method: str) -> torch.nn.Module:
+        mitigation = MitigationConfig.parse(method)
+        if self.family == "vit":
+            return ViT(ViTConfig.preset(self.preset, mitigation=mitigation, **dict(self.overrides)))
+        return CausalLM(CausalLMConfig.preset(self.preset, mitigation=mitigation, **dict(self.overrides)))
+
+    def batch_of(self, model: torch.nn.Module, device: str) -> tuple[torch.Tensor, torch.Tensor]:
+        cfg = model.cfg
+        if self.family == "vit":
+            x = torch.randn(self.batch, cfg.channels, cfg.image_size, cfg.image_size, device=device)
+            return x, torch.randint(0, cfg.num_classes, (self.batch,), device=device)
+        tokens = torch.randint(0, cfg.vocab_size, (self.batch, cfg.context + 1), device=device)
+        return tokens[:, :-1], tokens[:, 1:]
 
 
-def activation_bytes(step: Step) -> int:
-    """Bytes of distinct storages autograd saves for backward during ``step``, parameters excluded."""
-    seen: dict[int, int] = {}
-
-    def pack(t: torch.Tensor):
-        if not (t.is_leaf and t.requires_grad):
-            storage = t.untyped_storage()
-            seen[storage.data_ptr()] = storage.nbytes()
-        return t
-
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        step()
-    return sum(seen.values())
-
-
-def peak_bytes(step: Step, device: str) -> int:
-    if device != "cuda":
-        return activation_bytes(step)
-    torch.cuda.synchronize()
-    base = torch.cuda.memory_allocated()
-    torch.cuda.reset_peak_memory_stats()
-    step()
-    torch.cuda.synchronize()
-    return torch.cuda.max_memory_allocated() - base
-
-
-def interleaved_times(steps: dict[str, Step], repeats: int, warmup: int, device: str,
-                      label: str) -> dict[str, list[float]]:
-    """Seconds per step, per repeat; every repeat runs every step once, in a rotated order."""
-    names = list(steps)
-    for name in names:
-        for _ in range(warmup):
-            steps[name]()
-    times: dict[str, list[float]] = {name: [] for name in names}
-    for r in tqdm(range(repeats), desc=label, leave=False):
-        for name in names[r % len(names):] + names[: r % len(names)]:
-            sync(device)
-            start = time.perf_counter()
-            steps[name]()
-            sync(device)
-            times[name].append(time.perf_counter() - start)
-    return times
+SHAPES = {
+    "vit-cpu-d8": Shape("vit-cpu, depth 8 (50 tokens, width 64, 4 heads)", "vit", "vit-cpu", 128, (("depth", 8),)),
+    "deit-tiny": Shape("DeiT-tiny (12 layers, 197 tokens, width 192, 3 heads)", "vit", "deit-tiny", 8),
+    "lm-cpu-d8": Shape("lm-cpu, depth 8 (64 tokens, width 64, 4 heads, causal)", "lm", "lm-cpu", 64,
+                       (("depth", 8), ("vocab_size", 4096))),
+}
 
 
 def train_step(model: torch.nn.Module, inputs: torch.Tensor, targets: torch.Tensor) -> Step:
-    """Forward, cross-entropy, backward (gradients set to None first)."""
+    """Gradients set to None, forward, cross-entropy, backward (no optimiser: the same for all)."""
     def step() -> None:
-        model.zero_grad(set_to_none=True)
+        for p in model.parameters():
+            p.grad = None
         logits = model(inputs)
-        if not torch.is_tensor(logits):      # transformers' output object
-            logits = logits.logits
         F.cross_entropy(logits.flatten(0, -2), targets.flatten()).backward()
     return step
 
 
-def method_steps(setting: str, batch: int, methods: list[str], device: str) -> dict[str, Step]:
-    steps = {}
-    for method in methods:
-        torch.manual_seed(0)
-        if setting == "vit":
-            cfg = ViTConfig.preset("deit-tiny", mitigation=method)
-            model = ViT(cfg).to(device)
-            x = torch.randn(batch, 3, 224, 224, device=device)
-            y = torch.randint(0, cfg.num_classes, (batch,), device=device)
-        else:
-            cfg = CausalLMConfig.preset("neutreno-lm", mitigation=MitigationConfig.parse(method, lam=0.4))
-            model = CausalLM(cfg).to(device)
-            tokens = torch.randint(0, cfg.vocab_size, (batch, cfg.context + 1), device=device)
-            x, y = tokens[:, :-1], tokens[:, 1:]
-        steps[method] = train_step(model.train(), x, y)
-    return steps
+def streaming(shape: tuple[int, ...], device: str, repeats: int = 20) -> tuple[Step, int]:
+    """A contender adding two tensors of ``shape`` ``repeats`` times, and the bytes it moves (two
+    reads and a write each time)."""
+    a, b, c = (torch.randn(shape, device=device) for _ in range(3))
 
-
-def table(title: str, times: dict[str, list[float]], memory: dict[str, int], memory_label: str) -> str:
-    best = {name: min(t) for name, t in times.items()}
-    median = {name: statistics.median(t) for name, t in times.items()}
-    lines = [title, f"| method | best ms | time ratio (best) | time ratio (median) | "
-                    f"{memory_label} MiB | memory ratio |", "|---|---|---|---|---|---|"]
-    for name in times:
-        lines.append(f"| {name} | {1e3 * best[name]:.1f} | {best[name] / best['softmax']:.3f} | "
-                     f"{median[name] / median['softmax']:.3f} | {memory[name] / 2**20:.1f} | "
-                     f"{memory[name] / memory['softmax']:.3f} |")
-    return "\n".join(lines)
-
-
-def hf_vit_steps(batch: int, device: str) -> dict[str, Step]:
-    """Our DeiT-tiny and transformers' ViTForImageClassification of the same shape, with AdamW."""
-    from transformers import ViTConfig as HFViTConfig
-    from transformers import ViTForImageClassification
-
-    torch.manual_seed(0)
-    hf_cfg = HFViTConfig(hidden_size=192, num_hidden_layers=12, num_attention_heads=3,
-                         intermediate_size=768, image_size=224, patch_size=16, num_channels=3,
-                         num_labels=1000, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
-                         attn_implementation="sdpa")
-    models = {"oversmooth ViT": ViT(ViTConfig.preset("deit-tiny")),
-              "transformers ViT": ViTForImageClassification(hf_cfg)}
-    x = torch.randn(batch, 3, 224, 224, device=device)
-    y = torch.randint(0, 1000, (batch,), device=device)
-    steps = {}
-    for name, model in models.items():
-        model.to(device).train()
-        optimiser = torch.optim.AdamW(model.parameters(), lr=1e-4)
-        backward = train_step(model, x, y)
-
-        def step(backward=backward, optimiser=optimiser) -> None:
-            backward()
-            optimiser.step()
-        steps[name] = step
-    return steps
+    def step() -> None:
+        for _ in range(repeats):
+            torch.add(a, b, out=c)
+    return step, repeats * 3 * a.numel() * a.element_size()
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--full", action="store_true", help="issue shapes: ViT B=32, LM B=16")
-    parser.add_argument("--vit-batch", type=int, default=4)
-    parser.add_argument("--lm-batch", type=int, default=2)
-    parser.add_argument("--repeats", type=int, default=7)
-    parser.add_argument("--warmup", type=int, default=1)
-    parser.add_argument("--methods", default=",".join(METHODS), help="comma-separated")
-    parser.add_argument("--skip", default="", help="comma-separated parts to skip: vit,lm,hf")
+    parser.add_argument("--shapes", default="vit-cpu-d8,deit-tiny", help=f"comma-separated: {', '.join(SHAPES)}")
+    parser.add_argument("--methods", default=",".join(DEFAULT_METHODS),
+                        help=f"comma-separated, besides softmax and its copy (any of {', '.join(METHODS)})")
+    parser.add_argument("--modes", default="eager,compiled", help="eager, compiled or both")
+    parser.add_argument("--rounds", type=int, default=15, help="kept rounds (default 15)")
+    parser.add_argument("--warmup", type=int, default=2, help="rounds run first and dropped (default 2)")
+    parser.add_argument("--deit-batch", type=int, default=SHAPES["deit-tiny"].batch)
+    parser.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    parser.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: default)")
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
-    if args.full:
-        args.vit_batch, args.lm_batch = 32, 16
-    methods = ["softmax", *[m for m in args.methods.split(",") if m]]
-    skip = set(args.skip.split(","))
-    memory_label = "peak" if args.device == "cuda" else "saved-activation"
+    methods = ["softmax", CONTROL, *[m for m in args.methods.split(",") if m and m != "softmax"]]
+    modes = [m for m in args.modes.split(",") if m]
+    sync = torch.cuda.synchronize if args.device == "cuda" else (lambda: None)
+    args.clock, clock_name = step_clock(args.device)
     print(f"device {args.device}, torch {torch.__version__}, threads {torch.get_num_threads()}, "
-          f"repeats {args.repeats}")
-    for setting, batch, shape in (("vit", args.vit_batch, "197 tokens"),
-                                  ("lm", args.lm_batch, "256 tokens")):
-        if setting in skip:
-            continue
-        steps = method_steps(setting, batch, methods, args.device)
-        memory = {name: peak_bytes(step, args.device) for name, step in steps.items()}
-        times = interleaved_times(steps, args.repeats, args.warmup, args.device, setting)
-        title = ("DeiT-tiny ViT" if setting == "vit" else "NeuTRENO LM (16 x 128, post-norm)")
-        print(table(f"\n{title}, B={batch}, {shape}", times, memory, memory_label))
-    if "hf" not in skip:
-        steps = hf_vit_steps(args.vit_batch, args.device)
-        times = interleaved_times(steps, args.repeats, args.warmup, args.device, "hf")
-        ours, theirs = times["oversmooth ViT"], times["transformers ViT"]
-        print(f"\nTrain step (fwd+bwd+AdamW), DeiT-tiny shape, B={args.vit_batch}: best ours "
-              f"{1e3 * min(ours):.1f} ms, transformers {1e3 * min(theirs):.1f} ms; ratio best "
-              f"{min(ours) / min(theirs):.3f}, median "
-              f"{statistics.median(ours) / statistics.median(theirs):.3f}")
+          f"rounds {args.rounds} (+{args.warmup} warm-up), modes {', '.join(modes)}, "
+          f"clock: {clock_name}")
+    for key in args.shapes.split(","):
+        shape = SHAPES[key]
+        if key == "deit-tiny":
+            shape = dataclasses.replace(shape, batch=args.deit_batch)
+        measure_shape(shape, methods, modes, args, sync)
+
+
+def measure_shape(shape: Shape, methods: list[str], modes: list[str], args, sync: Step) -> None:
+    steps: dict[str, Step] = {}
+    flop_count: dict[str, int] = {}
+    traffic: dict[str, int] = {}
+    memory: dict[str, int] = {}
+    compile_seconds: dict[str, float] = {}
+    for method in methods:
+        torch.manual_seed(0)
+        model = shape.model("softmax" if method == CONTROL else method).to(args.device).train()
+        x, y = shape.batch_of(model, args.device)
+        for mode in modes:
+            name = f"{method}/{mode}"
+            step = train_step(torch.compile(model) if mode == "compiled" else model, x, y)
+            started = time.perf_counter()
+            step()  # compiles, if compiled
+            sync()
+            compile_seconds[name] = time.perf_counter() - started
+            memory[name] = peak_bytes(step, args.device)
+            steps[name] = step
+        flop_count[method] = flops(train_step(model, x, y))
+        traffic[method] = traffic_bytes(train_step(model, x, y))
+    tokens = model.cfg.tokens if shape.family == "vit" else x.shape[1]
+    steps["stream"], streamed = streaming((shape.batch, tokens, model.cfg.width), args.device)
+    done = lambda r: print(f"round {r}/{args.warmup + args.rounds}", end="\r", file=sys.stderr, flush=True)  # noqa: E731
+    times = interleaved_rounds(steps, args.rounds, args.warmup, sync=sync, progress=done, clock=args.clock)
+    rate = [streamed / t for t in times["stream"]]  # bytes per second, per round
+    base = modes[0]
+    for method in methods:  # the floor of each round: softmax's time plus the extra bytes at that round's rate
+        extra = traffic[method] - traffic["softmax"]
+        times[f"{method}/floor"] = [t + extra / r for t, r in zip(times[f"softmax/{base}"], rate)]
+    memory_label = "peak" if args.device == "cuda" else "saved activations"
+    print(f"\n{shape.title}, batch {shape.batch}: train step (forward + backward), median ms and ratio to "
+          "softmax [95 % CI]")
+    header = ["method"]
+    for mode in modes:
+        header += [f"{mode} ms", f"{mode} ratio"]
+    if set(modes) == {"eager", "compiled"}:
+        header.append("compiled / eager softmax")
+    header += [f"floor ({base})", "extra traffic MiB", "FLOP ratio",
+               *(f"{memory_label} ratio ({mode})" for mode in modes)]
+    print("| " + " | ".join(header) + " |\n|" + "---|" * len(header))
+    for method in methods:
+        row = [method]
+        for mode in modes:
+            name = f"{method}/{mode}"
+            row += [f"{1e3 * median_seconds(times, name):.1f}",
+                    "1" if method == "softmax" else str(ratio(times, name, f"softmax/{mode}"))]
+        if set(modes) == {"eager", "compiled"}:
+            row.append(str(ratio(times, f"{method}/compiled", "softmax/eager")))
+        row += ["1" if method == "softmax" else str(ratio(times, f"{method}/floor", f"softmax/{base}")),
+                f"{(traffic[method] - traffic['softmax']) / 2**20:.1f}",
+                f"{flop_count[method] / flop_count['softmax']:.4f}"]
+        row += [f"{memory[f'{method}/{mode}'] / memory[f'softmax/{mode}']:.3f}" for mode in modes]
+        print("| " + " | ".join(row) + " |")
+    print(f"softmax: {flop_count['softmax'] / 1e9:.2f} GFLOP and {traffic['softmax'] / 2**30:.2f} GiB of "
+          f"elementwise traffic per step; streaming rate {statistics.median(rate) / 1e9:.1f} GB/s; " + "; ".join(
+        f"{memory_label} {mode} {memory[f'softmax/{mode}'] / 2**20:.1f} MiB" for mode in modes))
+    if "compiled" in modes:
+        print("first compiled step (compilation) s: " + ", ".join(
+            f"{m} {compile_seconds[f'{m}/compiled']:.0f}" for m in methods))
 
 
 if __name__ == "__main__":

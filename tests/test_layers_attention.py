@@ -5,14 +5,17 @@ import math
 import pytest
 import torch
 
+from oversmooth.cost import activation_bytes
 from oversmooth.layers import METHODS, Attention, MitigationConfig
+from oversmooth.mitigations import Deescalation
 
 WIDTH, HEADS, TOKENS = 12, 3, 6
 D_HEAD = WIDTH // HEADS
 
 
-def reference(attn: Attention, x, v_first, cfg: MitigationConfig, causal: bool):
-    """One sequence at a time, one head at a time, every matrix explicit (float64)."""
+def reference(attn: Attention, x, v_first, cfg: MitigationConfig, causal: bool, tau=None):
+    """One sequence at a time, one head at a time, every matrix explicit (float64); ``tau``: then
+    de-escalate the output."""
     w_q, b_q = attn.query.weight.T, attn.query.bias
     w_k, b_k = (w_q, b_q) if "symmetric" in cfg else (attn.key.weight.T, attn.key.bias)
     if "spectral" in cfg:
@@ -48,6 +51,8 @@ def reference(attn: Attention, x, v_first, cfg: MitigationConfig, causal: bool):
         if "featscale" in cfg:
             dc = uniform @ z                                 # Pi_1 Z (prefix means when causal)
             z = z + attn.featscale.s_dc * dc + attn.featscale.s_hc * (z - dc)
+        if tau is not None:
+            z = z - tau * (uniform @ z)
         out.append(z)
     return torch.stack(out)
 
@@ -62,7 +67,13 @@ def randomise(module, seed):
 
 
 SPECS = [*[(m,) for m in METHODS if m != "deescalate"], ("neutreno", "featscale"),
-         ("symmetric", "value_residual", "neutreno", "attnscale", "spectral")]
+         ("symmetric", "value_residual", "neutreno", "attnscale", "spectral"),
+         ("deescalate",), ("attnscale", "featscale", "deescalate"), ("neutreno", "attnscale", "deescalate")]
+
+
+def deescalation(cfg: MitigationConfig, causal: bool) -> Deescalation | None:
+    """The block's de-escalation at ``attn_out``, with a learnable tau (so it has a gradient)."""
+    return Deescalation(tau=0.7, learnable=True, causal=causal).double() if "deescalate" in cfg else None
 
 
 @pytest.mark.parametrize("causal", [False, True])
@@ -74,10 +85,11 @@ def test_attention_matches_naive_reference(methods, causal):
     g = torch.Generator().manual_seed(1)
     x = torch.randn(2, TOKENS, WIDTH, generator=g, dtype=torch.float64)
     v_first = torch.randn(2, HEADS, TOKENS, D_HEAD, generator=g, dtype=torch.float64)
-    want = reference(attn, x, v_first, cfg, causal)
+    deesc = deescalation(cfg, causal)
+    want = reference(attn, x, v_first, cfg, causal, None if deesc is None else deesc.tau)
     for materialize in (False, True):
         attn.materialize = materialize
-        got, _ = attn(x, v_first)
+        got, _ = attn(x, v_first, deesc)
         assert torch.allclose(got, want, atol=1e-10), (methods, materialize)
 
 
@@ -93,39 +105,29 @@ def test_gradients_match_naive_reference(methods, causal):
     x = torch.randn(2, TOKENS, WIDTH, generator=g, dtype=torch.float64, requires_grad=True)
     v_first = torch.randn(2, HEADS, TOKENS, D_HEAD, generator=g, dtype=torch.float64, requires_grad=True)
     upstream = torch.randn(2, TOKENS, WIDTH, generator=g, dtype=torch.float64)
-    leaves = [x, v_first, *attn.parameters()]
-    want = torch.autograd.grad((reference(attn, x, v_first, cfg, causal) * upstream).sum(), leaves,
-                               allow_unused=True)
-    got = torch.autograd.grad((attn(x, v_first)[0] * upstream).sum(), leaves, allow_unused=True)
+    deesc = deescalation(cfg, causal)
+    leaves = [x, v_first, *attn.parameters(), *([] if deesc is None else [deesc.tau])]
+    want = torch.autograd.grad((reference(attn, x, v_first, cfg, causal, None if deesc is None else deesc.tau)
+                                * upstream).sum(), leaves, allow_unused=True)
+    got = torch.autograd.grad((attn(x, v_first, deesc)[0] * upstream).sum(), leaves, allow_unused=True)
     for w, h in zip(want, got):
         assert (w is None) == (h is None) or torch.count_nonzero(w if h is None else h) == 0
         if w is not None and h is not None:
             assert torch.allclose(h, w, atol=1e-9), methods
 
 
-def saved_activation_bytes(attn: Attention, x, v_first) -> int:
-    """Bytes of distinct non-parameter storages autograd keeps for one forward."""
-    seen = {}
-
-    def pack(t):
-        if not (t.is_leaf and t.requires_grad):
-            seen[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
-        return t
-
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        attn(x, v_first)
-    return sum(seen.values())
-
-
-@pytest.mark.parametrize("method", ["neutreno", "attnscale", "featscale", "neutreno+featscale"])
+@pytest.mark.parametrize("method", ["neutreno", "attnscale", "featscale", "neutreno+featscale",
+                                    "attnscale+featscale+deescalate"])
 def test_mitigations_keep_no_extra_activation(method):
-    """Non-causal NeuTRENO, AttnScale and FeatScale keep nothing of full size beyond softmax."""
-    x = torch.randn(4, 50, 64, requires_grad=True)
-    v_first = torch.randn(4, 4, 50, 16, requires_grad=True)
-    base = saved_activation_bytes(Attention(64, 4), x, v_first)
-    mitigated = saved_activation_bytes(Attention(64, 4, mitigation=MitigationConfig.parse(method)), x, v_first)
-    # Less than half of one [batch, tokens, width] tensor: FeatScale's folded [width, width]
-    # weight is parameter-sized; the old extra merged input was a whole such tensor.
+    """Non-causal NeuTRENO, AttnScale, FeatScale and de-escalation keep nothing of full size beyond
+    softmax."""
+    x = torch.randn(16, 50, 64, requires_grad=True)
+    v_first = torch.randn(16, 4, 50, 16, requires_grad=True)
+    cfg = MitigationConfig.parse(method)
+    base = activation_bytes(lambda: Attention(64, 4)(x, v_first))
+    mitigated = activation_bytes(lambda: Attention(64, 4, mitigation=cfg)(x, v_first, deescalation(cfg, False)))
+    # Less than half of one [batch, tokens, width] tensor: the folded [width, width] weights are
+    # parameter-sized; keeping the merged input or the output again would be a whole such tensor.
     assert mitigated - base < x.numel() * 4 // 2, (base, mitigated)
 
 

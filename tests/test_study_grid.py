@@ -99,6 +99,17 @@ def test_missing_data_is_caught_before_anything_runs(tmp_path, capsys):
     assert "does not exist" in capsys.readouterr().err and not (tmp_path / "out").exists()
 
 
+def test_compile_switch_reaches_every_cell(tmp_path, capsys):
+    study = _write(tmp_path, {**TINY, "train": {**TINY["train"], "compile": True}})
+    for switch, compiled in (([], True), (["--no-compile"], False)):
+        assert main(["study", str(study), "--out", str(tmp_path / "out"), "--dry-run", *switch]) == 0
+        commands = [line for line in capsys.readouterr().out.splitlines() if ": oversmooth train" in line]
+        assert len(commands) == 4 and all((" --compile" in c) == compiled for c in commands)
+    assert main(["study", _write(tmp_path, TINY).as_posix(), "--out", str(tmp_path / "out"), "--dry-run",
+                 "--compile"]) == 0
+    assert capsys.readouterr().out.count(" --compile") == 4
+
+
 def test_every_preset_is_a_valid_grid(monkeypatch):
     """Each preset's cells parse as `oversmooth train` command lines (flags, methods, knobs)."""
     from oversmooth.cli.study import check_cells

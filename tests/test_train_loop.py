@@ -67,3 +67,24 @@ def test_same_seed_same_run_and_existing_runs_are_protected(tmp_path):
     other = TrainConfig(epochs=2, batch_size=32, lr=5e-3, progress=False)
     with pytest.raises(UsageError, match="different settings.*train"):
         train(model, image_task(), other, tmp_path / "a", resume=True)
+
+
+def test_compile_may_change_on_resume_and_older_runs_still_resume(tmp_path):
+    """``compile`` changes float rounding, not the run: a run kept from before it was a free
+    choice (``compile`` stored among its settings) resumes too."""
+    import dataclasses
+
+    from oversmooth.train import save_checkpoint
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Flatten(), nn.Linear(64, 4))
+    train(model, image_task(), CONFIG, tmp_path)
+    (tmp_path / "results.json").unlink()
+    state = load_checkpoint(tmp_path / "checkpoint.pt")
+    state["description"]["train"]["compile"] = False
+    save_checkpoint(tmp_path / "checkpoint.pt", state)
+    config = dataclasses.replace(CONFIG, epochs=3, compile=False)
+    with pytest.raises(UsageError, match="different settings"):  # epochs did change
+        train(model, image_task(), config, tmp_path, resume=True)
+    results = train(model, image_task(), dataclasses.replace(CONFIG, compile=True), tmp_path, resume=True)
+    assert results["status"] == "completed" and results["steps"] == 16

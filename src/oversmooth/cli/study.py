@@ -34,6 +34,9 @@ def register(subparsers) -> None:
     parser.add_argument("--set", action="append", default=[], metavar="FLAG=VALUE",
                         help="set an `oversmooth train` flag for every cell, e.g. --set epochs=10 "
                              "--set data_dir=/my/fmnist (repeatable)")
+    parser.add_argument("--compile", action=argparse.BooleanOptionalAction, default=None,
+                        help="torch.compile every cell's model, or not (--no-compile); default: the "
+                             "study's own setting (its train.compile)")
     parser.add_argument("--dry-run", action="store_true", help="list the cells and their train commands, run nothing")
     parser.set_defaults(run=run)
 
@@ -79,8 +82,10 @@ def resolve_study(args: argparse.Namespace):
         if unknown:
             raise UsageError(f"--methods: {', '.join(unknown)} not in this study; it has {', '.join(labels)}")
         changes["variants"] = tuple(v for v in study.variants if v.label in wanted)
-    if args.set:
+    if args.set or args.compile is not None:
         train = dict(study.train)
+        if args.compile is not None:
+            train["compile"] = args.compile
         for item in args.set:
             key, sep, text = item.partition("=")
             if not sep or not key.strip():
@@ -176,6 +181,8 @@ def command_line(args: argparse.Namespace) -> str:
     for flag in ("jobs", "threads"):
         if getattr(args, flag) != 1:
             words += [f"--{flag}", str(getattr(args, flag))]
+    if args.compile is not None:
+        words.append("--compile" if args.compile else "--no-compile")
     for flag in ("seeds", "depths", "methods"):
         if getattr(args, flag):
             words += [f"--{flag}", getattr(args, flag)]

@@ -71,7 +71,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     run.add_argument("--checkpoint-every", type=int, default=0, help="also checkpoint every K steps")
     run.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
     run.add_argument("--no-bf16", action="store_true", help="GPU: train in float32, not bf16 autocast")
-    run.add_argument("--compile", action="store_true", help="GPU: torch.compile the model")
+    run.add_argument("--compile", action="store_true",
+                     help="torch.compile the model (CPU or GPU; if it cannot compile, one line says so "
+                          "and the run trains eagerly)")
     run.add_argument("--threads", type=int, help="CPU threads for torch (default: torch's choice)")
     run.add_argument("--probe-size", type=int, default=32, help="validation examples for layer metrics")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")

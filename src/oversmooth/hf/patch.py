@@ -30,8 +30,8 @@ from oversmooth.errors import UsageError
 from oversmooth.hf.capture import merge_heads, split_heads
 from oversmooth.hf.families import Layout, layout
 from oversmooth.hf.hooks import BatchMask, HookSet
-from oversmooth.mitigations import (PrefixSums, attnscale, check_lambda, deescalate, featscale,
-                                   neutreno_correction, prefix_mean, token_mean)
+from oversmooth.mitigations import (PrefixSums, attnscale, check_lambda, deescalate, featscale, neutreno,
+                                   prefix_mean, token_mean)
 
 DEFAULT_KNOBS: dict[str, dict[str, float]] = {
     "neutreno": {"lam": 0.6},
@@ -215,7 +215,7 @@ def _on_attn_out(lay: Layout, hooks: HookSet, edit) -> None:
 def _install_neutreno(lay: Layout, state: PatchState) -> None:
     values = _Values(lay, state.hooks)
     lam = state.knobs["lam"]
-    _on_context(lay, state.hooks, 1, lambda layer, z: z + neutreno_correction(values.current, values.first, lam))
+    _on_context(lay, state.hooks, 1, lambda layer, z: neutreno(z, values.current, values.first, lam))
 
 
 def _install_attnscale(lay: Layout, state: PatchState) -> None:

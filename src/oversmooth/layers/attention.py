@@ -6,9 +6,12 @@ manual path that materialises ``A = softmax(Q K^T / sqrt(d_h))`` and passes it t
 give the same result for every method.
 
 Order inside the sub-layer, per head, then merged:
-``V -> value_residual mix -> A V -> AttnScale -> + NeuTRENO term -> merge -> W_O -> FeatScale``.
-The merged input of W_O is not kept for backward but rebuilt (``layers/recompute.py``), so the
-per-head mitigation terms add no activation memory; non-causal FeatScale is folded into W_O.
+``V -> value_residual mix -> A V -> AttnScale -> + NeuTRENO term -> merge -> W_O -> FeatScale
+-> de-escalation (when the block places it at attn_out)``.
+Without a causal mask, AttnScale, FeatScale and de-escalation fold into W_O and a per-sequence
+bias (``layers/output_projection.py``); AttnScale stays per head when NeuTRENO adds its term.
+The merged input of W_O is not kept for backward but rebuilt, so the per-head terms add no
+activation memory.
 """
 
 from __future__ import annotations
@@ -21,18 +24,20 @@ from torch import Tensor, nn
 
 from oversmooth.layers.hook_point import HookPoint
 from oversmooth.layers.mitigation_config import MitigationConfig
-from oversmooth.layers.recompute import linear_rebuilding_input
+from oversmooth.layers.output_projection import Fold, folded_projection
 from oversmooth.layers.spectral import SpectralValueOutput
-from oversmooth.mitigations import AttnScale, FeatScale, neutreno_correction
+from oversmooth.mitigations import AttnScale, Deescalation, FeatScale, neutreno, token_mean
 
 
 class Attention(nn.Module):
     """Self-attention on ``x: [batch, tokens, width]``.
 
-    ``forward(x, v_first)`` returns ``(out [batch, tokens, width], v [batch, heads, tokens, d_head])``
-    where ``v`` is this layer's value tensor (after the value projection, before any mixing);
-    the first layer's ``v`` is the ``v_first`` that NeuTRENO and value residual use later
-    (passed undetached, so gradients reach layer 1's value weights through it).
+    ``forward(x, v_first, deescalation)`` returns ``(out [batch, tokens, width], v [batch, heads,
+    tokens, d_head])`` where ``v`` is this layer's value tensor (after the value projection, before
+    any mixing); the first layer's ``v`` is the ``v_first`` that NeuTRENO and value residual use
+    later (passed undetached, so gradients reach layer 1's value weights through it).
+    ``deescalation``: the block's de-escalation when it acts on this output (placement ``attn_out``).
+    A mitigation whose token mean is not causal folds into W_O; a causal one acts on the output.
     """
 
     def __init__(self, width: int, heads: int, *, mitigation: MitigationConfig = MitigationConfig(),
@@ -56,7 +61,8 @@ class Attention(nn.Module):
         self.hook_v = HookPoint()
         self.hook_pattern = HookPoint()
 
-    def forward(self, x: Tensor, v_first: Tensor | None = None) -> tuple[Tensor, Tensor]:
+    def forward(self, x: Tensor, v_first: Tensor | None = None,
+                deescalation: Deescalation | None = None) -> tuple[Tensor, Tensor]:
         q = self._split(self.query(x))
         k = q if self.key is None else self._split(self.key(x))
         if self.value_output is not None:
@@ -71,28 +77,40 @@ class Attention(nn.Module):
             mixed = torch.lerp(v, v_first, self.mitigation.value_mix)   # (1 - mix) v + mix v1
         attended = self._manual(q, k, mixed) if self.materialize else F.scaled_dot_product_attention(
             q, k, mixed, dropout_p=self.dropout if self.training else 0.0, is_causal=self.causal)
+        with_neutreno = v_first is not None and "neutreno" in self.mitigation
+        attnscale_per_head = self.attnscale is not None and (self.attnscale.causal or with_neutreno)
 
         def context() -> Tensor:
-            """``[batch, tokens, width]``: per head ``A V`` plus the mitigation terms, heads merged."""
+            """``[batch, tokens, width]``: per head ``A V`` plus the per-head terms, heads merged."""
             out = attended
-            if self.attnscale is not None:
+            if attnscale_per_head:
                 out = self.attnscale(out, mixed)
-            if v_first is not None and "neutreno" in self.mitigation:
-                out = out + neutreno_correction(mixed, v_first, self.mitigation.lam)
+            if with_neutreno:
+                out = neutreno(out, mixed, v_first, self.mitigation.lam)
             return out.transpose(1, 2).flatten(2)
 
         if self.value_output is not None:
             weight, bias = w_o.T, self.value_output.output_bias
         else:
             weight, bias = self.output.weight, self.output.bias
-        # Autograd keeps SDPA's output and V; the merged context is rebuilt from them in backward.
-        def linear(merged: Tensor, w: Tensor, b: Tensor | None) -> Tensor:
-            return linear_rebuilding_input(merged, context, w, b)
-
-        merged = context()
-        if self.featscale is None:
-            return linear(merged, weight, bias), v
-        return self.featscale.project(merged, weight, bias, linear=linear), v
+        fold = Fold()
+        if self.attnscale is not None and not attnscale_per_head:
+            omega = self.attnscale.omega.to(x.dtype)
+            offset = (omega[:, None, None] * token_mean(mixed)).transpose(1, 2).flatten(2)
+            fold = Fold(column_scale=(1 + omega).repeat_interleave(self.d_head), offset=offset)
+        featscale_after = self.featscale is not None and self.featscale.causal
+        if self.featscale is not None and not featscale_after:
+            s_dc, s_hc = self.featscale.s_dc.to(x.dtype), self.featscale.s_hc.to(x.dtype)
+            fold = Fold(fold.column_scale, fold.offset, alpha=1 + s_hc, beta=s_dc - s_hc)
+        deescalate_after = deescalation is not None and (deescalation.causal or featscale_after)
+        if deescalation is not None and not deescalate_after:
+            fold = fold.then_deescalate(deescalation.share().to(x.dtype))
+        out = folded_projection(context(), context, weight, bias, fold)
+        if featscale_after:
+            out = self.featscale(out)
+        if deescalate_after:
+            out = deescalation(out)
+        return out, v
 
     def _split(self, x: Tensor) -> Tensor:
         """``[batch, tokens, width] -> [batch, heads, tokens, d_head]``."""

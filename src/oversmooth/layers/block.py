@@ -43,9 +43,9 @@ class Block(nn.Module):
 
     def forward(self, x: Tensor, v_first: Tensor | None = None) -> tuple[Tensor, Tensor]:
         x = self.hook_resid_pre(x)
-        attn_out, v = self.attn(self.ln_attn(x) if self.pre_norm else x, v_first)
-        if self.deescalate is not None and self.deescalate_at == "attn_out":
-            attn_out = self.deescalate(attn_out)
+        at_output = self.deescalate is not None and self.deescalate_at == "attn_out"
+        attn_out, v = self.attn(self.ln_attn(x) if self.pre_norm else x, v_first,
+                                self.deescalate if at_output else None)
         attn_out = self.hook_attn_out(self.resid_dropout(attn_out))
         x = x + attn_out
         if self.deescalate is not None and self.deescalate_at == "stream":

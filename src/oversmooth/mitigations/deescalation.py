@@ -42,8 +42,12 @@ class Deescalation(nn.Module):
             self.register_buffer("tau", value)
         self.causal = causal
 
+    def share(self) -> Tensor:
+        """tau, clamped to [0, 1] (a 0-d tensor)."""
+        return self.tau.clamp(0.0, 1.0)
+
     def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
-        return deescalate(x, self.tau.clamp(0.0, 1.0).to(x.dtype), mask, self.causal)
+        return deescalate(x, self.share().to(x.dtype), mask, self.causal)
 
     def extra_repr(self) -> str:
         return f"tau={float(self.tau):.3g}, learnable={isinstance(self.tau, nn.Parameter)}, causal={self.causal}"

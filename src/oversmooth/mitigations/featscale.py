@@ -2,20 +2,16 @@
 
 On the attention sub-layer output Z: ``DC = Pi_1 Z``, ``HC = Z - DC``,
 ``Z' = Z + s_dc * DC + s_hc * HC`` with per-channel s initialised to 0. (The released DeiT code
-adds the scaled terms twice; this does not.) Causal models use the prefix mean.
+adds the scaled terms twice; this does not.) Causal models use the prefix mean. Without a causal
+mask our attention folds FeatScale into its output projection (``layers/output_projection.py``).
 """
 
 from __future__ import annotations
 
-from typing import Callable
-
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
 from oversmooth.mitigations.token_mean import token_mean
-
-Linear = Callable[[Tensor, Tensor, Tensor | None], Tensor]  # F.linear's signature
 
 
 def featscale(z: Tensor, s_dc: Tensor, s_hc: Tensor, mask: Tensor | None = None,
@@ -26,20 +22,6 @@ def featscale(z: Tensor, s_dc: Tensor, s_hc: Tensor, mask: Tensor | None = None,
     s_dc, s_hc = s_dc.to(z.dtype), s_hc.to(z.dtype)
     # = (1 + s_hc) z + (s_dc - s_hc) DC: two full-size passes instead of four.
     return (1 + s_hc) * z + (s_dc - s_hc) * dc
-
-
-def featscale_projection(x: Tensor, weight: Tensor, bias: Tensor | None, s_dc: Tensor, s_hc: Tensor,
-                         mask: Tensor | None = None, linear: Linear = F.linear) -> Tensor:
-    """``featscale(F.linear(x, weight, bias), s_dc, s_hc, mask)``, non-causal, without keeping the output.
-
-    The mean is linear, so ``DC(z) = DC(x) W^T + b`` (``[batch, 1, d]``), and ``(1 + s_hc)`` folds
-    into the rows of W: autograd keeps ``x`` (the projection keeps it anyway), not ``z``.
-    ``x: [batch, tokens, d_in]``, ``weight: [d, d_in]``, ``s_dc, s_hc: [d]``; ``linear`` computes
-    the full-size projection (the attention layer passes one that does not keep ``x``).
-    """
-    scale = 1 + s_hc.to(x.dtype)
-    z = linear(x, weight * scale[:, None], None if bias is None else bias * scale)
-    return z + (s_dc - s_hc).to(x.dtype) * F.linear(token_mean(x, mask), weight, bias)
 
 
 class FeatScale(nn.Module):
@@ -53,10 +35,3 @@ class FeatScale(nn.Module):
 
     def forward(self, z: Tensor, mask: Tensor | None = None) -> Tensor:
         return featscale(z, self.s_dc, self.s_hc, mask, self.causal)
-
-    def project(self, x: Tensor, weight: Tensor, bias: Tensor | None, mask: Tensor | None = None,
-                linear: Linear = F.linear) -> Tensor:
-        """FeatScale of the projection ``linear(x, weight, bias)`` (see ``featscale_projection``)."""
-        if self.causal:
-            return self(linear(x, weight, bias), mask)
-        return featscale_projection(x, weight, bias, self.s_dc, self.s_hc, mask, linear)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 
+import torch
 from torch import Tensor
 
 from oversmooth.errors import UsageError
@@ -21,13 +22,14 @@ def check_lambda(lam: float) -> float:
     return float(lam)
 
 
-def neutreno_correction(v: Tensor, v_first: Tensor, lam: float) -> Tensor:
-    """``lam * (v_first - v)``, to add to the attention output.
+def neutreno(out: Tensor, v: Tensor, v_first: Tensor, lam: float) -> Tensor:
+    """``out + lam * (v_first - v)``: the attention output ``out = A V`` with the fidelity term.
 
-    ``v``, ``v_first``: ``[batch, heads, tokens, d_head]`` (or heads merged, same layout for both).
+    ``out``, ``v``, ``v_first``: ``[batch, heads, tokens, d_head]`` (or heads merged, all alike).
+    Two passes (a difference, then an add that scales it), and autograd keeps nothing for them.
 
     >>> import torch
-    >>> neutreno_correction(torch.zeros(1, 1, 2, 1), torch.ones(1, 1, 2, 1), 0.5).flatten().tolist()
-    [0.5, 0.5]
+    >>> neutreno(torch.ones(1, 1, 2, 1), torch.zeros(1, 1, 2, 1), torch.ones(1, 1, 2, 1), 0.5).flatten().tolist()
+    [1.5, 1.5]
     """
-    return lam * (v_first - v)
+    return torch.add(out, torch.sub(v_first, v), alpha=lam)

@@ -67,6 +67,6 @@ def token_mean(x: Tensor, mask: Tensor | None = None, causal: bool = False) -> T
     if causal:
         return prefix_mean(x, mask)[0]
     if mask is None:
-        return x.mean(dim=-2, keepdim=True)
+        return x.sum(dim=-2, keepdim=True) / x.shape[-2]  # a sum: its backward broadcasts a view
     m = broadcast_mask(mask, x)
     return (x * m).sum(dim=-2, keepdim=True) / m.sum(dim=-2, keepdim=True).clamp_min(1)

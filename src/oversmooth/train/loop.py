@@ -25,6 +25,7 @@ from oversmooth.atomic import atomic_write
 from oversmooth.errors import UsageError
 from oversmooth.run_lock import run_lock
 from oversmooth.train.checkpoint import FILENAME, load_checkpoint, rng_state, save_checkpoint, set_rng_state
+from oversmooth.train.compiled import CompiledForward
 from oversmooth.train.distributed import Distributed
 from oversmooth.train.evaluation import autocast, evaluate, layer_metrics
 from oversmooth.train.optim import build_optimizer
@@ -32,7 +33,8 @@ from oversmooth.train.tasks import SupervisedTask
 from oversmooth.train.tensorboard import log_epoch, open_writer
 
 METRICS_FILE, RESULTS_FILE = "metrics.jsonl", "results.json"
-_NOT_SETTINGS = {"checkpoint_every", "progress", "tensorboard"}  # may change when a run is resumed
+# may change when a run is resumed (compile changes float rounding only, not what is learned)
+_NOT_SETTINGS = {"checkpoint_every", "progress", "tensorboard", "compile"}
 
 
 @dataclass(frozen=True)
@@ -50,7 +52,7 @@ class TrainConfig:
     eval_batch_size: int = 256
     probe_size: int = 32  # validation examples whose per-layer metrics are recorded each epoch
     bf16: bool = True  # autocast to bfloat16 (CUDA only)
-    compile: bool = False  # torch.compile (CUDA only)
+    compile: bool = False  # torch.compile the training forward (CPU or GPU; eager if it cannot)
     progress: bool = True
     tensorboard: bool = False  # also log each epoch's record to out_dir/tensorboard
 
@@ -63,6 +65,14 @@ def _seed(*parts: Any) -> int:
 def epoch_order(seed: int, epoch: int, size: int) -> torch.Tensor:
     """The training examples' order in ``epoch``: depends on (seed, epoch) only."""
     return torch.randperm(size, generator=torch.Generator().manual_seed(_seed(seed, "order", epoch)))
+
+
+def _settings_only(description: dict | None) -> dict | None:
+    """A stored description without the keys that may change on resume (older runs kept
+    ``compile`` among their settings)."""
+    if not description or not isinstance(description.get("train"), dict):
+        return description
+    return {**description, "train": {k: v for k, v in description["train"].items() if k not in _NOT_SETTINGS}}
 
 
 def _write_records(out_dir: Path, records: list[dict]) -> None:
@@ -105,11 +115,10 @@ def _train(model: nn.Module, task: SupervisedTask, config: TrainConfig, out_dir:
     checkpoint_path = out_dir / FILENAME
     if resume and (out_dir / RESULTS_FILE).is_file():
         results = json.loads((out_dir / RESULTS_FILE).read_text())
-        if results.get("description") == description:
+        if _settings_only(results.get("description")) == description:
             if checkpoint_path.is_file():  # hand back the trained (or last good) weights
                 model.load_state_dict(load_checkpoint(checkpoint_path)["model"])
             return results
-    local_batch = config.batch_size // env.world_size
     total_steps = steps_per_epoch * config.epochs
 
     model.to(env.device)
@@ -122,9 +131,9 @@ def _train(model: nn.Module, task: SupervisedTask, config: TrainConfig, out_dir:
         if not resume:
             raise UsageError(f"{out_dir} already holds a run; pass --resume auto to continue it or choose another --out")
         state = load_checkpoint(checkpoint_path)
-        if state["description"] != description:
-            changed = sorted(k for k in description.keys() | state["description"].keys()
-                             if description.get(k) != state["description"].get(k))
+        stored = _settings_only(state["description"])
+        if stored != description:
+            changed = sorted(k for k in description.keys() | stored.keys() if description.get(k) != stored.get(k))
             raise UsageError(f"{out_dir} holds a run with different settings ({', '.join(changed)}); use another --out")
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
@@ -150,8 +159,7 @@ def _train(model: nn.Module, task: SupervisedTask, config: TrainConfig, out_dir:
     forward = model
     if env.enabled:
         forward = nn.parallel.DistributedDataParallel(model, device_ids=[env.device.index] if use_cuda else None)
-    if use_cuda and config.compile:
-        forward = torch.compile(forward)
+    runner = CompiledForward(forward, config.compile, quiet=not env.is_main)
     probe_inputs = task.batch("val", torch.arange(min(config.probe_size, task.size("val"))))[0].to(env.device)
 
     writer = open_writer(out_dir) if config.tensorboard and env.is_main else None
@@ -164,12 +172,8 @@ def _train(model: nn.Module, task: SupervisedTask, config: TrainConfig, out_dir:
         bar = _progress(config, env, epoch, steps_per_epoch, first)
         for position in range(first, steps_per_epoch):
             step_started = time.perf_counter()
-            rows = order[position * config.batch_size : (position + 1) * config.batch_size]
-            generator = torch.Generator().manual_seed(_seed(config.seed, "augment", epoch, position))
-            inputs, targets = task.batch("train", rows, generator)
-            local = slice(env.rank * local_batch, (env.rank + 1) * local_batch)
-            inputs, targets = inputs[local].to(env.device), targets[local].to(env.device)
-            mean_loss, diverged = _optimizer_step(forward, model, task, inputs, targets, optimizer, config, env)
+            inputs, targets = training_batch(task, order, epoch, position, config, env)
+            mean_loss, diverged = optimizer_step(runner, model, task, inputs, targets, optimizer, config, env)
             if diverged:
                 diverged += f" at step {step + 1}"
                 break
@@ -215,6 +219,7 @@ def _train(model: nn.Module, task: SupervisedTask, config: TrainConfig, out_dir:
         "wall_seconds": elapsed + seconds,
         "train_examples_per_second": session_steps * config.batch_size / step_seconds if session_steps else None,
         "parameters": sum(p.numel() for p in model.parameters()),
+        "compiled": runner.compiled,
         "device": str(env.device), "world_size": env.world_size, "description": description,
     }
     if diverged:
@@ -228,19 +233,37 @@ def _train(model: nn.Module, task: SupervisedTask, config: TrainConfig, out_dir:
     return results
 
 
-def _optimizer_step(
-    forward: nn.Module, model: nn.Module, task: SupervisedTask, inputs: torch.Tensor, targets: torch.Tensor,
+def training_batch(task: SupervisedTask, order: torch.Tensor, epoch: int, position: int, config: TrainConfig,
+                   env: Distributed) -> tuple[torch.Tensor, torch.Tensor]:
+    """This process's share of batch ``position`` of ``epoch`` (``order``: ``epoch_order``), on its
+    device; augmentation is seeded by (seed, epoch, position), so it is the same on resume."""
+    rows = order[position * config.batch_size : (position + 1) * config.batch_size]
+    generator = torch.Generator().manual_seed(_seed(config.seed, "augment", epoch, position))
+    inputs, targets = task.batch("train", rows, generator)
+    local_batch = config.batch_size // env.world_size
+    local = slice(env.rank * local_batch, (env.rank + 1) * local_batch)
+    return inputs[local].to(env.device), targets[local].to(env.device)
+
+
+def optimizer_step(
+    runner: CompiledForward, model: nn.Module, task: SupervisedTask, inputs: torch.Tensor, targets: torch.Tensor,
     optimizer: torch.optim.Optimizer, config: TrainConfig, env: Distributed,
 ) -> tuple[float, str | None]:
     """Forward, backward, clip, AdamW step. Returns the loss averaged over processes, and why
     the step was refused (a non-finite loss or gradient norm: every process agrees) or None."""
-    with autocast(env.device, config.bf16):
-        loss = task.loss(forward(inputs), targets)
-    mean_loss = env.all_reduce_sum(loss.detach().double().cpu()).item() / env.world_size
-    if not math.isfinite(mean_loss):
-        return mean_loss, f"loss became {mean_loss}"
-    optimizer.zero_grad(set_to_none=True)
-    loss.backward()
+    def forward_backward(forward: nn.Module) -> tuple[float, str | None]:
+        with autocast(env.device, config.bf16):
+            loss = task.loss(forward(inputs), targets)
+        mean_loss = env.all_reduce_sum(loss.detach().double().cpu()).item() / env.world_size
+        if not math.isfinite(mean_loss):
+            return mean_loss, f"loss became {mean_loss}"
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        return mean_loss, None
+
+    mean_loss, refused = runner.run(forward_backward)
+    if refused:
+        return mean_loss, refused
     grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip).item()
     if not math.isfinite(grad_norm):
         return mean_loss, f"gradient norm became {grad_norm}"

@@ -27,7 +27,7 @@ $(DATA): scripts/install_data.sh
 	bash scripts/install_data.sh .data
 	touch $@
 
-# The claims protocol behind docs/results/ (docs/studies.md): about 13 CPU-hours on one core of a
+# The claims protocol behind docs/results/ (docs/studies.md): about 19 CPU-hours on one core of a
 # 2-core CPU. Cells archived under results/ are skipped, so this resumes where the last machine
 # (or clone) stopped; when the studies end it rewrites docs/results/report.md.
 results: setup

@@ -4,7 +4,7 @@ but a rescaled study is a different setting: the claims protocol reads only the 
 - ``quick``: a minute-sized Fashion-MNIST grid to try the machinery (and for tests).
 
 The claims protocol (``oversmooth.study.protocol``, docs/studies.md) runs these, in this order,
-one cell at a time (about 13 CPU-hours on one core of our 2-core machine):
+one cell at a time (about 19 CPU-hours on one core of our 2-core machine):
 
 - ``postnorm-pilot``: where does post-norm softmax fail at width 64? (depths 24 and 48, 1 seed;
   it failed at neither, so claim 4 has no comparison study: see ``claims.pilot_claims``);

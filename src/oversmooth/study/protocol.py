@@ -71,30 +71,6 @@ class QualityGate:
 
 
 @dataclass(frozen=True)
-class FailureGate:
-    """The failure a remedy is to fix is there: ``arm`` trails ``reference`` by at least
-    ``min_gap`` percentage points of test accuracy, on average over the seeds."""
-
-    arm: Key
-    reference: Key
-    min_gap: float
-
-    def describe(self) -> str:
-        return (f"{self.arm[1]} ({self.arm[0]}-norm) at least {self.min_gap:g} pp below "
-                f"{self.reference[1]} ({self.reference[0]}-norm)")
-
-    def failure(self, groups: Sequence[Mapping[Key, CellResult]]) -> str | None:
-        pairs = [(paired_score(g[self.reference]), paired_score(g[self.arm])) for g in groups
-                 if self.arm in g and self.reference in g]
-        if not pairs or None in (x for pair in pairs for x in pair):
-            return f"nothing to rescue yet: {self.describe()} not measured"
-        gap = statistics.fmean(a - b for a, b in pairs)
-        if gap < self.min_gap:
-            return f"nothing to rescue: {self.arm[1]} ({self.arm[0]}-norm) trails by {gap:.2f} pp < {self.min_gap:g} pp"
-        return None
-
-
-@dataclass(frozen=True)
 class Protocol:
     """One trained claim: ``measure`` on the ``method`` and ``baseline`` arms of the cells of
     ``study`` (the method arm's study; the baseline may come from another study trained the same

@@ -20,13 +20,13 @@ def captured(request):
 
 def test_attention_residual_add(captured):
     _, _, _, cache = captured
-    for pre, out, mid in zip(cache.stack("resid_pre"), cache.stack("attn_out"), cache.stack("resid_mid")):
+    for pre, out, mid in zip(cache.layer_stack("resid_pre"), cache.layer_stack("attn_out"), cache.layer_stack("resid_mid")):
         torch.testing.assert_close(pre + out, mid, atol=ATOL, rtol=0)
 
 
 def test_context_is_pattern_times_values(captured):
     _, _, _, cache = captured
-    for pattern, v, z in zip(cache.stack("pattern"), cache.stack("v"), cache.stack("z")):
+    for pattern, v, z in zip(cache.layer_stack("pattern"), cache.layer_stack("v"), cache.layer_stack("z")):
         torch.testing.assert_close(pattern @ v, z, atol=ATOL, rtol=0)
 
 
@@ -35,21 +35,21 @@ def test_weights_reproduce_values_and_attn_out(captured):
     model, _, _, cache = captured
     lay = layout(model)
     groups = lay.heads // lay.kv_heads
-    for layer in range(cache.layers):
-        x = cache.stack("resid_pre")[layer]
+    for layer in range(cache.depth):
+        x = cache.layer_stack("resid_pre")[layer]
         if lay.family.pre_norm is not None:
             x = lay.module(layer, "pre_norm")(x)
         bias = lay.value_bias(layer)
         projected = x @ lay.value_weight(layer) + (0 if bias is None else bias)
-        v = cache.stack("v")[layer]
+        v = cache.layer_stack("v")[layer]
         for head in range(lay.heads):
             kv = head // groups
             expected = projected[..., kv * lay.head_dim:(kv + 1) * lay.head_dim]
             torch.testing.assert_close(v[:, head], expected, atol=ATOL, rtol=0)
         out_bias = lay.module(layer, "out_proj").bias
-        expected_out = merge_heads(cache.stack("z")[layer]) @ lay.out_weight(layer)
+        expected_out = merge_heads(cache.layer_stack("z")[layer]) @ lay.out_weight(layer)
         expected_out = expected_out + (0 if out_bias is None else out_bias)
-        torch.testing.assert_close(expected_out, cache.stack("attn_out")[layer], atol=ATOL, rtol=0)
+        torch.testing.assert_close(expected_out, cache.layer_stack("attn_out")[layer], atol=ATOL, rtol=0)
 
 
 def test_mask_and_last_state_reported(captured):
@@ -58,7 +58,7 @@ def test_mask_and_last_state_reported(captured):
         assert cache.mask.tolist() == inputs["attention_mask"].bool().tolist()
     else:
         assert cache.mask.all()
-    assert cache.hidden_states_last in ("no final norm", "before final norm", "after final norm")
+    assert len(cache.stream()) == cache.depth + 1 == layout(captured[0]).depth + 1
 
 
 def test_pattern_on_sdpa_model_switches_to_eager_and_back():
@@ -81,14 +81,14 @@ def test_norm_hooks_are_the_norms_inputs_and_outputs(kind):
     hooks = ("resid_mid", "resid_post", "mid_norm_out", *(("out_norm_in",) * post_ln),
              *(("final_norm_out",) * final))
     outputs, cache = capture(model, inputs, hooks=hooks)
-    for layer, (mid, normed) in enumerate(zip(cache.stack("resid_mid"), cache.stack("mid_norm_out"))):
+    for layer, (mid, normed) in enumerate(zip(cache.layer_stack("resid_mid"), cache.layer_stack("mid_norm_out"))):
         torch.testing.assert_close(normed, lay.module(layer, "mid_norm")(mid), atol=0, rtol=0)
     if post_ln:
-        for layer, (summed, post) in enumerate(zip(cache.stack("out_norm_in"), cache.stack("resid_post"))):
+        for layer, (summed, post) in enumerate(zip(cache.layer_stack("out_norm_in"), cache.layer_stack("resid_post"))):
             torch.testing.assert_close(lay.module(layer, "out_norm")(summed), post, atol=0, rtol=0)
     if final:
         torch.testing.assert_close(cache["hook_final_norm_out"], outputs.last_hidden_state, atol=0, rtol=0)
-        last = cache.stack("resid_post")[-1]
+        last = cache.layer_stack("resid_post")[-1]
         torch.testing.assert_close(cache["hook_final_norm_out"], lay.final_norm(last), atol=0, rtol=0)
 
 

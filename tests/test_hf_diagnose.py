@@ -83,7 +83,7 @@ def test_dynamics_match_a_naive_loop_over_sequences_and_heads(kind):
     attention over the valid tokens; the layer compares the largest c and o over heads."""
     model = tiny_model(kind)
     _, cache = capture(model, tiny_inputs(kind), hooks=("resid_pre",), pattern=True)
-    patterns, mask = cache.stack("pattern"), cache.mask  # sequence 1 is right-padded by 2
+    patterns, mask = cache.layer_stack("pattern"), cache.mask  # sequence 1 is right-padded by 2
     diagnosis = spectra(layout(model))
     add_dynamics(diagnosis, patterns, mask)
     heads, d_head = 4, 8

@@ -82,7 +82,7 @@ def test_stream_equals_output_hidden_states(loaded):
     for ours, theirs in zip(stream[:-1], hidden[:-1]):
         torch.testing.assert_close(ours, theirs, atol=0, rtol=0)
     last = stream[-1]
-    if cache.hidden_states_last == "after final norm":
+    if layout(model).family.hidden_states_last == "after final norm":
         last = layout(model).final_norm(last)
     torch.testing.assert_close(last, hidden[-1], atol=ATOL, rtol=0)
 
@@ -92,15 +92,15 @@ def test_attention_residual_add(loaded):
     so their check is that the block output is resid_mid plus the MLP branch."""
     kind, model, inputs = loaded
     _, cache = capture(model, inputs)
-    for pre, out, mid in zip(cache.stack("resid_pre"), cache.stack("attn_out"), cache.stack("resid_mid")):
+    for pre, out, mid in zip(cache.layer_stack("resid_pre"), cache.layer_stack("attn_out"), cache.layer_stack("resid_mid")):
         torch.testing.assert_close(pre + out, mid, atol=ATOL, rtol=0)
     if kind in PARALLEL:
         lay = layout(model)
-        for layer, (mid, post) in enumerate(zip(cache.stack("resid_mid"), cache.stack("resid_post"))):
+        for layer, (mid, post) in enumerate(zip(cache.layer_stack("resid_mid"), cache.layer_stack("resid_post"))):
             block = lay.blocks[layer]
             norm = block.post_attention_layernorm if kind == "gpt_neox" else block.input_layernorm
             with torch.no_grad():
-                torch.testing.assert_close(mid + block.mlp(norm(cache.stack("resid_pre")[layer])), post,
+                torch.testing.assert_close(mid + block.mlp(norm(cache.layer_stack("resid_pre")[layer])), post,
                                            atol=ATOL, rtol=0)
 
 
@@ -112,9 +112,9 @@ def test_values_context_and_output_projection(loaded):
     _, cache = capture(model, inputs, pattern=True)
     groups = lay.heads // lay.kv_heads
     for layer in range(lay.depth):
-        pattern, v, z = (cache.stack(h)[layer] for h in ("pattern", "v", "z"))
+        pattern, v, z = (cache.layer_stack(h)[layer] for h in ("pattern", "v", "z"))
         torch.testing.assert_close(pattern @ v, z, atol=ATOL, rtol=0)
-        x = cache.stack("resid_pre")[layer]
+        x = cache.layer_stack("resid_pre")[layer]
         with torch.no_grad():
             if lay.family.pre_norm is not None:
                 x = lay.module(layer, "pre_norm")(x)
@@ -128,7 +128,7 @@ def test_values_context_and_output_projection(loaded):
             out = merge_heads(z) @ lay.out_weight(layer) + (0 if out_bias is None else out_bias)
             if lay.family.attn_out != lay.family.out_proj:
                 out = lay.module(layer, "attn_out")(out)
-        torch.testing.assert_close(out, cache.stack("attn_out")[layer], atol=ATOL, rtol=0)
+        torch.testing.assert_close(out, cache.layer_stack("attn_out")[layer], atol=ATOL, rtol=0)
 
 
 def test_zero_knobs_are_exact_and_unpatch_restores(loaded):
@@ -163,14 +163,14 @@ def test_context_methods_match_naive_reference(loaded):
     _, cache = capture(model, inputs, pattern=True)
     unpatch(model)
     v1 = cache["blocks.0.attn.hook_v"]
-    for layer, (a, v, z) in enumerate(zip(cache.stack("pattern"), cache.stack("v"), cache.stack("z"))):
+    for layer, (a, v, z) in enumerate(zip(cache.layer_stack("pattern"), cache.layer_stack("v"), cache.layer_stack("z"))):
         expected = a @ v + (0.3 * (v1 - v) if layer > 0 else 0)
         torch.testing.assert_close(z, expected, atol=ATOL, rtol=0)
     omega = torch.linspace(-0.5, 1.0, lay.heads)
     patch(model, "attnscale", omega=omega.tolist())
     _, cache = capture(model, inputs, pattern=True)
     unpatch(model)
-    for a, v, z in zip(cache.stack("pattern"), cache.stack("v"), cache.stack("z")):
+    for a, v, z in zip(cache.layer_stack("pattern"), cache.layer_stack("v"), cache.layer_stack("z")):
         av = a @ v
         expected = av + omega[:, None, None] * (av - naive_mean(v, cache.mask, lay.family.causal))
         torch.testing.assert_close(z, expected, atol=ATOL, rtol=0)
@@ -186,15 +186,15 @@ def test_output_methods_match_naive_reference(loaded):
         patch(model, method, **knobs)
         _, cache = capture(model, inputs)
         unpatch(model)
-        for layer in range(cache.layers):
+        for layer in range(cache.depth):
             bias = lay.module(layer, "out_proj").bias
             with torch.no_grad():
-                plain = merge_heads(cache.stack("z")[layer]) @ lay.out_weight(layer) + (0 if bias is None else bias)
+                plain = merge_heads(cache.layer_stack("z")[layer]) @ lay.out_weight(layer) + (0 if bias is None else bias)
                 if lay.family.attn_out != lay.family.out_proj:
                     plain = lay.module(layer, "attn_out")(plain)
             dc = naive_mean(plain, cache.mask, lay.family.causal)
             expected = plain - 0.7 * dc if method == "deescalate" else plain + s_dc * dc + s_hc * (plain - dc)
-            torch.testing.assert_close(cache.stack("attn_out")[layer], expected, atol=ATOL, rtol=0)
+            torch.testing.assert_close(cache.layer_stack("attn_out")[layer], expected, atol=ATOL, rtol=0)
 
 
 def test_causal_models_stay_causal(loaded):

@@ -7,10 +7,10 @@ files or installed packages (``oversmooth.hf.load.load``), on the device and in 
 ``oversmooth.hf.placement.placement`` says.
 """
 
-from oversmooth.hf.capture import HOOKS, NORM_HOOKS, ActivationCache, capture
+from oversmooth.hf.capture import HOOKS, NORM_HOOKS, capture
 from oversmooth.hf.families import FAMILIES, SUPPORTED, layout
 from oversmooth.hf.patch import DEFAULT_KNOBS, METHODS, patch, unpatch
 from oversmooth.hf.sublayers import block_totals, sublayer_changes
 
-__all__ = ["HOOKS", "NORM_HOOKS", "ActivationCache", "capture", "FAMILIES", "SUPPORTED", "layout",
+__all__ = ["HOOKS", "NORM_HOOKS", "capture", "FAMILIES", "SUPPORTED", "layout",
            "DEFAULT_KNOBS", "METHODS", "patch", "unpatch", "sublayer_changes", "block_totals"]

@@ -2,9 +2,9 @@
 the model's quality beside them, attention measures, the spectral diagnosis, and on request the
 similarity / quality frontier of each method over a grid of its knob.
 
-States are the residual stream (``hook_resid_pre`` of block 0, then ``hook_resid_post`` of every
-block): layer 0 is the embedding output, layer L the last block's output *before* any final
-norm. Each method is a separate forward pass with ``patch`` applied, then ``unpatch``.
+States are the residual stream in the toolkit's one numbering (``oversmooth.activations``):
+layer 0 is the embedding output, layer i the output of block i, layer L *before* any final
+norm; attention rows carry the layer their block makes (1 to L). Each method is a separate forward pass with ``patch`` applied, then ``unpatch``.
 Attention measures (entropy, |lambda_2|, similarity of successive layers) and the per-head
 dynamics verdict need eigen-decompositions of n x n maps, so they run on the unpatched model over
 the first ``attention_sequences`` sequences cut to ``attention_tokens`` tokens. The full-spectrum
@@ -23,7 +23,8 @@ from typing import Callable
 
 from torch import Tensor
 
-from oversmooth.hf.capture import ActivationCache, capture, hook_name
+from oversmooth.activations import ActivationCache, hook_name, stream_names
+from oversmooth.hf.capture import capture
 from oversmooth.hf.diagnose import LayerSpectrum, add_dynamics, spectra
 from oversmooth.hf.families import Layout, layout
 from oversmooth.hf.frontier import FrontierPoint, Sweep
@@ -98,7 +99,7 @@ def _stream_table(model, inputs: dict[str, Tensor], settings: AnalysisSettings,
     (``LayerwiseMeasures``), the pass's outputs, with ``stages`` the sublayer changes, and the
     tokens per sequence."""
     lay = layout(model)
-    names = [hook_name(0, "resid_pre"), *(hook_name(layer, "resid_post") for layer in range(lay.depth))]
+    names = stream_names(lay.depth)
     wanted = {name: STAGE_METRICS for _, _, name in stage_states(lay.family, lay.depth)} if stages else {}
     wanted.update({name: METRICS for name in names})
     mask = inputs.get("attention_mask")
@@ -133,7 +134,7 @@ def _diagnose(lay: Layout, sample: ActivationCache | None,
     diagnosis = spectra(lay)
     if sample is None:
         return diagnosis, None
-    patterns = sample.stack("pattern")
+    patterns = sample.layer_stack("pattern")
     full = measure(sample.stream()[1:], sample.mask, attentions=patterns, exclude=exclude, metrics=())
     rows = [{**row, "layer": row["layer"] + 1} for row in full.rows]  # block l makes state l + 1
     add_dynamics(diagnosis, patterns, sample.mask)

@@ -1,4 +1,6 @@
-"""Capture hook points of a Hugging Face model in one forward pass, TransformerLens names.
+"""Capture hook points of a Hugging Face model in one forward pass, TransformerLens names, into
+the toolkit's one ``oversmooth.activations.ActivationCache`` (its docstring has the hook names and
+the layer numbering of per-layer measures: stream index 0 = embeddings, i = after block i).
 
 For block ``l`` (0-based, in call order: a shared block, as in ALBERT, counts once per use):
 
@@ -33,12 +35,12 @@ Norm hook points (``NORM_HOOKS``), captured only on request:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
 import torch
 from torch import Tensor
 
+from oversmooth.activations import ActivationCache, hook_name
 from oversmooth.errors import UsageError
 from oversmooth.hf.families import Layout, layout
 from oversmooth.hf.hooks import HookSet, first_input, first_output
@@ -48,34 +50,6 @@ NORM_HOOKS = ("mid_norm_out", "out_norm_in", "final_norm_out")
 _NEEDS = {"mid_norm_out": ("mid_norm", "norm reading the stream after the attention add (parallel blocks)"),
           "out_norm_in": ("out_norm", "norm after the MLP residual add (post-LN only)"),
           "final_norm_out": ("final_norm", "final norm")}  # hook -> the Family field it needs
-_ATTN_HOOKS = ("v", "z", "pattern")
-
-
-def hook_name(layer: int, hook: str) -> str:
-    """``blocks.3.hook_resid_post`` or ``blocks.3.attn.hook_v`` (the one model-level hook point is
-    stored as ``hook_final_norm_out``)."""
-    return f"blocks.{layer}.attn.hook_{hook}" if hook in _ATTN_HOOKS else f"blocks.{layer}.hook_{hook}"
-
-
-@dataclass
-class ActivationCache:
-    """Captured tensors by hook name, the batch's valid-token mask ``[B, n]`` and layout facts."""
-
-    tensors: dict[str, Tensor]
-    mask: Tensor
-    layers: int
-    hidden_states_last: str  # what the model's own output_hidden_states[-1] is
-
-    def __getitem__(self, name: str) -> Tensor:
-        return self.tensors[name]
-
-    def stack(self, hook: str) -> list[Tensor]:
-        """One tensor per block for ``hook`` (e.g. ``"resid_post"``)."""
-        return [self.tensors[hook_name(layer, hook)] for layer in range(self.layers)]
-
-    def stream(self) -> list[Tensor]:
-        """``[resid_pre of block 0] + resid_post of every block``: L+1 states, last before final norm."""
-        return [self.tensors[hook_name(0, "resid_pre")], *self.stack("resid_post")]
 
 
 def split_heads(merged: Tensor, heads: int) -> Tensor:
@@ -180,5 +154,4 @@ def capture(model, inputs: Mapping[str, Tensor], hooks: Sequence[str] = HOOKS,
     if mask is None:
         batch, tokens = shapes[0][:2]
         mask = torch.ones(batch, tokens, dtype=torch.bool, device=next(iter(inputs.values())).device)
-    return outputs, ActivationCache(tensors=store, mask=mask.to(torch.bool), layers=lay.depth,
-                                    hidden_states_last=lay.family.hidden_states_last)
+    return outputs, ActivationCache(store, depth=lay.depth, mask=mask.to(torch.bool))

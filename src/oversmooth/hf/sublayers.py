@@ -1,8 +1,8 @@
 """Where token similarity rises and falls inside each block: ``cos_sim`` and ``t_sim`` before and
 after every sublayer and every norm that sits in the residual stream, from one capture pass.
 
-Numbering follows ``analyze``: state 0 is the embedding output, state ``l`` the output of block
-``l`` (1-based, before any final norm); a stage of block ``l`` moves the stream from state
+Numbering is the toolkit's one (``oversmooth.activations``): state 0 is the embedding output,
+state ``l`` the output of block ``l`` (before any final norm); a stage of block ``l`` moves the stream from state
 ``l - 1`` towards state ``l``. Stages in stream order, with the hook point each one ends at:
 
 - pre-LN (``Family.residual == "pre"``: GPT-2, Llama, ViT, ...): ``attention`` (-> ``resid_mid``),
@@ -28,7 +28,8 @@ from typing import Mapping, Sequence
 
 from torch import Tensor
 
-from oversmooth.hf.capture import capture, hook_name
+from oversmooth.activations import hook_name
+from oversmooth.hf.capture import capture
 from oversmooth.hf.families import Family, layout
 from oversmooth.hf.layerwise import LayerwiseMeasures
 

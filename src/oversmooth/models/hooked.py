@@ -9,9 +9,9 @@ from collections.abc import Iterable, Iterator
 import torch
 from torch import Tensor, nn
 
+from oversmooth.activations import ActivationCache
 from oversmooth.errors import UsageError
 from oversmooth.layers import Attention, Block, HookPoint, SpectralValueOutput, StackConfig
-from oversmooth.models.activation_cache import ActivationCache
 
 INIT_STD = 0.02
 
@@ -27,7 +27,9 @@ class HookedTransformer(nn.Module):
 
     Hook names: ``blocks.{l}.hook_resid_pre|hook_attn_out|hook_resid_mid|hook_mlp_out|
     hook_resid_post``, ``blocks.{l}.attn.hook_v`` ``[batch, heads, tokens, d_head]`` and
-    ``blocks.{l}.attn.hook_pattern`` ``[batch, heads, tokens, tokens]`` (manual attention path).
+    ``blocks.{l}.attn.hook_pattern`` ``[batch, heads, tokens, tokens]`` (manual attention path);
+    ``run_with_cache`` returns them as the toolkit's one ``oversmooth.activations.ActivationCache``
+    (its docstring has the layer numbering).
     """
 
     family: str  # the name ``save_model`` writes, ``load_model`` reads
@@ -89,6 +91,13 @@ class HookedTransformer(nn.Module):
 
         Asking for any ``hook_pattern`` switches attention to the manual path for this call.
         Capture never changes the output beyond float rounding of fused vs manual attention.
+        The cache's mask is None: every token of ``x`` counts.
+
+        >>> from oversmooth.models import CausalLM, CausalLMConfig
+        >>> model = CausalLM(CausalLMConfig.preset("lm-cpu", depth=2)).eval()
+        >>> _, cache = model.run_with_cache(torch.zeros(1, 5, dtype=torch.long))
+        >>> len(cache.stream()), tuple(cache["blocks.1.hook_resid_post"].shape)
+        (3, (1, 5, 64))
         """
         points = {name: m for name, m in self.named_modules() if isinstance(m, HookPoint)}
         wanted = list(points) if names is None else list(names)
@@ -111,4 +120,4 @@ class HookedTransformer(nn.Module):
         finally:
             for handle in handles:
                 handle.remove()
-        return output, ActivationCache({name: store[name] for name in wanted if name in store})
+        return output, ActivationCache({name: store[name] for name in wanted if name in store}, depth=len(self.blocks))

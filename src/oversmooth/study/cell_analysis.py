@@ -5,8 +5,9 @@
 and writes ``CELL_DIR/analysis.json`` (atomically). On the first ``PROBE`` validation examples
 (the first ``ATTENTION`` of them for the attention maps):
 
-- ``stream``: ``cos_sim`` and ``t_sim`` of the residual stream, state 0 (embeddings) to L;
-- ``blocks``: per block, the change of both across each stage (``attention``, ``mlp``, and in
+- ``stream``: ``cos_sim`` and ``t_sim`` of the residual stream, state 0 (embeddings) to L, in the
+  toolkit's one numbering (``oversmooth.activations``: index i = after block i);
+- ``blocks``: per block (``layer`` = i for block i), the change of both across each stage (``attention``, ``mlp``, and in
   post-norm blocks ``attn_norm`` / ``mlp_norm``): ``after - before``, stages in stream order;
   and the dynamics verdict of the attention sublayer (``oversmooth.spectra.dynamics_verdict``:
   the eigenvalues of ``W_O^h diag(gamma) W_V^h`` per head, with the pre-attention LayerNorm's
@@ -28,6 +29,7 @@ from pathlib import Path
 
 import torch
 
+from oversmooth.activations import hook_name
 from oversmooth.atomic import atomic_write
 from oversmooth.errors import UsageError
 from oversmooth.metrics import measure
@@ -42,7 +44,7 @@ _HOOKS = ("hook_resid_pre", "hook_attn_out", "hook_resid_mid", "hook_mlp_out", "
 
 def _stages(cache, block: int, post_norm: bool) -> list[tuple[str, torch.Tensor]]:
     """The stream states inside block ``block`` after each stage, in order (see module docstring)."""
-    get = lambda hook: cache[f"blocks.{block}.{hook}"]  # noqa: E731
+    get = lambda hook: cache[hook_name(block, hook)]  # noqa: E731
     if not post_norm:
         return [("attention", get("hook_resid_mid")), ("mlp", get("hook_resid_post"))]
     return [("attention", get("hook_resid_pre") + get("hook_attn_out")), ("attn_norm", get("hook_resid_mid")),
@@ -67,18 +69,18 @@ def measure_model(model, inputs: torch.Tensor) -> dict:
     """``stream`` and ``blocks`` (see module docstring) of ``model`` on ``inputs``."""
     post_norm = model.cfg.norm == "post"
     depth = model.cfg.depth
-    names = [f"blocks.{b}.{hook}" for b in range(depth) for hook in _HOOKS]
+    names = [hook_name(b, hook) for b in range(depth) for hook in _HOOKS]
     _, cache = model.run_with_cache(inputs, names=names)
-    _, sample = model.run_with_cache(inputs[:ATTENTION], names=[f"blocks.{b}.attn.hook_pattern" for b in range(depth)])
-    states = [cache["blocks.0.hook_resid_pre"]]
+    _, sample = model.run_with_cache(inputs[:ATTENTION], names=[hook_name(b, "pattern") for b in range(depth)])
+    patterns = sample.layer_stack("pattern")
+    states = [cache[hook_name(0, "resid_pre")]]
     stages = []
     for block in range(depth):
         for stage, state in _stages(cache, block, post_norm):
             states.append(state)
             stages.append((block + 1, stage))
     rows = measure(states, metrics=METRICS).rows
-    blocks = [{"layer": layer, "verdict": _verdict(model.blocks[layer - 1],
-                                                    sample[f"blocks.{layer - 1}.attn.hook_pattern"], post_norm)}
+    blocks = [{"layer": layer, "verdict": _verdict(model.blocks[layer - 1], patterns[layer - 1], post_norm)}
               for layer in range(1, depth + 1)]
     for (layer, stage), before, after in zip(stages, rows, rows[1:]):
         blocks[layer - 1][stage] = {f"{m}_change": after[m] - before[m] for m in METRICS}

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import torch
 
+from oversmooth.activations import stream_names
 from oversmooth.errors import UsageError
 from oversmooth.hf.quality import Quality
 from oversmooth.metrics import measure
@@ -81,9 +82,9 @@ def _fmnist_images(count: int) -> tuple[torch.Tensor, str]:
 
 
 def _stream_cos_sim(model, images: torch.Tensor) -> list[float]:
-    names = ["blocks.0.hook_resid_pre", *(f"blocks.{l}.hook_resid_post" for l in range(model.cfg.depth))]
-    _, cache = model.run_with_cache(images, names=names)
-    return measure([cache[name] for name in names], metrics=("cos_sim",)).column("cos_sim")
+    """``cos_sim`` of the stream, 0 = embeddings, i = after block i (``oversmooth.activations``)."""
+    _, cache = model.run_with_cache(images, names=stream_names(model.cfg.depth))
+    return measure(cache.stream(), metrics=("cos_sim",)).column("cos_sim")
 
 
 @torch.no_grad()

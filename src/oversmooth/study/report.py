@@ -120,9 +120,10 @@ def plot_layers(cells: list[CellResult], path: Path, metrics: tuple[str, ...] = 
             for index, label in enumerate(_labels(chosen)):
                 runs = [[layer[metric] for layer in c.final_layers] for c in chosen
                         if c.depth == depth and c.label == label]
-                if runs:
-                    _seeds_and_mean(ax, runs, list(range(1, depth + 1)), f"C{index}", label)
-            ax.set_xlabel("block")
+                if runs:  # x in the stream numbering; records of blocks alone (no embeddings) start at 1
+                    longest = max(len(run) for run in runs)
+                    _seeds_and_mean(ax, runs, list(range(depth + 1 - longest, depth + 1)), f"C{index}", label)
+            ax.set_xlabel("layer (0 = embeddings, i = after block i)")
             ax.xaxis.set_major_locator(MaxNLocator(integer=True))
             ax.set_ylabel(metric)
             ax.set_title(f"{task}, {norm}-norm, depth {depth}, end of training", fontsize=9)

@@ -12,7 +12,7 @@ import pytest
 
 from oversmooth.cli import main
 from oversmooth.errors import UsageError
-from oversmooth.study import PRESETS, StudyConfig, Variant
+from oversmooth.study import STUDY_PRESETS, StudyConfig, Variant
 from oversmooth.study.results import read_study
 
 TINY = {"name": "tiny", "model": "vit", "tasks": ["synthetic"], "depths": [1, 2],
@@ -116,7 +116,7 @@ def test_every_preset_is_a_valid_grid(monkeypatch):
     from oversmooth.train import task_factory
 
     monkeypatch.setattr(task_factory, "check_data", lambda spec, data_dir=None: None)  # data: tested apart
-    for study in PRESETS.values():
+    for study in STUDY_PRESETS.values():
         check_cells(study)
 
 

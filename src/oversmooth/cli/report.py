@@ -55,8 +55,8 @@ def run(args: argparse.Namespace) -> int:
     words = ["oversmooth", "report", *args.dirs, *(["--out", args.out] if args.out else []),
              *(["--no-probes"] if args.no_probes else []), *(["--title", args.title] if args.title != TITLE else [])]
     claims = write_report(cells, out, probes, commands, args.title, command=shlex.join(words))
-    width = max((len(c.number) for c in claims), default=1)
+    width = max((len(c.id) for c in claims), default=1)
     for claim in claims:
-        print(f"{claim.number:>{width}}  {claim.verdict:<13} {claim.statement}")
+        print(f"{claim.id:>{width}}  {claim.verdict:<13} {claim.statement}")
     print(f"wrote {out / 'report.md'} ({len(cells)} cells)")
     return 0

@@ -5,8 +5,8 @@ Knows training (``oversmooth train`` runs), our models and the Hugging Face anal
 """
 
 from oversmooth.study.config import Cell, StudyConfig, Variant
-from oversmooth.study.presets import PRESETS, study_preset
+from oversmooth.study.presets import STUDY_PRESETS, study_preset
 from oversmooth.study.runner import CellOutcome, run_study, train_command
 
-__all__ = ["Cell", "CellOutcome", "PRESETS", "StudyConfig", "Variant", "run_study", "study_preset",
+__all__ = ["Cell", "CellOutcome", "STUDY_PRESETS", "StudyConfig", "Variant", "run_study", "study_preset",
            "train_command"]

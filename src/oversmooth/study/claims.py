@@ -1,28 +1,37 @@
-"""The claims of the source papers, decided on our cells and probes: one ``Claim`` row each.
+"""The claims of the source papers: a registry ``CLAIMS`` of stable id -> ``ClaimSpec``, each
+decided by exactly one function, ``ClaimSpec.decide(Inputs) -> Claim`` (one row of the table).
 
-Trained claims follow ``oversmooth.study.protocol``: the cells of the protocol's setting are
-grouped by seed (``CellResult.training()`` and seed equal), the protocol's measure gives one
-(method, baseline) pair per seed, the gates are checked on the baseline, and every claim whose
-gates passed and whose planned seeds have all finished is decided together with the others
-(``stats.decide_family``: paired t-test, Holm across the report's claims). A claim with
-unfinished seeds or a failed gate is ``not tested``, saying why.
+``decide_claims(cells, probes)`` decides every registered claim. The rules, one per kind of claim:
 
-Claims that need no training are measured in ``oversmooth.study.probes``: NeuTRENO without
-training (``hf.quality.similarity_verdict``, Nguyen et al. App. G.3 / G.9) and the pretrained
-half of "similarity need not grow with depth" (Dovonon et al., an existence statement: one model
-where it falls shows it); they keep their own rules and stay out of the Holm family.
+- trained claims (2a, 2b, 3, 5a, 5b, 5c, 6, 7; ``decide_paired``) follow
+  ``oversmooth.study.protocol``: the cells trained as the protocol's preset trains them are
+  grouped by seed (``CellResult.training()`` and seed equal), the protocol's measure gives one
+  (method, baseline) pair per seed, the gates are checked on the baseline, and every claim whose
+  gates passed and whose planned seeds have all finished is decided together with the others
+  (``stats.decide_family``: paired t-test, Holm across the report's trained claims, computed
+  once in ``Inputs.paired``). A claim with unfinished seeds or a failed gate is ``not tested``,
+  saying why.
+- NeuTRENO without training, NeuTRENO App. G.3 (1a) and G.9 (1b) (``decide_no_training``): the
+  one rule ``oversmooth.hf.quality.similarity_verdict``, which ``oversmooth analyze`` uses too.
+- 5a-MiniLM (``decide_minilm_depth``), the pretrained half of "similarity need not grow with
+  depth" (Dovonon et al. 2025), an existence statement: one model where it falls shows it.
+- 4a / 4b (``decide_post_norm_depth``): they stand on the pilot finding a depth where post-norm
+  fails; 2c (``decide_not_run``): no study in this protocol.
+
+The probe claims keep their own rules and stay out of the Holm family. Cells are found by the
+setting and arm a claim names (a ``StudyConfig`` preset, ``(norm, label)``), never by a study name.
 """
 
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass
-from typing import Mapping
+from dataclasses import dataclass, field
+from typing import Callable, Mapping
 
 from oversmooth.hf.quality import similarity_verdict
 from oversmooth.study.measures import Key
-from oversmooth.study.presets import PRESETS
-from oversmooth.study.probes import Probes
+from oversmooth.study.presets import STUDY_PRESETS
+from oversmooth.study.probes import CurvePair, Probes
 from oversmooth.study.protocol import PROTOCOLS, Protocol
 from oversmooth.study.results import CellResult, training_key
 from oversmooth.study.stats import NOT_TESTED, Decision, PairedClaim, decide_family
@@ -30,9 +39,9 @@ from oversmooth.study.stats import NOT_TESTED, Decision, PairedClaim, decide_fam
 
 @dataclass(frozen=True)
 class Claim:
-    """One row of the claims table."""
+    """One row of the claims table: claim ``id`` as decided on this report's evidence."""
 
-    number: str
+    id: str
     statement: str   # as the paper states it
     paper: str       # the paper's number
     ours: str        # what we measured: effect, interval, n
@@ -45,16 +54,47 @@ class Claim:
 Groups = dict[tuple, dict[int, dict[Key, CellResult]]]  # training -> seed -> (norm, label) -> cell
 
 
+@dataclass
+class Inputs:
+    """What the claims are decided on: the cells, the probes (None: not run), the command of each
+    study preset by name (printed as how to reproduce), and the trained claims' evidence and
+    decisions by claim id, decided together as one Holm family."""
+
+    cells: list[CellResult]
+    probes: Probes | None = None
+    commands: Mapping[str, str] = field(default_factory=dict)
+    paired: dict[str, tuple[Evidence, Decision]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        groups = group_cells(self.cells)
+        found = [gather(protocol, groups) for protocol in PROTOCOLS]
+        decisions = decide_family([PairedClaim(tuple(m for _, m, _ in e.values), tuple(b for _, _, b in e.values),
+                                               e.protocol.direction, e.not_tested) for e in found])
+        self.paired = {e.protocol.id: (e, d) for e, d in zip(found, decisions)}
+
+    def command(self, preset_name: str) -> str:
+        return self.commands.get(preset_name, f"oversmooth study {preset_name} --out runs/studies/{preset_name} "
+                                              "--results results")
+
+
+Decide = Callable[[Inputs], "Claim | None"]
+
+
+@dataclass(frozen=True)
+class ClaimSpec:
+    """A registered claim: its stable ``id`` and the one function that decides it (None from
+    ``decide``: this report has no evidence of its kind, e.g. the probes were not run)."""
+
+    id: str
+    decide: Decide
+
+
 def group_cells(cells: list[CellResult]) -> Groups:
     """Cells by training and seed: within one group only the method (and norm) differ."""
     groups: Groups = {}
     for cell in cells:
         groups.setdefault(cell.training(), {}).setdefault(cell.seed, {})[(cell.norm, cell.label)] = cell
     return groups
-
-
-def _preset_training(study: str) -> tuple:
-    return training_key(PRESETS[study].cells()[0].train_args())
 
 
 @dataclass(frozen=True)
@@ -78,15 +118,15 @@ class Evidence:
 
 def gather(protocol: Protocol, groups: Groups) -> Evidence:
     """The protocol's pairs on its preset's setting, and the first gate (or completeness) that fails."""
-    seeds = groups.get(_preset_training(protocol.study), {})
-    values = []
+    seeds = groups.get(protocol.training, {})
+    values, finished = [], []
     for seed in protocol.seeds:
-        group = seeds.get(seed, {})
-        if protocol.method in group and protocol.baseline in group and group[protocol.method].study == protocol.study:
+        group = {arm: cell for arm, cell in seeds.get(seed, {}).items() if arm in protocol.arms}
+        if protocol.method in group and protocol.baseline in group:
             pair = protocol.measure(group, (protocol.method, protocol.baseline))
             if pair is not None:
                 values.append((seed, *pair))
-    finished = [seeds[seed] for seed, _, _ in values]  # the gates judge the seeds that are in the test
+                finished.append(group)  # the gates judge the seeds that are in the test
     failed = next((why for gate in protocol.gates if (why := gate.failure(finished)) is not None), None) \
         if finished else None
     note = protocol.note(finished, protocol.method) if protocol.note else ""
@@ -105,15 +145,11 @@ def _ours(evidence: Evidence, decision: Decision) -> str:
     return text + f", n = {test.n}"
 
 
-def check_trained(cells: list[CellResult], commands: Mapping[str, str] | None = None,
-                  probes: Probes | None = None) -> list[Claim]:
-    """Every protocol of ``PROTOCOLS`` on ``cells``, decided together (one Holm family)."""
-    groups = group_cells(cells)
-    found = [gather(protocol, groups) for protocol in PROTOCOLS]
-    decisions = decide_family([PairedClaim(tuple(m for _, m, _ in e.values), tuple(b for _, _, b in e.values),
-                                           e.protocol.direction, e.not_tested) for e in found])
-    claims = []
-    for evidence, decision in zip(found, decisions):
+def decide_paired(claim_id: str, pretrained: Callable[[Probes], str] | None = None) -> Decide:
+    """The rule of trained claim ``claim_id``: its protocol's paired t-test within the Holm family;
+    ``pretrained`` adds what the probes measured of the same question (not part of the test)."""
+    def decide(inputs: Inputs) -> Claim:
+        evidence, decision = inputs.paired[claim_id]
         protocol = evidence.protocol
         gates = "; ".join(gate.describe() for gate in protocol.gates)
         if gates:
@@ -121,57 +157,60 @@ def check_trained(cells: list[CellResult], commands: Mapping[str, str] | None = 
                 "passed" if evidence.gate_failure is None else f"failed: {evidence.gate_failure}"
             gates += f" ({state})"
         ours = _ours(evidence, decision) + (f"; {evidence.note}" if evidence.note else "")
-        if protocol.number == "5b" and probes is not None:
-            ours += f". MiniLM (pretrained, one model): {probes.pretrained_agreement()}"
-        claims.append(Claim(
-            protocol.number, protocol.statement, protocol.paper, ours,
-            gates or "none", decision.verdict, decision.reason,
-            (commands or {}).get(protocol.study, f"oversmooth study {protocol.study} --out runs/studies/"
-                                                 f"{protocol.study} --results results")))
-    return claims
+        if pretrained is not None and inputs.probes is not None:
+            ours += f". {pretrained(inputs.probes)}"
+        return Claim(protocol.id, protocol.statement, protocol.paper, ours, gates or "none", decision.verdict,
+                     decision.reason, inputs.command(protocol.preset.name))
+    return decide
 
 
-def check_probes(probes: Probes) -> list[Claim]:
-    """Claims 1a, 1b (NeuTRENO without training) and the pretrained half of 5a."""
-    claims = []
-    command = "oversmooth report ... (the probes run in about a minute)"
-    for number, pair, paper, gate in (
-            ("1a", probes.random_init, "random-init DeiT-tiny, Fig. 6: NeuTRENO well below softmax from layer 2 on",
-             "none (untrained: no job to keep)"),
-            ("1b", probes.pretrained, "pretrained BERT-base, Fig. 7: lower in every layer, no fine-tuning",
-             "the patched model's output within the quality budget (oversmooth.hf.quality)")):
+PROBES_COMMAND = "oversmooth report ... (the probes run in about a minute)"
+
+
+def decide_no_training(claim_id: str, paper: str, gate: str, curves: Callable[[Probes], CurvePair]) -> Decide:
+    """The rule of claims 1a / 1b (NeuTRENO App. G.3 / G.9): ``similarity_verdict`` on ``curves``."""
+    def decide(inputs: Inputs) -> Claim | None:
+        if inputs.probes is None:
+            return None
+        pair = curves(inputs.probes)
         base, neut = pair.mean("baseline"), pair.mean("neutreno")
         verdict, sentence = similarity_verdict(base, neut, pair.quality)
-        claims.append(Claim(
-            number, f"NeuTRENO (lam {pair.lam}) lowers per-layer token cos_sim without training ({pair.source})",
-            paper, f"last layer {base[-1]:.3f} -> {neut[-1]:.3f}", gate, verdict, sentence + " (oversmooth.hf.quality.similarity_verdict; no statistics: deterministic)", command))
+        return Claim(claim_id, f"NeuTRENO (lam {pair.lam}) lowers per-layer token cos_sim without training "
+                     f"({pair.source})", paper, f"last layer {base[-1]:.3f} -> {neut[-1]:.3f}", gate, verdict,
+                     sentence + " (oversmooth.hf.quality.similarity_verdict; no statistics: deterministic)",
+                     PROBES_COMMAND)
+    return decide
+
+
+def decide_minilm_depth(inputs: Inputs) -> Claim | None:
+    """5a-MiniLM: held if MiniLM's stream cos_sim falls between two blocks anywhere (layer i: after block i)."""
+    if inputs.probes is None:
+        return None
+    probes = inputs.probes
     cos = probes.pretrained.mean("baseline")
     falls = [layer for layer in range(2, len(cos)) if cos[layer] < cos[layer - 1]]
     raised = sum(block["attention"]["cos_sim_change"] > 0 for block in probes.pretrained_blocks)
     where = "; ".join(f"layer {l}: {cos[l - 1]:.3f} -> {cos[l]:.3f} ({probes.block_text(l)})" for l in falls)
-    claims.append(Claim(
+    return Claim(
         "5a-MiniLM", "token similarity need not grow with depth, even in a pretrained model",
         "Dovonon et al. 2025, Fig. 1", f"MiniLM cos_sim falls at {where or 'no layer'}; the attention sublayer "
         f"raises cos_sim in {raised} of {len(probes.pretrained_blocks)} blocks", "none",
         "held" if falls else "did not hold",
         "existence statement: one pretrained model where cos_sim falls between blocks shows it (no statistics); "
-        "the change per sublayer says which part of the block lowers it", command))
-    return claims
+        "the change per sublayer says which part of the block lowers it", PROBES_COMMAND)
 
 
-PILOT = "postnorm-pilot"
+PILOT = STUDY_PRESETS["postnorm-pilot"]
 PILOT_GAP = 5.0  # pp: post-norm "fails" at a depth where it trails pre-norm by this much, or diverges
+POST_NORM_GATE = f"post-norm softmax fails (diverges or >= {PILOT_GAP:g} pp below pre-norm) at the depth tested"
 
 
-def pilot_claims(cells: list[CellResult], command: str | None = None) -> list[Claim]:
-    """Claims 4a / 4b (Yu & Zhang) stand on a depth where post-norm softmax fails at our width;
-    the pilot looks for it (rule written before it ran: post-norm diverges or trails pre-norm by
-    >= 5 pp validation accuracy at the end of the pilot). Without such a depth they are not tested."""
-    statements = (("4a", "post-norm Transformers fail as depth grows (token similarity escalates)",
-                   "Yu & Zhang 2023: post-norm fails to train deep; 'preliminary', small-scale experiments"),
-                  ("4b", "de-escalation lets post-norm Transformers go deeper",
-                   "Yu & Zhang 2023: de-escalated post-norm trains where plain post-norm fails"))
-    runs = {(c.norm, c.depth): c for c in cells if c.study == PILOT and c.label == "softmax" and c.epochs}
+def pilot_finding(cells: list[CellResult]) -> tuple[str, str]:
+    """What the pilot found (``ours``) and why claims 4a / 4b are not tested. Rule written before it
+    ran: post-norm softmax fails at a depth where it diverges or trails pre-norm by >= 5 pp
+    validation accuracy at the end of the pilot; without such a depth there is nothing to rescue."""
+    trainings = {training_key(cell.train_args()) for cell in PILOT.cells()}
+    runs = {(c.norm, c.depth): c for c in cells if c.training() in trainings and c.label == "softmax" and c.epochs}
     depths = sorted({depth for norm, depth in runs if (("pre", depth) in runs and ("post", depth) in runs)})
     found, failing = [], []
     for depth in depths:
@@ -182,7 +221,7 @@ def pilot_claims(cells: list[CellResult], command: str | None = None) -> list[Cl
         if post.status == "diverged" or gap >= PILOT_GAP:
             failing.append(depth)
     if not depths:
-        why = f"the pilot has not run: oversmooth study {PILOT}"
+        why = f"the pilot has not run: oversmooth study {PILOT.name}"
     elif failing:
         why = (f"post-norm softmax fails at depth {failing[0]} in the pilot; the comparison at that depth "
                "(post-norm softmax and de-escalation vs pre-norm softmax, 2-3 seeds) is not in this protocol yet")
@@ -192,15 +231,58 @@ def pilot_claims(cells: list[CellResult], command: str | None = None) -> list[Cl
                "explains was not reproduced at width 64; it may need more depth, longer training or a larger lr")
     ours = "pilot, 1 seed, lr 1e-3, validation accuracy after 2 epochs of 10 000 images: " + "; ".join(found) if found \
         else "pilot not run"
-    return [Claim(number, statement, paper, ours, f"post-norm softmax fails (diverges or >= {PILOT_GAP:g} pp "
-                  "below pre-norm) at the depth tested", NOT_TESTED, f"not tested: {why}",
-                  command or f"oversmooth study {PILOT} --out runs/studies/{PILOT} --results results")
-            for number, statement, paper in statements]
+    return ours, why
 
 
-def lambda_claim() -> Claim:
-    """Claim 2c has no study in this protocol."""
-    return Claim("2c", "NeuTRENO's lambda has a sweet spot: too small or too large hurts",
-                 "ADE20K mIoU 35.72 (softmax); 34.94 at the smallest lambda, 37.54 best, 26.25 at the largest "
-                 "(Nguyen et al. 2023, Table 13)", "not run", "-", NOT_TESTED,
-                 "not tested: this protocol has no lambda sweep (about 10 more CPU-hours at this size)", "-")
+def decide_post_norm_depth(claim_id: str, statement: str, paper: str) -> Decide:
+    """The rule of claims 4a / 4b (Yu & Zhang 2023): not tested until the pilot finds a failing
+    depth and a comparison study at that depth exists (none in this protocol)."""
+    def decide(inputs: Inputs) -> Claim:
+        ours, why = pilot_finding(inputs.cells)
+        return Claim(claim_id, statement, paper, ours, POST_NORM_GATE, NOT_TESTED, f"not tested: {why}",
+                     inputs.command(PILOT.name))
+    return decide
+
+
+def decide_not_run(claim_id: str, statement: str, paper: str, why: str) -> Decide:
+    """A claim with no study in this protocol: always not tested, saying why."""
+    return lambda inputs: Claim(claim_id, statement, paper, "not run", "-", NOT_TESTED, f"not tested: {why}", "-")
+
+
+_PAIRED = {protocol.id: ClaimSpec(protocol.id, decide_paired(protocol.id)) for protocol in PROTOCOLS}
+_PAIRED["5b"] = ClaimSpec("5b", decide_paired(  # the same question asked of the pretrained MiniLM
+    "5b", lambda probes: f"MiniLM (pretrained, one model): {probes.pretrained_agreement()}"))
+
+#: Every claim by its stable id, in the report's order.
+CLAIMS: dict[str, ClaimSpec] = {spec.id: spec for spec in (
+    ClaimSpec("1a", decide_no_training(
+        "1a", "random-init DeiT-tiny, Fig. 6: NeuTRENO well below softmax from layer 2 on",
+        "none (untrained: no job to keep)", lambda probes: probes.random_init)),
+    ClaimSpec("1b", decide_no_training(
+        "1b", "pretrained BERT-base, Fig. 7: lower in every layer, no fine-tuning",
+        "the patched model's output within the quality budget (oversmooth.hf.quality)", lambda probes: probes.pretrained)),
+    _PAIRED["2a"], _PAIRED["2b"],
+    ClaimSpec("2c", decide_not_run(
+        "2c", "NeuTRENO's lambda has a sweet spot: too small or too large hurts",
+        "ADE20K mIoU 35.72 (softmax); 34.94 at the smallest lambda, 37.54 best, 26.25 at the largest "
+        "(Nguyen et al. 2023, Table 13)", "this protocol has no lambda sweep (about 10 more CPU-hours at this size)")),
+    _PAIRED["3"],
+    ClaimSpec("4a", decide_post_norm_depth(
+        "4a", "post-norm Transformers fail as depth grows (token similarity escalates)",
+        "Yu & Zhang 2023: post-norm fails to train deep; 'preliminary', small-scale experiments")),
+    ClaimSpec("4b", decide_post_norm_depth(
+        "4b", "de-escalation lets post-norm Transformers go deeper",
+        "Yu & Zhang 2023: de-escalated post-norm trains where plain post-norm fails")),
+    _PAIRED["5a"],
+    ClaimSpec("5a-MiniLM", decide_minilm_depth),
+    _PAIRED["5b"], _PAIRED["5c"], _PAIRED["6"], _PAIRED["7"],
+)}
+
+
+def decide_claims(cells: list[CellResult], probes: Probes | None = None,
+                  commands: Mapping[str, str] | None = None, ids: tuple[str, ...] | None = None) -> list[Claim]:
+    """Every registered claim (or those in ``ids``) decided on ``cells`` and ``probes``, in
+    registry order; claims without evidence of their kind (probes not run) are left out."""
+    inputs = Inputs(cells, probes, commands or {})
+    decided = (CLAIMS[claim_id].decide(inputs) for claim_id in (ids or CLAIMS))
+    return [claim for claim in decided if claim is not None]

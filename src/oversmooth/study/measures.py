@@ -70,10 +70,9 @@ def _agreement(analyses: list[dict]) -> tuple[float, float] | None:
 
 
 def verdict_agreement(cells: Mapping[Key, CellResult], arms: tuple[Key, Key]) -> tuple[float, float] | None:
-    """``_agreement`` over every block of every method that the study of the ``arms[0]`` cell
-    trained at this seed (all must be measured)."""
-    study = cells[arms[0]].study
-    analyses = [cell.analysis for cell in cells.values() if cell.study == study]
+    """``_agreement`` over every block of every cell of this seed (the protocol hands over its
+    preset's arms only; all must be measured)."""
+    analyses = [cell.analysis for cell in cells.values()]
     return None if None in analyses else _agreement(analyses)
 
 

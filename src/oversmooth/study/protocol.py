@@ -2,9 +2,11 @@
 it compares, the seeds, the claimed direction and the gates (docs/studies.md has it as a table).
 
 Each claim is one question: one setting (task, depth, width, training), its cells paired by
-seed (``CellResult.training()`` equal: same init and data order, only the method differs). The
-paired t-test, Holm's correction across the report and the verdicts are
-``oversmooth.study.stats``; ``oversmooth.study.claims`` applies this protocol to the cells.
+seed (``CellResult.training()`` equal: same init and data order, only the method differs). A
+protocol names its setting by the study preset that trains it (a ``StudyConfig``), and its cells
+by their ``(norm, label)`` arm, never by a study's name. The paired t-test, Holm's correction
+across the report and the verdicts are ``oversmooth.study.stats``; ``oversmooth.study.claims``
+registers each protocol as one claim and applies it to the cells.
 """
 
 from __future__ import annotations
@@ -15,8 +17,9 @@ from typing import Callable, Mapping, Sequence
 
 from oversmooth.study import measures
 from oversmooth.study.measures import Key, Measure, paired_score
-from oversmooth.study.presets import PRESETS
-from oversmooth.study.results import CellResult
+from oversmooth.study.config import StudyConfig
+from oversmooth.study.presets import STUDY_PRESETS
+from oversmooth.study.results import CellResult, training_key
 
 
 @dataclass(frozen=True)
@@ -72,14 +75,15 @@ class QualityGate:
 
 @dataclass(frozen=True)
 class Protocol:
-    """One trained claim: ``measure`` on the ``method`` and ``baseline`` arms of the cells of
-    ``study`` (the method arm's study; the baseline may come from another study trained the same
-    way), paired over ``seeds``; ``direction`` is the claimed sign of ``method - baseline``."""
+    """One trained claim ``id``: ``measure`` on the ``method`` and ``baseline`` arms of the cells
+    trained as ``preset`` trains them (the method arm is one of the preset's; the baseline may come
+    from another preset trained the same way), paired over ``seeds``; ``direction`` is the claimed
+    sign of ``method - baseline``."""
 
-    number: str
+    id: str
     statement: str            # as the paper states it
     paper: str                # the paper's own number
-    study: str
+    preset: StudyConfig
     method: Key
     baseline: Key
     measure: Measure
@@ -91,10 +95,21 @@ class Protocol:
 
     def __post_init__(self) -> None:
         if not self.seeds:
-            object.__setattr__(self, "seeds", PRESETS[self.study].seeds)
+            object.__setattr__(self, "seeds", self.preset.seeds)
+
+    @property
+    def training(self) -> tuple:
+        """The preset's ``training_key``: the cells of this setting have it."""
+        return training_key(self.preset.cells()[0].train_args())
+
+    @property
+    def arms(self) -> frozenset[Key]:
+        """The ``(norm, label)`` arms the measure may read: the preset's own, and the baseline."""
+        return frozenset({(norm, v.label) for norm in self.preset.norms for v in self.preset.variants}
+                         | {self.baseline})
 
 
-FMNIST = "fmnist-vit"
+FMNIST, AUSTEN, FEATSCALE = (STUDY_PRESETS[name] for name in ("fmnist-vit", "austen-lm", "fmnist-featscale"))
 PRE_SOFTMAX, PRE_NEUTRENO = ("pre", "softmax"), ("pre", "neutreno")
 #: Fashion-MNIST ViT gate: the softmax baseline trained (>= 89 %) and plateaued (< 0.2 pp in its last epoch).
 FMNIST_GATE = QualityGate(PRE_SOFTMAX, min_accuracy=89.0, max_last_gain=0.2)
@@ -107,7 +122,7 @@ PROTOCOLS: tuple[Protocol, ...] = (
              FMNIST, PRE_NEUTRENO, PRE_SOFTMAX, measures.score, "test accuracy, pp", "higher", (FMNIST_GATE,)),
     Protocol("2b", "trained NeuTRENO beats softmax at equal config (language modelling)",
              "WikiText-103 test PPL 34.29 -> 33.70 (-0.59; Nguyen et al. 2023, Table 2)",
-             "austen-lm", PRE_NEUTRENO, PRE_SOFTMAX, measures.score, "test perplexity", "lower", (AUSTEN_GATE,)),
+             AUSTEN, PRE_NEUTRENO, PRE_SOFTMAX, measures.score, "test perplexity", "lower", (AUSTEN_GATE,)),
     Protocol("3", "NeuTRENO costs about what softmax costs (here: < 1.10x the time per training example)",
              "FLOPs, memory and time ratios vs softmax about 1 (Nguyen et al. 2023, App. G.4)",
              FMNIST, PRE_NEUTRENO, PRE_SOFTMAX, measures.log_time_vs_limit,
@@ -132,6 +147,6 @@ PROTOCOLS: tuple[Protocol, ...] = (
              (FMNIST_GATE,)),
     Protocol("7", "FeatScale improves a ViT (modestly)",
              "DeiT-tiny 72.17 -> 72.35 (+0.18 pp); DeiT-small 79.97 -> 79.96 in Nguyen et al.'s reproduction "
-             "(Table 7)", "fmnist-featscale", ("pre", "featscale"), PRE_SOFTMAX, measures.score,
+             "(Table 7)", FEATSCALE, ("pre", "featscale"), PRE_SOFTMAX, measures.score,
              "test accuracy, pp", "higher", (FMNIST_GATE,)),
 )

@@ -22,7 +22,7 @@ from matplotlib.ticker import MaxNLocator
 
 from oversmooth.atomic import atomic_directory
 from oversmooth.plotting import figure, save_png
-from oversmooth.study.claims import PILOT, Claim, check_probes, check_trained, lambda_claim, pilot_claims
+from oversmooth.study.claims import Claim, decide_claims
 from oversmooth.study.probes import Probes
 from oversmooth.study.results import CellResult
 
@@ -177,9 +177,9 @@ def claims_table(claims: list[Claim]) -> str:
     """One row per claim; the reasons and commands follow as a list (they are long)."""
     lines = ["| # | claim (as the paper states it) | paper | ours (method − baseline, n seeds) | gate | verdict |",
              "|---|---|---|---|---|---|"]
-    lines += [f"| {c.number} | {c.statement} | {c.paper} | {c.ours} | {c.gate} | **{c.verdict}** |" for c in claims]
+    lines += [f"| {c.id} | {c.statement} | {c.paper} | {c.ours} | {c.gate} | **{c.verdict}** |" for c in claims]
     lines += ["", "Why, and how to reproduce each:", ""]
-    lines += [f"- **{c.number}** {c.reason}. Command: `{c.command}`" for c in claims]
+    lines += [f"- **{c.id}** {c.reason}. Command: `{c.command}`" for c in claims]
     return "\n".join(lines)
 
 
@@ -233,9 +233,7 @@ def write_report(cells: list[CellResult], out: str | Path, probes: Probes | None
     ``commands``: study name -> the command that ran it (printed under its section); ``command``:
     the one that wrote this report.
     """
-    claims = ((check_probes(probes) if probes else []) + check_trained(cells, commands, probes) + [lambda_claim()]
-              + pilot_claims(cells, (commands or {}).get(PILOT)))
-    claims.sort(key=lambda c: (int(c.number[0]), c.number))
+    claims = decide_claims(cells, probes, commands)
     files: dict[str, Callable[[Path], None]] = {}
     lines = [f"# {title}", "", "Which claims of the source papers held here, at CPU scale, under the protocol of "
              "docs/studies.md (paired t-test per claim, Holm across the trained claims of this report, gates on "

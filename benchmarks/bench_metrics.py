@@ -13,7 +13,7 @@ ratio is the median of per-round ratios with a bootstrap 95 % CI.
    (``eigvalsh``) of the float64 Gram matrices of the smaller side, already formed.
 3. cos_sim vs the naive O(n^2 d) version (explicit n x n cosine matrix) at several n.
 
-    python benchmarks/bench_metrics.py --threads 1   # B=8, n=512, d=768 (issue 2's shape)
+    python benchmarks/bench_metrics.py --threads 1   # B=8, n=512, d=768 (a BERT-base batch)
     python benchmarks/bench_metrics.py --quick       # smaller, for a smoke run
 """
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs the offline data sets the project uses (DESIGN §7). Idempotent.
+# Installs the offline data sets the project uses (README: Fashion-MNIST, Jane Austen). Idempotent.
 #   Fashion-MNIST: Debian package dataset-fashion-mnist -> /usr/share/datasets/fashion-mnist/
 #   Jane Austen:   Debian package r-cran-janeaustenr, unpacked (not installed: it would pull R)
 #                  into $1/janeaustenr/

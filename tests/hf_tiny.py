@@ -52,7 +52,7 @@ CONFIGS = {
                                   max_position_embeddings=64, pad_token_id=1),
 }
 ALL_FAMILIES = tuple(CONFIGS)
-FAMILIES = ("bert", "roberta", "distilbert", "gpt2", "vit", "deit", "llama")  # one of each kind, for the
+TINY_FAMILIES = ("bert", "roberta", "distilbert", "gpt2", "vit", "deit", "llama")  # one of each kind, for the
 # module-level tests; tests/test_hf_families.py checks every kind
 VISION = ("vit", "deit", "dinov2")
 ENCODER_DECODER = ("t5", "bart")

@@ -27,7 +27,7 @@ def test_austen_loader_yields_the_six_novels():
     pride = novels[1].text
     assert pride.startswith("PRIDE AND PREJUDICE")
     assert "It is a truth universally acknowledged, that a single man in possession" in pride
-    assert 3.5e6 < sum(len(d.text) for d in novels) < 4.5e6  # "4.0 M characters" (DESIGN §7)
+    assert 3.5e6 < sum(len(d.text) for d in novels) < 4.5e6  # "4.0 M characters" (README)
 
 
 def test_austen_loader_missing_folder_is_a_usage_error(tmp_path):

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from hf_tiny import FAMILIES, tiny_inputs, tiny_model
+from hf_tiny import TINY_FAMILIES, tiny_inputs, tiny_model
 from oversmooth.errors import UsageError
 from oversmooth.hf.capture import capture, merge_heads
 from oversmooth.hf.families import layout
@@ -11,7 +11,7 @@ from oversmooth.hf.families import layout
 ATOL = 1e-5
 
 
-@pytest.fixture(scope="module", params=FAMILIES)
+@pytest.fixture(scope="module", params=TINY_FAMILIES)
 def captured(request):
     model, inputs = tiny_model(request.param), tiny_inputs(request.param)
     outputs, cache = capture(model, inputs, pattern=True)
@@ -73,7 +73,7 @@ def test_unknown_hook_is_a_usage_error():
         capture(tiny_model("bert"), tiny_inputs("bert"), hooks=("resid_pre", "mlp_out"))
 
 
-@pytest.mark.parametrize("kind", FAMILIES)
+@pytest.mark.parametrize("kind", TINY_FAMILIES)
 def test_norm_hooks_are_the_norms_inputs_and_outputs(kind):
     model, inputs = tiny_model(kind), tiny_inputs(kind)
     lay = layout(model)

@@ -1,4 +1,4 @@
-"""Integration on the real bundled all-MiniLM-L6-v2 (seed 001, G.9): NeuTRENO patched into the
+"""Integration on the real bundled all-MiniLM-L6-v2 (NeuTRENO, Nguyen et al. 2023, App. G.9): NeuTRENO patched into the
 pretrained model, without fine-tuning, lowers the token cosine similarity of the late layers."""
 
 import pytest

@@ -4,7 +4,7 @@ model's own submodules and its ``output_hidden_states``."""
 import pytest
 import torch
 
-from hf_tiny import FAMILIES, tiny_inputs, tiny_model
+from hf_tiny import TINY_FAMILIES, tiny_inputs, tiny_model
 from oversmooth.hf.families import layout
 from oversmooth.hf.sublayers import StageChange, block_totals, sublayer_changes
 from oversmooth.metrics import cos_sim, t_sim
@@ -86,7 +86,7 @@ def test_rows_are_the_metrics_of_hand_computed_stage_states(kind, exclude):
         before = after
 
 
-@pytest.mark.parametrize("kind", FAMILIES)
+@pytest.mark.parametrize("kind", TINY_FAMILIES)
 def test_stages_chain_from_the_embeddings_to_the_last_state(kind):
     model, inputs = tiny_model(kind), tiny_inputs(kind)
     family, layers = layout(model).family, len(layout(model).blocks)

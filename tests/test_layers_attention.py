@@ -1,4 +1,4 @@
-"""Attention against a naive per-head reference built from DESIGN §5's formulas, fused vs manual."""
+"""Attention against a naive per-head reference built from docs/methods.md's formulas, fused vs manual."""
 
 import math
 

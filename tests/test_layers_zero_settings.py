@@ -1,4 +1,4 @@
-"""Every method at its zero setting is the softmax baseline with the same weights (DESIGN §5)."""
+"""Every method at its zero setting is the softmax baseline with the same weights (docs/methods.md)."""
 
 import pytest
 import torch

@@ -1,4 +1,4 @@
-"""Offline data sets (DESIGN §7): Fashion-MNIST, Jane Austen, user text files, a synthetic task.
+"""Offline data sets (``make`` installs them: scripts/install_data.sh): Fashion-MNIST, Jane Austen, user text files, a synthetic task.
 
 This package knows nothing of models or training: it returns arrays and documents.
 """

@@ -1,4 +1,4 @@
-"""Spectral diagnosis of a loaded model (DESIGN §4), using ``oversmooth.spectra`` for the maths.
+"""Spectral diagnosis of a loaded model (Dovonon et al. 2025), using ``oversmooth.spectra`` for the maths.
 
 Per block: eigenvalues of H_eff = diag(gamma) W_V W_O for the whole layer and per head, their
 weight-only summary (share with positive real part, dominant eigenvalue, ``sign_verdict``) and

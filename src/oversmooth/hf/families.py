@@ -3,7 +3,7 @@
 ``layout(model)`` finds the blocks, the attention module, the value and output projections, the
 norms and the residual wiring of any transformers 5.x model that declares its blocks and
 attention modules (``_can_record_outputs``) and uses the standard attention interface
-(``oversmooth.hf.discover``). What cannot be read off the model lives in one table, ``FAMILIES``:
+(``oversmooth.hf.discover``). What cannot be read off the model lives in one table, ``KNOWN_FAMILIES``:
 a display name per tested family, the layout of a fused QKV projection where it is not
 ``[q | k | v]``, and families refused with the reason.
 
@@ -53,7 +53,7 @@ class FamilyNote:
 
 # model_type -> note. Families not listed are still discovered (named after their config class);
 # these are the ones tested on tiny random checkpoints (tests/test_hf_families.py).
-FAMILIES: dict[str, FamilyNote] = {
+KNOWN_FAMILIES: dict[str, FamilyNote] = {
     "llama": FamilyNote("Llama"),
     "mistral": FamilyNote("Mistral"),
     "qwen2": FamilyNote("Qwen2"),
@@ -81,13 +81,13 @@ FAMILIES: dict[str, FamilyNote] = {
         "Swin attends within local windows and merges patches between stages (the token count and "
         "width change), so there is no one token sequence whose similarity layers could share")),
 }
-SUPPORTED = ", ".join(note.name for note in FAMILIES.values() if note.refused is None)
+SUPPORTED = ", ".join(note.name for note in KNOWN_FAMILIES.values() if note.refused is None)
 
 
 def note_for(model_type: str, config_class: str) -> FamilyNote:
     """The table's note for ``model_type`` (a discovered family is named after its config class);
     UsageError for a refused family."""
-    note = FAMILIES.get(model_type) or FamilyNote(config_class.removesuffix("Config"))
+    note = KNOWN_FAMILIES.get(model_type) or FamilyNote(config_class.removesuffix("Config"))
     if note.refused:
         raise UsageError(f"{note.name} is not supported: {note.refused}")
     return note
@@ -122,7 +122,7 @@ class Family:
     @property
     def tested(self) -> bool:
         """Whether the family is in the table of families tested on tiny checkpoints."""
-        return self.model_type in FAMILIES
+        return self.model_type in KNOWN_FAMILIES
 
 
 @dataclass(frozen=True)

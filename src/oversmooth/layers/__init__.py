@@ -1,4 +1,4 @@
-"""Transformer layers in which every oversmoothing mitigation of DESIGN §5 is a config switch.
+"""Transformer layers in which every oversmoothing mitigation of docs/methods.md is a config switch.
 
 Knows nothing of Hugging Face or training; the maths of each method lives in
 ``oversmooth.mitigations`` and is shared with the Hugging Face patches.
@@ -11,9 +11,9 @@ from oversmooth.layers.mitigation_config import METHODS, SPECTRAL_MODES, Mitigat
 from oversmooth.layers.mlp import MLP
 from oversmooth.layers.norm import LN_SIGNS, signed_layer_norm
 from oversmooth.layers.spectral import SpectralValueOutput
-from oversmooth.layers.stack_config import NORMS, StackConfig
+from oversmooth.layers.stack_config import NORM_PLACEMENTS, StackConfig
 
 __all__ = [
     "Attention", "Block", "HookPoint", "METHODS", "SPECTRAL_MODES", "MitigationConfig", "MLP",
-    "LN_SIGNS", "signed_layer_norm", "SpectralValueOutput", "NORMS", "StackConfig",
+    "LN_SIGNS", "signed_layer_norm", "SpectralValueOutput", "NORM_PLACEMENTS", "StackConfig",
 ]

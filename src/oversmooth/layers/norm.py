@@ -1,4 +1,4 @@
-"""LayerNorm with a chosen sign for its weights (DESIGN §4: with pre-LN the effective value-output
+"""LayerNorm with a chosen sign for its weights (Dovonon et al. 2025, Sec. 5: with pre-LN the effective value-output
 matrix is diag(gamma) W_V W_O, so negative gamma flips the sign of its eigenvalues)."""
 
 from __future__ import annotations

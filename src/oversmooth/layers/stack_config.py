@@ -12,7 +12,7 @@ from oversmooth.layers.config_fields import from_fields
 from oversmooth.layers.mitigation_config import MitigationConfig
 from oversmooth.layers.norm import LN_SIGNS
 
-NORMS = ("pre", "post")
+NORM_PLACEMENTS = ("pre", "post")
 
 
 @dataclass
@@ -32,7 +32,7 @@ class StackConfig:
     mitigation: MitigationConfig = field(default_factory=MitigationConfig)
 
     #: named settings for ``preset``; subclasses fill it in.
-    PRESETS: ClassVar[dict[str, dict[str, Any]]] = {}
+    SHAPE_PRESETS: ClassVar[dict[str, dict[str, Any]]] = {}
 
     def __post_init__(self) -> None:
         if isinstance(self.mitigation, str):
@@ -48,8 +48,8 @@ class StackConfig:
                              f"pick heads from {[h for h in range(1, min(self.width, 1024) + 1) if self.width % h == 0][:12]}")
         if not (math.isfinite(self.mlp_ratio) and self.mlp_ratio > 0):
             raise UsageError(f"mlp_ratio must be > 0, got {self.mlp_ratio}")
-        if self.norm not in NORMS:
-            raise UsageError(f"norm {self.norm!r} unknown; choose from {', '.join(NORMS)}")
+        if self.norm not in NORM_PLACEMENTS:
+            raise UsageError(f"norm {self.norm!r} unknown; choose from {', '.join(NORM_PLACEMENTS)}")
         if self.ln_sign not in LN_SIGNS:
             raise UsageError(f"ln_sign {self.ln_sign!r} unknown; choose from {', '.join(LN_SIGNS)}")
         if not 0.0 <= self.dropout < 1.0:
@@ -77,8 +77,8 @@ class StackConfig:
 
     @classmethod
     def preset(cls, name: str, **overrides: Any):
-        """A named setting from ``PRESETS``, with any field overridden."""
-        if name not in cls.PRESETS:
+        """A named setting from ``SHAPE_PRESETS``, with any field overridden."""
+        if name not in cls.SHAPE_PRESETS:
             raise UsageError(f"unknown {cls.__name__} preset {name!r}; choose from "
-                             f"{', '.join(cls.PRESETS)}")
-        return cls.from_dict({**cls.PRESETS[name], **overrides})
+                             f"{', '.join(cls.SHAPE_PRESETS)}")
+        return cls.from_dict({**cls.SHAPE_PRESETS[name], **overrides})

@@ -25,7 +25,7 @@ class CausalLMConfig(StackConfig):
     vocab_size: int = 256
     context: int = 64
 
-    PRESETS: ClassVar[dict[str, dict[str, Any]]] = {
+    SHAPE_PRESETS: ClassVar[dict[str, dict[str, Any]]] = {
         # The WikiText-103 LM of the NeuTRENO paper (Schlag et al.'s small setting); paper lam = 0.4.
         "neutreno-lm": dict(depth=16, width=128, heads=8, mlp_ratio=16.0, norm="post",
                             context=256, vocab_size=256),

@@ -14,7 +14,7 @@ from oversmooth.models.causal_lm import CausalLM, CausalLMConfig
 from oversmooth.models.hooked import HookedTransformer
 from oversmooth.models.vit import ViT, ViTConfig
 
-FAMILIES = {ViT.family: (ViTConfig, ViT), CausalLM.family: (CausalLMConfig, CausalLM)}
+MODEL_CLASSES = {ViT.family: (ViTConfig, ViT), CausalLM.family: (CausalLMConfig, CausalLM)}
 WEIGHTS, CONFIG = "model.safetensors", "config.json"
 
 
@@ -35,10 +35,10 @@ def load_model(directory: str | os.PathLike, device: str = "cpu") -> HookedTrans
         raise UsageError(f"{directory} holds no saved model ({CONFIG} + {WEIGHTS}); "
                          "give a folder written by save_model")
     saved = json.loads((directory / CONFIG).read_text())
-    if saved.get("family") not in FAMILIES:
+    if saved.get("family") not in MODEL_CLASSES:
         raise UsageError(f"{directory / CONFIG}: unknown model family {saved.get('family')!r}; "
-                         f"expected one of {', '.join(FAMILIES)}")
-    config_cls, model_cls = FAMILIES[saved["family"]]
+                         f"expected one of {', '.join(MODEL_CLASSES)}")
+    config_cls, model_cls = MODEL_CLASSES[saved["family"]]
     model = model_cls(config_cls.from_dict(saved["config"]))
     model.load_state_dict(load_file(str(directory / WEIGHTS), device="cpu"))
     return model.to(device).eval()

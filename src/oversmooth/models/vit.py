@@ -27,7 +27,7 @@ class ViTConfig(StackConfig):
     channels: int = 1
     num_classes: int = 10
 
-    PRESETS: ClassVar[dict[str, dict[str, Any]]] = {
+    SHAPE_PRESETS: ClassVar[dict[str, dict[str, Any]]] = {
         "deit-tiny": dict(depth=12, width=192, heads=3, mlp_ratio=4.0, image_size=224,
                           patch_size=16, channels=3, num_classes=1000),
         "deit-small": dict(depth=12, width=384, heads=6, mlp_ratio=4.0, image_size=224,

@@ -1,4 +1,5 @@
-"""Spectral diagnosis of oversmoothing (Dovonon et al., DESIGN §4): maths only, no models.
+"""Spectral diagnosis of oversmoothing (Dovonon, Bronstein & Kusner 2025, "Setting the Record
+Straight on Transformer Oversmoothing", Sec. 4; docs/theory.md): maths only, no models.
 
 - ``effective_matrix(w_v, w_o, gamma=None) -> [d, d]``: H_eff = diag(gamma) W_V W_O
   (row-vector convention, W_V [d, d_v], W_O [d_v, d]; gamma the pre-LN weight or None).

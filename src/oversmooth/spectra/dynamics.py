@@ -1,4 +1,4 @@
-"""Predicted outcome of the linear dynamics X <- X + A X H (Dovonon et al., DESIGN §4).
+"""Predicted outcome of the linear dynamics X <- X + A X H (Dovonon et al. 2025, Sec. 4).
 
 (Without the residual, X <- A X H, drop the 1 from every mu below.)
 

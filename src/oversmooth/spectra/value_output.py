@@ -1,4 +1,4 @@
-"""Eigenvalues of the effective value-output matrix H_eff = diag(gamma) W_V W_O (DESIGN §4).
+"""Eigenvalues of the effective value-output matrix H_eff = diag(gamma) W_V W_O (Dovonon et al. 2025, Sec. 5).
 
 Row-vector convention: a token row ``x: [d]`` maps to ``x @ W_V @ W_O`` with ``W_V: [d, d_v]``
 and ``W_O: [d_v, d]`` (for ``nn.Linear`` layers: ``W_V = value.weight.T``,

@@ -24,7 +24,7 @@ from oversmooth.errors import UsageError
 from oversmooth.mitigations import deescalate
 from oversmooth.theory.sampling import softmax_attention
 
-NORMS = ("none", "pre", "post")
+SIMULATED_NORMS = ("none", "pre", "post")
 
 
 @dataclass(frozen=True)
@@ -32,13 +32,13 @@ class LayerConfig:
     """How one simplified layer acts (see module docstring)."""
 
     residual: bool = True
-    norm: str = "none"  # one of NORMS
+    norm: str = "none"  # one of SIMULATED_NORMS
     tau: float = 0.0  # de-escalation strength in [0, 1]
     gamma: tuple[float, ...] | None = None  # LayerNorm weight [d]; None = ones
 
     def __post_init__(self):
-        if self.norm not in NORMS:
-            raise UsageError(f"unknown norm {self.norm!r}; choose from {', '.join(NORMS)}")
+        if self.norm not in SIMULATED_NORMS:
+            raise UsageError(f"unknown norm {self.norm!r}; choose from {', '.join(SIMULATED_NORMS)}")
         if not 0.0 <= self.tau <= 1.0:
             raise UsageError(f"de-escalation tau must lie in [0, 1], got {self.tau}")
 

@@ -34,7 +34,25 @@ def test_patch_with_a_head_model_and_bad_requests():
     with torch.no_grad():  # the failed patches left no hook behind: the model is the original
         assert torch.equal(model(**inputs).logits, base)
     assert hook_ids(model) == unpatched_hooks  # (transformers keeps hooks of its own for output_*)
-    assert set(DEFAULT_KNOBS) == set(METHODS)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_every_listed_method_patches_at_its_defaults_and_unpatches(method):
+    """Each name in ``METHODS`` is a working patch: at ``DEFAULT_KNOBS`` (all non-zero) it changes
+    the model's output, and ``unpatch`` gives back the unpatched output bit for bit."""
+    from transformers import BertConfig, BertModel
+    torch.manual_seed(0)
+    model = BertModel(BertConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                                 intermediate_size=48, vocab_size=50)).eval()
+    inputs = tiny_inputs("bert")
+    assert all(value != 0 for value in DEFAULT_KNOBS[method].values())
+    with torch.no_grad():
+        base = model(**inputs).last_hidden_state
+        patch(model, method)
+        patched = model(**inputs).last_hidden_state
+        unpatch(model)
+        assert (patched - base).abs().max() > 1e-6  # float32 rounding alone stays below ~1e-7 here
+        assert torch.equal(model(**inputs).last_hidden_state, base)
 
 
 def hook_ids(model) -> set:

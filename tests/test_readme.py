@@ -1,16 +1,59 @@
-"""The Python examples of the README and of docs/studies.md run as written."""
+"""The README and docs say what the code does: their Python examples run and print what they
+promise, and every ``oversmooth COMMAND --flag`` they show is a flag of that command's parser."""
 
+import argparse
+import contextlib
+import io
 import pathlib
 import re
 
 import pytest
 
+from oversmooth.cli import build_parser
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-PAGES = (ROOT / "README.md", ROOT / "docs" / "studies.md")
-BLOCKS = [(page, code) for page in PAGES for code in re.findall(r"```python\n(.*?)```", page.read_text(), re.S)]
+PAGES = (ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")))
+BLOCKS = [(page, code) for page in PAGES[:1] + (ROOT / "docs" / "studies.md",)
+          for code in re.findall(r"```python\n(.*?)```", page.read_text(), re.S)]
+# `oversmooth SUB ...` up to the end of its code span / line; a trailing backslash continues the line
+COMMAND = re.compile(r"oversmooth (analyze|metrics|report|study|theory|train)\b((?:[^`\n]|\\\n)*)")
+
+
+def subcommand_flags() -> dict[str, set[str]]:
+    """Every subcommand's option strings, read from the real parser."""
+    parser = build_parser()
+    action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return {name: {option for a in sub._actions for option in a.option_strings}
+            for name, sub in action.choices.items()}
+
+
+def shown_flags() -> list[tuple[str, str, str]]:
+    """``(page, subcommand, --flag)`` for every flag written after ``oversmooth SUB`` in the pages."""
+    found = []
+    for page in PAGES:
+        for command, rest in COMMAND.findall(page.read_text()):
+            rest = rest.split("#")[0]  # a shell comment is prose
+            found += [(page.name, command, flag) for flag in re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", rest)]
+    return found
+
+
+def test_every_flag_the_pages_show_exists():
+    flags, shown = subcommand_flags(), shown_flags()
+    assert len(shown) > 30  # the pages do show commands: this test reads them
+    missing = sorted({(page, command, flag) for page, command, flag in shown if flag not in flags[command]})
+    assert not missing, f"flags in the docs that the command does not take: {missing}"
+
+
+def test_a_made_up_flag_would_be_caught():
+    assert "--no-such-flag" not in subcommand_flags()["train"]
 
 
 @pytest.mark.parametrize("page, code", BLOCKS, ids=[f"{page.stem}{i}" for i, (page, _) in enumerate(BLOCKS)])
-def test_python_block_runs(page, code, tmp_path, monkeypatch):
+def test_python_block_runs_and_prints(page, code, tmp_path, monkeypatch):
+    """Each example runs as written; one with ``print(...)`` prints something."""
     monkeypatch.chdir(tmp_path)
-    exec(compile(code, str(page), "exec"), {"__name__": "readme"})
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(code, str(page), "exec"), {"__name__": "readme"})
+    if "print(" in code:
+        assert out.getvalue().strip()

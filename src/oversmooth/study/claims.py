@@ -54,7 +54,7 @@ def group_cells(cells: list[CellResult]) -> Groups:
 
 
 def _preset_training(study: str) -> tuple:
-    return training_key(PRESETS[study].cells()[0].train_args())
+    return training_key(PRESETS[study].cells()[0].spec())
 
 
 @dataclass(frozen=True)

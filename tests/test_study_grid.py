@@ -34,9 +34,8 @@ def test_cells_cover_the_grid_in_run_order():
     grid = {(c.norm, c.depth, c.variant.label, c.seed) for c in cells}
     assert grid == {(n, d, m, s) for n in ("pre", "post") for d in (1, 2) for m in ("softmax", "neutreno")
                     for s in (0, 1)}
-    args = next(c for c in cells if c.variant.label == "neutreno").train_args()
-    assert args[args.index("--method") + 1] == "neutreno" and args[args.index("--lam") + 1] == "0.5"
-    assert args[args.index("--batch-size") + 1] == "32"
+    spec = next(c for c in cells if c.variant.label == "neutreno").spec()
+    assert (spec.method, spec.knobs, spec.batch_size, spec.width) == ("neutreno", {"lam": 0.5}, 32, 8)
 
 
 def test_a_method_can_be_kept_to_some_norm_placements():
@@ -57,7 +56,7 @@ def test_toml_study_file(tmp_path):
                     '[train]\nepochs = 2\n')
     study = StudyConfig.load(path)
     assert study.name == "grid" and study.variants[1] == Variant("sharp", "spectral", {"spectral": "sharpen"})
-    assert study.cells()[1].train_args()[-2:] == ["--epochs", "2"]
+    assert study.cells()[1].spec().epochs == 2
 
 
 @pytest.mark.parametrize("change, message", [
@@ -75,13 +74,14 @@ def test_bad_study_fields_are_usage_errors(change, message):
 
 @pytest.mark.parametrize("args, message", [
     (["nope"], "unknown study preset 'nope'"),
-    (["@file", "--set", "colour=red"], "unrecognized arguments: --colour red"),
+    (["@file", "--set", "colour=red"], "unknown run field(s) colour"),
     (["@file", "--set", "method=neutreno"], "may not set method"),
-    (["@file", "--set", "lr=-1"], "--lr must be > 0"),
+    (["@file", "--set", "lr=-1"], "cell synthetic-pre-d1-softmax-s0: lr must be > 0"),
+    (["@file", "--set", "epochs=two"], "epochs must be a whole number, got 'two'"),
     (["@file", "--methods", "softmax,magic"], "magic not in this study"),
     (["@file", "--depths", "1,x"], "--depths takes comma-separated whole numbers"),
     (["@file", "--jobs", "0"], "--jobs must be at least 1"),
-    (["@file", "--set", "data_dir=/no/such/dir"], "--data-dir /no/such/dir is not a folder"),
+    (["@file", "--set", "data_dir=/no/such/dir"], "data_dir /no/such/dir is not a folder"),
 ])
 def test_bad_input_exits_2_with_one_line_and_writes_nothing(tmp_path, capsys, args, message):
     study = _write(tmp_path, TINY)
@@ -99,15 +99,16 @@ def test_missing_data_is_caught_before_anything_runs(tmp_path, capsys):
     assert "does not exist" in capsys.readouterr().err and not (tmp_path / "out").exists()
 
 
-def test_compile_switch_reaches_every_cell(tmp_path, capsys):
-    study = _write(tmp_path, {**TINY, "train": {**TINY["train"], "compile": True}})
-    for switch, compiled in (([], True), (["--no-compile"], False)):
+def test_compile_setting_reaches_every_cell(tmp_path, capsys):
+    """A study file's ``compile = true/false`` is compile mode on/off; ``--compile MODE`` overrides
+    it; unset, cells run in the default mode (auto)."""
+    study = _write(tmp_path, {**TINY, "train": {**TINY["train"], "compile": False}})
+    for switch, words in (([], " --compile off"), (["--compile", "on"], " --compile on"), (["--compile", "auto"], "")):
         assert main(["study", str(study), "--out", str(tmp_path / "out"), "--dry-run", *switch]) == 0
         commands = [line for line in capsys.readouterr().out.splitlines() if ": oversmooth train" in line]
-        assert len(commands) == 4 and all((" --compile" in c) == compiled for c in commands)
-    assert main(["study", _write(tmp_path, TINY).as_posix(), "--out", str(tmp_path / "out"), "--dry-run",
-                 "--compile"]) == 0
-    assert capsys.readouterr().out.count(" --compile") == 4
+        assert len(commands) == 4 and all(words in c and c.count("--compile") == bool(words) for c in commands)
+    assert main(["study", str(_write(tmp_path, TINY)), "--out", str(tmp_path / "out"), "--dry-run"]) == 0
+    assert " --compile" not in capsys.readouterr().out
 
 
 def test_every_preset_is_a_valid_grid(monkeypatch):

@@ -10,7 +10,7 @@ BASE = ["train", "--epochs", "1", "--threads", "1", "--no-progress"]
 @pytest.mark.parametrize("args, message", [
     (["--task", "mnist", "--model", "vit"], "unknown task 'mnist'"),
     (["--task", "synthetic", "--model", "cnn"], "unknown model 'cnn'"),
-    (["--task", "austen", "--model", "vit"], "pass --model lm"),
+    (["--task", "austen", "--model", "vit"], "make --model lm"),
     (["--task", "synthetic", "--model", "vit", "--method", "magic"], "unknown mitigation 'magic'"),
     (["--task", "synthetic", "--model", "vit", "--depth", "0"], "depth must be a positive integer"),
     (["--task", "synthetic", "--model", "lm", "--heads", "5"], "heads (5) must divide width"),

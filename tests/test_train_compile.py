@@ -43,6 +43,46 @@ def test_without_a_compiler_the_run_is_the_eager_run_and_says_so_once(tmp_path, 
     assert all(torch.equal(weights[k], eager_weights[k]) for k in eager_weights)
 
 
+def test_auto_compiles_long_vit_runs_only(tmp_path, capsys, monkeypatch):
+    """Compile mode auto (the default) compiles a ViT of at least AUTO_MIN_STEPS steps on a CPU;
+    the failing compiler makes the attempt visible."""
+    import oversmooth.compile_rule as rule
+
+    monkeypatch.setattr(compiled.torch, "compile", failing_compile)
+    monkeypatch.setattr(rule, "AUTO_MIN_STEPS", 16)  # this run: 2 epochs x 8 steps
+    train_run(tmp_path / "long")
+    assert "--compile: torch.compile failed" in capsys.readouterr().err
+    monkeypatch.setattr(rule, "AUTO_MIN_STEPS", 17)
+    train_run(tmp_path / "short")
+    assert "--compile" not in capsys.readouterr().err
+    train_run(tmp_path / "off", "--compile", "off")
+    assert "--compile" not in capsys.readouterr().err
+
+
+def test_a_compiled_run_resumes_eagerly_and_back(tmp_path, monkeypatch):
+    """The checkpoint holds nothing of the compile mode: either mode continues the other's run
+    (here "compiling" keeps the module, so the runs must match bit for bit)."""
+    from oversmooth.train import loop
+
+    monkeypatch.setattr(compiled.torch, "compile", lambda module: module)
+    whole_records, whole, _ = train_run(tmp_path / "whole", "--compile", "off")
+    write_records = loop._write_records
+
+    def stop_after_epoch_1(out_dir, records):
+        write_records(out_dir, records)
+        if len(records) == 1:
+            raise KeyboardInterrupt
+
+    for first, then in (("on", "off"), ("off", "on")):
+        out = tmp_path / f"{first}-{then}"
+        with monkeypatch.context() as patch:
+            patch.setattr(loop, "_write_records", stop_after_epoch_1)
+            assert main([*ARGS, "--out", str(out), "--compile", first]) == 130
+        records, results, _ = train_run(out, "--compile", then, "--resume", "auto")
+        assert results["compiled"] == (then == "on") and records == whole_records
+        assert results["test"] == whole["test"]
+
+
 def test_model_errors_are_not_taken_for_compiler_errors():
     def broken(forward):
         raise ValueError("a bug in the model")

@@ -61,7 +61,7 @@ def test_same_seed_same_run_and_existing_runs_are_protected(tmp_path):
     records = [json.loads(line) for line in (tmp_path / "a" / "metrics.jsonl").read_text().splitlines()]
     assert [r["epoch"] for r in records] == [1, 2] and [r["step"] for r in records] == [8, 16]
     model = nn.Sequential(nn.Flatten(), nn.Linear(64, 4))
-    with pytest.raises(UsageError, match="--resume auto"):
+    with pytest.raises(UsageError, match="pass resume auto"):
         train(model, image_task(), CONFIG, tmp_path / "a")
     (tmp_path / "a" / "results.json").unlink()  # an unfinished run
     other = TrainConfig(epochs=2, batch_size=32, lr=5e-3, progress=False)

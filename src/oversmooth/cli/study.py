@@ -9,9 +9,11 @@ import signal
 import sys
 import tempfile
 
+from oversmooth.compile_rule import COMPILE_MODES
+
 
 def register(subparsers) -> None:
-    from oversmooth.study.presets import PRESETS
+    from oversmooth.study.presets import STUDY_PRESETS
 
     parser = subparsers.add_parser(
         "study", help="train every method at several depths side by side (a grid of train runs)",
@@ -19,9 +21,9 @@ def register(subparsers) -> None:
                     "Finished cells are skipped on a re-run and interrupted ones resume from their "
                     "last checkpoint, so the command can be killed and started again at any time; "
                     "`oversmooth report DIR` reports on whatever has finished. Presets: "
-                    + "; ".join(f"{name}: {study.description}" for name, study in PRESETS.items()) + ".")
+                    + "; ".join(f"{name}: {study.description}" for name, study in STUDY_PRESETS.items()) + ".")
     parser.add_argument("study", metavar="PRESET|FILE",
-                        help=f"a preset ({', '.join(PRESETS)}) or a .json/.toml study file (see docs/studies.md)")
+                        help=f"a preset ({', '.join(STUDY_PRESETS)}) or a .json/.toml study file (see docs/studies.md)")
     parser.add_argument("--out", required=True, metavar="DIR", help="study folder")
     parser.add_argument("--results", metavar="ROOT",
                         help="tracked copy of finished cells (e.g. results): cells in ROOT/<study>/<cell>/ are "
@@ -31,13 +33,14 @@ def register(subparsers) -> None:
     parser.add_argument("--seeds", metavar="LIST", help="override the seeds, e.g. 0,1,2")
     parser.add_argument("--depths", metavar="LIST", help="override the depths, e.g. 4,8,16,32")
     parser.add_argument("--methods", metavar="LIST", help="keep only these method labels, e.g. softmax,neutreno")
-    parser.add_argument("--set", action="append", default=[], metavar="FLAG=VALUE",
-                        help="set an `oversmooth train` flag for every cell, e.g. --set epochs=10 "
+    parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
+                        help="set a run field (an `oversmooth train` flag) for every cell, e.g. --set epochs=10 "
                              "--set data_dir=/my/fmnist (repeatable)")
-    parser.add_argument("--compile", action=argparse.BooleanOptionalAction, default=None,
-                        help="torch.compile every cell's model, or not (--no-compile); default: the "
-                             "study's own setting (its train.compile)")
-    parser.add_argument("--dry-run", action="store_true", help="list the cells and their train commands, run nothing")
+    parser.add_argument("--compile", choices=COMPILE_MODES, default=None,
+                        help="compile mode of every cell: auto, on or off (default: the study's train.compile, "
+                             "else auto: compiled only where it was measured faster, see oversmooth train --help)")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="list the cells and their equivalent train commands, run nothing")
     parser.set_defaults(run=run)
 
 
@@ -95,31 +98,25 @@ def resolve_study(args: argparse.Namespace):
     return dataclasses.replace(study, **changes) if changes else study
 
 
-class _CellParser(argparse.ArgumentParser):
-    """The `oversmooth train` parser of one cell: a bad flag is a UsageError naming the cell."""
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        from oversmooth.errors import UsageError
-        raise UsageError(f"{self.prog}: {message}")
-
-
 def check_cells(study) -> None:
-    """Parse every cell's command line as `oversmooth train` would, and read each task's data once:
-    bad flags, methods or knobs, or missing data, fail here (UsageError) before anything runs."""
-    from oversmooth.cli.train import add_arguments, check_args, model_config
-    from oversmooth.train.task_factory import check_data
+    """Check every cell's run as `oversmooth train` would, and read each task's data once: bad
+    fields, methods or knobs, or missing data, fail here (UsageError naming the cell) before
+    anything runs."""
+    from oversmooth.errors import UsageError
+    from oversmooth.train import task_factory
+    from oversmooth.train.run import check_run
 
     checked_tasks = set()
     with tempfile.TemporaryDirectory() as scratch:
         for cell in study.cells():
-            parser = _CellParser(prog=f"cell {cell.name}")
-            add_arguments(parser)
-            args = parser.parse_args([*cell.train_args(), "--out", scratch])
-            check_args(args)
-            model_config(args)
-            if cell.task not in checked_tasks:
-                check_data(cell.task, args.data_dir)
-                checked_tasks.add(cell.task)
+            try:
+                spec = dataclasses.replace(cell.spec(), out=scratch)
+                check_run(spec)
+                if cell.task not in checked_tasks:
+                    task_factory.check_data(cell.task, spec.data_dir)
+                    checked_tasks.add(cell.task)
+            except UsageError as error:
+                raise UsageError(f"cell {cell.name}: {error}") from None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -129,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
 
     from oversmooth.errors import UsageError
     from oversmooth.outputs import check_output_dir
-    from oversmooth.study import run_study, train_command
+    from oversmooth.study import run_study, worker_spec
     from oversmooth.study.runner import cell_dir
 
     for flag in ("jobs", "threads"):
@@ -144,7 +141,8 @@ def run(args: argparse.Namespace) -> int:
     cells = study.cells()
     if args.dry_run:
         for cell in cells:
-            print(f"{cell.name}: oversmooth " + " ".join(train_command(cell, cell_dir(out, cell), args.threads)[3:]))
+            spec = worker_spec(cell, cell_dir(out, cell), args.threads)
+            print(f"{cell.name}: " + shlex.join(["oversmooth", "train", *spec.command_line()]))
         print(f"{len(cells)} cells")
         return 0
 
@@ -182,7 +180,7 @@ def command_line(args: argparse.Namespace) -> str:
         if getattr(args, flag) != 1:
             words += [f"--{flag}", str(getattr(args, flag))]
     if args.compile is not None:
-        words.append("--compile" if args.compile else "--no-compile")
+        words += ["--compile", args.compile]
     for flag in ("seeds", "depths", "methods"):
         if getattr(args, flag):
             words += [f"--{flag}", getattr(args, flag)]

@@ -6,7 +6,7 @@ Knows training (``oversmooth train`` runs), our models and the Hugging Face anal
 
 from oversmooth.study.config import Cell, StudyConfig, Variant
 from oversmooth.study.presets import STUDY_PRESETS, study_preset
-from oversmooth.study.runner import CellOutcome, run_study, train_command
+from oversmooth.study.runner import CellOutcome, run_study, worker_spec
 
 __all__ = ["Cell", "CellOutcome", "STUDY_PRESETS", "StudyConfig", "Variant", "run_study", "study_preset",
-           "train_command"]
+           "worker_spec"]

@@ -33,7 +33,8 @@ from oversmooth.study.measures import Key
 from oversmooth.study.presets import STUDY_PRESETS
 from oversmooth.study.probes import CurvePair, Probes
 from oversmooth.study.protocol import PROTOCOLS, Protocol
-from oversmooth.study.results import CellResult, training_key
+from oversmooth.run_spec import training_key
+from oversmooth.study.results import CellResult
 from oversmooth.study.stats import NOT_TESTED, Decision, PairedClaim, decide_family
 
 
@@ -209,7 +210,7 @@ def pilot_finding(cells: list[CellResult]) -> tuple[str, str]:
     """What the pilot found (``ours``) and why claims 4a / 4b are not tested. Rule written before it
     ran: post-norm softmax fails at a depth where it diverges or trails pre-norm by >= 5 pp
     validation accuracy at the end of the pilot; without such a depth there is nothing to rescue."""
-    trainings = {training_key(cell.train_args()) for cell in PILOT.cells()}
+    trainings = {training_key(cell.spec()) for cell in PILOT.cells()}
     runs = {(c.norm, c.depth): c for c in cells if c.training() in trainings and c.label == "softmax" and c.epochs}
     depths = sorted({depth for norm, depth in runs if (("pre", depth) in runs and ("post", depth) in runs)})
     found, failing = [], []

@@ -1,8 +1,8 @@
 """What a study trains: a grid of task x norm x depth x method variant x seed, one cell per run.
 
 A study is written as a ``StudyConfig`` (a preset, or a JSON / TOML file with the same fields).
-Each ``Cell`` is one ``oversmooth train`` run with its own folder; ``Cell.train_args`` is the
-command line it runs with, so a cell can be re-run by hand.
+Each ``Cell`` is one training run with its own folder; ``Cell.spec()`` is its ``RunSpec``, whose
+``command_line()`` re-runs it by hand with ``oversmooth train``.
 
 >>> study = StudyConfig(name="demo", model="vit", tasks=("fmnist",), depths=(2, 4),
 ...                     variants=(Variant.parse("softmax"), Variant("neutreno", "neutreno", {"lam": 0.6})),
@@ -10,37 +10,27 @@ command line it runs with, so a cell can be re-run by hand.
 >>> [cell.name for cell in study.cells()]  # doctest: +NORMALIZE_WHITESPACE
 ['fmnist-pre-d2-softmax-s0', 'fmnist-pre-d2-neutreno-s0', 'fmnist-pre-d4-softmax-s0',
  'fmnist-pre-d4-neutreno-s0']
->>> study.cells()[1].train_args()[:8]
-['--task', 'fmnist', '--model', 'vit', '--norm', 'pre', '--depth', '2']
+>>> study.cells()[1].spec().command_line()
+['--task', 'fmnist', '--model', 'vit', '--epochs', '1', '--depth', '2', '--norm', 'pre', '--method', 'neutreno', '--lam', '0.6']
 """
 
 from __future__ import annotations
 
 import json
 import re
+import shlex
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from oversmooth.errors import UsageError
+from oversmooth.run_spec import RunSpec
 
 #: knobs a variant may set, as ``oversmooth train`` flags (see ``oversmooth train --help``).
 KNOBS = ("lam", "tau", "tau_learnable", "deescalate_at", "spectral", "value_mix")
-#: ``oversmooth train`` flags that the grid sets itself, so ``train`` may not.
-GRID_FLAGS = ("task", "model", "norm", "depth", "method", "seed", "out", "resume", *KNOBS)
-
-
-def flag_args(options: dict[str, Any]) -> list[str]:
-    """``{"batch_size": 64, "augment": True}`` -> ``["--batch-size", "64", "--augment"]``."""
-    args: list[str] = []
-    for key, value in options.items():
-        flag = "--" + key.replace("_", "-")
-        if value is True:
-            args.append(flag)
-        elif value is not False and value is not None:
-            args += [flag, str(value)]
-    return args
+#: ``RunSpec`` fields that the grid (or the runner) sets itself, so ``train`` may not.
+GRID_FLAGS = ("task", "model", "norm", "depth", "method", "knobs", "seed", "out", "resume", *KNOBS)
 
 
 @dataclass(frozen=True)
@@ -105,16 +95,25 @@ class Cell:
         task = re.sub(r"[^A-Za-z0-9]+", "_", self.task).strip("_")
         return f"{task}-{self.norm}-d{self.depth}-{self.variant.label}-s{self.seed}"
 
-    def train_args(self) -> list[str]:
-        """The ``oversmooth train`` arguments, less ``--out`` and ``--resume``."""
-        grid = {"task": self.task, "model": self.model, "norm": self.norm, "depth": self.depth,
-                **self.variant.train_flags(), "seed": self.seed}
-        return flag_args(grid) + flag_args(self.train)
+    def spec(self) -> RunSpec:
+        """The cell's run, less where it runs (``out``, ``resume``: the runner's)."""
+        return RunSpec.from_dict({"task": self.task, "model": self.model, "norm": self.norm, "depth": self.depth,
+                                  "method": self.variant.method, "knobs": dict(self.variant.knobs),
+                                  "seed": self.seed, **self.train})
 
     def to_dict(self) -> dict[str, Any]:
+        """``cell.json``: what the cell is, its ``spec`` and, for people, its ``oversmooth train`` command."""
+        spec = self.spec()
         return {"study": self.study, "name": self.name, "model": self.model, "task": self.task,
                 "norm": self.norm, "depth": self.depth, "variant": self.variant.to_dict(),
-                "seed": self.seed, "train_args": self.train_args()}
+                "seed": self.seed, "spec": spec.to_dict(),
+                "command": shlex.join(["oversmooth", "train", *spec.command_line()])}
+
+
+def stored_spec(info: dict[str, Any]) -> RunSpec:
+    """The ``RunSpec`` of a ``cell.json``: its ``spec``, or for cells archived before there were
+    specs, their ``train_args`` (``oversmooth train`` arguments) read back with ``RunSpec.from_args``."""
+    return RunSpec.from_dict(info["spec"]) if "spec" in info else RunSpec.from_args(info["train_args"])
 
 
 def _tuple(value: Any, name: str, kind: type | tuple[type, ...], what: str) -> tuple:
@@ -126,8 +125,8 @@ def _tuple(value: Any, name: str, kind: type | tuple[type, ...], what: str) -> t
 
 @dataclass(frozen=True)
 class StudyConfig:
-    """A grid of training runs. ``train`` holds every other ``oversmooth train`` flag
-    (``width``, ``heads``, ``epochs``, ``lr``, ``batch_size``, ``limit_train``...), shared by all cells.
+    """A grid of training runs. ``train`` holds every other ``RunSpec`` field (``width``,
+    ``heads``, ``epochs``, ``lr``, ``batch_size``, ``limit_train``, ``compile``...), shared by all cells.
     """
 
     name: str
@@ -159,6 +158,8 @@ class StudyConfig:
             if stray:
                 raise UsageError(f"method {variant.label!r} asks for norm(s) {', '.join(stray)} that the study "
                                  f"does not train (norms: {', '.join(self.norms)})")
+        if isinstance(self.train.get("compile"), bool):  # `compile = true` in a file: compile mode on
+            set_("train", {**self.train, "compile": "on" if self.train["compile"] else "off"})
         taken = sorted(set(self.train) & set(GRID_FLAGS))
         if taken:
             raise UsageError(f"study 'train' may not set {', '.join(taken)}: the grid sets them "

@@ -2,7 +2,8 @@
 
 CELLS_DIR = "cells"            # DIR/cells/<cell>/
 STUDY_FILE = "study.json"      # DIR/study.json: the grid and the command that ran it
-CELL_FILE = "cell.json"        # what the cell is and its train arguments
+CELL_FILE = "cell.json"        # what the cell is and its RunSpec
+SPEC_FILE = "spec.json"        # the RunSpec its train process runs (oversmooth train --spec)
 LOG_FILE = "train.log"         # the train process's output
 LOCK_FILE = ".lock"            # held while a process trains the cell
 # Named again here (oversmooth.train.METRICS_FILE / RESULTS_FILE) so that `oversmooth --help`

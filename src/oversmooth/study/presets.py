@@ -73,4 +73,3 @@ def study_preset(name: str) -> StudyConfig:
     return STUDY_PRESETS[name]
 
 
-PRESETS = STUDY_PRESETS  # the old name, still imported by cli/study.py (another branch's file): drop after the merge

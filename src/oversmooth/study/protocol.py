@@ -19,7 +19,8 @@ from oversmooth.study import measures
 from oversmooth.study.measures import Key, Measure, paired_score
 from oversmooth.study.config import StudyConfig
 from oversmooth.study.presets import STUDY_PRESETS
-from oversmooth.study.results import CellResult, training_key
+from oversmooth.run_spec import training_key
+from oversmooth.study.results import CellResult
 
 
 @dataclass(frozen=True)
@@ -100,7 +101,7 @@ class Protocol:
     @property
     def training(self) -> tuple:
         """The preset's ``training_key``: the cells of this setting have it."""
-        return training_key(self.preset.cells()[0].train_args())
+        return training_key(self.preset.cells()[0].spec())
 
     @property
     def arms(self) -> frozenset[Key]:

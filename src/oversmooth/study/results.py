@@ -11,10 +11,9 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
-
 from oversmooth.errors import UsageError
-from oversmooth.study.config import KNOBS
+from oversmooth.run_spec import RunSpec, training_key
+from oversmooth.study.config import stored_spec
 from oversmooth.study.files import ANALYSIS_FILE, CELL_FILE, CELLS_DIR, METRICS_FILE, RESULTS_FILE, STUDY_FILE
 
 #: the score reported per model kind, and whether higher is better.
@@ -38,7 +37,7 @@ class CellResult:
     status: str                   # completed | diverged | partial | pending
     epochs: list[dict]            # the metrics.jsonl records
     results: dict | None          # results.json, once finished
-    train_args: tuple[str, ...] = ()  # its `oversmooth train` arguments (cell.json)
+    spec: RunSpec | None = None   # how it was trained (cell.json: its spec, or older cells' train_args)
     analysis: dict | None = None  # analysis.json: measurements on the trained model, once made
 
     @property
@@ -74,28 +73,7 @@ class CellResult:
     def training(self) -> tuple:
         """``training_key`` of this cell: cells with equal ``training()`` and seed are paired,
         whatever study ran them."""
-        return training_key(self.train_args)
-
-
-_UNPAIRED = {"--method", "--seed", "--norm", "--checkpoint-every", *("--" + knob.replace("_", "-") for knob in KNOBS)}
-
-
-def training_key(train_args: Sequence[str]) -> tuple:
-    """How a cell was trained, less its method, knobs, norm placement and seed: the sorted
-    ``(flag, value)`` pairs of its ``oversmooth train`` arguments (task, model, depth, width,
-    data, optimisation...). Cells with the same key and seed differ only in method (and norm), so
-    FeatScale cells of one study pair with the softmax cells of another one trained the same way.
-
-    >>> training_key(["--task", "fmnist", "--method", "neutreno", "--lam", "0.6", "--augment", "--seed", "1"])
-    (('--augment', None), ('--task', 'fmnist'))
-    """
-    kept, args = [], list(train_args)
-    while args:
-        flag = args.pop(0)
-        value = args.pop(0) if args and not args[0].startswith("--") else None
-        if flag not in _UNPAIRED:
-            kept.append((flag, value))
-    return tuple(sorted(kept))
+        return training_key(self.spec)
 
 
 def _parse(path: Path, text: str):
@@ -128,7 +106,7 @@ def read_cell(folder: Path) -> CellResult:
         study=info["study"], name=info["name"], model=info["model"], task=info["task"], norm=info["norm"],
         depth=info["depth"], label=variant["label"], method=variant["method"],
         knobs={k: v for k, v in variant.items() if k not in ("label", "method", "norms")}, seed=info["seed"],
-        status=status, epochs=epochs, results=results, train_args=tuple(info.get("train_args", ())), analysis=analysis,
+        status=status, epochs=epochs, results=results, spec=stored_spec(info), analysis=analysis,
     )
 
 

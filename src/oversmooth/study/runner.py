@@ -1,19 +1,21 @@
-"""Run the cells of a study, each as its own ``oversmooth train`` process, ``jobs`` at a time.
+"""Run the cells of a study, each as its own ``oversmooth train --spec`` process, ``jobs`` at a time.
 
 Folder layout::
 
     DIR/study.json                  the study config (rewritten by every run)
-    DIR/cells/<cell>/cell.json      what the cell is (task, norm, depth, method, seed, train args)
+    DIR/cells/<cell>/cell.json      what the cell is (task, norm, depth, method, seed, its RunSpec)
+    DIR/cells/<cell>/spec.json      the RunSpec the train process runs (the cell's, with out, threads...)
     DIR/cells/<cell>/train.log      the train process's output (appended on every attempt)
     DIR/cells/<cell>/...            the train run itself: checkpoint.pt, metrics.jsonl, results.json
 
 A cell whose ``results.json`` exists (completed or diverged) is skipped; any other cell runs with
-``--resume auto``, so a cell killed mid-run continues from its last checkpoint. Every file is
+``resume = "auto"``, so a cell killed mid-run continues from its last checkpoint. Every file is
 written atomically, so the study can be killed at any moment and reported on at any moment.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -28,9 +30,10 @@ from oversmooth.atomic import atomic_write
 from oversmooth.errors import UsageError
 from oversmooth.run_lock import LOCK_FD, acquire
 from oversmooth.study.archive import archive_cell, archive_study, archived, is_archived
-from oversmooth.study.config import Cell, StudyConfig
+from oversmooth.run_spec import RunSpec
+from oversmooth.study.config import Cell, StudyConfig, stored_spec
 from oversmooth.study.files import ANALYSIS_FILE, CELL_FILE, CELLS_DIR, LOG_FILE, MODEL_DIR, RESULTS_FILE, \
-    STUDY_FILE
+    SPEC_FILE, STUDY_FILE
 
 
 def cell_dir(out: Path, cell: Cell) -> Path:
@@ -42,10 +45,14 @@ def is_finished(folder: Path) -> bool:
     return (folder / RESULTS_FILE).is_file()
 
 
-def train_command(cell: Cell, folder: Path, threads: int) -> list[str]:
-    """The full command line of one cell (this Python, ``-m oversmooth train``)."""
-    return [sys.executable, "-m", "oversmooth", "train", *cell.train_args(), "--out", str(folder),
-            "--resume", "auto", "--no-progress", "--threads", str(threads)]
+def worker_spec(cell: Cell, folder: Path, threads: int) -> RunSpec:
+    """The cell's run as its train process runs it: in ``folder``, resumed if begun, no progress bar."""
+    return dataclasses.replace(cell.spec(), out=str(folder), resume="auto", progress=False, threads=threads)
+
+
+def train_command(spec_file: Path) -> list[str]:
+    """The train process of a cell whose ``worker_spec`` is saved in ``spec_file``."""
+    return [sys.executable, "-m", "oversmooth", "train", "--spec", str(spec_file)]
 
 
 def analysis_command(folder: Path, threads: int) -> list[str]:
@@ -125,7 +132,8 @@ def run_cell(cell: Cell, out: Path, threads: int, processes: _Processes,
         if not trained:
             with atomic_write(folder / CELL_FILE) as handle:
                 json.dump(cell.to_dict(), handle, indent=2)
-            code = processes.run(train_command(cell, folder, threads), folder / LOG_FILE, lock)
+            worker_spec(cell, folder, threads).save(folder / SPEC_FILE)
+            code = processes.run(train_command(folder / SPEC_FILE), folder / LOG_FILE, lock)
             if code != 0 or not is_finished(folder):
                 return CellOutcome(cell, "failed", code)
         if target is not None:
@@ -138,11 +146,12 @@ def run_cell(cell: Cell, out: Path, threads: int, processes: _Processes,
 
 
 def check_archive(study: StudyConfig, archive: Path) -> None:
-    """Refuse (UsageError) when a cell archived under ``archive`` was trained with other arguments
-    than the study's cell of that name would be: it would be skipped as finished, wrongly."""
+    """Refuse (UsageError) when a cell archived under ``archive`` was trained in another setting
+    (``RunSpec.setting``) than the study's cell of that name: it would be skipped as finished,
+    wrongly. Cells archived with ``train_args`` instead of a spec are read back (``stored_spec``)."""
     for cell in study.cells():
         info = archived(archive, cell.study, cell.name) / CELL_FILE
-        if info.is_file() and json.loads(info.read_text())["train_args"] != cell.train_args():
+        if info.is_file() and stored_spec(json.loads(info.read_text())).setting() != cell.spec().setting():
             raise UsageError(f"{info.parent} was trained with other settings than this study's {cell.name}; "
                              "move it away or use another --results folder")
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import torch
 
-from oversmooth.errors import UsageError
+from oversmooth.errors import FieldError, UsageError
 from oversmooth.metrics import MetricTable, measure
 from oversmooth.spectra import DynamicsPrediction, predict_dynamics, value_output_eigenvalues
 from oversmooth.theory.outcome import Outcome, observe
@@ -36,7 +36,7 @@ class Setup:
                              f"{', '.join(ATTENTION_KINDS)}")
         for name in ("depth", "tokens", "sequences"):
             if getattr(self, name) < 2:
-                raise UsageError(f"--{name} must be at least 2, got {getattr(self, name)}")
+                raise FieldError("{%s} must be at least 2, got {got}" % name, got=getattr(self, name))
 
 
 @dataclass

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import torch
 
-from oversmooth.errors import UsageError
+from oversmooth.errors import FieldError, UsageError
 from oversmooth.theory.simulate import LayerConfig
 
 THEORY_PRESETS = ("smoothing", "sharpening", "rotating", "lnflip")
@@ -49,7 +49,7 @@ def rotating_spectrum(dim: int) -> tuple[complex, ...]:
 def preset_cases(name: str, dim: int) -> tuple[Case, ...]:
     """The cases of preset ``name`` in dimension ``dim``."""
     if dim < 2:
-        raise UsageError(f"--dim must be at least 2 for the presets, got {dim}")
+        raise FieldError("{dim} must be at least 2 for the presets, got {got}", got=dim)
     linear = LayerConfig()
     if name == "smoothing":
         return (Case("H eig in (0,1]", smoothing_spectrum(dim), linear),)
@@ -64,4 +64,3 @@ def preset_cases(name: str, dim: int) -> tuple[Case, ...]:
 
 
 
-PRESETS = THEORY_PRESETS  # the old name, still imported by cli/theory.py (another branch's file): drop after the merge

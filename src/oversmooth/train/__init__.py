@@ -1,6 +1,7 @@
 """Training: tasks, AdamW + warmup-cosine, atomic checkpoints with exact resume, DDP.
 
-Knows nothing of the command line; ``oversmooth.cli.train`` wires data, models and this together.
+Knows nothing of the command line: ``oversmooth.train.run.run(spec)`` wires data, models and the
+loop together for a ``oversmooth.run_spec.RunSpec``; ``oversmooth train`` maps its flags to one.
 """
 
 from oversmooth.train.checkpoint import load_checkpoint, save_checkpoint

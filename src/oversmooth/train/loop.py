@@ -22,7 +22,7 @@ import torch
 from torch import nn
 
 from oversmooth.atomic import atomic_write
-from oversmooth.errors import UsageError
+from oversmooth.errors import FieldError
 from oversmooth.run_lock import run_lock
 from oversmooth.train.checkpoint import FILENAME, load_checkpoint, rng_state, save_checkpoint, set_rng_state
 from oversmooth.train.compiled import CompiledForward
@@ -100,137 +100,188 @@ def train(
     out_dir = Path(out_dir)
     steps_per_epoch = task.size("train") // config.batch_size
     if steps_per_epoch < 1:
-        raise UsageError(f"batch size {config.batch_size} exceeds the {task.size('train')} training examples; lower --batch-size")
+        raise FieldError("{batch_size} {got} exceeds the {count} training examples; lower it",
+                         got=config.batch_size, count=task.size("train"))
     if config.batch_size % env.world_size:
-        raise UsageError(f"batch size {config.batch_size} does not split over {env.world_size} processes; make it a multiple")
+        raise FieldError("{batch_size} {got} does not split over {count} processes; make it a multiple",
+                         got=config.batch_size, count=env.world_size)
+    description = {**(description or {}), "train": {k: v for k, v in asdict(config).items() if k not in _NOT_SETTINGS}}
     with run_lock(out_dir) if env.is_main else contextlib.nullcontext():
-        return _train(model, task, config, out_dir, env, resume, description, steps_per_epoch)
+        finished = _finished(model, out_dir, description) if resume else None
+        if finished is not None:
+            return finished
+        return _Run(model, task, config, out_dir, env, description, steps_per_epoch).train(resume)
 
 
-def _train(model: nn.Module, task: SupervisedTask, config: TrainConfig, out_dir: Path, env: Distributed,
-           resume: bool, description: dict | None, steps_per_epoch: int) -> dict:
-    """``train`` once its settings are checked and ``out_dir`` is locked."""
-    settings = {k: v for k, v in asdict(config).items() if k not in _NOT_SETTINGS}
-    description = {**(description or {}), "train": settings}
-    checkpoint_path = out_dir / FILENAME
-    if resume and (out_dir / RESULTS_FILE).is_file():
-        results = json.loads((out_dir / RESULTS_FILE).read_text())
-        if _settings_only(results.get("description")) == description:
-            if checkpoint_path.is_file():  # hand back the trained (or last good) weights
-                model.load_state_dict(load_checkpoint(checkpoint_path)["model"])
-            return results
-    total_steps = steps_per_epoch * config.epochs
+def _finished(model: nn.Module, out_dir: Path, description: dict) -> dict | None:
+    """The results of the finished run of ``description`` in ``out_dir`` (``model`` gets its trained,
+    or last good, weights), or None."""
+    if not (out_dir / RESULTS_FILE).is_file():
+        return None
+    results = json.loads((out_dir / RESULTS_FILE).read_text())
+    if _settings_only(results.get("description")) != description:
+        return None
+    if (out_dir / FILENAME).is_file():
+        model.load_state_dict(load_checkpoint(out_dir / FILENAME)["model"])
+    return results
 
-    model.to(env.device)
-    optimizer, scheduler = build_optimizer(
-        model, config.lr, config.weight_decay, round(config.warmup_fraction * total_steps), total_steps
-    )
-    step, records, elapsed = 0, [], 0.0
-    epoch_loss = torch.zeros(2, dtype=torch.float64)  # running (sum of step losses, steps)
-    if checkpoint_path.is_file():
-        if not resume:
-            raise UsageError(f"{out_dir} already holds a run; pass --resume auto to continue it or choose another --out")
-        state = load_checkpoint(checkpoint_path)
-        stored = _settings_only(state["description"])
-        if stored != description:
-            changed = sorted(k for k in description.keys() | stored.keys() if description.get(k) != stored.get(k))
-            raise UsageError(f"{out_dir} holds a run with different settings ({', '.join(changed)}); use another --out")
-        model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        scheduler.load_state_dict(state["scheduler"])
-        set_rng_state(state["rng"])
-        step, records, elapsed, epoch_loss = state["step"], state["records"], state["elapsed"], state["epoch_loss"]
-        if env.is_main:
-            print(f"resuming {out_dir} at step {step} (epoch {step // steps_per_epoch + 1})", file=sys.stderr)
-    if env.is_main:
-        _write_records(out_dir, records)
 
-    def checkpoint() -> None:
-        if env.is_main:
-            save_checkpoint(checkpoint_path, {
-                "model": model.state_dict(), "optimizer": optimizer.state_dict(),
-                "scheduler": scheduler.state_dict(), "rng": rng_state(), "step": step,
-                "records": records, "epoch_loss": epoch_loss, "description": description,
-                "elapsed": elapsed + time.perf_counter() - started,
-            })
-        env.barrier()
+class _Run:
+    """One training session of a run: its optimiser, where it stands (``step``, ``records``, the
+    running ``epoch_loss`` = [sum of step losses, steps]) and its timing, in the order ``train``
+    takes its steps: restore, then epochs, then results."""
 
-    use_cuda = env.device.type == "cuda"
-    forward = model
-    if env.enabled:
-        forward = nn.parallel.DistributedDataParallel(model, device_ids=[env.device.index] if use_cuda else None)
-    runner = CompiledForward(forward, config.compile, quiet=not env.is_main)
-    probe_inputs = task.batch("val", torch.arange(min(config.probe_size, task.size("val"))))[0].to(env.device)
+    def __init__(self, model: nn.Module, task: SupervisedTask, config: TrainConfig, out_dir: Path,
+                 env: Distributed, description: dict, steps_per_epoch: int):
+        self.model, self.task, self.config, self.out_dir, self.env = model, task, config, out_dir, env
+        self.description, self.steps_per_epoch = description, steps_per_epoch
+        total_steps = steps_per_epoch * config.epochs
+        model.to(env.device)
+        self.optimizer, self.scheduler = build_optimizer(
+            model, config.lr, config.weight_decay, round(config.warmup_fraction * total_steps), total_steps
+        )
+        self.step, self.records, self.elapsed = 0, [], 0.0
+        self.epoch_loss = torch.zeros(2, dtype=torch.float64)
+        self.started, self.session_steps, self.step_seconds = time.perf_counter(), 0, 0.0
 
-    writer = open_writer(out_dir) if config.tensorboard and env.is_main else None
-    started, session_steps, step_seconds = time.perf_counter(), 0, 0.0
-    diverged = None
-    model.train()
-    for epoch in range(len(records), config.epochs):
-        order = epoch_order(config.seed, epoch, task.size("train"))
-        first = step - epoch * steps_per_epoch
-        bar = _progress(config, env, epoch, steps_per_epoch, first)
-        for position in range(first, steps_per_epoch):
-            step_started = time.perf_counter()
-            inputs, targets = training_batch(task, order, epoch, position, config, env)
-            mean_loss, diverged = optimizer_step(runner, model, task, inputs, targets, optimizer, config, env)
+    def train(self, resume: bool) -> dict:
+        self.restore(resume)
+        if self.env.is_main:
+            _write_records(self.out_dir, self.records)
+        forward = self.model
+        if self.env.enabled:
+            use_cuda = self.env.device.type == "cuda"
+            forward = nn.parallel.DistributedDataParallel(self.model, device_ids=[self.env.device.index] if use_cuda else None)
+        runner = CompiledForward(forward, self.config.compile, quiet=not self.env.is_main)
+        probe_size = min(self.config.probe_size, self.task.size("val"))
+        probe_inputs = self.task.batch("val", torch.arange(probe_size))[0].to(self.env.device)
+        writer = open_writer(self.out_dir) if self.config.tensorboard and self.env.is_main else None
+        self.started = time.perf_counter()
+        diverged = None
+        self.model.train()
+        for epoch in range(len(self.records), self.config.epochs):
+            diverged = self.train_epoch(epoch, runner)
             if diverged:
-                diverged += f" at step {step + 1}"
                 break
-            scheduler.step()
-            step += 1
-            session_steps += 1
-            epoch_loss += torch.tensor([mean_loss, 1.0], dtype=torch.float64)
-            step_seconds += time.perf_counter() - step_started
+            self.end_epoch(epoch, probe_inputs, writer)
+        if writer is not None:
+            writer.close()
+        return self.finish(diverged, runner.compiled)
+
+    def restore(self, resume: bool) -> None:
+        """Continue from the checkpoint in ``out_dir``, if there is one (refused without ``resume``
+        or with other settings)."""
+        path = self.out_dir / FILENAME
+        if not path.is_file():
+            return
+        if not resume:
+            raise FieldError("{out} {path} already holds a run; pass {resume} auto to continue it or choose "
+                             "another {out}", path=self.out_dir)
+        state = load_checkpoint(path)
+        stored = _settings_only(state["description"])
+        if stored != self.description:
+            changed = sorted(k for k in self.description.keys() | stored.keys()
+                             if self.description.get(k) != stored.get(k))
+            raise FieldError("{out} {path} holds a run with different settings ({changed}); use another {out}",
+                             path=self.out_dir, changed=", ".join(changed))
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.scheduler.load_state_dict(state["scheduler"])
+        set_rng_state(state["rng"])
+        self.step, self.records, self.elapsed = state["step"], state["records"], state["elapsed"]
+        self.epoch_loss = state["epoch_loss"]
+        if self.env.is_main:
+            print(f"resuming {self.out_dir} at step {self.step} (epoch {self.step // self.steps_per_epoch + 1})",
+                  file=sys.stderr)
+
+    def checkpoint(self) -> None:
+        if self.env.is_main:
+            save_checkpoint(self.out_dir / FILENAME, {
+                "model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
+                "scheduler": self.scheduler.state_dict(), "rng": rng_state(), "step": self.step,
+                "records": self.records, "epoch_loss": self.epoch_loss, "description": self.description,
+                "elapsed": self.elapsed + time.perf_counter() - self.started,
+            })
+        self.env.barrier()
+
+    def train_epoch(self, epoch: int, runner: CompiledForward) -> str | None:
+        """The optimiser steps left in ``epoch``; returns why the run diverged, or None."""
+        config = self.config
+        order = epoch_order(config.seed, epoch, self.task.size("train"))
+        first = self.step - epoch * self.steps_per_epoch
+        bar = _progress(config, self.env, epoch, self.steps_per_epoch, first)
+        try:
+            for position in range(first, self.steps_per_epoch):
+                step_started = time.perf_counter()
+                inputs, targets = training_batch(self.task, order, epoch, position, config, self.env)
+                mean_loss, diverged = optimizer_step(runner, self.model, self.task, inputs, targets, self.optimizer,
+                                                     config, self.env)
+                if diverged:
+                    return f"{diverged} at step {self.step + 1}"
+                self.scheduler.step()
+                self.step += 1
+                self.session_steps += 1
+                self.epoch_loss += torch.tensor([mean_loss, 1.0], dtype=torch.float64)
+                self.step_seconds += time.perf_counter() - step_started
+                if bar is not None:
+                    rate = self.session_steps * config.batch_size / self.step_seconds
+                    bar.set_postfix(loss=f"{mean_loss:.4f}", ex_s=f"{rate:.0f}", refresh=False)
+                    bar.update()
+                if (config.checkpoint_every and self.step % config.checkpoint_every == 0
+                        and position + 1 < self.steps_per_epoch):
+                    self.checkpoint()
+        finally:
             if bar is not None:
-                rate = session_steps * config.batch_size / step_seconds
-                bar.set_postfix(loss=f"{mean_loss:.4f}", ex_s=f"{rate:.0f}", refresh=False)
-                bar.update()
-            if config.checkpoint_every and step % config.checkpoint_every == 0 and position + 1 < steps_per_epoch:
-                checkpoint()
-        if bar is not None:
-            bar.close()
-        if diverged:
-            break
+                bar.close()
+        return None
+
+    def end_epoch(self, epoch: int, probe_inputs: torch.Tensor, writer) -> None:
+        """Score the epoch, checkpoint, then record it (``metrics.jsonl``, stderr, tensorboard)."""
+        config, env = self.config, self.env
         record = {
-            "epoch": epoch + 1, "step": step, "lr": scheduler.get_last_lr()[0],
-            "train_loss": (epoch_loss[0] / epoch_loss[1]).item(),
-            "val": evaluate(model, task, "val", config.eval_batch_size, env, config.bf16),
+            "epoch": epoch + 1, "step": self.step, "lr": self.scheduler.get_last_lr()[0],
+            "train_loss": (self.epoch_loss[0] / self.epoch_loss[1]).item(),
+            "val": evaluate(self.model, self.task, "val", config.eval_batch_size, env, config.bf16),
         }
-        if env.is_main and hasattr(model, "run_with_cache"):
-            record["layers"] = layer_metrics(model, probe_inputs)
-        records.append(record)
-        epoch_loss = torch.zeros(2, dtype=torch.float64)
-        checkpoint()  # first: a crash in between leaves metrics.jsonl behind its checkpoint, never ahead
+        if env.is_main and hasattr(self.model, "run_with_cache"):
+            record["layers"] = layer_metrics(self.model, probe_inputs)
+        self.records.append(record)
+        self.epoch_loss = torch.zeros(2, dtype=torch.float64)
+        self.checkpoint()  # first: a crash in between leaves metrics.jsonl behind its checkpoint, never ahead
         if env.is_main:
-            _write_records(out_dir, records)
+            _write_records(self.out_dir, self.records)
             print(_summary(record, config.epochs), file=sys.stderr)
             if writer is not None:
                 log_epoch(writer, record)
 
-    if writer is not None:
-        writer.close()
-    seconds = time.perf_counter() - started
-    results = {
-        "status": "diverged" if diverged else "completed",
-        "epochs": len(records), "steps": step,
-        "val": records[-1]["val"] if records else None,
-        "test": None if diverged else evaluate(model, task, "test", config.eval_batch_size, env, config.bf16),
-        "wall_seconds": elapsed + seconds,
-        "train_examples_per_second": session_steps * config.batch_size / step_seconds if session_steps else None,
-        "parameters": sum(p.numel() for p in model.parameters()),
-        "compiled": runner.compiled,
-        "device": str(env.device), "world_size": env.world_size, "description": description,
-    }
-    if diverged:
-        results["diverged"] = diverged
+    def finish(self, diverged: str | None, compiled: bool) -> dict:
+        """The results dict, written to ``results.json`` by the main process."""
+        config, env = self.config, self.env
+        seconds = time.perf_counter() - self.started
+        results = {
+            "status": "diverged" if diverged else "completed",
+            "epochs": len(self.records), "steps": self.step,
+            "val": self.records[-1]["val"] if self.records else None,
+            "test": None if diverged else evaluate(self.model, self.task, "test", config.eval_batch_size, env,
+                                                   config.bf16),
+            "wall_seconds": self.elapsed + seconds,
+            "train_examples_per_second": (self.session_steps * config.batch_size / self.step_seconds
+                                          if self.session_steps else None),
+            "parameters": sum(p.numel() for p in self.model.parameters()),
+            "compiled": compiled,
+            "device": str(env.device), "world_size": env.world_size, "description": self.description,
+        }
+        if diverged:
+            results["diverged"] = diverged
+            if env.is_main:
+                path = self.out_dir / FILENAME
+                kept = f"the last good checkpoint ({path}) is kept" if path.is_file() else "no checkpoint was reached"
+                print(f"diverged: {diverged}; stopping, {kept}; results.json records status 'diverged'",
+                      file=sys.stderr)
         if env.is_main:
-            kept = f"the last good checkpoint ({checkpoint_path}) is kept" if checkpoint_path.is_file() else "no checkpoint was reached"
-            print(f"diverged: {diverged}; stopping, {kept}; results.json records status 'diverged'", file=sys.stderr)
-    if env.is_main:
-        _write_results(out_dir, results)
-    env.barrier()
-    return results
+            _write_results(self.out_dir, results)
+        env.barrier()
+        return results
 
 
 def training_batch(task: SupervisedTask, order: torch.Tensor, epoch: int, position: int, config: TrainConfig,

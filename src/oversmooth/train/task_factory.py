@@ -9,7 +9,7 @@ from pathlib import Path
 import torch
 
 from oversmooth import data
-from oversmooth.errors import UsageError
+from oversmooth.errors import FieldError, UsageError
 from oversmooth.train.tasks import ImageClassification, LanguageModelling, SupervisedTask
 
 TASKS = {
@@ -44,9 +44,10 @@ def task_model_kind(spec: str, model: str) -> None:
     if needs is None:
         raise UsageError(f"unknown task {spec!r}; choose from {', '.join(TASKS)}")
     if name == "text" and not spec[5:].strip():
-        raise UsageError("task text: needs a file, e.g. --task text:notes.txt")
+        raise FieldError("{task} text: needs a file, e.g. text:notes.txt")
     if needs != model:
-        raise UsageError(f"task {name} trains a {needs} model, not {model}; pass --model {needs}")
+        raise FieldError("task {name} trains a {needs} model, not {got}; make {model} {needs}",
+                         name=name, needs=needs, got=model)
 
 
 def make_task(
@@ -99,7 +100,7 @@ def _limit(splits: dict, options: DataOptions) -> dict:
     if options.limit_train is None:
         return splits
     if options.limit_train < 1:
-        raise UsageError(f"--limit-train must be a positive number of examples, got {options.limit_train}")
+        raise FieldError("{limit_train} must be a positive number of examples, got {got}", got=options.limit_train)
     train = splits["train"]
     limited = tuple(t[: options.limit_train] for t in train) if isinstance(train, tuple) else train[: options.limit_train]
     return {**splits, "train": limited}

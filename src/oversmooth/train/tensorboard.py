@@ -9,18 +9,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from oversmooth.errors import UsageError
+from oversmooth.errors import FieldError
 
 FOLDER = "tensorboard"
 LAYER_METRICS = ("cos_sim", "t_sim")
 
 
 def summary_writer_class():
-    """torch's ``SummaryWriter``, or a clear UsageError when the tensorboard package is missing."""
+    """torch's ``SummaryWriter``, or a clear FieldError when the tensorboard package is missing."""
     try:
         from torch.utils.tensorboard import SummaryWriter
     except ImportError:
-        raise UsageError("--tensorboard needs the tensorboard package: pip install tensorboard") from None
+        raise FieldError("{tensorboard} needs the tensorboard package: pip install tensorboard") from None
     return SummaryWriter
 
 

@@ -1,0 +1,271 @@
+"""One training run described as data: ``RunSpec``, what ``oversmooth train`` and studies run.
+
+A ``RunSpec`` is JSON-able (``to_dict`` / ``from_dict``, ``save`` / ``load``), checked by
+``check()`` with errors naming its fields (``FieldError``: a CLI maps them to its flags), and
+equivalent to an ``oversmooth train`` command line: ``command_line()`` writes one and
+``from_args`` reads one back, both derived from the fields by one rule (field ``batch_size`` is
+flag ``--batch-size``; a bool that defaults to True is switched off by ``--no-FIELD``; each
+``knobs`` entry is a flag of its own). The method and its knobs are opaque here: the mitigation
+registry reads them when the model is built. Imports no torch.
+
+>>> spec = RunSpec(task="synthetic", model="vit", epochs=2, depth=2, method="neutreno", knobs={"lam": 0.5})
+>>> spec.command_line()
+['--task', 'synthetic', '--model', 'vit', '--epochs', '2', '--depth', '2', '--method', 'neutreno', '--lam', '0.5']
+>>> RunSpec.from_args(spec.command_line()) == spec
+True
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import math
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from oversmooth.atomic import atomic_write
+from oversmooth.compile_rule import COMPILE_MODES
+from oversmooth.errors import FieldError, UsageError
+
+#: fields that say where and how a run goes, not what it learns: they may differ between two
+#: runs of one cell (and between a run and its resumption).
+RUN_OPTIONS = ("out", "resume", "checkpoint_every", "compile", "threads", "progress", "tensorboard")
+#: fields that tell apart runs of one training (``training_key``): method, knobs, norm, seed.
+VARIES = ("method", "knobs", "norm", "seed")
+CHOICES = {"resume": ("auto", "never"), "device": ("auto", "cpu", "cuda"), "compile": COMPILE_MODES}
+AT_LEAST_ONE = ("epochs", "batch_size", "seq_len", "vocab_size", "val_size", "passage_chars", "probe_size",
+                "threads", "limit_train")
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """Every setting of one training run (``oversmooth train --help`` explains each one).
+
+    Shape fields left None take the model preset's value (``vit-cpu`` / ``lm-cpu``).
+    """
+
+    # task and model
+    task: str                        # fmnist | austen | text:FILE[,FILE...] | synthetic
+    model: str                       # vit | lm
+    epochs: int
+    preset: str | None = None
+    depth: int | None = None
+    width: int | None = None
+    heads: int | None = None
+    mlp_ratio: float | None = None
+    norm: str | None = None          # pre | post
+    ln_sign: str | None = None
+    dropout: float | None = None
+    patch_size: int | None = None
+    # the mitigation: a method name ('+' combines) and its knobs, e.g. {"lam": 0.6}
+    method: str = "softmax"
+    knobs: dict[str, Any] = field(default_factory=dict)
+    # data
+    data_dir: str | None = None
+    val_size: int = 5000
+    augment: bool = False
+    label_smoothing: float = 0.1
+    seq_len: int = 64
+    vocab_size: int = 4096
+    passage_chars: int = 8000
+    limit_train: int | None = None
+    # optimisation
+    batch_size: int = 128            # global: split over DDP processes
+    lr: float = 1e-3
+    weight_decay: float = 0.05
+    warmup: float = 0.05             # share of all steps
+    grad_clip: float = 1.0
+    seed: int = 0
+    # run (RUN_OPTIONS, and device, bf16, probe_size)
+    out: str | None = None           # the run folder; needed to run
+    resume: str = "never"            # auto: continue the run in out if there is one
+    checkpoint_every: int = 0        # steps; 0: at epoch ends only
+    device: str = "auto"
+    bf16: bool = True                # CUDA: bf16 autocast
+    compile: str = field(default="auto", metadata={"bare": "on"})  # auto | on | off (compile_rule)
+    threads: int | None = None       # torch CPU threads; None: torch's choice
+    probe_size: int = 32             # validation examples whose layer metrics are recorded
+    progress: bool = True
+    tensorboard: bool = False
+
+    def check(self) -> "RunSpec":
+        """Types, ranges and choices of every field, and that ``data_dir`` is a folder; returns
+        ``self``. Raises ``FieldError`` naming the field. Writes nothing."""
+        for name, kind in _kinds().items():
+            _check_type(name, getattr(self, name), kind)
+        if not all(isinstance(k, str) for k in self.knobs):
+            raise FieldError("{knobs} must map knob names to values, got {got!r}", got=self.knobs)
+        for name in AT_LEAST_ONE:
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise FieldError("{%s} must be at least 1, got {got}" % name, got=value)
+        for name in ("checkpoint_every", "weight_decay"):
+            if getattr(self, name) < 0:
+                raise FieldError("{%s} must be >= 0, got {got}" % name, got=getattr(self, name))
+        for name in ("lr", "grad_clip"):
+            if not getattr(self, name) > 0:
+                raise FieldError("{%s} must be > 0, got {got}" % name, got=getattr(self, name))
+        for name in ("warmup", "label_smoothing"):
+            if not 0 <= getattr(self, name) < 1:
+                raise FieldError("{%s} must lie in [0, 1), got {got}" % name, got=getattr(self, name))
+        for name, choices in CHOICES.items():
+            if getattr(self, name) not in choices:
+                raise FieldError("{%s} must be one of {choices}, got {got!r}" % name,
+                                 choices=" | ".join(choices), got=getattr(self, name))
+        if self.data_dir is not None and not Path(self.data_dir).is_dir():
+            raise FieldError("{data_dir} {got} is not a folder; point it at your copy of the data", got=self.data_dir)
+        return self
+
+    def setting(self) -> dict[str, Any]:
+        """What the run learns: every field but ``RUN_OPTIONS``. Two runs of one setting learn the
+        same thing (bit for bit on one machine, eager; to float rounding when compiled)."""
+        return {k: v for k, v in self.to_dict().items() if k not in RUN_OPTIONS}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: dict(self.knobs) if f.name == "knobs" else getattr(self, f.name)
+                for f in dataclasses.fields(self)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "RunSpec":
+        """The fields of ``to_dict``; unknown ones are refused, ``task``, ``model`` and ``epochs``
+        are required. Values are checked by ``check``."""
+        if not isinstance(data, dict):
+            raise UsageError(f"a run spec is a table of fields, got {data!r}")
+        names = [f.name for f in dataclasses.fields(cls)]
+        unknown = sorted(set(data) - set(names))
+        if unknown:
+            raise UsageError(f"unknown run field(s) {', '.join(unknown)}; valid: {', '.join(names)}")
+        missing = [name for name in ("task", "model", "epochs") if name not in data]
+        if missing:
+            raise UsageError(f"a run spec needs {', '.join(missing)}")
+        return cls(**data)
+
+    def save(self, path: str | Path) -> None:
+        """Write ``to_dict`` as JSON, atomically."""
+        with atomic_write(Path(path)) as handle:
+            json.dump(self.to_dict(), handle, indent=2)
+
+    @classmethod
+    def load(cls, path: str | Path) -> "RunSpec":
+        """Read a spec written by ``save``; an unreadable or damaged file is a UsageError."""
+        try:
+            data = json.loads(Path(path).read_text())
+        except OSError as error:
+            raise UsageError(f"cannot read run spec {path} ({error.strerror}); give a file written by "
+                             "RunSpec.save") from None
+        except ValueError as error:
+            raise UsageError(f"run spec {path} is not valid JSON ({error}); write it again") from None
+        return cls.from_dict(data)
+
+    def command_line(self) -> list[str]:
+        """The ``oversmooth train`` arguments of this spec: every field that differs from its
+        default, in field order, the knobs right after ``--method``."""
+        words: list[str] = []
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if f.name == "knobs":
+                for knob, knob_value in value.items():
+                    if knob_value is not False and knob_value is not None:
+                        words += _flag_words(flag(knob), knob_value)
+            elif value != _default(f):
+                words += _flag_words(flag(f.name) if value is not False else flag("no_" + f.name), value)
+        return words
+
+    @classmethod
+    def from_args(cls, args: list[str] | tuple[str, ...]) -> "RunSpec":
+        """The spec of ``oversmooth train`` arguments as ``command_line`` writes them (and as older
+        studies stored them in ``cell.json``): a flag that names no field is a knob; a knob without
+        a value is True, a knob's value is read as an int, else a float, else kept as text."""
+        by_flag = {flag(f.name): f for f in dataclasses.fields(cls) if f.name != "knobs"}
+        by_flag.update({flag("no_" + f.name): f for f in dataclasses.fields(cls) if f.default is True})
+        kinds, values, knobs, words = _kinds(), {}, {}, list(args)
+        while words:
+            word = words.pop(0)
+            f = by_flag.get(word)
+            bare = not words or words[0].startswith("--")
+            if f is None:
+                if not word.startswith("--"):
+                    raise UsageError(f"cannot read train arguments {list(args)}: {word!r} is no flag")
+                knobs[word[2:].replace("-", "_")] = True if bare else _literal(words.pop(0))
+            elif kinds[f.name] is bool:
+                values[f.name] = not word.startswith("--no-")
+            elif bare and "bare" in f.metadata:
+                values[f.name] = f.metadata["bare"]
+            elif bare:
+                raise UsageError(f"cannot read train arguments {list(args)}: {word} lacks its value")
+            else:
+                values[f.name] = _convert(kinds[f.name], words.pop(0))
+        return cls.from_dict({**values, "knobs": knobs})
+
+
+def flag(name: str) -> str:
+    """The command-line flag of field (or knob) ``name``: ``batch_size`` -> ``--batch-size``."""
+    return "--" + name.replace("_", "-")
+
+
+def training_key(spec: RunSpec) -> tuple:
+    """How a run was trained, less what ``VARIES`` within one comparison: the sorted
+    ``(field, value)`` pairs of its ``setting`` without method, knobs, norm and seed. Runs with
+    equal keys and seeds differ only in method (and norm), so they pair, whatever study ran them.
+
+    >>> a = RunSpec("fmnist", "vit", 10, method="neutreno", knobs={"lam": 0.6}, seed=1)
+    >>> training_key(a) == training_key(RunSpec("fmnist", "vit", 10, norm="post", checkpoint_every=9))
+    True
+    """
+    return tuple(sorted((k, v) for k, v in spec.setting().items() if k not in VARIES))
+
+
+@functools.cache
+def _kinds() -> dict[str, type]:
+    """Each field's type, ``X | None`` as ``X``."""
+    kinds = {}
+    for name, hint in typing.get_type_hints(RunSpec).items():
+        if isinstance(hint, types.UnionType):
+            hint = next(arg for arg in typing.get_args(hint) if arg is not type(None))
+        kinds[name] = typing.get_origin(hint) or hint
+    return kinds
+
+
+def _default(f: dataclasses.Field) -> Any:
+    return f.default_factory() if f.default is dataclasses.MISSING and f.default_factory is not dataclasses.MISSING \
+        else f.default
+
+
+def _check_type(name: str, value: Any, kind: type) -> None:
+    if value is None and (_default(RunSpec.__dataclass_fields__[name]) is None):
+        return
+    if kind is float:
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        what = "a finite number"
+    elif kind is int:
+        ok, what = isinstance(value, int) and not isinstance(value, bool), "a whole number"
+    else:
+        ok, what = isinstance(value, kind), {str: "text", bool: "true or false", dict: "a table"}[kind]
+    if not ok:
+        raise FieldError("{%s} must be %s, got {got!r}" % (name, what), got=value)
+
+
+def _flag_words(name: str, value: Any) -> list[str]:
+    """``--augment`` for True (and for a ``--no-...`` switch), ``--lr 0.002`` for a value."""
+    return [name] if isinstance(value, bool) else [name, str(value)]
+
+
+def _convert(kind: type, text: str) -> Any:
+    try:
+        return kind(text)
+    except ValueError:
+        raise UsageError(f"cannot read train arguments: {text!r} is not {kind.__name__}") from None
+
+
+def _literal(text: str) -> int | float | str:
+    """``"5"`` -> 5, ``"0.4"`` -> 0.4, anything else stays text."""
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text

@@ -1,0 +1,109 @@
+"""Run the theory experiments into a folder: CSVs, PNG plots, and the tables to print.
+
+``run_theory(which, setup, out)`` is what ``oversmooth theory`` does: ``which`` is a preset
+(``THEORY_PRESETS``), ``"escalation"`` (Yu & Zhang's study) or ``"all"``.
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import torch
+
+from oversmooth.errors import UsageError
+from oversmooth.theory.experiment import Setup
+from oversmooth.theory.presets import THEORY_PRESETS
+
+RUNS = ("all", *THEORY_PRESETS, "escalation")
+
+
+def run_theory(which: str, setup: Setup, out: str | Path) -> str:
+    """Run ``which`` (one of ``RUNS``) with ``setup``; write its files into ``out`` all at once
+    (atomically) and return its tables as text."""
+    from oversmooth import atomic
+
+    if which not in RUNS:
+        raise UsageError(f"unknown theory run {which!r}; choose from {', '.join(RUNS)}")
+    presets = THEORY_PRESETS if which == "all" else () if which == "escalation" else (which,)
+    tables = []
+    with atomic.atomic_directory(out) as staging:
+        if presets:
+            tables.append(_presets(setup, presets, staging))
+        if which in ("all", "escalation"):
+            tables.append(_escalation(setup, staging))
+    return "\n\n".join(tables)
+
+
+def _table(rows: list[list[str]]) -> str:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows)
+
+
+def _write_csv(path: Path, rows: list[dict]) -> None:
+    from oversmooth.atomic import atomic_write
+
+    with atomic_write(path) as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def _presets(setup: Setup, names: tuple[str, ...], out: Path) -> str:
+    """Run the presets: one PNG each, predictions.csv, trajectories.csv; returns the table."""
+    from tqdm import tqdm
+
+    from oversmooth.theory import experiment
+    from oversmooth.theory.plots import plot_metrics_vs_depth
+
+    summary, trajectories = [], []
+    for name in tqdm(names, desc="theory presets"):
+        results = experiment.run_preset(name, setup)
+        plot_metrics_vs_depth({r.case.label: r.table for r in results},
+                              f"{name}: X <- X + A X H ({setup.attention} A, n={setup.tokens}, "
+                              f"d={setup.dim})", out / f"{name}.png")
+        for r in results:
+            summary.append(r.summary_row())
+            trajectories += [{"preset": name, "case": r.case.label, **row} for row in r.table.rows]
+    _write_csv(out / "predictions.csv", summary)
+    _write_csv(out / "trajectories.csv", trajectories)
+    return _table([["preset", "case", "dominant mu", "sep", "predicted", "simulated",
+                    "t_sim 0 -> L", "agree"]] + [[
+        row["preset"], row["case"], f"{complex(row['dominant_mu_real'], row['dominant_mu_imag']):.3f}",
+        f"{row['separation']:.3f}", row["predicted"], row["simulated"],
+        f"{row['t_sim_first']:.3f} -> {row['t_sim_last']:.3f}",
+        f"{row['agree']}/{row['sequences']} ({row['compared']})"] for row in summary])
+
+
+def _escalation(setup: Setup, out: Path) -> str:
+    """Yu & Zhang: t_sim curves with and without de-escalation, and rate vs |lambda_2|; returns
+    the t_sim table and the prediction errors."""
+    from oversmooth.theory.escalation import escalation_curves, escalation_rates
+    from oversmooth.theory.plots import plot_escalation_rates, plot_metrics_vs_depth
+
+    generator = torch.Generator().manual_seed(setup.seed)
+    curves = escalation_curves(setup.tokens, setup.dim, setup.depth, generator,
+                               sequences=setup.sequences)
+    plot_metrics_vs_depth(curves, f"Yu & Zhang: repeated attention, H = I (n={setup.tokens}, "
+                          f"d={setup.dim}); tau = de-escalation", out / "escalation.png",
+                          metrics=("t_sim", "cos_sim"))
+    _write_csv(out / "escalation.csv",
+               [{"variant": label, **row} for label, table in curves.items() for row in table.rows])
+    marks = sorted({0, 1, setup.depth // 4, setup.depth // 2, setup.depth})
+    lines = [_table([["variant", *(f"t_sim@{m}" for m in marks)]] + [
+        [label, *(f"{table.column('t_sim')[m]:.3f}" for m in marks)] for label, table in curves.items()]), ""]
+    study = escalation_rates(setup.tokens, setup.dim, min(setup.depth, 48), generator)
+    plot_escalation_rates(study, out / "escalation_rates.png")
+    _write_csv(out / "escalation_rates.csv", [
+        {"lambda2": float(study.lambda2[k]),
+         **{f"{name}_measured": float(v[k]) for name, v in study.measured.items()},
+         **{f"{name}_predicted": float(v[k]) for name, v in study.predicted.items()}}
+        for k in range(study.lambda2.numel())])
+    for name, predicted in study.predicted.items():
+        measured = study.measured[name]
+        ok = ~measured.isnan()
+        error = ((measured[ok] - predicted[ok]).abs() / predicted[ok]).median()
+        lines.append(f"escalation rate, {name}: median relative error of the prediction "
+                     f"{float(error):.3f} over {int(ok.sum())} attention matrices "
+                     f"(|lambda_2| {float(study.lambda2.min()):.2f}..{float(study.lambda2.max()):.2f})")
+    return "\n".join(lines)

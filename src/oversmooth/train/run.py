@@ -1,0 +1,133 @@
+"""Run a ``RunSpec``: check it, load the data, build the model, train, save the model.
+
+``run(spec)`` is what ``oversmooth train`` (and each study cell, through ``--spec``) does. Every
+refusal is a ``UsageError`` raised before anything is written; those about one field are
+``FieldError`` naming it, so the CLI can name its flag instead.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from oversmooth.atomic import atomic_write
+from oversmooth.compile_rule import should_compile
+from oversmooth.errors import FieldError, UsageError
+from oversmooth.memory import check_memory
+from oversmooth.outputs import check_output_dir
+from oversmooth.run_spec import RunSpec
+from oversmooth.train.distributed import Distributed, setup_distributed, teardown_distributed
+from oversmooth.train.loop import TrainConfig, train
+from oversmooth.train.task_factory import DataOptions, make_task, task_model_kind
+from oversmooth.train.tasks import SupervisedTask
+
+DEFAULT_SHAPE_PRESET = {"vit": "vit-cpu", "lm": "lm-cpu"}
+DEFAULT_LAMBDA = {"vit": 0.6, "lm": 0.4}  # NeuTRENO paper: 0.6 for DeiT, 0.4 for the WikiText-103 LM
+
+
+def model_config(spec: RunSpec, **geometry):
+    """The model config from the preset, the shape fields and the method; ``geometry`` comes from
+    the task (image size and classes, or vocabulary and context). Raises UsageError early."""
+    from oversmooth.layers import MitigationConfig
+    from oversmooth.layers.mitigation_config import split_methods
+    from oversmooth.models import CausalLMConfig, ViTConfig
+
+    knobs = dict(spec.knobs)
+    if "neutreno" in split_methods(spec.method):
+        knobs.setdefault("lam", DEFAULT_LAMBDA[spec.model])
+    shape = {k: getattr(spec, k) for k in ("depth", "width", "heads", "mlp_ratio", "norm", "ln_sign", "dropout")
+             if getattr(spec, k) is not None}
+    shape["mitigation"] = MitigationConfig.parse(spec.method, **knobs)
+    family = ViTConfig if spec.model == "vit" else CausalLMConfig
+    return family.preset(spec.preset or DEFAULT_SHAPE_PRESET[spec.model], **shape, **geometry)
+
+
+def check_run(spec: RunSpec):
+    """Everything about ``spec`` that can be checked without its data: fields, task and model,
+    a writable ``out`` (not created), method and shape, memory. Returns the model config without
+    the task's geometry."""
+    spec.check()
+    task_model_kind(spec.task, spec.model)
+    if spec.out is None:
+        raise FieldError("{out} is missing: give the run folder")
+    try:
+        check_output_dir(spec.out, "out")
+    except UsageError as error:
+        raise FieldError.leading("out", str(error)) from None
+    if spec.tensorboard:
+        from oversmooth.train.tensorboard import summary_writer_class
+        summary_writer_class()
+    shape = model_config(spec)
+    try:  # float32 weights, their gradients and AdamW's two moments: 16 bytes a weight
+        check_memory(16 * shape.block_parameters, f"a {shape.depth} x {shape.width} model", "")
+    except UsageError as error:
+        raise FieldError("{needs}; lower {depth} or {width}", needs=str(error).rstrip("; ")) from None
+    return shape
+
+
+def data_options(spec: RunSpec) -> DataOptions:
+    return DataOptions(spec.data_dir, spec.val_size, spec.augment, spec.label_smoothing, spec.seq_len,
+                       spec.vocab_size, spec.passage_chars, spec.limit_train)
+
+
+def train_config(spec: RunSpec, task: SupervisedTask, device: torch.device) -> TrainConfig:
+    """The loop's settings; compile mode ``auto`` decided by ``compile_rule`` for this task's steps."""
+    steps = spec.epochs * (task.size("train") // spec.batch_size)
+    return TrainConfig(
+        epochs=spec.epochs, batch_size=spec.batch_size, lr=spec.lr, weight_decay=spec.weight_decay,
+        warmup_fraction=spec.warmup, grad_clip=spec.grad_clip, seed=spec.seed,
+        checkpoint_every=spec.checkpoint_every, probe_size=spec.probe_size, bf16=spec.bf16,
+        compile=should_compile(spec.compile, spec.model, steps, device.type), progress=spec.progress,
+        tensorboard=spec.tensorboard,
+    )
+
+
+def run(spec: RunSpec) -> dict | None:
+    """Train the run ``spec`` describes into ``spec.out`` (``oversmooth.train.loop`` for its files)
+    and save the model (``out/model``) and a text task's tokenizer (``out/tokenizer.json``).
+    Returns the results dict on the main process, None on the others (DDP)."""
+    check_run(spec)  # bad fields, depth, heads or method: fail before loading any data
+    if spec.threads is not None:
+        torch.set_num_threads(spec.threads)
+    if spec.device == "cuda" and not torch.cuda.is_available():
+        raise FieldError("{device} is cuda but no CUDA device is visible; make it auto or cpu")
+    env = setup_distributed(spec.device)
+    try:
+        return _run(spec, env)
+    finally:
+        teardown_distributed()
+
+
+def _run(spec: RunSpec, env: Distributed) -> dict | None:
+    from oversmooth.models import CausalLM, ViT, save_model
+
+    options = data_options(spec)
+    if not env.is_main:  # the main process trains and caches the tokenizer first
+        env.barrier()
+    task, tokenizer = make_task(spec.task, spec.model, options)
+    if env.is_main:
+        env.barrier()
+    cfg = model_config(spec, **_geometry(spec, task))
+    torch.manual_seed(spec.seed)
+    model = (ViT if spec.model == "vit" else CausalLM)(cfg)
+    description = {"task": spec.task, "model": spec.model, "model_config": cfg.to_dict(),
+                   "data": {**vars(options), "data_dir": None}, "method": cfg.mitigation.name}
+    out = Path(spec.out)
+    results = train(model, task, train_config(spec, task, env.device), out, env, resume=spec.resume == "auto",
+                    description=description)
+    if not env.is_main:
+        return None
+    if results["status"] == "completed":
+        save_model(model, out / "model")
+    if tokenizer is not None:
+        with atomic_write(out / "tokenizer.json") as handle:
+            handle.write(tokenizer.to_str())
+    return results
+
+
+def _geometry(spec: RunSpec, task) -> dict:
+    if spec.model == "lm":
+        return {"vocab_size": task.vocab_size, "context": task.seq_len}
+    patch = {"patch_size": spec.patch_size} if spec.patch_size else {}
+    return {"image_size": task.image_size[0], "channels": 1, "num_classes": task.classes, **patch}

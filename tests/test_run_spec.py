@@ -1,0 +1,139 @@
+"""``RunSpec``: a typed, JSON-able run that train and study share; older cells' ``train_args``
+are read back as the same run; the spec path trains what the hand-wired loop trains, bit for bit."""
+
+import dataclasses
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from oversmooth.cli import main
+from oversmooth.errors import FieldError, UsageError
+from oversmooth.run_spec import RunSpec, training_key
+from oversmooth.study import STUDY_PRESETS, StudyConfig
+from oversmooth.study.config import stored_spec
+from oversmooth.study.results import read_cell
+from oversmooth.study.runner import check_archive, train_command, worker_spec
+from oversmooth.train import load_checkpoint
+
+LEGACY = Path(__file__).parent / "data" / "legacy_cells"  # copies of cell.json files archived in results/
+BUSY = RunSpec(task="text:a.txt,b.txt", model="lm", epochs=3, depth=4, mlp_ratio=2.0, norm="post", dropout=0.1,
+               method="neutreno+featscale", knobs={"lam": -0.25, "tau_learnable": True, "spectral": "sharpen"},
+               augment=True, limit_train=100, lr=2e-3, seed=7, out="/tmp/x", resume="auto", bf16=False,
+               compile="on", threads=2, progress=False, tensorboard=True)
+
+
+def test_a_spec_survives_json_and_its_command_line(tmp_path):
+    BUSY.save(tmp_path / "spec.json")
+    assert RunSpec.load(tmp_path / "spec.json") == BUSY
+    assert json.loads((tmp_path / "spec.json").read_text())["knobs"] == {"lam": -0.25, "tau_learnable": True,
+                                                                       "spectral": "sharpen"}
+    words = BUSY.command_line()
+    assert words[words.index("--lam") + 1] == "-0.25" and "--no-bf16" in words and "--no-progress" in words
+    assert RunSpec.from_args(words) == BUSY
+    assert RunSpec.from_args(["--task", "fmnist", "--model", "vit", "--epochs", "1", "--compile"]).compile == "on"
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"epochs": 0}, "epochs must be at least 1, got 0"),
+    ({"batch_size": 2.5}, "batch_size must be a whole number, got 2.5"),
+    ({"lr": float("nan")}, "lr must be a finite number, got nan"),
+    ({"warmup": 1.0}, "warmup must lie in [0, 1), got 1.0"),
+    ({"compile": "yes"}, "compile must be one of auto | on | off, got 'yes'"),
+    ({"augment": "true"}, "augment must be true or false, got 'true'"),
+    ({"data_dir": "/no/such/folder"}, "data_dir /no/such/folder is not a folder"),
+])
+def test_checks_name_the_field(change, message):
+    with pytest.raises(FieldError) as caught:
+        dataclasses.replace(BUSY, **change).check()
+    assert str(caught.value).startswith(message)
+    field = next(iter(change))
+    assert caught.value.message(lambda f: "--" + f.replace("_", "-")).startswith("--" + field.replace("_", "-"))
+
+
+def test_unknown_or_missing_fields_are_refused(tmp_path):
+    with pytest.raises(UsageError, match="unknown run field\\(s\\) colour"):
+        RunSpec.from_dict({**BUSY.to_dict(), "colour": "red"})
+    with pytest.raises(UsageError, match="needs epochs"):
+        RunSpec.from_dict({"task": "fmnist", "model": "vit"})
+    (tmp_path / "bad.json").write_text("{")
+    with pytest.raises(UsageError, match="not valid JSON"):
+        RunSpec.load(tmp_path / "bad.json")
+
+
+def test_train_cli_names_flags_and_spec_takes_no_other_flag(tmp_path, capsys):
+    spec = tmp_path / "spec.json"
+    dataclasses.replace(BUSY, task="synthetic", batch_size=0, out=str(tmp_path / "run")).save(spec)
+    assert main(["train", "--spec", str(spec)]) == 2
+    assert "error: --batch-size must be at least 1, got 0" in capsys.readouterr().err
+    assert main(["train", "--spec", str(spec), "--epochs", "2"]) == 2
+    assert "--spec " in capsys.readouterr().err
+    assert main(["train", "--task", "synthetic", "--model", "vit"]) == 2
+    assert "required: --epochs, --out" in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("study, cell", [("austen-lm", "austen-pre-d8-softmax-s0"),
+                                         ("fmnist-vit", "fmnist-pre-d8-softmax-s0")])
+def test_cells_archived_with_train_args_are_their_presets_cells(tmp_path, study, cell):
+    """A ``cell.json`` written before specs (``train_args`` only) describes the same run as the
+    preset's cell of that name: the archive check passes, and its training key pairs."""
+    info = json.loads((LEGACY / study / cell / "cell.json").read_text())
+    assert "spec" not in info
+    (ours,) = [c for c in STUDY_PRESETS[study].cells() if c.name == cell]
+    assert stored_spec(info).setting() == ours.spec().setting()
+    archive = tmp_path / "results"
+    shutil.copytree(LEGACY / study, archive / study)
+    check_archive(STUDY_PRESETS[study], archive)  # recognised: no refusal
+    (archive / study / cell / "results.json").write_text('{"status": "completed"}')
+    assert training_key(read_cell(archive / study / cell).spec) == training_key(ours.spec())
+
+    changed = dataclasses.replace(STUDY_PRESETS[study], train={**STUDY_PRESETS[study].train, "lr": 1e-3})
+    with pytest.raises(UsageError, match="trained with other settings"):
+        check_archive(changed, archive)
+
+
+def _tiny_cell():
+    study = StudyConfig(name="tiny", model="vit", tasks=("synthetic",), depths=(2,),
+                        variants=("softmax", {"label": "neutreno", "lam": 0.5}),
+                        train={"width": 16, "heads": 2, "patch_size": 4, "dropout": 0.1, "augment": True,
+                               "epochs": 2, "batch_size": 32, "lr": 3e-3, "checkpoint_every": 3, "probe_size": 8})
+    return study.cells()[1]
+
+
+def _by_hand(out: Path, seed: int) -> None:
+    """The tiny cell trained with the loop, wired by hand (no RunSpec): the reference."""
+    from oversmooth.layers import MitigationConfig
+    from oversmooth.models import ViT, ViTConfig
+    from oversmooth.train import TrainConfig, train
+    from oversmooth.train.task_factory import DataOptions, make_task
+
+    options = DataOptions(augment=True)
+    task, _ = make_task("synthetic", "vit", options)
+    config = ViTConfig.preset("vit-cpu", depth=2, width=16, heads=2, dropout=0.1, patch_size=4, image_size=task.image_size[0],
+                              channels=1, num_classes=task.classes, mitigation=MitigationConfig.parse("neutreno", lam=0.5))
+    torch.manual_seed(seed)
+    model = ViT(config)
+    description = {"task": "synthetic", "model": "vit", "model_config": config.to_dict(),
+                   "data": {**vars(options), "data_dir": None}, "method": config.mitigation.name}
+    train(model, task, TrainConfig(epochs=2, batch_size=32, lr=3e-3, seed=seed, checkpoint_every=3, probe_size=8,
+                                   progress=False), out, description=description)
+
+
+def test_a_study_cell_run_from_its_spec_file_is_the_hand_wired_run_bit_for_bit(tmp_path):
+    cell = _tiny_cell()
+    spec = worker_spec(cell, tmp_path / "cell", threads=1)
+    spec.save(tmp_path / "spec.json")
+    assert train_command(tmp_path / "spec.json")[-2:] == ["--spec", str(tmp_path / "spec.json")]
+    torch.set_num_threads(1)
+    assert main(["train", "--spec", str(tmp_path / "spec.json")]) == 0
+    _by_hand(tmp_path / "hand", cell.seed)
+    got, want = (json.loads((tmp_path / d / "results.json").read_text()) for d in ("cell", "hand"))
+    assert got["description"] == want["description"] and got["test"] == want["test"] and not got["compiled"]
+    assert (tmp_path / "cell" / "metrics.jsonl").read_text() == (tmp_path / "hand" / "metrics.jsonl").read_text()
+    weights = load_file(str(tmp_path / "cell" / "model" / "model.safetensors"))
+    hand = load_checkpoint(tmp_path / "hand" / "checkpoint.pt")["model"]  # its final weights
+    assert weights and all(torch.equal(weights[name], hand[name]) for name in weights)

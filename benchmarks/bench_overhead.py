@@ -32,7 +32,7 @@ import torch.nn.functional as F
 from oversmooth.cost import flops, peak_bytes, traffic_bytes
 from oversmooth.layers import METHODS, MitigationConfig
 from oversmooth.models import CausalLM, CausalLMConfig, ViT, ViTConfig
-from oversmooth.timing import interleaved_rounds, median_seconds, ratio, step_clock
+from oversmooth.timing import allow_compiled_models, interleaved_rounds, median_seconds, ratio, step_clock
 
 Step = Callable[[], None]
 DEFAULT_METHODS = ("neutreno", "deescalate", "attnscale", "featscale")
@@ -111,6 +111,7 @@ def main() -> None:
         torch.set_num_threads(args.threads)
     methods = ["softmax", CONTROL, *[m for m in args.methods.split(",") if m and m != "softmax"]]
     modes = [m for m in args.modes.split(",") if m]
+    allow_compiled_models(len(methods) * len(args.shapes.split(",")))
     sync = torch.cuda.synchronize if args.device == "cuda" else (lambda: None)
     args.clock, clock_name = step_clock(args.device)
     print(f"device {args.device}, torch {torch.__version__}, threads {torch.get_num_threads()}, "

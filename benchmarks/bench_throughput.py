@@ -195,6 +195,7 @@ def main() -> None:
     threads = [int(n) for n in args.threads.split(",")]
     modes = [m for m in args.modes.split(",") if m]
     methods = [m for m in args.methods.split(",") if m]
+    allow_compiled_models(len(methods) * len(args.models.split(",")))
     print(f"torch {torch.__version__}, CPU only (no GPU in this run), {args.rounds} rounds + {args.warmup} warm-up")
     for key in args.models.split(","):
         measure(key, SETTINGS[key], methods, modes, threads, args)

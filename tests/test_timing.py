@@ -5,8 +5,9 @@ import random
 import statistics
 
 import pytest
+import torch
 
-from oversmooth.timing import interleaved_rounds, ratio
+from oversmooth.timing import allow_compiled_models, interleaved_rounds, ratio
 
 
 def test_rounds_run_everyone_once_in_varying_order_and_drop_the_warm_up():
@@ -46,3 +47,31 @@ def test_median_is_the_median_of_per_round_ratios():
     base = [rng.uniform(1, 2) for _ in range(9)]
     new = [rng.uniform(1, 2) for _ in range(9)]
     assert ratio({"b": base, "n": new}, "n", "b").median == statistics.median(n / b for n, b in zip(new, base))
+
+
+def test_many_compiled_models_of_one_class_all_compile(monkeypatch):
+    """Twelve compiled models of one class and different structure (as the benchmarks' methods
+    are): past dynamo's default limit of 8 guard sets on the shared forward, the rest would run
+    eagerly without a word; with the limit raised all twelve compile, and one more than allowed
+    is an error, never a silent eager step."""
+    config = torch._dynamo.config
+    monkeypatch.setattr(config, "recompile_limit", config.recompile_limit)
+    monkeypatch.setattr(config, "fail_on_recompile_limit_hit", config.fail_on_recompile_limit_hit)
+    torch._dynamo.reset()
+    graphs = []
+
+    def backend(graph, example_inputs):  # counts compilations, runs the captured graph as is
+        graphs.append(graph)
+        return graph.forward
+
+    allow_compiled_models(12)
+    x = torch.ones(2, 3)
+    def model(layers: int) -> torch.nn.Module:
+        return torch.nn.Sequential(*(torch.nn.Linear(3, 3) for _ in range(layers)))
+
+    for layers in range(1, 13):
+        torch.compile(model(layers), backend=backend)(x)
+    assert len(graphs) == 12
+    with pytest.raises(Exception, match="recompile_limit|cache_size_limit"):
+        torch.compile(model(13), backend=backend)(x)
+    torch._dynamo.reset()

@@ -45,6 +45,18 @@ class Estimate:
         return Estimate(self.median * factor, self.low * factor, self.high * factor, self.rounds, self.level)
 
 
+def allow_compiled_models(count: int) -> None:
+    """Let one process hold ``count`` ``torch.compile``d models that share a ``forward``.
+
+    Dynamo guards every model instance separately on the same code object and, past its
+    recompile limit (8), silently runs the rest eagerly: a benchmark would then time eager steps
+    as "compiled". Raise the limit to ``count`` and make reaching it an error instead.
+    """
+    config = torch._dynamo.config
+    config.recompile_limit = max(config.recompile_limit, count)
+    config.fail_on_recompile_limit_hit = True
+
+
 def step_clock(device: str = "cpu") -> tuple[Callable[[], float], str]:
     """The clock for single-process work and its name: the calling thread's CPU time when torch
     runs on one CPU thread (other jobs' time slices left out), wall time otherwise."""

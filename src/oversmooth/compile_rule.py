@@ -1,11 +1,12 @@
 """When compile mode ``auto`` compiles: only where the throughput benchmark measured it faster.
 
 ``benchmarks/bench_throughput.py`` at the claims studies' shapes, on this project's 2-core CPU
-(one thread; docs/training.md, "Training speed"): a compiled ViT (8 x 64, batch 128) trained
-1.02-1.09x as fast as eager (softmax, NeuTRENO, spectral, FeatScale), and compiling took 4-60 s,
-paid back after 60-1250 steps; the causal LM (8 x 64, 64-token context, batch 64) gained nothing
-clear. So ``auto`` compiles a ViT of at least ``AUTO_MIN_STEPS`` optimiser steps on a CPU and
-nothing else (a GPU was not measured). Imports no torch, so ``oversmooth --help`` stays fast.
+(one thread; README, "Training speed", medians with 95 % CIs): compiling NeuTRENO's ViT (8 x 64,
+batch 128) made its steps 1.09x [1.05, 1.23] as fast, paying for compilation after 20 steps;
+softmax's ViT was unchanged (0.98x [0.82, 1.02]); the causal LM (8 x 64, 64-token context,
+batch 64) gained nothing (0.97-1.00x). So ``auto`` compiles a ViT of at least ``AUTO_MIN_STEPS``
+optimiser steps on a CPU, every method alike so that paired arms share one path, and nothing
+else (a GPU was not measured). Imports no torch, so ``oversmooth --help`` stays fast.
 """
 
 from __future__ import annotations

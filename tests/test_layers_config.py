@@ -18,7 +18,7 @@ def test_parse_and_round_trip():
 
 
 @pytest.mark.parametrize("spec, knobs, words", [
-    ("neutreno+magic", {}, "neutreno, deescalate"),     # lists the valid choices
+    ("neutreno+magic", {}, "unknown mitigation .magic.; choose from"),     # lists the valid choices
     ("neutreno", dict(lam=-0.1), "lambda"),
     ("deescalate", dict(tau=1.5), "tau"),
     ("deescalate", dict(tau=float("nan")), "tau"),

@@ -6,13 +6,13 @@ import argparse
 from pathlib import Path
 
 from oversmooth.atomic import atomic_write
-from oversmooth.cli._arguments import finite_float
+from oversmooth.cli._arguments import add_knob_flags, finite_float, knob_flags
 from oversmooth.errors import UsageError
 from oversmooth.memory import check_memory
+from oversmooth.mitigations.registry import METHODS
 from oversmooth.outputs import check_output_dir
 
 PRESETS = {"vit": "vit-cpu", "lm": "lm-cpu"}
-DEFAULT_LAMBDA = {"vit": 0.6, "lm": 0.4}  # NeuTRENO paper: 0.6 for DeiT, 0.4 for the WikiText-103 LM
 
 
 def register(subparsers) -> None:
@@ -40,13 +40,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     what.add_argument("--dropout", type=finite_float)
     what.add_argument("--patch-size", type=int, help="ViT patch size (must divide the image size)")
     method = parser.add_argument_group("mitigation")
-    method.add_argument("--method", default="softmax", help="softmax | neutreno | deescalate | ... ('+' combines)")
-    method.add_argument("--lam", type=finite_float, help="NeuTRENO lambda (default 0.6 for vit, 0.4 for lm)")
-    method.add_argument("--tau", type=finite_float, help="de-escalation tau in [0, 1]")
-    method.add_argument("--tau-learnable", action="store_true", default=None)
-    method.add_argument("--deescalate-at", help="attn_out | stream")
-    method.add_argument("--spectral", help="sharpen | smooth | free")
-    method.add_argument("--value-mix", type=finite_float, help="value-residual share of V1")
+    method.add_argument("--method", default="softmax", help=f"softmax | {' | '.join(METHODS)} ('+' combines)")
+    add_knob_flags(method, "train")
     data = parser.add_argument_group("data")
     data.add_argument("--data-dir", help="Fashion-MNIST IDX folder, or the unpacked janeaustenr package")
     data.add_argument("--val-size", type=int, default=5000, help="fmnist validation images (default 5000)")
@@ -113,16 +108,12 @@ def model_config(args: argparse.Namespace, **geometry):
     """The model config from the preset, the shape flags and the method; ``geometry`` comes from
     the task (image size and classes, or vocabulary and context). Raises UsageError early."""
     from oversmooth.layers import MitigationConfig
-    from oversmooth.layers.mitigation_config import split_methods
     from oversmooth.models import CausalLMConfig, ViTConfig
 
-    knobs = {k: getattr(args, k) for k in ("lam", "tau", "tau_learnable", "deescalate_at", "spectral", "value_mix")
-             if getattr(args, k) is not None}
-    if "neutreno" in split_methods(args.method):
-        knobs.setdefault("lam", DEFAULT_LAMBDA[args.model])
+    knobs = knob_flags(args, "train")
     shape = {k: getattr(args, k) for k in ("depth", "width", "heads", "mlp_ratio", "norm", "ln_sign", "dropout")
              if getattr(args, k) is not None}
-    shape["mitigation"] = MitigationConfig.parse(args.method, **knobs)
+    shape["mitigation"] = MitigationConfig.parse(args.method, causal=args.model == "lm", **knobs)
     family = ViTConfig if args.model == "vit" else CausalLMConfig
     return family.preset(args.preset or PRESETS[args.model], **shape, **geometry)
 

@@ -24,9 +24,10 @@ from pathlib import Path
 from typing import Any
 
 from oversmooth.errors import UsageError
+from oversmooth.mitigations.registry import knob_owners
 
-#: knobs a variant may set, as ``oversmooth train`` flags (see ``oversmooth train --help``).
-KNOBS = ("lam", "tau", "tau_learnable", "deescalate_at", "spectral", "value_mix")
+#: knobs a variant may set, as ``oversmooth train`` flags (the registry's; ``oversmooth train --help``).
+KNOBS = tuple(knob_owners("train"))
 #: ``oversmooth train`` flags that the grid sets itself, so ``train`` may not.
 GRID_FLAGS = ("task", "model", "norm", "depth", "method", "seed", "out", "resume", *KNOBS)
 

@@ -45,7 +45,8 @@ def register(subparsers) -> None:
     source.add_argument("--images", metavar="DIR",
                         help="folder of images (default for vision models: Fashion-MNIST test images)")
     parser.add_argument("--methods", default=DEFAULT_METHODS, metavar="LIST",
-                        help=f"comma-separated mitigations to compare, or 'none' (default: {DEFAULT_METHODS})")
+                        help=f"comma-separated mitigations to compare, or 'none' (default: those of "
+                             f"{DEFAULT_METHODS} that can patch the model)")
     add_knob_flags(parser, "patch")
     parser.add_argument("--max-sequences", type=_count, default=8, metavar="N",
                         help="sequences (text chunks or images) to measure (default 8)")
@@ -167,6 +168,10 @@ def run(args: argparse.Namespace) -> int:
         exclude = (0,) if loaded.family.causal else ()
         exclude_note = " (the default for causal LMs: the first token is an attention sink; --exclude none keeps it)"
     settings = replace(settings, exclude=exclude)
+    if args.methods == DEFAULT_METHODS:  # by default, every method that can patch this model
+        from oversmooth.hf.patch import supported_methods
+        settings = replace(settings, methods=supported_methods(loaded.model),
+                           sweeps=tuple(s for s in sweeps if s.method in supported_methods(loaded.model)))
     if loaded.family.modality == "text":
         if args.images:
             raise UsageError(f"{loaded.name} is a text model ({loaded.family.name}); use --text, not --images")

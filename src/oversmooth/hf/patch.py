@@ -216,6 +216,11 @@ def supports(lay: Layout, name: str) -> str | None:
     return None
 
 
+def supported_methods(model: nn.Module) -> tuple[str, ...]:
+    """The methods that can patch ``model``."""
+    return tuple(name for name in METHODS if supports(layout(model), name) is None)
+
+
 def _install(lay: Layout, state: PatchState) -> None:
     """The method's edit, hooked at its site in every block."""
     patcher = REGISTRY[state.method].patcher

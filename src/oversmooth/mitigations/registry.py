@@ -13,6 +13,7 @@ from typing import Any
 
 from oversmooth.errors import UsageError
 from oversmooth.mitigations.attnscale import METHOD as ATTNSCALE
+from oversmooth.mitigations.contranorm import METHOD as CONTRANORM
 from oversmooth.mitigations.deescalation import METHOD as DEESCALATE
 from oversmooth.mitigations.featscale import METHOD as FEATSCALE
 from oversmooth.mitigations.neutreno import METHOD as NEUTRENO
@@ -22,7 +23,7 @@ from oversmooth.mitigations.value_residual import METHOD as VALUE_RESIDUAL
 from oversmooth.mitigations.base import Knobs, Method, Scope
 
 METHODS: dict[str, Method] = {m.name: m for m in (
-    SYMMETRIC, SPECTRAL, VALUE_RESIDUAL, ATTNSCALE, NEUTRENO, FEATSCALE, DEESCALATE,
+    SYMMETRIC, SPECTRAL, VALUE_RESIDUAL, ATTNSCALE, NEUTRENO, FEATSCALE, DEESCALATE, CONTRANORM,
 )}
 
 

@@ -9,6 +9,7 @@ import torch
 
 from hf_tiny import WORDS, save_tiny, tiny_model, tiny_tokenizer, write_images
 from oversmooth.cli import main
+from oversmooth.hf.patch import supported_methods
 
 TEXT = " ".join(WORDS * 3)
 FAST = ["--max-sequences", "3", "--max-length", "16", "--attention-tokens", "8"]
@@ -30,11 +31,11 @@ def test_text_analysis_writes_every_output(kind, tmp_path, capsys):
     stages = list(csv.DictReader(open(out / "sublayers.csv")))
     assert len(stages) == {"bert": 2 * 4, "gpt2": 2 * 2 + 1, "llama": 2 * 2 + 1, "phi": 2 * 2 + 1,
                            "albert": 2 * 4, "t5": 2 * 2 + 1}[kind]
-    assert {r["method"] for r in csv.DictReader(open(out / "quality.csv"))} == {
-        "baseline", "neutreno", "deescalate", "attnscale", "featscale"}
+    methods = {"baseline", *supported_methods(tiny_model(kind))}  # every method that can patch it
+    assert {r["method"] for r in csv.DictReader(open(out / "quality.csv"))} == methods
     rows = list(csv.DictReader(open(out / "metrics.csv")))
-    assert len(rows) == 5 * 3  # (baseline + 4 methods) x (embeddings + 2 blocks)
-    assert {r["method"] for r in rows} == {"baseline", "neutreno", "deescalate", "attnscale", "featscale"}
+    assert len(rows) == len(methods) * 3  # (baseline + methods) x (embeddings + 2 blocks)
+    assert {r["method"] for r in rows} == methods
     assert rows[1]["attn_lambda2"] != "" and rows[-1]["attn_lambda2"] == ""
     spectrum = json.loads((out / "spectrum.json").read_text())
     assert [layer["layer"] for layer in spectrum["layers"]] == [1, 2]

@@ -11,7 +11,7 @@ from oversmooth.errors import UsageError
 from oversmooth.hf.capture import capture, merge_heads
 from oversmooth.hf.families import layout
 from oversmooth.hf.load import encoder_of
-from oversmooth.hf.patch import METHODS, ZERO_KNOBS, patch, unpatch
+from oversmooth.hf.patch import ZERO_KNOBS, patch, supported_methods, unpatch
 
 ATOL = 1e-5
 POST = ("bert", "roberta", "xlm_roberta", "electra", "albert", "distilbert", "opt_post", "bart")
@@ -134,7 +134,7 @@ def test_values_context_and_output_projection(loaded):
 def test_zero_knobs_are_exact_and_unpatch_restores(loaded):
     _, model, inputs = loaded
     baseline = outputs(model, inputs)
-    for method in METHODS:
+    for method in supported_methods(model):
         patch(model, method, **ZERO_KNOBS[method])
         assert torch.equal(outputs(model, inputs), baseline), method
         unpatch(model)
@@ -205,7 +205,7 @@ def test_causal_models_stay_causal(loaded):
         pytest.skip("images have no token order")
     changed = {k: v.clone() for k, v in inputs.items()}
     changed["input_ids"][:, 4:] = (changed["input_ids"][:, 4:] + 7) % 50
-    for method in (None, *METHODS):
+    for method in (None, *supported_methods(model)):
         if method:
             patch(model, method)
         try:

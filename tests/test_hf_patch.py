@@ -24,7 +24,7 @@ def test_patch_with_a_head_model_and_bad_requests():
     unpatch(model)
     unpatched_hooks = hook_ids(model)
     with pytest.raises(UsageError, match="unknown method"):
-        patch(model, "contranorm")
+        patch(model, "magic")
     with pytest.raises(UsageError, match="takes lam"):
         patch(model, "neutreno", tau=1.0)
     with pytest.raises(UsageError, match="lambda"):

@@ -5,6 +5,7 @@ import torch
 
 from oversmooth.errors import UsageError
 from oversmooth.layers import METHODS, MitigationConfig, StackConfig, signed_layer_norm
+from oversmooth.mitigations.registry import METHODS as REGISTRY
 
 
 def test_parse_and_round_trip():
@@ -13,12 +14,15 @@ def test_parse_and_round_trip():
     assert MitigationConfig.from_dict(cfg.to_dict()) == cfg
     assert MitigationConfig.parse("softmax") == MitigationConfig()
     assert StackConfig(mitigation="deescalate").mitigation == MitigationConfig(methods=("deescalate",))
-    assert set(METHODS) == {"symmetric", "neutreno", "deescalate", "attnscale", "featscale",
-                            "spectral", "value_residual"}
+    assert set(METHODS) == set(REGISTRY) >= {"symmetric", "neutreno", "deescalate", "attnscale", "featscale",
+                                             "spectral", "value_residual"}
+    old = {"methods": ["neutreno"], "lam": 0.4, "tau": 1.0, "tau_learnable": False, "deescalate_at": "attn_out",
+           "spectral": "free", "value_mix": 0.5}  # a saved model's flat dict before the registry
+    assert MitigationConfig.from_dict(old) == MitigationConfig.parse("neutreno", lam=0.4)
 
 
 @pytest.mark.parametrize("spec, knobs, words", [
-    ("neutreno+magic", {}, "neutreno, deescalate"),     # lists the valid choices
+    ("neutreno+magic", {}, "unknown mitigation .magic.; choose from"),     # lists the valid choices
     ("neutreno", dict(lam=-0.1), "lambda"),
     ("deescalate", dict(tau=1.5), "tau"),
     ("deescalate", dict(tau=float("nan")), "tau"),

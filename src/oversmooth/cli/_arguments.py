@@ -33,3 +33,28 @@ def positions(text: str) -> tuple[int, ...]:
         return tuple(int(p) for p in text.split(",") if p.strip())
     except ValueError:
         raise argparse.ArgumentTypeError(f"positions must be integers like 0 or 0,-1 (or none), got {text!r}") from None
+
+
+def add_knob_flags(group, scope: str) -> None:
+    """One ``--flag`` per mitigation knob that applies in ``scope`` ("train" / "patch"), declared
+    by the registry (name, help, default); unset flags stay None, so the method's default applies."""
+    from oversmooth.mitigations.registry import METHODS
+
+    for m in METHODS.values():
+        for f in m.fields(scope):
+            meta, flag = f.metadata, m.flag(f.name)
+            default = f"default {f.default!r}" + (f", {meta['causal']!r} for the causal LM" if meta["causal"] is not None
+                                                   else "")
+            text = f"{m.name}: {meta['help']} ({default})"
+            if isinstance(f.default, bool):
+                group.add_argument(f"--{flag.replace('_', '-')}", dest=flag, action="store_true", default=None, help=text)
+            else:
+                kind = str if isinstance(f.default, str) else finite_float
+                group.add_argument(f"--{flag.replace('_', '-')}", dest=flag, type=kind, help=text)
+
+
+def knob_flags(args: argparse.Namespace, scope: str) -> dict[str, object]:
+    """The knob flags that were given: global knob name -> value."""
+    from oversmooth.mitigations.registry import knob_owners
+
+    return {flag: getattr(args, flag) for flag in knob_owners(scope) if getattr(args, flag, None) is not None}

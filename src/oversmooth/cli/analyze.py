@@ -9,11 +9,10 @@ import shlex
 import sys
 from dataclasses import replace
 
-from oversmooth.cli._arguments import finite_float, positions
+from oversmooth.cli._arguments import add_knob_flags, knob_flags, positions
+from oversmooth.mitigations.registry import knob_owners, patchable
 
-DEFAULT_METHODS = "neutreno,deescalate,attnscale,featscale"
-KNOB_FLAGS = {"lam": "neutreno", "tau": "deescalate", "omega": "attnscale", "s_dc": "featscale",
-              "s_hc": "featscale"}
+DEFAULT_METHODS = ",".join(patchable())
 
 
 def _count(text: str) -> int:
@@ -46,12 +45,9 @@ def register(subparsers) -> None:
     source.add_argument("--images", metavar="DIR",
                         help="folder of images (default for vision models: Fashion-MNIST test images)")
     parser.add_argument("--methods", default=DEFAULT_METHODS, metavar="LIST",
-                        help=f"comma-separated mitigations to compare, or 'none' (default: {DEFAULT_METHODS})")
-    parser.add_argument("--lam", type=finite_float, help="NeuTRENO lambda (default 0.6)")
-    parser.add_argument("--tau", type=finite_float, help="de-escalation tau in [0, 1] (default 0.5)")
-    parser.add_argument("--omega", type=finite_float, help="AttnScale omega, all heads (default 0.5)")
-    parser.add_argument("--s-dc", dest="s_dc", type=finite_float, help="FeatScale DC scale (default -0.5)")
-    parser.add_argument("--s-hc", dest="s_hc", type=finite_float, help="FeatScale high-frequency scale (default 0.5)")
+                        help=f"comma-separated mitigations to compare, or 'none' (default: those of "
+                             f"{DEFAULT_METHODS} that can patch the model)")
+    add_knob_flags(parser, "patch")
     parser.add_argument("--max-sequences", type=_count, default=8, metavar="N",
                         help="sequences (text chunks or images) to measure (default 8)")
     parser.add_argument("--max-length", type=_count, default=128, metavar="N",
@@ -108,13 +104,12 @@ def parse_methods(text: str) -> tuple[str, ...]:
 def knob_overrides(args: argparse.Namespace, methods: tuple[str, ...]) -> dict[str, dict]:
     from oversmooth.errors import UsageError
     knobs: dict[str, dict] = {}
-    for knob, method in KNOB_FLAGS.items():
-        value = getattr(args, knob)
-        if value is None:
-            continue
+    owners = knob_owners("patch")
+    for flag, value in knob_flags(args, "patch").items():
+        method, field = owners[flag]
         if method not in methods:
-            raise UsageError(f"--{knob.replace('_', '-')} sets {method}, which is not in --methods")
-        knobs.setdefault(method, {})[knob] = value
+            raise UsageError(f"--{flag.replace('_', '-')} sets {method}, which is not in --methods")
+        knobs.setdefault(method, {})[field] = value
     return knobs
 
 
@@ -173,6 +168,10 @@ def run(args: argparse.Namespace) -> int:
         exclude = (0,) if loaded.family.causal else ()
         exclude_note = " (the default for causal LMs: the first token is an attention sink; --exclude none keeps it)"
     settings = replace(settings, exclude=exclude)
+    if args.methods == DEFAULT_METHODS:  # by default, every method that can patch this model
+        from oversmooth.hf.patch import supported_methods
+        settings = replace(settings, methods=supported_methods(loaded.model),
+                           sweeps=tuple(s for s in sweeps if s.method in supported_methods(loaded.model)))
     if loaded.family.modality == "text":
         if args.images:
             raise UsageError(f"{loaded.name} is a text model ({loaded.family.name}); use --text, not --images")

@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from oversmooth.cli._arguments import finite_float
+from oversmooth.cli._arguments import add_knob_flags, finite_float, knob_flags
 from oversmooth.compile_rule import AUTO_MIN_STEPS, COMPILE_MODES
 from oversmooth.errors import FieldError, UsageError
+from oversmooth.mitigations.registry import METHODS
 from oversmooth.run_spec import RunSpec, flag
 
 #: flags that a run needs unless it comes from --spec FILE.
@@ -43,13 +44,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     what.add_argument("--dropout", type=finite_float)
     what.add_argument("--patch-size", type=int, help="ViT patch size (must divide the image size)")
     method = parser.add_argument_group("mitigation")
-    method.add_argument("--method", default="softmax", help="softmax | neutreno | deescalate | ... ('+' combines)")
-    method.add_argument("--lam", type=finite_float, help="NeuTRENO lambda (default 0.6 for vit, 0.4 for lm)")
-    method.add_argument("--tau", type=finite_float, help="de-escalation tau in [0, 1]")
-    method.add_argument("--tau-learnable", action="store_true", default=None)
-    method.add_argument("--deescalate-at", help="attn_out | stream")
-    method.add_argument("--spectral", help="sharpen | smooth | free")
-    method.add_argument("--value-mix", type=finite_float, help="value-residual share of V1")
+    method.add_argument("--method", default="softmax", help=f"softmax | {' | '.join(METHODS)} ('+' combines)")
+    add_knob_flags(method, "train")
     data = parser.add_argument_group("data")
     data.add_argument("--data-dir", help="Fashion-MNIST IDX folder, or the unpacked janeaustenr package")
     data.add_argument("--val-size", type=int, default=5000, help="fmnist validation images (default 5000)")
@@ -98,8 +94,7 @@ def run_spec(args: argparse.Namespace) -> RunSpec:
     missing = [flag(name) for name in REQUIRED if getattr(args, name) is None]
     if missing:
         raise UsageError(f"the following arguments are required: {', '.join(missing)}")
-    knobs = {k: getattr(args, k) for k in ("lam", "tau", "tau_learnable", "deescalate_at", "spectral", "value_mix")
-             if getattr(args, k) is not None}
+    knobs = knob_flags(args, "train")
     fields = {name: getattr(args, name) for name in RunSpec.__dataclass_fields__ if hasattr(args, name)}
     return RunSpec(**{**fields, "knobs": knobs, "bf16": not args.no_bf16, "progress": not args.no_progress})
 

@@ -28,6 +28,7 @@ from oversmooth.hf.capture import capture
 from oversmooth.hf.diagnose import LayerSpectrum, add_dynamics, spectra
 from oversmooth.hf.families import Layout, layout
 from oversmooth.hf.frontier import FrontierPoint, Sweep
+from oversmooth.hf.patch import METHODS as PATCHABLE
 from oversmooth.hf.patch import check_method, patch, resolve_knobs, unpatch
 from oversmooth.hf.quality import Budget, Quality, QualityProbe, Task
 from oversmooth.hf.layerwise import LayerwiseMeasures
@@ -43,7 +44,7 @@ BASELINE = "baseline"
 class AnalysisSettings:
     """Which methods (with knob overrides) to compare, and how much data the attention pass sees."""
 
-    methods: tuple[str, ...] = ("neutreno", "deescalate", "attnscale", "featscale")
+    methods: tuple[str, ...] = PATCHABLE
     knobs: dict[str, dict] = field(default_factory=dict)
     attention_sequences: int = 2
     attention_tokens: int = 128

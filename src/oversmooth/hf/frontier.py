@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from oversmooth.errors import UsageError
-from oversmooth.hf.patch import SWEEP_GRIDS, ZERO_KNOBS, check_method, resolve_knobs
+from oversmooth.hf.patch import DEFAULT_KNOBS, SWEEP_GRIDS, ZERO_KNOBS, check_method, resolve_knobs
 from oversmooth.hf.quality import Quality
 
 
@@ -43,8 +43,8 @@ def parse_sweep(text: str) -> Sweep:
     if not (method and knob and values):
         raise UsageError(f"bad sweep {text!r}; write METHOD:KNOB=V1,V2,... e.g. neutreno:lam=0,0.1,0.2")
     method, knob = check_method(method.strip()), knob.strip()
-    if knob not in ZERO_KNOBS[method]:
-        raise UsageError(f"{method} has no knob {knob!r}; it takes {', '.join(ZERO_KNOBS[method])}")
+    if knob not in DEFAULT_KNOBS[method]:
+        raise UsageError(f"{method} has no knob {knob!r}; it takes {', '.join(DEFAULT_KNOBS[method])}")
     try:
         grid = tuple(float(v) for v in values.split(",") if v.strip())
     except ValueError:

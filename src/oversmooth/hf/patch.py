@@ -1,15 +1,16 @@
 """Switch a loaded Hugging Face model's attention to a mitigation, in place, without fine-tuning.
 
 ``patch(model, "neutreno", lam=0.6)`` adds forward hooks on the model's own modules (see
-``families``); ``unpatch(model)`` removes them and the model is exactly as before. The maths is
-``oversmooth.mitigations``, the same code as our own layers. Where each method acts:
+``families``); ``unpatch(model)`` removes them and the model is exactly as before. Each method's
+knobs and edit come from the registry (``oversmooth.mitigations.registry``), the same code as
+our own layers; this module hooks the edit at the method's site:
 
-- ``neutreno`` (lam): per head, ``A V + lam (V1 - V)`` on the output projection's input, every
-  block but the first; V1 = block 0's values of the same forward pass.
-- ``attnscale`` (omega, per head or one value): ``A V + omega (A V - mean V)`` on the same input.
-- ``deescalate`` (tau): ``attn_out - tau * mean(attn_out)`` on the attention branch's output
-  (``Family.attn_out``, before the residual add).
-- ``featscale`` (s_dc, s_hc, per channel or one value): ``Z + s_dc DC + s_hc HC`` on that output.
+- ``context``: per head, on the output projection's input (``A V``), with the block's values and
+  block 0's values (V1) of the same forward pass;
+- ``output``: on the attention branch's output (``Family.attn_out``, before the residual add);
+- ``stream``: on the stream after the attention residual add: post-LN, the input of the norm after
+  the add; pre-LN, the attention branch becomes ``x_mid + delta - resid_pre``. Parallel blocks
+  (GPT-NeoX, Phi) have no such stream and are refused.
 
 Means run over the valid tokens of the call's ``attention_mask``; causal models use prefix means
 (token t: the mean of the valid tokens s <= t). With a KV cache (``generate``) each call sees only
@@ -29,38 +30,26 @@ from torch import Tensor, nn
 from oversmooth.errors import UsageError
 from oversmooth.hf.capture import merge_heads, split_heads
 from oversmooth.hf.families import Layout, layout
-from oversmooth.hf.hooks import BatchMask, HookSet
-from oversmooth.mitigations import (PrefixSums, attnscale, check_lambda, deescalate, featscale, neutreno,
-                                   prefix_mean, token_mean)
+from oversmooth.hf.hooks import BatchMask, HookSet, first_input
+from oversmooth.mitigations import PrefixSums, prefix_mean, token_mean
+from oversmooth.mitigations.base import Knobs, PatchTarget
+from oversmooth.mitigations.registry import METHODS as REGISTRY
+from oversmooth.mitigations.registry import knob_dict, make_knobs, method, patchable
 
-DEFAULT_KNOBS: dict[str, dict[str, float]] = {
-    "neutreno": {"lam": 0.6},
-    "deescalate": {"tau": 0.5},
-    "attnscale": {"omega": 0.5},
-    "featscale": {"s_dc": -0.5, "s_hc": 0.5},
-}
-METHODS = tuple(DEFAULT_KNOBS)
-ZERO_KNOBS: dict[str, dict[str, float]] = {m: {k: 0.0 for k in knobs} for m, knobs in DEFAULT_KNOBS.items()}
-# ``analyze --sweep``: each knob's default grid, swept with the method's other knobs at 0.
-SWEEP_GRIDS: dict[str, dict[str, tuple[float, ...]]] = {
-    "neutreno": {"lam": (0.05, 0.1, 0.2, 0.4, 0.6, 1.0)},
-    "deescalate": {"tau": (0.05, 0.1, 0.2, 0.5, 1.0)},
-    "attnscale": {"omega": (0.05, 0.1, 0.2, 0.5, 1.0)},
-    # FeatScale's s_dc alone is de-escalation with tau = -s_dc, so its grid sweeps s_hc.
-    "featscale": {"s_hc": (0.05, 0.1, 0.2, 0.5, 1.0)},
-}
+METHODS = patchable()
 _ATTRIBUTE = "_oversmooth_patch"
 
 
 @dataclass
 class PatchState:
-    """What a patch holds on the model: its method, knobs, hooks and the token means it carries."""
+    """What a patch holds on the model: its method, knobs, hooks and what it carries from call to
+    call (token means, earlier stream rows)."""
 
     method: str
-    knobs: dict[str, float | Tensor]
+    knobs: Knobs
     entries: tuple[nn.Module, ...]  # the modules a forward pass enters by: the model, its base model
     hooks: HookSet = field(default_factory=HookSet)
-    carried: list["_Means"] = field(default_factory=list)
+    carried: list["_Means | _History"] = field(default_factory=list)
 
     def means(self, lay: Layout) -> "_Means":
         """Token means over the valid tokens of each call (causal: carried prefix means)."""
@@ -69,7 +58,7 @@ class PatchState:
         return means
 
     def reorder(self, rows: Tensor) -> None:
-        """Follow beam search: the carried means of batch rows ``rows``."""
+        """Follow beam search: what is carried, for batch rows ``rows``."""
         for means in self.carried:
             means.reorder(rows)
 
@@ -79,50 +68,43 @@ def patched_method(model: nn.Module) -> str | None:
     return None if state is None else state.method
 
 
-def check_method(method: str) -> str:
-    if method not in DEFAULT_KNOBS:
-        raise UsageError(f"unknown method {method!r}; choose from {', '.join(METHODS)}")
-    return method
+def check_method(name: str) -> str:
+    """``name`` if it can be patched into a pretrained model; UsageError otherwise."""
+    if name not in REGISTRY:
+        raise UsageError(f"unknown method {name!r}; choose from {', '.join(METHODS)}")
+    if method(name).patcher is None:
+        raise UsageError(f"{name} cannot be patched into a pretrained model: {REGISTRY[name].unpatchable}; "
+                         f"choose from {', '.join(METHODS)}")
+    return name
 
 
-def resolve_knobs(method: str, knobs: dict) -> dict:
-    """The method's defaults overridden by ``knobs``; UsageError on a knob the method lacks."""
-    defaults = DEFAULT_KNOBS[check_method(method)]
-    extra = sorted(set(knobs) - set(defaults))
-    if extra:
-        raise UsageError(f"{method} takes {', '.join(defaults)}, not {', '.join(extra)}")
-    resolved = {**defaults, **knobs}
-    if method == "neutreno":
-        check_lambda(resolved["lam"])
-    if method == "deescalate" and not 0.0 <= resolved["tau"] <= 1.0:
-        raise UsageError(f"de-escalation tau must lie in [0, 1], got {resolved['tau']}")
-    return resolved
+def resolve_knobs(name: str, knobs: dict) -> dict:
+    """The method's defaults overridden by ``knobs``; UsageError on a knob the method lacks or a
+    value out of range. (Causal-model defaults are for training; a patch keeps one default.)"""
+    fields = {f.name for f in method(check_method(name)).fields("patch")}
+    values = knob_dict(make_knobs(name, knobs, scope="patch"))
+    return {k: v for k, v in values.items() if k in fields}
 
 
-def _vector(value, size: int, name: str) -> Tensor:
-    """A scalar or length-``size`` sequence as a float tensor ``[size]``."""
-    tensor = torch.as_tensor(value, dtype=torch.float32)
-    if tensor.dim() == 0:
-        return tensor.expand(size).clone()
-    if tensor.shape != (size,):
-        raise UsageError(f"{name} must be one number or {size} numbers, got shape {tuple(tensor.shape)}")
-    return tensor
+#: method -> knob -> default.
+DEFAULT_KNOBS: dict[str, dict] = {m: resolve_knobs(m, {}) for m in METHODS}
+ZERO_KNOBS: dict[str, dict] = {m: dict(REGISTRY[m].zero) for m in METHODS}
+#: ``analyze --sweep``: each knob's default grid, swept with the method's other knobs at 0.
+SWEEP_GRIDS: dict[str, dict[str, tuple[float, ...]]] = {m: dict(REGISTRY[m].sweep) for m in METHODS}
 
 
 def patch(model: nn.Module, method: str, **knobs) -> nn.Module:
-    """Patch ``model`` in place with ``method`` (neutreno, deescalate, attnscale, featscale).
-
-    Knobs (defaults in ``DEFAULT_KNOBS``): neutreno ``lam``; deescalate ``tau``; attnscale
-    ``omega`` (number or one per head); featscale ``s_dc``, ``s_hc`` (number or one per channel).
-    Returns the model. Call ``unpatch(model)`` before patching again.
+    """Patch ``model`` in place with ``method`` (one of ``METHODS``) and its knobs (defaults and
+    ranges: the registry, ``oversmooth analyze --help``). Returns the model. Call
+    ``unpatch(model)`` before patching again.
     """
     if patched_method(model) is not None:
         raise UsageError(f"model is already patched with {patched_method(model)}; call unpatch(model) first")
-    knobs = resolve_knobs(method, knobs)
     lay = layout(model)
-    state = PatchState(method=method, knobs=knobs, entries=(model, lay.base))
+    values = make_knobs(check_method(method), knobs, scope="patch")
+    state = PatchState(method=method, knobs=values, entries=(model, lay.base))
     try:
-        _INSTALL[method](lay, state)
+        _install(lay, state)
     except BaseException:  # e.g. a knob of the wrong length: leave no half-installed hooks behind
         state.hooks.remove()
         raise
@@ -200,48 +182,80 @@ class _Means:
         self.carried = {layer: carry.reorder(rows.to(carry.total.device)) for layer, carry in self.carried.items()}
 
 
-def _on_context(lay: Layout, hooks: HookSet, first_layer: int, edit) -> None:
-    """Replace the output projection's input by ``merge(edit(layer, split(z)))`` in blocks >= first_layer."""
-    def hook(layer, module, args):
-        if layer >= first_layer:
-            return (merge_heads(edit(layer, split_heads(args[0], lay.heads))), *args[1:])
-    lay.hook(hooks, "out_proj", hook, before=True)
+class _History:
+    """Per block, the stream rows of the earlier calls (KV-cache decoding) and their validity."""
+
+    def __init__(self, batch: BatchMask):
+        self.batch = batch
+        self.carried: dict[int, tuple[Tensor, Tensor]] = {}
+
+    def __call__(self, layer: int, x: Tensor) -> tuple[Tensor, Tensor]:
+        tokens = x.shape[-2]
+        mask = self.batch.new_mask(tokens)
+        valid = torch.ones(x.shape[:2], dtype=torch.bool, device=x.device) if mask is None else mask.bool()
+        past = self.batch.past(tokens)
+        if past:
+            rows, seen = self.carried.get(layer, (x[:, :0], valid[:, :0]))
+            if rows.shape[1] != past:
+                raise UsageError(f"the KV cache holds {past} tokens but the patch has seen {rows.shape[1]} in "
+                                 f"block {layer}; patched models decode in order, not from a cache filled "
+                                 "before patching or cropped")
+            x, valid = torch.cat([rows, x], dim=1), torch.cat([seen, valid], dim=1)
+        self.carried[layer] = (x, valid)
+        return x, valid
+
+    def reorder(self, rows: Tensor) -> None:
+        self.carried = {layer: (x[rows.to(x.device)], v[rows.to(v.device)]) for layer, (x, v) in self.carried.items()}
 
 
-def _on_attn_out(lay: Layout, hooks: HookSet, edit) -> None:
-    lay.hook(hooks, "attn_out", lambda layer, module, args, out: edit(layer, out))
+def supports(lay: Layout, name: str) -> str | None:
+    """Why ``name`` cannot patch a model of this layout, or None when it can."""
+    if REGISTRY[name].patcher.site == "stream" and lay.family.residual == "parallel":
+        return (f"{name} edits the stream after the attention residual add, and {lay.family.name} adds "
+                "attention and MLP to the block input in parallel: there is no such stream")
+    return None
 
 
-def _install_neutreno(lay: Layout, state: PatchState) -> None:
-    values = _Values(lay, state.hooks)
-    lam = state.knobs["lam"]
-    _on_context(lay, state.hooks, 1, lambda layer, z: neutreno(z, values.current, values.first, lam))
+def supported_methods(model: nn.Module) -> tuple[str, ...]:
+    """The methods that can patch ``model``."""
+    return tuple(name for name in METHODS if supports(layout(model), name) is None)
 
 
-def _install_attnscale(lay: Layout, state: PatchState) -> None:
-    means = state.means(lay)
-    values = _Values(lay, state.hooks)
-    omega = _vector(state.knobs["omega"], lay.heads, "omega")
-    _on_context(lay, state.hooks, 0, lambda layer, z: attnscale(
-        z, values.current, omega.to(z.device), mean=means(layer, values.current)))
+def _install(lay: Layout, state: PatchState) -> None:
+    """The method's edit, hooked at its site in every block."""
+    patcher = REGISTRY[state.method].patcher
+    refused = supports(lay, state.method)
+    if refused:
+        raise UsageError(refused)
+    hooks = state.hooks
+    history = _History(BatchMask(state.entries, hooks))
+    state.carried.append(history)
+    target = PatchTarget(lay.heads, lay.hidden, lay.family.causal, state.means(lay), history)
+    edit = patcher.build(state.knobs, target)
+    if patcher.site == "context":
+        values = _Values(lay, hooks)
+        lay.hook(hooks, "out_proj", lambda layer, module, args: (merge_heads(edit(
+            layer, split_heads(args[0], lay.heads), values.current, values.first if layer else None)), *args[1:]),
+            before=True)
+    elif patcher.site == "output":
+        lay.hook(hooks, "attn_out", lambda layer, module, args, out: edit(layer, out))
+    else:
+        _on_stream(lay, hooks, edit)
 
 
-def _install_deescalate(lay: Layout, state: PatchState) -> None:
-    means, tau = state.means(lay), state.knobs["tau"]
-    _on_attn_out(lay, state.hooks, lambda layer, out: deescalate(out, tau, mean=means(layer, out)))
+def _on_stream(lay: Layout, hooks: HookSet, edit) -> None:
+    """``x_mid <- x_mid + edit(layer, x_mid)`` on the stream after the attention residual add.
+    Post-LN: on the input of the norm that follows the add; pre-LN: on the attention branch, so
+    that ``resid_pre + attn_out' = x_mid + delta`` with ``x_mid = resid_pre + attn_out``."""
+    inputs: dict[int, Tensor] = {}
 
-
-def _install_featscale(lay: Layout, state: PatchState) -> None:
-    means = state.means(lay)
-    s_dc = _vector(state.knobs["s_dc"], lay.hidden, "s_dc")
-    s_hc = _vector(state.knobs["s_hc"], lay.hidden, "s_hc")
-    _on_attn_out(lay, state.hooks, lambda layer, out: featscale(
-        out, s_dc.to(out.device), s_hc.to(out.device), mean=means(layer, out)))
-
-
-_INSTALL = {
-    "neutreno": _install_neutreno,
-    "deescalate": _install_deescalate,
-    "attnscale": _install_attnscale,
-    "featscale": _install_featscale,
-}
+    def keep_input(layer, module, args, kwargs):
+        inputs[layer] = first_input(args, kwargs)
+    lay.hook(hooks, "block", keep_input, before=True, with_kwargs=True)
+    if lay.family.residual == "post":
+        def on_norm_input(layer, module, args):
+            x = args[0].view(inputs.pop(layer).shape)  # OPT's norms see the stream as [B * n, d]
+            return ((x + edit(layer, x)).view_as(args[0]), *args[1:])
+        lay.hook(hooks, "mid_norm", on_norm_input, before=True)
+    else:
+        lay.hook(hooks, "attn_out", lambda layer, module, args, out: out + edit(layer, inputs.pop(layer) + out))

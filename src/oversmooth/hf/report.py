@@ -18,10 +18,10 @@ from oversmooth.hf.quality import QualityRow, ratio_text, similarity_verdict
 from oversmooth.hf.sublayers import block_totals
 from oversmooth.metrics import ATTENTION_METRICS, METRICS
 from oversmooth.metrics.suite import RANK_METRICS
+from oversmooth.mitigations.registry import METHODS as REGISTRY
 from oversmooth.plotting import figure, save_png
 
-SHORT = {BASELINE: "base", "neutreno": "neutreno", "deescalate": "deesc", "attnscale": "attnsc",
-         "featscale": "featsc"}
+SHORT = {BASELINE: "base", **{name: m.short or name for name, m in REGISTRY.items()}}
 BROKEN_MARK = "!"
 SUBLAYER_COLUMNS = {"attention": "dcos:attn", "mlp": "dcos:mlp", "norm": "dcos:norm"}  # per kind of stage
 QUALITY_COLUMNS = ("method", "setting", "measure", "value", "baseline", "ratio", "within_budget")

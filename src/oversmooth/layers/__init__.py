@@ -7,11 +7,11 @@ Knows nothing of Hugging Face or training; the maths of each method lives in
 from oversmooth.layers.attention import Attention
 from oversmooth.layers.block import Block
 from oversmooth.layers.hook_point import HookPoint
-from oversmooth.layers.mitigation_config import METHODS, SPECTRAL_MODES, MitigationConfig
+from oversmooth.layers.mitigation_config import METHODS, MitigationConfig
 from oversmooth.layers.mlp import MLP
 from oversmooth.layers.norm import LN_SIGNS, signed_layer_norm
-from oversmooth.layers.spectral import SpectralValueOutput
 from oversmooth.layers.stack_config import NORM_PLACEMENTS, StackConfig
+from oversmooth.mitigations.spectral import SPECTRAL_MODES, SpectralValueOutput
 
 __all__ = [
     "Attention", "Block", "HookPoint", "METHODS", "SPECTRAL_MODES", "MitigationConfig", "MLP",

@@ -5,11 +5,12 @@ manual path that materialises ``A = softmax(Q K^T / sqrt(d_h))`` and passes it t
 ``hook_pattern`` (set ``materialize = True``). Everything after ``A V`` is shared, so both paths
 give the same result for every method.
 
-Order inside the sub-layer, per head, then merged:
-``V -> value_residual mix -> A V -> AttnScale -> + NeuTRENO term -> merge -> W_O -> FeatScale
--> de-escalation (when the block places it at attn_out)``.
-Without a causal mask, AttnScale, FeatScale and de-escalation fold into W_O and a per-sequence
-bias (``layers/output_projection.py``); AttnScale stays per head when NeuTRENO adds its term.
+Order inside the sub-layer, per head, then merged: values methods (value residual) -> ``A V`` ->
+context methods (AttnScale, NeuTRENO) -> merge -> W_O -> output methods (FeatScale, de-escalation
+when the block places it at attn_out), each site in the registry's order.
+Without a causal mask, the last context method and the output methods fold into W_O and a
+per-sequence bias where they can (``layers/output_projection.py``): AttnScale stays per head when
+NeuTRENO adds its term after it.
 The merged input of W_O is not kept for backward but rebuilt, so the per-head terms add no
 activation memory.
 """
@@ -25,19 +26,27 @@ from torch import Tensor, nn
 from oversmooth.layers.hook_point import HookPoint
 from oversmooth.layers.mitigation_config import MitigationConfig
 from oversmooth.layers.output_projection import Fold, folded_projection
-from oversmooth.layers.spectral import SpectralValueOutput
-from oversmooth.mitigations import AttnScale, Deescalation, FeatScale, neutreno, token_mean
+from oversmooth.mitigations.base import LayerShape, SiteLayer
+from oversmooth.mitigations.registry import METHODS
+
+
+def method_layers(mitigation: MitigationConfig, shape: LayerShape, in_block: bool) -> dict[str, SiteLayer]:
+    """Attribute name -> layer of each method in ``mitigation`` that lives on the block
+    (``in_block``) or on its attention, in the registry's order (the order they act in)."""
+    return {m.attribute: m.layer(mitigation.knobs[name], shape) for name, m in METHODS.items()
+            if name in mitigation and m.in_block == in_block}
 
 
 class Attention(nn.Module):
     """Self-attention on ``x: [batch, tokens, width]``.
 
-    ``forward(x, v_first, deescalation)`` returns ``(out [batch, tokens, width], v [batch, heads,
+    ``forward(x, v_first, *outer)`` returns ``(out [batch, tokens, width], v [batch, heads,
     tokens, d_head])`` where ``v`` is this layer's value tensor (after the value projection, before
     any mixing); the first layer's ``v`` is the ``v_first`` that NeuTRENO and value residual use
     later (passed undetached, so gradients reach layer 1's value weights through it).
-    ``deescalation``: the block's de-escalation when it acts on this output (placement ``attn_out``).
-    A mitigation whose token mean is not causal folds into W_O; a causal one acts on the output.
+    ``outer``: the block's method layers that act on this output (None entries are skipped).
+    Each method acts through its ``SiteLayer`` (``oversmooth.mitigations.base``); one whose token
+    mean is not causal folds into W_O, a causal one acts on the output.
     """
 
     def __init__(self, width: int, heads: int, *, mitigation: MitigationConfig = MitigationConfig(),
@@ -47,22 +56,23 @@ class Attention(nn.Module):
         self.causal, self.dropout = causal, dropout
         self.mitigation = mitigation
         self.materialize = False
+        layers = method_layers(mitigation, LayerShape(width, heads, causal), in_block=False)
+        for attribute, layer in layers.items():
+            self.add_module(attribute, layer)
+        self.methods: tuple[SiteLayer, ...] = tuple(layers.values())
         self.query = nn.Linear(width, width)
-        self.key = None if "symmetric" in mitigation else nn.Linear(width, width)
-        if "spectral" in mitigation:
-            self.value_output = SpectralValueOutput(width, mitigation.spectral)
+        self.key = None if any(m.ties_keys for m in self.methods) else nn.Linear(width, width)
+        self.value_output = next((m.value_output() for m in self.methods if m.value_output() is not None), None)
+        if self.value_output is not None:
             self.value = self.output = None
         else:
-            self.value_output = None
             self.value, self.output = nn.Linear(width, width), nn.Linear(width, width)
-        self.attnscale = AttnScale(heads=heads, causal=causal) if "attnscale" in mitigation else None
-        self.featscale = FeatScale(dim=width, causal=causal) if "featscale" in mitigation else None
         self.attn_dropout = nn.Dropout(dropout)
         self.hook_v = HookPoint()
         self.hook_pattern = HookPoint()
 
     def forward(self, x: Tensor, v_first: Tensor | None = None,
-                deescalation: Deescalation | None = None) -> tuple[Tensor, Tensor]:
+                *outer: SiteLayer | None) -> tuple[Tensor, Tensor]:
         q = self._split(self.query(x))
         k = q if self.key is None else self._split(self.key(x))
         if self.value_output is not None:
@@ -73,43 +83,41 @@ class Attention(nn.Module):
         v = self.hook_v(v)
 
         mixed = v
-        if v_first is not None and "value_residual" in self.mitigation:
-            mixed = torch.lerp(v, v_first, self.mitigation.value_mix)   # (1 - mix) v + mix v1
+        for method in self.methods:
+            mixed = method.values(mixed, v_first)
         attended = self._manual(q, k, mixed) if self.materialize else F.scaled_dot_product_attention(
             q, k, mixed, dropout_p=self.dropout if self.training else 0.0, is_causal=self.causal)
-        with_neutreno = v_first is not None and "neutreno" in self.mitigation
-        attnscale_per_head = self.attnscale is not None and (self.attnscale.causal or with_neutreno)
+        # The last method on the context may fold into W_O (column scale and offset); the others
+        # act per head.
+        per_head = [m for m in self.methods if m.on_context(v_first)]
+        folded = per_head[-1].context_fold(mixed, x.dtype) if per_head else None
+        if folded is not None:
+            per_head.pop()
 
         def context() -> Tensor:
             """``[batch, tokens, width]``: per head ``A V`` plus the per-head terms, heads merged."""
             out = attended
-            if attnscale_per_head:
-                out = self.attnscale(out, mixed)
-            if with_neutreno:
-                out = neutreno(out, mixed, v_first, self.mitigation.lam)
+            for method in per_head:
+                out = method.context(out, mixed, v_first)
             return out.transpose(1, 2).flatten(2)
 
         if self.value_output is not None:
             weight, bias = w_o.T, self.value_output.output_bias
         else:
             weight, bias = self.output.weight, self.output.bias
-        fold = Fold()
-        if self.attnscale is not None and not attnscale_per_head:
-            omega = self.attnscale.omega.to(x.dtype)
-            offset = (omega[:, None, None] * token_mean(mixed)).transpose(1, 2).flatten(2)
-            fold = Fold(column_scale=(1 + omega).repeat_interleave(self.d_head), offset=offset)
-        featscale_after = self.featscale is not None and self.featscale.causal
-        if self.featscale is not None and not featscale_after:
-            s_dc, s_hc = self.featscale.s_dc.to(x.dtype), self.featscale.s_hc.to(x.dtype)
-            fold = Fold(fold.column_scale, fold.offset, alpha=1 + s_hc, beta=s_dc - s_hc)
-        deescalate_after = deescalation is not None and (deescalation.causal or featscale_after)
-        if deescalation is not None and not deescalate_after:
-            fold = fold.then_deescalate(deescalation.share().to(x.dtype))
+        fold = Fold() if folded is None else Fold(column_scale=folded[0], offset=folded[1])
+        # Output methods fold in order until one cannot (causal); it and those after it act on Z.
+        after: list[SiteLayer] = []
+        for method in (*self.methods, *(m for m in outer if m is not None)):
+            if method.on_output:
+                affine = None if after else method.output_fold(x.dtype)
+                if affine is None:
+                    after.append(method)
+                else:
+                    fold = fold.then(*affine)
         out = folded_projection(context(), context, weight, bias, fold)
-        if featscale_after:
-            out = self.featscale(out)
-        if deescalate_after:
-            out = deescalation(out)
+        for method in after:
+            out = method.output(out)
         return out, v
 
     def _split(self, x: Tensor) -> Tensor:

@@ -2,22 +2,23 @@
 
 Hook points (names as in TransformerLens, DESIGN §6), in order:
 ``hook_resid_pre`` (block input), ``attn.hook_v``, ``attn.hook_pattern`` (manual path only),
-``hook_attn_out`` (attention sub-layer output, after FeatScale / de-escalation, before the add),
+``hook_attn_out`` (attention sub-layer output, after the output-site methods, before the add),
 ``hook_resid_mid`` (stream after the attention sub-layer; post-norm: after its LayerNorm),
 ``hook_mlp_out``, ``hook_resid_post`` (block output).
-Pre-norm: ``resid_mid = resid_pre + attn_out`` (de-escalation at ``stream`` applied on top).
+Pre-norm: ``resid_mid = resid_pre + attn_out`` with the stream-site methods (de-escalation at
+``stream``) applied on top; post-norm: they act before the LayerNorm.
 """
 
 from __future__ import annotations
 
 from torch import Tensor, nn
 
-from oversmooth.layers.attention import Attention
+from oversmooth.layers.attention import Attention, method_layers
 from oversmooth.layers.hook_point import HookPoint
 from oversmooth.layers.mlp import MLP
 from oversmooth.layers.norm import signed_layer_norm
 from oversmooth.layers.stack_config import StackConfig
-from oversmooth.mitigations import Deescalation
+from oversmooth.mitigations.base import LayerShape
 
 
 class Block(nn.Module):
@@ -32,9 +33,11 @@ class Block(nn.Module):
         self.ln_mlp = signed_layer_norm(cfg.width, cfg.ln_sign)
         self.mlp = MLP(cfg.width, cfg.mlp_hidden, cfg.dropout)
         self.resid_dropout = nn.Dropout(cfg.dropout)
-        self.deescalate = (Deescalation(tau=mit.tau, learnable=mit.tau_learnable, causal=causal)
-                           if "deescalate" in mit else None)
-        self.deescalate_at = mit.deescalate_at
+        layers = method_layers(mit, LayerShape(cfg.width, cfg.heads, causal), in_block=True)
+        for attribute, layer in layers.items():
+            self.add_module(attribute, layer)
+        self.outer = tuple(m for m in layers.values() if m.on_output)
+        self.stream_methods = tuple(m for m in (*self.attn.methods, *layers.values()) if m.on_stream)
         self.hook_resid_pre = HookPoint()
         self.hook_attn_out = HookPoint()
         self.hook_resid_mid = HookPoint()
@@ -43,13 +46,11 @@ class Block(nn.Module):
 
     def forward(self, x: Tensor, v_first: Tensor | None = None) -> tuple[Tensor, Tensor]:
         x = self.hook_resid_pre(x)
-        at_output = self.deescalate is not None and self.deescalate_at == "attn_out"
-        attn_out, v = self.attn(self.ln_attn(x) if self.pre_norm else x, v_first,
-                                self.deescalate if at_output else None)
+        attn_out, v = self.attn(self.ln_attn(x) if self.pre_norm else x, v_first, *self.outer)
         attn_out = self.hook_attn_out(self.resid_dropout(attn_out))
         x = x + attn_out
-        if self.deescalate is not None and self.deescalate_at == "stream":
-            x = self.deescalate(x)
+        for method in self.stream_methods:
+            x = method.stream(x)
         if self.pre_norm:
             x = self.hook_resid_mid(x)
             mlp_out = self.hook_mlp_out(self.mlp(self.ln_mlp(x)))

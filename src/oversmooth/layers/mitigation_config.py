@@ -1,43 +1,21 @@
-"""Which oversmoothing mitigations a Transformer uses, and their knobs (DESIGN §5).
+"""Which oversmoothing mitigations a Transformer uses, and their knobs.
 
-Every method is a switch in ``MitigationConfig.methods``; the empty tuple is the plain softmax
+Every method is a switch in ``MitigationConfig.methods`` (the registry,
+``oversmooth.mitigations.registry``, lists them); the empty tuple is the plain softmax
 Transformer. Methods compose freely (e.g. NeuTRENO + FeatScale, as in the NeuTRENO paper).
 """
 
 from __future__ import annotations
 
-import dataclasses
-import math
-from dataclasses import dataclass
 from typing import Any, Mapping
 
 from oversmooth.errors import UsageError
-from oversmooth.layers.config_fields import from_fields
-from oversmooth.mitigations import PLACEMENTS, check_lambda
+from oversmooth.mitigations.base import Knobs
+from oversmooth.mitigations.registry import METHODS as REGISTRY
+from oversmooth.mitigations.registry import knob_dict, knob_owners, make_knobs, method
 
-#: name -> one-line description (formula, source). The registry of every method.
-METHODS: dict[str, str] = {
-    "symmetric": "keys = queries (W_K tied to W_Q): symmetric attention scores (Sym-DeiT, NeuTRENO paper)",
-    "neutreno": "O_h = A_h V_h + lam (V1_h - V_h) in layers after the first (Nguyen et al. 2023)",
-    "deescalate": "Y = (I - tau Pi_1) X on the attention output or the stream (Yu & Zhang 2023)",
-    "attnscale": "A' = A + omega_h (A - uniform), omega per head, init 0 (Wang et al. 2022)",
-    "featscale": "Z' = Z + s_dc * DC + s_hc * HC per channel, init 0 (Wang et al. 2022)",
-    "spectral": "W_V W_O = U diag(lambda) U^T, U orthogonal, lambda in a chosen range (Dovonon et al. 2025)",
-    "value_residual": "V_l <- (1 - mix) V_l + mix V1 in layers after the first (value residual learning)",
-}
-
-#: knob -> the method that reads it; a knob given for a method not in use is refused, not ignored.
-KNOB_OWNERS: dict[str, str] = {
-    "lam": "neutreno", "tau": "deescalate", "tau_learnable": "deescalate", "deescalate_at": "deescalate",
-    "spectral": "spectral", "value_mix": "value_residual",
-}
-
-#: ``spectral`` modes -> the range the eigenvalues of W_V W_O are kept in.
-SPECTRAL_MODES: dict[str, str] = {
-    "sharpen": "(-1, 0): lambda = -sigmoid(psi)",
-    "smooth": "(0, 1): lambda = sigmoid(psi)",
-    "free": "unconstrained: lambda = psi",
-}
+#: name -> one-line description (formula, source).
+METHODS: dict[str, str] = {name: f"{m.formula} ({m.paper})" for name, m in REGISTRY.items()}
 
 BASELINE_NAMES = ("", "softmax", "baseline", "none")
 
@@ -50,9 +28,10 @@ def split_methods(spec: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in spec.replace(",", "+").split("+"))
 
 
-@dataclass(frozen=True)
 class MitigationConfig:
-    """Methods by name and their knobs; defaults follow DESIGN §5.
+    """Methods by name and, for each, its knobs (``Knobs`` of the registry). Knobs are given and
+    read by their global names (``lam``, ``tau``, ...; ``oversmooth train --help``); a knob of an
+    unused method reads as its default.
 
     >>> cfg = MitigationConfig.parse("neutreno+featscale", lam=0.4)
     >>> cfg.methods, cfg.lam, cfg.name
@@ -61,37 +40,48 @@ class MitigationConfig:
     (True, 'softmax')
     """
 
-    methods: tuple[str, ...] = ()
-    lam: float = 0.6                   # neutreno: fidelity weight (0.6 DeiT, 0.4 LM)
-    tau: float = 1.0                   # deescalate: share of the mean token removed, in [0, 1]
-    tau_learnable: bool = False        # deescalate: learn tau (clamped to [0, 1])
-    deescalate_at: str = "attn_out"    # deescalate: "attn_out" (before the residual add) | "stream"
-    spectral: str = "free"             # spectral: eigenvalue range "sharpen" | "smooth" | "free"
-    value_mix: float = 0.5             # value_residual: share of V1 mixed into V, in [0, 1]
-
-    def __post_init__(self) -> None:
-        methods = split_methods(self.methods) if isinstance(self.methods, str) else tuple(self.methods)
-        object.__setattr__(self, "methods", methods)
+    def __init__(self, methods: tuple[str, ...] | str = (), *, causal: bool = False, **flat: Any):
+        """``methods`` and knob values by global name (a knob of a method not in ``methods`` is
+        checked, then dropped); ``causal``: start from a causal model's defaults."""
+        methods = split_methods(methods) if isinstance(methods, str) else tuple(methods)
         for name in methods:
-            if name not in METHODS:
-                raise UsageError(f"unknown mitigation {name!r}; choose from {', '.join(METHODS)} "
-                                 "(or none for the softmax baseline)")
+            method(name)
         if len(set(methods)) != len(methods):
             raise UsageError(f"mitigation listed twice in {'+'.join(methods)}; give each once")
-        check_lambda(self.lam)
-        if not (math.isfinite(self.tau) and 0.0 <= self.tau <= 1.0):
-            raise UsageError(f"de-escalation tau must lie in [0, 1], got {self.tau}")
-        if self.deescalate_at not in PLACEMENTS:
-            raise UsageError(f"deescalate_at {self.deescalate_at!r} unknown; choose from "
-                             f"{', '.join(PLACEMENTS)}")
-        if self.spectral not in SPECTRAL_MODES:
-            raise UsageError(f"spectral mode {self.spectral!r} unknown; choose from "
-                             f"{', '.join(SPECTRAL_MODES)}")
-        if not (math.isfinite(self.value_mix) and 0.0 <= self.value_mix <= 1.0):
-            raise UsageError(f"value_mix must lie in [0, 1], got {self.value_mix}")
+        owners = knob_owners("train")
+        unknown = sorted(set(flat) - set(owners))
+        if unknown:
+            raise UsageError(f"unknown MitigationConfig field(s) {', '.join(unknown)}; "
+                             f"valid: {', '.join(sorted(['methods', *owners]))}")
+        given: dict[str, dict[str, Any]] = {}
+        for flag, value in flat.items():
+            owner, field = owners[flag]
+            given.setdefault(owner, {})[field] = value
+        knobs = {name: make_knobs(name, values, causal=causal) for name, values in given.items()}
+        self.methods = methods
+        self.knobs: dict[str, Knobs] = {name: knobs.get(name) or make_knobs(name, {}, causal=causal)
+                                        for name in methods}
+
+    def __getattr__(self, flag: str) -> Any:
+        """A knob by its global name: the used method's value, else the registry default."""
+        owners = knob_owners("train")
+        if flag not in owners:
+            raise AttributeError(flag)
+        owner, field = owners[flag]
+        knobs = self.__dict__.get("knobs", {}).get(owner)
+        return getattr(knobs, field) if knobs is not None else REGISTRY[owner].knobs.defaults()[field]
 
     def __contains__(self, method: str) -> bool:
         return method in self.methods
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, MitigationConfig) and (self.methods, self.knobs) == (other.methods, other.knobs)
+
+    def __hash__(self) -> int:
+        return hash((self.methods, tuple(self.knobs.values())))
+
+    def __repr__(self) -> str:
+        return f"MitigationConfig({self.name!r}, {', '.join(repr(k) for k in self.knobs.values())})"
 
     @property
     def name(self) -> str:
@@ -99,9 +89,10 @@ class MitigationConfig:
         return "+".join(self.methods) or "softmax"
 
     @classmethod
-    def parse(cls, spec: str, **knobs: Any) -> "MitigationConfig":
+    def parse(cls, spec: str, *, causal: bool = False, **knobs: Any) -> "MitigationConfig":
         """Build from a CLI string such as ``"neutreno+featscale"`` (``"softmax"`` = none) and the
-        knobs that were given; a knob of a method not in ``spec`` is refused.
+        knobs that were given; a knob of a method not in ``spec`` is refused. ``causal``: a causal
+        model's defaults (NeuTRENO lambda 0.4).
 
         >>> MitigationConfig.parse("softmax", tau=0.5)
         Traceback (most recent call last):
@@ -109,17 +100,26 @@ class MitigationConfig:
         oversmooth.errors.UsageError: tau is a knob of deescalate, which softmax does not use; drop it or add deescalate
         """
         methods = split_methods(spec)
+        owners = knob_owners("train")
         for knob in knobs:
-            owner = KNOB_OWNERS.get(knob)
+            owner = owners.get(knob, (None,))[0]
             if owner is not None and owner not in methods:
                 raise UsageError(f"{knob} is a knob of {owner}, which {'+'.join(methods) or 'softmax'} does not "
                                  f"use; drop it or add {owner}")
-        return cls.from_dict({"methods": methods, **knobs})
+        return cls(methods, causal=causal, **knobs)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "MitigationConfig":
-        """Inverse of ``to_dict``; unknown keys raise ``UsageError``."""
-        return from_fields(cls, data)
+        """Inverse of ``to_dict``; also reads the flat dicts that older saved models hold (every
+        knob, used or not). Unknown keys raise ``UsageError``."""
+        data = dict(data)
+        return cls(tuple(data.pop("methods", ())), **data)
 
     def to_dict(self) -> dict[str, Any]:
-        return {**dataclasses.asdict(self), "methods": list(self.methods)}
+        """``{"methods": [...], <global knob name>: value, ...}`` for the used methods' knobs."""
+        flat: dict[str, Any] = {"methods": list(self.methods)}
+        for name, knobs in self.knobs.items():
+            m = REGISTRY[name]
+            flat.update({m.flag(field): value for field, value in knob_dict(knobs).items()
+                         if "train" in m.knob_field(field).metadata["scope"]})
+        return flat

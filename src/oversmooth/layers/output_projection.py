@@ -8,6 +8,7 @@ instead of adding passes over full-size tensors (``Fold``, every term optional):
                                                 o = omega_h * mean_t(V_h), heads merged [batch, 1, width]
     Z  = alpha * Z0 + beta * mean_t(Z0)         FeatScale: alpha = 1 + s_hc, beta = s_dc - s_hc;
                                                 de-escalation after it: beta <- beta - tau (alpha + beta)
+                                                (``Fold.then``: any such affine step composes)
        = C (alpha * W * s)^T + [alpha * r + beta * (mean_t(C) (W * s)^T + r)]
 
 The bracket is ``[batch, 1, width]``: the projection adds it as the GEMM's bias (``baddbmm``), so
@@ -37,11 +38,16 @@ class Fold:
     alpha: Tensor | None = None         # [width_out]
     beta: Tensor | None = None          # [width_out]
 
-    def then_deescalate(self, tau: Tensor) -> "Fold":
-        """This fold followed by ``Z - tau mean_t(Z)``."""
-        alpha = 1.0 if self.alpha is None else self.alpha
-        beta = 0.0 if self.beta is None else self.beta
-        return Fold(self.column_scale, self.offset, self.alpha, beta - tau * (alpha + beta))
+    def then(self, alpha: Tensor | None, beta: Tensor) -> "Fold":
+        """This fold followed by ``alpha * Z + beta * mean_t(Z)`` (``alpha`` None: 1); since
+        ``mean_t(a Z + b mean_t(Z)) = (a + b) mean_t(Z)``, the two compose into one fold."""
+        if self.alpha is None and self.beta is None:
+            return Fold(self.column_scale, self.offset, alpha, beta)
+        old_alpha = 1.0 if self.alpha is None else self.alpha
+        old_beta = 0.0 if self.beta is None else self.beta
+        new_alpha = self.alpha if alpha is None else alpha * old_alpha
+        new_beta = (old_beta if alpha is None else alpha * old_beta) + beta * (old_alpha + old_beta)
+        return Fold(self.column_scale, self.offset, new_alpha, new_beta)
 
 
 def folded_projection(context: Tensor, rebuild: Callable[[], Tensor], weight: Tensor, bias: Tensor | None,

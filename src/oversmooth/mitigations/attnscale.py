@@ -7,10 +7,22 @@ use the uniform attention over the prefix (the prefix mean of V).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 from torch import Tensor, nn
 
+from oversmooth.mitigations.base import Method, Knobs, LayerShape, Patcher, PatchTarget, SiteLayer, knob, per_unit
 from oversmooth.mitigations.token_mean import token_mean
+
+
+@dataclass(frozen=True)
+class AttnScaleKnobs(Knobs):
+    """Training learns omega from 0; a patched pretrained model takes it fixed."""
+
+    method = "attnscale"
+    omega: float = knob(0.5, "AttnScale omega for every head (or one per head), fixed when patched",
+                        flag="omega", scope=("patch",), per="head")
 
 
 def attnscale(out: Tensor, v: Tensor, omega: Tensor, mask: Tensor | None = None,
@@ -26,8 +38,9 @@ def attnscale(out: Tensor, v: Tensor, omega: Tensor, mask: Tensor | None = None,
     return (1 + w) * out - w * mean
 
 
-class AttnScale(nn.Module):
-    """One learnable omega per head, initialised to 0 (= plain attention)."""
+class AttnScale(SiteLayer):
+    """One learnable omega per head, initialised to 0 (= plain attention). Without a causal mask
+    it folds into W_O: ``(1 + omega_h)`` on head h's columns and the offset ``omega_h mean_t(V_h)``."""
 
     def __init__(self, *, heads: int, causal: bool = False):
         super().__init__()
@@ -36,3 +49,35 @@ class AttnScale(nn.Module):
 
     def forward(self, out: Tensor, v: Tensor, mask: Tensor | None = None) -> Tensor:
         return attnscale(out, v, self.omega, mask, self.causal)
+
+    def on_context(self, v_first: Tensor | None) -> bool:
+        return True
+
+    def context(self, out: Tensor, v: Tensor, v_first: Tensor | None) -> Tensor:
+        return self(out, v)
+
+    def context_fold(self, v: Tensor, dtype) -> tuple[Tensor, Tensor] | None:
+        if self.causal:
+            return None
+        omega = self.omega.to(dtype)
+        offset = (omega[:, None, None] * token_mean(v)).transpose(1, 2).flatten(2)
+        return (1 + omega).repeat_interleave(v.shape[-1]), offset
+
+
+def layer(knobs: AttnScaleKnobs, shape: LayerShape) -> AttnScale:
+    return AttnScale(heads=shape.heads, causal=shape.causal)
+
+
+def patch_edit(knobs: AttnScaleKnobs, target: PatchTarget):
+    """``A V + omega (A V - mean V)`` per head on the output projection's input."""
+    omega = per_unit(knobs.omega, target.heads, "omega")
+    return lambda layer, z, v, v_first: attnscale(z, v, omega.to(z.device), mean=target.means(layer, v))
+
+
+PATCHER = Patcher("context", patch_edit)
+
+
+METHOD = Method("attnscale", "Wang et al., ICLR 2022 (AttnScale)",
+                "A' = A + omega_h (A - uniform), omega per head, init 0",
+                AttnScaleKnobs, "context", layer, "attnscale", patcher=PATCHER,
+                zero={"omega": 0.0}, sweep={"omega": (0.05, 0.1, 0.2, 0.5, 1.0)}, short="attnsc")

@@ -7,14 +7,28 @@ after the add (``stream``). Causal models use the prefix mean, so no future toke
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 from torch import Tensor, nn
 
-from oversmooth.errors import UsageError
-
+from oversmooth.mitigations.base import Method, Knobs, LayerShape, Patcher, PatchTarget, SiteLayer, knob
 from oversmooth.mitigations.token_mean import token_mean
 
 PLACEMENTS = ("attn_out", "stream")
+
+
+@dataclass(frozen=True)
+class DeescalationKnobs(Knobs):
+    """tau 1 is the paper's usual setting, and one default serves training and patching alike
+    (``analyze --sweep`` shows smaller shares on a pretrained model)."""
+
+    method = "deescalate"
+    tau: float = knob(1.0, "de-escalation tau, the share of the mean token removed, in [0, 1] (paper: "
+                      "often 1)", low=0.0, high=1.0, flag="tau", label="de-escalation tau")
+    tau_learnable: bool = knob(False, "learn tau (clamped to [0, 1])", flag="tau_learnable", scope=("train",))
+    deescalate_at: str = knob("attn_out", "where: attn_out (before the residual add) | stream (after it)",
+                              choices=PLACEMENTS, flag="deescalate_at", scope=("train",))
 
 
 def deescalate(x: Tensor, tau: float | Tensor, mask: Tensor | None = None,
@@ -28,19 +42,22 @@ def deescalate(x: Tensor, tau: float | Tensor, mask: Tensor | None = None,
     return x - tau * (token_mean(x, mask, causal) if mean is None else mean)
 
 
-class Deescalation(nn.Module):
-    """``(I - tau Pi_1)`` with tau in [0, 1], fixed (a buffer) or learnable (clamped to [0, 1])."""
+class Deescalation(SiteLayer):
+    """``(I - tau Pi_1)`` with tau in [0, 1], fixed (a buffer) or learnable (clamped to [0, 1]), on
+    the attention sub-layer output (``at="attn_out"``, folded into W_O without a causal mask) or
+    on the stream after the residual add (``at="stream"``)."""
 
-    def __init__(self, *, tau: float = 1.0, learnable: bool = False, causal: bool = False):
+    def __init__(self, *, tau: float = 1.0, learnable: bool = False, causal: bool = False,
+                 at: str = "attn_out"):
         super().__init__()
-        if not 0.0 <= tau <= 1.0:
-            raise UsageError(f"de-escalation tau must lie in [0, 1], got {tau}")
+        DeescalationKnobs(tau=tau, deescalate_at=at)  # the range checks
         value = torch.tensor(float(tau))
         if learnable:
             self.tau = nn.Parameter(value)
         else:
             self.register_buffer("tau", value)
         self.causal = causal
+        self.on_output, self.on_stream = at == "attn_out", at == "stream"
 
     def share(self) -> Tensor:
         """tau, clamped to [0, 1] (a 0-d tensor)."""
@@ -49,5 +66,33 @@ class Deescalation(nn.Module):
     def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
         return deescalate(x, self.share().to(x.dtype), mask, self.causal)
 
+    def output(self, z: Tensor) -> Tensor:
+        return self(z)
+
+    def output_fold(self, dtype) -> tuple[Tensor | None, Tensor] | None:
+        return None if self.causal else (None, -self.share().to(dtype))
+
+    def stream(self, x: Tensor) -> Tensor:
+        return self(x)
+
     def extra_repr(self) -> str:
         return f"tau={float(self.tau):.3g}, learnable={isinstance(self.tau, nn.Parameter)}, causal={self.causal}"
+
+
+def layer(knobs: DeescalationKnobs, shape: LayerShape) -> Deescalation:
+    return Deescalation(tau=knobs.tau, learnable=knobs.tau_learnable, causal=shape.causal, at=knobs.deescalate_at)
+
+
+def patch_edit(knobs: DeescalationKnobs, target: PatchTarget):
+    """``attn_out - tau * mean(attn_out)`` on the attention branch output."""
+    return lambda layer, out: deescalate(out, knobs.tau, mean=target.means(layer, out))
+
+
+PATCHER = Patcher("output", patch_edit)
+
+
+METHOD = Method("deescalate", "Yu & Zhang 2023, \"Why classic Transformers are shallow\"",
+                "Y = (I - tau Pi_1) X on the attention output or the stream",
+                DeescalationKnobs, "output", layer, "deescalate", in_block=True,
+                patcher=PATCHER, zero={"tau": 0.0}, sweep={"tau": (0.05, 0.1, 0.2, 0.5, 1.0)},
+                short="deesc")

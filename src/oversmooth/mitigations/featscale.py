@@ -8,10 +8,24 @@ mask our attention folds FeatScale into its output projection (``layers/output_p
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 from torch import Tensor, nn
 
+from oversmooth.mitigations.base import Method, Knobs, LayerShape, Patcher, PatchTarget, SiteLayer, knob, per_unit
 from oversmooth.mitigations.token_mean import token_mean
+
+
+@dataclass(frozen=True)
+class FeatScaleKnobs(Knobs):
+    """Training learns both scales from 0; a patched pretrained model takes them fixed."""
+
+    method = "featscale"
+    s_dc: float = knob(-0.5, "FeatScale DC scale for every channel (or one per channel), fixed when patched",
+                       flag="s_dc", scope=("patch",), per="channel")
+    s_hc: float = knob(0.5, "FeatScale high-frequency scale for every channel (or one per channel), fixed when "
+                       "patched", flag="s_hc", scope=("patch",), per="channel")
 
 
 def featscale(z: Tensor, s_dc: Tensor, s_hc: Tensor, mask: Tensor | None = None,
@@ -24,8 +38,10 @@ def featscale(z: Tensor, s_dc: Tensor, s_hc: Tensor, mask: Tensor | None = None,
     return (1 + s_hc) * z + (s_dc - s_hc) * dc
 
 
-class FeatScale(nn.Module):
+class FeatScale(SiteLayer):
     """Per-channel ``s_dc`` and ``s_hc``, initialised to 0 (= identity). Exclude from weight decay."""
+
+    on_output = True
 
     def __init__(self, *, dim: int, causal: bool = False):
         super().__init__()
@@ -35,3 +51,33 @@ class FeatScale(nn.Module):
 
     def forward(self, z: Tensor, mask: Tensor | None = None) -> Tensor:
         return featscale(z, self.s_dc, self.s_hc, mask, self.causal)
+
+    def output(self, z: Tensor) -> Tensor:
+        return self(z)
+
+    def output_fold(self, dtype) -> tuple[Tensor | None, Tensor] | None:
+        if self.causal:
+            return None
+        s_dc, s_hc = self.s_dc.to(dtype), self.s_hc.to(dtype)
+        return 1 + s_hc, s_dc - s_hc
+
+
+def layer(knobs: FeatScaleKnobs, shape: LayerShape) -> FeatScale:
+    return FeatScale(dim=shape.width, causal=shape.causal)
+
+
+def patch_edit(knobs: FeatScaleKnobs, target: PatchTarget):
+    """``Z + s_dc DC + s_hc HC`` on the attention branch output."""
+    s_dc = per_unit(knobs.s_dc, target.hidden, "s_dc")
+    s_hc = per_unit(knobs.s_hc, target.hidden, "s_hc")
+    return lambda layer, out: featscale(out, s_dc.to(out.device), s_hc.to(out.device), mean=target.means(layer, out))
+
+
+PATCHER = Patcher("output", patch_edit)
+
+
+# s_dc alone is de-escalation with tau = -s_dc, so the sweep grid is s_hc's.
+METHOD = Method("featscale", "Wang et al., ICLR 2022 (FeatScale)",
+                "Z' = Z + s_dc * DC + s_hc * HC per channel, init 0",
+                FeatScaleKnobs, "output", layer, "featscale", patcher=PATCHER,
+                zero={"s_dc": 0.0, "s_hc": 0.0}, sweep={"s_hc": (0.05, 0.1, 0.2, 0.5, 1.0)}, short="featsc")

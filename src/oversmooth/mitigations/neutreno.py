@@ -8,18 +8,19 @@ are. Being per token, it keeps causal models causal.
 
 from __future__ import annotations
 
-import math
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor
 
-from oversmooth.errors import UsageError
+from oversmooth.mitigations.base import Method, Knobs, LayerShape, Patcher, PatchTarget, SiteLayer, knob
 
 
-def check_lambda(lam: float) -> float:
-    if not 0 <= lam < math.inf:
-        raise UsageError(f"NeuTRENO lambda must be a finite number >= 0, got {lam} (paper: 0.6 for DeiT, 0.4 for LM)")
-    return float(lam)
+@dataclass(frozen=True)
+class NeutrenoKnobs(Knobs):
+    method = "neutreno"
+    lam: float = knob(0.6, "NeuTRENO lambda, the fidelity weight (paper: 0.6 DeiT, 0.4 WikiText-103 LM)",
+                      low=0.0, flag="lam", causal=0.4, label="NeuTRENO lambda")
 
 
 def neutreno(out: Tensor, v: Tensor, v_first: Tensor, lam: float) -> Tensor:
@@ -33,3 +34,31 @@ def neutreno(out: Tensor, v: Tensor, v_first: Tensor, lam: float) -> Tensor:
     [1.5, 1.5]
     """
     return torch.add(out, torch.sub(v_first, v), alpha=lam)
+
+
+class NeutrenoLayer(SiteLayer):
+    """The fidelity term on the per-head context, in every layer but the first."""
+
+    def __init__(self, knobs: NeutrenoKnobs, shape: LayerShape):
+        super().__init__()
+        self.lam = knobs.lam
+
+    def on_context(self, v_first: Tensor | None) -> bool:
+        return v_first is not None
+
+    def context(self, out: Tensor, v: Tensor, v_first: Tensor | None) -> Tensor:
+        return out if v_first is None else neutreno(out, v, v_first, self.lam)
+
+
+def patch_edit(knobs: NeutrenoKnobs, target: PatchTarget):
+    """On the output projection's input, blocks after the first; V1 = block 0's values."""
+    return lambda layer, z, v, v_first: z if v_first is None else neutreno(z, v, v_first, knobs.lam)
+
+
+PATCHER = Patcher("context", patch_edit)
+
+
+METHOD = Method("neutreno", "NeuTRENO (Nguyen, Nguyen & Baraniuk, NeurIPS 2023)",
+                "O_h = A_h V_h + lam (V1_h - V_h) in layers after the first",
+                NeutrenoKnobs, "context", NeutrenoLayer, "neutreno", patcher=PATCHER,
+                zero={"lam": 0.0}, sweep={"lam": (0.05, 0.1, 0.2, 0.4, 0.6, 1.0)})

@@ -25,10 +25,11 @@ from pathlib import Path
 from typing import Any
 
 from oversmooth.errors import UsageError
+from oversmooth.mitigations.registry import knob_owners
 from oversmooth.run_spec import RunSpec
 
-#: knobs a variant may set, as ``oversmooth train`` flags (see ``oversmooth train --help``).
-KNOBS = ("lam", "tau", "tau_learnable", "deescalate_at", "spectral", "value_mix")
+#: knobs a variant may set, by their ``RunSpec.knobs`` names (the registry's; ``oversmooth train --help``).
+KNOBS = tuple(knob_owners("train"))
 #: ``RunSpec`` fields that the grid (or the runner) sets itself, so ``train`` may not.
 GRID_FLAGS = ("task", "model", "norm", "depth", "method", "knobs", "seed", "out", "resume", *KNOBS)
 

@@ -23,22 +23,17 @@ from oversmooth.train.task_factory import DataOptions, make_task, task_model_kin
 from oversmooth.train.tasks import SupervisedTask
 
 DEFAULT_SHAPE_PRESET = {"vit": "vit-cpu", "lm": "lm-cpu"}
-DEFAULT_LAMBDA = {"vit": 0.6, "lm": 0.4}  # NeuTRENO paper: 0.6 for DeiT, 0.4 for the WikiText-103 LM
 
 
 def model_config(spec: RunSpec, **geometry):
     """The model config from the preset, the shape fields and the method; ``geometry`` comes from
     the task (image size and classes, or vocabulary and context). Raises UsageError early."""
     from oversmooth.layers import MitigationConfig
-    from oversmooth.layers.mitigation_config import split_methods
     from oversmooth.models import CausalLMConfig, ViTConfig
 
-    knobs = dict(spec.knobs)
-    if "neutreno" in split_methods(spec.method):
-        knobs.setdefault("lam", DEFAULT_LAMBDA[spec.model])
     shape = {k: getattr(spec, k) for k in ("depth", "width", "heads", "mlp_ratio", "norm", "ln_sign", "dropout")
              if getattr(spec, k) is not None}
-    shape["mitigation"] = MitigationConfig.parse(spec.method, **knobs)
+    shape["mitigation"] = MitigationConfig.parse(spec.method, causal=spec.model == "lm", **spec.knobs)
     family = ViTConfig if spec.model == "vit" else CausalLMConfig
     return family.preset(spec.preset or DEFAULT_SHAPE_PRESET[spec.model], **shape, **geometry)
 

@@ -26,12 +26,27 @@ so it stays orthogonal to float precision whatever the optimiser does.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor, nn
 from torch.nn.utils.parametrizations import orthogonal
 
-from oversmooth.layers.mitigation_config import SPECTRAL_MODES
+from oversmooth.mitigations.base import Method, Knobs, LayerShape, SiteLayer, knob
+
+#: ``spectral`` modes -> the range the eigenvalues of W_V W_O are kept in.
+SPECTRAL_MODES: dict[str, str] = {
+    "sharpen": "(-1, 0): lambda = -sigmoid(psi)",
+    "smooth": "(0, 1): lambda = sigmoid(psi)",
+    "free": "unconstrained: lambda = psi",
+}
+
+
+@dataclass(frozen=True)
+class SpectralKnobs(Knobs):
+    method = "spectral"
+    spectral: str = knob("free", "eigenvalue range of W_V W_O: sharpen (-1, 0) | smooth (0, 1) | free",
+                         choices=tuple(SPECTRAL_MODES), flag="spectral", scope=("train",), label="spectral mode")
 
 
 def baseline_scale(width: int, std: float, generator: torch.Generator | None = None) -> float:
@@ -41,7 +56,7 @@ def baseline_scale(width: int, std: float, generator: torch.Generator | None = N
     return torch.linalg.matrix_norm(w_v @ w_o, ord=2).item()
 
 
-class SpectralValueOutput(nn.Module):
+class SpectralValueOutput(SiteLayer):
     """The value projection ``v = x W_V + value_bias`` and the output projection
     ``o W_O + output_bias`` (heads merged, ``[batch, tokens, d]``), with ``W_V, W_O = weights()``.
     Call ``weights()`` once per forward: each call evaluates the orthogonal map.
@@ -88,5 +103,18 @@ class SpectralValueOutput(nn.Module):
         u = self.basis
         return u, self.eigenvalues[:, None] * u.T
 
+    def value_output(self) -> nn.Module:
+        return self
+
     def extra_repr(self) -> str:
         return f"mode={self.mode!r}, range={SPECTRAL_MODES[self.mode]}"
+
+
+def layer(knobs: SpectralKnobs, shape: LayerShape) -> SpectralValueOutput:
+    return SpectralValueOutput(shape.width, knobs.spectral)
+
+
+METHOD = Method("spectral", "Dovonon, Bronstein & Kusner, TMLR 2025",
+                "W_V W_O = U diag(lambda) U^T, U orthogonal, lambda in a chosen range",
+                SpectralKnobs, "structure", layer, "value_output",
+                unpatchable="it reparameterises W_V and W_O, which must be trained")

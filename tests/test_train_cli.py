@@ -84,4 +84,4 @@ def test_tensorboard_logs_the_same_numbers_as_metrics_jsonl(tmp_path, capsys):
 
     expect("val/accuracy", [r["val"]["accuracy"] for r in records])
     expect("train/loss", [r["train_loss"] for r in records])
-    expect("layers/t_sim/block01", [r["layers"][1]["t_sim"] for r in records])
+    expect("layers/t_sim/layer01", [r["layers"][1]["t_sim"] for r in records])

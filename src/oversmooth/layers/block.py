@@ -1,6 +1,6 @@
 """One Transformer block: attention and MLP sub-layers, pre- or post-norm, with hook points.
 
-Hook points (names as in TransformerLens, DESIGN §6), in order:
+Hook points (names as in TransformerLens; the one numbering: `oversmooth.activations`), in order:
 ``hook_resid_pre`` (block input), ``attn.hook_v``, ``attn.hook_pattern`` (manual path only),
 ``hook_attn_out`` (attention sub-layer output, after the output-site methods, before the add),
 ``hook_resid_mid`` (stream after the attention sub-layer; post-norm: after its LayerNorm),

@@ -39,17 +39,18 @@ def evaluate(
 
 
 @torch.no_grad()
-def layer_metrics(model: nn.Module, inputs: torch.Tensor, hook: str = "hook_resid_post") -> list[dict]:
-    """The metric suite (``oversmooth.metrics.measure``) on every block's ``hook`` output.
+def layer_metrics(model: nn.Module, inputs: torch.Tensor) -> list[dict]:
+    """The metric suite (``oversmooth.metrics.measure``) on the residual stream, one dict per
+    state in ``oversmooth.activations``' numbering: ``layer`` 0 = embeddings output, i = after
+    block i (undefined values, NaN, become None so the records are strict JSON).
 
-    Needs a model with ``run_with_cache`` (our ViT and CausalLM). Returns one dict per layer
-    (undefined values, NaN, become None so the records are strict JSON).
+    Needs a model with ``run_with_cache`` (our ViT and CausalLM).
     """
     from oversmooth.metrics import measure
 
     was_training = model.training
     model.eval()
     _, cache = model.run_with_cache(inputs)
-    table = measure(cache.layer_stack(hook), hook=hook.removeprefix("hook_"))
+    table = measure(cache.stream(), hook="stream")
     model.train(was_training)
     return [{key: None if math.isnan(value) else value for key, value in row.items()} for row in table.rows]

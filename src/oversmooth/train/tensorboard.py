@@ -1,7 +1,8 @@
 """Optional TensorBoard logging of the per-epoch records (``oversmooth train --tensorboard``).
 
-Tags: ``train/loss``, ``train/lr``, ``val/<score>``, and ``layers/<metric>/block<l>`` (0-based, as the hook names) for the
-per-layer cos_sim and t_sim of the probe batch; the step is the epoch. ``metrics.jsonl`` stays
+Tags: ``train/loss``, ``train/lr``, ``val/<score>``, and ``layers/<metric>/layer<l>`` (0 =
+embeddings output, i = after block i) for the per-layer cos_sim and t_sim of the probe batch; the
+step is the epoch. ``metrics.jsonl`` stays
 the record of truth; TensorBoard is a view of it.
 """
 
@@ -39,5 +40,5 @@ def log_epoch(writer, record: dict) -> None:
     for row in record.get("layers", []):
         for metric in LAYER_METRICS:
             if row.get(metric) is not None:
-                writer.add_scalar(f"layers/{metric}/block{row['layer']:02d}", row[metric], epoch)
+                writer.add_scalar(f"layers/{metric}/layer{row['layer']:02d}", row[metric], epoch)
     writer.flush()

@@ -49,29 +49,30 @@ def test_median_is_the_median_of_per_round_ratios():
     assert ratio({"b": base, "n": new}, "n", "b").median == statistics.median(n / b for n, b in zip(new, base))
 
 
-def test_many_compiled_models_of_one_class_all_compile(monkeypatch):
+def test_many_compiled_models_of_one_class_all_compile():
     """Twelve compiled models of one class and different structure (as the benchmarks' methods
     are): past dynamo's default limit of 8 guard sets on the shared forward, the rest would run
     eagerly without a word; with the limit raised all twelve compile, and one more than allowed
     is an error, never a silent eager step."""
-    config = torch._dynamo.config
-    monkeypatch.setattr(config, "recompile_limit", config.recompile_limit)
-    monkeypatch.setattr(config, "fail_on_recompile_limit_hit", config.fail_on_recompile_limit_hit)
-    torch._dynamo.reset()
     graphs = []
 
     def backend(graph, example_inputs):  # counts compilations, runs the captured graph as is
         graphs.append(graph)
         return graph.forward
 
-    allow_compiled_models(12)
-    x = torch.ones(2, 3)
     def model(layers: int) -> torch.nn.Module:
         return torch.nn.Sequential(*(torch.nn.Linear(3, 3) for _ in range(layers)))
 
-    for layers in range(1, 13):
-        torch.compile(model(layers), backend=backend)(x)
-    assert len(graphs) == 12
-    with pytest.raises(Exception, match="recompile_limit|cache_size_limit"):
-        torch.compile(model(13), backend=backend)(x)
+    x = torch.ones(2, 3)
+    config = torch._dynamo.config
     torch._dynamo.reset()
+    with config.patch(recompile_limit=config.recompile_limit,
+                      fail_on_recompile_limit_hit=config.fail_on_recompile_limit_hit):  # restored on exit
+        allow_compiled_models(12)
+        for layers in range(1, 13):
+            torch.compile(model(layers), backend=backend)(x)
+        assert len(graphs) == 12
+        with pytest.raises(Exception, match="recompile_limit|cache_size_limit"):
+            torch.compile(model(13), backend=backend)(x)
+    torch._dynamo.reset()
+    assert config.recompile_limit == 8 and not config.fail_on_recompile_limit_hit

@@ -9,12 +9,39 @@
 # cells fail (a killed train process) is started again, up to 3 times: cells resume from their
 # checkpoints. With COMMIT_RESULTS=1, newly archived cells are committed to git as they arrive
 # (scripts/commit_results.sh, every 5 minutes and after each study).
-STUDIES="postnorm-pilot fmnist-vit austen-lm fmnist-featscale"
+STUDIES="postnorm-pilot austen-lm fmnist-vit fmnist-featscale"
+#: studies whose softmax baseline has a quality gate (oversmooth.study.protocol): their first seed's
+#: softmax cell trains alone first, and the script stops if it fails the gate.
+GATED="austen-lm fmnist-vit"
+
+study() {  # PRESET [FLAGS...]: one study, started again (cells resume) if a cell failed
+    local preset="$1"; shift
+    for attempt in 1 2 3; do
+        echo "$(date -Is) study $preset $* (attempt $attempt)"
+        "$py" -m oversmooth study "$preset" --out "runs/studies/$preset" --results results --jobs "$jobs" "$@" && return
+    done
+}
+
+first_seed() {
+    "$py" -c 'import sys; from oversmooth.study import study_preset; print(study_preset(sys.argv[1]).seeds[0])' "$1"
+}
+
+gate() {  # PRESET: does its archived softmax baseline pass the claims' quality gates?
+    "$py" -c '
+import sys
+from oversmooth.study.presets import study_preset
+from oversmooth.study.protocol import baseline_gate
+from oversmooth.study.results import read_study
+failure = baseline_gate(study_preset(sys.argv[1]), read_study(sys.argv[2]))
+print(failure or "the baseline passed its gates")
+sys.exit(1 if failure else 0)' "$1" "results/$1"
+}
 
 main() {
     set -u
     cd "$(dirname "$0")/.." || exit 2
-    local py="${PY:-.venv/bin/python}" jobs="${JOBS:-1}" watcher=""
+    py="${PY:-.venv/bin/python}" jobs="${JOBS:-1}"
+    local watcher=""
     local presets=("$@")
     [ ${#presets[@]} -gt 0 ] || read -r -a presets <<< "$STUDIES"
     if [ "${COMMIT_RESULTS:-0}" = 1 ]; then
@@ -22,10 +49,15 @@ main() {
         watcher=$!
     fi
     for preset in "${presets[@]}"; do
-        for attempt in 1 2 3; do
-            echo "$(date -Is) study $preset (attempt $attempt)"
-            "$py" -m oversmooth study "$preset" --out "runs/studies/$preset" --results results --jobs "$jobs" && break
-        done
+        if [[ " $GATED " == *" $preset "* ]]; then
+            study "$preset" --methods softmax --seeds "$(first_seed "$preset")"
+            [ -z "$watcher" ] || scripts/commit_results.sh
+            if ! gate "$preset"; then
+                echo "$(date -Is) $preset: the softmax baseline failed its gate; revise the recipe (docs/studies.md) before the rest"
+                break
+            fi
+        fi
+        study "$preset"
         [ -z "$watcher" ] || scripts/commit_results.sh
     done
     [ -z "$watcher" ] || kill "$watcher"

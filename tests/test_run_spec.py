@@ -77,7 +77,7 @@ def test_train_cli_names_flags_and_spec_takes_no_other_flag(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("study, cell", [("austen-lm", "austen-pre-d8-softmax-s0"),
-                                         ("fmnist-vit", "fmnist-pre-d8-softmax-s0")])
+                                         ("postnorm-pilot", "fmnist-post-d24-softmax-s0")])
 def test_cells_archived_with_train_args_are_their_presets_cells(tmp_path, study, cell):
     """A ``cell.json`` written before specs (``train_args`` only) describes the same run as the
     preset's cell of that name: the archive check passes, and its training key pairs."""
@@ -91,9 +91,19 @@ def test_cells_archived_with_train_args_are_their_presets_cells(tmp_path, study,
     (archive / study / cell / "results.json").write_text('{"status": "completed"}')
     assert training_key(read_cell(archive / study / cell).spec) == training_key(ours.spec())
 
-    changed = dataclasses.replace(STUDY_PRESETS[study], train={**STUDY_PRESETS[study].train, "lr": 1e-3})
+    preset = STUDY_PRESETS[study]
+    changed = dataclasses.replace(preset, train={**preset.train, "lr": 2 * preset.train["lr"]})
     with pytest.raises(UsageError, match="trained with other settings"):
         check_archive(changed, archive)
+
+
+def test_a_cell_of_the_first_fashion_mnist_recipe_is_refused_by_the_current_one(tmp_path):
+    """fmnist-vit's first recipe (augmented, 10 epochs) failed its gate and was replaced; its
+    archived cell has the current preset's cell name but not its settings: refused, never mixed in."""
+    archive = tmp_path / "results"
+    shutil.copytree(LEGACY / "fmnist-vit", archive / "fmnist-vit")
+    with pytest.raises(UsageError, match="trained with other settings"):
+        check_archive(STUDY_PRESETS["fmnist-vit"], archive)
 
 
 def _tiny_cell():

@@ -63,7 +63,7 @@ def write_csv(table: pd.DataFrame, path) -> None:
 
 
 def format_table(table: pd.DataFrame) -> str:
-    """The means, 4 decimals, under a line on the hook, the sequences and the excluded positions."""
+    """The means to 4 decimals, then a line on the hook, the sequences and the excluded positions."""
     a = table.attrs
     text = table[["layer", *a["metrics"]]].to_string(index=False, float_format="{:.4f}".format)
     excluded = f", positions {list(a['exclude'])} excluded" if a["exclude"] else ""

@@ -24,8 +24,8 @@ def test_neutreno_lowers_late_layer_cos_sim(minilm):
     inputs = text_batch(minilm.tokenizer, text, 128, 4)
     analysis = run_analysis(minilm.model, inputs,
                             AnalysisSettings(methods=("neutreno",), attention_sequences=0))
-    base = analysis.tables[BASELINE].column("cos_sim")
-    neutreno = analysis.tables["neutreno"].column("cos_sim")
+    base = analysis.tables[BASELINE]["cos_sim"].tolist()
+    neutreno = analysis.tables["neutreno"]["cos_sim"].tolist()
     assert len(base) == 7 and base[0] == neutreno[0]
     late = slice(4, 7)
     print("cos_sim baseline", [round(v, 3) for v in base], "neutreno", [round(v, 3) for v in neutreno])

@@ -62,14 +62,13 @@ def test_rank_sample_is_the_first_sequences():
                                                         rank_sequences=None)).tables["baseline"]
     sampled = run_analysis(model, inputs, AnalysisSettings(methods=(), attention_sequences=0,
                                                            rank_sequences=1)).tables["baseline"]
-    assert sampled.metrics == full.metrics and list(sampled.rows[0]) == list(full.rows[0])
-    assert "first 1 of" in sampled.notes["rank_sequences"]
-    for got, want in zip(sampled.rows, full.rows):
-        assert got["cos_sim"] == want["cos_sim"]  # the cheap measures still see every sequence
+    assert sampled.attrs["metrics"] == full.attrs["metrics"] and list(sampled.columns) == list(full.columns)
+    assert "first 1 of" in sampled.attrs["notes"]["rank_sequences"]
+    assert sampled["cos_sim"].tolist() == full["cos_sim"].tolist()  # the cheap measures still see every sequence
     subset = {k: v[:1] for k, v in inputs.items()}
     _, cache = capture(model, subset, hooks=("resid_pre", "resid_post"))
     want = measure(cache.stream(), cache.mask, metrics=("effective_rank", "stable_rank"))
-    for got, row in zip(sampled.rows, want.rows):
+    for got, row in zip(sampled.to_dict("records"), want.to_dict("records")):
         assert got["effective_rank"] == pytest.approx(row["effective_rank"], rel=1e-9)
         assert got["stable_rank"] == pytest.approx(row["stable_rank"], rel=1e-9)
         assert got["effective_rank_std"] == 0.0

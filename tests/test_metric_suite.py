@@ -10,29 +10,31 @@ import torch
 
 import reference_metrics as ref
 from oversmooth.metrics import ATTENTION_METRICS, METRICS, measure
+from oversmooth.metrics.suite import table_json, write_csv
 
 
 def test_table_has_one_row_per_layer_and_reference_means():
     g = torch.Generator().manual_seed(0)
     states = [torch.randn(4, 7, 5, generator=g) for _ in range(3)]
     table = measure(states)
-    assert [row["layer"] for row in table.rows] == [0, 1, 2]
+    assert table["layer"].tolist() == [0, 1, 2]
     want = sum(ref.cos_sim(s[b].double().numpy()) for b in range(4) for s in states[2:]) / 4
-    assert table.rows[2]["cos_sim"] == pytest.approx(want, rel=1e-6)  # float32 input
-    assert set(table.rows[0]) == {"layer"} | set(METRICS) | {f"{m}_std" for m in METRICS}
+    assert table["cos_sim"][2] == pytest.approx(want, rel=1e-6)  # float32 input
+    assert set(table.columns) == {"layer"} | set(METRICS) | {f"{m}_std" for m in METRICS}
 
 
 def test_attention_columns_and_nan_for_first_layer_similarity(tmp_path):
     states = [torch.randn(2, 4, 3) for _ in range(2)]
     attn = [torch.softmax(torch.randn(2, 2, 4, 4), -1) for _ in range(2)]
     table = measure(states, attentions=attn, metrics=("t_sim",))
-    assert table.metrics == ("t_sim",) + ATTENTION_METRICS
-    data = json.loads(table.to_json())
+    assert table.attrs["metrics"] == ("t_sim",) + ATTENTION_METRICS
+    data = json.loads(table_json(table))
     assert data["rows"][0]["attn_similarity"] is None
     assert 0 < data["rows"][1]["attn_similarity"] <= 1
-    table.to_csv(tmp_path / "t.csv")
+    write_csv(table, tmp_path / "t.csv")
     rows = list(csv.DictReader((tmp_path / "t.csv").open()))
-    assert len(rows) == 2 and float(rows[1]["t_sim"]) == pytest.approx(table.rows[1]["t_sim"])
+    assert len(rows) == 2 and float(rows[1]["t_sim"]) == pytest.approx(table["t_sim"][1])
+    assert rows[0]["attn_similarity"] == "nan"
 
 
 def run_cli(*args):
@@ -52,8 +54,8 @@ def test_cli_reads_tensor_and_dict_files(tmp_path):
     assert "effective_rank" in done.stdout and (tmp_path / "o.csv").exists()
     done = run_cli(str(tmp_path / "s.safetensors"), "--json")
     rows = json.loads(done.stdout)["rows"]
-    want = measure(list(x), mask).rows
-    assert rows[2]["t_sim"] == pytest.approx(want[2]["t_sim"])
+    want = measure(list(x), mask)
+    assert rows[2]["t_sim"] == pytest.approx(want["t_sim"][2])
 
 
 @pytest.mark.parametrize("content, needle", [

@@ -94,4 +94,4 @@ def test_cache_feeds_the_metric_suite():
         assert (max(t_sim(x).max().item() for x in mids) < 1e-10) == zero
         table = measure(cache.layer_stack("hook_resid_post"),
                         attentions=cache.layer_stack("attn.hook_pattern"))
-        assert [row["layer"] for row in table.rows] == [0, 1, 2]
+        assert table["layer"].tolist() == [0, 1, 2]

@@ -66,4 +66,4 @@ def test_measure_on_threads_equals_a_serial_measure(two_threads):
     parallel = measure(states, mask, attentions=attentions)
     with single_thread():
         serial = measure(states, mask, attentions=attentions)
-    assert parallel.rows == serial.rows
+    assert parallel.equals(serial)

@@ -24,7 +24,7 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from oversmooth.metrics import METRICS, measure
+    from oversmooth.metrics.suite import METRICS, format_table, measure, table_json, write_csv
     from oversmooth.metrics.files import load_hidden_states
     from oversmooth.outputs import check_output_file
 
@@ -33,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
     states, mask = load_hidden_states(args.file)
     names = tuple(args.metrics.split(",")) if args.metrics else METRICS
     table = measure(states, mask, exclude=args.exclude, hook=f"file {args.file}", metrics=names)
-    print(table.to_json() if args.json else table)
+    print(table_json(table) if args.json else format_table(table))
     if args.out:
-        table.to_csv(args.out)
+        write_csv(table, args.out)
     return 0

@@ -21,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable
 
+import pandas as pd
 from torch import Tensor
 
 from oversmooth.activations import ActivationCache, hook_name, stream_names
@@ -35,7 +36,7 @@ from oversmooth.hf.layerwise import LayerwiseMeasures
 from oversmooth.hf.sublayers import METRICS as STAGE_METRICS
 from oversmooth.hf.sublayers import StageChange, changes_from_rows, stage_hooks, stage_states
 from oversmooth.errors import UsageError
-from oversmooth.metrics import ATTENTION_METRICS, METRICS, MetricTable, measure
+from oversmooth.metrics import METRICS, measure
 
 BASELINE = "baseline"
 
@@ -70,9 +71,9 @@ class Analysis:
     last_state: str
     sequences: int
     tokens: int
-    tables: dict[str, MetricTable]  # BASELINE and each method
+    tables: dict[str, pd.DataFrame]  # BASELINE and each method: ``metric_table``s
     knobs: dict[str, dict]
-    attention: MetricTable | None
+    attention: pd.DataFrame | None  # ``metric_table`` of the attention measures
     attention_shape: tuple[int, int]
     spectrum: list[LayerSpectrum]
     task: Task
@@ -95,7 +96,7 @@ def setting_text(knobs: dict) -> str:
 
 
 def _stream_table(model, inputs: dict[str, Tensor], settings: AnalysisSettings,
-                  stages: bool = False) -> tuple[MetricTable, object, list[StageChange], int]:
+                  stages: bool = False) -> tuple[pd.DataFrame, object, list[StageChange], int]:
     """The metrics of every stream state, measured layer by layer as the forward pass makes them
     (``LayerwiseMeasures``), the pass's outputs, with ``stages`` the sublayer changes, and the
     tokens per sequence."""
@@ -130,28 +131,28 @@ def _attention_sample(model, inputs: dict[str, Tensor], settings: AnalysisSettin
 
 
 def _diagnose(lay: Layout, sample: ActivationCache | None,
-              exclude: tuple[int, ...]) -> tuple[list[LayerSpectrum], MetricTable | None]:
+              exclude: tuple[int, ...]) -> tuple[list[LayerSpectrum], pd.DataFrame | None]:
     """W_V W_O spectra, and with an attention sample its measures and the dynamics verdicts."""
     diagnosis = spectra(lay)
     if sample is None:
         return diagnosis, None
     patterns = sample.layer_stack("pattern")
     full = measure(sample.stream()[1:], sample.mask, attentions=patterns, exclude=exclude, metrics=())
-    rows = [{**row, "layer": row["layer"] + 1} for row in full.rows]  # block l makes state l + 1
     add_dynamics(diagnosis, patterns, sample.mask)
-    return diagnosis, MetricTable(rows, ATTENTION_METRICS, hook="attn.hook_pattern", exclude=full.exclude,
-                                  sequences=full.sequences)
+    attention = full.assign(layer=full["layer"] + 1)  # block l makes state l + 1
+    attention.attrs["hook"] = "attn.hook_pattern"
+    return diagnosis, attention
 
 
 def _sweep(model, inputs: dict[str, Tensor], settings: AnalysisSettings, probe: QualityProbe,
-           base_seen: dict, baseline: MetricTable, step: Callable[[str], None]) -> list[FrontierPoint]:
+           base_seen: dict, baseline: pd.DataFrame, step: Callable[[str], None]) -> list[FrontierPoint]:
     """Every point of every sweep; a value of 0 is the unpatched model and reuses its pass."""
-    last = baseline.rows[-1]
+    base_cos, base_t = baseline[["cos_sim", "t_sim"]].iloc[-1].tolist()
     points = []
     for sweep in settings.sweeps:
         for value in sweep.values:
             if value == 0:
-                seen, cos, t = base_seen, last["cos_sim"], last["t_sim"]
+                seen, cos, t = base_seen, base_cos, base_t
             else:
                 last = hook_name(layout(model).depth - 1, "resid_post")
                 mask = inputs.get("attention_mask")
@@ -209,7 +210,7 @@ def run_analysis(model, inputs: dict[str, Tensor], settings: AnalysisSettings = 
     return Analysis(
         family=lay.family.name, norm_placement=lay.family.residual,
         last_state="before the final norm" if lay.family.final_norm else "no final norm (post-LN blocks)",
-        sequences=baseline.sequences, tokens=tokens, tables=tables, knobs=knobs,
+        sequences=baseline.attrs["sequences"], tokens=tokens, tables=tables, knobs=knobs,
         attention=attention, attention_shape=(0, 0) if sample is None else tuple(sample.mask.shape),
         spectrum=diagnosis, task=probe.task, budget=settings.budget, quality=quality, sublayers=sublayers,
         frontier=frontier,

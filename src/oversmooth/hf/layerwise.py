@@ -16,7 +16,9 @@ from typing import Sequence
 import torch
 from torch import Tensor
 
-from oversmooth.metrics import MetricTable, measure
+import pandas as pd
+
+from oversmooth.metrics import measure, metric_table
 from oversmooth.metrics.suite import RANK_METRICS
 from oversmooth.threads import thread_map
 
@@ -55,19 +57,21 @@ class LayerwiseMeasures:
         name, state = item
         metrics, sample = self.metrics_of[name], self.rank_sequences
         ranks = [m for m in metrics if m in RANK_METRICS]
-        if not ranks or sample is None or sample >= state.shape[0]:
-            return measure([state], self.mask, exclude=self.exclude, metrics=metrics).rows[0]
-        row = measure([state], self.mask, exclude=self.exclude,
-                      metrics=[m for m in metrics if m not in RANK_METRICS]).rows[0]
-        mask = None if self.mask is None else self.mask[:sample]
-        return {**row, **measure([state[:sample]], mask, exclude=self.exclude, metrics=ranks).rows[0]}
 
-    def table(self, names: Sequence[str], metrics: tuple[str, ...]) -> MetricTable:
-        """The rows of ``names`` as layers 0, 1, ... of one table (with the rank-sample note)."""
+        def row(state: Tensor, mask: Tensor | None, metrics: Sequence[str]) -> dict[str, float]:
+            return measure([state], mask, exclude=self.exclude, metrics=metrics).to_dict("records")[0]
+
+        if not ranks or sample is None or sample >= state.shape[0]:
+            return row(state, self.mask, metrics)
+        mask = None if self.mask is None else self.mask[:sample]
+        return {**row(state, self.mask, [m for m in metrics if m not in RANK_METRICS]),
+                **row(state[:sample], mask, ranks)}
+
+    def table(self, names: Sequence[str], metrics: tuple[str, ...]) -> pd.DataFrame:
+        """The rows of ``names`` as layers 0, 1, ... of one ``metric_table`` (with the rank-sample note)."""
         rows = [{**self.rows[name], "layer": layer} for layer, name in enumerate(names)]
-        table = MetricTable(rows, metrics, exclude=tuple(self.exclude), sequences=self.sequences)
         sample = self.rank_sequences
-        if sample is not None and sample < self.sequences and any(m in RANK_METRICS for m in metrics):
-            table.notes["rank_sequences"] = (f"{', '.join(RANK_METRICS)}: first {sample} of "
-                                             f"{self.sequences} sequences")
-        return table
+        notes = ({"rank_sequences": f"{', '.join(RANK_METRICS)}: first {sample} of {self.sequences} sequences"}
+                 if sample is not None and sample < self.sequences and any(m in RANK_METRICS for m in metrics)
+                 else {})
+        return metric_table(rows, metrics, exclude=self.exclude, sequences=self.sequences, notes=notes)

@@ -34,7 +34,7 @@ def _fmt(value: float | None, digits: int = 3) -> str:
 def _attention_row(analysis: Analysis, layer: int) -> dict:
     if analysis.attention is None:
         return {}
-    return next((row for row in analysis.attention.rows if row["layer"] == layer), {})
+    return next((row for row in analysis.attention.to_dict("records") if row["layer"] == layer), {})
 
 
 def _verdict(analysis: Analysis, layer: int) -> str:
@@ -71,8 +71,8 @@ def format_table(analysis: Analysis) -> str:
     header = ["layer", *(_column_name(analysis, m) for m in methods), "t_sim", "|l2|", "verdict",
               *SUBLAYER_COLUMNS.values()]
     lines = []
-    for layer, base in enumerate(analysis.tables[BASELINE].rows):
-        lines.append([str(layer), *(_fmt(analysis.tables[m].rows[layer]["cos_sim"]) for m in methods),
+    for layer, base in enumerate(analysis.tables[BASELINE].to_dict("records")):
+        lines.append([str(layer), *(_fmt(analysis.tables[m]["cos_sim"].iloc[layer]) for m in methods),
                       _fmt(base["t_sim"]), _fmt(_attention_row(analysis, layer).get("attn_lambda2")),
                       _verdict(analysis, layer), *_sublayer_cells(analysis, layer)])
     parts = [_aligned(header, lines), "", format_quality(analysis)]
@@ -111,7 +111,7 @@ def csv_rows(analysis: Analysis) -> list[dict]:
     attention_columns = [c for m in ATTENTION_METRICS for c in (m, f"{m}_std")]
     rows = []
     for method, table in analysis.tables.items():
-        for row in table.rows:
+        for row in table.to_dict("records"):
             out = {"method": method, "layer": row["layer"], **{c: row.get(c) for c in columns}}
             attention = _attention_row(analysis, row["layer"]) if method == BASELINE else {}
             out.update({c: attention.get(c) for c in attention_columns})
@@ -142,11 +142,11 @@ def plot_metric(analysis: Analysis, metric: str, path: Path) -> None:
     plt, fig, axes = figure(1, 1, 5, 3.4)
     ax = axes[0][0]
     if metric in ATTENTION_METRICS:
-        rows = analysis.attention.rows
-        ax.plot([r["layer"] for r in rows], [r[metric] for r in rows], marker="o", label=BASELINE)
+        tables = {BASELINE: analysis.attention}
     else:
-        for method, table in analysis.tables.items():
-            ax.plot([r["layer"] for r in table.rows], table.column(metric), marker="o", label=method)
+        tables = analysis.tables
+    for method, table in tables.items():
+        ax.plot(table["layer"], table[metric], marker="o", label=method)
     ax.set_xlabel("layer (0 = embeddings)")
     ax.set_ylabel(metric)
     ax.grid(alpha=0.3)
@@ -159,7 +159,7 @@ def late_layer_claim(analysis: Analysis) -> str | None:
     model, with the model still within its quality budget? (``quality.similarity_verdict``)"""
     if "neutreno" not in analysis.tables:
         return None
-    base, neut = analysis.tables[BASELINE].column("cos_sim"), analysis.tables["neutreno"].column("cos_sim")
+    base, neut = analysis.tables[BASELINE]["cos_sim"].tolist(), analysis.tables["neutreno"]["cos_sim"].tolist()
     _, sentence = similarity_verdict(base, neut, analysis.quality["neutreno"])
     return (f"NeuTRENO (lam={analysis.knobs['neutreno']['lam']}) with no fine-tuning (NeuTRENO App. G.9), "
             f"last layer cos_sim {base[-1]:.3f} -> {neut[-1]:.3f}: {sentence}")
@@ -167,7 +167,7 @@ def late_layer_claim(analysis: Analysis) -> str | None:
 
 def format_frontier(analysis: Analysis) -> str:
     """Per swept knob: the largest setting within the quality budget, with what it buys."""
-    base = analysis.tables[BASELINE].rows[-1]["cos_sim"]
+    base = analysis.tables[BASELINE]["cos_sim"].iloc[-1]
     lines = [f"frontier (no fine-tuning; budget: {analysis.budget.describe(analysis.task)}); "
              f"last-layer cos_sim unpatched {base:.3f}"]
     for method, knob in dict.fromkeys((p.method, p.knob) for p in analysis.frontier):
@@ -185,7 +185,7 @@ def plot_frontier(analysis: Analysis, path: Path) -> None:
     plt, fig, axes = figure(1, 1, 6, 4)
     ax = axes[0][0]
     base_quality = analysis.quality[BASELINE]
-    origin = (quality_loss(base_quality), analysis.tables[BASELINE].rows[-1]["cos_sim"])
+    origin = (quality_loss(base_quality), analysis.tables[BASELINE]["cos_sim"].iloc[-1])
     for method, knob in dict.fromkeys((p.method, p.knob) for p in analysis.frontier):
         points = sorted((p for p in analysis.frontier if (p.method, p.knob) == (method, knob)),
                         key=lambda p: abs(p.value))
@@ -221,8 +221,8 @@ def _loss_name(analysis: Analysis) -> str:
 def rank_sample(analysis: Analysis) -> str:
     """Which sequences the full-spectrum ranks were taken over, e.g. 'effective_rank, stable_rank:
     first 8 of 64 sequences'."""
-    return analysis.tables[BASELINE].notes.get("rank_sequences",
-                                               f"{', '.join(RANK_METRICS)}: every sequence")
+    return analysis.tables[BASELINE].attrs["notes"].get("rank_sequences",
+                                                        f"{', '.join(RANK_METRICS)}: every sequence")
 
 
 def _wiring(placement: str) -> str:
@@ -233,8 +233,9 @@ def _wiring(placement: str) -> str:
 def report_markdown(analysis: Analysis, meta: dict) -> str:
     knobs = ", ".join(f"{m}: {setting_text(kv)}" for m, kv in analysis.knobs.items())
     verdicts = [s.dynamics["verdict"] for s in analysis.spectrum if s.dynamics]
-    excluded = (f"positions {', '.join(map(str, analysis.tables[BASELINE].exclude))} left out of the measures"
-                f"{meta.get('exclude_note', '')}" if analysis.tables[BASELINE].exclude else "every position counted")
+    exclude = analysis.tables[BASELINE].attrs["exclude"]
+    excluded = (f"positions {', '.join(map(str, exclude))} left out of the measures"
+                f"{meta.get('exclude_note', '')}" if exclude else "every position counted")
     lines = [
         f"# oversmooth analyze: {meta['model']}",
         "",

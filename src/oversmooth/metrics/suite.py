@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import math
-from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
+import pandas as pd
 import torch
 from torch import Tensor
 
@@ -33,57 +31,43 @@ ATTENTION_METRICS = ("attn_entropy", "attn_lambda2", "attn_similarity")
 METRICS = tuple(STATE_METRICS)
 
 
-@dataclass
-class MetricTable:
-    """One row per layer: ``layer``, then ``<metric>`` (mean over sequences) and ``<metric>_std``.
+def metric_table(rows: Sequence[dict[str, float]], metrics: Sequence[str], *, hook: str = "resid_post",
+                 exclude: Sequence[int] = (), sequences: int = 0, notes: dict[str, str] | None = None) -> pd.DataFrame:
+    """The table ``measure`` returns: one row per layer, columns ``layer``, then ``<metric>`` (mean over
+    sequences) and ``<metric>_std``; ``attrs`` holds ``metrics``, ``hook`` (where the states were
+    taken), ``exclude`` (the positions left out), ``sequences`` and ``notes``."""
+    columns = ["layer", *(c for m in metrics for c in (m, f"{m}_std"))]
+    table = pd.DataFrame(list(rows), columns=columns)
+    table.attrs.update(metrics=tuple(metrics), hook=hook, exclude=tuple(exclude), sequences=sequences,
+                       notes=dict(notes or {}))
+    return table
 
-    ``hook`` names where the states were taken, ``exclude`` the positions left out.
-    """
 
-    rows: list[dict[str, float]]
-    metrics: tuple[str, ...]
-    hook: str = "resid_post"
-    exclude: tuple[int, ...] = ()
-    sequences: int = 0
-    notes: dict[str, str] = field(default_factory=dict)
+def json_records(table: pd.DataFrame) -> list[dict]:
+    """The rows as dicts of Python numbers, NaN (undefined, e.g. no previous layer) as None: strict JSON."""
+    return [{k: None if isinstance(v, float) and math.isnan(v) else v for k, v in row.items()}
+            for row in table.to_dict("records")]
 
-    def column(self, name: str) -> list[float]:
-        """One metric's mean at every layer."""
-        if name not in self.metrics:
-            raise UsageError(f"no metric {name!r} in this table; it has {', '.join(self.metrics)}")
-        return [row[name] for row in self.rows]
 
-    def to_dict(self) -> dict:
-        return {"hook": self.hook, "exclude": list(self.exclude), "sequences": self.sequences,
-                "metrics": list(self.metrics), "notes": self.notes, "rows": self.rows}
+def table_json(table: pd.DataFrame) -> str:
+    """JSON text: ``hook``, ``exclude``, ``sequences``, ``metrics``, ``notes`` and ``rows``."""
+    a = table.attrs
+    return json.dumps({"hook": a["hook"], "exclude": list(a["exclude"]), "sequences": a["sequences"],
+                       "metrics": list(a["metrics"]), "notes": a["notes"], "rows": json_records(table)}, indent=2)
 
-    def to_json(self) -> str:
-        """JSON text; NaN (undefined, e.g. no previous layer) is written as null."""
-        clean = [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items()}
-                 for row in self.rows]
-        return json.dumps({**self.to_dict(), "rows": clean}, indent=2)
 
-    def to_csv_text(self) -> str:
-        buffer = io.StringIO()
-        writer = csv.DictWriter(buffer, fieldnames=list(self.rows[0]) if self.rows else ["layer"])
-        writer.writeheader()
-        writer.writerows(self.rows)
-        return buffer.getvalue()
+def write_csv(table: pd.DataFrame, path) -> None:
+    """Write the table as CSV, atomically (CRLF lines, NaN as ``nan``, as ``csv.DictWriter`` does)."""
+    with atomic_write(path) as handle:
+        table.to_csv(handle, index=False, lineterminator="\r\n", na_rep="nan")
 
-    def to_csv(self, path) -> None:
-        """Write the table as CSV, atomically."""
-        with atomic_write(path) as handle:
-            handle.write(self.to_csv_text())
 
-    def __str__(self) -> str:
-        header = ["layer", *self.metrics]
-        lines = [[str(int(row["layer"])), *(f"{row[m]:.4f}" for m in self.metrics)] for row in self.rows]
-        widths = [max(len(h), *(len(line[i]) for line in lines)) for i, h in enumerate(header)]
-        out = ["  ".join(h.rjust(w) for h, w in zip(header, widths))]
-        out += ["  ".join(c.rjust(w) for c, w in zip(line, widths)) for line in lines]
-        excluded = f", positions {list(self.exclude)} excluded" if self.exclude else ""
-        out.append(f"(hook {self.hook}; mean over {self.sequences} sequences{excluded})")
-        return "\n".join(out)
+def format_table(table: pd.DataFrame) -> str:
+    """The means to 4 decimals, then a line on the hook, the sequences and the excluded positions."""
+    a = table.attrs
+    text = table[["layer", *a["metrics"]]].to_string(index=False, float_format="{:.4f}".format)
+    excluded = f", positions {list(a['exclude'])} excluded" if a["exclude"] else ""
+    return f"{text}\n(hook {a['hook']}; mean over {a['sequences']} sequences{excluded})"
 
 
 def _stats(values: Tensor) -> tuple[float, float]:
@@ -96,8 +80,8 @@ def _stats(values: Tensor) -> tuple[float, float]:
 
 def measure(hidden_states: Sequence[Tensor] | Tensor, mask: Tensor | None = None,
             attentions: Sequence[Tensor] | None = None, exclude: Sequence[int] = (),
-            hook: str = "resid_post", metrics: Sequence[str] = METRICS) -> MetricTable:
-    """Every metric at every layer.
+            hook: str = "resid_post", metrics: Sequence[str] = METRICS) -> pd.DataFrame:
+    """Every metric at every layer, as a ``metric_table``.
 
     ``hidden_states``: per layer ``[batch, tokens, features]`` (or one ``[layers, batch, tokens,
     features]`` tensor); ``attentions``: optional per layer ``[batch, heads, tokens, tokens]``,
@@ -106,7 +90,7 @@ def measure(hidden_states: Sequence[Tensor] | Tensor, mask: Tensor | None = None
 
     >>> states = [torch.randn(2, 5, 8) for _ in range(3)]
     >>> table = measure(states, metrics=("cos_sim", "t_sim"))
-    >>> len(table.column("t_sim")), table.metrics
+    >>> len(table["t_sim"]), table.attrs["metrics"]
     (3, ('cos_sim', 't_sim'))
     """
     unknown = [m for m in metrics if m not in STATE_METRICS]
@@ -142,4 +126,4 @@ def measure(hidden_states: Sequence[Tensor] | Tensor, mask: Tensor | None = None
 
     rows = thread_map(row, range(len(hidden_states)))
     sequences = hidden_states[0].shape[0] if len(hidden_states) else 0
-    return MetricTable(rows, names, hook, tuple(exclude), sequences)
+    return metric_table(rows, names, hook=hook, exclude=exclude, sequences=sequences)

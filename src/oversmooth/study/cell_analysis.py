@@ -79,7 +79,7 @@ def measure_model(model, inputs: torch.Tensor) -> dict:
         for stage, state in _stages(cache, block, post_norm):
             states.append(state)
             stages.append((block + 1, stage))
-    rows = measure(states, metrics=METRICS).rows
+    rows = measure(states, metrics=METRICS).to_dict("records")
     blocks = [{"layer": layer, "verdict": _verdict(model.blocks[layer - 1], patterns[layer - 1], post_norm)}
               for layer in range(1, depth + 1)]
     for (layer, stage), before, after in zip(stages, rows, rows[1:]):

@@ -84,7 +84,7 @@ def _fmnist_images(count: int) -> tuple[torch.Tensor, str]:
 def _stream_cos_sim(model, images: torch.Tensor) -> list[float]:
     """``cos_sim`` of the stream, 0 = embeddings, i = after block i (``oversmooth.activations``)."""
     _, cache = model.run_with_cache(images, names=stream_names(model.cfg.depth))
-    return measure(cache.stream(), metrics=("cos_sim",)).column("cos_sim")
+    return measure(cache.stream(), metrics=("cos_sim",))["cos_sim"].tolist()
 
 
 @torch.no_grad()
@@ -119,7 +119,7 @@ def pretrained(lam: float = 0.6, sequences: int = 8, tokens: int = 128) -> tuple
     inputs = text_batch(loaded.tokenizer, text, tokens, sequences)
     settings = AnalysisSettings(methods=("neutreno",), knobs={"neutreno": {"lam": lam}}, attention_sequences=2)
     analysis = run_analysis(loaded.model, inputs, settings, tokenizer=loaded.tokenizer)
-    pair = CurvePair([analysis.tables[BASELINE].column("cos_sim")], [analysis.tables["neutreno"].column("cos_sim")],
+    pair = CurvePair([analysis.tables[BASELINE]["cos_sim"].tolist()], [analysis.tables["neutreno"]["cos_sim"].tolist()],
                      lam, f"pretrained {loaded.name}, {analysis.sequences} x {analysis.tokens} tokens of {source}",
                      analysis.quality["neutreno"])
     blocks = [{"layer": layer.layer, "verdict": layer.dynamics["verdict"]} for layer in analysis.spectrum]

@@ -18,10 +18,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+import pandas as pd
 import torch
 from torch import Tensor
 
-from oversmooth.metrics import MetricTable, attention_lambda2, measure, t_div
+from oversmooth.metrics import attention_lambda2, measure, t_div
 from oversmooth.spectra import predict_dynamics
 from oversmooth.theory.sampling import random_attention
 from oversmooth.theory.simulate import LayerConfig, simulate
@@ -36,7 +37,7 @@ LINEAR_VARIANTS = ("attention", "residual")
 
 def escalation_curves(tokens: int, dim: int, depth: int, generator: torch.Generator, *,
                       sequences: int = 4, temperature: float = 2.0,
-                      taus: tuple[float, ...] = (0.0, 0.5, 1.0)) -> dict[str, MetricTable]:
+                      taus: tuple[float, ...] = (0.0, 0.5, 1.0)) -> dict[str, pd.DataFrame]:
     """Metric tables for every variant x tau on one sampled A, keyed ``"<variant>, tau=<tau>"``."""
     attention = random_attention(tokens, generator, temperature=temperature)[0]
     x0 = torch.randn(sequences, tokens, dim, generator=generator, dtype=torch.float64)

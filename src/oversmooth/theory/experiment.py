@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
+import pandas as pd
 import torch
 
 from oversmooth.errors import FieldError, UsageError
-from oversmooth.metrics import MetricTable, measure
+from oversmooth.metrics import measure
 from oversmooth.spectra import DynamicsPrediction, predict_dynamics, value_output_eigenvalues
 from oversmooth.theory.outcome import Outcome, observe
 from oversmooth.theory.presets import Case, preset_cases
@@ -47,7 +48,7 @@ class CaseResult:
     case: Case
     predictions: list[DynamicsPrediction]
     outcome: Outcome
-    table: MetricTable
+    table: pd.DataFrame  # ``metric_table``
 
     @property
     def linear(self) -> bool:
@@ -69,8 +70,8 @@ class CaseResult:
         p, o = self.predictions[0], self.outcome
         return {"preset": self.preset, "case": self.case.label, "norm": self.case.layer.norm,
                 **p.as_dict(), "predicted": self.predicted(), "simulated": self.simulated(),
-                "t_sim_first": self.table.column("t_sim")[0],
-                "t_sim_last": self.table.column("t_sim")[-1],
+                "t_sim_first": self.table["t_sim"].iloc[0].item(),
+                "t_sim_last": self.table["t_sim"].iloc[-1].item(),
                 "direction_drift": float(o.direction_drift.max()),
                 "agree": sum(self.agreement()), "sequences": len(self.predictions),
                 "compared": "mode, angle, rank" if self.linear else "mode"}

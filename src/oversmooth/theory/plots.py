@@ -4,20 +4,21 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from oversmooth.metrics import MetricTable
+import pandas as pd
+
 from oversmooth.plotting import figure, save_png
 from oversmooth.theory.escalation import RateStudy
 
 PLOTTED = ("cos_sim", "t_sim", "centred_residual", "effective_rank")
 
 
-def plot_metrics_vs_depth(tables: dict[str, MetricTable], title: str, path: Path,
+def plot_metrics_vs_depth(tables: dict[str, pd.DataFrame], title: str, path: Path,
                           metrics: tuple[str, ...] = PLOTTED) -> None:
-    """One panel per metric, one line per labelled table (mean over sequences)."""
+    """One panel per metric, one line per labelled ``metric_table`` (mean over sequences)."""
     plt, fig, axes = figure(1, len(metrics), 3.2 * len(metrics), 3.0)
     for ax, metric in zip(axes[0], metrics):
         for label, table in tables.items():
-            ax.plot([row["layer"] for row in table.rows], table.column(metric), label=label)
+            ax.plot(table["layer"], table[metric], label=label)
         ax.set_xlabel("layer")
         ax.set_title(metric)
         if metric == "centred_residual":

@@ -64,7 +64,7 @@ def _presets(setup: Setup, names: tuple[str, ...], out: Path) -> str:
                               f"d={setup.dim})", out / f"{name}.png")
         for r in results:
             summary.append(r.summary_row())
-            trajectories += [{"preset": name, "case": r.case.label, **row} for row in r.table.rows]
+            trajectories += [{"preset": name, "case": r.case.label, **row} for row in r.table.to_dict("records")]
     _write_csv(out / "predictions.csv", summary)
     _write_csv(out / "trajectories.csv", trajectories)
     return _table([["preset", "case", "dominant mu", "sep", "predicted", "simulated",
@@ -88,10 +88,10 @@ def _escalation(setup: Setup, out: Path) -> str:
                           f"d={setup.dim}); tau = de-escalation", out / "escalation.png",
                           metrics=("t_sim", "cos_sim"))
     _write_csv(out / "escalation.csv",
-               [{"variant": label, **row} for label, table in curves.items() for row in table.rows])
+               [{"variant": label, **row} for label, table in curves.items() for row in table.to_dict("records")])
     marks = sorted({0, 1, setup.depth // 4, setup.depth // 2, setup.depth})
     lines = [_table([["variant", *(f"t_sim@{m}" for m in marks)]] + [
-        [label, *(f"{table.column('t_sim')[m]:.3f}" for m in marks)] for label, table in curves.items()]), ""]
+        [label, *(f"{table['t_sim'].iloc[m]:.3f}" for m in marks)] for label, table in curves.items()]), ""]
     study = escalation_rates(setup.tokens, setup.dim, min(setup.depth, 48), generator)
     plot_escalation_rates(study, out / "escalation_rates.png")
     _write_csv(out / "escalation_rates.csv", [

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import math
 
 import torch
 from torch import nn
@@ -46,11 +45,11 @@ def layer_metrics(model: nn.Module, inputs: torch.Tensor) -> list[dict]:
 
     Needs a model with ``run_with_cache`` (our ViT and CausalLM).
     """
-    from oversmooth.metrics import measure
+    from oversmooth.metrics.suite import json_records, measure
 
     was_training = model.training
     model.eval()
     _, cache = model.run_with_cache(inputs)
     table = measure(cache.stream(), hook="stream")
     model.train(was_training)
-    return [{key: None if math.isnan(value) else value for key, value in row.items()} for row in table.rows]
+    return json_records(table)

@@ -190,7 +190,7 @@ class RunSpec:
             if f is None:
                 if not word.startswith("--"):
                     raise UsageError(f"cannot read train arguments {list(args)}: {word!r} is no flag")
-                knobs[word[2:].replace("-", "_")] = True if bare else _literal(words.pop(0))
+                knobs[word[2:].replace("-", "_")] = True if bare else literal(words.pop(0))
             elif kinds[f.name] is bool:
                 values[f.name] = not word.startswith("--no-")
             elif bare and "bare" in f.metadata:
@@ -261,8 +261,11 @@ def _convert(kind: type, text: str) -> Any:
         raise UsageError(f"cannot read train arguments: {text!r} is not {kind.__name__}") from None
 
 
-def _literal(text: str) -> int | float | str:
-    """``"5"`` -> 5, ``"0.4"`` -> 0.4, anything else stays text."""
+def literal(text: str) -> bool | int | float | str:
+    """A value written as text: ``"5"`` -> 5, ``"1e-3"`` -> 0.001, ``"true"`` -> True, anything
+    else stays text."""
+    if text.lower() in ("true", "false"):
+        return text.lower() == "true"
     for kind in (int, float):
         try:
             return kind(text)

@@ -10,6 +10,7 @@ import sys
 import tempfile
 
 from oversmooth.compile_rule import COMPILE_MODES
+from oversmooth.run_spec import literal
 
 
 def register(subparsers) -> None:
@@ -52,18 +53,6 @@ def _ints(text: str, flag: str) -> tuple[int, ...]:
         raise UsageError(f"{flag} takes comma-separated whole numbers, got {text!r}") from None
 
 
-def _value(text: str):
-    """``"5"`` -> 5, ``"1e-3"`` -> 0.001, ``"true"`` -> True, anything else stays text."""
-    if text.lower() in ("true", "false"):
-        return text.lower() == "true"
-    for kind in (int, float):
-        try:
-            return kind(text)
-        except ValueError:
-            pass
-    return text
-
-
 def resolve_study(args: argparse.Namespace):
     """The preset or file, with the command-line overrides applied."""
     from pathlib import Path
@@ -93,7 +82,7 @@ def resolve_study(args: argparse.Namespace):
             key, sep, text = item.partition("=")
             if not sep or not key.strip():
                 raise UsageError(f"--set takes FLAG=VALUE, got {item!r}")
-            train[key.strip().lstrip("-").replace("-", "_")] = _value(text.strip())
+            train[key.strip().lstrip("-").replace("-", "_")] = literal(text.strip())
         changes["train"] = train
     return dataclasses.replace(study, **changes) if changes else study
 

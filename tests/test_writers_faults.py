@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from oversmooth.metrics import measure
+from oversmooth.metrics.suite import write_csv
 
 
 def disk_full(*args, **kwargs):
@@ -41,7 +42,7 @@ class HalfWritten:
 
 
 def write_table(path, version):
-    measure([torch.full((1, 3, 2), float(version)) + torch.eye(3, 2)], metrics=("t_sim",)).to_csv(path)
+    write_csv(measure([torch.full((1, 3, 2), float(version)) + torch.eye(3, 2)], metrics=("t_sim",)), path)
 
 
 def write_checkpoint(path, version):

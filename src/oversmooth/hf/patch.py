@@ -59,8 +59,8 @@ class PatchState:
 
     def reorder(self, rows: Tensor) -> None:
         """Follow beam search: what is carried, for batch rows ``rows``."""
-        for means in self.carried:
-            means.reorder(rows)
+        for carried in self.carried:
+            carried.reorder(rows)
 
 
 def patched_method(model: nn.Module) -> str | None:
@@ -183,10 +183,11 @@ class _Means:
 
 
 class _History:
-    """Per block, the stream rows of the earlier calls (KV-cache decoding) and their validity."""
+    """Per block, the stream rows of the earlier calls (KV-cache decoding) and their validity;
+    kept only for causal models (``keep``), the only ones that decode from a cache."""
 
-    def __init__(self, batch: BatchMask):
-        self.batch = batch
+    def __init__(self, batch: BatchMask, keep: bool):
+        self.batch, self.keep = batch, keep
         self.carried: dict[int, tuple[Tensor, Tensor]] = {}
 
     def __call__(self, layer: int, x: Tensor) -> tuple[Tensor, Tensor]:
@@ -201,7 +202,8 @@ class _History:
                                  f"block {layer}; patched models decode in order, not from a cache filled "
                                  "before patching or cropped")
             x, valid = torch.cat([rows, x], dim=1), torch.cat([seen, valid], dim=1)
-        self.carried[layer] = (x, valid)
+        if self.keep:
+            self.carried[layer] = (x, valid)
         return x, valid
 
     def reorder(self, rows: Tensor) -> None:
@@ -228,7 +230,7 @@ def _install(lay: Layout, state: PatchState) -> None:
     if refused:
         raise UsageError(refused)
     hooks = state.hooks
-    history = _History(BatchMask(state.entries, hooks))
+    history = _History(BatchMask(state.entries, hooks), keep=lay.family.causal)
     state.carried.append(history)
     target = PatchTarget(lay.heads, lay.hidden, lay.family.causal, state.means(lay), history)
     edit = patcher.build(state.knobs, target)

@@ -113,7 +113,7 @@ def test_compile_setting_reaches_every_cell(tmp_path, capsys):
 
 def test_every_preset_is_a_valid_grid(monkeypatch):
     """Each preset's cells parse as `oversmooth train` command lines (flags, methods, knobs)."""
-    from oversmooth.cli.study import check_cells
+    from oversmooth.study.runner import check_cells
     from oversmooth.train import task_factory
 
     monkeypatch.setattr(task_factory, "check_data", lambda spec, data_dir=None: None)  # data: tested apart

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import shlex
 import signal
 import sys
-import tempfile
 
 from oversmooth.compile_rule import COMPILE_MODES
 from oversmooth.run_spec import literal
@@ -45,8 +43,10 @@ def register(subparsers) -> None:
     parser.set_defaults(run=run)
 
 
-def _ints(text: str, flag: str) -> tuple[int, ...]:
+def _ints(text: str | None, flag: str) -> tuple[int, ...]:
     from oversmooth.errors import UsageError
+    if not text:
+        return ()
     try:
         return tuple(int(part) for part in text.split(",") if part.strip())
     except ValueError:
@@ -62,50 +62,15 @@ def resolve_study(args: argparse.Namespace):
 
     is_file = args.study.endswith((".json", ".toml")) or Path(args.study).is_file()
     study = StudyConfig.load(args.study) if is_file else study_preset(args.study)
-    changes: dict = {}
-    if args.seeds:
-        changes["seeds"] = _ints(args.seeds, "--seeds")
-    if args.depths:
-        changes["depths"] = _ints(args.depths, "--depths")
-    if args.methods:
-        wanted = [m.strip() for m in args.methods.split(",") if m.strip()]
-        labels = [v.label for v in study.variants]
-        unknown = [m for m in wanted if m not in labels]
-        if unknown:
-            raise UsageError(f"--methods: {', '.join(unknown)} not in this study; it has {', '.join(labels)}")
-        changes["variants"] = tuple(v for v in study.variants if v.label in wanted)
-    if args.set or args.compile is not None:
-        train = dict(study.train)
-        if args.compile is not None:
-            train["compile"] = args.compile
-        for item in args.set:
-            key, sep, text = item.partition("=")
-            if not sep or not key.strip():
-                raise UsageError(f"--set takes FLAG=VALUE, got {item!r}")
-            train[key.strip().lstrip("-").replace("-", "_")] = literal(text.strip())
-        changes["train"] = train
-    return dataclasses.replace(study, **changes) if changes else study
-
-
-def check_cells(study) -> None:
-    """Check every cell's run as `oversmooth train` would, and read each task's data once: bad
-    fields, methods or knobs, or missing data, fail here (UsageError naming the cell) before
-    anything runs."""
-    from oversmooth.errors import UsageError
-    from oversmooth.train import task_factory
-    from oversmooth.train.run import check_run
-
-    checked_tasks = set()
-    with tempfile.TemporaryDirectory() as scratch:
-        for cell in study.cells():
-            try:
-                spec = dataclasses.replace(cell.spec(), out=scratch)
-                check_run(spec)
-                if cell.task not in checked_tasks:
-                    task_factory.check_data(cell.task, spec.data_dir)
-                    checked_tasks.add(cell.task)
-            except UsageError as error:
-                raise UsageError(f"cell {cell.name}: {error}") from None
+    train = {} if args.compile is None else {"compile": args.compile}
+    for item in args.set:
+        key, sep, text = item.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"--set takes FLAG=VALUE, got {item!r}")
+        train[key.strip().lstrip("-").replace("-", "_")] = literal(text.strip())
+    labels = tuple(m.strip() for m in (args.methods or "").split(",") if m.strip())
+    return study.narrowed(seeds=_ints(args.seeds, "--seeds"), depths=_ints(args.depths, "--depths"),
+                          labels=labels, train=train)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -116,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
     from oversmooth.errors import UsageError
     from oversmooth.outputs import check_output_dir
     from oversmooth.study import run_study, worker_spec
-    from oversmooth.study.runner import cell_dir
+    from oversmooth.study.runner import cell_dir, check_cells
 
     for flag in ("jobs", "threads"):
         if getattr(args, flag) < 1:

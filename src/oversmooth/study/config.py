@@ -16,6 +16,7 @@ Each ``Cell`` is one training run with its own folder; ``Cell.spec()`` is its ``
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import shlex
@@ -197,6 +198,21 @@ class StudyConfig:
                    variants=tuple(Variant.parse(m) for m in _tuple(data["methods"], "methods", (str, dict),
                                                                    "method names or tables")),
                    **rest)
+
+    def narrowed(self, *, seeds: tuple[int, ...] = (), depths: tuple[int, ...] = (), labels: tuple[str, ...] = (),
+                 train: dict[str, Any] | None = None) -> "StudyConfig":
+        """This study with other ``seeds`` or ``depths``, only the variants ``labels``, and
+        ``train`` fields set (empty / None: unchanged); UsageError on a label it does not have."""
+        changes: dict[str, Any] = {name: value for name, value in (("seeds", seeds), ("depths", depths)) if value}
+        if labels:
+            unknown = [label for label in labels if label not in [v.label for v in self.variants]]
+            if unknown:
+                raise UsageError(f"methods {', '.join(unknown)} not in this study; it has "
+                                 f"{', '.join(v.label for v in self.variants)}")
+            changes["variants"] = tuple(v for v in self.variants if v.label in labels)
+        if train:
+            changes["train"] = {**self.train, **train}
+        return dataclasses.replace(self, **changes) if changes else self
 
     @classmethod
     def load(cls, path: str | Path) -> "StudyConfig":

@@ -20,6 +20,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -34,6 +35,25 @@ from oversmooth.run_spec import RunSpec
 from oversmooth.study.config import Cell, StudyConfig, stored_spec
 from oversmooth.study.files import ANALYSIS_FILE, CELL_FILE, CELLS_DIR, LOG_FILE, MODEL_DIR, RESULTS_FILE, \
     SPEC_FILE, STUDY_FILE
+
+
+def check_cells(study: StudyConfig) -> None:
+    """Check every cell's run as ``train.run`` would, and read each task's data once: bad fields,
+    methods or knobs, or missing data, fail here (UsageError naming the cell) before anything runs."""
+    from oversmooth.train import task_factory
+    from oversmooth.train.run import check_run
+
+    checked_tasks = set()
+    with tempfile.TemporaryDirectory() as scratch:
+        for cell in study.cells():
+            try:
+                spec = dataclasses.replace(cell.spec(), out=scratch)
+                check_run(spec)
+                if cell.task not in checked_tasks:
+                    task_factory.check_data(cell.task, spec.data_dir)
+                    checked_tasks.add(cell.task)
+            except UsageError as error:
+                raise UsageError(f"cell {cell.name}: {error}") from None
 
 
 def cell_dir(out: Path, cell: Cell) -> Path:

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Run the studies of the claims protocol one after the other, one cell at a time, resuming from
 # results/ (cells archived there are skipped), then write docs/results/report.md.
-# Hours, not minutes: about 34 CPU-hours on one core (docs/studies.md has the plan).
+# Hours, not minutes: about 36 CPU-hours on one core (docs/studies.md has the plan).
 #
 #   scripts/run_claims.sh [PRESET ...]      default: the protocol's order (STUDIES below)
 #
@@ -9,7 +9,7 @@
 # cells fail (a killed train process) is started again, up to 3 times: cells resume from their
 # checkpoints. With COMMIT_RESULTS=1, newly archived cells are committed to git as they arrive
 # (scripts/commit_results.sh, every 5 minutes and after each study).
-STUDIES="postnorm-pilot austen-lm fmnist-vit fmnist-featscale"
+STUDIES="postnorm-pilot postnorm-pilot-2 austen-lm fmnist-vit fmnist-featscale"
 #: studies whose softmax baseline has a quality gate (oversmooth.study.protocol): their first seed's
 #: softmax cell trains alone first, and the script stops if it fails the gate.
 GATED="austen-lm fmnist-vit"

@@ -205,21 +205,31 @@ def test_written_report_matches_the_claims_it_returns(tmp_path):
         assert f"| {claim.id} | {claim.statement} |" in report and f"**{claim.verdict}**" in report
 
 
-@pytest.mark.parametrize("post_d48, status, verdict_text", [
-    (0.33, "completed", "nothing to rescue: in the pilot post-norm softmax did not fail at depth 24 or 48"),
-    (0.29, "completed", "post-norm softmax fails at depth 48 in the pilot"),   # 5.5 pp below pre-norm
-    (0.30, "diverged", "post-norm softmax fails at depth 48 in the pilot"),
+@pytest.mark.parametrize("post_d96, status, verdict_text", [
+    (0.33, "completed", "nothing to rescue: post-norm softmax did not fail in postnorm-pilot (depth 24 or 48) "
+                        "nor in postnorm-pilot-2 (depth 48 or 96)"),
+    (0.29, "completed", "post-norm softmax fails at depth 96 in postnorm-pilot-2"),   # 5.5 pp below pre-norm
+    (0.30, "diverged", "post-norm softmax fails at depth 96 in postnorm-pilot-2"),
 ])
-def test_claim_4_stands_on_the_pilot_finding_a_failing_depth(tmp_path, post_d48, status, verdict_text):
-    for depth, pre, post in ((24, 0.40, 0.43), (48, 0.345, post_d48)):
-        make_cell(tmp_path, "postnorm-pilot", "softmax", 0, pre, norm="pre", depth=depth)
-        make_cell(tmp_path, "postnorm-pilot", "softmax", 0, post, norm="post", depth=depth,
-                  status=status if depth == 48 else "completed")
-    claims = {c.id: c for c in decide_claims(read_study(tmp_path / "postnorm-pilot"), ids=("4a", "4b"))}
+def test_claim_4_stands_on_a_pilot_finding_a_failing_depth(tmp_path, post_d96, status, verdict_text):
+    for study, depth, pre, post in (("postnorm-pilot", 24, 0.40, 0.43), ("postnorm-pilot", 48, 0.345, 0.424),
+                                    ("postnorm-pilot-2", 48, 0.50, 0.52), ("postnorm-pilot-2", 96, 0.345, post_d96)):
+        make_cell(tmp_path, study, "softmax", 0, pre, norm="pre", depth=depth)
+        make_cell(tmp_path, study, "softmax", 0, post, norm="post", depth=depth,
+                  status=status if depth == 96 else "completed")
+    cells = read_study(tmp_path / "postnorm-pilot") + read_study(tmp_path / "postnorm-pilot-2")
+    claims = {c.id: c for c in decide_claims(cells, ids=("4a", "4b"))}
     assert claims["4a"].verdict == claims["4b"].verdict == "not tested"
-    assert verdict_text in claims["4b"].reason and "depth 24: pre-norm 40.0 %, post-norm 43.0 %" in claims["4a"].ours
-    assert [c.reason for c in decide_claims([], ids=("4a", "4b"))] == ["not tested: the pilot has not run: oversmooth "
-                                                                       "study postnorm-pilot"] * 2
+    assert verdict_text in claims["4b"].reason
+    assert ("postnorm-pilot (lr 0.001, augmented, 2 epochs of 10 000 images, 1 seed), validation accuracy: depth 24: "
+            "pre-norm 40.0 %, post-norm 43.0 %; depth 48: pre-norm 34.5 %, post-norm 42.4 %. postnorm-pilot-2 (lr "
+            "0.002, no augmentation, 2 epochs of 10 000 images, 1 seed), validation accuracy: depth 48: pre-norm "
+            "50.0 %, post-norm 52.0 %") in claims["4a"].ours
+    # the first pilot alone, as archived before the second ran: it decides by itself
+    alone = {c.id: c for c in decide_claims(read_study(tmp_path / "postnorm-pilot"), ids=("4a",))}["4a"]
+    assert "did not fail in postnorm-pilot (depth 24 or 48) (it diverged" in alone.reason
+    assert [c.reason for c in decide_claims([], ids=("4a", "4b"))] == [
+        "not tested: no pilot has run: oversmooth study postnorm-pilot; oversmooth study postnorm-pilot-2"] * 2
 
 
 @pytest.mark.parametrize("damaged", ["study.json", "results.json", "metrics.jsonl", "cell.json"])

@@ -15,8 +15,8 @@ decided by exactly one function, ``ClaimSpec.decide(Inputs) -> Claim`` (one row 
   one rule ``oversmooth.hf.quality.similarity_verdict``, which ``oversmooth analyze`` uses too.
 - 5a-MiniLM (``decide_minilm_depth``), the pretrained half of "similarity need not grow with
   depth" (Dovonon et al. 2025), an existence statement: one model where it falls shows it.
-- 4a / 4b (``decide_post_norm_depth``): they stand on the pilot finding a depth where post-norm
-  fails; 2c (``decide_not_run``): no study in this protocol.
+- 4a / 4b (``decide_post_norm_depth``): they stand on a pilot (``PILOTS``) finding a depth where
+  post-norm fails; 2c (``decide_not_run``): no study in this protocol.
 
 The probe claims keep their own rules and stay out of the Holm family. Cells are found by the
 setting and arm a claim names (a ``StudyConfig`` preset, ``(norm, label)``), never by a study name.
@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
 from oversmooth.hf.quality import similarity_verdict
+from oversmooth.study.config import StudyConfig
 from oversmooth.study.measures import Key
 from oversmooth.study.presets import STUDY_PRESETS
 from oversmooth.study.probes import CurvePair, Probes
@@ -201,47 +202,60 @@ def decide_minilm_depth(inputs: Inputs) -> Claim | None:
         "the change per sublayer says which part of the block lowers it", PROBES_COMMAND)
 
 
-PILOT = STUDY_PRESETS["postnorm-pilot"]
+#: the pilots of claim 4, in the order they ran: each looks for a depth where post-norm softmax fails.
+PILOTS = (STUDY_PRESETS["postnorm-pilot"], STUDY_PRESETS["postnorm-pilot-2"])
 PILOT_GAP = 5.0  # pp: post-norm "fails" at a depth where it trails pre-norm by this much, or diverges
 POST_NORM_GATE = f"post-norm softmax fails (diverges or >= {PILOT_GAP:g} pp below pre-norm) at the depth tested"
 
 
+def pilot_recipe(pilot: StudyConfig) -> str:
+    """How ``pilot`` trains, in words: ``"lr 0.001, augmented, 2 epochs of 10 000 images, 1 seed"``."""
+    train = pilot.train
+    images = f"{train['limit_train']:,}".replace(",", " ") if train.get("limit_train") else "all"
+    return (f"lr {train['lr']:g}{', augmented' if train.get('augment') else ', no augmentation'}, "
+            f"{train['epochs']} epochs of {images} images, {len(pilot.seeds)} seed{'s' * (len(pilot.seeds) > 1)}")
+
+
 def pilot_finding(cells: list[CellResult]) -> tuple[str, str]:
-    """What the pilot found (``ours``) and why claims 4a / 4b are not tested. Rule written before it
-    ran: post-norm softmax fails at a depth where it diverges or trails pre-norm by >= 5 pp
-    validation accuracy at the end of the pilot; without such a depth there is nothing to rescue."""
-    trainings = {training_key(cell.spec()) for cell in PILOT.cells()}
-    runs = {(c.norm, c.depth): c for c in cells if c.training() in trainings and c.label == "softmax" and c.epochs}
-    depths = sorted({depth for norm, depth in runs if (("pre", depth) in runs and ("post", depth) in runs)})
-    found, failing = [], []
-    for depth in depths:
-        pre, post = runs[("pre", depth)], runs[("post", depth)]
-        gap = 100 * (pre.epochs[-1]["val"]["accuracy"] - post.epochs[-1]["val"]["accuracy"])
-        found.append(f"depth {depth}: pre-norm {100 * pre.epochs[-1]['val']['accuracy']:.1f} %, post-norm "
-                     f"{100 * post.epochs[-1]['val']['accuracy']:.1f} %{' (diverged)' if post.status == 'diverged' else ''}")
-        if post.status == "diverged" or gap >= PILOT_GAP:
-            failing.append(depth)
-    if not depths:
-        why = f"the pilot has not run: oversmooth study {PILOT.name}"
+    """What the pilots found (``ours``) and why claims 4a / 4b are not tested. Rule written before
+    they ran: post-norm softmax fails at a depth where it diverges or trails pre-norm by >= 5 pp
+    validation accuracy at the end of a pilot; without such a depth there is nothing to rescue."""
+    found, failing, tried = [], [], []
+    for pilot in PILOTS:
+        trainings = {training_key(cell.spec()) for cell in pilot.cells()}
+        runs = {(c.norm, c.depth): c for c in cells if c.training() in trainings and c.label == "softmax" and c.epochs}
+        depths = sorted({depth for _, depth in runs if ("pre", depth) in runs and ("post", depth) in runs})
+        if not depths:
+            continue
+        tried.append(f"{pilot.name} (depth {' or '.join(map(str, depths))})")
+        rows = []
+        for depth in depths:
+            pre, post = (runs[(norm, depth)].epochs[-1]["val"]["accuracy"] for norm in ("pre", "post"))
+            diverged = runs[("post", depth)].status == "diverged"
+            rows.append(f"depth {depth}: pre-norm {100 * pre:.1f} %, post-norm {100 * post:.1f} %"
+                        + (" (diverged)" if diverged else ""))
+            if diverged or 100 * (pre - post) >= PILOT_GAP:
+                failing.append(f"depth {depth} in {pilot.name}")
+        found.append(f"{pilot.name} ({pilot_recipe(pilot)}), validation accuracy: " + "; ".join(rows))
+    if not found:
+        why = "no pilot has run: " + "; ".join(f"oversmooth study {pilot.name}" for pilot in PILOTS)
     elif failing:
-        why = (f"post-norm softmax fails at depth {failing[0]} in the pilot; the comparison at that depth "
+        why = (f"post-norm softmax fails at {failing[0]}; the comparison at that depth "
                "(post-norm softmax and de-escalation vs pre-norm softmax, 2-3 seeds) is not in this protocol yet")
     else:
-        why = (f"nothing to rescue: in the pilot post-norm softmax did not fail at depth {' or '.join(map(str, depths))} "
-               f"(it diverged nowhere and trailed pre-norm by less than {PILOT_GAP:g} pp), so the failure this claim "
-               "explains was not reproduced at width 64; it may need more depth, longer training or a larger lr")
-    ours = "pilot, 1 seed, lr 1e-3, validation accuracy after 2 epochs of 10 000 images: " + "; ".join(found) if found \
-        else "pilot not run"
-    return ours, why
+        why = (f"nothing to rescue: post-norm softmax did not fail in {' nor in '.join(tried)} (it diverged "
+               f"nowhere and trailed pre-norm by less than {PILOT_GAP:g} pp), so the failure this claim explains "
+               "was not reproduced at width 64; it may need more depth or longer training")
+    return (". ".join(found) if found else "pilot not run"), why
 
 
 def decide_post_norm_depth(claim_id: str, statement: str, paper: str) -> Decide:
-    """The rule of claims 4a / 4b (Yu & Zhang 2023): not tested until the pilot finds a failing
+    """The rule of claims 4a / 4b (Yu & Zhang 2023): not tested until a pilot finds a failing
     depth and a comparison study at that depth exists (none in this protocol)."""
     def decide(inputs: Inputs) -> Claim:
         ours, why = pilot_finding(inputs.cells)
         return Claim(claim_id, statement, paper, ours, POST_NORM_GATE, NOT_TESTED, f"not tested: {why}",
-                     inputs.command(PILOT.name))
+                     "; ".join(inputs.command(pilot.name) for pilot in PILOTS))
     return decide
 
 

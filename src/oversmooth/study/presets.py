@@ -4,10 +4,11 @@ but a rescaled study is a different setting: the claims protocol reads only the 
 - ``quick``: a minute-sized Fashion-MNIST grid to try the machinery (and for tests).
 
 The claims protocol (``oversmooth.study.protocol``, docs/studies.md) runs these, in this order,
-one cell at a time (about 34 CPU-hours on one core of our 2-core machine; minutes a cell on a GPU):
+one cell at a time (about 36 CPU-hours on one core of our 2-core machine; minutes a cell on a GPU):
 
-- ``postnorm-pilot``: where does post-norm softmax fail at width 64? (depths 24 and 48, 1 seed;
-  it failed at neither, so claim 4 has no comparison study: see claims 4a / 4b in ``oversmooth.study.claims``);
+- ``postnorm-pilot``: where does post-norm softmax fail at width 64? (depths 24 and 48, 1 seed, lr
+  1e-3; it failed at neither), then ``postnorm-pilot-2`` (depths 48 and 96 at ``fmnist-vit``'s lr
+  2e-3, no augmentation): claims 4a / 4b in ``oversmooth.study.claims`` stand on their findings;
 - ``austen-lm`` (D): softmax vs NeuTRENO (lambda 0.4), pre-norm LM; 3 seeds (claim 2b);
 - ``fmnist-vit`` (A): softmax, NeuTRENO, spectral sharpen and smooth; 4 seeds (claims 2a, 3, 5, 6);
 - ``fmnist-featscale`` (B): FeatScale, paired with A's softmax cells; 3 seeds (claim 7).
@@ -40,6 +41,12 @@ STUDY_PRESETS: dict[str, StudyConfig] = {
         variants=(_M("softmax"),), seeds=(0,), train={**FMNIST_VIT, "augment": True, "lr": 1e-3, "epochs": 2, "limit_train": 10000},
         description="pilot of claim 4: pre- vs post-norm softmax ViT at depths 24 and 48, 2 epochs of "
                     "10 000 images at lr 1e-3, 1 seed: post-norm fails where it trails pre-norm by >= 5 pp or diverges",
+    ),
+    "postnorm-pilot-2": StudyConfig(
+        name="postnorm-pilot-2", model="vit", tasks=("fmnist",), norms=("pre", "post"), depths=(48, 96),
+        variants=(_M("softmax"),), seeds=(0,), train={**FMNIST_VIT, "epochs": 2, "limit_train": 10000},
+        description="second pilot of claim 4, after the first found no failure: fmnist-vit's recipe (lr 2e-3, "
+                    "no augmentation) at depths 48 and 96, 2 epochs of 10 000 images, 1 seed; the same rule",
     ),
     "fmnist-vit": StudyConfig(
         name="fmnist-vit", model="vit", tasks=("fmnist",), norms=("pre",), depths=(8,),

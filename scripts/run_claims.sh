@@ -9,7 +9,7 @@
 # cells fail (a killed train process) is started again, up to 3 times: cells resume from their
 # checkpoints. With COMMIT_RESULTS=1, newly archived cells are committed to git as they arrive
 # (scripts/commit_results.sh, every 5 minutes and after each study).
-STUDIES="postnorm-pilot postnorm-pilot-2 austen-lm fmnist-vit fmnist-featscale"
+STUDIES="postnorm-pilot postnorm-pilot-2 postnorm-deesc austen-lm fmnist-vit fmnist-featscale"
 #: studies whose softmax baseline has a quality gate (oversmooth.study.protocol): their first seed's
 #: softmax cell trains alone first, and the script stops if it fails the gate.
 GATED="austen-lm fmnist-vit"

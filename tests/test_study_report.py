@@ -205,31 +205,60 @@ def test_written_report_matches_the_claims_it_returns(tmp_path):
         assert f"| {claim.id} | {claim.statement} |" in report and f"**{claim.verdict}**" in report
 
 
-@pytest.mark.parametrize("post_d96, status, verdict_text", [
+def pilots(root, post_d96=0.191, status="completed"):
+    """Both claim-4 pilots as archived; ``post_d96`` (post-norm at depth 96) decides whether one failed."""
+    for study, depth, pre, post in (("postnorm-pilot", 24, 0.40, 0.43), ("postnorm-pilot", 48, 0.345, 0.424),
+                                    ("postnorm-pilot-2", 48, 0.50, 0.52), ("postnorm-pilot-2", 96, 0.36, post_d96)):
+        make_cell(root, study, "softmax", 0, pre, norm="pre", depth=depth)
+        make_cell(root, study, "softmax", 0, post, norm="post", depth=depth,
+                  status=status if depth == 96 else "completed")
+
+
+POST_D96 = {"pre": [0.36, 0.35, 0.37], "post": [0.19, 0.22, 0.18], "deesc": [0.30, 0.31, 0.32]}
+
+
+def postnorm_comparison(root):
+    for i, seed in enumerate((1, 2, 3)):
+        make_cell(root, "postnorm-deesc", "softmax", seed, POST_D96["pre"][i], norm="pre")
+        make_cell(root, "postnorm-deesc", "softmax", seed, POST_D96["post"][i], norm="post")
+        make_cell(root, "postnorm-deesc", "deescalate", seed, POST_D96["deesc"][i], norm="post")
+
+
+@pytest.mark.parametrize("post_d96, status, why", [
     (0.33, "completed", "nothing to rescue: post-norm softmax did not fail in postnorm-pilot (depth 24 or 48) "
                         "nor in postnorm-pilot-2 (depth 48 or 96)"),
-    (0.29, "completed", "post-norm softmax fails at depth 96 in postnorm-pilot-2"),   # 5.5 pp below pre-norm
-    (0.30, "diverged", "post-norm softmax fails at depth 96 in postnorm-pilot-2"),
+    (0.30, "completed", None),   # 6 pp below pre-norm: fails
+    (0.35, "diverged", None),
 ])
-def test_claim_4_stands_on_a_pilot_finding_a_failing_depth(tmp_path, post_d96, status, verdict_text):
-    for study, depth, pre, post in (("postnorm-pilot", 24, 0.40, 0.43), ("postnorm-pilot", 48, 0.345, 0.424),
-                                    ("postnorm-pilot-2", 48, 0.50, 0.52), ("postnorm-pilot-2", 96, 0.345, post_d96)):
-        make_cell(tmp_path, study, "softmax", 0, pre, norm="pre", depth=depth)
-        make_cell(tmp_path, study, "softmax", 0, post, norm="post", depth=depth,
-                  status=status if depth == 96 else "completed")
-    cells = read_study(tmp_path / "postnorm-pilot") + read_study(tmp_path / "postnorm-pilot-2")
-    claims = {c.id: c for c in decide_claims(cells, ids=("4a", "4b"))}
-    assert claims["4a"].verdict == claims["4b"].verdict == "not tested"
-    assert verdict_text in claims["4b"].reason
-    assert ("postnorm-pilot (lr 0.001, augmented, 2 epochs of 10 000 images, 1 seed), validation accuracy: depth 24: "
-            "pre-norm 40.0 %, post-norm 43.0 %; depth 48: pre-norm 34.5 %, post-norm 42.4 %. postnorm-pilot-2 (lr "
-            "0.002, no augmentation, 2 epochs of 10 000 images, 1 seed), validation accuracy: depth 48: pre-norm "
+def test_claim_4_is_tested_only_where_a_pilot_found_post_norm_failing(tmp_path, post_d96, status, why):
+    pilots(tmp_path, post_d96, status)
+    postnorm_comparison(tmp_path)
+    claims = claims_of(tmp_path, ids=("4a", "4b"))
+    assert ("Pilots: postnorm-pilot (lr 0.001, augmented, 2 epochs of 10 000 images, 1 seed), validation accuracy: "
+            "depth 24: pre-norm 40.0 %, post-norm 43.0 %; depth 48: pre-norm 34.5 %, post-norm 42.4 %. postnorm-pilot-2 "
+            "(lr 0.002, no augmentation, 2 epochs of 10 000 images, 1 seed), validation accuracy: depth 48: pre-norm "
             "50.0 %, post-norm 52.0 %") in claims["4a"].ours
-    # the first pilot alone, as archived before the second ran: it decides by itself
-    alone = {c.id: c for c in decide_claims(read_study(tmp_path / "postnorm-pilot"), ids=("4a",))}["4a"]
-    assert "did not fail in postnorm-pilot (depth 24 or 48) (it diverged" in alone.reason
-    assert [c.reason for c in decide_claims([], ids=("4a", "4b"))] == [
-        "not tested: no pilot has run: oversmooth study postnorm-pilot; oversmooth study postnorm-pilot-2"] * 2
+    if why:
+        assert claims["4a"].verdict == claims["4b"].verdict == "not tested"
+        assert why in claims["4b"].reason and why in claims["4b"].gate
+        return
+    # the comparison's seeds decide, by a paired t-test with Holm over the two tested claims (scipy as reference)
+    p_4a = stats.ttest_rel(POST_D96["post"], POST_D96["pre"]).pvalue
+    p_4b = stats.ttest_rel(POST_D96["deesc"], POST_D96["post"]).pvalue
+    assert claims["4a"].verdict == claims["4b"].verdict == "held"
+    for claim, p in (("4a", p_4a), ("4b", p_4b)):
+        holm = max(min(1.0, 2 * min(p_4a, p_4b)), p) if p == max(p_4a, p_4b) else min(1.0, 2 * p)
+        assert f"Holm-adjusted p {holm:.3g} over 2 claims" in claims[claim].reason
+    assert "difference -16.3" in claims["4a"].ours and "difference +11.3" in claims["4b"].ours
+
+
+def test_claim_4_without_pilots_or_comparison_says_what_is_missing(tmp_path):
+    assert {c.reason for c in decide_claims([], ids=("4a", "4b"))} == {"not tested: 0 of 3 planned seed pairs finished"}
+    assert "Pilots: no pilot has run" in decide_claims([], ids=("4a",))[0].ours
+    pilots(tmp_path, post_d96=0.33)  # no failure, and a comparison nobody should have run
+    postnorm_comparison(tmp_path)
+    reason = claims_of(tmp_path, ids=("4b",))["4b"].reason
+    assert reason.startswith("not tested: nothing to rescue")
 
 
 @pytest.mark.parametrize("damaged", ["study.json", "results.json", "metrics.jsonl", "cell.json"])

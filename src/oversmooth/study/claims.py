@@ -3,7 +3,7 @@ decided by exactly one function, ``ClaimSpec.decide(Inputs) -> Claim`` (one row 
 
 ``decide_claims(cells, probes)`` decides every registered claim. The rules, one per kind of claim:
 
-- trained claims (2a, 2b, 3, 5a, 5b, 5c, 6, 7; ``decide_paired``) follow
+- trained claims (2a, 2b, 3, 4a, 4b, 5a, 5b, 5c, 6, 7; ``decide_paired``) follow
   ``oversmooth.study.protocol``: the cells trained as the protocol's preset trains them are
   grouped by seed (``CellResult.training()`` and seed equal), the protocol's measure gives one
   (method, baseline) pair per seed, the gates are checked on the baseline, and every claim whose
@@ -15,8 +15,8 @@ decided by exactly one function, ``ClaimSpec.decide(Inputs) -> Claim`` (one row 
   one rule ``oversmooth.hf.quality.similarity_verdict``, which ``oversmooth analyze`` uses too.
 - 5a-MiniLM (``decide_minilm_depth``), the pretrained half of "similarity need not grow with
   depth" (Dovonon et al. 2025), an existence statement: one model where it falls shows it.
-- 4a / 4b (``decide_post_norm_depth``): they stand on a pilot (``PILOTS``) finding a depth where
-  post-norm fails; 2c (``decide_not_run``): no study in this protocol.
+- 2c (``decide_not_run``): no study in this protocol. (4a / 4b are trained claims whose gate is a
+  pilot finding post-norm failing, ``oversmooth.study.pilots``; their rows say what the pilots found.)
 
 The probe claims keep their own rules and stay out of the Holm family. Cells are found by the
 setting and arm a claim names (a ``StudyConfig`` preset, ``(norm, label)``), never by a study name.
@@ -29,12 +29,10 @@ from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
 from oversmooth.hf.quality import similarity_verdict
-from oversmooth.study.config import StudyConfig
 from oversmooth.study.measures import Key
-from oversmooth.study.presets import STUDY_PRESETS
+from oversmooth.study.pilots import pilot_finding
 from oversmooth.study.probes import CurvePair, Probes
 from oversmooth.study.protocol import PROTOCOLS, Protocol
-from oversmooth.run_spec import training_key
 from oversmooth.study.results import CellResult
 from oversmooth.study.stats import NOT_TESTED, Decision, PairedClaim, decide_family
 
@@ -69,7 +67,7 @@ class Inputs:
 
     def __post_init__(self) -> None:
         groups = group_cells(self.cells)
-        found = [gather(protocol, groups) for protocol in PROTOCOLS]
+        found = [gather(protocol, groups, self.cells) for protocol in PROTOCOLS]
         decisions = decide_family([PairedClaim(tuple(m for _, m, _ in e.values), tuple(b for _, _, b in e.values),
                                                e.protocol.direction, e.not_tested) for e in found])
         self.paired = {e.protocol.id: (e, d) for e, d in zip(found, decisions)}
@@ -118,8 +116,9 @@ class Evidence:
         return "; ".join(parts) or None
 
 
-def gather(protocol: Protocol, groups: Groups) -> Evidence:
-    """The protocol's pairs on its preset's setting, and the first gate (or completeness) that fails."""
+def gather(protocol: Protocol, groups: Groups, cells: list[CellResult]) -> Evidence:
+    """The protocol's pairs on its preset's setting, and the first gate (or completeness) that fails
+    (a gate sees the finished seeds' cells, and all ``cells`` of the report)."""
     seeds = groups.get(protocol.training, {})
     values, finished = [], []
     for seed in protocol.seeds:
@@ -129,7 +128,7 @@ def gather(protocol: Protocol, groups: Groups) -> Evidence:
             if pair is not None:
                 values.append((seed, *pair))
                 finished.append(group)  # the gates judge the seeds that are in the test
-    failed = next((why for gate in protocol.gates if (why := gate.failure(finished)) is not None), None) \
+    failed = next((why for gate in protocol.gates if (why := gate.failure(finished, cells)) is not None), None) \
         if finished else None
     note = protocol.note(finished, protocol.method) if protocol.note else ""
     return Evidence(protocol, tuple(values), failed, note)
@@ -147,9 +146,9 @@ def _ours(evidence: Evidence, decision: Decision) -> str:
     return text + f", n = {test.n}"
 
 
-def decide_paired(claim_id: str, pretrained: Callable[[Probes], str] | None = None) -> Decide:
+def decide_paired(claim_id: str, more: Callable[[Inputs], str | None] | None = None) -> Decide:
     """The rule of trained claim ``claim_id``: its protocol's paired t-test within the Holm family;
-    ``pretrained`` adds what the probes measured of the same question (not part of the test)."""
+    ``more`` adds other evidence on the same question, not part of the test (the probes, the pilots)."""
     def decide(inputs: Inputs) -> Claim:
         evidence, decision = inputs.paired[claim_id]
         protocol = evidence.protocol
@@ -159,8 +158,8 @@ def decide_paired(claim_id: str, pretrained: Callable[[Probes], str] | None = No
                 "passed" if evidence.gate_failure is None else f"failed: {evidence.gate_failure}"
             gates += f" ({state})"
         ours = _ours(evidence, decision) + (f"; {evidence.note}" if evidence.note else "")
-        if pretrained is not None and inputs.probes is not None:
-            ours += f". {pretrained(inputs.probes)}"
+        if more is not None and (text := more(inputs)):
+            ours += f". {text}"
         return Claim(protocol.id, protocol.statement, protocol.paper, ours, gates or "none", decision.verdict,
                      decision.reason, inputs.command(protocol.preset.name))
     return decide
@@ -202,63 +201,6 @@ def decide_minilm_depth(inputs: Inputs) -> Claim | None:
         "the change per sublayer says which part of the block lowers it", PROBES_COMMAND)
 
 
-#: the pilots of claim 4, in the order they ran: each looks for a depth where post-norm softmax fails.
-PILOTS = (STUDY_PRESETS["postnorm-pilot"], STUDY_PRESETS["postnorm-pilot-2"])
-PILOT_GAP = 5.0  # pp: post-norm "fails" at a depth where it trails pre-norm by this much, or diverges
-POST_NORM_GATE = f"post-norm softmax fails (diverges or >= {PILOT_GAP:g} pp below pre-norm) at the depth tested"
-
-
-def pilot_recipe(pilot: StudyConfig) -> str:
-    """How ``pilot`` trains, in words: ``"lr 0.001, augmented, 2 epochs of 10 000 images, 1 seed"``."""
-    train = pilot.train
-    images = f"{train['limit_train']:,}".replace(",", " ") if train.get("limit_train") else "all"
-    return (f"lr {train['lr']:g}{', augmented' if train.get('augment') else ', no augmentation'}, "
-            f"{train['epochs']} epochs of {images} images, {len(pilot.seeds)} seed{'s' * (len(pilot.seeds) > 1)}")
-
-
-def pilot_finding(cells: list[CellResult]) -> tuple[str, str]:
-    """What the pilots found (``ours``) and why claims 4a / 4b are not tested. Rule written before
-    they ran: post-norm softmax fails at a depth where it diverges or trails pre-norm by >= 5 pp
-    validation accuracy at the end of a pilot; without such a depth there is nothing to rescue."""
-    found, failing, tried = [], [], []
-    for pilot in PILOTS:
-        trainings = {training_key(cell.spec()) for cell in pilot.cells()}
-        runs = {(c.norm, c.depth): c for c in cells if c.training() in trainings and c.label == "softmax" and c.epochs}
-        depths = sorted({depth for _, depth in runs if ("pre", depth) in runs and ("post", depth) in runs})
-        if not depths:
-            continue
-        tried.append(f"{pilot.name} (depth {' or '.join(map(str, depths))})")
-        rows = []
-        for depth in depths:
-            pre, post = (runs[(norm, depth)].epochs[-1]["val"]["accuracy"] for norm in ("pre", "post"))
-            diverged = runs[("post", depth)].status == "diverged"
-            rows.append(f"depth {depth}: pre-norm {100 * pre:.1f} %, post-norm {100 * post:.1f} %"
-                        + (" (diverged)" if diverged else ""))
-            if diverged or 100 * (pre - post) >= PILOT_GAP:
-                failing.append(f"depth {depth} in {pilot.name}")
-        found.append(f"{pilot.name} ({pilot_recipe(pilot)}), validation accuracy: " + "; ".join(rows))
-    if not found:
-        why = "no pilot has run: " + "; ".join(f"oversmooth study {pilot.name}" for pilot in PILOTS)
-    elif failing:
-        why = (f"post-norm softmax fails at {failing[0]}; the comparison at that depth "
-               "(post-norm softmax and de-escalation vs pre-norm softmax, 2-3 seeds) is not in this protocol yet")
-    else:
-        why = (f"nothing to rescue: post-norm softmax did not fail in {' nor in '.join(tried)} (it diverged "
-               f"nowhere and trailed pre-norm by less than {PILOT_GAP:g} pp), so the failure this claim explains "
-               "was not reproduced at width 64; it may need more depth or longer training")
-    return (". ".join(found) if found else "pilot not run"), why
-
-
-def decide_post_norm_depth(claim_id: str, statement: str, paper: str) -> Decide:
-    """The rule of claims 4a / 4b (Yu & Zhang 2023): not tested until a pilot finds a failing
-    depth and a comparison study at that depth exists (none in this protocol)."""
-    def decide(inputs: Inputs) -> Claim:
-        ours, why = pilot_finding(inputs.cells)
-        return Claim(claim_id, statement, paper, ours, POST_NORM_GATE, NOT_TESTED, f"not tested: {why}",
-                     "; ".join(inputs.command(pilot.name) for pilot in PILOTS))
-    return decide
-
-
 def decide_not_run(claim_id: str, statement: str, paper: str, why: str) -> Decide:
     """A claim with no study in this protocol: always not tested, saying why."""
     return lambda inputs: Claim(claim_id, statement, paper, "not run", "-", NOT_TESTED, f"not tested: {why}", "-")
@@ -266,7 +208,9 @@ def decide_not_run(claim_id: str, statement: str, paper: str, why: str) -> Decid
 
 _PAIRED = {protocol.id: ClaimSpec(protocol.id, decide_paired(protocol.id)) for protocol in PROTOCOLS}
 _PAIRED["5b"] = ClaimSpec("5b", decide_paired(  # the same question asked of the pretrained MiniLM
-    "5b", lambda probes: f"MiniLM (pretrained, one model): {probes.pretrained_agreement()}"))
+    "5b", lambda inputs: inputs.probes and f"MiniLM (pretrained, one model): {inputs.probes.pretrained_agreement()}"))
+for _claim in ("4a", "4b"):  # the pilots that found (or did not find) the failure
+    _PAIRED[_claim] = ClaimSpec(_claim, decide_paired(_claim, lambda inputs: f"Pilots: {pilot_finding(inputs.cells).text()}"))
 
 #: Every claim by its stable id, in the report's order.
 CLAIMS: dict[str, ClaimSpec] = {spec.id: spec for spec in (
@@ -282,12 +226,7 @@ CLAIMS: dict[str, ClaimSpec] = {spec.id: spec for spec in (
         "ADE20K mIoU 35.72 (softmax); 34.94 at the smallest lambda, 37.54 best, 26.25 at the largest "
         "(Nguyen et al. 2023, Table 13)", "this protocol has no lambda sweep (about 10 more CPU-hours at this size)")),
     _PAIRED["3"],
-    ClaimSpec("4a", decide_post_norm_depth(
-        "4a", "post-norm Transformers fail as depth grows (token similarity escalates)",
-        "Yu & Zhang 2023: post-norm fails to train deep; 'preliminary', small-scale experiments")),
-    ClaimSpec("4b", decide_post_norm_depth(
-        "4b", "de-escalation lets post-norm Transformers go deeper",
-        "Yu & Zhang 2023: de-escalated post-norm trains where plain post-norm fails")),
+    _PAIRED["4a"], _PAIRED["4b"],
     _PAIRED["5a"],
     ClaimSpec("5a-MiniLM", decide_minilm_depth),
     _PAIRED["5b"], _PAIRED["5c"], _PAIRED["6"], _PAIRED["7"],

@@ -6,7 +6,8 @@ decided by exactly one function, ``ClaimSpec.decide(Inputs) -> Claim`` (one row 
 - trained claims (2a, 2b, 3, 4a, 4b, 5a, 5b, 5c, 6, 7; ``decide_paired``) follow
   ``oversmooth.study.protocol``: the cells trained as the protocol's preset trains them are
   grouped by seed (``CellResult.training()`` and seed equal), the protocol's measure gives one
-  (method, baseline) pair per seed, the gates are checked on the baseline, and every claim whose
+  (method, baseline) pair per seed, the gates are checked on the baseline (claim 4's pilot gate on
+  the pilots' cells), and every claim whose
   gates passed and whose planned seeds have all finished is decided together with the others
   (``stats.decide_family``: paired t-test, Holm across the report's trained claims, computed
   once in ``Inputs.paired``). A claim with unfinished seeds or a failed gate is ``not tested``,
@@ -208,7 +209,8 @@ def decide_not_run(claim_id: str, statement: str, paper: str, why: str) -> Decid
 
 _PAIRED = {protocol.id: ClaimSpec(protocol.id, decide_paired(protocol.id)) for protocol in PROTOCOLS}
 _PAIRED["5b"] = ClaimSpec("5b", decide_paired(  # the same question asked of the pretrained MiniLM
-    "5b", lambda inputs: inputs.probes and f"MiniLM (pretrained, one model): {inputs.probes.pretrained_agreement()}"))
+    "5b", lambda inputs: None if inputs.probes is None else
+    f"MiniLM (pretrained, one model): {inputs.probes.pretrained_agreement()}"))
 for _claim in ("4a", "4b"):  # the pilots that found (or did not find) the failure
     _PAIRED[_claim] = ClaimSpec(_claim, decide_paired(_claim, lambda inputs: f"Pilots: {pilot_finding(inputs.cells).text()}"))
 

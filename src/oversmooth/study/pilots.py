@@ -54,11 +54,13 @@ class PilotFinding:
 
 
 def pilot_finding(cells: Sequence[CellResult]) -> PilotFinding:
-    """The pilots' cells among ``cells`` (found by their training, never a study name), judged by the rule."""
+    """The pilots' cells among ``cells`` (found by their training and seeds, never a study name: a
+    comparison trained like a pilot, on other seeds, is not a pilot), judged by the rule."""
     found, failing, tried = [], [], []
     for pilot in PILOTS:
         trainings = {training_key(cell.spec()) for cell in pilot.cells()}
-        runs = {(c.norm, c.depth): c for c in cells if c.training() in trainings and c.label == "softmax" and c.epochs}
+        runs = {(c.norm, c.depth): c for c in cells
+                if c.training() in trainings and c.seed in pilot.seeds and c.label == "softmax" and c.epochs}
         depths = sorted({depth for _, depth in runs if ("pre", depth) in runs and ("post", depth) in runs})
         if not depths:
             continue

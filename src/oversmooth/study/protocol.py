@@ -51,9 +51,9 @@ class QualityGate:
             parts.append(f"val loss flat within {100 * self.max_last_change:g} % over the last epoch")
         return parts[0] + ": " + ", ".join(parts[1:])
 
-    def failure(self, groups: Sequence[Mapping[Key, CellResult]], cells: Sequence[CellResult] = ()) -> str | None:
-        """Why the gate fails on these seeds' cells (``"undertrained: ..."``), or None. (``cells``,
-        the report's others, are for gates that look beyond the baseline, like ``pilots.FailureFound``.)"""
+    def failure(self, groups: Sequence[Mapping[Key, CellResult]], others: Sequence[CellResult] = ()) -> str | None:
+        """Why the gate fails on these seeds' cells (``"undertrained: ..."``), or None. (``others``,
+        the report's cells, are for gates that look beyond the baseline, like ``pilots.FailureFound``.)"""
         cells = [group[self.arm] for group in groups if self.arm in group]
         if not cells or any(c.status != "completed" or len(c.epochs) < 2 for c in cells):
             return f"undertrained: {self.arm[1]} ({self.arm[0]}-norm) did not complete 2+ epochs on every seed"

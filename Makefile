@@ -27,7 +27,7 @@ $(DATA): scripts/install_data.sh
 	bash scripts/install_data.sh .data
 	touch $@
 
-# The claims protocol behind docs/results/ (docs/studies.md): about 36 CPU-hours on one core of a
+# The claims protocol behind docs/results/ (docs/studies.md): about 24 CPU-hours on one core of a
 # 2-core CPU (JOBS=2 trains two cells at once). Cells archived under results/ are skipped, so this resumes where the last machine
 # (or clone) stopped; when the studies end it rewrites docs/results/report.md.
 results: setup

@@ -175,8 +175,8 @@ PROTOCOLS: tuple[Protocol, ...] = (
 def baseline_gate(preset: StudyConfig, cells: Sequence[CellResult]) -> str | None:
     """Why ``preset``'s baseline, among ``cells`` (finished ones, e.g. ``read_study`` of its
     archive), fails a gate of the claims that use it, or None when it passes them all. The claims
-    runner trains the baseline's first seed alone first and stops here on a failure, so an
-    undertrained recipe costs one cell, not the study."""
+    runner trains the baseline's cells (every seed) first and stops here on a failure, so an
+    undertrained recipe costs the baseline's cells, not the study."""
     gates = dict.fromkeys(gate for protocol in PROTOCOLS if protocol.preset is preset for gate in protocol.gates)
     training = training_key(preset.cells()[0].spec())
     groups = [{(c.norm, c.label): c} for c in cells if c.training() == training and c.status != "pending"]

@@ -295,3 +295,29 @@ def test_archived_cells_load_and_follow_the_stream_numbering(tmp_path):
     claims = write_report(cells, tmp_path / "rep")
     assert [c.id for c in claims] == [i for i in CLAIMS if i not in ("1a", "1b", "5a-MiniLM")]
     assert (tmp_path / "rep" / "report.md").is_file()
+
+
+def test_every_panel_names_its_methods_in_one_colour_each(tmp_path, monkeypatch):
+    """Panels may hold different methods (de-escalation only in the post-norm one): each panel has
+    its own legend, and a method keeps its colour across panels."""
+    import matplotlib.colors
+
+    from oversmooth.study import report
+
+    postnorm_comparison(tmp_path)
+    cells = read_study(tmp_path / "postnorm-deesc")
+    figures = []
+    monkeypatch.setattr(report, "save_png", lambda plt, fig, path: figures.append(fig))
+    report.plot_curves(cells, tmp_path / "curves.png")
+    report.plot_layers(cells, tmp_path / "layers.png")
+    for fig in figures:
+        colours = {}
+        for index, ax in enumerate(fig.axes):  # row by row: the first two are the pre- and post-norm panels
+            lines = [line for line in ax.get_lines() if not line.get_label().startswith("_")]
+            if index < 2:  # the top row names what its column shows
+                assert {t.get_text().split(" (")[0] for t in ax.get_legend().get_texts()} == \
+                    {line.get_label().split(" (")[0] for line in lines}
+            for line in lines:
+                colours.setdefault(line.get_label().split(" (")[0], set()).add(matplotlib.colors.to_hex(line.get_color()))
+        assert set(colours) == {"softmax", "deescalate"} and all(len(c) == 1 for c in colours.values())
+        assert colours["softmax"] != colours["deescalate"]

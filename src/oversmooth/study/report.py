@@ -45,6 +45,18 @@ def _labels(cells: list[CellResult]) -> list[str]:
     return list(dict.fromkeys(c.label for c in cells))
 
 
+def _colours(cells: list[CellResult]) -> dict[str, str]:
+    """One colour per method label across a figure, whichever panels hold it."""
+    return {label: f"C{index}" for index, label in enumerate(_labels(cells))}
+
+
+def _legends(axes) -> None:
+    """A legend in every panel that has labelled lines: panels may hold different methods."""
+    for ax in axes:
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7)
+
+
 def _panels(cells: list[CellResult]) -> list[tuple[str, str]]:
     return sorted({(c.task, c.norm) for c in cells}, key=lambda tn: (tn[0], tn[1] != "pre"))
 
@@ -74,7 +86,7 @@ def score_table(cells: list[CellResult]) -> str:
 
 def plot_scores(cells: list[CellResult], path: Path) -> None:
     """Score vs depth (log 2), one panel per task x norm, one line per method, std over seeds as bars."""
-    panels = _panels(cells)
+    panels, colours = _panels(cells), _colours(cells)
     plt, fig, axes = figure(1, len(panels), 4.2 * len(panels), 3.4)
     for ax, (task, norm) in zip(axes[0], panels):
         for label in _labels(cells):
@@ -86,13 +98,13 @@ def plot_scores(cells: list[CellResult], path: Path) -> None:
                 depths = sorted(points)
                 stats = [_mean_std(points[d]) for d in depths]
                 ax.errorbar(depths, [m for m, _ in stats], yerr=[s for _, s in stats], marker="o", ms=3,
-                            capsize=2, label=label)
+                            capsize=2, label=label, color=colours[label])
         ax.set_xscale("log", base=2)
         ax.set_xlabel("depth (blocks)")
         ax.set_ylabel(cells[0].score_name)
         ax.set_title(f"{task}, {norm}-norm", fontsize=9)
         ax.grid(alpha=0.3)
-    axes[0][0].legend(fontsize=7)
+    _legends(axes[0])
     save_png(plt, fig, path)
 
 
@@ -108,7 +120,7 @@ def _seeds_and_mean(ax, runs: list[list[float]], x: list, color: str, label: str
 def plot_layers(cells: list[CellResult], path: Path, metrics: tuple[str, ...] = ("cos_sim", "t_sim")) -> None:
     """Per-layer metrics of the probe batch at the end of training, deepest depth: one thin line
     per seed, the mean over seeds bold."""
-    panels = _panels(cells)
+    panels, colours = _panels(cells), _colours(cells)
     plt, fig, axes = figure(len(metrics), len(panels), 4.2 * len(panels), 3.0 * len(metrics))
     for col, (task, norm) in enumerate(panels):
         chosen = [c for c in cells if (c.task, c.norm) == (task, norm) and c.final_layers]
@@ -117,43 +129,43 @@ def plot_layers(cells: list[CellResult], path: Path, metrics: tuple[str, ...] = 
         depth = max(c.depth for c in chosen)
         for row, metric in enumerate(metrics):
             ax = axes[row][col]
-            for index, label in enumerate(_labels(chosen)):
+            for label in _labels(chosen):
                 runs = [[layer[metric] for layer in c.final_layers] for c in chosen
                         if c.depth == depth and c.label == label]
                 if runs:  # x in the stream numbering; records of blocks alone (no embeddings) start at 1
                     longest = max(len(run) for run in runs)
-                    _seeds_and_mean(ax, runs, list(range(depth + 1 - longest, depth + 1)), f"C{index}", label)
+                    _seeds_and_mean(ax, runs, list(range(depth + 1 - longest, depth + 1)), colours[label], label)
             ax.set_xlabel("layer (0 = embeddings, i = after block i)")
             ax.xaxis.set_major_locator(MaxNLocator(integer=True))
             ax.set_ylabel(metric)
             ax.set_title(f"{task}, {norm}-norm, depth {depth}, end of training", fontsize=9)
             ax.grid(alpha=0.3)
-    axes[0][0].legend(fontsize=7)
+    _legends(axes[0])
     save_png(plt, fig, path)
 
 
 def plot_curves(cells: list[CellResult], path: Path) -> None:
     """Validation score per epoch at the deepest depth, one panel per task x norm: one thin line
     per seed, the mean over seeds bold."""
-    panels = _panels(cells)
+    panels, colours = _panels(cells), _colours(cells)
     plt, fig, axes = figure(1, len(panels), 4.2 * len(panels), 3.2)
     for ax, (task, norm) in zip(axes[0], panels):
         chosen = [c for c in cells if (c.task, c.norm) == (task, norm) and c.epochs]
         if not chosen:
             continue
         depth = max(c.depth for c in chosen)
-        for index, label in enumerate(_labels(chosen)):
+        for label in _labels(chosen):
             runs = [c for c in chosen if c.depth == depth and c.label == label]
             if runs:
                 longest = max(len(c.epochs) for c in runs)
                 _seeds_and_mean(ax, [[e["val"][c.score_name] for e in c.epochs] for c in runs],
-                                list(range(1, longest + 1)), f"C{index}", label)
+                                list(range(1, longest + 1)), colours[label], label)
         ax.set_xlabel("epoch")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_ylabel(f"val {chosen[0].score_name}")
         ax.set_title(f"{task}, {norm}-norm, depth {depth}", fontsize=9)
         ax.grid(alpha=0.3)
-    axes[0][0].legend(fontsize=7)
+    _legends(axes[0])
     save_png(plt, fig, path)
 
 

@@ -7,8 +7,10 @@ The claims protocol (``oversmooth.study.protocol``, docs/studies.md) runs these,
 one cell at a time (about 24 CPU-hours on one core of our 2-core machine; minutes a cell on a GPU):
 
 - ``postnorm-pilot``: where does post-norm softmax fail at width 64? (depths 24 and 48, 1 seed, lr
-  1e-3; it failed at neither), then ``postnorm-pilot-2`` (depths 48 and 96 at ``fmnist-vit``'s lr
-  2e-3, no augmentation): claims 4a / 4b in ``oversmooth.study.claims`` stand on their findings;
+  1e-3; it failed at neither), then ``postnorm-pilot-2`` (depths 48 and 96 at lr 2e-3, no
+  augmentation; it failed at 96): ``oversmooth.study.pilots`` reads them;
+- ``postnorm-deesc``: claims 4a / 4b at depth 96, pre-norm softmax, post-norm softmax and
+  de-escalation, seeds 1-3;
 - ``austen-lm`` (D): softmax vs NeuTRENO (lambda 0.4), pre-norm LM; 3 seeds (claim 2b);
 - ``fmnist-vit`` (A): softmax, NeuTRENO, spectral sharpen and smooth; 4 seeds (claims 2a, 3, 5, 6);
 - ``fmnist-featscale`` (B): FeatScale, paired with A's softmax cells; 3 seeds (claim 7).

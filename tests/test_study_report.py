@@ -128,6 +128,17 @@ def test_unfinished_seeds_are_not_tested_yet_and_leave_the_holm_family(tmp_path)
     assert all(c.verdict == "not tested" for c in claims.values())
 
 
+def test_a_claim_on_every_method_of_a_seed_waits_for_all_of_them(tmp_path):
+    """5b reads every method's blocks: the softmax baseline alone (all seeds, gate passed) decides
+    5a and 5c, which read only softmax, but not 5b, whose value would change as methods land."""
+    for seed, base in enumerate(SOFTMAX_ACC):
+        make_cell(tmp_path, "fmnist-vit", "softmax", seed, base,
+                  cell_analysis=analysis([0.1, 0.3, 0.5, 0.6, 0.7, 0.75, 0.8, 0.78, 0.7]))
+    claims = claims_of(tmp_path)
+    assert claims["5a"].verdict == "held" and claims["5c"].verdict == "held"
+    assert claims["5b"].verdict == "not tested" and "0 of 4 planned seed pairs finished" in claims["5b"].reason
+
+
 def test_the_language_model_claim_compares_perplexity_downwards(tmp_path):
     for seed, (ppl, change) in enumerate(((90.0, -1.0), (92.0, -1.5), (91.0, -0.5))):
         make_cell(tmp_path, "austen-lm", "softmax", seed, ppl, last_gain=0.001)

@@ -124,7 +124,7 @@ def gather(protocol: Protocol, groups: Groups, cells: list[CellResult]) -> Evide
     values, finished = [], []
     for seed in protocol.seeds:
         group = {arm: cell for arm, cell in seeds.get(seed, {}).items() if arm in protocol.arms}
-        if protocol.method in group and protocol.baseline in group:
+        if protocol.needs <= group.keys():
             pair = protocol.measure(group, (protocol.method, protocol.baseline))
             if pair is not None:
                 values.append((seed, *pair))

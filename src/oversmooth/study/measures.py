@@ -70,8 +70,8 @@ def _agreement(analyses: list[dict]) -> tuple[float, float] | None:
 
 
 def verdict_agreement(cells: Mapping[Key, CellResult], arms: tuple[Key, Key]) -> tuple[float, float] | None:
-    """``_agreement`` over every block of every cell of this seed (the protocol hands over its
-    preset's arms only; all must be measured)."""
+    """``_agreement`` over every block of every cell of this seed (the protocol, ``every_arm``,
+    hands over all of its preset's arms once they have finished; all must be measured)."""
     analyses = [cell.analysis for cell in cells.values()]
     return None if None in analyses else _agreement(analyses)
 

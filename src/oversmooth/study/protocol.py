@@ -94,6 +94,7 @@ class Protocol:
     direction: str            # "higher" | "lower"
     gates: tuple = ()         # QualityGate, pilots.FailureFound: describe(), failure(groups, cells)
     seeds: tuple[int, ...] = field(default=())
+    every_arm: bool = False   # the measure reads every arm of a seed: the seed waits for all of them
     note: Callable[[list[Mapping[Key, CellResult]], Key], str] | None = None  # more to say, on the method arm
 
     def __post_init__(self) -> None:
@@ -110,6 +111,11 @@ class Protocol:
         """The ``(norm, label)`` arms the measure may read: the preset's own, and the baseline."""
         return frozenset({(norm, v.label) for norm in self.preset.norms for v in self.preset.variants}
                          | {self.baseline})
+
+    @property
+    def needs(self) -> frozenset[Key]:
+        """The arms a seed must have finished before it counts: all of them if the measure reads every arm."""
+        return self.arms if self.every_arm else frozenset({self.method, self.baseline})
 
 
 FMNIST, AUSTEN, FEATSCALE, POSTNORM = (STUDY_PRESETS[name] for name in
@@ -155,7 +161,8 @@ PROTOCOLS: tuple[Protocol, ...] = (
              "Dovonon et al. 2025, Sec. 4 (a statement about the simplified layer X + A X H)",
              FMNIST, PRE_SOFTMAX, PRE_SOFTMAX, measures.verdict_agreement,
              "share of attention sublayers (every method's, 8 blocks each) whose dynamics verdict matches the "
-             "sign of their measured t_sim change, vs the share expected by chance", "higher", (FMNIST_GATE,)),
+             "sign of their measured t_sim change, vs the share expected by chance", "higher", (FMNIST_GATE,),
+             every_arm=True),
     Protocol("5c", "the sign of the LayerNorm weights can change smoothing into sharpening",
              "Dovonon et al. 2025, Sec. 5 (pre-LN: the effective map is diag(gamma) W_V W_O)",
              FMNIST, PRE_SOFTMAX, PRE_SOFTMAX, measures.ln_flip_attention,

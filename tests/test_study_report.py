@@ -114,6 +114,16 @@ def test_a_baseline_below_its_gate_is_not_tested_undertrained(tmp_path):
     assert "failed" in claim.gate
 
 
+def test_a_baseline_that_fails_alone_shows_its_gate_before_any_method_trains(tmp_path):
+    """The gate-first runner stops after the softmax cells: every claim on them must say why."""
+    for seed, base in enumerate(SOFTMAX_ACC):
+        make_cell(tmp_path, "fmnist-vit", "softmax", seed, base - 0.05)  # 85.1 %
+    claims = claims_of(tmp_path)
+    for claim_id in ("2a", "6", "7"):  # 6's pair is smooth vs sharpen, its gate still reads softmax
+        assert "undertrained: softmax test accuracy 85." in claims[claim_id].reason, claim_id
+        assert "failed: undertrained" in claims[claim_id].gate and claims[claim_id].verdict == "not tested"
+
+
 def test_a_baseline_still_rising_is_not_tested_not_plateaued(tmp_path):
     fmnist(tmp_path, last_gain=0.004)  # +0.4 pp in the last epoch
     claim = claims_of(tmp_path)["6"]

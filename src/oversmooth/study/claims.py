@@ -119,7 +119,8 @@ class Evidence:
 
 def gather(protocol: Protocol, groups: Groups, cells: list[CellResult]) -> Evidence:
     """The protocol's pairs on its preset's setting, and the first gate (or completeness) that fails
-    (a gate sees the finished seeds' cells, and all ``cells`` of the report)."""
+    (a gate sees the finished seeds' cells, or before any pair the completed cells of the planned
+    seeds, and all ``cells`` of the report)."""
     seeds = groups.get(protocol.training, {})
     values, finished = [], []
     for seed in protocol.seeds:
@@ -129,6 +130,9 @@ def gather(protocol: Protocol, groups: Groups, cells: list[CellResult]) -> Evide
             if pair is not None:
                 values.append((seed, *pair))
                 finished.append(group)  # the gates judge the seeds that are in the test
+    if not finished:  # no pair yet: the gates judge the completed cells of the planned seeds (a failed baseline shows)
+        finished = [group for seed in protocol.seeds
+                    if (group := {arm: c for arm, c in seeds.get(seed, {}).items() if c.status == "completed"})]
     failed = next((why for gate in protocol.gates if (why := gate.failure(finished, cells)) is not None), None) \
         if finished else None
     note = protocol.note(finished, protocol.method) if protocol.note else ""
@@ -155,8 +159,8 @@ def decide_paired(claim_id: str, more: Callable[[Inputs], str | None] | None = N
         protocol = evidence.protocol
         gates = "; ".join(gate.describe() for gate in protocol.gates)
         if gates:
-            state = "no finished seed yet" if not evidence.values else \
-                "passed" if evidence.gate_failure is None else f"failed: {evidence.gate_failure}"
+            state = f"failed: {evidence.gate_failure}" if evidence.gate_failure else \
+                "no finished seed yet" if not evidence.values else "passed"
             gates += f" ({state})"
         ours = _ours(evidence, decision) + (f"; {evidence.note}" if evidence.note else "")
         if more is not None and (text := more(inputs)):

@@ -123,6 +123,11 @@ def test_a_baseline_that_fails_alone_shows_its_gate_before_any_method_trains(tmp
         assert "undertrained: softmax test accuracy 85." in claims[claim_id].reason, claim_id
         assert "failed: undertrained" in claims[claim_id].gate and claims[claim_id].verdict == "not tested"
 
+    for seed, base in enumerate(SOFTMAX_ACC):  # a diverged baseline is finished too, and failed
+        make_cell(tmp_path / "diverged", "fmnist-vit", "softmax", seed, base, status="diverged")
+    claim = claims_of(tmp_path / "diverged")["2a"]
+    assert "did not complete 2+ epochs on every seed" in claim.reason and "failed: undertrained" in claim.gate
+
 
 def test_a_baseline_still_rising_is_not_tested_not_plateaued(tmp_path):
     fmnist(tmp_path, last_gain=0.004)  # +0.4 pp in the last epoch

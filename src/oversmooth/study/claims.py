@@ -119,7 +119,7 @@ class Evidence:
 
 def gather(protocol: Protocol, groups: Groups, cells: list[CellResult]) -> Evidence:
     """The protocol's pairs on its preset's setting, and the first gate (or completeness) that fails
-    (a gate sees the finished seeds' cells, or before any pair the completed cells of the planned
+    (a gate sees the finished seeds' cells, or before any pair the finished cells of the planned
     seeds, and all ``cells`` of the report)."""
     seeds = groups.get(protocol.training, {})
     values, finished = [], []
@@ -130,11 +130,11 @@ def gather(protocol: Protocol, groups: Groups, cells: list[CellResult]) -> Evide
             if pair is not None:
                 values.append((seed, *pair))
                 finished.append(group)  # the gates judge the seeds that are in the test
-    if not finished:  # no pair yet: the gates judge the completed cells of the planned seeds (a failed baseline shows)
-        finished = [group for seed in protocol.seeds
-                    if (group := {arm: c for arm, c in seeds.get(seed, {}).items() if c.status == "completed"})]
-    failed = next((why for gate in protocol.gates if (why := gate.failure(finished, cells)) is not None), None) \
-        if finished else None
+    # no pair yet: the gates judge the planned seeds' finished cells (completed or diverged), so a failed baseline shows
+    judged = finished or [group for seed in protocol.seeds
+                          if (group := {arm: c for arm, c in seeds.get(seed, {}).items() if c.results is not None})]
+    failed = next((why for gate in protocol.gates if (why := gate.failure(judged, cells)) is not None), None) \
+        if judged else None
     note = protocol.note(finished, protocol.method) if protocol.note else ""
     return Evidence(protocol, tuple(values), failed, note)
 

@@ -27,7 +27,7 @@ gate() {  # PRESET: does its archived softmax baseline pass the claims' quality 
     "$py" -c '
 import sys
 from oversmooth.study.presets import study_preset
-from oversmooth.study.protocol import baseline_gate
+from oversmooth.study.claims import baseline_gate
 from oversmooth.study.results import read_study
 failure = baseline_gate(study_preset(sys.argv[1]), read_study(sys.argv[2]))
 print(failure or "the baseline passed its gates")

@@ -15,7 +15,7 @@ from scipy import stats
 from oversmooth.cli import main
 from oversmooth.hf.quality import Quality, QualityRow
 from oversmooth.study import STUDY_PRESETS
-from oversmooth.study.claims import CLAIMS, decide_claims
+from oversmooth.study.claims import CLAIMS, baseline_gate, decide_claims
 from oversmooth.study.probes import CurvePair, Probes, random_init
 from oversmooth.study.report import write_report
 from oversmooth.study.results import read_study
@@ -127,6 +127,25 @@ def test_a_baseline_that_fails_alone_shows_its_gate_before_any_method_trains(tmp
         make_cell(tmp_path / "diverged", "fmnist-vit", "softmax", seed, base, status="diverged")
     claim = claims_of(tmp_path / "diverged")["2a"]
     assert "did not complete 2+ epochs on every seed" in claim.reason and "failed: undertrained" in claim.gate
+
+
+def test_the_runner_stops_on_the_gate_the_report_would_name(tmp_path):
+    """scripts/run_claims.sh trains the softmax cells first and asks ``baseline_gate`` whether to go on."""
+    preset = STUDY_PRESETS["fmnist-vit"]
+    cells = lambda folder: read_study(folder / "fmnist-vit") if (folder / "fmnist-vit").exists() else []  # noqa: E731
+    assert baseline_gate(preset, []) == "undertrained: no finished cell of fmnist-vit"
+    for seed, base in enumerate(SOFTMAX_ACC):  # 90.1 %, plateaued: go on
+        make_cell(tmp_path / "good", "fmnist-vit", "softmax", seed, base)
+    assert baseline_gate(preset, cells(tmp_path / "good")) is None
+    for seed, base in enumerate((0.8901, 0.8852, 0.8871, 0.8845)):  # recipe 3's four seeds: mean 88.67 %
+        make_cell(tmp_path / "recipe3", "fmnist-vit", "softmax", seed, base)
+    assert baseline_gate(preset, cells(tmp_path / "recipe3")) == "undertrained: softmax test accuracy 88.67 % < 89 %"
+    make_cell(tmp_path / "rising", "fmnist-vit", "softmax", 0, 0.90, last_gain=0.004)
+    assert baseline_gate(preset, cells(tmp_path / "rising")) == "not plateaued: softmax gained 0.40 pp val accuracy in its last epoch"
+    make_cell(tmp_path / "lm", "austen-lm", "softmax", 0, 400.0)  # perplexity 400 > 120
+    assert baseline_gate(STUDY_PRESETS["austen-lm"], read_study(tmp_path / "lm" / "austen-lm")) == \
+        "undertrained: softmax test perplexity 400.0 > 120"
+    assert baseline_gate(STUDY_PRESETS["austen-lm"], cells(tmp_path / "good")) == "undertrained: no finished cell of austen-lm"
 
 
 def test_a_baseline_still_rising_is_not_tested_not_plateaued(tmp_path):

@@ -34,6 +34,7 @@ from oversmooth.study.measures import Key
 from oversmooth.study.pilots import pilot_finding
 from oversmooth.study.probes import CurvePair, Probes
 from oversmooth.study.protocol import PROTOCOLS, Protocol
+from oversmooth.study.config import StudyConfig
 from oversmooth.study.results import CellResult
 from oversmooth.study.stats import NOT_TESTED, Decision, PairedClaim, decide_family
 
@@ -137,6 +138,21 @@ def gather(protocol: Protocol, groups: Groups, cells: list[CellResult]) -> Evide
         if judged else None
     note = protocol.note(finished, protocol.method) if protocol.note else ""
     return Evidence(protocol, tuple(values), failed, note)
+
+
+def baseline_gate(preset: StudyConfig, cells: list[CellResult]) -> str | None:
+    """Why ``preset``'s baseline, among ``cells`` (e.g. ``read_study`` of its archive), fails a gate
+    of the claims trained on that preset, as the report judges it (``gather``); None when every gate
+    passes. The claims runner (scripts/run_claims.sh) trains the baseline's cells first and stops
+    on a failure, so an undertrained recipe costs the baseline's cells, not the study."""
+    gated = [protocol for protocol in PROTOCOLS if protocol.preset is preset and protocol.gates]
+    if not gated:
+        return None
+    groups = group_cells(cells)
+    failure = next((e.gate_failure for protocol in gated if (e := gather(protocol, groups, cells)).gate_failure), None)
+    if failure is None and not any(c.results is not None and c.training() == gated[0].training for c in cells):
+        return f"undertrained: no finished cell of {preset.name}"
+    return failure
 
 
 def _ours(evidence: Evidence, decision: Decision) -> str:

@@ -178,13 +178,3 @@ PROTOCOLS: tuple[Protocol, ...] = (
              "test accuracy, pp", "higher", (FMNIST_GATE,)),
 )
 
-
-def baseline_gate(preset: StudyConfig, cells: Sequence[CellResult]) -> str | None:
-    """Why ``preset``'s baseline, among ``cells`` (finished ones, e.g. ``read_study`` of its
-    archive), fails a gate of the claims that use it, or None when it passes them all. The claims
-    runner trains the baseline's cells (every seed) first and stops here on a failure, so an
-    undertrained recipe costs the baseline's cells, not the study."""
-    gates = dict.fromkeys(gate for protocol in PROTOCOLS if protocol.preset is preset for gate in protocol.gates)
-    training = training_key(preset.cells()[0].spec())
-    groups = [{(c.norm, c.label): c} for c in cells if c.training() == training and c.status != "pending"]
-    return next((failure for gate in gates if (failure := gate.failure(groups, cells))), None)

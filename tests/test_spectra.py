@@ -145,6 +145,24 @@ def test_prediction_rejects_non_stochastic_attention():
         value_output_eigenvalues(torch.ones(4, 6), torch.ones(6, 4), heads=4)
 
 
+
+def test_eigenvalues_of_a_collapsed_two_row_map():
+    """Near-uniform attention with two distinct rows (float32 softmax, as in a collapsed deep
+    post-norm layer), on which torch's LAPACK fails to converge. A = e_a r_a^T + e_b r_b^T has rank
+    2: its nonzero eigenvalues are those of the 2 x 2 matrix [[r_a.e_a, r_a.e_b], [r_b.e_a, r_b.e_b]]
+    and the other n - 2 are 0."""
+    from oversmooth.spectra.dynamics import attention_eigenvalues
+
+    n = 50
+    r_a = torch.softmax(torch.cat([torch.zeros(25), torch.full((25,), 5e-7)]), dim=-1).double()
+    r_b = torch.softmax(torch.zeros(n), dim=-1).double()
+    e_a = (torch.arange(n) % 3 == 0).double()
+    attention = torch.outer(e_a, r_a) + torch.outer(1 - e_a, r_b)
+    small = torch.tensor([[r_a @ e_a, r_a @ (1 - e_a)], [r_b @ e_a, r_b @ (1 - e_a)]])
+    expected = torch.cat([torch.linalg.eigvals(small), torch.zeros(n - 2, dtype=torch.complex128)])
+    assert multiset_distance(attention_eigenvalues(attention), expected) < 1e-7
+    assert dynamics_verdict(attention[None], torch.tensor([[0.5]])).verdict == "smoothing"
+
 def four_cycle():
     """The 4-cycle permutation (row-stochastic): token k attends to token k + 1 (mod 4); eigenvalues 1, i, -1, -i."""
     return torch.roll(torch.eye(4, dtype=torch.float64), 1, dims=1)

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy
 import torch
 from torch import Tensor
 
@@ -95,7 +96,14 @@ def attention_eigenvalues(attention: Tensor, atol: float = 1e-6) -> Tensor:
     if not torch.allclose(rows, torch.ones_like(rows), atol=atol):
         raise UsageError("attention rows do not sum to 1: pass the softmax attention "
                          "restricted to valid (unpadded) tokens")
-    return torch.linalg.eigvals(attention.detach().double())
+    attention = attention.detach().double()
+    try:
+        return torch.linalg.eigvals(attention)
+    except torch.linalg.LinAlgError:
+        # torch's LAPACK geev can fail to converge on near-uniform maps with a few distinct rows
+        # (eigenvalue 0 of multiplicity ~n, as in collapsed deep post-norm layers); numpy's converges
+        values = numpy.linalg.eigvals(attention.cpu().numpy()).astype(numpy.complex128)
+        return torch.from_numpy(values).to(attention.device)
 
 
 def constant_mode(lambda_a: Tensor, atol: float = 1e-6) -> Tensor:

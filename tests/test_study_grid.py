@@ -49,6 +49,14 @@ def test_a_method_can_be_kept_to_some_norm_placements():
         StudyConfig.from_dict({**TINY, "methods": [{"label": "d", "method": "deescalate", "norms": ["post"]}]})
 
 
+def test_a_changed_run_field_is_named_in_the_description():
+    """The description is prose about the preset's values; after `--set` it must not claim them."""
+    study = StudyConfig.from_dict({**TINY, "description": "1 epoch"})
+    changed = study.narrowed(train={"epochs": 30, "batch_size": 32})
+    assert changed.description == "1 epoch (changed: epochs=30)"  # batch_size 32 is the preset's own
+    assert changed.train["epochs"] == 30 and study.narrowed(train={"epochs": 1}) is study
+
+
 def test_toml_study_file(tmp_path):
     path = tmp_path / "grid.toml"
     path.write_text('model = "lm"\ntasks = ["synthetic"]\ndepths = [1]\n'

@@ -202,7 +202,8 @@ class StudyConfig:
     def narrowed(self, *, seeds: tuple[int, ...] = (), depths: tuple[int, ...] = (), labels: tuple[str, ...] = (),
                  train: dict[str, Any] | None = None) -> "StudyConfig":
         """This study with other ``seeds`` or ``depths``, only the variants ``labels``, and
-        ``train`` fields set (empty / None: unchanged); UsageError on a label it does not have."""
+        ``train`` fields set (empty / None: unchanged; the description names the changed fields);
+        UsageError on a label it does not have."""
         changes: dict[str, Any] = {name: value for name, value in (("seeds", seeds), ("depths", depths)) if value}
         if labels:
             unknown = [label for label in labels if label not in [v.label for v in self.variants]]
@@ -210,8 +211,12 @@ class StudyConfig:
                 raise UsageError(f"methods {', '.join(unknown)} not in this study; it has "
                                  f"{', '.join(v.label for v in self.variants)}")
             changes["variants"] = tuple(v for v in self.variants if v.label in labels)
-        if train:
-            changes["train"] = {**self.train, **train}
+        changed = {key: value for key, value in (train or {}).items() if self.train.get(key) != value}
+        if changed:
+            changes["train"] = {**self.train, **changed}
+            # the description is free text written for the preset's values: say what differs
+            changes["description"] = (f"{self.description} (changed: "
+                                      + ", ".join(f"{key}={value}" for key, value in changed.items()) + ")")
         return dataclasses.replace(self, **changes) if changes else self
 
     @classmethod

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Run the studies of the claims protocol one after the other, one cell at a time, resuming from
 # results/ (cells archived there are skipped), then write docs/results/report.md.
-# Hours, not minutes: about 24 CPU-hours on one core (docs/studies.md has the plan).
+# Hours, not minutes: about 24 CPU-hours on one core (docs/studies.md has the plan), unless a
+# baseline fails its gate: then it stops there (on the committed results/: fmnist-vit).
 #
 #   scripts/run_claims.sh [PRESET ...]      default: the protocol's order (STUDIES below)
 #

@@ -249,7 +249,9 @@ def write_report(cells: list[CellResult], out: str | Path, probes: Probes | None
     files: dict[str, Callable[[Path], None]] = {}
     lines = [f"# {title}", "", "Which claims of the source papers held here, at CPU scale, under the protocol of "
              "docs/studies.md (paired t-test per claim, Holm across the trained claims of this report, gates on "
-             "the baseline)" + (f"; written by `{command}`" if command else "") + ".", "", claims_table(claims), ""]
+             "the baseline)" + (f"; written by `{command}`" if command else "") + ". \"Not tested: undertrained\" "
+             "means the baseline missed its quality gate, so no difference is decided on it, whatever the other "
+             "methods did.", "", claims_table(claims), ""]
     if probes:
         files["probes.png"] = lambda p: plot_probes(probes, p)
         lines += ["## Without training", "", f"- G.3: {probes.random_init.source}",

@@ -15,7 +15,7 @@ from scipy import stats
 from oversmooth.cli import main
 from oversmooth.hf.quality import Quality, QualityRow
 from oversmooth.study import STUDY_PRESETS
-from oversmooth.study.claims import CLAIMS, baseline_gate, decide_claims
+from oversmooth.study.claims import CLAIMS, Inputs, baseline_gate, decide_claims
 from oversmooth.study.probes import CurvePair, Probes, random_init
 from oversmooth.study.report import write_report
 from oversmooth.study.results import read_study
@@ -110,7 +110,7 @@ def test_known_paired_effects_give_the_known_verdicts(tmp_path):
 def test_a_baseline_below_its_gate_is_not_tested_undertrained(tmp_path):
     fmnist(tmp_path, softmax=[a - 0.05 for a in SOFTMAX_ACC])  # 85.1 %: the same +1 pp effect, but undertrained
     claim = claims_of(tmp_path)["2a"]
-    assert claim.verdict == "not tested" and "undertrained: softmax test accuracy 85.10 % < 89 %" in claim.reason
+    assert claim.verdict == "not tested" and "undertrained: softmax test accuracy 85.10 % (mean of 4 seeds) < 89 %" in claim.reason
     assert "failed" in claim.gate
 
 
@@ -129,6 +129,14 @@ def test_a_baseline_that_fails_alone_shows_its_gate_before_any_method_trains(tmp
     assert "did not complete 2+ epochs on every seed" in claim.reason and "failed: undertrained" in claim.gate
 
 
+
+def test_a_claims_command_runs_the_whole_grid():
+    """A claim is reproduced by its study's command less the flags that keep some methods or seeds."""
+    ran = "oversmooth study fmnist-vit --out 'runs/my studies' --methods softmax --seeds=0,1 --jobs 3"
+    inputs = Inputs([], commands={"fmnist-vit": ran})
+    assert inputs.command("fmnist-vit") == "oversmooth study fmnist-vit --out 'runs/my studies' --jobs 3"
+    assert inputs.command("austen-lm") == "oversmooth study austen-lm --out runs/studies/austen-lm --results results"
+
 def test_the_runner_stops_on_the_gate_the_report_would_name(tmp_path):
     """scripts/run_claims.sh trains the softmax cells first and asks ``baseline_gate`` whether to go on."""
     preset = STUDY_PRESETS["fmnist-vit"]
@@ -139,7 +147,7 @@ def test_the_runner_stops_on_the_gate_the_report_would_name(tmp_path):
     assert baseline_gate(preset, cells(tmp_path / "good")) is None
     for seed, base in enumerate((0.8901, 0.8852, 0.8871, 0.8845)):  # recipe 3's four seeds: mean 88.67 %
         make_cell(tmp_path / "recipe3", "fmnist-vit", "softmax", seed, base)
-    assert baseline_gate(preset, cells(tmp_path / "recipe3")) == "undertrained: softmax test accuracy 88.67 % < 89 %"
+    assert baseline_gate(preset, cells(tmp_path / "recipe3")) == "undertrained: softmax test accuracy 88.67 % (mean of 4 seeds) < 89 %"
     make_cell(tmp_path / "rising", "fmnist-vit", "softmax", 0, 0.90, last_gain=0.004)
     assert baseline_gate(preset, cells(tmp_path / "rising")) == "not plateaued: softmax gained 0.40 pp val accuracy in its last epoch"
     make_cell(tmp_path / "lm", "austen-lm", "softmax", 0, 400.0)  # perplexity 400 > 120

@@ -25,6 +25,7 @@ setting and arm a claim names (a ``StudyConfig`` preset, ``(norm, label)``), nev
 
 from __future__ import annotations
 
+import shlex
 import statistics
 from dataclasses import dataclass, field
 from typing import Callable, Mapping
@@ -37,6 +38,9 @@ from oversmooth.study.protocol import PROTOCOLS, Protocol
 from oversmooth.study.config import StudyConfig
 from oversmooth.study.results import CellResult
 from oversmooth.study.stats import NOT_TESTED, Decision, PairedClaim, decide_family
+
+#: `oversmooth study` flags that keep part of a study's grid (dropped from a claim's command)
+_NARROWING = ("--methods", "--seeds")
 
 
 @dataclass(frozen=True)
@@ -75,8 +79,15 @@ class Inputs:
         self.paired = {e.protocol.id: (e, d) for e, d in zip(found, decisions)}
 
     def command(self, preset_name: str) -> str:
-        return self.commands.get(preset_name, f"oversmooth study {preset_name} --out runs/studies/{preset_name} "
-                                              "--results results")
+        """How to reproduce a claim of ``preset_name``: the command that ran it, less the flags that
+        keep only some of its methods or seeds (they cannot make the claim's pairs)."""
+        recorded = self.commands.get(preset_name)
+        if recorded is None:
+            return f"oversmooth study {preset_name} --out runs/studies/{preset_name} --results results"
+        words = shlex.split(recorded)
+        drop = {i for i, word in enumerate(words) if word.split("=")[0] in _NARROWING}
+        drop |= {i + 1 for i in drop if words[i] in _NARROWING}  # the flag's value, as a word of its own
+        return shlex.join(word for i, word in enumerate(words) if i not in drop)
 
 
 Decide = Callable[[Inputs], "Claim | None"]

@@ -255,7 +255,8 @@ def test_written_report_matches_the_claims_it_returns(tmp_path):
     claims = write_report(read_study(tmp_path / "fmnist-vit"), tmp_path / "rep")
     report = (tmp_path / "rep" / "report.md").read_text()
     for claim in claims:
-        assert f"| {claim.id} | {claim.statement} |" in report and f"**{claim.verdict}**" in report
+        assert f"| {claim.id} | {claim.statement} |" in report
+        assert f"| **{claim.verdict}** | `{claim.command}` |" in report  # its row names how to reproduce it
 
 
 def pilots(root, post_d96=0.191, status="completed"):

@@ -186,12 +186,13 @@ def plot_probes(probes: Probes, path: Path) -> None:
 
 
 def claims_table(claims: list[Claim]) -> str:
-    """One row per claim; the reasons and commands follow as a list (they are long)."""
-    lines = ["| # | claim (as the paper states it) | paper | ours (method − baseline, n seeds) | gate | verdict |",
-             "|---|---|---|---|---|---|"]
-    lines += [f"| {c.id} | {c.statement} | {c.paper} | {c.ours} | {c.gate} | **{c.verdict}** |" for c in claims]
-    lines += ["", "Why, and how to reproduce each:", ""]
-    lines += [f"- **{c.id}** {c.reason}. Command: `{c.command}`" for c in claims]
+    """One row per claim; the reasons follow as a list (they are long)."""
+    lines = ["| # | claim (as the paper states it) | paper | ours (method − baseline, n seeds) | gate | verdict | command |",
+             "|---|---|---|---|---|---|---|"]
+    lines += [f"| {c.id} | {c.statement} | {c.paper} | {c.ours} | {c.gate} | **{c.verdict}** | `{c.command}` |"
+              for c in claims]
+    lines += ["", "Why each verdict:", ""]
+    lines += [f"- **{c.id}** {c.reason}." for c in claims]
     return "\n".join(lines)
 
 

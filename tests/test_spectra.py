@@ -145,7 +145,6 @@ def test_prediction_rejects_non_stochastic_attention():
         value_output_eigenvalues(torch.ones(4, 6), torch.ones(6, 4), heads=4)
 
 
-
 def test_eigenvalues_of_a_collapsed_two_row_map():
     """Near-uniform attention with two distinct rows (float32 softmax, as in a collapsed deep
     post-norm layer), on which torch's LAPACK fails to converge. A = e_a r_a^T + e_b r_b^T has rank
@@ -162,6 +161,7 @@ def test_eigenvalues_of_a_collapsed_two_row_map():
     expected = torch.cat([torch.linalg.eigvals(small), torch.zeros(n - 2, dtype=torch.complex128)])
     assert multiset_distance(attention_eigenvalues(attention), expected) < 1e-7
     assert dynamics_verdict(attention[None], torch.tensor([[0.5]])).verdict == "smoothing"
+
 
 def four_cycle():
     """The 4-cycle permutation (row-stochastic): token k attends to token k + 1 (mod 4); eigenvalues 1, i, -1, -i."""

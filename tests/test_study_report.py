@@ -129,13 +129,13 @@ def test_a_baseline_that_fails_alone_shows_its_gate_before_any_method_trains(tmp
     assert "did not complete 2+ epochs on every seed" in claim.reason and "failed: undertrained" in claim.gate
 
 
-
 def test_a_claims_command_runs_the_whole_grid():
     """A claim is reproduced by its study's command less the flags that keep some methods or seeds."""
     ran = "oversmooth study fmnist-vit --out 'runs/my studies' --methods softmax --seeds=0,1 --jobs 3"
     inputs = Inputs([], commands={"fmnist-vit": ran})
     assert inputs.command("fmnist-vit") == "oversmooth study fmnist-vit --out 'runs/my studies' --jobs 3"
     assert inputs.command("austen-lm") == "oversmooth study austen-lm --out runs/studies/austen-lm --results results"
+
 
 def test_the_runner_stops_on_the_gate_the_report_would_name(tmp_path):
     """scripts/run_claims.sh trains the softmax cells first and asks ``baseline_gate`` whether to go on."""

@@ -31,11 +31,11 @@ from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
 from oversmooth.hf.quality import similarity_verdict
+from oversmooth.study.config import StudyConfig
 from oversmooth.study.measures import Key
 from oversmooth.study.pilots import pilot_finding
 from oversmooth.study.probes import CurvePair, Probes
 from oversmooth.study.protocol import PROTOCOLS, Protocol
-from oversmooth.study.config import StudyConfig
 from oversmooth.study.results import CellResult
 from oversmooth.study.stats import NOT_TESTED, Decision, PairedClaim, decide_family
 

@@ -57,14 +57,12 @@ class QualityGate:
         cells = [group[self.arm] for group in groups if self.arm in group]
         if not cells or any(c.status != "completed" or len(c.epochs) < 2 for c in cells):
             return f"undertrained: {self.arm[1]} ({self.arm[0]}-norm) did not complete 2+ epochs on every seed"
-        scores = [paired_score(c) for c in cells]
+        score = statistics.fmean(paired_score(c) for c in cells)
         over = f" (mean of {len(cells)} seeds)" if len(cells) > 1 else ""
-        if self.min_accuracy is not None and statistics.fmean(scores) < self.min_accuracy:
-            return (f"undertrained: {self.arm[1]} test accuracy {statistics.fmean(scores):.2f} %{over} "
-                    f"< {self.min_accuracy:g} %")
-        if self.max_perplexity is not None and statistics.fmean(scores) > self.max_perplexity:
-            return (f"undertrained: {self.arm[1]} test perplexity {statistics.fmean(scores):.1f}{over} "
-                    f"> {self.max_perplexity:g}")
+        if self.min_accuracy is not None and score < self.min_accuracy:
+            return f"undertrained: {self.arm[1]} test accuracy {score:.2f} %{over} < {self.min_accuracy:g} %"
+        if self.max_perplexity is not None and score > self.max_perplexity:
+            return f"undertrained: {self.arm[1]} test perplexity {score:.1f}{over} > {self.max_perplexity:g}"
         last = lambda c, key: (c.epochs[-1]["val"][key], c.epochs[-2]["val"][key])  # noqa: E731
         if self.max_last_gain is not None:
             gain = statistics.fmean(100 * (a - b) for a, b in (last(c, "accuracy") for c in cells))

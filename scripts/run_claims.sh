@@ -1,20 +1,21 @@
 #!/usr/bin/env bash
-# Run the studies of the claims protocol one after the other, one cell at a time, resuming from
+# Run the second claims protocol (docs/studies.md) one study after the other, resuming from
 # results/ (cells archived there are skipped), then write docs/results/report.md.
-# Hours, not minutes: about 24 CPU-hours on one core (docs/studies.md has the plan), unless a
-# baseline fails its gate: then it stops there (on the committed results/: fmnist-vit).
+# About 22 CPU-hours on a 2-core machine (docs/studies.md has the budget), unless a baseline fails
+# its gate: then it stops there and writes the report.
 #
-#   scripts/run_claims.sh [PRESET ...]      default: the protocol's order (STUDIES below)
+#   scripts/run_claims.sh [STEP ...]      default: every step, in the protocol's order (STEPS below)
 #
-# PY (default .venv/bin/python) runs oversmooth; JOBS (default 1) cells at once. A study whose
+# PY (default .venv/bin/python) runs oversmooth; JOBS (default 2) cells at once. A study whose
 # cells fail (a killed train process) is started again, up to 3 times: cells resume from their
-# checkpoints. With COMMIT_RESULTS=1, newly archived cells are committed to git as they arrive
-# (scripts/commit_results.sh, every 5 minutes and after each study).
-STUDIES="postnorm-pilot postnorm-pilot-2 postnorm-deesc austen-lm fmnist-vit fmnist-featscale"
-#: studies whose softmax baseline has a quality gate (oversmooth.study.protocol): their softmax
-#: cells (every seed: the gate is a mean over the seeds in the test) train first, and the script
-#: stops if they fail the gate.
-GATED="austen-lm fmnist-vit"
+# checkpoints. With COMMIT_RESULTS=1, newly archived results are committed to git as they arrive
+# (scripts/commit_results.sh, every 5 minutes and after each step).
+STEPS="fmnist-p7 fmnist-p7-spectral adaptations depth-p7 austen-p2 claim3"
+#: a gated setting: its softmax cells and its 1.5x-epochs seed train first, and the script stops
+#: if the claims' gate fails on them (oversmooth.study.claims.baseline_gate, the report's own check).
+declare -A LONG=([fmnist-p7]=fmnist-p7-long [austen-p2]=austen-p2-long)
+#: a study whose comparison stands on a pilot (claim 4): the pilot runs first.
+declare -A PILOT=([depth-p7]=depth-p7-pilot)
 
 study() {  # PRESET [FLAGS...]: one study, started again (cells resume) if a cell failed
     local preset="$1"; shift
@@ -24,46 +25,57 @@ study() {  # PRESET [FLAGS...]: one study, started again (cells resume) if a cel
     done
 }
 
-gate() {  # PRESET: does its archived softmax baseline pass the claims' quality gates?
+gate() {  # PRESET: do its archived softmax cells pass the claims' gates?
     "$py" -c '
 import sys
-from oversmooth.study.presets import study_preset
 from oversmooth.study.claims import baseline_gate
-from oversmooth.study.results import read_study
-failure = baseline_gate(study_preset(sys.argv[1]), read_study(sys.argv[2]))
+from oversmooth.study.folders import read_folders
+from oversmooth.study.presets import study_preset
+failure = baseline_gate(study_preset(sys.argv[1]), read_folders(sys.argv[2:]).cells)
 print(failure or "the baseline passed its gates")
-sys.exit(1 if failure else 0)' "$1" "results/$1"
+sys.exit(1 if failure else 0)' "$1" $(archives)
+}
+
+archives() {  # the second protocol's archives under results/ (oversmooth.study.folders.PROTOCOL_ARCHIVES)
+    "$py" -c 'from oversmooth.study.folders import protocol_archives; print(*protocol_archives())'
+}
+
+step() {  # STEP: one step of the protocol; non-zero when a gate stops the protocol
+    local name="$1"
+    case "$name" in
+        adaptations) "$py" -m oversmooth.study.adaptations --results results --threads 1 ;;
+        claim3) PYTHONPATH=src "$py" benchmarks/bench_claim3.py --out results/claim3 ;;
+        *)
+            if [ -n "${PILOT[$name]:-}" ]; then study "${PILOT[$name]}"; fi
+            if [ -n "${LONG[$name]:-}" ]; then
+                study "$name" --methods softmax
+                study "${LONG[$name]}"
+                [ -z "$watcher" ] || scripts/commit_results.sh
+                if ! gate "$name"; then
+                    echo "$(date -Is) $name: the softmax baseline failed its gate; see docs/studies.md before the rest"
+                    return 1
+                fi
+            fi
+            study "$name" ;;
+    esac
 }
 
 main() {
     set -u
     cd "$(dirname "$0")/.." || exit 2
-    py="${PY:-.venv/bin/python}" jobs="${JOBS:-1}"
-    local watcher=""
-    local presets=("$@")
-    [ ${#presets[@]} -gt 0 ] || read -r -a presets <<< "$STUDIES"
+    py="${PY:-.venv/bin/python}" jobs="${JOBS:-2}" watcher=""
+    local steps=("$@")
+    [ ${#steps[@]} -gt 0 ] || read -r -a steps <<< "$STEPS"
     if [ "${COMMIT_RESULTS:-0}" = 1 ]; then
         ( while sleep 300; do scripts/commit_results.sh; done ) &
         watcher=$!
     fi
-    for preset in "${presets[@]}"; do
-        if [[ " $GATED " == *" $preset "* ]]; then
-            study "$preset" --methods softmax
-            [ -z "$watcher" ] || scripts/commit_results.sh
-            if ! gate "$preset"; then
-                echo "$(date -Is) $preset: the softmax baseline failed its gate; revise the recipe (docs/studies.md) before the rest"
-                break
-            fi
-        fi
-        study "$preset"
+    for name in "${steps[@]}"; do
+        step "$name" || break
         [ -z "$watcher" ] || scripts/commit_results.sh
     done
     [ -z "$watcher" ] || kill "$watcher"
-    local archived=()
-    for preset in $STUDIES; do
-        [ -f "results/$preset/study.json" ] && archived+=("results/$preset")
-    done
-    "$py" -m oversmooth report "${archived[@]}" --out docs/results --title "oversmooth: the claims protocol at CPU scale"
+    "$py" -m oversmooth report $(archives) --out docs/results --title "oversmooth: the claims protocol at CPU scale"
 }
 
 main "$@"

@@ -70,3 +70,36 @@ def test_a_folder_without_a_finished_run_is_a_one_line_error(tmp_path, capsys):
     assert analysis_main([str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "is no finished cell" in err and not (tmp_path / "analysis.json").exists()
+
+
+def test_the_value_flip_is_layernorm_with_negated_gamma_on_the_value_path_only():
+    """Claim 5c's flip: the hook's values equal the value projection of F.layer_norm with -gamma
+    (an independent computation), and the attention maps do not move."""
+    import torch.nn.functional as F
+
+    from oversmooth.study.cell_analysis import _negated_gamma_values, value_flip
+
+    model, images = vit(), torch.randn(4, 1, 28, 28)
+    with torch.no_grad():
+        for block in model.blocks:  # a bias, so the offset 2 (beta W_V + b_V) is not zero
+            block.ln_attn.bias.normal_()
+    block = model.blocks[1]
+    _, cache = model.run_with_cache(images, names=["blocks.1.hook_resid_pre", "blocks.1.attn.hook_v",
+                                                   "blocks.1.attn.hook_pattern"])
+    x = cache["blocks.1.hook_resid_pre"]
+    ln = block.ln_attn
+    with torch.no_grad():
+        by_hand = block.attn._split(block.attn.value(F.layer_norm(x, x.shape[-1:], -ln.weight, ln.bias, ln.eps)))
+        hooked = _negated_gamma_values(block)(None, None, cache["blocks.1.attn.hook_v"])
+    assert torch.allclose(hooked, by_hand, atol=1e-5)
+    hook = _negated_gamma_values(block)
+    handle = block.attn.hook_v.register_forward_hook(hook)
+    try:
+        _, flipped = model.run_with_cache(images, names=["blocks.1.attn.hook_pattern"])
+    finally:
+        handle.remove()
+    assert torch.equal(flipped["blocks.1.attn.hook_pattern"], cache["blocks.1.attn.hook_pattern"])
+    _, sample = model.run_with_cache(images, names=[f"blocks.{b}.attn.hook_pattern" for b in range(3)])
+    rows = value_flip(model, images, sample.layer_stack("pattern"))
+    assert [r["layer"] for r in rows] == [1, 2, 3]
+    assert all(r["t_sim_change"] != pytest.approx(r["t_sim_change_trained"]) for r in rows)

@@ -327,13 +327,69 @@ def test_a_failed_gate_is_not_tested_whatever_the_data(method, baseline, directi
     assert math.isnan(decision.p_adjusted) and math.isnan(decision.mde)
 
 
-def test_a_not_tested_claim_is_not_in_the_holm_family():
+def test_a_not_tested_claim_stays_in_the_holm_family_with_p_one():
+    """DESIGN 9.5: m is fixed in advance; an unfinished or gated claim enters with p = 1."""
     tested = [PairedClaim(tuple(DRUG2), tuple(DRUG1), "higher"),
               PairedClaim((0.5, 1.5, 1.0, 2.0, 0.2), (0.0,) * 5, "higher")]
     gated = PairedClaim((9.0, 9.1, 9.2), (0.0, 0.1, 0.0), "higher", failed_gate="baseline below 85 %")
-    without = decide_family(tested)
     with_gated = decide_family([tested[0], gated, tested[1]])
     assert with_gated[1].verdict == NOT_TESTED
-    assert [with_gated[0], with_gated[2]] == without
-    assert [d.family_size for d in without] == [2, 2]
-    assert [d.verdict for d in without] == [HELD, HELD]  # 0.0334 < 0.05 at rank 2 of 2
+    assert [d.family_size for d in with_gated] == [3, 3, 3]
+    p = [paired_test(c.method, c.baseline, "higher").p_two_sided for c in tested]
+    expected = holm([p[0], 1.0, p[1]])   # the gated claim's own data are ignored
+    assert with_gated[0].p_adjusted == pytest.approx(expected[0])
+    assert with_gated[2].p_adjusted == pytest.approx(expected[2])
+    assert with_gated[0].p_adjusted == pytest.approx(3 * p[0])  # the smallest of 3 is multiplied by 3
+
+
+# --- equivalence (TOST) and the exact sign test ------------------------------------------------
+
+def test_tost_matches_two_one_sided_t_tests_by_hand():
+    from scipy import stats as sps
+    from oversmooth.study.equivalence import tost
+    d = [0.31, -0.12, 0.05, 0.22, -0.08, 0.15, 0.02, 0.11]
+    margin = 0.5
+    n, mean = len(d), sum(d) / len(d)
+    sd = math.sqrt(sum((x - mean) ** 2 for x in d) / (n - 1))
+    se = sd / math.sqrt(n)
+    by_hand = max(1 - sps.t.cdf((mean + margin) / se, n - 1), sps.t.cdf((mean - margin) / se, n - 1))
+    assert tost(d, [0.0] * n, margin).p == pytest.approx(by_hand, rel=1e-9)
+
+
+def test_an_equivalence_claim_is_held_inside_the_margin_and_contradicted_outside():
+    inside = PairedClaim((0.1, -0.1, 0.05, 0.0, -0.05, 0.08), (0.0,) * 6, "higher", margin=0.5)
+    outside = PairedClaim((1.1, 0.9, 1.05, 1.0, 0.95, 1.08), (0.0,) * 6, "higher", margin=0.5)
+    wide = PairedClaim((2.0, -2.0, 1.0), (0.0,) * 3, "higher", margin=0.5)
+    held, contradicted, unknown = decide_family([inside, outside, wide])
+    assert (held.verdict, contradicted.verdict, unknown.verdict) == (HELD, CONTRADICTED, INCONCLUSIVE)
+    assert -0.5 < held.ci_low < held.ci_high < 0.5 and contradicted.ci_low > 0.5
+    assert held.margin == 0.5 and "narrowest margin" in unknown.reason and math.isfinite(unknown.mde)
+
+
+def test_sign_test_matches_binomial_enumeration():
+    from itertools import product
+    from oversmooth.study.sign_test import sign_test
+    method = [1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 0, 1]
+    baseline = [0, 0, 0, 0, 0, 1, 1, 0, 0, 0, 0, 0]
+    test = sign_test(method, baseline, "higher")
+    k, k_plus = test.k, test.k_plus
+    assert (k, k_plus) == (9, 8)
+    # two-sided: the outcomes at least as unlikely in either tail, by enumerating all 2**k sign vectors
+    tails = sum(1 for signs in product((0, 1), repeat=k) if sum(signs) >= k_plus or sum(signs) <= k - k_plus)
+    assert test.p == pytest.approx(tails / 2 ** k)
+
+
+def test_clopper_pearson_excludes_one_half_exactly_when_the_sign_test_rejects():
+    from oversmooth.study.sign_test import sign_test
+    for k_plus in range(0, 11):
+        test = sign_test([1] * k_plus + [0] * (10 - k_plus), [0] * k_plus + [1] * (10 - k_plus), "higher")
+        low, high = test.interval(0.95)
+        assert (test.p < 0.05) == (low > 0.5 or high < 0.5), k_plus
+
+
+def test_an_exact_claim_is_decided_by_the_sign_test():
+    trains = PairedClaim((1.0,) * 10, (0.0,) * 10, "higher", exact=True)
+    mixed = PairedClaim((1.0, 1.0, 0.0, 1.0), (0.0, 0.0, 1.0, 1.0), "higher", exact=True)
+    held, unknown = decide_family([trains, mixed])
+    assert held.verdict == HELD and held.effect == 1.0 and held.p == pytest.approx(2 / 1024)
+    assert unknown.verdict == INCONCLUSIVE and "at least 7 seeds differ" in unknown.reason  # 2 * 2**-7 < 0.025

@@ -207,16 +207,17 @@ def flag(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
-def training_key(spec: RunSpec) -> tuple:
+def training_key(spec: RunSpec, across: tuple[str, ...] = ()) -> tuple:
     """How a run was trained, less what ``VARIES`` within one comparison: the sorted
-    ``(field, value)`` pairs of its ``setting`` without method, knobs, norm and seed. Runs with
-    equal keys and seeds differ only in method (and norm), so they pair, whatever study ran them.
+    ``(field, value)`` pairs of its ``setting`` without method, knobs, norm and seed (and the
+    fields in ``across``, for a comparison across them, e.g. depth). Runs with equal keys and
+    seeds differ only in method (and norm), so they pair, whatever study ran them.
 
     >>> a = RunSpec("fmnist", "vit", 10, method="neutreno", knobs={"lam": 0.6}, seed=1)
     >>> training_key(a) == training_key(RunSpec("fmnist", "vit", 10, norm="post", checkpoint_every=9))
     True
     """
-    return tuple(sorted((k, v) for k, v in spec.setting().items() if k not in VARIES))
+    return tuple(sorted((k, v) for k, v in spec.setting().items() if k not in VARIES + across))
 
 
 @functools.cache

@@ -19,7 +19,8 @@ def register(subparsers) -> None:
                     "(NeuTRENO on an untrained DeiT-tiny and on the pretrained MiniLM, MiniLM's similarity per "
                     "sublayer) are measured here in about a minute.")
     parser.add_argument("dirs", nargs="+", metavar="DIR",
-                        help="study folder(s) made by `oversmooth study`, or archives results/<study>")
+                        help="study folder(s) made by `oversmooth study`, or archives results/<study>; also "
+                             "results/fmnist-p7-adapt (claim 8's adaptations) and results/claim3 (cost rounds)")
     parser.add_argument("--out", metavar="DIR", help="where report.md and the PNGs go (default: the first DIR)")
     parser.add_argument("--no-probes", action="store_true",
                         help="skip the claims that need no training (no MiniLM, no untrained DeiT-tiny)")
@@ -31,16 +32,11 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from oversmooth.outputs import check_output_dir
+    from oversmooth.study.folders import read_folders
     from oversmooth.study.report import write_report
-    from oversmooth.study.results import read_study, study_info
 
     check_output_dir(args.out or args.dirs[0])
-    cells, commands = [], {}
-    for folder in args.dirs:
-        study = study_info(folder)
-        if study.get("command"):
-            commands[study["name"]] = study["command"]
-        cells += read_study(folder)
+    found = read_folders(args.dirs)
     probes = None
     if not args.no_probes:
         import torch
@@ -54,9 +50,10 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out or args.dirs[0])
     words = ["oversmooth", "report", *args.dirs, *(["--out", args.out] if args.out else []),
              *(["--no-probes"] if args.no_probes else []), *(["--title", args.title] if args.title != TITLE else [])]
-    claims = write_report(cells, out, probes, commands, args.title, command=shlex.join(words))
+    claims = write_report(found.cells, out, probes, found.commands, args.title, command=shlex.join(words),
+                          adapted=found.adapted, benchmark=found.benchmark)
     width = max((len(c.id) for c in claims), default=1)
     for claim in claims:
         print(f"{claim.id:>{width}}  {claim.verdict:<13} {claim.statement}")
-    print(f"wrote {out / 'report.md'} ({len(cells)} cells)")
+    print(f"wrote {out / 'report.md'} ({len(found.cells)} cells)")
     return 0

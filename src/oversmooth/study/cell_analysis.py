@@ -15,7 +15,13 @@ and writes ``CELL_DIR/analysis.json`` (atomically). On the first ``PROBE`` valid
   give);
 - ``ln_flip`` (pre-norm models only): the same with the sign of every pre-attention LayerNorm
   weight flipped (``gamma -> -gamma``, biases kept), plus the validation scores of both models:
-  the paper's LayerNorm-sign statement, applied to a trained model and measured.
+  the first protocol's reading of the paper's LayerNorm-sign statement (it breaks the model);
+- ``value_flip`` (pre-norm models only; the second protocol's claim 5c): per block, that block's
+  pre-attention gamma negated **in the value path only** (queries and keys keep it, so the
+  attention maps are unchanged): the attention sublayer's t_sim change and dynamics verdict
+  with the flip and as trained;
+- ``reference`` (language models): the validation NLL of an interpolated bigram model on the
+  same tokens (``oversmooth.study.reference``), the floor of the LM's gate.
 """
 
 from __future__ import annotations
@@ -51,10 +57,11 @@ def _stages(cache, block: int, post_norm: bool) -> list[tuple[str, torch.Tensor]
             ("mlp", get("hook_resid_mid") + get("hook_mlp_out")), ("mlp_norm", get("hook_resid_post"))]
 
 
-def _verdict(block, patterns: torch.Tensor, post_norm: bool) -> dict:
-    """The attention sublayer's dynamics verdict over the sequences of ``patterns [B, H, n, n]``."""
+def _verdict(block, patterns: torch.Tensor, post_norm: bool, sign: float = 1.0) -> dict:
+    """The attention sublayer's dynamics verdict over the sequences of ``patterns [B, H, n, n]``
+    (``sign`` -1: with the pre-attention gamma negated in the value path)."""
     w_v, w_o = block.attn.value_output_weights()
-    gamma = None if post_norm else block.ln_attn.weight
+    gamma = None if post_norm else sign * block.ln_attn.weight
     lam = value_output_eigenvalues(w_v, w_o, gamma, heads=block.attn.heads)
     found = [dynamics_verdict(pattern.double(), lam) for pattern in patterns]
     ranked = Counter(v.verdict for v in found).most_common()
@@ -89,6 +96,41 @@ def measure_model(model, inputs: torch.Tensor) -> dict:
     return {"stream": {m: [rows[i][m] for i in ends] for m in METRICS}, "blocks": blocks}
 
 
+def _negated_gamma_values(block):
+    """A forward hook for ``block.attn.hook_v`` that turns ``v = LN(x) W_V + b_V`` into the values
+    of ``LN`` with ``-gamma``: since ``LN_-gamma(x) = 2 beta - LN(x)``, ``v -> 2 (beta W_V + b_V) - v``."""
+    attn, beta = block.attn, block.ln_attn.bias.detach()
+    if attn.value is not None:
+        offset = attn.value(beta)
+    else:
+        w_v, _ = attn.value_output.weights()
+        offset = beta @ w_v + attn.value_output.value_bias
+    offset = attn._split(offset.reshape(1, 1, -1))  # [1, heads, 1, d_head]
+    return lambda _module, _inputs, v: 2 * offset - v
+
+
+@torch.no_grad()
+def value_flip(model, inputs: torch.Tensor, patterns: torch.Tensor) -> list[dict]:
+    """Claim 5c per block of a pre-norm ``model``: the attention sublayer's ``t_sim`` change and
+    verdict with that block's pre-attention gamma negated in the value path only, and as trained
+    (``patterns [blocks, B, H, n, n]``: the trained model's maps, which the flip leaves alone)."""
+    rows = []
+    for layer, block in enumerate(model.blocks):
+        names = [hook_name(layer, "resid_pre"), hook_name(layer, "resid_mid")]
+        _, trained = model.run_with_cache(inputs, names=names)
+        handle = block.attn.hook_v.register_forward_hook(_negated_gamma_values(block))
+        try:
+            _, flipped = model.run_with_cache(inputs, names=names)
+        finally:
+            handle.remove()
+        change = lambda cache: measure([cache[n] for n in names], metrics=("t_sim",))["t_sim"].diff().iloc[1]  # noqa: E731
+        rows.append({"layer": layer + 1, "t_sim_change": float(change(flipped)),
+                     "t_sim_change_trained": float(change(trained)),
+                     "verdict": _verdict(block, patterns[layer], False, -1.0)["verdict"],
+                     "verdict_trained": _verdict(block, patterns[layer], False)["verdict"]})
+    return rows
+
+
 def flip_attention_norms(model) -> torch.nn.Module:
     """A copy of a pre-norm ``model`` with every pre-attention LayerNorm weight negated."""
     flipped = copy.deepcopy(model)
@@ -119,6 +161,13 @@ def analyze_cell(folder: str | Path) -> dict:
         env = Distributed()
         analysis["ln_flip"] = {**measure_model(flipped, inputs), "val": evaluate(flipped, task, "val", 256, env),
                                "val_unflipped": evaluate(model, task, "val", 256, env)}
+        _, sample = model.run_with_cache(inputs[:ATTENTION], names=[hook_name(b, "pattern") for b in range(model.cfg.depth)])
+        analysis["value_flip"] = value_flip(model, inputs, sample.layer_stack("pattern"))
+    if description["model"] == "lm":
+        from oversmooth.study.reference import bigram_nll
+
+        nll, weight = bigram_nll(task.splits["train"].numpy(), task.splits["val"].numpy(), task.vocab_size)
+        analysis["reference"] = {"bigram_val_nll": nll, "bigram_weight": weight}
     with atomic_write(folder / ANALYSIS_FILE) as handle:
         json.dump(analysis, handle, indent=1)
     return analysis

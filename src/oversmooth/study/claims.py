@@ -1,82 +1,261 @@
-"""The claims of the source papers: a registry ``CLAIMS`` of stable id -> ``ClaimSpec``, each
-decided by exactly one function, ``ClaimSpec.decide(Inputs) -> Claim`` (one row of the table).
+"""The claims of the source papers under the second protocol (DESIGN 8, 9; docs/studies.md): a
+registry ``CLAIMS`` of stable id -> ``ClaimSpec``, each decided by one function into one ``Claim``
+(a row of the table and of ``claims.json``, with the fields of DESIGN 9.6).
 
-``decide_claims(cells, probes)`` decides every registered claim. The rules, one per kind of claim:
+Tested claims are ``Question``s: a statement, a measure, a test (paired t, TOST with a margin, or
+the exact sign test) and a source of evidence, one ``(unit, method, baseline)`` triple per seed
+(or per benchmark round, or per sequence), with the first gate that failed. Where the evidence
+comes from:
 
-- trained claims (2a, 2b, 3, 4a, 4b, 5a, 5b, 5c, 6, 7; ``decide_paired``) follow
-  ``oversmooth.study.protocol``: the cells trained as the protocol's preset trains them are
-  grouped by seed (``CellResult.training()`` and seed equal), the protocol's measure gives one
-  (method, baseline) pair per seed, the gates are checked on the baseline (claim 4's pilot gate on
-  the pilots' cells), and every claim whose
-  gates passed and whose planned seeds have all finished is decided together with the others
-  (``stats.decide_family``: paired t-test, Holm across the report's trained claims, computed
-  once in ``Inputs.paired``). A claim with unfinished seeds or a failed gate is ``not tested``,
-  saying why.
-- NeuTRENO without training, NeuTRENO App. G.3 (1a) and G.9 (1b) (``decide_no_training``): the
-  one rule ``oversmooth.hf.quality.similarity_verdict``, which ``oversmooth analyze`` uses too.
-- 5a-MiniLM (``decide_minilm_depth``), the pretrained half of "similarity need not grow with
-  depth" (Dovonon et al. 2025), an existence statement: one model where it falls shows it.
-- 2c (``decide_not_run``): no study in this protocol. (4a / 4b are trained claims whose gate is a
-  pilot finding post-norm failing, ``oversmooth.study.pilots``; their rows say what the pilots found.)
+- cells trained in our studies (``oversmooth.study.protocol``: 2a, 2b, 4a, 4b, 5b, 5c, 6, 7),
+  grouped by setting and seed; a claim is not tested until every planned seed has finished;
+- adaptations of each seed's trained softmax cell (``oversmooth.study.adaptations``: 8, 2c);
+- the interleaved cost benchmark (3) and the pretrained-model probe (5a).
 
-The probe claims keep their own rules and stay out of the Holm family. Cells are found by the
-setting and arm a claim names (a ``StudyConfig`` preset, ``(norm, label)``), never by a study name.
+The questions of each Holm family (``protocol.FAMILIES``) are decided together, once, in
+``Inputs`` (``stats.decide_family``: m is fixed; an unfinished claim enters with p = 1). The
+static claims 1a and 1b (``decide_no_training``) keep their deterministic rule and carry no p.
 """
 
 from __future__ import annotations
 
+import math
 import shlex
 import statistics
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Callable, Mapping
 
 from oversmooth.hf.quality import similarity_verdict
+from oversmooth.study import adaptations
 from oversmooth.study.config import StudyConfig
 from oversmooth.study.measures import Key
-from oversmooth.study.pilots import pilot_finding
 from oversmooth.study.probes import CurvePair, Probes
-from oversmooth.study.protocol import PROTOCOLS, Protocol
+from oversmooth.study.protocol import FAMILIES, PROTOCOLS, VIT_GATE, Protocol
 from oversmooth.study.results import CellResult
-from oversmooth.study.stats import NOT_TESTED, Decision, PairedClaim, decide_family
+from oversmooth.study.stats import CONTRADICTED, HELD, NOT_TESTED, Decision, PairedClaim, decide_family
 
 #: `oversmooth study` flags that keep part of a study's grid (dropped from a claim's command)
 _NARROWING = ("--methods", "--seeds")
+PROBES_COMMAND = "oversmooth report ... (the probes run in about a minute)"
+BENCH_COMMAND = "python benchmarks/bench_claim3.py --out results/claim3"
+COST_MARGIN = math.log(1.10)  # claim 3: "about what softmax costs", within 1.10x either way
 
 
 @dataclass(frozen=True)
 class Claim:
-    """One row of the claims table: claim ``id`` as decided on this report's evidence."""
+    """One row of the claims table and of ``claims.json`` (DESIGN 9.6)."""
 
     id: str
-    statement: str   # as the paper states it
-    paper: str       # the paper's number
-    ours: str        # what we measured: effect, interval, n
-    gate: str        # what had to hold first, and whether it did
-    verdict: str     # held | contradicted | inconclusive | not tested (static claims: their rule's words)
-    reason: str      # why: the test, Holm's level, the smallest detectable effect, or what failed
-    command: str     # how to reproduce it
+    family: str | None   # primary | secondary; None for the static claims
+    statement: str       # as the paper states it
+    paper: str           # the paper's number
+    measure: str         # what the numbers are, with their unit
+    ours: str            # what we measured, in words: both arms, the effect, its interval, n
+    effect: float | None
+    ci: tuple[float, float] | None
+    ci_level: float | None
+    n: int
+    p: float | None
+    p_holm: float | None
+    mde: float | None
+    margin: float | None
+    gate: str            # what had to hold first
+    gate_passed: bool | None
+    verdict: str         # held | contradicted | inconclusive | not tested
+    reason: str          # why: the test, Holm's level, the smallest detectable effect, or what failed
+    deviations: tuple[str, ...]
+    command: str         # how to reproduce it
+
+    def to_json(self) -> dict:
+        """The JSON object of ``claims.json``: NaN and infinities become null."""
+        clean = lambda x: None if isinstance(x, float) and not math.isfinite(x) else x  # noqa: E731
+        row = asdict(self)
+        row["ci"] = None if self.ci is None else [clean(x) for x in self.ci]
+        row["deviations"] = list(self.deviations)
+        return {k: clean(v) for k, v in row.items()}
 
 
-Groups = dict[tuple, dict[int, dict[Key, CellResult]]]  # training -> seed -> (norm, label) -> cell
+@dataclass(frozen=True)
+class Evidence:
+    """A question's data: ``values[i] = (unit, method, baseline)`` (unit: a seed, a round, a
+    sequence), the first gate that failed (None: all passed; None too while nothing was
+    judged), whether any gate was judged, what is still missing, and a note."""
+
+    values: tuple[tuple[int, float, float], ...]
+    gate_failure: str | None = None
+    judged: bool = False
+    missing: str | None = None
+    note: str = ""
+
+    @property
+    def not_tested(self) -> str | None:
+        parts = [part for part in (self.missing, self.gate_failure) if part]
+        return "; ".join(parts) or None
+
+
+@dataclass(frozen=True)
+class Question:
+    """A tested claim: how it is stated, measured and tested, and where its evidence comes from."""
+
+    id: str
+    statement: str
+    paper: str
+    measure: str
+    direction: str
+    gate: str
+    evidence: Callable[["Inputs"], Evidence]
+    command: Callable[["Inputs"], str]
+    margin: float | None = None
+    exact: bool = False
+    deviations: tuple[str, ...] = ()
+
+    @property
+    def family(self) -> str:
+        return next(name for name, ids in FAMILIES.items() if self.id in ids)
+
+
+Groups = dict[tuple, dict[int, dict[Key, CellResult]]]  # setting -> seed -> (norm, label, depth) -> cell
+
+
+def group_cells(protocol: Protocol, cells: list[CellResult]) -> dict[int, dict[Key, CellResult]]:
+    """The cells of ``protocol``'s setting by seed and arm (only the arms it reads)."""
+    seeds: dict[int, dict[Key, CellResult]] = {}
+    for cell in cells:
+        arm = (cell.norm, cell.label, cell.depth)
+        if arm in protocol.arms and protocol.key(cell) == protocol.training:
+            seeds.setdefault(cell.seed, {})[arm] = cell
+    return seeds
+
+
+def gather(protocol: Protocol, cells: list[CellResult]) -> Evidence:
+    """The protocol's pairs on its setting and the first gate that fails. A gate judges the seeds
+    in the test, or before any pair the finished cells of the planned seeds (so a baseline that
+    fails alone shows before any method trains), and may read all ``cells`` of the report."""
+    seeds = group_cells(protocol, cells)
+    values, finished = [], []
+    for seed in protocol.seeds:
+        group = seeds.get(seed, {})
+        if protocol.needs <= group.keys():
+            pair = protocol.measure(group, (protocol.method, protocol.baseline))
+            if pair is not None:
+                values.append((seed, *pair))
+                finished.append(group)
+    judged = finished or [group for seed in protocol.seeds
+                          if (group := {arm: c for arm, c in seeds.get(seed, {}).items() if c.results is not None})]
+    failed = next((why for gate in protocol.gates if (why := gate.failure(judged, cells)) is not None), None) \
+        if judged else None
+    missing = len(protocol.seeds) - len(values)
+    note = protocol.note(finished, protocol.method) if protocol.note else ""
+    return Evidence(tuple(values), failed, bool(judged),
+                    f"{len(values)} of {len(protocol.seeds)} planned seed pairs finished" if missing else None, note)
+
+
+def baseline_gate(preset: StudyConfig, cells: list[CellResult]) -> str | None:
+    """Why ``preset``'s baseline, among ``cells``, fails a gate of the claims trained on that
+    preset, as the report judges it (``gather``); None when every gate passes. The claims runner
+    (scripts/run_claims.sh) trains the baselines first and stops on a failure."""
+    gated = [p for p in PROTOCOLS if p.preset is preset and p.gates]
+    if not gated:
+        return None
+    found = [gather(protocol, cells) for protocol in gated]
+    failure = next((e.gate_failure for e in found if e.gate_failure), None)
+    if failure is None and not any(e.judged for e in found):
+        return f"undertrained: no finished cell of {preset.name}"
+    return failure
+
+
+def _study_command(preset_name: str) -> Callable[["Inputs"], str]:
+    return lambda inputs: inputs.command(preset_name)
+
+
+def _from_protocol(protocol: Protocol) -> Question:
+    return Question(protocol.id, protocol.statement, protocol.paper, protocol.measure_text, protocol.direction,
+                    "; ".join(gate.describe() for gate in protocol.gates) or "none",
+                    lambda inputs: gather(protocol, inputs.cells), _study_command(protocol.preset.name),
+                    protocol.margin, protocol.exact, protocol.deviations)
+
+
+def _adaptation_evidence(measure: Callable[[dict], tuple[float, float] | None]) -> Callable[["Inputs"], Evidence]:
+    """Claims 8 / 2c: ``measure`` on each planned seed's adaptation; the gate is the softmax
+    baseline's (V), on the cells the adaptations started from."""
+    def evidence(inputs: Inputs) -> Evidence:
+        found = {record["seed"]: record for record in inputs.adaptations}
+        values = tuple((seed, *pair) for seed in adaptations.SEEDS[measure]
+                       if seed in found and (pair := measure(found[seed])) is not None)
+        start = gather(adaptations.STARTS, inputs.cells)
+        planned = len(adaptations.SEEDS[measure])
+        missing = None if len(values) == planned else f"{len(values)} of {planned} planned adaptations finished"
+        return Evidence(values, start.gate_failure, start.judged, missing)
+    return evidence
+
+
+def _cost_evidence(inputs: Inputs) -> Evidence:
+    """Claim 3: per interleaved round, log seconds per training example of NeuTRENO and softmax."""
+    if inputs.benchmark is None:
+        return Evidence((), missing="the cost benchmark has not run")
+    rounds = inputs.benchmark["rounds"]
+    return Evidence(tuple((i, math.log(r["neutreno"]), math.log(r["softmax"])) for i, r in enumerate(rounds)),
+                    judged=True, note=inputs.benchmark.get("note", ""))
+
+
+def _existence_evidence(inputs: Inputs) -> Evidence:
+    """Claim 5a: per held-out sequence, MiniLM's cos_sim after block l + 1 and after block l, at the
+    pair (l, l + 1) chosen on other sequences."""
+    if inputs.probes is None or inputs.probes.existence is None:
+        return Evidence((), missing="the pretrained-model probe has not run")
+    found = inputs.probes.existence
+    return Evidence(tuple((i, after, before) for i, (before, after) in enumerate(found.values)), judged=True,
+                    note=found.text())
+
+
+QUESTIONS: dict[str, Question] = {protocol.id: _from_protocol(protocol) for protocol in PROTOCOLS}
+QUESTIONS["8"] = Question(
+    "8", "a short continuation with NeuTRENO patched in beats the same continuation with softmax",
+    "DeiT-tiny 'NeuTRENO Adaptation' 72.63 vs softmax 72.17 (+0.46 pp; Nguyen et al. 2023, Table 1)",
+    "test accuracy after the continuation, pp (NeuTRENO lam 0.6 - control)", "higher", VIT_GATE.describe(),
+    _adaptation_evidence(adaptations.neutreno_vs_control), lambda inputs: adaptations.COMMAND)
+QUESTIONS["2c"] = Question(
+    "2c", "NeuTRENO's lambda has a sweet spot: too small or too large hurts",
+    "ADE20K mIoU 35.72 (softmax); 34.94 at the smallest lambda, 37.54 best, 26.25 at the largest (Nguyen et al. "
+    "2023, Table 13)", "test accuracy after the continuation, pp: lam 0.6 - the better of lam 0.2 and lam 1.8",
+    "higher", VIT_GATE.describe(), _adaptation_evidence(adaptations.middle_vs_extremes),
+    lambda inputs: adaptations.COMMAND,
+    deviations=("tested through the adaptation path across lambda, not training from scratch per lambda "
+                "(pre-registered as such in docs/studies.md)",))
+QUESTIONS["3"] = Question(
+    "3", "NeuTRENO costs about what softmax costs (here: within 1.10x the time per training example)",
+    "FLOPs, memory and time ratios vs softmax about 1 (Nguyen et al. 2023, App. G.4)",
+    "log thread-CPU seconds per training example per interleaved round, NeuTRENO - softmax", "higher", "none",
+    _cost_evidence, lambda inputs: BENCH_COMMAND, margin=COST_MARGIN)
+QUESTIONS["5a"] = Question(
+    "5a", "token similarity need not grow with depth, even in pretrained models",
+    "Dovonon et al. 2025, Fig. 1: similarity falls in the last layers of pretrained models",
+    "per held-out sequence: MiniLM's cos_sim after block l + 1 - after block l, at the pair chosen on other "
+    "sequences", "lower", "none", _existence_evidence, lambda inputs: PROBES_COMMAND,
+    deviations=("re-framed 2026-11-25 as an existence claim on a pretrained model, after the first protocol had "
+                "measured 'last block vs peak' on its softmax cells (DESIGN 9.1)",))
 
 
 @dataclass
 class Inputs:
-    """What the claims are decided on: the cells, the probes (None: not run), the command of each
-    study preset by name (printed as how to reproduce), and the trained claims' evidence and
-    decisions by claim id, decided together as one Holm family."""
+    """What the claims are decided on: the cells, the probes (None: not run), the adaptations'
+    records, the cost benchmark's rounds (None: not run), the command of each study preset by name;
+    and each question's evidence and decision, decided once per Holm family."""
 
     cells: list[CellResult]
     probes: Probes | None = None
+    adaptations: list[dict] = field(default_factory=list)
+    benchmark: dict | None = None
     commands: Mapping[str, str] = field(default_factory=dict)
-    paired: dict[str, tuple[Evidence, Decision]] = field(default_factory=dict)
+    decided: dict[str, tuple[Evidence, Decision]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        groups = group_cells(self.cells)
-        found = [gather(protocol, groups, self.cells) for protocol in PROTOCOLS]
-        decisions = decide_family([PairedClaim(tuple(m for _, m, _ in e.values), tuple(b for _, _, b in e.values),
-                                               e.protocol.direction, e.not_tested) for e in found])
-        self.paired = {e.protocol.id: (e, d) for e, d in zip(found, decisions)}
+        for ids in FAMILIES.values():
+            found = [QUESTIONS[claim_id].evidence(self) for claim_id in ids]
+            claims = [PairedClaim(tuple(m for _, m, _ in e.values), tuple(b for _, _, b in e.values),
+                                  QUESTIONS[claim_id].direction, e.not_tested, QUESTIONS[claim_id].margin,
+                                  QUESTIONS[claim_id].exact) for claim_id, e in zip(ids, found)]
+            self.decided.update(zip(ids, zip(found, decide_family(claims))))
 
     def command(self, preset_name: str) -> str:
         """How to reproduce a claim of ``preset_name``: the command that ran it, less the flags that
@@ -90,186 +269,88 @@ class Inputs:
         return shlex.join(word for i, word in enumerate(words) if i not in drop)
 
 
-Decide = Callable[[Inputs], "Claim | None"]
-
-
-@dataclass(frozen=True)
-class ClaimSpec:
-    """A registered claim: its stable ``id`` and the one function that decides it (None from
-    ``decide``: this report has no evidence of its kind, e.g. the probes were not run)."""
-
-    id: str
-    decide: Decide
-
-
-def group_cells(cells: list[CellResult]) -> Groups:
-    """Cells by training and seed: within one group only the method (and norm) differ."""
-    groups: Groups = {}
-    for cell in cells:
-        groups.setdefault(cell.training(), {}).setdefault(cell.seed, {})[(cell.norm, cell.label)] = cell
-    return groups
-
-
-@dataclass(frozen=True)
-class Evidence:
-    """A protocol's pairs on our cells: ``values[i] = (seed, method, baseline)``; the first gate
-    that fails on the finished seeds (None: all pass), and how many planned seeds are missing."""
-
-    protocol: Protocol
-    values: tuple[tuple[int, float, float], ...]
-    gate_failure: str | None
-    note: str = ""  # the protocol's note on these seeds
-
-    @property
-    def not_tested(self) -> str | None:
-        """Why the claim is not tested yet (unfinished seeds, a failed gate), or None."""
-        missing = len(self.protocol.seeds) - len(self.values)
-        parts = ([f"{len(self.values)} of {len(self.protocol.seeds)} planned seed pairs finished"] if missing else []) \
-            + ([self.gate_failure] if self.gate_failure else [])
-        return "; ".join(parts) or None
-
-
-def gather(protocol: Protocol, groups: Groups, cells: list[CellResult]) -> Evidence:
-    """The protocol's pairs on its preset's setting, and the first gate (or completeness) that fails
-    (a gate sees the finished seeds' cells, or before any pair the finished cells of the planned
-    seeds, and all ``cells`` of the report)."""
-    seeds = groups.get(protocol.training, {})
-    values, finished = [], []
-    for seed in protocol.seeds:
-        group = {arm: cell for arm, cell in seeds.get(seed, {}).items() if arm in protocol.arms}
-        if protocol.needs <= group.keys():
-            pair = protocol.measure(group, (protocol.method, protocol.baseline))
-            if pair is not None:
-                values.append((seed, *pair))
-                finished.append(group)  # the gates judge the seeds that are in the test
-    # no pair yet: the gates judge the planned seeds' finished cells (completed or diverged), so a failed baseline shows
-    judged = finished or [group for seed in protocol.seeds
-                          if (group := {arm: c for arm, c in seeds.get(seed, {}).items() if c.results is not None})]
-    failed = next((why for gate in protocol.gates if (why := gate.failure(judged, cells)) is not None), None) \
-        if judged else None
-    note = protocol.note(finished, protocol.method) if protocol.note else ""
-    return Evidence(protocol, tuple(values), failed, note)
-
-
-def baseline_gate(preset: StudyConfig, cells: list[CellResult]) -> str | None:
-    """Why ``preset``'s baseline, among ``cells`` (e.g. ``read_study`` of its archive), fails a gate
-    of the claims trained on that preset, as the report judges it (``gather``); None when every gate
-    passes. The claims runner (scripts/run_claims.sh) trains the baseline's cells first and stops
-    on a failure, so an undertrained recipe costs the baseline's cells, not the study."""
-    gated = [protocol for protocol in PROTOCOLS if protocol.preset is preset and protocol.gates]
-    if not gated:
-        return None
-    groups = group_cells(cells)
-    failure = next((e.gate_failure for protocol in gated if (e := gather(protocol, groups, cells)).gate_failure), None)
-    if failure is None and not any(c.results is not None and c.training() == gated[0].training for c in cells):
-        return f"undertrained: no finished cell of {preset.name}"
-    return failure
-
-
-def _ours(evidence: Evidence, decision: Decision) -> str:
+def _ours(question: Question, evidence: Evidence, decision: Decision) -> str:
     if not evidence.values:
         return "no finished pair yet"
-    test = decision.test
     _, method, baseline = zip(*evidence.values)
-    text = (f"{evidence.protocol.measure_text}: {statistics.fmean(method):.4g} vs {statistics.fmean(baseline):.4g}; "
-            f"difference {test.mean:+.3g}")
-    if test.n >= 2:
-        text += f", 95 % CI [{test.ci_low:+.3g}, {test.ci_high:+.3g}]"
-    return text + f", n = {test.n}"
+    text = f"{statistics.fmean(method):.4g} vs {statistics.fmean(baseline):.4g}; difference {decision.test.mean:+.3g}"
+    if decision.test.n >= 2:
+        text += f", 95 % CI [{decision.test.ci_low:+.3g}, {decision.test.ci_high:+.3g}]"
+    return text + f", n = {decision.test.n}" + (f"; {evidence.note}" if evidence.note else "")
 
 
-def decide_paired(claim_id: str, more: Callable[[Inputs], str | None] | None = None) -> Decide:
-    """The rule of trained claim ``claim_id``: its protocol's paired t-test within the Holm family;
-    ``more`` adds other evidence on the same question, not part of the test (the probes, the pilots)."""
+def _number(x: float) -> float | None:
+    return None if x is None or (isinstance(x, float) and math.isnan(x)) else x
+
+
+def decide_question(claim_id: str) -> Callable[[Inputs], "Claim"]:
+    """The rule of tested claim ``claim_id``: its family's decision on its evidence."""
     def decide(inputs: Inputs) -> Claim:
-        evidence, decision = inputs.paired[claim_id]
-        protocol = evidence.protocol
-        gates = "; ".join(gate.describe() for gate in protocol.gates)
-        if gates:
-            state = f"failed: {evidence.gate_failure}" if evidence.gate_failure else \
-                "no finished seed yet" if not evidence.values else "passed"
-            gates += f" ({state})"
-        ours = _ours(evidence, decision) + (f"; {evidence.note}" if evidence.note else "")
-        if more is not None and (text := more(inputs)):
-            ours += f". {text}"
-        return Claim(protocol.id, protocol.statement, protocol.paper, ours, gates or "none", decision.verdict,
-                     decision.reason, inputs.command(protocol.preset.name))
+        question = QUESTIONS[claim_id]
+        evidence, decision = inputs.decided[claim_id]
+        tested = decision.verdict != NOT_TESTED
+        gate_passed = None if not evidence.judged else evidence.gate_failure is None
+        gate = question.gate + ("" if gate_passed is None else " (passed)" if gate_passed else
+                                f" (failed: {evidence.gate_failure})")
+        return Claim(claim_id, question.family, question.statement, question.paper, question.measure,
+                     _ours(question, evidence, decision),
+                     _number(decision.effect) if tested else None,
+                     (decision.ci_low, decision.ci_high) if tested else None,
+                     _number(decision.ci_level) if tested else None, decision.test.n,
+                     _number(decision.p) if tested else None, _number(decision.p_adjusted),
+                     _number(decision.mde), question.margin, gate, gate_passed, decision.verdict, decision.reason,
+                     question.deviations, question.command(inputs))
     return decide
 
 
-PROBES_COMMAND = "oversmooth report ... (the probes run in about a minute)"
-
-
-def decide_no_training(claim_id: str, paper: str, gate: str, curves: Callable[[Probes], CurvePair]) -> Decide:
-    """The rule of claims 1a / 1b (NeuTRENO App. G.3 / G.9): ``similarity_verdict`` on ``curves``."""
+def decide_no_training(claim_id: str, paper: str, gate: str, curves: Callable[[Probes], CurvePair | None],
+                       beside: Callable[[Probes], CurvePair] | None = None) -> Callable:
+    """The rule of claims 1a / 1b (NeuTRENO App. G.3 / G.9): ``similarity_verdict`` on ``curves``,
+    with ``beside`` (the paper's own knob, say) reported next to it."""
     def decide(inputs: Inputs) -> Claim | None:
-        if inputs.probes is None:
+        pair = None if inputs.probes is None else curves(inputs.probes)
+        if pair is None:
             return None
-        pair = curves(inputs.probes)
         base, neut = pair.mean("baseline"), pair.mean("neutreno")
-        verdict, sentence = similarity_verdict(base, neut, pair.quality)
-        return Claim(claim_id, f"NeuTRENO (lam {pair.lam}) lowers per-layer token cos_sim without training "
-                     f"({pair.source})", paper, f"last layer {base[-1]:.3f} -> {neut[-1]:.3f}", gate, verdict,
-                     sentence + " (oversmooth.hf.quality.similarity_verdict; no statistics: deterministic)",
+        rule, sentence = similarity_verdict(base, neut, pair.quality)
+        verdict = rule if rule in (HELD, NOT_TESTED) else CONTRADICTED  # "model broken" is a reason (DESIGN 9.4)
+        return Claim(claim_id, None, f"NeuTRENO (lam {pair.lam:g}) lowers per-layer token cos_sim without training "
+                     f"({pair.source})", paper, "per-layer cos_sim, NeuTRENO vs unpatched",
+                     f"last layer {base[-1]:.3f} -> {neut[-1]:.3f}" + (f"; {pair.note}" if pair.note else "")
+                     + ("" if beside is None else _beside(beside(inputs.probes))),
+                     None, None, None, len(pair.baseline), None, None, None, None, gate,
+                     None if pair.quality is None else pair.quality.within_budget, verdict,
+                     sentence + " (oversmooth.hf.quality.similarity_verdict; deterministic, no statistics)", (),
                      PROBES_COMMAND)
     return decide
 
 
-def decide_minilm_depth(inputs: Inputs) -> Claim | None:
-    """5a-MiniLM: held if MiniLM's stream cos_sim falls between two blocks anywhere (layer i: after block i)."""
-    if inputs.probes is None:
-        return None
-    probes = inputs.probes
-    cos = probes.pretrained.mean("baseline")
-    falls = [layer for layer in range(2, len(cos)) if cos[layer] < cos[layer - 1]]
-    raised = sum(block["attention"]["cos_sim_change"] > 0 for block in probes.pretrained_blocks)
-    where = "; ".join(f"layer {l}: {cos[l - 1]:.3f} -> {cos[l]:.3f} ({probes.block_text(l)})" for l in falls)
-    return Claim(
-        "5a-MiniLM", "token similarity need not grow with depth, even in a pretrained model",
-        "Dovonon et al. 2025, Fig. 1", f"MiniLM cos_sim falls at {where or 'no layer'}; the attention sublayer "
-        f"raises cos_sim in {raised} of {len(probes.pretrained_blocks)} blocks", "none",
-        "held" if falls else "did not hold",
-        "existence statement: one pretrained model where cos_sim falls between blocks shows it (no statistics); "
-        "the change per sublayer says which part of the block lowers it", PROBES_COMMAND)
+def _beside(pair: CurvePair) -> str:
+    """The same rule at another knob, in a clause: ``"; at lam 0.6: similarity lower, model broken ..."``."""
+    _, sentence = similarity_verdict(pair.mean("baseline"), pair.mean("neutreno"), pair.quality)
+    return f"; at lam {pair.lam:g}: {sentence}"
 
 
-def decide_not_run(claim_id: str, statement: str, paper: str, why: str) -> Decide:
-    """A claim with no study in this protocol: always not tested, saying why."""
-    return lambda inputs: Claim(claim_id, statement, paper, "not run", "-", NOT_TESTED, f"not tested: {why}", "-")
-
-
-_PAIRED = {protocol.id: ClaimSpec(protocol.id, decide_paired(protocol.id)) for protocol in PROTOCOLS}
-_PAIRED["5b"] = ClaimSpec("5b", decide_paired(  # the same question asked of the pretrained MiniLM
-    "5b", lambda inputs: None if inputs.probes is None else
-    f"MiniLM (pretrained, one model): {inputs.probes.pretrained_agreement()}"))
-for _claim in ("4a", "4b"):  # the pilots that found (or did not find) the failure
-    _PAIRED[_claim] = ClaimSpec(_claim, decide_paired(_claim, lambda inputs: f"Pilots: {pilot_finding(inputs.cells).text()}"))
+ClaimSpec = Callable[[Inputs], "Claim | None"]
 
 #: Every claim by its stable id, in the report's order.
-CLAIMS: dict[str, ClaimSpec] = {spec.id: spec for spec in (
-    ClaimSpec("1a", decide_no_training(
-        "1a", "random-init DeiT-tiny, Fig. 6: NeuTRENO well below softmax from layer 2 on",
-        "none (untrained: no job to keep)", lambda probes: probes.random_init)),
-    ClaimSpec("1b", decide_no_training(
-        "1b", "pretrained BERT-base, Fig. 7: lower in every layer, no fine-tuning",
-        "the patched model's output within the quality budget (oversmooth.hf.quality)", lambda probes: probes.pretrained)),
-    _PAIRED["2a"], _PAIRED["2b"],
-    ClaimSpec("2c", decide_not_run(
-        "2c", "NeuTRENO's lambda has a sweet spot: too small or too large hurts",
-        "ADE20K mIoU 35.72 (softmax); 34.94 at the smallest lambda, 37.54 best, 26.25 at the largest "
-        "(Nguyen et al. 2023, Table 13)", "this protocol has no lambda sweep (about 10 more CPU-hours at this size)")),
-    _PAIRED["3"],
-    _PAIRED["4a"], _PAIRED["4b"],
-    _PAIRED["5a"],
-    ClaimSpec("5a-MiniLM", decide_minilm_depth),
-    _PAIRED["5b"], _PAIRED["5c"], _PAIRED["6"], _PAIRED["7"],
-)}
+CLAIMS: dict[str, ClaimSpec] = {
+    "1a": decide_no_training("1a", "random-init DeiT-tiny, Fig. 6: NeuTRENO well below softmax from layer 2 on",
+                             "none (untrained: no job to keep)", lambda probes: probes.random_init),
+    "1b": decide_no_training("1b", "pretrained BERT-base, Fig. 7: lower in every layer, no fine-tuning",
+                             "decided at the largest lambda whose output stays within the quality budget (the "
+                             "frontier of analyze --sweep)", lambda probes: probes.frontier,
+                             beside=lambda probes: probes.pretrained),
+    **{claim_id: decide_question(claim_id) for claim_id in ("2a", "2b", "2c", "3", "4a", "4b", "5a", "5b", "5c",
+                                                           "6", "7", "8")},
+}
 
 
-def decide_claims(cells: list[CellResult], probes: Probes | None = None,
-                  commands: Mapping[str, str] | None = None, ids: tuple[str, ...] | None = None) -> list[Claim]:
-    """Every registered claim (or those in ``ids``) decided on ``cells`` and ``probes``, in
-    registry order; claims without evidence of their kind (probes not run) are left out."""
-    inputs = Inputs(cells, probes, commands or {})
-    decided = (CLAIMS[claim_id].decide(inputs) for claim_id in (ids or CLAIMS))
+def decide_claims(cells: list[CellResult], probes: Probes | None = None, commands: Mapping[str, str] | None = None,
+                  ids: tuple[str, ...] | None = None, adapted: list[dict] | None = None,
+                  benchmark: dict | None = None) -> list[Claim]:
+    """Every registered claim (or those in ``ids``) decided on this evidence, in registry order;
+    the static claims are left out when the probes did not run."""
+    inputs = Inputs(cells, probes, adapted or [], benchmark, commands or {})
+    decided = (CLAIMS[claim_id](inputs) for claim_id in (ids or CLAIMS))
     return [claim for claim in decided if claim is not None]

@@ -9,6 +9,10 @@
   per block the change of cos_sim / t_sim across its attention sublayer, MLP and norms
   (``oversmooth.hf.sublayers``) beside the attention sublayer's dynamics verdict (Dovonon et al.
   2025: W_V W_O eigenvalues against the measured attention maps).
+- ``frontier``: NeuTRENO App. G.9 decided where the model still works (second protocol, claim 1b):
+  MiniLM at the largest lambda whose output stays within the quality budget (``analyze --sweep``).
+- ``existence``: Dovonon et al. 2025's "similarity need not grow with depth" in a pretrained model
+  (claim 5a): the block whose stream cos_sim falls most on 32 Austen passages, measured on 64 others.
 """
 
 from __future__ import annotations
@@ -33,10 +37,31 @@ class CurvePair:
     lam: float
     source: str
     quality: Quality | None = None
+    note: str = ""
 
     def mean(self, which: str) -> list[float]:
         runs = getattr(self, which)
         return [sum(values) / len(values) for values in zip(*runs)]
+
+
+@dataclass
+class Existence:
+    """Claim 5a on one model: the stream pair (``layer``, ``layer + 1``) whose mean cos_sim fell
+    most on the ``selection`` sequences, and on each held-out sequence ``(cos_sim at layer,
+    cos_sim at layer + 1)`` (layer i: after block i)."""
+
+    layer: int
+    selection: int
+    selection_fall: float
+    values: list[tuple[float, float]]
+    source: str
+
+    def text(self) -> str:
+        before = sum(b for b, _ in self.values) / len(self.values)
+        after = sum(a for _, a in self.values) / len(self.values)
+        return (f"{self.source}: the pair chosen on {self.selection} other sequences is layer {self.layer} -> "
+                f"{self.layer + 1} (fell {self.selection_fall:.3f} there); on the {len(self.values)} held-out "
+                f"sequences cos_sim {before:.3f} -> {after:.3f}")
 
 
 @dataclass
@@ -48,6 +73,8 @@ class Probes:
     random_init: CurvePair
     pretrained: CurvePair
     pretrained_blocks: list[dict]
+    frontier: CurvePair | None = None
+    existence: Existence | None = None
 
     def block_text(self, layer: int) -> str:
         """``"attention +0.012, mlp -0.030, norm -0.004"``: block ``layer``'s cos_sim changes."""
@@ -129,6 +156,56 @@ def pretrained(lam: float = 0.6, sequences: int = 8, tokens: int = 128) -> tuple
     return pair, blocks
 
 
+@torch.no_grad()
+def frontier(sequences: int = 8, tokens: int = 128) -> CurvePair:
+    """Claim 1b: MiniLM with NeuTRENO at the largest lambda of the sweep grid whose output stays
+    within the quality budget (none within: lambda 0's curve, which lowers nothing)."""
+    from oversmooth.hf.analysis import BASELINE, AnalysisSettings, run_analysis
+    from oversmooth.hf.frontier import best_within_budget, default_sweeps
+    from oversmooth.hf.inputs import read_text, text_batch
+    from oversmooth.hf.load import load
+
+    loaded = load(None, sequences, tokens)
+    text, source = read_text(None)
+    inputs = text_batch(loaded.tokenizer, text, tokens, sequences)
+    swept = run_analysis(loaded.model, inputs, AnalysisSettings(methods=(), sweeps=default_sweeps(("neutreno",))),
+                         tokenizer=loaded.tokenizer)
+    best = best_within_budget(swept.frontier, "neutreno", "lam")
+    lam = 0.0 if best is None else best.value
+    analysis = run_analysis(loaded.model, inputs, AnalysisSettings(methods=("neutreno",), knobs={"neutreno": {"lam": lam}},
+                                                                   attention_sequences=1), tokenizer=loaded.tokenizer)
+    grid = ", ".join(f"{p.value:g}: {p.quality.primary.value:.3f}" for p in swept.frontier if p.method == "neutreno")
+    return CurvePair([analysis.tables[BASELINE]["cos_sim"].tolist()], [analysis.tables["neutreno"]["cos_sim"].tolist()],
+                     lam, f"pretrained {loaded.name} at the largest lambda within the quality budget, {source}",
+                     analysis.quality["neutreno"], f"output cosine by lambda {{{grid}}}")
+
+
+@torch.no_grad()
+def existence(selection: int = 32, held_out: int = 64, tokens: int = 128) -> Existence | None:
+    """Claim 5a on the bundled MiniLM and Jane Austen's text (None without the Austen data)."""
+    from oversmooth.data.austen import load_austen
+    from oversmooth.hf.capture import capture
+    from oversmooth.hf.inputs import text_batch
+    from oversmooth.hf.load import load
+    from oversmooth.metrics import cos_sim
+
+    try:
+        documents = load_austen()
+    except UsageError:
+        return None
+    loaded = load(None, selection + held_out, tokens)
+    batch = text_batch(loaded.tokenizer, "\n".join(d.text for d in documents), tokens, selection + held_out)
+    _, cache = capture(loaded.model, batch, hooks=("resid_pre", "resid_post"))
+    mask = batch["attention_mask"].bool()
+    per_layer = torch.stack([cos_sim(state, mask) for state in cache.stream()], dim=1)  # [sequences, layers]
+    falls = (per_layer[:selection, :-1] - per_layer[:selection, 1:]).mean(0)
+    layer = int(falls[1:].argmax()) + 1  # a pair of blocks: the embeddings' layer 0 is no block's output
+    held = per_layer[selection:, layer:layer + 2].tolist()
+    return Existence(layer, selection, float(falls[layer]), [(b, a) for b, a in held],
+                     f"pretrained {loaded.name} on {held_out} held-out Jane Austen passages of {tokens} tokens")
+
+
 def run_probes() -> Probes:
     pair, blocks = pretrained()
-    return Probes(random_init=random_init(), pretrained=pair, pretrained_blocks=blocks)
+    return Probes(random_init=random_init(), pretrained=pair, pretrained_blocks=blocks, frontier=frontier(),
+                  existence=existence())

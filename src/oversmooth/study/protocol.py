@@ -1,86 +1,38 @@
-"""The claims protocol, written before the runs: per trained claim, the primary measure, the cells
-it compares, the seeds, the claimed direction and the gates (docs/studies.md has it as a table).
+"""The second claims protocol (DESIGN 8, 9; docs/studies.md), declared before its method arms ran:
+per claim trained in our studies, the primary measure, the arms it compares, the seeds, the test,
+its Holm family, the gates and the deviations logged since.
 
-Each claim is one question: one setting (task, depth, width, training), its cells paired by
-seed (``CellResult.training()`` equal: same init and data order, only the method differs). A
-protocol names its setting by the study preset that trains it (a ``StudyConfig``), and its cells
-by their ``(norm, label)`` arm, never by a study's name. The paired t-test, Holm's correction
-across the report and the verdicts are ``oversmooth.study.stats``; ``oversmooth.study.claims``
-registers each protocol as one claim and applies it to the cells.
+Each claim is one question: one setting (task, width, training), its cells paired by seed. A
+protocol names its setting by the study preset that trains it, and its arms by ``(norm, label,
+depth)``. ``across`` lists setting fields the comparison spans (claim 4 compares depths). The
+tests and Holm's correction are ``oversmooth.study.stats``; ``oversmooth.study.claims`` applies
+each protocol to the cells.
 """
 
 from __future__ import annotations
 
-import statistics
 from dataclasses import dataclass, field
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Mapping
 
-from oversmooth.study import measures
-from oversmooth.study.measures import Key, Measure, paired_score
-from oversmooth.study.config import StudyConfig
-from oversmooth.study.pilots import FailureFound
-from oversmooth.study.presets import STUDY_PRESETS
 from oversmooth.run_spec import training_key
+from oversmooth.study import measures
+from oversmooth.study.config import StudyConfig
+from oversmooth.study.gates import PilotFailure, PlateauGate
+from oversmooth.study.measures import Key, Measure
+from oversmooth.study.presets import STUDY_PRESETS
 from oversmooth.study.results import CellResult
 
-
-@dataclass(frozen=True)
-class QualityGate:
-    """The baseline trained: means over its seeds' cells of ``arm`` (norm, label).
-
-    ``min_accuracy`` (test, %), ``max_perplexity`` (test), ``max_last_gain`` (validation
-    accuracy gained over the last epoch, pp), ``max_last_change`` (relative change of the
-    validation loss over the last epoch, e.g. 0.01 = flat within 1 %).
-    """
-
-    arm: Key
-    min_accuracy: float | None = None
-    max_perplexity: float | None = None
-    max_last_gain: float | None = None
-    max_last_change: float | None = None
-
-    def describe(self) -> str:
-        parts = [f"{self.arm[1]} ({self.arm[0]}-norm)"]
-        if self.min_accuracy is not None:
-            parts.append(f"test accuracy >= {self.min_accuracy:g} %")
-        if self.max_perplexity is not None:
-            parts.append(f"test perplexity <= {self.max_perplexity:g}")
-        if self.max_last_gain is not None:
-            parts.append(f"< {self.max_last_gain:g} pp val accuracy gained in the last epoch")
-        if self.max_last_change is not None:
-            parts.append(f"val loss flat within {100 * self.max_last_change:g} % over the last epoch")
-        return parts[0] + ": " + ", ".join(parts[1:])
-
-    def failure(self, groups: Sequence[Mapping[Key, CellResult]], others: Sequence[CellResult] = ()) -> str | None:
-        """Why the gate fails on these seeds' cells (``"undertrained: ..."``), or None. (``others``,
-        the report's cells, are for gates that look beyond the baseline, like ``pilots.FailureFound``.)"""
-        cells = [group[self.arm] for group in groups if self.arm in group]
-        if not cells or any(c.status != "completed" or len(c.epochs) < 2 for c in cells):
-            return f"undertrained: {self.arm[1]} ({self.arm[0]}-norm) did not complete 2+ epochs on every seed"
-        score = statistics.fmean(paired_score(c) for c in cells)
-        over = f" (mean of {len(cells)} seeds)" if len(cells) > 1 else ""
-        if self.min_accuracy is not None and score < self.min_accuracy:
-            return f"undertrained: {self.arm[1]} test accuracy {score:.2f} %{over} < {self.min_accuracy:g} %"
-        if self.max_perplexity is not None and score > self.max_perplexity:
-            return f"undertrained: {self.arm[1]} test perplexity {score:.1f}{over} > {self.max_perplexity:g}"
-        last = lambda c, key: (c.epochs[-1]["val"][key], c.epochs[-2]["val"][key])  # noqa: E731
-        if self.max_last_gain is not None:
-            gain = statistics.fmean(100 * (a - b) for a, b in (last(c, "accuracy") for c in cells))
-            if gain >= self.max_last_gain:
-                return f"not plateaued: {self.arm[1]} gained {gain:.2f} pp val accuracy in its last epoch"
-        if self.max_last_change is not None:
-            change = statistics.fmean(abs(a - b) / b for a, b in (last(c, "loss") for c in cells))
-            if change >= self.max_last_change:
-                return f"not plateaued: {self.arm[1]} val loss moved {100 * change:.2f} % in its last epoch"
-        return None
+PRIMARY, SECONDARY = "primary", "secondary"
+#: DESIGN 9.5, fixed before the runs: Holm within each family, m never shrinks.
+FAMILIES = {PRIMARY: ("2a", "2b", "4a", "4b", "6", "7", "8"), SECONDARY: ("2c", "3", "5a", "5b", "5c")}
 
 
 @dataclass(frozen=True)
 class Protocol:
-    """One trained claim ``id``: ``measure`` on the ``method`` and ``baseline`` arms of the cells
-    trained as ``preset`` trains them (the method arm is one of the preset's; the baseline may come
-    from another preset trained the same way), paired over ``seeds``; ``direction`` is the claimed
-    sign of ``method - baseline``."""
+    """One claim ``id`` trained in our studies: ``measure`` on the ``method`` and ``baseline`` arms
+    of the cells trained as ``preset`` trains them, paired over ``seeds``; ``direction`` is the
+    claimed sign of ``method - baseline`` (``margin``: an equivalence claim, |difference| <
+    margin; ``exact``: the exact sign test, for all-or-nothing measures)."""
 
     id: str
     statement: str            # as the paper states it
@@ -91,89 +43,107 @@ class Protocol:
     measure: Measure
     measure_text: str         # what the numbers are, with their unit
     direction: str            # "higher" | "lower"
-    gates: tuple = ()         # QualityGate, pilots.FailureFound: describe(), failure(groups, cells)
+    gates: tuple = ()         # PlateauGate, PilotFailure: describe(), failure(groups, cells)
     seeds: tuple[int, ...] = field(default=())
     every_arm: bool = False   # the measure reads every arm of a seed: the seed waits for all of them
+    reads: tuple[Key, ...] = ()  # other arms the measure reads: the seed waits for them too
     note: Callable[[list[Mapping[Key, CellResult]], Key], str] | None = None  # more to say, on the method arm
+    margin: float | None = None
+    exact: bool = False
+    across: tuple[str, ...] = ()
+    deviations: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.seeds:
             object.__setattr__(self, "seeds", self.preset.seeds)
 
     @property
+    def family(self) -> str:
+        return next(name for name, ids in FAMILIES.items() if self.id in ids)
+
+    def key(self, cell: CellResult) -> tuple:
+        """The setting a cell belongs to, for this claim (its ``training_key`` less ``across``)."""
+        return training_key(cell.spec, self.across)
+
+    @property
     def training(self) -> tuple:
-        """The preset's ``training_key``: the cells of this setting have it."""
-        return training_key(self.preset.cells()[0].spec())
+        """The preset's setting: the cells of this claim have it."""
+        return training_key(self.preset.cells()[0].spec(), self.across)
 
     @property
     def arms(self) -> frozenset[Key]:
-        """The ``(norm, label)`` arms the measure may read: the preset's own, and the baseline."""
-        return frozenset({(norm, v.label) for norm in self.preset.norms for v in self.preset.variants}
-                         | {self.baseline})
+        """The arms the measure and gates may read: the preset's own, the baseline, the gates' baselines."""
+        return frozenset({(c.norm, c.variant.label, c.depth) for c in self.preset.cells()} | {self.baseline}
+                         | {arm for gate in self.gates for arm in gate.arms})
 
     @property
     def needs(self) -> frozenset[Key]:
         """The arms a seed must have finished before it counts: all of them if the measure reads every arm."""
-        return self.arms if self.every_arm else frozenset({self.method, self.baseline})
+        return self.arms if self.every_arm else frozenset({self.method, self.baseline, *self.reads})
 
 
-FMNIST, AUSTEN, FEATSCALE, POSTNORM = (STUDY_PRESETS[name] for name in
-                                      ("fmnist-vit", "austen-lm", "fmnist-featscale", "postnorm-deesc"))
-PRE_SOFTMAX, PRE_NEUTRENO = ("pre", "softmax"), ("pre", "neutreno")
-POST_SOFTMAX, POST_DEESCALATE = ("post", "softmax"), ("post", "deescalate")
-#: Fashion-MNIST ViT gate: the softmax baseline trained (>= 89 %) and plateaued (< 0.2 pp in its last epoch).
-FMNIST_GATE = QualityGate(PRE_SOFTMAX, min_accuracy=89.0, max_last_gain=0.2)
-#: Jane Austen LM gate: the softmax baseline well past the unigram plateau (perplexity ~660) and flat.
-AUSTEN_GATE = QualityGate(PRE_SOFTMAX, max_perplexity=120.0, max_last_change=0.01)
-#: claim 4's comparison stands on the pilot that found post-norm failing at depth 96 (postnorm-pilot-2).
-POSTNORM_FAILS = FailureFound(96)
-#: ... and on a pre-norm reference that learned (chance is 10 %). Claim 4 is about training at all:
-#: its runs are the pilot's 156 steps, so there is no plateau to ask for.
-POSTNORM_REFERENCE = QualityGate(PRE_SOFTMAX, min_accuracy=25.0)
+def _preset(name: str) -> StudyConfig:
+    return STUDY_PRESETS[name]
+
+
+VIT, SPECTRAL, LM, DEPTH = (_preset(name) for name in ("fmnist-p7", "fmnist-p7-spectral", "austen-p2", "depth-p7"))
+SOFTMAX = ("pre", "softmax", 8)  # the baseline arm of every setting at depth 8
+SEEDS_A = tuple(range(12))  # 2a, 5c, 7, 8: NeuTRENO, FeatScale and softmax
+SEEDS_B = tuple(range(8))   # 6, 5b, 2c: the spectral arms, the extra lambdas (fmnist-p7-spectral's seeds)
+#: gate V: the Fashion-MNIST ViT's softmax baseline, on validation (DESIGN 9.3)
+VIT_GATE = PlateauGate(SOFTMAX, 87.0, "Xiao et al. 2017, Table 3: MLPClassifier 0.870", _preset("fmnist-p7-long"),
+                       tolerance=0.5, long_tolerance=0.5)
+#: gate L: the Jane Austen LM's softmax baseline against a bigram model run on the same tokens
+LM_GATE = PlateauGate(SOFTMAX, None, "a reference model run in the same study", _preset("austen-p2-long"),
+                      tolerance=0.005, long_tolerance=0.01)
+#: gate D: claim 4's pilot found post-norm failing at depth 96
+DEPTH_GATE = PilotFailure(_preset("depth-p7-pilot"), 96)
+REFRAMED = ("re-framed 2026-11-25, after the first protocol had measured it on its softmax cells (DESIGN 9.1): "
+            "see docs/studies.md")
 
 PROTOCOLS: tuple[Protocol, ...] = (
     Protocol("2a", "trained NeuTRENO beats softmax at equal config (image classification)",
              "DeiT-tiny ImageNet top-1 72.17 -> 73.01 (+0.84 pp; Nguyen et al. 2023, Table 1)",
-             FMNIST, PRE_NEUTRENO, PRE_SOFTMAX, measures.score, "test accuracy, pp", "higher", (FMNIST_GATE,)),
+             VIT, ("pre", "neutreno", 8), SOFTMAX, measures.score, "test accuracy, pp", "higher", (VIT_GATE,),
+             SEEDS_A),
     Protocol("2b", "trained NeuTRENO beats softmax at equal config (language modelling)",
-             "WikiText-103 test PPL 34.29 -> 33.70 (-0.59; Nguyen et al. 2023, Table 2)",
-             AUSTEN, PRE_NEUTRENO, PRE_SOFTMAX, measures.score, "test perplexity", "lower", (AUSTEN_GATE,)),
-    Protocol("3", "NeuTRENO costs about what softmax costs (here: < 1.10x the time per training example)",
-             "FLOPs, memory and time ratios vs softmax about 1 (Nguyen et al. 2023, App. G.4)",
-             FMNIST, PRE_NEUTRENO, PRE_SOFTMAX, measures.log_time_vs_limit,
-             "log seconds per training example, baseline + log 1.10", "lower"),
-    Protocol("4a", "post-norm Transformers fail as depth grows (token similarity escalates)",
+             "WikiText-103 test PPL 34.29 -> 33.70 (-0.017 nats per token; Nguyen et al. 2023, Table 2)",
+             LM, ("pre", "neutreno", 8), SOFTMAX, measures.score, "test NLL per token, nats", "lower",
+             (LM_GATE,)),
+    Protocol("4a", "post-norm Transformers get worse with depth (token similarity escalates)",
              "Yu & Zhang 2023: post-norm fails to train deep; 'preliminary', small-scale experiments",
-             POSTNORM, POST_SOFTMAX, PRE_SOFTMAX, measures.score,
-             "test accuracy after 156 steps at depth 96, pp (post-norm - pre-norm softmax)", "lower",
-             (POSTNORM_FAILS, POSTNORM_REFERENCE)),
+             DEPTH, ("post", "softmax", 96), ("post", "softmax", 8), measures.deficit_by_depth,
+             "per seed: pre-norm trains - post-norm trains (1/0, >= 20 % val accuracy), at depth 96 vs at depth 8",
+             "higher", (DEPTH_GATE,), exact=True, across=("depth",),
+             reads=(("pre", "softmax", 96), ("pre", "softmax", 8))),
     Protocol("4b", "de-escalation lets post-norm Transformers go deeper",
              "Yu & Zhang 2023: de-escalated post-norm trains where plain post-norm fails",
-             POSTNORM, POST_DEESCALATE, POST_SOFTMAX, measures.score,
-             "test accuracy after 156 steps at depth 96, pp (post-norm de-escalation, tau 1 - post-norm softmax)",
-             "higher", (POSTNORM_FAILS,)),
-    Protocol("5a", "token similarity need not grow with depth: it falls before the last layer",
-             "Dovonon et al. 2025, Fig. 1: similarity falls in the last layers of pretrained ViTs",
-             FMNIST, PRE_SOFTMAX, PRE_SOFTMAX, measures.last_vs_peak,
-             "stream cos_sim after the last block vs its peak after an earlier block", "lower", (FMNIST_GATE,)),
-    Protocol("5b", "the eigenvalues of W_V W_O with those of A decide whether a layer smooths",
-             "Dovonon et al. 2025, Sec. 4 (a statement about the simplified layer X + A X H)",
-             FMNIST, PRE_SOFTMAX, PRE_SOFTMAX, measures.verdict_agreement,
-             "share of attention sublayers (every method's, 8 blocks each) whose dynamics verdict matches the "
-             "sign of their measured t_sim change, vs the share expected by chance", "higher", (FMNIST_GATE,),
-             every_arm=True),
-    Protocol("5c", "the sign of the LayerNorm weights can change smoothing into sharpening",
-             "Dovonon et al. 2025, Sec. 5 (pre-LN: the effective map is diag(gamma) W_V W_O)",
-             FMNIST, PRE_SOFTMAX, PRE_SOFTMAX, measures.ln_flip_attention,
-             "mean t_sim change across the attention sublayers with the pre-attention LayerNorm weights "
-             "negated vs as trained", "lower", (FMNIST_GATE,), note=measures.ln_flip_quality),
+             DEPTH, ("post", "deescalate", 96), ("post", "softmax", 96), measures.trains_pair,
+             "per seed at depth 96: post-norm de-escalation (tau 1) trains - post-norm softmax trains (1/0)",
+             "higher", (DEPTH_GATE,), exact=True, across=("depth",)),
     Protocol("6", "smoothing can improve image classification (vs sharpening, at matched initial scale)",
              "Dovonon et al., arXiv v2 (the TMLR version states no direction)",
-             FMNIST, ("pre", "smooth"), ("pre", "sharpen"), measures.score, "test accuracy, pp", "higher",
-             (FMNIST_GATE,)),
-    Protocol("7", "FeatScale improves a ViT (modestly)",
-             "DeiT-tiny 72.17 -> 72.35 (+0.18 pp); DeiT-small 79.97 -> 79.96 in Nguyen et al.'s reproduction "
-             "(Table 7)", FEATSCALE, ("pre", "featscale"), PRE_SOFTMAX, measures.score,
-             "test accuracy, pp", "higher", (FMNIST_GATE,)),
+             SPECTRAL, ("pre", "smooth", 8), ("pre", "sharpen", 8), measures.score, "test accuracy, pp", "higher",
+             (VIT_GATE,), SEEDS_B),
+    Protocol("7", "FeatScale changes a ViT's accuracy by less than 0.5 pp (equivalence)",
+             "DeiT-tiny 72.17 -> 72.35 (+0.18 pp); DeiT-small 79.97 -> 79.96 (Nguyen et al. 2023, Tables 1, 7)",
+             VIT, ("pre", "featscale", 8), SOFTMAX, measures.score, "test accuracy, pp", "higher", (VIT_GATE,),
+             SEEDS_A, margin=0.5),
+    Protocol("5b", "the eigenvalues of W_V W_O with those of A decide whether a layer smooths",
+             "Dovonon et al. 2025, Sec. 4 (a statement about the simplified layer X + A X H)",
+             SPECTRAL, ("pre", "smooth", 8), SOFTMAX, measures.verdict_vs_majority,
+             "share of attention sublayers (softmax, smooth, sharpen, free; 8 blocks each) whose dynamics verdict "
+             "matches the sign of their measured t_sim change vs always guessing the majority sign", "higher",
+             (VIT_GATE,), SEEDS_B, every_arm=True),
+    Protocol("5c", "the sign of the LayerNorm weights can change smoothing into sharpening",
+             "Dovonon et al. 2025, Sec. 5 (pre-LN: the effective map is diag(gamma) W_V W_O)",
+             VIT, SOFTMAX, SOFTMAX, measures.value_flip,
+             "mean over blocks of the attention sublayer's t_sim change with that block's pre-attention gamma "
+             "negated in the value path only, vs as trained", "lower", (VIT_GATE,), SEEDS_A,
+             note=measures.value_flip_note, deviations=(REFRAMED,)),
 )
+
+
+def protocol(claim_id: str) -> Protocol:
+    return next(p for p in PROTOCOLS if p.id == claim_id)
 

@@ -13,8 +13,16 @@ p-values. Verdicts:
 - ``contradicted``: Holm-adjusted p < alpha and the mean difference the other way;
 - ``inconclusive``: neither, or fewer than 2 pairs (no test); the reason gives the smallest
   effect the design detects with power 0.8;
-- ``not tested``: a gate failed (the baseline missed its stated quality or had not plateaued);
-  such a claim is left out of the Holm family, whatever its data.
+- ``not tested``: a gate failed (the baseline missed its stated quality or had not plateaued)
+  or the claim has not finished; whatever its data, it stays in its Holm family with p = 1, so a
+  family's m is fixed in advance and never shrinks.
+
+Two other tests share this rule (``PairedClaim``): an equivalence claim ("changes the measure by
+less than a margin") is decided by TOST (``oversmooth.study.equivalence``): held when the
+matching interval lies inside the margin, contradicted when it lies wholly outside; an
+all-or-nothing measure by the exact sign test (``oversmooth.study.sign_test``), whose effect is
+the share of differing seeds that go the claimed way (1/2: no effect), with its Clopper-Pearson
+interval.
 
 The interval beside a verdict (``Decision.ci_low``, ``ci_high``, at ``Decision.ci_level``) is the
 t interval at confidence ``1 - alpha / k``, where ``k = p_adjusted / p >= 1`` is the factor by
@@ -36,6 +44,9 @@ from typing import Literal, Sequence
 
 import numpy as np
 from scipy import optimize, stats
+
+from oversmooth.study.equivalence import narrowest_margin, tost
+from oversmooth.study.sign_test import fewest_unanimous, sign_test
 
 Direction = Literal["higher", "lower"]
 Verdict = Literal["held", "contradicted", "inconclusive", "not tested"]
@@ -258,6 +269,9 @@ class Decision:
     ci_low: float
     ci_high: float
     mde: float
+    effect: float = math.nan          # what the interval is about: the mean difference, or the sign test's share
+    p: float = math.nan               # the unadjusted p of the claim's own test
+    margin: float | None = None       # an equivalence claim's margin
 
 
 def _fmt(x: float) -> str:
@@ -274,7 +288,7 @@ def _decide(test: PairedTest, failed_gate: str | None, p_adjusted: float, family
     mde = min_detectable_effect(test.n, test.sd, alpha / family_size, power)
     if test.n < 2:
         return Decision(INCONCLUSIVE, f"inconclusive: {test.n} pair(s), a paired t-test needs at least 2",
-                        test, nan, family_size, 1 - alpha, -math.inf, math.inf, mde)
+                        test, nan, family_size, 1 - alpha, -math.inf, math.inf, mde, test.mean)
     p = test.p_two_sided
     if not p * (1 - 1e-9) <= p_adjusted <= 1:
         raise ValueError(f"a Holm-adjusted p lies in [p, 1] = [{p:.6g}, 1], got {p_adjusted}")
@@ -289,15 +303,16 @@ def _decide(test: PairedTest, failed_gate: str | None, p_adjusted: float, family
         claimed = (test.mean > 0) == (test.direction == "higher")
         if claimed:
             return Decision(HELD, f"held: {where}, {holm_p} < {alpha:g}, in the claimed direction "
-                            f"({test.direction})", test, p_adjusted, family_size, level, low, high, mde)
+                            f"({test.direction})", test, p_adjusted, family_size, level, low, high, mde, test.mean, p)
         return Decision(CONTRADICTED, f"contradicted: {where}, {holm_p} < {alpha:g}, against the claimed "
-                        f"direction ({test.direction})", test, p_adjusted, family_size, level, low, high, mde)
+                        f"direction ({test.direction})", test, p_adjusted, family_size, level, low, high, mde,
+                        test.mean, p)
     reason = f"inconclusive: {where}, {holm_p} >= {alpha:g}"
     if test.ci_low > 0 or test.ci_high < 0:
         reason += (f" (the unadjusted {100 * test.confidence:.4g} % CI [{_fmt(test.ci_low)}, "
                    f"{_fmt(test.ci_high)}] excludes 0, p {p:.3g}, but not after Holm)")
     reason += f"; smallest effect this design detects with power {power:g}: {mde:.4g} (either sign)"
-    return Decision(INCONCLUSIVE, reason, test, p_adjusted, family_size, level, low, high, mde)
+    return Decision(INCONCLUSIVE, reason, test, p_adjusted, family_size, level, low, high, mde, test.mean, p)
 
 
 def decide(method: Sequence[float], baseline: Sequence[float], direction: Direction, *,
@@ -328,29 +343,98 @@ def decide(method: Sequence[float], baseline: Sequence[float], direction: Direct
 @dataclass(frozen=True)
 class PairedClaim:
     """One claim's data: paired values (n floats each, paired by seed), the claimed direction
-    of ``method - baseline``, and what gate failed (None: all passed)."""
+    of ``method - baseline``, and what gate failed (None: all passed). ``margin`` makes it an
+    equivalence claim (TOST against +-margin; ``direction`` is then unused); ``exact`` decides
+    it by the exact sign test instead of the t-test."""
 
     method: tuple[float, ...]
     baseline: tuple[float, ...]
     direction: Direction
     failed_gate: str | None = None
+    margin: float | None = None
+    exact: bool = False
+
+    def p_value(self) -> float:
+        """The unadjusted p of its own test; 1 when not tested or untestable (it enters Holm so)."""
+        if self.failed_gate is not None or len(self.method) < 2:
+            return 1.0
+        if self.margin is not None:
+            return tost(self.method, self.baseline, self.margin).p
+        if self.exact:
+            return sign_test(self.method, self.baseline, self.direction).p
+        return paired_test(self.method, self.baseline, self.direction).p_two_sided
+
+
+def _level(p: float, p_adjusted: float, alpha: float, family_size: int) -> float:
+    """The alpha Holm tested this claim at: ``alpha * p / p_adjusted`` (``alpha / m`` when p is 0)."""
+    return alpha * p / p_adjusted if p > 0 else alpha / family_size
+
+
+def _decide_equivalence(claim: PairedClaim, test: PairedTest, p_adjusted: float, family_size: int,
+                        alpha: float, power: float) -> Decision:
+    equivalence = tost(claim.method, claim.baseline, claim.margin)
+    level = _level(equivalence.p, p_adjusted, alpha, family_size)
+    low, high = equivalence.interval(level)
+    margin = claim.margin
+    mde = narrowest_margin(equivalence.n, equivalence.sd, alpha / family_size, power)
+    where = (f"mean difference {_fmt(equivalence.mean)} over {equivalence.n} pairs, {100 * (1 - 2 * level):.4g} % CI "
+             f"[{_fmt(low)}, {_fmt(high)}] against the margin +-{margin:g}")
+    holm_p = f"TOST p {equivalence.p:.3g}" + ("" if family_size == 1 else
+                                             f", Holm-adjusted {p_adjusted:.3g} over {family_size} claims")
+    values = (test, p_adjusted, family_size, 1 - 2 * level, low, high, mde, equivalence.mean, equivalence.p, margin)
+    if p_adjusted < alpha:
+        return Decision(HELD, f"held: {where}, inside it; {holm_p} < {alpha:g}", *values)
+    if low >= margin or high <= -margin:
+        return Decision(CONTRADICTED, f"contradicted: {where}, wholly outside it; {holm_p}", *values)
+    return Decision(INCONCLUSIVE, f"inconclusive: {where}, neither inside nor outside; {holm_p}; the narrowest "
+                    f"margin this design establishes with power {power:g} at a true difference of 0: "
+                    f"+-{mde:.4g}", *values)
+
+
+def _decide_sign(claim: PairedClaim, test: PairedTest, p_adjusted: float, family_size: int,
+                 alpha: float) -> Decision:
+    signs = sign_test(claim.method, claim.baseline, claim.direction)
+    level = _level(signs.p, p_adjusted, alpha, family_size)
+    low, high = signs.interval(1 - level)
+    need = fewest_unanimous(alpha / family_size)
+    where = (f"{signs.k_plus} of the {signs.k} seeds that differ go the claimed way ({claim.direction}; "
+             f"{signs.n - signs.k} tie), share {signs.share:.3g}, {100 * (1 - level):.4g} % Clopper-Pearson CI "
+             f"[{low:.3g}, {high:.3g}] (1/2: no effect)")
+    holm_p = f"exact sign test p {signs.p:.3g}" + ("" if family_size == 1 else
+                                                  f", Holm-adjusted {p_adjusted:.3g} over {family_size} claims")
+    values = (test, p_adjusted, family_size, 1 - level, low, high, float(need), signs.share, signs.p)
+    if p_adjusted < alpha:
+        verdict = HELD if signs.share > 0.5 else CONTRADICTED
+        return Decision(verdict, f"{verdict}: {where}, {holm_p} < {alpha:g}", *values)
+    return Decision(INCONCLUSIVE, f"inconclusive: {where}, {holm_p} >= {alpha:g}; this design detects an effect "
+                    f"only if at least {need} seeds differ, all the same way", *values)
 
 
 def decide_family(claims: Sequence[PairedClaim], alpha: float = 0.05, power: float = POWER) -> list[Decision]:
-    """Decide the claims of one report together (one ``Decision`` per claim, in order).
+    """Decide the claims of one Holm family together (one ``Decision`` per claim, in order).
 
-    The Holm family is the claims whose gates passed and that have at least 2 pairs; a claim
-    that is not tested, or has no test, neither counts in m nor changes the others' adjustment.
+    The family is fixed: every claim counts in m, and one that is not tested (a failed gate, an
+    unfinished study) or has no test (< 2 pairs) enters Holm with p = 1, so a family's m never
+    shrinks because a claim did not finish.
 
     >>> family = [PairedClaim((1.3, 1.5, 1.4, 1.6), (1.0, 1.1, 1.2, 1.15), "higher"),
     ...           PairedClaim((2.0, 2.1, 1.9, 2.2), (2.2, 1.9, 2.0, 2.0), "higher"),
     ...           PairedClaim((5.0, 6.0), (1.0, 1.0), "lower", failed_gate="baseline had not plateaued")]
     >>> [(d.verdict, d.family_size) for d in decide_family(family)]
-    [('held', 2), ('inconclusive', 2), ('not tested', 2)]
+    [('held', 3), ('inconclusive', 3), ('not tested', 3)]
     """
     _check_alpha(alpha)
-    tests = [paired_test(c.method, c.baseline, c.direction, 1 - alpha) for c in claims]
-    family = [t.p_two_sided if c.failed_gate is None else math.nan for c, t in zip(claims, tests)]
-    adjusted = holm(family)
-    m = sum(not math.isnan(p) for p in family)
-    return [_decide(t, c.failed_gate, a, max(m, 1), alpha, power) for c, t, a in zip(claims, tests, adjusted)]
+    adjusted = holm([claim.p_value() for claim in claims])
+    m = max(len(claims), 1)
+    decisions = []
+    for claim, p_adjusted in zip(claims, adjusted):
+        test = paired_test(claim.method, claim.baseline, claim.direction, 1 - alpha)
+        if claim.failed_gate is not None:
+            decisions.append(_decide(test, claim.failed_gate, math.nan, m, alpha, power))
+        elif claim.margin is not None:
+            decisions.append(_decide_equivalence(claim, test, p_adjusted, m, alpha, power))
+        elif claim.exact:
+            decisions.append(_decide_sign(claim, test, p_adjusted, m, alpha))
+        else:
+            decisions.append(_decide(test, None, p_adjusted, m, alpha, power))
+    return decisions

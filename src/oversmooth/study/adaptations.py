@@ -1,0 +1,119 @@
+"""Claims 8 and 2c: continue each seed's trained ``fmnist-p7`` softmax cell with NeuTRENO patched in
+at several lambdas, beside a control continuation without it (``oversmooth adapt``), and read the
+archived results back (docs/studies.md, the second protocol).
+
+The continuation, pre-registered: 1 430 steps (a third of the cell's 10 epochs), the cell's own
+batch, data order and loss; AdamW afresh at a peak lr of 5e-4 with 5 % warm-up and a cosine decay;
+lambda 0.2, 0.6 and 1.8 (the last two only for the seeds of 2c). Each seed's small result,
+``adapt.json`` (per arm: val and test scores, steps, last-layer cos_sim, the records), is copied to
+``results/fmnist-p7-adapt/s<seed>/``, so a fresh clone reads what ran.
+
+    python -m oversmooth.study.adaptations [--seeds 0,1] [--results results]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+from pathlib import Path
+
+from oversmooth.errors import UsageError
+from oversmooth.study import measures
+from oversmooth.study.protocol import SEEDS_A, SEEDS_B, SOFTMAX, VIT, VIT_GATE, Protocol
+
+NAME = "fmnist-p7-adapt"
+STEPS, LR, WARMUP = 1430, 5e-4, 0.05
+LAMBDAS = (0.2, 0.6, 1.8)
+COMMAND = f"python -m oversmooth.study.adaptations --results results  (needs {VIT.name}'s trained softmax cells)"
+RESULT_FILE = "adapt.json"
+#: the starting points: fmnist-p7's softmax cells, judged by the gate of their setting (V)
+STARTS = Protocol("8", "the starting points of the continuations", "-", VIT, SOFTMAX, SOFTMAX, measures.score,
+                  "test accuracy, pp", "higher", (VIT_GATE,), SEEDS_A)
+
+
+def _accuracy(record: dict, lam: float | None) -> float | None:
+    """Test accuracy (%) of the arm at ``lam`` (None: the control) in one seed's ``adapt.json``."""
+    for name, arm in record["arms"].items():
+        knobs = arm.get("knobs") or {}
+        if (name == "control") if lam is None else knobs.get("lam") == lam:
+            return None if not arm.get("test") else 100 * arm["test"]["accuracy"]
+    return None
+
+
+def neutreno_vs_control(record: dict) -> tuple[float, float] | None:
+    """Claim 8: test accuracy of the NeuTRENO (lambda 0.6) continuation and of the control."""
+    pair = _accuracy(record, 0.6), _accuracy(record, None)
+    return None if None in pair else pair
+
+
+def middle_vs_extremes(record: dict) -> tuple[float, float] | None:
+    """Claim 2c: test accuracy at lambda 0.6, and the better of lambda 0.2 and lambda 1.8."""
+    middle, low, high = (_accuracy(record, lam) for lam in (0.6, LAMBDAS[0], LAMBDAS[2]))
+    return None if None in (middle, low, high) else (middle, max(low, high))
+
+
+#: the seeds each measure is planned on
+SEEDS = {neutreno_vs_control: SEEDS_A, middle_vs_extremes: SEEDS_B}
+
+
+def read_adaptations(root: str | Path) -> list[dict]:
+    """``{"seed": s, **adapt.json}`` for every archived seed under ``root/fmnist-p7-adapt/``."""
+    folder = Path(root) / NAME
+    records = []
+    for path in sorted(folder.glob(f"s*/{RESULT_FILE}")):
+        try:
+            records.append({"seed": int(path.parent.name[1:]), **json.loads(path.read_text())})
+        except (ValueError, OSError) as error:
+            raise UsageError(f"{path} is damaged ({error}); delete its folder and rerun: {COMMAND}") from None
+    return records
+
+
+def adapt_seed(seed: int, studies: Path, out: Path, results: Path | None, threads: int) -> None:
+    """Run (or resume) seed ``seed``'s continuations and archive its ``adapt.json``."""
+    from oversmooth.adapt import AdaptConfig, adapt
+
+    start = next(c for c in VIT.cells() if c.seed == seed and c.variant.label == "softmax")
+    folder = studies / VIT.name / "cells" / start.name
+    if not (folder / "model").is_dir():
+        raise UsageError(f"{folder} has no trained model: train it first (oversmooth study {VIT.name} --out "
+                         f"{studies / VIT.name} --methods softmax --seeds {seed})")
+    lambdas = LAMBDAS if seed in SEEDS_B else (0.6,)
+    config = AdaptConfig(model=str(folder), out=str(out / f"s{seed}"), method="neutreno",
+                         knobs=tuple({"lam": lam} for lam in lambdas), objective="task", steps=STEPS, lr=LR,
+                         warmup=WARMUP, seed=seed, threads=threads)
+    adapt(config)
+    if results is not None:
+        target = results / NAME / f"s{seed}"
+        target.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(out / f"s{seed}" / RESULT_FILE, target / RESULT_FILE)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m oversmooth.study.adaptations", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seeds", default=",".join(map(str, SEEDS_A)), help="comma-separated (default: 0-11)")
+    parser.add_argument("--studies", default="runs/studies", help="where fmnist-p7's cells trained")
+    parser.add_argument("--out", default=f"runs/adapt/{NAME}", help="the adaptation folders")
+    parser.add_argument("--results", default=None, help="archive each seed's adapt.json under RESULTS/fmnist-p7-adapt")
+    parser.add_argument("--threads", type=int, default=1)
+    args = parser.parse_args(argv)
+    try:
+        seeds = [int(s) for s in args.seeds.split(",")]
+    except ValueError:
+        print(f"error: --seeds takes comma-separated integers, got {args.seeds!r}", file=sys.stderr)
+        return 2
+    results = Path(args.results) if args.results else None
+    done = {r["seed"] for r in read_adaptations(results)} if results else set()
+    try:
+        for seed in seeds:
+            if seed not in done:
+                adapt_seed(seed, Path(args.studies), Path(args.out), results, args.threads)
+    except UsageError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,63 @@
+"""What ``oversmooth report DIR ...`` reads: study folders (or their archives), the archive of
+claim 8's adaptations (``results/fmnist-p7-adapt``) and claim 3's cost rounds (``results/claim3``),
+told apart by what they hold."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from oversmooth.errors import UsageError
+from oversmooth.study.adaptations import NAME as ADAPTATIONS, read_adaptations
+from oversmooth.study.results import CellResult, read_study, study_info
+
+ROUNDS_FILE = "rounds.json"
+#: what the claims report reads under results/: the second protocol's archives (the first
+#: protocol's stay there as they ran, read by nothing but their own sections of old reports)
+PROTOCOL_ARCHIVES = ("fmnist-p7", "fmnist-p7-long", "fmnist-p7-spectral", ADAPTATIONS, "depth-p7-pilot", "depth-p7",
+                     "austen-p2", "austen-p2-long", "claim3")
+
+
+@dataclass
+class Evidence:
+    """Everything a report decides on, by kind."""
+
+    cells: list[CellResult] = field(default_factory=list)
+    commands: dict[str, str] = field(default_factory=dict)
+    adapted: list[dict] = field(default_factory=list)
+    benchmark: dict | None = None
+
+
+def read_benchmark(folder: Path) -> dict:
+    """Claim 3's ``rounds.json``: ``{"rounds": [{"neutreno": s, "softmax": s}, ...], ...}``."""
+    path = folder / ROUNDS_FILE
+    try:
+        data = json.loads(path.read_text())
+        rounds = data["rounds"]
+        if not rounds or not all(r["neutreno"] > 0 and r["softmax"] > 0 for r in rounds):
+            raise ValueError("no rounds, or a time that is not positive")
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise UsageError(f"{path} is damaged ({error}); rerun python benchmarks/bench_claim3.py --out {folder}") from None
+    return data
+
+
+def protocol_archives(root: str | Path = "results") -> list[Path]:
+    """The ``PROTOCOL_ARCHIVES`` that exist under ``root``, in that order."""
+    return [Path(root) / name for name in PROTOCOL_ARCHIVES if (Path(root) / name).exists()]
+
+
+def read_folders(folders: list[str | Path]) -> Evidence:
+    """Read each folder by its kind; a folder of no known kind is a UsageError naming it."""
+    found = Evidence()
+    for folder in map(Path, folders):
+        if (folder / ROUNDS_FILE).is_file():
+            found.benchmark = read_benchmark(folder)
+        elif folder.name == ADAPTATIONS:
+            found.adapted += read_adaptations(folder.parent)
+        else:
+            study = study_info(folder)
+            if study.get("command"):
+                found.commands[study["name"]] = study["command"]
+            found.cells += read_study(folder)
+    return found

@@ -1,0 +1,146 @@
+"""The gates of the second claims protocol (DESIGN 9.3): did the baseline train, on validation only?
+
+A gate judges the baseline arm's cells of the seeds in a test (``groups``: one mapping of arm ->
+``CellResult`` per seed) and, where it needs them, the report's other cells. ``failure`` returns
+why it fails (a sentence naming the seed and the margin) or None. Every number is a validation
+number: the test split decides nothing.
+
+- ``PlateauGate`` (a) every seed plateaued: its validation loss reached its minimum at least 2
+  epochs before the end, or its final validation score is within a tolerance of the best of its
+  last 5 evaluations; (b) one seed trained for 1.5x the epochs (``long``, a preset of its own)
+  gains less than a tolerance; (c) the mean validation score meets a cited floor.
+- ``PilotFailure``: claim 4's comparison stands only where its pilot found post-norm failing.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+from oversmooth.run_spec import training_key
+from oversmooth.study.config import StudyConfig
+from oversmooth.study.measures import TRAINS_AT, Key, trains
+from oversmooth.study.results import CellResult
+
+#: (a): the minimum at least this many epochs before the end ...
+MIN_EPOCHS_BEFORE_END = 2
+#: ... or the final score this close to the best of the last this-many evaluations
+LAST_EVALUATIONS = 5
+
+
+def val_score(cell: CellResult, epoch: int = -1) -> float:
+    """Validation accuracy in % (ViT) or NLL per token in nats (LM) at ``epoch`` (index into the records)."""
+    val = cell.epochs[epoch]["val"]
+    return 100 * val["accuracy"] if cell.model == "vit" else val["loss"]
+
+
+def _gain(cell: CellResult, before: float, after: float) -> float:
+    """How much better ``after`` is than ``before``: pp for accuracy, relative NLL drop for an LM."""
+    return after - before if cell.model == "vit" else (before - after) / before
+
+
+def _plateaued(cell: CellResult, tolerance: float) -> str | None:
+    """Gate (a) on one cell: None, or why it had not plateaued."""
+    losses = [e["val"]["loss"] for e in cell.epochs]
+    if len(losses) - 1 - losses.index(min(losses)) >= MIN_EPOCHS_BEFORE_END:
+        return None
+    scores = [val_score(cell, i) for i in range(len(cell.epochs))][-LAST_EVALUATIONS:]
+    best = max(scores) if cell.model == "vit" else min(scores)
+    shortfall = _gain(cell, scores[-1], best)
+    if shortfall <= tolerance:
+        return None
+    unit = f"{shortfall:.2f} pp" if cell.model == "vit" else f"{100 * shortfall:.2f} % of NLL"
+    return f"seed {cell.seed} ended {unit} short of the best of its last {len(scores)} evaluations"
+
+
+@dataclass(frozen=True)
+class PlateauGate:
+    """DESIGN 9.3 on the baseline ``arm``: (a) each seed plateaued within ``tolerance`` (pp, or a
+    share of the NLL); (b) ``long``'s seed gains less than ``long_tolerance`` over the same seed
+    of this setting; (c) the mean validation score reaches ``floor`` (accuracy %, at least; LM
+    NLL, at most; ``floor`` None: the bigram reference each LM cell's analysis records), cited
+    by ``source``."""
+
+    arm: Key
+    floor: float | None
+    source: str
+    long: StudyConfig
+    tolerance: float
+    long_tolerance: float
+
+    @property
+    def arms(self) -> frozenset[Key]:
+        return frozenset({self.arm})
+
+    def describe(self) -> str:
+        lm = self.long.model == "lm"
+        floor = ("mean val NLL below the interpolated bigram reference's" if self.floor is None else
+                 f"mean val accuracy >= {self.floor:g} %") + f" ({self.source})"
+        gain = f"< {100 * self.long_tolerance:g} % lower val NLL" if lm else f"< {self.long_tolerance:g} pp val accuracy"
+        return (f"{self.arm[1]} ({self.arm[0]}-norm), on validation: (a) plateaued on every seed; (b) "
+                f"{self.long.name} (1.5x the epochs) gains {gain}; (c) {floor}")
+
+    def failure(self, groups: Sequence[Mapping[Key, CellResult]], cells: Sequence[CellResult]) -> str | None:
+        baseline = [group[self.arm] for group in groups if self.arm in group]
+        if not baseline or any(c.status != "completed" or len(c.epochs) < 2 for c in baseline):
+            return f"undertrained: {self.arm[1]} did not complete on every seed"
+        for cell in baseline:
+            if (why := _plateaued(cell, self.tolerance)) is not None:
+                return f"not plateaued (a): {why}"
+        mean = statistics.fmean(val_score(c) for c in baseline)
+        over = f" (mean of {len(baseline)} seeds)"
+        if self.floor is not None and mean < self.floor:
+            return f"undertrained (c): val accuracy {mean:.2f} %{over} < {self.floor:g} % ({self.source})"
+        if self.floor is None:
+            references = [c.analysis["reference"]["bigram_val_nll"] for c in baseline
+                          if c.analysis and "reference" in c.analysis]
+            if not references:
+                return "undertrained (c): no bigram reference measured yet (the cells' analysis.json)"
+            reference = statistics.fmean(references)
+            if mean >= reference:
+                return f"undertrained (c): val NLL {mean:.4f}{over} >= the bigram reference's {reference:.4f}"
+        return self._long_failure(baseline, cells)
+
+    def _long_failure(self, baseline: Sequence[CellResult], cells: Sequence[CellResult]) -> str | None:
+        """Gate (b): the long run against the same seed of this setting."""
+        long_key = training_key(self.long.cells()[0].spec())
+        long = [c for c in cells if c.training() == long_key and (c.norm, c.label, c.depth) == self.arm
+                and c.status == "completed"]
+        if not long:
+            return f"not plateaued (b): {self.long.name} (1.5x the epochs) has not finished"
+        same = [c for c in baseline if c.seed == long[0].seed]
+        if not same:
+            return f"not plateaued (b): seed {long[0].seed} of the setting is not among the tested seeds"
+        gain = _gain(same[0], val_score(same[0]), val_score(long[0]))
+        if gain >= self.long_tolerance:
+            unit = f"{gain:.2f} pp" if same[0].model == "vit" else f"{100 * gain:.2f} % of NLL"
+            return f"not plateaued (b): seed {same[0].seed} trained 1.5x as long gains {unit} on validation"
+        return None
+
+
+@dataclass(frozen=True)
+class PilotFailure:
+    """Claim 4's gate D: the ``pilot`` found post-norm softmax not training (final val accuracy
+    < ``TRAINS_AT`` %) at ``depth`` on at least one seed where pre-norm softmax trained."""
+
+    pilot: StudyConfig
+    depth: int
+    arms: frozenset = frozenset()  # it reads the pilot's cells, not a seed's
+
+    def describe(self) -> str:
+        return (f"the pilot {self.pilot.name} found post-norm softmax below {TRAINS_AT:g} % val accuracy at depth "
+                f"{self.depth} on a seed where pre-norm trained")
+
+    def failure(self, groups: Sequence[Mapping[Key, CellResult]], cells: Sequence[CellResult]) -> str | None:
+        key = training_key(self.pilot.cells()[0].spec())
+        pilot = {(c.seed, c.norm): c for c in cells if c.training() == key and c.label == "softmax"
+                 and c.depth == self.depth and c.seed in self.pilot.seeds and c.results is not None}
+        seeds = sorted({seed for seed, _ in pilot})
+        if not all((seed, norm) in pilot for seed in self.pilot.seeds for norm in ("pre", "post")):
+            return f"nothing to rescue yet: the pilot {self.pilot.name} has not finished"
+        failing = [s for s in seeds if trains(pilot[(s, "pre")]) and not trains(pilot[(s, "post")])]
+        if failing:
+            return None
+        return (f"nothing to rescue: in the pilot {self.pilot.name} post-norm softmax trained wherever pre-norm did "
+                f"at depth {self.depth} (seeds {', '.join(map(str, seeds))})")

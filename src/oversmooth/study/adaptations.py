@@ -92,7 +92,7 @@ def adapt_seed(seed: int, studies: Path, out: Path, results: Path | None, thread
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m oversmooth.study.adaptations", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seeds", default=",".join(map(str, SEEDS_A)), help="comma-separated (default: 0-11)")
+    parser.add_argument("--seeds", default=",".join(map(str, SEEDS_A)), help="comma-separated (default: 0-13)")
     parser.add_argument("--studies", default="runs/studies", help="where fmnist-p7's cells trained")
     parser.add_argument("--out", default=f"runs/adapt/{NAME}", help="the adaptation folders")
     parser.add_argument("--results", default=None, help="archive each seed's adapt.json under RESULTS/fmnist-p7-adapt")

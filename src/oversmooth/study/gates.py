@@ -103,15 +103,18 @@ class PlateauGate:
         return self._long_failure(baseline, cells)
 
     def _long_failure(self, baseline: Sequence[CellResult], cells: Sequence[CellResult]) -> str | None:
-        """Gate (b): the long run against the same seed of this setting."""
+        """Gate (b), once per setting: the long run against the same seed of the baseline's setting
+        (among all ``cells``: the seed need not be one the claim tests)."""
         long_key = training_key(self.long.cells()[0].spec())
         long = [c for c in cells if c.training() == long_key and (c.norm, c.label, c.depth) == self.arm
                 and c.status == "completed"]
         if not long:
             return f"not plateaued (b): {self.long.name} (1.5x the epochs) has not finished"
-        same = [c for c in baseline if c.seed == long[0].seed]
+        setting = baseline[0].training()
+        same = [c for c in cells if c.training() == setting and (c.norm, c.label, c.depth) == self.arm
+                and c.seed == long[0].seed and c.status == "completed"]
         if not same:
-            return f"not plateaued (b): seed {long[0].seed} of the setting is not among the tested seeds"
+            return f"not plateaued (b): seed {long[0].seed} of the setting has not finished"
         gain = _gain(same[0], val_score(same[0]), val_score(long[0]))
         if gain >= self.long_tolerance:
             unit = f"{gain:.2f} pp" if same[0].model == "vit" else f"{100 * gain:.2f} % of NLL"

@@ -81,14 +81,18 @@ def verdict_vs_majority(cells: Mapping[Key, CellResult], arms: tuple[Key, Key]) 
 
 
 def value_flip(cells: Mapping[Key, CellResult], arms: tuple[Key, Key]) -> tuple[float, float] | None:
-    """Claim 5c: the mean over blocks of the attention sublayer's ``t_sim`` change with that
-    block's pre-attention LayerNorm weight negated in the value path only, and as trained."""
+    """Claim 5c (DESIGN 8.5c: does a block's measured change flip with its verdict?): over the
+    blocks whose dynamics verdict the value-path flip of their pre-attention gamma turns
+    (smoothing <-> sharpening), the share whose measured ``t_sim`` change across the attention
+    sublayer moves the way the new verdict says (up towards smoothing, down towards sharpening),
+    and 1/2, the share a verdict unrelated to the measured change would get."""
     analysis = cells[arms[0]].analysis
     if analysis is None or "value_flip" not in analysis:
         return None
-    flips = analysis["value_flip"]
-    return (statistics.fmean(b["t_sim_change"] for b in flips),
-            statistics.fmean(b["t_sim_change_trained"] for b in flips))
+    judged = [(b["verdict"] == "smoothing") == (b["t_sim_change"] > b["t_sim_change_trained"])
+              for b in analysis["value_flip"]
+              if {b["verdict"], b["verdict_trained"]} == {"smoothing", "sharpening"}]
+    return (statistics.fmean(judged), 0.5) if judged else None
 
 
 def value_flip_note(groups: list[Mapping[Key, CellResult]], arm: Key) -> str:

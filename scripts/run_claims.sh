@@ -6,8 +6,9 @@
 #
 #   scripts/run_claims.sh [PRESET ...]      default: the protocol's order (STUDIES below)
 #
-# PY (default .venv/bin/python) runs oversmooth; JOBS (default 1) cells at once. A study whose
-# cells fail (a killed train process) is started again, up to 3 times: cells resume from their
+# PY (default .venv/bin/python) runs oversmooth; JOBS (default 1) cells at once; STUDY_FLAGS go to
+# every `oversmooth study`, e.g. STUDY_FLAGS="--executor slurm --wait --time 4:00:00" (docs/slurm.md).
+# A study whose cells fail (a killed train process) is started again, up to 3 times: cells resume from their
 # checkpoints. With COMMIT_RESULTS=1, newly archived cells are committed to git as they arrive
 # (scripts/commit_results.sh, every 5 minutes and after each study).
 STUDIES="postnorm-pilot postnorm-pilot-2 postnorm-deesc austen-lm fmnist-vit fmnist-featscale"
@@ -20,7 +21,7 @@ study() {  # PRESET [FLAGS...]: one study, started again (cells resume) if a cel
     local preset="$1"; shift
     for attempt in 1 2 3; do
         echo "$(date -Is) study $preset $* (attempt $attempt)"
-        "$py" -m oversmooth study "$preset" --out "runs/studies/$preset" --results results --jobs "$jobs" "$@" && return
+        "$py" -m oversmooth study "$preset" --out "runs/studies/$preset" --results results --jobs "$jobs" $study_flags "$@" && return
     done
 }
 
@@ -38,7 +39,7 @@ sys.exit(1 if failure else 0)' "$1" "results/$1"
 main() {
     set -u
     cd "$(dirname "$0")/.." || exit 2
-    py="${PY:-.venv/bin/python}" jobs="${JOBS:-1}"
+    py="${PY:-.venv/bin/python}" jobs="${JOBS:-1}" study_flags="${STUDY_FLAGS:-}"
     local watcher=""
     local presets=("$@")
     [ ${#presets[@]} -gt 0 ] || read -r -a presets <<< "$STUDIES"

@@ -124,7 +124,16 @@ class SlurmCluster:
             time.sleep(0.2)
 
     def stop(self) -> None:
-        """SIGTERM each daemon (slurmd first), SIGKILL after 20 s, and reap it."""
+        """Cancel every job and let the queue drain (so no job step outlives slurmd), then SIGTERM
+        each daemon (slurmd first), SIGKILL after 20 s, and reap it."""
+        env = {**os.environ, **self.env}
+        if self.processes and all(p.poll() is None for p in self.processes):
+            subprocess.run(["scancel", "--full", "--user", "root"], env=env, capture_output=True)
+            try:
+                self._wait(lambda: not subprocess.run(["squeue", "-h"], env=env, capture_output=True,
+                                                      text=True).stdout.strip(), "the queue to drain", 60)
+            except RuntimeError:
+                pass  # stop the daemons all the same
         for process in reversed(self.processes):
             if process.poll() is None:
                 process.send_signal(signal.SIGTERM)

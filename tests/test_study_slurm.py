@@ -106,6 +106,12 @@ def test_a_requeued_cell_resumes_bit_identically(cluster, tmp_path, capsys):
     wait_until(lambda: (cell / "checkpoint.pt").is_file(), "a first checkpoint")
     assert not (cell / "results.json").exists(), "the cell ended before it could be requeued; lengthen LONG"
     subprocess.run(["scontrol", "requeue", job_of(cell)], check=True)
+    wait_until(lambda: queued(job_of(cell)) == "PENDING", "the job to be queued again")
+    capsys.readouterr()
+    assert main(["study", path, "--out", str(out), "--status"]) == 0
+    assert f"{cell.name}  preempted  job {job_of(cell)}" in capsys.readouterr().out
+    # Slurm holds a requeued job for about 2 minutes (BeginTime); let it start now
+    subprocess.run(["scontrol", "update", f"JobId={job_of(cell)}", "StartTime=now"], check=True)
     wait_until(lambda: "resuming" in (cell / "train.log").read_text(), "the requeued job to resume")
     wait_until(lambda: (cell / "results.json").is_file(), "the requeued cell to finish")
     wait_until(lambda: not queued(job_of(cell)), "the job to leave the queue")
@@ -145,6 +151,7 @@ def test_a_two_task_cell_trains_with_ddp(cluster, tmp_path, capsys):
     a, b = weights(one), weights(two)
     assert max((a[k] - b[k]).abs().max().item() for k in a) < 1e-4
     assert double["test"]["loss"] == pytest.approx(single["test"]["loss"], rel=1e-5)
+    wait_until(lambda: not queued(job_of(two)), "both tasks of the job to end")
 
 
 @pytest.mark.parametrize("args, message", [
@@ -152,12 +159,14 @@ def test_a_two_task_cell_trains_with_ddp(cluster, tmp_path, capsys):
     (["--executor", "slurm", "--time", "soon"], "time limit 'soon' does not parse"),
 ])
 def test_bad_slurm_settings_exit_2_and_submit_nothing(cluster, tmp_path, capsys, args, message):
-    out = tmp_path / "out"
+    out, before = tmp_path / "out", job_ids()
     assert main(["study", study_file(tmp_path, TINY), "--out", str(out), *args]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and message in err, err
-    assert not out.exists() and not queued_any()
+    assert not out.exists() and job_ids() <= before
 
 
-def queued_any() -> str:
-    return subprocess.run(["squeue", "-h"], capture_output=True, text=True).stdout.strip()
+def job_ids() -> set[str]:
+    """The ids of the jobs Slurm knows now (finished ones are kept for MinJobAge)."""
+    found = subprocess.run(["scontrol", "-o", "show", "jobs"], capture_output=True, text=True).stdout
+    return {word.split("=", 1)[1] for word in found.split() if word.startswith("JobId=")}

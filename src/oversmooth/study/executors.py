@@ -31,11 +31,13 @@ def make_executor(settings: ExecutorSettings, out: Path, threads: int) -> submit
                                    gpus_per_node=settings.gpus_per_node)
         return executor
     executor = submitit.SlurmExecutor(folder)
-    parameters = {"time": settings.minutes, "ntasks_per_node": settings.tasks_per_node,
+    parameters = {"ntasks_per_node": settings.tasks_per_node,
                   "cpus_per_task": settings.cpus_per_task or threads, "array_parallelism": settings.jobs,
                   "job_name": "oversmooth-cell", "additional_parameters": settings.sbatch_options()}
     if settings.gpus_per_node:
         parameters["gpus_per_node"] = settings.gpus_per_node
+    if settings.time is not None:  # else the partition's default
+        parameters["time"] = settings.minutes
     if settings.partition:
         parameters["partition"] = settings.partition
     executor.update_parameters(**parameters)

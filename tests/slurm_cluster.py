@@ -120,7 +120,8 @@ class SlurmCluster:
             if dead or time.monotonic() > deadline:
                 logs = "\n".join(f"--- {p.name}\n{p.read_text()[-1500:]}" for p in sorted(self.root.glob("*.log*"))
                                  if p.is_file())
-                raise RuntimeError(f"waiting for {what}: {'exited: ' + ', '.join(dead) if dead else 'timed out'}\n{logs}")
+                why = f"exited: {', '.join(dead)}" if dead else "timed out"
+                raise RuntimeError(f"waiting for {what}: {why}\n{logs}")
             time.sleep(0.2)
 
     def stop(self) -> None:

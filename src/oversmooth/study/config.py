@@ -197,7 +197,8 @@ class StudyConfig:
         if not isinstance(data.get("train", {}), dict):
             raise UsageError("study field 'train' must be a table of oversmooth train flags")
         rest = {k: v for k, v in data.items() if k not in ("methods", "name", "executor")}
-        return cls(name=str(data.get("name", default_name)), executor=ExecutorSettings.from_dict(data.get("executor", {})),
+        return cls(name=str(data.get("name", default_name)),
+                   executor=ExecutorSettings.from_dict(data.get("executor", {})),
                    variants=tuple(Variant.parse(m) for m in _tuple(data["methods"], "methods", (str, dict),
                                                                    "method names or tables")),
                    **rest)

@@ -137,7 +137,8 @@ def _queue(out: Path, cells: list[Cell]) -> dict[str, str]:
     return slurm.queued({state.job for state in states if state is not None and state.executor == "slurm"})
 
 
-def study_status(study: StudyConfig, out: str | Path, archive: str | Path | None = None) -> list[tuple[Cell, CellStatus]]:
+def study_status(study: StudyConfig, out: str | Path,
+                 archive: str | Path | None = None) -> list[tuple[Cell, CellStatus]]:
     """Each cell's state (``cell_state.cell_status``); a cell archived under ``archive`` counts as finished."""
     out, cells = Path(out), study.cells()
     queue = _queue(out, cells)

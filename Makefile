@@ -5,7 +5,7 @@ BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 DATA    := .data/.installed
 
-.PHONY: demo test setup bench results clean
+.PHONY: demo test setup slurm bench results clean
 
 demo: setup
 	$(BIN)/oversmooth analyze --out runs/demo
@@ -13,7 +13,11 @@ demo: setup
 test: setup
 	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/python -m pytest -q
 
-setup: $(STAMP) $(DATA)
+setup: $(STAMP) $(DATA) slurm
+
+# a one-node Slurm cluster's packages for tests/test_study_slurm.py (skips where it cannot install)
+slurm:
+	@bash scripts/install_slurm.sh
 
 # torch first: the pinned CPU wheel, so nothing pulls a multi-GB CUDA build.
 $(STAMP): requirements.txt pyproject.toml

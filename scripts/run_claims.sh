@@ -9,7 +9,9 @@
 # PY (default .venv/bin/python) runs oversmooth; JOBS (default 2) cells at once. A study whose
 # cells fail (a killed train process) is started again, up to 3 times: cells resume from their
 # checkpoints. With COMMIT_RESULTS=1, newly archived results are committed to git as they arrive
-# (scripts/commit_results.sh, every 5 minutes and after each step).
+# (scripts/commit_results.sh, every 5 minutes and after each step). STUDY_FLAGS is passed to every
+# `oversmooth study`, e.g. STUDY_FLAGS="--executor slurm --wait --time 4:00:00" to run the cells on
+# a Slurm cluster (docs/slurm.md; --wait, since each gate reads the results of the study before it).
 STEPS="fmnist-p7 fmnist-p7-spectral adaptations depth-p7 austen-p2 claim3"
 #: a gated setting: its softmax cells and its 1.5x-epochs seed train first, and the script stops
 #: if the claims' gate fails on them (oversmooth.study.claims.baseline_gate, the report's own check).
@@ -21,7 +23,9 @@ study() {  # PRESET [FLAGS...]: one study, started again (cells resume) if a cel
     local preset="$1"; shift
     for attempt in 1 2 3; do
         echo "$(date -Is) study $preset $* (attempt $attempt)"
-        "$py" -m oversmooth study "$preset" --out "runs/studies/$preset" --results results --jobs "$jobs" "$@" && return
+        # shellcheck disable=SC2086  # STUDY_FLAGS is a list of words
+        "$py" -m oversmooth study "$preset" --out "runs/studies/$preset" --results results --jobs "$jobs" \
+            $study_flags "$@" && return
     done
 }
 
@@ -63,7 +67,7 @@ step() {  # STEP: one step of the protocol; non-zero when a gate stops the proto
 main() {
     set -u
     cd "$(dirname "$0")/.." || exit 2
-    py="${PY:-.venv/bin/python}" jobs="${JOBS:-2}" watcher=""
+    py="${PY:-.venv/bin/python}" jobs="${JOBS:-2}" study_flags="${STUDY_FLAGS:-}" watcher=""
     local steps=("$@")
     [ ${#steps[@]} -gt 0 ] || read -r -a steps <<< "$STEPS"
     if [ "${COMMIT_RESULTS:-0}" = 1 ]; then

@@ -16,7 +16,8 @@ from oversmooth.run_spec import RunSpec, training_key
 from oversmooth.study import STUDY_PRESETS, StudyConfig
 from oversmooth.study.config import stored_spec
 from oversmooth.study.results import read_cell
-from oversmooth.study.runner import check_archive, train_command, worker_spec
+from oversmooth.study.cell_job import train_command
+from oversmooth.study.runner import check_archive, worker_spec
 from oversmooth.train import load_checkpoint
 
 LEGACY = Path(__file__).parent / "data" / "legacy_cells"  # copies of cell.json files archived in results/

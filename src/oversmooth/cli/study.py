@@ -27,7 +27,8 @@ def register(subparsers) -> None:
     parser.add_argument("--results", metavar="ROOT",
                         help="tracked copy of finished cells (e.g. results): cells in ROOT/<study>/<cell>/ are "
                              "skipped; each cell that finishes is measured and its small files copied there")
-    parser.add_argument("--jobs", type=int, default=1, help="cells trained at once (default 1)")
+    parser.add_argument("--jobs", type=int, default=None,
+                        help="cells trained at once: local processes, or the Slurm array's parallelism (default 1)")
     parser.add_argument("--threads", type=int, default=1, help="torch threads per cell (default 1)")
     parser.add_argument("--seeds", metavar="LIST", help="override the seeds, e.g. 0,1,2")
     parser.add_argument("--depths", metavar="LIST", help="override the depths, e.g. 4,8,16,32")
@@ -40,6 +41,24 @@ def register(subparsers) -> None:
                              "else auto: compiled only where it was measured faster, see oversmooth train --help)")
     parser.add_argument("--dry-run", action="store_true",
                         help="list the cells and their equivalent train commands, run nothing")
+    parser.add_argument("--status", action="store_true",
+                        help="show each cell's state (pending, running, completed, diverged, preempted, failed "
+                             "with the tail of its log) and run nothing")
+    slurm = parser.add_argument_group(
+        "executor", "where cells run (also a study file's [executor] table; docs/slurm.md). A rerun submits only "
+                    "the cells that are neither finished nor running nor queued, under either executor")
+    slurm.add_argument("--executor", metavar="KIND", help="local (default: processes on this machine) or slurm "
+                                                          "(one job array; returns once submitted)")
+    slurm.add_argument("--wait", action="store_true", help="slurm: wait until the submitted cells have ended")
+    slurm.add_argument("--partition", help="slurm partition (default: the cluster's)")
+    slurm.add_argument("--time", metavar="LIMIT", help="time limit per cell, as Slurm writes it (90, 1:30:00, 2-00); "
+                                                       "a cell out of time is checkpointed and requeued")
+    slurm.add_argument("--cpus-per-task", type=int, metavar="N", help="slurm: CPUs per process (default --threads)")
+    slurm.add_argument("--gpus-per-node", type=int, metavar="N", help="GPUs per cell (default 0)")
+    slurm.add_argument("--tasks-per-node", type=int, metavar="N",
+                       help="processes per cell (default 1; more: one DDP group, gloo on CPU, nccl on GPU)")
+    slurm.add_argument("--sbatch", action="append", default=[], metavar="OPTION",
+                       help="extra sbatch option, e.g. --sbatch=--qos=low (repeatable)")
     parser.set_defaults(run=run)
 
 
@@ -81,17 +100,21 @@ def run(args: argparse.Namespace) -> int:
     from oversmooth.errors import UsageError
     from oversmooth.outputs import check_output_dir
     from oversmooth.study import run_study, worker_spec
-    from oversmooth.study.runner import cell_dir, check_cells
+    from oversmooth.study.runner import cell_dir, check_cells, check_study
 
     for flag in ("jobs", "threads"):
-        if getattr(args, flag) < 1:
+        if getattr(args, flag) is not None and getattr(args, flag) < 1:
             raise UsageError(f"--{flag} must be at least 1, got {getattr(args, flag)}")
     out = check_output_dir(args.out)
     for flag, folder in (("--results", Path(args.results) if args.results else None),):
         if folder is not None and folder.exists() and not folder.is_dir():
             raise UsageError(f"{flag} {folder} is a file; give a folder")
     study = resolve_study(args)
+    executor = executor_settings(args, study)
+    if args.status:
+        return print_status(study, out, args.results)
     check_cells(study)
+    check_study(study, out.absolute(), Path(args.results).absolute() if args.results else None, executor)
     cells = study.cells()
     if args.dry_run:
         for cell in cells:
@@ -113,17 +136,46 @@ def run(args: argparse.Namespace) -> int:
 
     signal.signal(signal.SIGTERM, _interrupt)
     try:
-        outcomes = run_study(study, out, jobs=args.jobs, threads=args.threads, on_done=done,
-                             command=command_line(args), archive=args.results)
+        outcomes = run_study(study, out, threads=args.threads, on_done=done, command=command_line(args),
+                             archive=args.results, executor=executor, wait=args.wait)
     finally:
         bar.close()
-    failed = [o.cell.name for o in outcomes if o.status in ("failed", "busy")]
+    failed = [o.cell.name for o in outcomes if o.status in ("failed", "busy", "interrupted", "preempted")]
     print(f"{study.name}: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
           + f"; report with: oversmooth report {out}")
+    if counts.get("submitted"):
+        print(f"submitted to Slurm; follow with: {command_line(args)} --status")
     if failed:
         print(f"not finished: {', '.join(failed[:5])}{' ...' if len(failed) > 5 else ''} "
-              "(failed: see their train.log; busy: trained by another process)", file=sys.stderr)
+              "(failed: see their train.log; busy: trained by another process or queued)", file=sys.stderr)
         return 1
+    return 0
+
+
+def executor_settings(args: argparse.Namespace, study):
+    """The study file's executor settings with the flags given on the command line."""
+    settings = study.executor.updated(
+        kind=args.executor, jobs=args.jobs, time=args.time, partition=args.partition, cpus_per_task=args.cpus_per_task,
+        gpus_per_node=args.gpus_per_node, tasks_per_node=args.tasks_per_node, sbatch=tuple(args.sbatch) or None)
+    if settings.kind == "local" and (settings.partition or settings.sbatch):
+        from oversmooth.errors import UsageError
+        raise UsageError("--partition and --sbatch are Slurm settings; add --executor slurm or drop them")
+    return settings
+
+
+def print_status(study, out, results: str | None) -> int:
+    """One line per cell (its state and job), the tail of a failed cell's log below it, and the counts."""
+    from oversmooth.study.runner import study_status
+
+    counts: dict[str, int] = {}
+    for cell, status in study_status(study, out, results):
+        counts[status.state] = counts.get(status.state, 0) + 1
+        job = f"  job {status.job}" if status.job else ""
+        print(f"{cell.name}  {status.state}{job}" + (f"  ({status.detail})" if status.detail and
+                                                       status.state != "failed" else ""))
+        if status.state == "failed":
+            print("\n".join(f"    | {line}" for line in status.detail.splitlines()))
+    print(f"{study.name}: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
     return 0
 
 
@@ -131,7 +183,7 @@ def command_line(args: argparse.Namespace) -> str:
     """The command that reruns this study (the options that were given)."""
     words = ["oversmooth", "study", args.study, "--out", args.out, *(["--results", args.results] if args.results else [])]
     for flag in ("jobs", "threads"):
-        if getattr(args, flag) != 1:
+        if getattr(args, flag) not in (None, 1):
             words += [f"--{flag}", str(getattr(args, flag))]
     if args.compile is not None:
         words += ["--compile", args.compile]

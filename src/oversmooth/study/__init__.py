@@ -2,11 +2,20 @@
 
 Knows training (``oversmooth train`` runs), our models and the Hugging Face analysis; the CLI
 (``oversmooth study``, ``oversmooth report``) only wires it together.
+
+The names below are imported on first use, so a cell's job process (``oversmooth.study.cell_job``,
+which starts its own train process) does not pay for torch.
 """
 
-from oversmooth.study.config import Cell, StudyConfig, Variant
-from oversmooth.study.presets import STUDY_PRESETS, study_preset
-from oversmooth.study.runner import CellOutcome, run_study, worker_spec
+import importlib
 
-__all__ = ["Cell", "CellOutcome", "STUDY_PRESETS", "StudyConfig", "Variant", "run_study", "study_preset",
-           "worker_spec"]
+_WHERE = {"Cell": "config", "StudyConfig": "config", "Variant": "config", "STUDY_PRESETS": "presets",
+          "study_preset": "presets", "CellOutcome": "runner", "run_study": "runner", "worker_spec": "runner"}
+
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str):
+    if name not in _WHERE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)

@@ -28,6 +28,7 @@ from typing import Any
 from oversmooth.errors import UsageError
 from oversmooth.mitigations.registry import knob_owners
 from oversmooth.run_spec import RunSpec
+from oversmooth.study.executor_settings import ExecutorSettings
 
 #: knobs a variant may set, by their ``RunSpec.knobs`` names (the registry's; ``oversmooth train --help``).
 KNOBS = tuple(knob_owners("train"))
@@ -140,6 +141,8 @@ class StudyConfig:
     seeds: tuple[int, ...] = (0,)
     train: dict[str, Any] = field(default_factory=dict)
     description: str = ""
+    #: where the cells run (a file's ``[executor]`` table); not part of what the study trains
+    executor: ExecutorSettings = field(default_factory=ExecutorSettings, compare=False)
 
     def __post_init__(self) -> None:
         set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731 (frozen)
@@ -184,7 +187,7 @@ class StudyConfig:
     @classmethod
     def from_dict(cls, data: dict[str, Any], default_name: str = "study") -> "StudyConfig":
         """From the file form: like ``to_dict``; ``methods`` entries are names or tables."""
-        fields = {"name", "description", "model", "tasks", "norms", "depths", "methods", "seeds", "train"}
+        fields = {"name", "description", "model", "tasks", "norms", "depths", "methods", "seeds", "train", "executor"}
         unknown = sorted(set(data) - fields)
         if unknown:
             raise UsageError(f"unknown study field(s) {', '.join(unknown)}; valid: {', '.join(sorted(fields))}")
@@ -193,8 +196,9 @@ class StudyConfig:
             raise UsageError(f"study file lacks {', '.join(missing)}")
         if not isinstance(data.get("train", {}), dict):
             raise UsageError("study field 'train' must be a table of oversmooth train flags")
-        rest = {k: v for k, v in data.items() if k not in ("methods", "name")}
+        rest = {k: v for k, v in data.items() if k not in ("methods", "name", "executor")}
         return cls(name=str(data.get("name", default_name)),
+                   executor=ExecutorSettings.from_dict(data.get("executor", {})),
                    variants=tuple(Variant.parse(m) for m in _tuple(data["methods"], "methods", (str, dict),
                                                                    "method names or tables")),
                    **rest)

@@ -1,4 +1,6 @@
-"""Run the cells of a study, each as its own ``oversmooth train --spec`` process, ``jobs`` at a time.
+"""Run the cells of a study through a submitit executor (``oversmooth.study.executors``): local
+processes, ``jobs`` at a time, or one Slurm job array. Each cell is one ``CellJob``: its own
+``oversmooth train --spec`` process.
 
 Folder layout::
 
@@ -6,36 +8,40 @@ Folder layout::
     DIR/cells/<cell>/cell.json      what the cell is (task, norm, depth, method, seed, its RunSpec)
     DIR/cells/<cell>/spec.json      the RunSpec the train process runs (the cell's, with out, threads...)
     DIR/cells/<cell>/train.log      the train process's output (appended on every attempt)
+    DIR/cells/<cell>/state.json     what last happened to it: submitted, running, preempted... (``cell_state``)
     DIR/cells/<cell>/...            the train run itself: checkpoint.pt, metrics.jsonl, results.json
+    DIR/submitit/<job>/             submitit's own files: pickled jobs, the job processes' logs
 
-A cell whose ``results.json`` exists (completed or diverged) is skipped; any other cell runs with
-``resume = "auto"``, so a cell killed mid-run continues from its last checkpoint. Every file is
-written atomically, so the study can be killed at any moment and reported on at any moment.
+A cell whose ``results.json`` exists (completed or diverged) is skipped, and so is one that a
+process trains or Slurm holds in its queue; any other cell runs with ``resume = "auto"``, so a
+cell killed mid-run continues from its last checkpoint. Every file is written atomically, so the
+study can be killed at any moment and reported on at any moment.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import os
-import subprocess
-import sys
 import tempfile
-import threading
-from concurrent.futures import ThreadPoolExecutor
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 from oversmooth.atomic import atomic_write
 from oversmooth.errors import UsageError
-from oversmooth.run_lock import LOCK_FD, acquire
-from oversmooth.study.archive import archive_cell, archive_study, archived, is_archived
 from oversmooth.run_spec import RunSpec
+from oversmooth.study import slurm
+from oversmooth.study.archive import archive_study, archived, is_archived
+from oversmooth.study.cell_job import CellJob
+from oversmooth.study.cell_state import CellState, CellStatus, cell_status
 from oversmooth.study.config import Cell, StudyConfig, stored_spec
-from oversmooth.study.files import ANALYSIS_FILE, CELL_FILE, CELLS_DIR, LOG_FILE, MODEL_DIR, RESULTS_FILE, \
-    SPEC_FILE, STUDY_FILE
+from oversmooth.study.executor_settings import ExecutorSettings
+from oversmooth.study.executors import make_executor, run_local, submit_array
+from oversmooth.study.files import ANALYSIS_FILE, CELL_FILE, CELLS_DIR, MODEL_DIR, RESULTS_FILE, SPEC_FILE, \
+    STUDY_FILE
 
+WAIT_POLL_SECONDS = 2.0  # how often --wait looks at a Slurm study's cells
 
 def check_cells(study: StudyConfig) -> None:
     """Check every cell's run as ``train.run`` would, and read each task's data once: bad fields,
@@ -70,59 +76,15 @@ def worker_spec(cell: Cell, folder: Path, threads: int) -> RunSpec:
     return dataclasses.replace(cell.spec(), out=str(folder), resume="auto", progress=False, threads=threads)
 
 
-def train_command(spec_file: Path) -> list[str]:
-    """The train process of a cell whose ``worker_spec`` is saved in ``spec_file``."""
-    return [sys.executable, "-m", "oversmooth", "train", "--spec", str(spec_file)]
-
-
-def analysis_command(folder: Path, threads: int) -> list[str]:
-    """Measure a finished cell's trained model (``oversmooth.study.cell_analysis``)."""
-    return [sys.executable, "-m", "oversmooth.study.cell_analysis", str(folder), "--threads", str(threads)]
-
-
 @dataclass
 class CellOutcome:
-    """How one cell's process ended: ``completed``, ``diverged``, ``failed`` (exit code != 0,
-    see its train.log), ``skipped`` (finished before) or ``busy`` (another process is training it)."""
+    """How one cell ended: ``completed``, ``diverged``, ``failed`` (exit code != 0, see its
+    train.log), ``interrupted`` (stopped by a signal), ``preempted``, ``skipped`` (finished
+    before), ``busy`` (another process or a queued job has it) or ``submitted`` (to Slurm)."""
 
     cell: Cell
     status: str
     returncode: int = 0
-
-
-class _Processes:
-    """The live train processes, so an interrupted study can stop them all."""
-
-    def __init__(self) -> None:
-        self._lock, self._live = threading.Lock(), set()
-        self.stopping = False
-
-    def run(self, command: list[str], log: Path, lock: int) -> int:
-        """Run ``command`` with its output appended to ``log``; the child inherits the cell's
-        ``lock`` descriptor, so the cell stays locked while the child lives, even if we die."""
-        with open(log, "a") as handle, self._lock:
-            if self.stopping:
-                return -1
-            process = subprocess.Popen(command, stdout=handle, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                       env={**os.environ, "PYTHONUNBUFFERED": "1", LOCK_FD: str(lock)},
-                                       pass_fds=(lock,))
-            self._live.add(process)
-        try:
-            return process.wait()
-        finally:
-            with self._lock:
-                self._live.discard(process)
-
-    def stop(self) -> None:
-        with self._lock:
-            self.stopping = True
-            for process in self._live:
-                process.terminate()
-        for process in list(self._live):
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
 
 
 def write_study(study: StudyConfig, out: Path, command: str = "") -> None:
@@ -133,36 +95,6 @@ def write_study(study: StudyConfig, out: Path, command: str = "") -> None:
 def _unmeasured(folder: Path, target: Path | None) -> bool:
     """A trained model here whose measurements the archive lacks."""
     return (folder / MODEL_DIR).is_dir() and target is not None and not (target / ANALYSIS_FILE).is_file()
-
-
-def run_cell(cell: Cell, out: Path, threads: int, processes: _Processes,
-             archive: Path | None = None) -> CellOutcome:
-    folder = cell_dir(out, cell)
-    target = archived(archive, cell.study, cell.name) if archive is not None else None
-    if target is not None and is_archived(target) and not _unmeasured(folder, target):
-        return CellOutcome(cell, "skipped")
-    trained = is_finished(folder)
-    if trained and target is None:
-        return CellOutcome(cell, "skipped")
-    try:
-        lock = acquire(folder)
-    except UsageError:
-        return CellOutcome(cell, "busy")
-    try:
-        if not trained:
-            with atomic_write(folder / CELL_FILE) as handle:
-                json.dump(cell.to_dict(), handle, indent=2)
-            worker_spec(cell, folder, threads).save(folder / SPEC_FILE)
-            code = processes.run(train_command(folder / SPEC_FILE), folder / LOG_FILE, lock)
-            if code != 0 or not is_finished(folder):
-                return CellOutcome(cell, "failed", code)
-        if target is not None:
-            if (folder / MODEL_DIR).is_dir() and not (folder / ANALYSIS_FILE).is_file():
-                processes.run(analysis_command(folder, threads), folder / LOG_FILE, lock)  # failure: logged
-            archive_cell(folder, target)
-    finally:
-        os.close(lock)
-    return CellOutcome(cell, "skipped" if trained else json.loads((folder / RESULTS_FILE).read_text())["status"])
 
 
 def check_archive(study: StudyConfig, archive: Path) -> None:
@@ -176,39 +108,137 @@ def check_archive(study: StudyConfig, archive: Path) -> None:
                              "move it away or use another --results folder")
 
 
+def check_folder(study: StudyConfig, out: Path) -> None:
+    """Refuse (UsageError) a study folder begun with another study, or holding a cell of this name
+    trained in another setting: its checkpoint would be refused, or its results taken for ours."""
+    info = out / STUDY_FILE
+    if info.is_file() and json.loads(info.read_text()).get("name") != study.name:
+        raise UsageError(f"{out} holds study {json.loads(info.read_text()).get('name')!r}, not {study.name!r}; "
+                         "choose another --out")
+    for cell in study.cells():
+        info = cell_dir(out, cell) / CELL_FILE
+        if info.is_file() and stored_spec(json.loads(info.read_text())).setting() != cell.spec().setting():
+            raise UsageError(f"{info.parent} was begun with another grid (other settings than this study's "
+                             f"{cell.name}); choose another --out or move that folder away")
+
+
+def check_study(study: StudyConfig, out: Path, archive: Path | None, executor: ExecutorSettings) -> None:
+    """Everything that can refuse the study, before anything is written or submitted."""
+    check_folder(study, out)
+    if archive is not None:
+        check_archive(study, archive)
+    if executor.kind == "slurm":
+        slurm.check_partition(executor.partition)
+
+
+def _queue(out: Path, cells: list[Cell]) -> dict[str, str]:
+    """The Slurm queue's word on the cells that were last submitted there."""
+    states = [CellState.read(cell_dir(out, cell)) for cell in cells]
+    return slurm.queued({state.job for state in states if state is not None and state.executor == "slurm"})
+
+
+def study_status(study: StudyConfig, out: str | Path,
+                 archive: str | Path | None = None) -> list[tuple[Cell, CellStatus]]:
+    """Each cell's state (``cell_state.cell_status``); a cell archived under ``archive`` counts as finished."""
+    out, cells = Path(out), study.cells()
+    queue = _queue(out, cells)
+    found = []
+    for cell in cells:
+        target = archived(Path(archive), cell.study, cell.name) if archive is not None else None
+        if target is not None and is_archived(target):
+            status = CellStatus(json.loads((target / RESULTS_FILE).read_text())["status"], detail="archived")
+        else:
+            status = cell_status(cell_dir(out, cell), queue)
+        found.append((cell, status))
+    return found
+
+
+def _skip(cell: Cell, out: Path, archive: Path | None, queue: dict[str, str]) -> str | None:
+    """Why ``cell`` needs no job now (skipped: finished and archived; busy: in hand elsewhere), or None."""
+    folder = cell_dir(out, cell)
+    target = archived(archive, cell.study, cell.name) if archive is not None else None
+    if target is not None and is_archived(target) and not _unmeasured(folder, target):
+        return "skipped"
+    if is_finished(folder) and target is None:
+        return "skipped"
+    return "busy" if cell_status(folder, queue).active else None
+
+
+def _prepare(cell: Cell, out: Path, threads: int) -> None:
+    """Write what the cell's job reads: ``cell.json`` and ``spec.json``."""
+    folder = cell_dir(out, cell)
+    folder.mkdir(parents=True, exist_ok=True)
+    if not is_finished(folder):
+        with atomic_write(folder / CELL_FILE) as handle:
+            json.dump(cell.to_dict(), handle, indent=2)
+        worker_spec(cell, folder, threads).save(folder / SPEC_FILE)
+
+
 def run_study(study: StudyConfig, out: str | Path, jobs: int = 1, threads: int = 1,
               on_done: Callable[[CellOutcome], None] = lambda outcome: None, command: str = "",
-              archive: str | Path | None = None) -> list[CellOutcome]:
-    """Run every unfinished cell, ``jobs`` processes at a time with ``threads`` torch threads each.
+              archive: str | Path | None = None, executor: ExecutorSettings | None = None,
+              wait: bool = True) -> list[CellOutcome]:
+    """Run every cell that is not finished or in hand elsewhere, with ``threads`` torch threads each.
 
+    ``executor``: where (default: local processes, ``jobs`` at a time). Locally the call returns
+    when the cells have ended; on Slurm once the array is submitted, or with ``wait`` when its
+    cells have ended (finished, failed or preempted and left the queue).
     ``command`` (the command line that started the study) is kept in ``study.json`` for the report.
     ``archive``: the root of the tracked copy (``results/``): cells archived there are skipped,
     finished ones are measured and copied there.
     ``on_done(outcome)`` is called as each cell ends. A failing cell does not stop the others.
-    Ctrl-C (KeyboardInterrupt) terminates the running cells (their checkpoints stay) and re-raises.
+    Ctrl-C (KeyboardInterrupt) stops the local cells (their checkpoints stay) and re-raises.
     """
-    out = Path(out)
-    archive = None if archive is None else Path(archive)
-    if archive is not None:
-        check_archive(study, archive)
+    out = Path(out).absolute()
+    archive = None if archive is None else Path(archive).absolute()
+    executor = executor or ExecutorSettings(jobs=jobs)
+    check_study(study, out, archive, executor)
     out.mkdir(parents=True, exist_ok=True)
     write_study(study, out, command)
     if archive is not None:
         archive_study(out / STUDY_FILE, archive, study.name)
-    processes = _Processes()
+    cells, queue = study.cells(), _queue(out, study.cells())
+    outcomes: dict[int, CellOutcome] = {}
+    todo: list[int] = []
+    for index, cell in enumerate(cells):
+        reason = _skip(cell, out, archive, queue)
+        if reason is None:
+            _prepare(cell, out, threads)
+            todo.append(index)
+        else:
+            outcomes[index] = CellOutcome(cell, reason)
+            on_done(outcomes[index])
+    jobs_ = [CellJob(str(cell_dir(out, cells[i])), threads,
+                     None if archive is None else str(archived(archive, study.name, cells[i].name)), executor.kind)
+             for i in todo]
+    submitter = make_executor(executor, out, threads)
+    if executor.kind == "local":
+        def ended(position: int, result: tuple[str, int]) -> None:
+            outcomes[todo[position]] = CellOutcome(cells[todo[position]], *result)
+            on_done(outcomes[todo[position]])
 
-    def one(cell: Cell) -> CellOutcome:
-        outcome = run_cell(cell, out, threads, processes, archive)
-        if not processes.stopping:  # cells stopped by an interrupt are not news
-            on_done(outcome)
-        return outcome
+        run_local(submitter, jobs_, executor.jobs, ended)
+    elif jobs_:
+        for index, job_id in zip(todo, submit_array(submitter, jobs_)):
+            folder = cell_dir(out, cells[index])
+            if (CellState.read(folder) or CellState("")).job != job_id:  # unless the job already began
+                CellState("submitted", "slurm", job_id).write(folder)
+            outcomes[index] = CellOutcome(cells[index], "submitted")
+        if wait:
+            _wait_for(out, {i: cells[i] for i in todo}, outcomes, on_done)
+    return [outcomes[index] for index in range(len(cells))]
 
-    pool = ThreadPoolExecutor(max_workers=jobs)
-    try:
-        futures = [pool.submit(one, cell) for cell in study.cells()]
-        return [future.result() for future in futures]
-    except BaseException:
-        processes.stop()
-        raise
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+
+def _wait_for(out: Path, cells: dict[int, Cell], outcomes: dict[int, CellOutcome],
+              on_done: Callable[[CellOutcome], None]) -> None:
+    """Until every one of ``cells`` has left the Slurm queue and no process trains it."""
+    left = dict(cells)
+    while left:
+        time.sleep(WAIT_POLL_SECONDS)
+        queue = _queue(out, list(left.values()))
+        for index, cell in list(left.items()):
+            status = cell_status(cell_dir(out, cell), queue)
+            if not status.active:
+                outcomes[index] = CellOutcome(cell, status.state)
+                on_done(outcomes[index])
+                del left[index]

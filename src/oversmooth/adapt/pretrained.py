@@ -68,6 +68,9 @@ class PretrainedSource:
         refused = supports(layout(self.loaded.model), config.method)
         if refused:
             raise UsageError(f"{refused}; choose another method")
+        if config.gradient_checkpointing and self.objective == "distill":
+            raise UsageError("distillation trains without dropout (the model stays in eval mode), where "
+                             "transformers skips gradient checkpointing; leave it off or use an LM objective")
         if config.gradient_checkpointing and not self.loaded.model.supports_gradient_checkpointing:
             raise UsageError(f"{name} ({self.loaded.family.name}) does not support gradient checkpointing; "
                              "leave it off")
@@ -96,7 +99,8 @@ class PretrainedSource:
         return distill(splits, teacher)
 
     def _module(self, model: nn.Module, base: nn.Module) -> HFModule:
-        return HFModule(model, base, logits=self.head in LM_HEADS, causal=self.loaded.family.causal)
+        return HFModule(model, base, logits=self.head in LM_HEADS, causal=self.loaded.family.causal,
+                        dropout=self.objective != "distill")
 
     def arm(self, knobs: dict | None) -> HFModule:
         """A fresh copy of the model (LoRA-wrapped when asked), patched unless ``knobs`` is None."""

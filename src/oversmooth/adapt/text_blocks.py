@@ -38,14 +38,22 @@ def token_blocks(tokenizer, docs: list[data.Document], length: int, extra: int =
     tokenizer's separator (EOS or SEP), cut into consecutive windows; each window of ``length -
     specials`` tokens wrapped in the model's special tokens (BERT: ``[CLS] ... [SEP]``), then
     ``extra`` more tokens (1 for next-token targets). ``limit``: the first N blocks only."""
-    specials = tokenizer.num_special_tokens_to_add()
+    prefix, suffix = special_tokens(tokenizer)
+    specials = len(prefix) + len(suffix)
     inner = length - specials
     if inner < 2:
         raise UsageError(f"seq_len {length} leaves no room for text beside the model's {specials} special "
                          f"tokens; use at least {specials + 2}")
     separator = tokenizer.sep_token_id if tokenizer.sep_token_id is not None else tokenizer.eos_token_id
     ids: list[int] = []
-    for encoded in tokenizer([d.text for d in docs], add_special_tokens=False)["input_ids"]:
+    from transformers.utils import logging as hf_logging
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()  # documents longer than the model's limit are cut below
+    try:
+        encoded_docs = tokenizer([d.text for d in docs], add_special_tokens=False)["input_ids"]
+    finally:
+        hf_logging.set_verbosity(verbosity)
+    for encoded in encoded_docs:
         ids.extend(encoded)
         if separator is not None:
             ids.append(separator)
@@ -58,6 +66,14 @@ def token_blocks(tokenizer, docs: list[data.Document], length: int, extra: int =
     rows = []
     for i in range(count):
         window = stream[i * inner: (i + 1) * inner + extra].tolist()
-        wrapped = tokenizer.build_inputs_with_special_tokens(window[:inner])
-        rows.append(wrapped + window[inner:])
+        rows.append(prefix + window[:inner] + suffix + window[inner:])
     return torch.tensor(rows, dtype=torch.int64)
+
+
+def special_tokens(tokenizer) -> tuple[list[int], list[int]]:
+    """The ids the tokenizer puts before and after a text (BERT: ``[CLS]`` / ``[SEP]``; Llama:
+    ``<s>`` / none; GPT-2: none / none), read off the encoding of one word."""
+    bare = tokenizer("the", add_special_tokens=False)["input_ids"]
+    full = tokenizer("the", add_special_tokens=True)["input_ids"]
+    at = next(i for i in range(len(full) - len(bare) + 1) if full[i:i + len(bare)] == bare)
+    return full[:at], full[at + len(bare):]

@@ -1,0 +1,252 @@
+"""``oversmooth adapt``: our own train runs (the claim-8 path), tiny pretrained models (causal LM,
+distillation, LoRA), the saved patch, refusals. Each is checked against an independent reference:
+a hand-written forward and loss, transformers' own loss, peft's own merge."""
+
+import json
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+from hf_tiny import WORDS, save_tiny, save_tiny_with_head
+
+from oversmooth.adapt import AdaptConfig, adapt
+from oversmooth.errors import UsageError
+from oversmooth.run_spec import RunSpec
+from oversmooth.train.run import run
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+
+
+@pytest.fixture(scope="module")
+def vit_run(tmp_path_factory):
+    """A tiny finished `oversmooth train` ViT run on the synthetic task."""
+    out = tmp_path_factory.mktemp("run") / "vit"
+    run(RunSpec(task="synthetic", model="vit", epochs=2, depth=2, width=16, heads=2, batch_size=32,
+                out=str(out), device="cpu", progress=False, compile="off"))
+    return out
+
+
+@pytest.fixture(scope="module")
+def text_file(tmp_path_factory):
+    """~23 kB of in-vocabulary text with structure a tiny LM can learn."""
+    rng, paragraphs = random.Random(0), []
+    for _ in range(40):
+        word, words = rng.choice(WORDS), []
+        for _ in range(150):
+            words.append(word)
+            word = WORDS[(WORDS.index(word) * 7 + rng.choice((1, 2, 3))) % len(WORDS)]
+        paragraphs.append(" ".join(words))
+    path = tmp_path_factory.mktemp("text") / "text.txt"
+    path.write_text("\n\n".join(paragraphs))
+    return path
+
+
+def small(out, model, **settings):
+    return AdaptConfig(**{"model": str(model), "out": str(out), "steps": 4, "record_every": 2, "progress": False,
+                          **settings})
+
+
+def test_train_run_arms_share_weights_schedule_and_report_everything(vit_run, tmp_path):
+    from oversmooth.models import ViT, load_model
+
+    result = adapt(small(tmp_path / "a", vit_run, knobs=({"lam": 0.6}, {"lam": 1.0}), batch_size=16))
+    stored = json.loads((tmp_path / "a" / "adapt.json").read_text())
+    assert list(stored["arms"]) == ["control", "neutreno-lam0.6", "neutreno-lam1"]
+    for name, arm in stored["arms"].items():
+        assert arm["steps"] == 4 and arm["status"] == "completed"
+        assert [r["step"] for r in arm["rows"]] == [0, 2, 4]
+        assert set(arm["test"]) == {"loss", "accuracy"} and arm["cos_sim_last"] is not None
+        assert arm["wall_seconds"] > 0
+    assert stored["config"]["lr"] == pytest.approx(1e-4)  # a tenth of the run's 1e-3
+
+    # independent reference: the patched arm's start is the run's weights in a NeuTRENO ViT,
+    # scored by hand on the run's own validation split
+    saved = load_model(vit_run / "model")
+    cfg = type(saved.cfg).from_dict({**saved.cfg.to_dict(), "mitigation": {"methods": ["neutreno"], "lam": 0.6}})
+    patched = ViT(cfg).eval()
+    patched.load_state_dict(saved.state_dict())
+    from oversmooth.train.task_factory import make_task
+    task = make_task("synthetic", "vit")[0]
+    images, labels = task.batch("val", torch.arange(task.size("val")))
+    with torch.no_grad():
+        expected = F.cross_entropy(patched(images), labels).item()  # scores: plain cross-entropy
+    assert result.arms["neutreno-lam0.6"].start["loss"] == pytest.approx(expected, rel=1e-5)
+
+    # the adapted model loads again with its method, and its test score is the one reported
+    adapted = load_model(tmp_path / "a" / "arms" / "neutreno-lam0.6" / "model")
+    assert adapted.cfg.mitigation.name == "neutreno" and adapted.cfg.mitigation.lam == 0.6
+    images, labels = task.batch("test", torch.arange(task.size("test")))
+    with torch.no_grad():
+        test_loss = F.cross_entropy(adapted(images), labels).item()
+    assert result.arms["neutreno-lam0.6"].test["loss"] == pytest.approx(test_loss, rel=1e-5)
+
+    # a finished adaptation rerun does nothing: same result, files untouched
+    before = {p: p.stat().st_mtime_ns for p in (tmp_path / "a").rglob("*") if p.is_file()}
+    assert adapt(small(tmp_path / "a", vit_run, knobs=({"lam": 0.6}, {"lam": 1.0}), batch_size=16)).to_dict() \
+        == result.to_dict()
+    assert {p: p.stat().st_mtime_ns for p in (tmp_path / "a").rglob("*") if p.is_file()} == before
+
+
+def test_control_arm_is_the_plain_continuation(vit_run, tmp_path):
+    """The control arm equals a hand-written AdamW loop over the same batches and schedule."""
+    from oversmooth.models import load_model
+    from oversmooth.train.loop import epoch_order
+    from oversmooth.train.task_factory import make_task
+
+    adapt(small(tmp_path / "a", vit_run, batch_size=16, warmup=0.25))
+    model = load_model(vit_run / "model").train()
+    task = make_task("synthetic", "vit")[0]
+    decay = [p for p in model.parameters() if p.ndim >= 2]
+    rest = [p for p in model.parameters() if p.ndim < 2]
+    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": 0.05}, {"params": rest, "weight_decay": 0.0}],
+                                  lr=1e-4)
+    lrs = [1e-4 * f for f in (1.0, 1.0, 0.75, 0.25)]  # warm-up 1 step, then cosine over 3: 1, (1 + cos(pi k/3)) / 2
+    order = epoch_order(0, 0, task.size("train"))
+    for step in range(4):
+        for group in optimizer.param_groups:
+            group["lr"] = lrs[step]
+        images, labels = task.batch("train", order[step * 16:(step + 1) * 16])
+        loss = F.cross_entropy(model(images), labels, label_smoothing=0.1)
+        optimizer.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+    control = load_model(tmp_path / "a" / "arms" / "control" / "model")
+    for (name, mine), theirs in zip(model.state_dict().items(), control.state_dict().values()):
+        torch.testing.assert_close(mine, theirs, msg=name)
+
+
+def test_causal_lm_objective_scores_as_transformers_does(text_file, tmp_path):
+    from transformers import AutoModelForCausalLM
+
+    model_dir = save_tiny_with_head("gpt2", tmp_path / "gpt2")
+    result = adapt(small(tmp_path / "a", model_dir, text=f"text:{text_file}", seq_len=16, eval_sequences=6))
+    assert result.objective == "causal_lm"
+    # reference: transformers' own loss on the held-out blocks, rebuilt from the same text split
+    from oversmooth.adapt.text_blocks import documents, token_blocks
+    from oversmooth.hf.load import load
+    loaded = load(str(model_dir), 6)
+    blocks = token_blocks(loaded.tokenizer, documents(f"text:{text_file}")["val"], 16, extra=1, limit=6)
+    reference = AutoModelForCausalLM.from_pretrained(model_dir).eval()
+    with torch.no_grad():
+        loss = reference(input_ids=blocks[:, :-1], labels=blocks[:, :-1].clone()).loss  # shifts inside
+        loss = F.cross_entropy(reference(input_ids=blocks[:, :-1]).logits.flatten(0, 1), blocks[:, 1:].flatten())
+    assert result.control.start["loss"] == pytest.approx(loss.item(), rel=1e-5)
+    # the patched model is saved with its patch: our loader re-applies it, plain transformers refuses
+    from oversmooth.hf.patch import patch, patched_method
+    saved = tmp_path / "a" / "arms" / "neutreno" / "model"
+    again = load(str(saved), 2)
+    assert patched_method(again.model) == "neutreno" and again.patch["knobs"] == {"lam": 0.6}
+    fresh = patch(AutoModelForCausalLM.from_pretrained(saved, config=again.model.config).eval(), "neutreno", lam=0.6)
+    ids = blocks[:2, :-1]
+    with torch.no_grad():
+        torch.testing.assert_close(again.model(input_ids=ids).logits, fresh(input_ids=ids).logits)
+    with pytest.raises(ValueError, match="oversmooth_patched"):
+        AutoModelForCausalLM.from_pretrained(saved)
+
+
+def test_distillation_of_a_headless_encoder_starts_where_the_patch_left_it(text_file, tmp_path):
+    from transformers import AutoModel
+
+    from oversmooth.hf.patch import patch
+    model_dir = save_tiny("bert", tmp_path / "bert")
+    result = adapt(small(tmp_path / "a", model_dir, text=f"text:{text_file}", seq_len=16, eval_sequences=4,
+                         knobs=({"lam": 1.0},)))
+    assert result.objective == "distill"
+    assert result.control.start["output_cosine"] == pytest.approx(1.0)
+    from oversmooth.adapt.text_blocks import documents, token_blocks
+    from oversmooth.hf.load import load
+    blocks = token_blocks(load(str(model_dir), 4).tokenizer, documents(f"text:{text_file}")["val"], 16, limit=4)
+    teacher = AutoModel.from_pretrained(model_dir).eval()
+    student = patch(AutoModel.from_pretrained(model_dir).eval(), "neutreno", lam=1.0)
+    with torch.no_grad():
+        t, s = teacher(input_ids=blocks).last_hidden_state, student(input_ids=blocks).last_hidden_state
+    cosine = F.cosine_similarity(t.mean(1).double(), s.mean(1).double(), dim=-1).mean().item()
+    assert result.arms["neutreno-lam1"].start["output_cosine"] == pytest.approx(cosine, rel=1e-5)
+    assert result.arms["neutreno-lam1"].start["loss"] == pytest.approx(
+        (1 - F.cosine_similarity(s, t, dim=-1)).mean().item(), rel=1e-4)
+
+
+def test_lora_trains_adapters_only_and_saves_them_merged(text_file, tmp_path):
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    model_dir = save_tiny_with_head("gpt2", tmp_path / "gpt2")
+    adapt(small(tmp_path / "a", model_dir, text=f"text:{text_file}", seq_len=16, eval_sequences=4, lora=2))
+    original = AutoModelForCausalLM.from_pretrained(model_dir).state_dict()
+    control = AutoModelForCausalLM.from_pretrained(tmp_path / "a" / "arms" / "control" / "model").state_dict()
+    changed = {name for name, tensor in control.items() if not torch.equal(tensor, original[name])}
+    # reference: the modules peft itself targets for GPT-2
+    probe = get_peft_model(AutoModelForCausalLM.from_pretrained(model_dir), LoraConfig(r=2))
+    targets = probe.peft_config["default"].target_modules
+    assert changed and all(any(t in name for t in targets) for name in changed)
+
+
+def test_refusals_write_nothing(vit_run, tmp_path):
+    out = tmp_path / "out"
+    cases = [
+        (small(out, vit_run, steps=0), "steps"),
+        (small(out, vit_run, knobs=({"lam": -1.0},)), "lambda"),
+        (small(out, vit_run, method="spectral"), "re-parameterises"),
+        (small(out, vit_run, objective="masked_lm"), "own task"),
+        (small(out, tmp_path / "nothing-here"), "neither"),
+    ]
+    for config, words in cases:
+        with pytest.raises(UsageError, match=words):
+            adapt(config)
+    assert not out.exists()
+    bert = save_tiny("bert", tmp_path / "bert")
+    with pytest.raises(UsageError, match="causal-lm head"):
+        adapt(small(out, bert, objective="causal_lm", text="sample"))
+    with pytest.raises(UsageError, match="cannot read|no such|not"):
+        adapt(small(out, bert, text=f"text:{tmp_path / 'missing.txt'}"))
+    assert not out.exists()
+
+
+def test_cli_exit_2_one_line_and_other_runs_folder_refused(vit_run, tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    base = [sys.executable, "-m", "oversmooth", "adapt", str(vit_run), "--steps", "2", "--batch-size", "16",
+            "--no-progress"]
+    done = subprocess.run([*base, "--out", str(tmp_path / "a"), "--lam", "0.6"], env=env, capture_output=True,
+                          text=True)
+    assert done.returncode == 0, done.stderr
+    assert "neutreno-lam0.6" in done.stdout
+    for extra, words in ((["--lam", "0.2"], "another adaptation"), (["--steps", "-1"], "steps"),
+                         (["--omega", "0.1"], "attnscale")):
+        done = subprocess.run([*base, "--out", str(tmp_path / "a"), *extra], env=env, capture_output=True, text=True)
+        assert done.returncode == 2 and words in done.stderr and "Traceback" not in done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.slow
+def test_killed_adaptation_resumes_bit_identical(vit_run, tmp_path):
+    import signal
+    import time
+
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    command = [sys.executable, "-m", "oversmooth", "adapt", str(vit_run), "--steps", "12", "--record-every", "3",
+               "--batch-size", "16", "--lam", "0.6", "--no-progress", "--threads", "1"]
+    subprocess.run([*command, "--out", str(tmp_path / "whole")], env=env, check=True, capture_output=True)
+    out = tmp_path / "killed"
+    process = subprocess.Popen([*command, "--out", str(out)], env=env, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+    target = out / "arms" / "neutreno-lam0.6" / "checkpoint.pt"
+    deadline = time.monotonic() + 120
+    while not target.exists() and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.002)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    subprocess.run([*command, "--out", str(out)], env=env, check=True, capture_output=True)
+    from safetensors.torch import load_file
+    for arm in ("control", "neutreno-lam0.6"):
+        whole = load_file(tmp_path / "whole" / "arms" / arm / "model" / "model.safetensors")
+        again = load_file(out / "arms" / arm / "model" / "model.safetensors")
+        assert all(torch.equal(whole[k], again[k]) for k in whole)
+    rows = lambda folder: [{k: v for k, v in r.items()} for r in  # noqa: E731
+                           json.loads((folder / "adapt.json").read_text())["arms"]["neutreno-lam0.6"]["rows"]]
+    assert rows(tmp_path / "whole") == rows(out)

@@ -250,3 +250,24 @@ def test_killed_adaptation_resumes_bit_identical(vit_run, tmp_path):
     rows = lambda folder: [{k: v for k, v in r.items()} for r in  # noqa: E731
                            json.loads((folder / "adapt.json").read_text())["arms"]["neutreno-lam0.6"]["rows"]]
     assert rows(tmp_path / "whole") == rows(out)
+
+
+@pytest.mark.slow
+def test_a_trained_tiny_causal_lm_recovers_within_10_percent_of_its_control(text_file, tmp_path, capsys):
+    """A tiny GPT-2 first trained on the text (the control arm of a first adaptation, saved as a
+    plain checkpoint), then adapted with NeuTRENO lam 0.6: held-out perplexity back within 10 %
+    of the control arm's. (The numbers in docs/adapt.md come from this test, run with -s.)"""
+    random_lm = save_tiny_with_head("gpt2", tmp_path / "gpt2")
+    common = dict(text=f"text:{text_file}", seq_len=32, steps=60, record_every=20, lr=1e-3, progress=False)
+    adapt(AdaptConfig(model=str(random_lm), out=str(tmp_path / "pretrain"), **common))
+    trained = tmp_path / "pretrain" / "arms" / "control" / "model"
+    result = adapt(AdaptConfig(model=str(trained), out=str(tmp_path / "a"), knobs=({"lam": 0.6},), **common))
+    arm, control = result.arms["neutreno-lam0.6"], result.control
+    with capsys.disabled():
+        print(f"\nperplexity: unpatched {control.start['perplexity']:.2f}, patched {arm.start['perplexity']:.2f}, "
+              f"adapted {arm.val['perplexity']:.2f} vs control {control.val['perplexity']:.2f} (val); test "
+              f"{arm.test['perplexity']:.2f} vs {control.test['perplexity']:.2f}; last-layer cos_sim "
+              f"{arm.cos_sim_last:.3f} vs {control.cos_sim_last:.3f}")
+    assert arm.start["perplexity"] > control.start["perplexity"]  # the patch did damage
+    assert arm.val["perplexity"] <= 1.1 * control.val["perplexity"]
+    assert arm.test["perplexity"] <= 1.1 * control.test["perplexity"]

@@ -240,7 +240,9 @@ def test_killed_adaptation_resumes_bit_identical(vit_run, tmp_path):
     while not target.exists() and process.poll() is None and time.monotonic() < deadline:
         time.sleep(0.002)
     process.send_signal(signal.SIGKILL)
-    process.wait()
+    assert process.wait() == -signal.SIGKILL, "the adaptation ended before it could be killed"
+    from oversmooth.train import load_checkpoint
+    assert load_checkpoint(target)["step"] < 12 and not (out / "adapt.json").exists()
     subprocess.run([*command, "--out", str(out)], env=env, check=True, capture_output=True)
     from safetensors.torch import load_file
     for arm in ("control", "neutreno-lam0.6"):

@@ -273,3 +273,29 @@ def test_a_trained_tiny_causal_lm_recovers_within_10_percent_of_its_control(text
     assert arm.start["perplexity"] > control.start["perplexity"]  # the patch did damage
     assert arm.val["perplexity"] <= 1.1 * control.val["perplexity"]
     assert arm.test["perplexity"] <= 1.1 * control.test["perplexity"]
+
+
+@pytest.mark.parametrize("kind,head", [("gpt2", "GPT2LMHeadModel"), ("llama", "LlamaForCausalLM")])
+def test_gradient_checkpointing_keeps_the_patched_gradients(kind, head):
+    """--gradient-checkpointing recomputes blocks in backward; the patch's hooks (V1 carried from
+    block 0) must give the same gradients as without it."""
+    import transformers as tf
+    from hf_tiny import CONFIGS
+
+    from oversmooth.hf.patch import patch
+    ids = torch.randint(3, 50, (2, 12), generator=torch.Generator().manual_seed(1))
+    grads = []
+    for checkpointing in (False, True):
+        torch.manual_seed(0)
+        model = getattr(tf, head)(CONFIGS[kind]()).train()
+        for module in model.modules():
+            if isinstance(module, torch.nn.Dropout):
+                module.p = 0.0
+        if checkpointing:
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        patch(model, "neutreno", lam=0.6)
+        model(input_ids=ids).logits.square().mean().backward()
+        grads.append({n: p.grad for n, p in model.named_parameters() if p.grad is not None})
+    assert grads[0].keys() == grads[1].keys()
+    for name in grads[0]:
+        torch.testing.assert_close(grads[0][name], grads[1][name], msg=name)

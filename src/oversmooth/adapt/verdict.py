@@ -37,6 +37,7 @@ class Verdict:
     control: float          # the control's end
     recovered: float | None  # share of the gap patched -> control closed (log scale for perplexities)
     within_budget: bool
+    damaged: bool           # the patched start was out of budget
     cos_unpatched: float | None
     cos_patched: float | None
     cos_adapted: float | None
@@ -57,6 +58,10 @@ class Verdict:
                    f"adapted (control {self.control:.4g}){share}")
         similarity = (f"last-layer cos_sim {_f(self.cos_unpatched)} unpatched, {_f(self.cos_patched)} patched, "
                       f"{_f(self.cos_adapted)} adapted vs {_f(self.cos_control)} control")
+        if not self.damaged and self.within_budget:
+            lower = "lower than" if self.similarity_lower else "not lower than"
+            return (f"{self.arm}: the patch did no damage beyond the budget to begin with, and similarity ends "
+                    f"{lower} the control's ({numbers}); {similarity}")
         if not self.within_budget:
             return f"{self.arm}: NOT recovered, the model is still damaged ({numbers}); {similarity}"
         if self.similarity_lower:
@@ -76,15 +81,19 @@ def judge(result: AdaptResult, arm: ArmResult) -> Verdict:
     higher, kind, bound = MEASURES[measure]
     values = [control.start[measure], arm.start[measure], end[measure], (control.val or control.start)[measure]]
     unpatched, patched, adapted, reference = values
-    if kind == "absolute":
-        ok = adapted >= bound if higher else adapted <= bound
-    elif kind == "ratio":
-        ok = adapted <= bound * reference
-    else:
-        ok = adapted >= reference - bound
+    ok, damaged = within(adapted, reference, higher, kind, bound), not within(patched, unpatched, higher, kind, bound)
     scale = (lambda v: math.log(v)) if kind == "ratio" else (lambda v: v)
     gap = scale(reference) - scale(patched)
     recovered = (scale(adapted) - scale(patched)) / gap if abs(gap) > 1e-12 else None
-    return Verdict(arm.name, measure, unpatched, patched, adapted, reference, recovered, ok,
+    return Verdict(arm.name, measure, unpatched, patched, adapted, reference, recovered, ok, damaged,
                    control.start_cos_sim_last, arm.start_cos_sim_last, arm.cos_sim_last, control.cos_sim_last,
                    arm.status)
+
+
+def within(value: float, reference: float, higher: bool, kind: str, bound: float) -> bool:
+    """``value`` inside the budget (``reference``: what a ratio or difference is taken against)."""
+    if kind == "absolute":
+        return value >= bound if higher else value <= bound
+    if kind == "ratio":
+        return value <= bound * reference
+    return value >= reference - bound

@@ -67,6 +67,8 @@ def adapt(config: AdaptConfig) -> AdaptResult:
     Every refusal (a ``UsageError`` naming the problem and the fix) comes before anything is
     written."""
     config.check()
+    if config.device == "cuda" and not torch.cuda.is_available():
+        raise UsageError("device is cuda but no CUDA device is visible; make it auto or cpu")
     if config.threads is not None:
         torch.set_num_threads(config.threads)
     source = open_source(config)
@@ -96,7 +98,8 @@ def train_config(config: AdaptConfig, steps_per_epoch: int) -> TrainConfig:
         epochs=math.ceil(config.steps / steps_per_epoch), batch_size=config.batch_size, lr=config.lr,
         weight_decay=config.weight_decay, warmup_fraction=config.warmup, grad_clip=config.grad_clip,
         seed=config.seed, checkpoint_every=config.every, eval_batch_size=4 * config.batch_size,
-        probe_size=min(32, config.eval_sequences), bf16=False, compile=False, progress=config.progress,
+        probe_size=min(32, config.eval_sequences), bf16=config.dtype == "bfloat16", compile=False,
+        progress=config.progress,
         max_steps=config.steps, record_every=config.every,
     )
 

@@ -299,3 +299,40 @@ def test_gradient_checkpointing_keeps_the_patched_gradients(kind, head):
     assert grads[0].keys() == grads[1].keys()
     for name in grads[0]:
         torch.testing.assert_close(grads[0][name], grads[1][name], msg=name)
+
+
+@pytest.mark.parametrize("kind", ["bert", "llama"])
+def test_a_patched_lora_arm_computes_what_its_merged_weights_patched_compute(kind, text_file, tmp_path):
+    """The patch must see the adapters: NeuTRENO's V and V1 are the value projection's output
+    *with* the LoRA part. Reference: peft's own merge, loaded into a fresh model, patched."""
+    import copy
+
+    from transformers import AutoModel
+
+    from oversmooth.adapt.pretrained import PretrainedSource
+    from oversmooth.hf.patch import patch
+    folder = save_tiny(kind, tmp_path / kind)
+    source = PretrainedSource(AdaptConfig(model=str(folder), text=f"text:{text_file}", seq_len=16, lora=2))
+    arm = source.arm({"lam": 0.6}).eval()
+    with torch.no_grad():
+        for name, p in arm.model.named_parameters():
+            if "lora_B" in name:
+                p.normal_(0, 0.5, generator=torch.Generator().manual_seed(hash(name) % 1000))
+    merged = copy.deepcopy(arm.model).merge_and_unload().state_dict()
+    reference = AutoModel.from_pretrained(folder).eval()
+    reference.load_state_dict(merged)
+    patch(reference, "neutreno", lam=0.6)
+    ids = torch.randint(4, 50, (2, 12), generator=torch.Generator().manual_seed(3))
+    with torch.no_grad():
+        torch.testing.assert_close(arm(ids), reference(input_ids=ids).last_hidden_state, atol=1e-5, rtol=1e-4)
+
+
+def test_a_model_wrapped_by_peft_is_discovered_through_its_adapters():
+    from peft import LoraConfig, get_peft_model
+
+    from hf_tiny import tiny_model
+
+    from oversmooth.hf.families import layout
+    wrapped = get_peft_model(tiny_model("bert"), LoraConfig(r=2, target_modules=["query", "value"]))
+    lay = layout(wrapped.get_base_model())
+    assert type(lay.blocks[0].get_submodule(lay.family.value)).__module__.startswith("peft")

@@ -106,7 +106,7 @@ class PretrainedSource:
         """A fresh copy of the model (LoRA-wrapped when asked), patched unless ``knobs`` is None."""
         from oversmooth.hf.patch import patch
 
-        base = self._load().model
+        base = self._load().model  # its layout names modules by path: peft's wrappers take their places
         if self.config.gradient_checkpointing:
             base.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
         model = base

@@ -336,3 +336,26 @@ def test_a_model_wrapped_by_peft_is_discovered_through_its_adapters():
     wrapped = get_peft_model(tiny_model("bert"), LoraConfig(r=2, target_modules=["query", "value"]))
     lay = layout(wrapped.get_base_model())
     assert type(lay.blocks[0].get_submodule(lay.family.value)).__module__.startswith("peft")
+
+
+def test_masked_lm_objective_scores_as_transformers_does(text_file, tmp_path):
+    from transformers import AutoModelForMaskedLM
+
+    from oversmooth.adapt.pretrained import PretrainedSource
+    folder = save_tiny_with_head("bert", tmp_path / "bert")
+    config = AdaptConfig(model=str(folder), text=f"text:{text_file}", seq_len=16, eval_sequences=6, steps=2,
+                         progress=False, out=str(tmp_path / "a"))
+    source = PretrainedSource(config)
+    assert source.objective == "masked_lm"
+    task = source.task()
+    inputs, labels = task.batch("val", torch.arange(task.size("val")))
+    assert (labels != -100).any() and (inputs[labels != -100] == source.loaded.tokenizer.mask_token_id).all()
+    reference = AutoModelForMaskedLM.from_pretrained(folder).eval()
+    with torch.no_grad():
+        expected = reference(input_ids=inputs, labels=labels).loss.item()
+    result = adapt(config)
+    assert result.control.start["masked_nll"] == pytest.approx(expected, rel=1e-5)
+    # training masks are drawn afresh each step, from the loop's per-step generator
+    first = task.batch("train", torch.arange(4), torch.Generator().manual_seed(1))[1]
+    second = task.batch("train", torch.arange(4), torch.Generator().manual_seed(2))[1]
+    assert not torch.equal(first, second)

@@ -195,6 +195,7 @@ def test_refusals_write_nothing(vit_run, tmp_path):
         (small(out, vit_run, method="spectral"), "re-parameterises"),
         (small(out, vit_run, objective="masked_lm"), "own task"),
         (small(out, tmp_path / "nothing-here"), "neither"),
+        (small(out, vit_run, batch_size=10_000), "exceeds"),
     ]
     for config, words in cases:
         with pytest.raises(UsageError, match=words):

@@ -75,12 +75,16 @@ def adapt(config: AdaptConfig) -> AdaptResult:
     out = check_out(config)
     if (out / RESULT_FILE).is_file():
         return AdaptResult.from_dict(json.loads((out / RESULT_FILE).read_text()))
+    given = config
+    config = replace(config, **{k: v for k, v in source.defaults.items() if getattr(config, k) is None})
+    task = source.task()  # the data's own refusals (too little text for a sequence) come before any write
+    if task.size("train") < config.batch_size:
+        raise UsageError(f"batch_size {config.batch_size} exceeds the {task.size('train')} training examples; "
+                         "lower it or give more data")
     out.mkdir(parents=True, exist_ok=True)
     if not (out / CONFIG_FILE).is_file():
-        config.save(out / CONFIG_FILE)  # as given: a rerun compares its own settings with these
-    config = replace(config, **{k: v for k, v in source.defaults.items() if getattr(config, k) is None})
+        given.save(out / CONFIG_FILE)  # as given: a rerun compares its own settings with these
     env = setup_distributed(config.device)
-    task = source.task()
     arms = {}
     for name, knobs in zip(config.arm_names(), [None, *source.knobs]):
         arms[name] = _run_arm(config, source, task, env, out / "arms" / name, name, knobs)
@@ -107,9 +111,6 @@ def train_config(config: AdaptConfig, steps_per_epoch: int) -> TrainConfig:
 def _run_arm(config: AdaptConfig, source, task, env, folder: Path, name: str, knobs: dict | None) -> ArmResult:
     """One arm: its start scores, then the train loop (resumed if it was cut), then its model."""
     spe = task.size("train") // config.batch_size
-    if spe < 1:
-        raise UsageError(f"batch_size {config.batch_size} exceeds the {task.size('train')} training sequences; "
-                         "lower it or give more text")
     torch.manual_seed(config.seed)
     model = source.arm(knobs).to(env.device)
     folder.mkdir(parents=True, exist_ok=True)

@@ -201,6 +201,11 @@ def test_refusals_write_nothing(vit_run, tmp_path):
         with pytest.raises(UsageError, match=words):
             adapt(config)
     assert not out.exists()
+    unfinished = tmp_path / "unfinished"
+    unfinished.mkdir()
+    (unfinished / "metrics.jsonl").write_text("")
+    with pytest.raises(UsageError, match="not finished"):
+        adapt(small(out, unfinished))
     bert = save_tiny("bert", tmp_path / "bert")
     with pytest.raises(UsageError, match="causal-lm head"):
         adapt(small(out, bert, objective="causal_lm", text="sample"))

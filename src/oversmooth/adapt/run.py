@@ -36,9 +36,12 @@ CONFIG_FILE, RESULT_FILE, START_FILE = "adapt_config.json", "adapt.json", "start
 
 def open_source(config: AdaptConfig):
     """The thing adapted: an ``oversmooth train`` run folder, else a pretrained model."""
-    from oversmooth.adapt.train_run import TrainRunSource, is_train_run
+    from oversmooth.adapt.train_run import TrainRunSource, is_train_run, is_unfinished_train_run
     if is_train_run(config.model):
         return TrainRunSource(config)
+    if is_unfinished_train_run(config.model):
+        raise UsageError(f"{config.model} holds an `oversmooth train` run that has not finished (no results.json "
+                         "and model/ yet); finish it first (oversmooth train --resume auto)")
     from oversmooth.adapt.pretrained import PretrainedSource
     return PretrainedSource(config)
 

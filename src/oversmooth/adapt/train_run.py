@@ -25,6 +25,12 @@ def is_train_run(path: str | None) -> bool:
     return path is not None and (Path(path) / "results.json").is_file() and (Path(path) / "model").is_dir()
 
 
+def is_unfinished_train_run(path: str | None) -> bool:
+    """A train run folder without its results or model yet (still training, or killed)."""
+    return (path is not None and not is_train_run(path)
+            and any((Path(path) / name).is_file() for name in ("checkpoint.pt", "metrics.jsonl", "spec.json")))
+
+
 class TrainRunSource:
     """Adapt the model of the train run in ``config.model`` on that run's own task."""
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-import torch
 from torch import nn
 
 from oversmooth.adapt import objectives
@@ -59,7 +58,7 @@ class PretrainedSource:
         self.knobs = [resolve_knobs(config.method, k) for k in config.knobs]
         if config.lora and importlib.util.find_spec("peft") is None:
             raise UsageError(f"lora needs the peft package: pip install {PEFT_PIN}")
-        self.where = placement(config.device, {"float32": "float32", "bfloat16": "bfloat16"}[config.dtype])
+        self.where = placement(config.device, config.dtype)
         self._load = lambda: load(config.model, 8, config.seq_len, self.where)
         self.loaded = self._load()
         if self.loaded.family.modality != "text":

@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from oversmooth.adapt.config import CONTROL
+
 
 def last_cos_sim(layers: list[dict] | None) -> float | None:
     """cos_sim of the last stream state (after the last block, before any final norm)."""
@@ -61,11 +63,11 @@ class AdaptResult:
 
     @property
     def control(self) -> ArmResult:
-        return self.arms["control"]
+        return self.arms[CONTROL]
 
     @property
     def patched(self) -> list[ArmResult]:
-        return [arm for name, arm in self.arms.items() if name != "control"]
+        return [arm for name, arm in self.arms.items() if name != CONTROL]
 
     def to_dict(self) -> dict:
         return {"config": self.config, "source": self.source, "objective": self.objective,

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import torch
 
-from oversmooth.adapt.config import CONTROL, AdaptConfig, setting
+from oversmooth.adapt.config import AdaptConfig, setting
 from oversmooth.adapt.result import AdaptResult, ArmResult
 from oversmooth.atomic import atomic_write
 from oversmooth.errors import UsageError

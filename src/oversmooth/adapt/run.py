@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from dataclasses import replace
 from pathlib import Path
 
@@ -70,6 +71,8 @@ def adapt(config: AdaptConfig) -> AdaptResult:
     Every refusal (a ``UsageError`` naming the problem and the fix) comes before anything is
     written."""
     config.check()
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        raise UsageError("adapt runs in one process (its arms run one after the other); start it without torchrun")
     if config.device == "cuda" and not torch.cuda.is_available():
         raise UsageError("device is cuda but no CUDA device is visible; make it auto or cpu")
     if config.threads is not None:

@@ -16,7 +16,7 @@ PAGES = (ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")))
 BLOCKS = [(page, code) for page in PAGES[:1] + (ROOT / "docs" / "studies.md",)
           for code in re.findall(r"```python\n(.*?)```", page.read_text(), re.S)]
 # `oversmooth SUB ...` up to the end of its code span / line; a trailing backslash continues the line
-COMMAND = re.compile(r"oversmooth (analyze|metrics|report|study|theory|train)\b((?:[^`\n]|\\\n)*)")
+COMMAND = re.compile(r"oversmooth (adapt|analyze|metrics|report|study|theory|train)\b((?:[^`\n]|\\\n)*)")
 
 
 def subcommand_flags() -> dict[str, set[str]]:

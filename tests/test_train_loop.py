@@ -88,3 +88,16 @@ def test_compile_may_change_on_resume_and_older_runs_still_resume(tmp_path):
         train(model, image_task(), config, tmp_path, resume=True)
     results = train(model, image_task(), dataclasses.replace(CONFIG, compile=True), tmp_path, resume=True)
     assert results["status"] == "completed" and results["steps"] == 16
+
+
+def test_max_steps_and_record_every_stop_and_record_where_asked(tmp_path):
+    """8 steps an epoch; 11 steps recorded every 4: records at 4, 8 and 11, the schedule spanning
+    11 steps (lr 0 after the last), and the description of a run without them unchanged."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Flatten(), nn.Linear(64, 4))
+    config = TrainConfig(epochs=2, batch_size=32, lr=1e-2, progress=False, max_steps=11, record_every=4)
+    results = train(model, image_task(), config, tmp_path)
+    records = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in records] == [4, 8, 11] and results["steps"] == 11
+    assert records[-1]["lr"] == pytest.approx(0.0, abs=1e-12)
+    assert "max_steps" not in CONFIG.settings() and "record_every" not in CONFIG.settings()

@@ -172,6 +172,10 @@ def run(args: argparse.Namespace) -> int:
         from oversmooth.hf.patch import supported_methods
         settings = replace(settings, methods=supported_methods(loaded.model),
                            sweeps=tuple(s for s in sweeps if s.method in supported_methods(loaded.model)))
+    if loaded.patch:  # an adapted model: its own patch is its baseline, no second patch goes on top
+        settings = replace(settings, methods=(), sweeps=())
+        print(f"{loaded.name} carries its adaptation's patch ({loaded.patch['method']} {loaded.patch['knobs']}): "
+              "measured as saved, no other method patched on top", file=sys.stderr)
     if loaded.family.modality == "text":
         if args.images:
             raise UsageError(f"{loaded.name} is a text model ({loaded.family.name}); use --text, not --images")

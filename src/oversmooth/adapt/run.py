@@ -1,0 +1,148 @@
+"""``adapt(config) -> AdaptResult``: every arm of one adaptation, each a run of the train loop.
+
+Folder ``config.out``:
+- ``adapt_config.json``: the config (a later call on the folder must give the same settings);
+- ``arms/<arm>/``: the train loop's files for that arm (``checkpoint.pt``, ``metrics.jsonl``,
+  ``results.json``), ``start.json`` (held-out scores and layer metrics before any step) and
+  ``model/`` (the adapted model; a pretrained model's patch is recorded in its config);
+- ``adapt.json``, ``adapt.csv``, ``adapt.png``, ``report.md`` (``oversmooth.adapt.report``).
+
+Arms run one after the other, control first; each is resumable on its own, so a killed call
+rerun with the same config continues where it stopped and ends bit-identical; a finished one
+returns the stored result without training.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import replace
+from pathlib import Path
+
+import torch
+
+from oversmooth.adapt.config import AdaptConfig, setting
+from oversmooth.adapt.result import AdaptResult, ArmResult
+from oversmooth.atomic import atomic_write
+from oversmooth.errors import UsageError
+from oversmooth.outputs import check_output_dir
+from oversmooth.train.checkpoint import rng_state, set_rng_state
+from oversmooth.train.distributed import setup_distributed
+from oversmooth.train.evaluation import evaluate, layer_metrics
+from oversmooth.train.loop import TrainConfig, train
+
+CONFIG_FILE, RESULT_FILE, START_FILE = "adapt_config.json", "adapt.json", "start.json"
+
+
+def open_source(config: AdaptConfig):
+    """The thing adapted: an ``oversmooth train`` run folder, else a pretrained model."""
+    from oversmooth.adapt.train_run import TrainRunSource, is_train_run, is_unfinished_train_run
+    if is_train_run(config.model):
+        return TrainRunSource(config)
+    if is_unfinished_train_run(config.model):
+        raise UsageError(f"{config.model} holds an `oversmooth train` run that has not finished (no results.json "
+                         "and model/ yet); finish it first (oversmooth train --resume auto)")
+    from oversmooth.adapt.pretrained import PretrainedSource
+    return PretrainedSource(config)
+
+
+def check_out(config: AdaptConfig) -> Path:
+    """``out`` must be writable and hold no other adaptation (nothing is created here)."""
+    out = check_output_dir(config.out, "out")
+    stored = out / CONFIG_FILE
+    if stored.is_file():
+        try:
+            other = AdaptConfig.from_dict(json.loads(stored.read_text()))
+        except (ValueError, TypeError, UsageError):
+            raise UsageError(f"out {out} holds a damaged {CONFIG_FILE}; choose another out") from None
+        if setting(other) != setting(config):
+            changed = sorted(k for k, v in setting(config).items() if setting(other).get(k) != v)
+            raise UsageError(f"out {out} holds another adaptation (it differs in {', '.join(changed)}); "
+                             "choose another out, or rerun with that adaptation's settings to resume it")
+    elif out.is_dir() and any(out.iterdir()):
+        raise UsageError(f"out {out} is a folder with other files in it; choose a new or empty out")
+    return out
+
+
+def adapt(config: AdaptConfig) -> AdaptResult:
+    """Run (or resume, or return) the adaptation ``config`` describes; see the module docstring.
+
+    Every refusal (a ``UsageError`` naming the problem and the fix) comes before anything is
+    written."""
+    config.check()
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        raise UsageError("adapt runs in one process (its arms run one after the other); start it without torchrun")
+    if config.device == "cuda" and not torch.cuda.is_available():
+        raise UsageError("device is cuda but no CUDA device is visible; make it auto or cpu")
+    if config.threads is not None:
+        torch.set_num_threads(config.threads)
+    source = open_source(config)
+    out = check_out(config)
+    if (out / RESULT_FILE).is_file():
+        return AdaptResult.from_dict(json.loads((out / RESULT_FILE).read_text()))
+    given = config
+    config = replace(config, **{k: v for k, v in source.defaults.items() if getattr(config, k) is None})
+    task = source.task()  # the data's own refusals (too little text for a sequence) come before any write
+    if task.size("train") < config.batch_size:
+        raise UsageError(f"batch_size {config.batch_size} exceeds the {task.size('train')} training examples; "
+                         "lower it or give more data")
+    out.mkdir(parents=True, exist_ok=True)
+    if not (out / CONFIG_FILE).is_file():
+        given.save(out / CONFIG_FILE)  # as given: a rerun compares its own settings with these
+    env = setup_distributed(config.device)
+    arms = {}
+    for name, knobs in zip(config.arm_names(), [None, *source.knobs]):
+        arms[name] = _run_arm(config, source, task, env, out / "arms" / name, name, knobs)
+    result = AdaptResult(config=config.to_dict(), source=source.description, objective=source.objective,
+                         arms=arms)
+    from oversmooth.adapt.report import write_outputs
+    write_outputs(result, out)
+    with atomic_write(out / RESULT_FILE) as handle:
+        json.dump(result.to_dict(), handle, indent=2)
+    return result
+
+
+def train_config(config: AdaptConfig, steps_per_epoch: int) -> TrainConfig:
+    return TrainConfig(
+        epochs=math.ceil(config.steps / steps_per_epoch), batch_size=config.batch_size, lr=config.lr,
+        weight_decay=config.weight_decay, warmup_fraction=config.warmup, grad_clip=config.grad_clip,
+        seed=config.seed, checkpoint_every=config.every, eval_batch_size=4 * config.batch_size,
+        probe_size=min(32, config.eval_sequences), bf16=config.dtype == "bfloat16", compile=False,
+        progress=config.progress,
+        max_steps=config.steps, record_every=config.every,
+    )
+
+
+def _run_arm(config: AdaptConfig, source, task, env, folder: Path, name: str, knobs: dict | None) -> ArmResult:
+    """One arm: its start scores, then the train loop (resumed if it was cut), then its model."""
+    spe = task.size("train") // config.batch_size
+    torch.manual_seed(config.seed)
+    model = source.arm(knobs).to(env.device)
+    folder.mkdir(parents=True, exist_ok=True)
+    cfg = train_config(config, spe)
+    start = _start(model, task, cfg, env, folder)
+    description = {"adapt": setting(config), "source": source.description, "arm": name,
+                   "method": config.method if knobs is not None else source.description.get("method", "unpatched"),
+                   "knobs": knobs}
+    torch.manual_seed(config.seed)
+    results = train(model, task, cfg, folder, env, resume=True, description=description)
+    if results["status"] == "completed" and not (folder / "model").is_dir():
+        source.save(model, folder / "model", knobs)
+    records = [json.loads(line) for line in (folder / "metrics.jsonl").read_text().splitlines() if line]
+    return ArmResult.of(name, description["method"], knobs, start, records, results)
+
+
+def _start(model, task, cfg: TrainConfig, env, folder: Path) -> dict:
+    """Held-out scores and layer metrics of the arm's model before any step (kept in
+    ``start.json``; the RNG is left as it was)."""
+    path = folder / START_FILE
+    if path.is_file():
+        return json.loads(path.read_text())
+    saved = rng_state()
+    probe = task.batch("val", torch.arange(min(cfg.probe_size, task.size("val"))))[0].to(env.device)
+    start = {"step": 0, "val": evaluate(model, task, "val", cfg.eval_batch_size, env), "layers": layer_metrics(model, probe)}
+    set_rng_state(saved)
+    with atomic_write(path) as handle:
+        json.dump(start, handle, indent=2)
+    return start

@@ -1,0 +1,98 @@
+"""An ``oversmooth train`` run folder as the thing adapted: its own task, loss and data pipeline,
+its saved model continued with or without a mitigation.
+
+A patched arm is the run's model rebuilt with ``method`` (and knobs) in place of the run's
+method, loading the run's weights: a method that adds parameters (AttnScale, FeatScale) starts
+them at their initial values; one that removes or re-parameterises weights (symmetric, spectral)
+cannot continue from them and is refused.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from torch import nn
+
+from oversmooth.adapt.config import AdaptConfig
+from oversmooth.errors import UsageError
+from oversmooth.train.task_factory import DataOptions, check_data, make_task
+from oversmooth.train.tasks import SupervisedTask
+
+
+def is_train_run(path: str | None) -> bool:
+    """True for a folder written by ``oversmooth train`` (``model/`` and ``results.json``)."""
+    return path is not None and (Path(path) / "results.json").is_file() and (Path(path) / "model").is_dir()
+
+
+def is_unfinished_train_run(path: str | None) -> bool:
+    """A train run folder without its results or model yet (still training, or killed)."""
+    return (path is not None and not is_train_run(path)
+            and any((Path(path) / name).is_file() for name in ("checkpoint.pt", "metrics.jsonl", "spec.json")))
+
+
+class TrainRunSource:
+    """Adapt the model of the train run in ``config.model`` on that run's own task."""
+
+    objective = "task"
+
+    def __init__(self, config: AdaptConfig):
+        from oversmooth.models import load_model
+
+        self.config, self.folder = config, Path(config.model)
+        if config.objective not in ("auto", "task"):
+            raise UsageError(f"{self.folder} is an `oversmooth train` run: it adapts on its own task; "
+                             f"drop objective {config.objective!r} (or give objective task)")
+        if config.lora:
+            raise UsageError("lora is for large pretrained models; our own train runs are fine-tuned whole: "
+                             "set lora 0")
+        try:
+            results = json.loads((self.folder / "results.json").read_text())
+            self.run = results["description"]
+        except (OSError, ValueError, KeyError, TypeError):
+            raise UsageError(f"{self.folder}/results.json is not a train run's results; give a folder written "
+                             "by `oversmooth train`") from None
+        if results.get("status") != "completed":
+            raise UsageError(f"{self.folder} holds a run that did not complete ({results.get('status')}); "
+                             "finish it first (oversmooth train --resume auto)")
+        self.saved = load_model(self.folder / "model")
+        self.options = DataOptions(**{**self.run["data"], "data_dir": None})
+        check_data(self.run["task"], None)
+        for knobs in config.knobs:
+            self._patched(knobs)  # an unknown method, a knob out of range, weights it cannot take: refused now
+        self.knobs = [dict(k) for k in config.knobs]
+        train = self.run["train"]
+        self.defaults = {"batch_size": train["batch_size"], "lr": train["lr"] / 10,
+                         "weight_decay": train["weight_decay"], "grad_clip": train["grad_clip"]}
+        self.description = {"kind": "train run", "path": str(self.folder), "task": self.run["task"],
+                            "model": self.run["model"], "method": self.run["method"],
+                            "model_config": self.run["model_config"]}
+
+    def task(self) -> SupervisedTask:
+        return make_task(self.run["task"], self.run["model"], self.options)[0]
+
+    def arm(self, knobs: dict | None) -> nn.Module:
+        """The run's model (``knobs`` None: the control, method unchanged) or the patched one."""
+        if knobs is None:
+            model = type(self.saved)(self.saved.cfg)
+            model.load_state_dict(self.saved.state_dict())
+            return model
+        return self._patched(knobs)
+
+    def _patched(self, knobs: dict) -> nn.Module:
+        from oversmooth.layers import MitigationConfig
+
+        mitigation = MitigationConfig.parse(self.config.method, causal=self.run["model"] == "lm", **knobs)
+        cfg = type(self.saved.cfg).from_dict({**self.saved.cfg.to_dict(), "mitigation": mitigation.to_dict()})
+        model = type(self.saved)(cfg)
+        missing, unexpected = model.load_state_dict(self.saved.state_dict(), strict=False)
+        if unexpected:
+            raise UsageError(f"{self.config.method} re-parameterises the run's weights ({unexpected[0]} has no "
+                             "place in it), so it cannot continue from them; choose a method that keeps "
+                             "them (neutreno, attnscale, featscale, deescalation, contranorm)")
+        return model
+
+    def save(self, model: nn.Module, folder: Path, knobs: dict | None) -> None:
+        """Our own models record their method in their config: they load again with it."""
+        from oversmooth.models import save_model
+        save_model(model, folder)

@@ -8,7 +8,7 @@ lambda 0.2, 0.6 and 1.8 (the last two only for the seeds of 2c). Each seed's sma
 ``adapt.json`` (per arm: val and test scores, steps, last-layer cos_sim, the records), is copied to
 ``results/fmnist-p7-adapt/s<seed>/``, so a fresh clone reads what ran.
 
-    python -m oversmooth.study.adaptations [--seeds 0,1] [--results results]
+    python -m oversmooth.study.adaptations [--seeds 0,1] [--results results] [--jobs 2]
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ import argparse
 import json
 import shutil
 import sys
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
 from pathlib import Path
 
 from oversmooth.errors import UsageError
@@ -96,8 +98,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--studies", default="runs/studies", help="where fmnist-p7's cells trained")
     parser.add_argument("--out", default=f"runs/adapt/{NAME}", help="the adaptation folders")
     parser.add_argument("--results", default=None, help="archive each seed's adapt.json under RESULTS/fmnist-p7-adapt")
-    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--threads", type=int, default=1, help="torch threads per seed (default 1)")
+    parser.add_argument("--jobs", type=int, default=1, help="seeds at once, one process each (default 1)")
     args = parser.parse_args(argv)
+    if args.jobs < 1 or args.threads < 1:
+        print(f"error: --jobs and --threads take integers >= 1, got {args.jobs} and {args.threads}", file=sys.stderr)
+        return 2
     try:
         seeds = [int(s) for s in args.seeds.split(",")]
     except ValueError:
@@ -105,10 +111,17 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     results = Path(args.results) if args.results else None
     done = {r["seed"] for r in read_adaptations(results)} if results else set()
+    todo = [seed for seed in seeds if seed not in done]
+    todo.sort(key=lambda seed: seed not in SEEDS_B)  # the seeds with more arms first
+    run = (Path(args.studies), Path(args.out), results, args.threads)
     try:
-        for seed in seeds:
-            if seed not in done:
-                adapt_seed(seed, Path(args.studies), Path(args.out), results, args.threads)
+        if args.jobs == 1:
+            for seed in todo:
+                adapt_seed(seed, *run)
+        else:
+            with ProcessPoolExecutor(args.jobs, mp_context=get_context("spawn")) as pool:
+                for done_seed in [pool.submit(adapt_seed, seed, *run) for seed in todo]:
+                    done_seed.result()
     except UsageError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

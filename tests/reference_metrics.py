@@ -1,4 +1,4 @@
-"""Naive reference implementations (numpy, explicit loops) of the README's metric table, written separately
+"""Naive reference implementations (numpy, explicit loops) of the metric table in docs/metrics.md, written separately
 from oversmooth.metrics. Each takes one sequence's counted tokens as an [n, d] float64 array."""
 
 import itertools

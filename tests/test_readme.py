@@ -13,7 +13,7 @@ from oversmooth.cli import build_parser
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 PAGES = (ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")))
-BLOCKS = [(page, code) for page in PAGES[:1] + (ROOT / "docs" / "studies.md",)
+BLOCKS = [(page, code) for page in PAGES[:1] + (ROOT / "docs" / "metrics.md", ROOT / "docs" / "studies.md")
           for code in re.findall(r"```python\n(.*?)```", page.read_text(), re.S)]
 # `oversmooth SUB ...` up to the end of its code span / line; a trailing backslash continues the line
 COMMAND = re.compile(r"oversmooth (adapt|analyze|metrics|report|study|theory|train)\b((?:[^`\n]|\\\n)*)")
@@ -42,6 +42,17 @@ def test_every_flag_the_pages_show_exists():
     assert len(shown) > 30  # the pages do show commands: this test reads them
     missing = sorted({(page, command, flag) for page, command, flag in shown if flag not in flags[command]})
     assert not missing, f"flags in the docs that the command does not take: {missing}"
+
+
+def test_the_readme_starts_with_the_two_commands_that_make_and_ci_run():
+    """The README opens with ``make demo`` and ``make test``; both are Makefile targets, and CI runs the second."""
+    first = re.search(r"```bash\n(.*?)```", PAGES[0].read_text(), re.S)
+    assert PAGES[0].read_text()[:first.start()].strip() == "# oversmooth"
+    assert [line.split("#")[0].strip() for line in first.group(1).splitlines()] == ["make demo", "make test"]
+    makefile = (ROOT / "Makefile").read_text()
+    assert re.search(r"^demo:", makefile, re.M) and re.search(r"^test:", makefile, re.M)
+    ci = [line for line in (ROOT / ".ci" / "run").read_text().splitlines() if line and not line.startswith("#")]
+    assert ci[-1] == "make test"
 
 
 def test_a_made_up_flag_would_be_caught():

@@ -1,7 +1,7 @@
 """When compile mode ``auto`` compiles: only where the throughput benchmark measured it faster.
 
 ``benchmarks/bench_throughput.py`` at the claims studies' shapes, on this project's 2-core CPU
-(one thread; README, "Training speed", medians with 95 % CIs): compiling NeuTRENO's ViT (8 x 64,
+(one thread; docs/benchmarks.md, "Training speed", medians with 95 % CIs): compiling NeuTRENO's ViT (8 x 64,
 batch 128) made its steps 1.09x [1.05, 1.23] as fast, paying for compilation after 20 steps;
 softmax's ViT was unchanged (0.98x [0.82, 1.02]); the causal LM (8 x 64, 64-token context,
 batch 64) gained nothing (0.97-1.00x). So ``auto`` compiles a ViT of at least ``AUTO_MIN_STEPS``

@@ -1,4 +1,4 @@
-"""Per-layer oversmoothing measures (definitions: the README's metric table), mask-aware, float64, batched.
+"""Per-layer oversmoothing measures (definitions: the metric table of docs/metrics.md), mask-aware, float64, batched.
 
 Token measures take ``x: [batch, tokens, features]``, an optional boolean ``mask: [batch,
 tokens]`` (True = real token) and ``exclude`` positions, and return ``[batch]`` float64.

@@ -29,9 +29,6 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 PAGES = (ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")))
 NOT_OUTPUT = {"bash", "python", "toml", "markdown", "diagram"}
 MARKER = re.compile(r"<!-- output( \(slow\))?: (.+?) -->")
-# docs/studies.md is edited on another branch: its folder layout is drawn, and should be tagged
-# ```diagram there (then this exception goes).
-UNTAGGED_DRAWINGS = {("studies.md", "DIR/study.json                 the grid and the command that ran it")}
 
 
 @dataclass(frozen=True)
@@ -77,7 +74,7 @@ def misfiled(fence: Fence) -> str | None:
         return None if marker else "a ```text block (pasted output) must follow <!-- output: COMMAND -->"
     if marker:
         return "<!-- output: ... --> must be followed by a ```text block"
-    if fence.language in NOT_OUTPUT or (fence.page, fence.lines[0] if fence.lines else "") in UNTAGGED_DRAWINGS:
+    if fence.language in NOT_OUTPUT:
         return None
     return (f"a fenced block tagged {fence.language!r}: tag it {', '.join(sorted(NOT_OUTPUT))}, or paste "
             "output as ```text after <!-- output: COMMAND --> so that tests/test_docs_outputs.py checks it")

@@ -7,7 +7,8 @@ equivalent to an ``oversmooth train`` command line: ``command_line()`` writes on
 flag ``--batch-size``; a bool that defaults to True is switched off by ``--no-FIELD``; each
 ``knobs`` entry is a flag of its own). Each field declares its help text and flag group
 (``option``), from which ``oversmooth train`` generates its flags. The method and its knobs are
-opaque here: the mitigation registry reads them when the model is built. Imports no torch.
+opaque here (only ``method``'s help lists the registry's names): the mitigation registry reads
+them when the model is built. Imports no torch.
 
 >>> spec = RunSpec(task="synthetic", model="vit", epochs=2, depth=2, method="neutreno", knobs={"lam": 0.5})
 >>> spec.command_line()

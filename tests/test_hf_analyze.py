@@ -202,3 +202,52 @@ def test_device_and_dtype(bert_dir, tmp_path, capsys):
     expect_usage_error(capsys, [str(bert_dir), "--dtype", "float8"], out, "unknown dtype 'float8'")
     expect_usage_error(capsys, [str(bert_dir), "--device", "cpu", "--device-map", "auto"], out,
                        "leave --device at auto")
+
+
+class Reached(Exception):
+    """The CLI got to the analysis (stubbed out)."""
+
+
+# Hand-written: the patchable methods, and those a parallel-residual family (attention and MLP
+# added to the block input at once) cannot take: contranorm edits the stream after the attention add.
+ALL_PATCHABLE = ("attnscale", "neutreno", "featscale", "deescalate", "contranorm")
+PARALLEL = ("attnscale", "neutreno", "featscale", "deescalate")
+
+
+@pytest.mark.parametrize("kind, methods, exclude", [("bert", ALL_PATCHABLE, ()), ("gpt2", ALL_PATCHABLE, (0,)),
+                                                    ("phi", PARALLEL, (0,)), ("vit", ALL_PATCHABLE, ())])
+def test_the_cli_and_the_python_api_choose_the_same_methods_positions_and_inputs(kind, methods, exclude, tmp_path,
+                                                                                   monkeypatch):
+    from oversmooth.hf.analysis import AnalysisSettings
+    from oversmooth.hf.inputs import analysis_inputs
+    from oversmooth.hf.load import load
+
+    model_dir = save_tiny(kind, tmp_path / "model")
+    seen = {}
+
+    def stub(model, inputs, settings, *args, **kwargs):
+        seen.update(model=model, inputs=inputs, settings=settings)
+        raise Reached
+
+    monkeypatch.setattr("oversmooth.hf.analysis.run_analysis", stub)
+    with pytest.raises(Reached):
+        main(["analyze", str(model_dir), "--out", str(tmp_path / "out")])
+    assert seen["settings"] == AnalysisSettings()  # the CLI's defaults are the library's
+    cli = seen["settings"].for_model(seen["model"])
+    loaded = load(str(model_dir), 8)
+    api = AnalysisSettings().for_model(loaded.model)
+    assert (cli.methods, cli.exclude) == (api.methods, api.exclude) == (methods, exclude)
+    inputs, _ = analysis_inputs(loaded)
+    assert inputs.keys() == seen["inputs"].keys()
+    for name, tensor in inputs.items():
+        assert torch.equal(tensor, seen["inputs"][name]), name
+        assert tensor.shape[0] == 8  # eight sequences (text chunks or images) by default
+
+
+def test_the_python_api_with_defaults_patches_only_what_fits_and_leaves_out_a_causal_lms_first_token():
+    from hf_tiny import tiny_inputs
+    from oversmooth.hf.analysis import BASELINE, run_analysis
+
+    analysis = run_analysis(tiny_model("phi"), tiny_inputs("phi"))
+    assert set(analysis.tables) == {BASELINE, *PARALLEL}
+    assert analysis.tables[BASELINE].attrs["exclude"] == (0,)

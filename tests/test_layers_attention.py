@@ -7,7 +7,7 @@ import torch
 
 from oversmooth.cost import activation_bytes
 from oversmooth.layers import METHODS, Attention, MitigationConfig
-from oversmooth.mitigations import Deescalation
+from oversmooth.mitigations.deescalation import Deescalation
 
 WIDTH, HEADS, TOKENS = 12, 3, 6
 D_HEAD = WIDTH // HEADS

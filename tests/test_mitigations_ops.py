@@ -4,8 +4,11 @@ import pytest
 import torch
 
 from oversmooth.errors import UsageError
-from oversmooth.mitigations import (AttnScale, Deescalation, FeatScale, attnscale, deescalate,
-                                    featscale, neutreno, token_mean)
+from oversmooth.mitigations.attnscale import AttnScale, attnscale
+from oversmooth.mitigations.deescalation import Deescalation, deescalate
+from oversmooth.mitigations.featscale import FeatScale, featscale
+from oversmooth.mitigations.neutreno import neutreno
+from oversmooth.mitigations.token_mean import token_mean
 
 
 def naive_mean(x, mask, causal):

@@ -49,3 +49,55 @@ def test_range_checks_name_the_knob_and_the_range():
         make_knobs("deescalate", {"tau": 2.0})
     with pytest.raises(UsageError, match="neutreno takes lam, not gamma"):
         make_knobs("neutreno", {"gamma": 1.0})
+
+
+
+#: each method's module, written out by hand (not read from the registry)
+MODULE_OF = {"symmetric": "symmetric", "spectral": "spectral", "value_residual": "value_residual",
+             "attnscale": "attnscale", "neutreno": "neutreno", "featscale": "featscale",
+             "deescalate": "deescalation", "contranorm": "contranorm"}
+MODULES = [f"oversmooth.mitigations.{name}" for name in
+           ("contranorm", "neutreno", "spectral", "deescalation", "featscale", "attnscale", "symmetric",
+            "value_residual", "base", "knobs", "token_mean")]
+# In a fresh interpreter: import the modules of ``first`` in order, then print each method's
+# layer module and patcher module (None: no patch) as found by name through the registry.
+LOOKUP = """
+import importlib
+for module in {first!r}:
+    importlib.import_module(module)
+from oversmooth.mitigations.registry import method
+print(repr({{name: (method(name).layer.__module__, method(name).patcher and method(name).patcher.build.__module__)
+            for name in {names!r}}}))
+"""
+
+
+def fresh_python(code: str) -> str:
+    import subprocess
+    import sys
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+@pytest.mark.parametrize("first", [[], MODULES, MODULES[::-1]], ids=["registry-first", "modules-first", "reversed"])
+def test_every_method_is_found_by_name_whatever_was_imported_first(first):
+    found = eval(fresh_python(LOOKUP.format(first=first, names=list(MODULE_OF))))
+    unpatchable = {"symmetric", "spectral", "value_residual"}
+    assert found == {name: (f"oversmooth.mitigations.{module}", None if name in unpatchable else
+                            f"oversmooth.mitigations.{module}") for name, module in MODULE_OF.items()}
+
+
+def test_the_package_exports_no_method_and_listing_methods_imports_no_torch():
+    out = fresh_python("import sys; import oversmooth.mitigations as package; "
+                       "from oversmooth.mitigations.registry import METHODS, knob_owners, patchable; "
+                       "knob_owners('train'); patchable(); "
+                       "print(repr((sorted(n for n in vars(package) if not n.startswith('__')), list(METHODS), "
+                       "'torch' in sys.modules)))")
+    exported, names, torch_imported = eval(out)
+    assert exported == ["knobs", "registry"]  # the submodules just imported, nothing else
+    assert names == list(MODULE_OF) and not torch_imported
+
+
+def test_a_patch_is_declared_exactly_where_no_reason_against_one_is_given():
+    for name, m in METHODS.items():
+        assert bool(m.patch_at) != bool(m.unpatchable), name

@@ -1,6 +1,7 @@
 """``RunSpec``: a typed, JSON-able run that train and study share; older cells' ``train_args``
 are read back as the same run; the spec path trains what the hand-wired loop trains, bit for bit."""
 
+import argparse
 import dataclasses
 import json
 import shutil
@@ -10,7 +11,9 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from oversmooth.cli import main
+from oversmooth.cli import build_parser, main
+from oversmooth.cli.train import add_arguments, run_spec
+from oversmooth.mitigations.registry import knob_owners
 from oversmooth.errors import FieldError, UsageError
 from oversmooth.run_spec import RunSpec, training_key
 from oversmooth.study import STUDY_PRESETS, StudyConfig
@@ -75,6 +78,37 @@ def test_train_cli_names_flags_and_spec_takes_no_other_flag(tmp_path, capsys):
     assert main(["train", "--task", "synthetic", "--model", "vit"]) == 2
     assert "required: --epochs, --out" in capsys.readouterr().err
     assert not (tmp_path / "run").exists()
+
+
+def test_every_run_field_has_one_train_flag_and_every_flag_is_a_field_or_a_knob():
+    train_parser = argparse.ArgumentParser()
+    add_arguments(train_parser)
+    options = [o for action in train_parser._actions for o in action.option_strings]
+    switched_off = {"bf16", "progress"}  # on by default: their flag turns them off
+    fields = {f.name for f in dataclasses.fields(RunSpec)} - {"knobs"}
+    expected = ({"--" + name.replace("_", "-") for name in fields - switched_off}
+                | {"--no-" + name for name in switched_off}
+                | {"--" + knob.replace("_", "-") for knob in knob_owners("train")} | {"-h", "--help", "--spec"})
+    assert sorted(options) == sorted(expected)  # and no flag twice
+
+
+def test_train_flags_give_the_spec_built_by_hand():
+    words = ["--task", "text:a.txt,b.txt", "--model", "lm", "--epochs", "3", "--depth", "4", "--mlp-ratio", "2",
+             "--norm", "post", "--dropout", "0.1", "--method", "neutreno+featscale", "--lam", "-0.25",
+             "--tau-learnable", "--spectral", "sharpen", "--augment", "--limit-train", "100", "--lr", "2e-3",
+             "--seed", "7", "--out", "/tmp/x", "--resume", "auto", "--no-bf16", "--compile", "--threads", "2",
+             "--no-progress", "--tensorboard"]
+    assert run_spec(build_parser().parse_args(["train", *words])) == BUSY
+    fewest = build_parser().parse_args(["train", "--task", "fmnist", "--model", "vit", "--epochs", "2", "--out", "o"])
+    assert run_spec(fewest) == RunSpec("fmnist", "vit", 2, out="o")
+    every_default = ["--val-size", "5000", "--label-smoothing", "0.1", "--seq-len", "64", "--vocab-size", "4096",
+                     "--passage-chars", "8000", "--batch-size", "128", "--lr", "0.001", "--weight-decay", "0.05",
+                     "--warmup", "0.05", "--grad-clip", "1", "--seed", "0", "--resume", "never",
+                     "--checkpoint-every", "0", "--device", "auto", "--compile", "auto", "--probe-size", "32",
+                     "--method", "softmax"]
+    explicit = build_parser().parse_args(["train", "--task", "fmnist", "--model", "vit", "--epochs", "2", "--out", "o",
+                                          *every_default])
+    assert run_spec(explicit) == RunSpec("fmnist", "vit", 2, out="o")
 
 
 @pytest.mark.parametrize("study, cell", [("austen-lm", "austen-pre-d8-softmax-s0"),

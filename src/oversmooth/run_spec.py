@@ -5,8 +5,10 @@ A ``RunSpec`` is JSON-able (``to_dict`` / ``from_dict``, ``save`` / ``load``), c
 equivalent to an ``oversmooth train`` command line: ``command_line()`` writes one and
 ``from_args`` reads one back, both derived from the fields by one rule (field ``batch_size`` is
 flag ``--batch-size``; a bool that defaults to True is switched off by ``--no-FIELD``; each
-``knobs`` entry is a flag of its own). The method and its knobs are opaque here: the mitigation
-registry reads them when the model is built. Imports no torch.
+``knobs`` entry is a flag of its own). Each field declares its help text and flag group
+(``option``), from which ``oversmooth train`` generates its flags. The method and its knobs are
+opaque here (only ``method``'s help lists the registry's names): the mitigation registry reads
+them when the model is built. Imports no torch.
 
 >>> spec = RunSpec(task="synthetic", model="vit", epochs=2, depth=2, method="neutreno", knobs={"lam": 0.5})
 >>> spec.command_line()
@@ -28,8 +30,9 @@ from pathlib import Path
 from typing import Any
 
 from oversmooth.atomic import atomic_write
-from oversmooth.compile_rule import COMPILE_MODES
+from oversmooth.compile_rule import AUTO_MIN_STEPS, COMPILE_MODES
 from oversmooth.errors import FieldError, UsageError
+from oversmooth.mitigations.registry import METHODS
 
 #: fields that say where and how a run goes, not what it learns: they may differ between two
 #: runs of one cell (and between a run and its resumption).
@@ -41,61 +44,80 @@ AT_LEAST_ONE = ("epochs", "batch_size", "seq_len", "vocab_size", "val_size", "pa
                 "threads", "limit_train")
 
 
+#: the groups of ``oversmooth train --help``, in its order.
+GROUPS = MODEL, MITIGATION, DATA, OPTIMISATION, RUN = "task and model", "mitigation", "data", "optimisation", "run"
+#: fields without which ``oversmooth train`` cannot run (unless it reads ``--spec FILE``).
+REQUIRED = ("task", "model", "epochs", "out")
+
+
+def option(default: Any = dataclasses.MISSING, help: str = "", *, group: str, bare: str | None = None,
+           factory: Any = dataclasses.MISSING) -> Any:
+    """A ``RunSpec`` field: its default (or ``factory``), its ``oversmooth train --help`` text and
+    flag ``group``; ``bare``: the value of the flag given alone (``--compile`` is ``on``)."""
+    meta = {"help": help, "group": group, **({"bare": bare} if bare is not None else {})}
+    return field(default=default, default_factory=factory, metadata=meta)
+
+
 @dataclass(frozen=True)
 class RunSpec:
-    """Every setting of one training run (``oversmooth train --help`` explains each one).
+    """Every setting of one training run (``oversmooth train --help`` explains each one: the
+    flags are generated from these fields, their help and group).
 
     Shape fields left None take the model preset's value (``vit-cpu`` / ``lm-cpu``).
     """
 
     # task and model
-    task: str                        # fmnist | austen | text:FILE[,FILE...] | synthetic
-    model: str                       # vit | lm
-    epochs: int
-    preset: str | None = None
-    depth: int | None = None
-    width: int | None = None
-    heads: int | None = None
-    mlp_ratio: float | None = None
-    norm: str | None = None          # pre | post
-    ln_sign: str | None = None
-    dropout: float | None = None
-    patch_size: int | None = None
-    # the mitigation: a method name ('+' combines) and its knobs, e.g. {"lam": 0.6}
-    method: str = "softmax"
-    knobs: dict[str, Any] = field(default_factory=dict)
+    task: str = option(help="fmnist | austen | text:FILE[,FILE...] | synthetic", group=MODEL)
+    model: str = option(help="vit | lm", group=MODEL)
+    epochs: int = option(group=OPTIMISATION)
+    preset: str | None = option(None, "model preset (default vit-cpu / lm-cpu)", group=MODEL)
+    depth: int | None = option(None, group=MODEL)
+    width: int | None = option(None, group=MODEL)
+    heads: int | None = option(None, group=MODEL)
+    mlp_ratio: float | None = option(None, group=MODEL)
+    norm: str | None = option(None, "pre | post", group=MODEL)
+    ln_sign: str | None = option(None, "LayerNorm weight sign option (see oversmooth.layers.norm)", group=MODEL)
+    dropout: float | None = option(None, group=MODEL)
+    patch_size: int | None = option(None, "ViT patch size (must divide the image size)", group=MODEL)
+    # the mitigation: a method name ('+' combines) and its knobs, e.g. {"lam": 0.6}, one flag each
+    method: str = option("softmax", f"softmax | {' | '.join(METHODS)} ('+' combines)", group=MITIGATION)
+    knobs: dict[str, Any] = option(factory=dict, group=MITIGATION)
     # data
-    data_dir: str | None = None
-    val_size: int = 5000
-    augment: bool = False
-    label_smoothing: float = 0.1
-    seq_len: int = 64
-    vocab_size: int = 4096
-    passage_chars: int = 8000
-    limit_train: int | None = None
+    data_dir: str | None = option(None, "Fashion-MNIST IDX folder, or the unpacked janeaustenr package", group=DATA)
+    val_size: int = option(5000, "fmnist validation images (default 5000)", group=DATA)
+    augment: bool = option(False, "fmnist: random shifts and flips", group=DATA)
+    label_smoothing: float = option(0.1, group=DATA)
+    seq_len: int = option(64, "text: tokens per sequence (default 64)", group=DATA)
+    vocab_size: int = option(4096, "text: BPE vocabulary (default 4096)", group=DATA)
+    passage_chars: int = option(8000, "text: characters per document", group=DATA)
+    limit_train: int | None = option(None, "use only the first N training examples", group=DATA)
     # optimisation
-    batch_size: int = 128            # global: split over DDP processes
-    lr: float = 1e-3
-    weight_decay: float = 0.05
-    warmup: float = 0.05             # share of all steps
-    grad_clip: float = 1.0
-    seed: int = 0
+    batch_size: int = option(128, "global batch (split over DDP processes)", group=OPTIMISATION)
+    lr: float = option(1e-3, group=OPTIMISATION)
+    weight_decay: float = option(0.05, group=OPTIMISATION)
+    warmup: float = option(0.05, "warm-up share of all steps", group=OPTIMISATION)
+    grad_clip: float = option(1.0, group=OPTIMISATION)
+    seed: int = option(0, group=OPTIMISATION)
     # run (RUN_OPTIONS, and device, bf16, probe_size)
-    out: str | None = None           # the run folder; needed to run
-    resume: str = "never"            # auto: continue the run in out if there is one
-    checkpoint_every: int = 0        # steps; 0: at epoch ends only
-    device: str = "auto"
-    bf16: bool = True                # CUDA: bf16 autocast
-    compile: str = field(default="auto", metadata={"bare": "on"})  # auto | on | off (compile_rule)
-    threads: int | None = None       # torch CPU threads; None: torch's choice
-    probe_size: int = 32             # validation examples whose layer metrics are recorded
-    progress: bool = True
-    tensorboard: bool = False
+    out: str | None = option(None, "run folder: checkpoint, metrics.jsonl, results.json, model/", group=RUN)
+    resume: str = option("never", "auto: continue the run in --out if there is one", group=RUN)
+    checkpoint_every: int = option(0, "also checkpoint every K steps", group=RUN)  # 0: at epoch ends only
+    device: str = option("auto", group=RUN)
+    bf16: bool = option(True, "GPU: train in float32, not bf16 autocast", group=RUN)  # help of --no-bf16
+    compile: str = option("auto", "torch.compile the model: on (also a bare --compile), off, or auto (default): on "
+                          "only where benchmarks/bench_throughput.py measured it faster, a ViT of at least "
+                          f"{AUTO_MIN_STEPS} steps on a CPU. If it cannot compile, one line says so and the run "
+                          "trains eagerly", group=RUN, bare="on")
+    threads: int | None = option(None, "CPU threads for torch (default: torch's choice)", group=RUN)
+    probe_size: int = option(32, "validation examples for layer metrics", group=RUN)
+    progress: bool = option(True, "no progress bar", group=RUN)  # help of --no-progress
+    tensorboard: bool = option(False, "also log every epoch's scores and per-layer similarity to OUT/tensorboard",
+                               group=RUN)
 
     def check(self) -> "RunSpec":
         """Types, ranges and choices of every field, and that ``data_dir`` is a folder; returns
         ``self``. Raises ``FieldError`` naming the field. Writes nothing."""
-        for name, kind in _kinds().items():
+        for name, kind in field_kinds().items():
             _check_type(name, getattr(self, name), kind)
         if not all(isinstance(k, str) for k in self.knobs):
             raise FieldError("{knobs} must map knob names to values, got {got!r}", got=self.knobs)
@@ -182,7 +204,7 @@ class RunSpec:
         a value is True, a knob's value is read as an int, else a float, else kept as text."""
         by_flag = {flag(f.name): f for f in dataclasses.fields(cls) if f.name != "knobs"}
         by_flag.update({flag("no_" + f.name): f for f in dataclasses.fields(cls) if f.default is True})
-        kinds, values, knobs, words = _kinds(), {}, {}, list(args)
+        kinds, values, knobs, words = field_kinds(), {}, {}, list(args)
         while words:
             word = words.pop(0)
             f = by_flag.get(word)
@@ -221,7 +243,7 @@ def training_key(spec: RunSpec, across: tuple[str, ...] = ()) -> tuple:
 
 
 @functools.cache
-def _kinds() -> dict[str, type]:
+def field_kinds() -> dict[str, type]:
     """Each field's type, ``X | None`` as ``X``."""
     kinds = {}
     for name, hint in typing.get_type_hints(RunSpec).items():

@@ -7,7 +7,6 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
-from dataclasses import replace
 
 from oversmooth.cli._arguments import add_knob_flags, knob_flags, positions
 from oversmooth.mitigations.registry import knob_owners, patchable
@@ -44,7 +43,7 @@ def register(subparsers) -> None:
                         help="text file or a quoted string (default: built-in Austen sample)")
     source.add_argument("--images", metavar="DIR",
                         help="folder of images (default for vision models: Fashion-MNIST test images)")
-    parser.add_argument("--methods", default=DEFAULT_METHODS, metavar="LIST",
+    parser.add_argument("--methods", metavar="LIST",
                         help=f"comma-separated mitigations to compare, or 'none' (default: those of "
                              f"{DEFAULT_METHODS} that can patch the model)")
     add_knob_flags(parser, "patch")
@@ -85,29 +84,34 @@ def register(subparsers) -> None:
     parser.set_defaults(run=run)
 
 
-def parse_sweeps(specs: list[str] | None, methods: tuple[str, ...]):
-    """``--sweep`` values -> Sweeps: an empty one means every method's default grid."""
+def parse_sweeps(specs: list[str] | None, methods: tuple[str, ...] | None):
+    """``--sweep`` values -> Sweeps: an empty one means the default grid of each of ``methods``
+    (None: every patchable method)."""
     from oversmooth.hf.frontier import default_sweeps, parse_sweep
     if specs is None:
         return ()
+    methods = patchable() if methods is None else methods
     sweeps = [s for spec in specs for s in (default_sweeps(methods) if not spec else (parse_sweep(spec),))]
     return tuple(dict.fromkeys(sweeps))
 
 
-def parse_methods(text: str) -> tuple[str, ...]:
+def parse_methods(text: str | None) -> tuple[str, ...] | None:
+    """``--methods`` -> method names; None (not given): the library's default."""
     from oversmooth.hf.patch import check_method
+    if text is None:
+        return None
     if text.strip() == "none":
         return ()
     return tuple(check_method(m.strip()) for m in text.split(",") if m.strip())
 
 
-def knob_overrides(args: argparse.Namespace, methods: tuple[str, ...]) -> dict[str, dict]:
+def knob_overrides(args: argparse.Namespace, methods: tuple[str, ...] | None) -> dict[str, dict]:
     from oversmooth.errors import UsageError
     knobs: dict[str, dict] = {}
     owners = knob_owners("patch")
     for flag, value in knob_flags(args, "patch").items():
         method, field = owners[flag]
-        if method not in methods:
+        if methods is not None and method not in methods:
             raise UsageError(f"--{flag.replace('_', '-')} sets {method}, which is not in --methods")
         knobs.setdefault(method, {})[field] = value
     return knobs
@@ -135,12 +139,21 @@ def build_defaults() -> argparse.Namespace:
 
 
 def run(args: argparse.Namespace) -> int:
+    from oversmooth.errors import FieldError, UsageError
+
+    try:
+        return _analyze(args)
+    except FieldError as error:  # the library names its arguments; name our flags
+        raise UsageError(error.message(lambda name: "--" + name.replace("_", "-"))) from None
+
+
+def _analyze(args: argparse.Namespace) -> int:
     from tqdm import tqdm
     from transformers.utils import logging as hf_logging
 
     from oversmooth.errors import UsageError
-    from oversmooth.hf.analysis import AnalysisSettings, run_analysis
-    from oversmooth.hf.inputs import image_batch, model_max_length, read_images, read_text, text_batch
+    from oversmooth.hf.analysis import AnalysisSettings, check_inputs, run_analysis
+    from oversmooth.hf.inputs import analysis_inputs
     from oversmooth.hf.load import load
     from oversmooth.hf.placement import placement
     from oversmooth.hf.quality import Budget
@@ -155,7 +168,7 @@ def run(args: argparse.Namespace) -> int:
     settings = AnalysisSettings(methods=methods, knobs=knob_overrides(args, methods),
                                 attention_sequences=args.attention_sequences,
                                 attention_tokens=args.attention_tokens,
-                                rank_sequences=args.rank_sequences or None,
+                                rank_sequences=args.rank_sequences or None, exclude=args.exclude,
                                 budget=Budget.parse(args.budget), sweeps=sweeps)
     settings.resolved_knobs()  # bad knob values fail before any loading
     if args.max_sequences < 1:
@@ -163,38 +176,17 @@ def run(args: argparse.Namespace) -> int:
     where = placement(args.device, args.dtype, args.device_map)
     hf_logging.disable_progress_bar()  # one progress bar: ours
     loaded = load(args.model, args.max_sequences, args.max_length or None, where)
-    exclude, exclude_note = args.exclude, ""
-    if exclude is None:
-        exclude = (0,) if loaded.family.causal else ()
-        exclude_note = " (the default for causal LMs: the first token is an attention sink; --exclude none keeps it)"
-    settings = replace(settings, exclude=exclude)
-    if args.methods == DEFAULT_METHODS:  # by default, every method that can patch this model
-        from oversmooth.hf.patch import supported_methods
-        settings = replace(settings, methods=supported_methods(loaded.model),
-                           sweeps=tuple(s for s in sweeps if s.method in supported_methods(loaded.model)))
-    if loaded.patch:  # an adapted model: its own patch is its baseline, no second patch goes on top
-        settings = replace(settings, methods=(), sweeps=())
+    chosen = settings.for_model(loaded.model)  # what run_analysis will measure: methods, positions
+    exclude = chosen.exclude
+    exclude_note = "" if args.exclude is not None else \
+        " (the default for causal LMs: the first token is an attention sink; --exclude none keeps it)"
+    if loaded.patch:
         print(f"{loaded.name} carries its adaptation's patch ({loaded.patch['method']} {loaded.patch['knobs']}): "
               "measured as saved, no other method patched on top", file=sys.stderr)
-    if loaded.family.modality == "text":
-        if args.images:
-            raise UsageError(f"{loaded.name} is a text model ({loaded.family.name}); use --text, not --images")
-        text, source = read_text(args.text)
-        limit = model_max_length(loaded.tokenizer, loaded.model.config)
-        inputs = text_batch(loaded.tokenizer, text, min(args.max_length or limit, limit), args.max_sequences)
-    else:
-        if args.text:
-            raise UsageError(f"{loaded.name} is a vision model ({loaded.family.name}); use --images, not --text")
-        images, source = read_images(args.images, args.max_sequences)
-        inputs = image_batch(images, loaded.image_size, loaded.image_mean, loaded.image_std, loaded.channels)
-        inputs = {"pixel_values": inputs["pixel_values"].to(where.dtype)}
-    inputs = {name: tensor.to(loaded.device) for name, tensor in inputs.items()}
-    from oversmooth.metrics.tokens import valid_tokens
-    if "input_ids" in inputs and int(valid_tokens(inputs["input_ids"], inputs["attention_mask"], exclude)
-                                     .sum(dim=1).max()) < 2:
-        raise UsageError(f"--exclude {','.join(map(str, exclude))} leaves fewer than 2 tokens per sequence to "
-                         "compare; exclude fewer positions or raise --max-length")
-    steps = 1 + len(methods) + sum(len(s.values) for s in sweeps) + 1 + (args.attention_sequences > 0)
+    inputs, source = analysis_inputs(loaded, args.text, args.images, args.max_sequences, args.max_length or None)
+    check_inputs(inputs, exclude)  # before the progress bar: a refusal is one line
+    steps = (1 + len(chosen.methods) + sum(len(s.values) for s in chosen.sweeps) + 1
+             + (args.attention_sequences > 0))
     with tqdm(total=steps, desc="analyze", unit="step", file=sys.stderr) as bar:
         def step(name: str) -> None:
             bar.set_postfix_str(name)

@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from pathlib import Path
 
 from oversmooth.cli._arguments import add_knob_flags, finite_float, knob_flags
-from oversmooth.compile_rule import AUTO_MIN_STEPS, COMPILE_MODES
 from oversmooth.errors import FieldError, UsageError
-from oversmooth.mitigations.registry import METHODS
-from oversmooth.run_spec import RunSpec, flag
-
-#: flags that a run needs unless it comes from --spec FILE.
-REQUIRED = ("task", "model", "epochs", "out")
+from oversmooth.run_spec import CHOICES, GROUPS, REQUIRED, RunSpec, field_kinds, flag
 
 
 def register(subparsers) -> None:
@@ -27,59 +23,37 @@ def register(subparsers) -> None:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Every ``oversmooth train`` flag: one per ``RunSpec`` field, and ``--spec FILE``."""
+    """Every ``oversmooth train`` flag: one per ``RunSpec`` field, generated from the field (its
+    type, default, help and group), one per training knob of the registry, and ``--spec FILE``."""
     parser.add_argument("--spec", metavar="FILE",
                         help="run the spec saved in FILE (RunSpec.save, e.g. a study cell's spec.json); "
                              "takes no other flag")
-    what = parser.add_argument_group("task and model")
-    what.add_argument("--task", help="fmnist | austen | text:FILE[,FILE...] | synthetic (required)")
-    what.add_argument("--model", help="vit | lm (required)")
-    what.add_argument("--preset", help="model preset (default vit-cpu / lm-cpu)")
-    what.add_argument("--depth", type=int)
-    what.add_argument("--width", type=int)
-    what.add_argument("--heads", type=int)
-    what.add_argument("--mlp-ratio", type=finite_float)
-    what.add_argument("--norm", help="pre | post")
-    what.add_argument("--ln-sign", help="LayerNorm weight sign option (see oversmooth.layers.norm)")
-    what.add_argument("--dropout", type=finite_float)
-    what.add_argument("--patch-size", type=int, help="ViT patch size (must divide the image size)")
-    method = parser.add_argument_group("mitigation")
-    method.add_argument("--method", default="softmax", help=f"softmax | {' | '.join(METHODS)} ('+' combines)")
-    add_knob_flags(method, "train")
-    data = parser.add_argument_group("data")
-    data.add_argument("--data-dir", help="Fashion-MNIST IDX folder, or the unpacked janeaustenr package")
-    data.add_argument("--val-size", type=int, default=5000, help="fmnist validation images (default 5000)")
-    data.add_argument("--augment", action="store_true", help="fmnist: random shifts and flips")
-    data.add_argument("--label-smoothing", type=finite_float, default=0.1)
-    data.add_argument("--seq-len", type=int, default=64, help="text: tokens per sequence (default 64)")
-    data.add_argument("--vocab-size", type=int, default=4096, help="text: BPE vocabulary (default 4096)")
-    data.add_argument("--passage-chars", type=int, default=8000, help="text: characters per document")
-    data.add_argument("--limit-train", type=int, help="use only the first N training examples")
-    opt = parser.add_argument_group("optimisation")
-    opt.add_argument("--epochs", type=int, help="(required)")
-    opt.add_argument("--batch-size", type=int, default=128, help="global batch (split over DDP processes)")
-    opt.add_argument("--lr", type=finite_float, default=1e-3)
-    opt.add_argument("--weight-decay", type=finite_float, default=0.05)
-    opt.add_argument("--warmup", type=finite_float, default=0.05, help="warm-up share of all steps")
-    opt.add_argument("--grad-clip", type=finite_float, default=1.0)
-    opt.add_argument("--seed", type=int, default=0)
-    run = parser.add_argument_group("run")
-    run.add_argument("--out", help="run folder: checkpoint, metrics.jsonl, results.json, model/ (required)")
-    run.add_argument("--resume", choices=("auto", "never"), default="never",
-                     help="auto: continue the run in --out if there is one")
-    run.add_argument("--checkpoint-every", type=int, default=0, help="also checkpoint every K steps")
-    run.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
-    run.add_argument("--no-bf16", action="store_true", help="GPU: train in float32, not bf16 autocast")
-    run.add_argument("--compile", nargs="?", const="on", default="auto", choices=COMPILE_MODES,
-                     help="torch.compile the model: on (also a bare --compile), off, or auto (default): on only "
-                          "where benchmarks/bench_throughput.py measured it faster, a ViT of at least "
-                          f"{AUTO_MIN_STEPS} steps on a CPU. If it cannot compile, one line says so and the run "
-                          "trains eagerly")
-    run.add_argument("--threads", type=int, help="CPU threads for torch (default: torch's choice)")
-    run.add_argument("--probe-size", type=int, default=32, help="validation examples for layer metrics")
-    run.add_argument("--no-progress", action="store_true", help="no progress bar")
-    run.add_argument("--tensorboard", action="store_true",
-                     help="also log every epoch's scores and per-layer similarity to OUT/tensorboard")
+    for name in GROUPS:
+        group = parser.add_argument_group(name)
+        for f in dataclasses.fields(RunSpec):
+            if f.metadata["group"] == name and f.name == "knobs":
+                add_knob_flags(group, "train")
+            elif f.metadata["group"] == name:
+                _add_field(group, f)
+
+
+def _add_field(group: argparse._ArgumentGroup, f: dataclasses.Field) -> None:
+    """The flag of RunSpec field ``f``: ``--no-FIELD`` for a bool that is on by default, a switch
+    for one that is off, else a value of the field's type (or its ``CHOICES``)."""
+    text = " ".join(part for part in (f.metadata["help"], "(required)" if f.name in REQUIRED else "") if part)
+    kind = field_kinds()[f.name]
+    if kind is bool:
+        name = flag(f.name) if f.default is False else flag("no_" + f.name)
+        group.add_argument(name, dest=f.name, action="store_true" if f.default is False else "store_false",
+                           help=text)
+        return
+    default = None if f.default is dataclasses.MISSING else f.default  # required: None until given
+    options = {"type": finite_float if kind is float else kind, "default": default, "help": text or None}
+    if f.name in CHOICES:
+        options["choices"] = CHOICES[f.name]
+    if "bare" in f.metadata:
+        options.update(nargs="?", const=f.metadata["bare"])
+    group.add_argument(flag(f.name), **options)
 
 
 def run_spec(args: argparse.Namespace) -> RunSpec:
@@ -88,15 +62,14 @@ def run_spec(args: argparse.Namespace) -> RunSpec:
              if name in _DEFAULTS and name != "spec" and value != _DEFAULTS[name]]
     if args.spec is not None:
         if given:
-            raise UsageError(f"--spec {args.spec} takes no other flag, got {', '.join(map(flag, given))}; "
+            raise UsageError(f"--spec {args.spec} takes no other flag, got {', '.join(_FLAGS[g] for g in given)}; "
                              "edit the file instead")
         return RunSpec.load(args.spec)
     missing = [flag(name) for name in REQUIRED if getattr(args, name) is None]
     if missing:
         raise UsageError(f"the following arguments are required: {', '.join(missing)}")
-    knobs = knob_flags(args, "train")
-    fields = {name: getattr(args, name) for name in RunSpec.__dataclass_fields__ if hasattr(args, name)}
-    return RunSpec(**{**fields, "knobs": knobs, "bf16": not args.no_bf16, "progress": not args.no_progress})
+    fields = {f.name: getattr(args, f.name) for f in dataclasses.fields(RunSpec) if f.name != "knobs"}
+    return RunSpec(**fields, knobs=knob_flags(args, "train"))
 
 
 def run_train(args: argparse.Namespace) -> int:
@@ -119,10 +92,11 @@ def _final_line(results: dict, out: Path) -> str:
     return f"done in {results['wall_seconds']:.1f} s  {scores}  ({out / 'results.json'})"
 
 
-def _defaults() -> dict:
+def _defaults() -> tuple[dict, dict]:
+    """Each flag's default and its name (``bf16`` -> ``--no-bf16``), by destination."""
     parser = argparse.ArgumentParser(add_help=False)
     add_arguments(parser)
-    return vars(parser.parse_args([]))
+    return vars(parser.parse_args([])), {action.dest: action.option_strings[0] for action in parser._actions}
 
 
-_DEFAULTS = _defaults()
+_DEFAULTS, _FLAGS = _defaults()

@@ -18,7 +18,7 @@ a method that lowers similarity by breaking the model is reported as broken.
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 import pandas as pd
@@ -30,26 +30,28 @@ from oversmooth.hf.diagnose import LayerSpectrum, add_dynamics, spectra
 from oversmooth.hf.families import Layout, layout
 from oversmooth.hf.frontier import FrontierPoint, Sweep
 from oversmooth.hf.patch import METHODS as PATCHABLE
-from oversmooth.hf.patch import check_method, patch, resolve_knobs, unpatch
+from oversmooth.hf.patch import check_method, patch, patched_method, resolve_knobs, supported_methods, unpatch
 from oversmooth.hf.quality import Budget, Quality, QualityProbe, Task
 from oversmooth.hf.layerwise import LayerwiseMeasures
 from oversmooth.hf.sublayers import METRICS as STAGE_METRICS
 from oversmooth.hf.sublayers import StageChange, changes_from_rows, stage_hooks, stage_states
-from oversmooth.errors import UsageError
+from oversmooth.errors import FieldError, UsageError
 from oversmooth.metrics import METRICS, measure
+from oversmooth.metrics.tokens import valid_tokens
 
 BASELINE = "baseline"
 
 
 @dataclass(frozen=True)
 class AnalysisSettings:
-    """Which methods (with knob overrides) to compare, and how much data the attention pass sees."""
+    """Which methods (with knob overrides) to compare, and how much data the attention pass sees.
+    ``methods`` and ``exclude`` left None take the model's defaults (``for_model``)."""
 
-    methods: tuple[str, ...] = PATCHABLE
+    methods: tuple[str, ...] | None = None  # None: every method that can patch the model
     knobs: dict[str, dict] = field(default_factory=dict)
     attention_sequences: int = 2
     attention_tokens: int = 128
-    exclude: tuple[int, ...] = ()
+    exclude: tuple[int, ...] | None = None  # token positions left out; None: 0 for causal LMs, none otherwise
     rank_sequences: int | None = 8  # effective / stable rank on the first k sequences; None = all
     budget: Budget = Budget()
     sweeps: tuple[Sweep, ...] = ()  # the frontier's curves; () = no sweep
@@ -59,7 +61,25 @@ class AnalysisSettings:
             raise UsageError(f"rank_sequences must be at least 1 (or None for all), got {self.rank_sequences}")
 
     def resolved_knobs(self) -> dict[str, dict]:
-        return {m: resolve_knobs(check_method(m), self.knobs.get(m, {})) for m in self.methods}
+        """Each method's knobs, its defaults overridden by ``knobs`` (methods None: every patchable
+        one); UsageError on an unknown method or knob, or a value out of range."""
+        return {m: resolve_knobs(check_method(m), self.knobs.get(m, {}))
+                for m in (PATCHABLE if self.methods is None else self.methods)}
+
+    def for_model(self, model) -> "AnalysisSettings":
+        """These settings for ``model``, defaults filled in: methods None -> every method that can
+        patch it (and the sweeps of those only); exclude None -> position 0 for a causal LM, whose
+        first token is a huge-norm attention sink, else none. A model that carries a patch already
+        (an adapted model, loaded with its patch) is measured as it is: no method or sweep on top."""
+        if patched_method(model) is not None:
+            methods, sweeps = (), ()
+        elif self.methods is None:
+            methods = supported_methods(model)
+            sweeps = tuple(s for s in self.sweeps if s.method in methods)
+        else:
+            methods, sweeps = self.methods, self.sweeps
+        exclude = self.exclude if self.exclude is not None else (0,) if layout(model).family.causal else ()
+        return replace(self, methods=methods, sweeps=sweeps, exclude=exclude)
 
 
 @dataclass
@@ -172,6 +192,14 @@ def _sweep(model, inputs: dict[str, Tensor], settings: AnalysisSettings, probe: 
     return points
 
 
+def check_inputs(inputs: dict[str, Tensor], exclude: tuple[int, ...]) -> None:
+    """FieldError unless every text sequence keeps at least 2 tokens to compare after ``exclude``."""
+    if "input_ids" in inputs and int(valid_tokens(inputs["input_ids"], inputs["attention_mask"], exclude)
+                                     .sum(dim=1).max()) < 2:
+        raise FieldError("{exclude} {got} leaves fewer than 2 tokens per sequence to compare; exclude fewer "
+                         "positions or raise {max_length}", got=",".join(map(str, exclude)))
+
+
 def run_analysis(model, inputs: dict[str, Tensor], settings: AnalysisSettings = AnalysisSettings(),
                  step: Callable[[str], None] = lambda name: None, tokenizer=None) -> Analysis:
     """Measure the baseline and each method, their quality, spectra and attention, and the sweeps;
@@ -180,7 +208,10 @@ def run_analysis(model, inputs: dict[str, Tensor], settings: AnalysisSettings = 
     The spectra and the attention sample's eigen-work depend on neither the batch nor the patched
     methods, so they run on a background thread beside the forward passes, in the cycles a forward
     leaves idle (``benchmarks/bench_analyze.py``; docs/analyze.md has the numbers).
+    ``settings`` take the model's defaults first (``AnalysisSettings.for_model``).
     """
+    settings = settings.for_model(model)
+    check_inputs(inputs, settings.exclude)
     lay = layout(model)
     knobs = settings.resolved_knobs()
     probe = QualityProbe.for_model(model, inputs, tokenizer)

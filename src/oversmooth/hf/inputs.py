@@ -11,12 +11,16 @@ from __future__ import annotations
 
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 from torch import Tensor
 
-from oversmooth.errors import UsageError
+from oversmooth.errors import FieldError, UsageError
+
+if TYPE_CHECKING:
+    from oversmooth.hf.load import Loaded
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".webp", ".tif", ".tiff")
 SAMPLE = "austen_sample.txt"
@@ -135,3 +139,28 @@ def read_images(folder: str | None, count: int) -> tuple[list, str]:
     if folder is None:
         return fashion_mnist_images(count), "built-in Fashion-MNIST test images"
     return [_open_image(p) for p in image_files(folder)[:count]], str(folder)
+
+
+def analysis_inputs(loaded: Loaded, text: str | None = None, images: str | None = None, max_sequences: int = 8,
+                    max_length: int | None = 128) -> tuple[dict[str, Tensor], str]:
+    """The batch an analysis of ``loaded`` measures, on its device, and where it came from. A text
+    model takes ``text`` (a file or a string; None: the built-in sample) in up to ``max_sequences``
+    chunks of ``max_length`` tokens (capped at the model's maximum; None: that maximum): ``input_ids``
+    and ``attention_mask [B, n]``. A vision model takes up to ``max_sequences`` images of ``images``
+    (a folder; None: Fashion-MNIST test images): ``pixel_values [B, C, H, W]`` in the model's dtype.
+    FieldError when ``text`` is given to a vision model or ``images`` to a text model."""
+    kind = f"({loaded.family.name})"
+    if loaded.family.modality == "text":
+        if images:
+            raise FieldError("{model} is a text model {kind}; use {text}, not {images}", model=loaded.name, kind=kind)
+        body, source = read_text(text)
+        limit = model_max_length(loaded.tokenizer, loaded.model.config)
+        inputs = text_batch(loaded.tokenizer, body, min(max_length or limit, limit), max_sequences)
+    else:
+        if text:
+            raise FieldError("{model} is a vision model {kind}; use {images}, not {text}", model=loaded.name,
+                             kind=kind)
+        pictures, source = read_images(images, max_sequences)
+        pixels = image_batch(pictures, loaded.image_size, loaded.image_mean, loaded.image_std, loaded.channels)
+        inputs = {"pixel_values": pixels["pixel_values"].to(next(loaded.model.parameters()).dtype)}
+    return {name: tensor.to(loaded.device) for name, tensor in inputs.items()}, source

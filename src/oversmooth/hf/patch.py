@@ -31,10 +31,11 @@ from oversmooth.errors import UsageError
 from oversmooth.hf.capture import merge_heads, split_heads
 from oversmooth.hf.families import Layout, layout
 from oversmooth.hf.hooks import BatchMask, HookSet, first_input
-from oversmooth.mitigations import PrefixSums, prefix_mean, token_mean
-from oversmooth.mitigations.base import Knobs, PatchTarget
+from oversmooth.mitigations.base import PatchTarget
+from oversmooth.mitigations.knobs import Knobs
 from oversmooth.mitigations.registry import METHODS as REGISTRY
 from oversmooth.mitigations.registry import knob_dict, make_knobs, method, patchable
+from oversmooth.mitigations.token_mean import PrefixSums, prefix_mean, token_mean
 
 METHODS = patchable()
 _ATTRIBUTE = "_oversmooth_patch"

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from oversmooth.errors import UsageError
-from oversmooth.mitigations.base import Knobs
+from oversmooth.mitigations.knobs import Knobs
 from oversmooth.mitigations.registry import METHODS as REGISTRY
 from oversmooth.mitigations.registry import knob_dict, knob_owners, make_knobs, method
 

@@ -26,7 +26,7 @@ import torch.nn.functional as F
 from torch import Tensor
 from torch.autograd.function import once_differentiable
 
-from oversmooth.mitigations import token_mean
+from oversmooth.mitigations.token_mean import token_mean
 
 
 @dataclass(frozen=True)

@@ -7,22 +7,12 @@ use the uniform attention over the prefix (the prefix mean of V).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 from torch import Tensor, nn
 
-from oversmooth.mitigations.base import Method, Knobs, LayerShape, Patcher, PatchTarget, SiteLayer, knob, per_unit
+from oversmooth.mitigations.base import LayerShape, Patcher, PatchTarget, SiteLayer, per_unit
+from oversmooth.mitigations.registry import AttnScaleKnobs
 from oversmooth.mitigations.token_mean import token_mean
-
-
-@dataclass(frozen=True)
-class AttnScaleKnobs(Knobs):
-    """Training learns omega from 0; a patched pretrained model takes it fixed."""
-
-    method = "attnscale"
-    omega: float = knob(0.5, "AttnScale omega for every head (or one per head), fixed when patched",
-                        flag="omega", scope=("patch",), per="head")
 
 
 def attnscale(out: Tensor, v: Tensor, omega: Tensor, mask: Tensor | None = None,
@@ -75,9 +65,3 @@ def patch_edit(knobs: AttnScaleKnobs, target: PatchTarget):
 
 
 PATCHER = Patcher("context", patch_edit)
-
-
-METHOD = Method("attnscale", "Wang et al., ICLR 2022 (AttnScale)",
-                "A' = A + omega_h (A - uniform), omega per head, init 0",
-                AttnScaleKnobs, "context", layer, "attnscale", patcher=PATCHER,
-                zero={"omega": 0.0}, sweep={"omega": (0.05, 0.1, 0.2, 0.5, 1.0)}, short="attnsc")

@@ -1,15 +1,11 @@
-"""What every mitigation declares: typed knobs, the sites where it acts, its layer, its HF edit.
-
-A method module defines a ``Knobs`` dataclass (defaults, ranges and help in ``knob(...)``), a
-``SiteLayer`` for our Transformer blocks and, where it can be patched into a pretrained model, a
-``Patcher``; ``oversmooth.mitigations.registry`` lists one ``Method`` record per method. Nothing here
-knows Hugging Face: the HF side (``oversmooth.hf.patch``) installs a ``Patcher``'s edit at its site.
+"""What every method module implements: a ``SiteLayer`` for our Transformer blocks and, where it
+can be patched into a pretrained model, a ``Patcher``. Its knobs and its ``Method`` record are
+declared in ``oversmooth.mitigations.registry`` (torch-free). Nothing here knows Hugging Face: the
+HF side (``oversmooth.hf.patch``) installs a ``Patcher``'s edit at its site.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import math
 from dataclasses import dataclass
 from typing import Any, Callable, ClassVar, Literal
 
@@ -17,66 +13,6 @@ import torch
 from torch import Tensor, nn
 
 from oversmooth.errors import UsageError
-
-#: Where a method acts, in the order a block meets them: the layer's own weights (structure), the
-#: values before ``A V``, the per-head context ``A V``, the attention sub-layer output before the
-#: residual add, or the residual stream after the attention residual add.
-Site = Literal["structure", "values", "context", "output", "stream"]
-SITES: tuple[Site, ...] = ("structure", "values", "context", "output", "stream")
-#: Where our knobs apply: training our own models, patching pretrained ones, or both.
-Scope = Literal["train", "patch"]
-
-
-def knob(default: Any, help: str, *, low: float | None = None, high: float | None = None,
-         open_high: bool = False, choices: tuple[str, ...] = (), flag: str | None = None,
-         causal: Any = None, scope: tuple[Scope, ...] = ("train", "patch"), per: str | None = None,
-         label: str | None = None) -> Any:
-    """A knob field: ``default`` and one line of ``help``; ``low``/``high`` the closed range
-    (``open_high``: high excluded), ``choices`` the allowed strings, ``flag`` the global name (CLI
-    flag ``--flag``, flat config key; default ``<method>_<field>``), ``causal`` another default
-    for training a causal LM, ``scope`` where it applies, ``per`` ("head" / "channel"): a patch may give one
-    number or one per head / channel; ``label`` its name in error messages."""
-    meta = {"help": help, "label": label, "low": low, "high": high, "open_high": open_high, "choices": choices,
-            "flag": flag, "causal": causal, "scope": scope, "per": per}
-    return dataclasses.field(default=default, metadata=meta)
-
-
-@dataclass(frozen=True)
-class Knobs:
-    """Base of a method's knobs (a frozen dataclass); ``check()`` runs at construction."""
-
-    method: ClassVar[str] = ""
-
-    def __post_init__(self) -> None:
-        self.check()
-
-    def check(self) -> None:
-        """Each field against its declared range / choices; one UsageError line naming the knob."""
-        for f in dataclasses.fields(self):
-            value, meta = getattr(self, f.name), f.metadata
-            name = meta["label"] or f"{self.method} {f.name}"
-            if meta["choices"]:
-                if value not in meta["choices"]:
-                    raise UsageError(f"{name} {value!r} unknown; choose from {', '.join(meta['choices'])}")
-            elif isinstance(value, (int, float)) and not isinstance(value, bool):
-                check_range(name, value, meta["low"], meta["high"], meta["open_high"])
-
-    @classmethod
-    def defaults(cls, causal: bool = False) -> dict[str, Any]:
-        """Every field's default (``causal``: a causal model's default where one is declared)."""
-        return {f.name: f.metadata["causal"] if causal and f.metadata["causal"] is not None else f.default
-                for f in dataclasses.fields(cls)}
-
-
-def check_range(name: str, value: float, low: float | None, high: float | None, open_high: bool = False) -> None:
-    """UsageError unless ``value`` is finite and in ``[low, high]`` (``[low, high)`` if ``open_high``)."""
-    too_high = high is not None and (value >= high if open_high else value > high)
-    if not math.isfinite(value) or (low is not None and value < low) or too_high:
-        if high is None:
-            allowed = "" if low is None else f" >= {low:g}"
-        else:
-            allowed = f" in [{'-inf' if low is None else f'{low:g}'}, {high:g}{')' if open_high else ']'}"
-        raise UsageError(f"{name} must be a finite number{allowed}, got {value}")
 
 
 def per_unit(value: Any, size: int, name: str) -> Tensor:
@@ -173,33 +109,3 @@ class Patcher:
 
     site: Literal["context", "output", "stream"]
     build: Callable[[Any, PatchTarget], Callable]
-
-
-@dataclass(frozen=True)
-class Method:
-    """One mitigation: what it is, its knobs and where it acts, its layer and its patch."""
-
-    name: str
-    paper: str                  # authors, venue / year, and the equation where there is one
-    formula: str                # one line
-    knobs: type[Knobs]
-    site: Site
-    layer: Callable[[Any, LayerShape], SiteLayer]
-    attribute: str              # the layer's attribute name (state-dict prefix)
-    in_block: bool = False      # the layer lives on the block, not on its attention
-    patcher: Patcher | None = None
-    unpatchable: str = ""       # why there is no patch
-    zero: dict[str, Any] = dataclasses.field(default_factory=dict)    # knobs at which it is the baseline
-    sweep: dict[str, tuple[float, ...]] = dataclasses.field(default_factory=dict)  # analyze --sweep grid
-    short: str = ""             # short label in tables
-
-    def flag(self, field: str) -> str:
-        """The global name of knob ``field`` (CLI ``--flag``, flat config key)."""
-        return self.knob_field(field).metadata["flag"] or f"{self.name}_{field}"
-
-    def knob_field(self, name: str) -> dataclasses.Field:
-        return next(f for f in dataclasses.fields(self.knobs) if f.name == name)
-
-    def fields(self, scope: Scope | None = None) -> tuple[dataclasses.Field, ...]:
-        """The knob fields, those that apply in ``scope`` when given."""
-        return tuple(f for f in dataclasses.fields(self.knobs) if scope is None or scope in f.metadata["scope"])

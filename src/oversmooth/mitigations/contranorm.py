@@ -10,29 +10,12 @@ softmax runs over the prefix only (token t mixes tokens s <= t); padding is neve
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from oversmooth.errors import UsageError
-from oversmooth.mitigations.base import Knobs, LayerShape, Method, Patcher, PatchTarget, SiteLayer, knob
-
-
-@dataclass(frozen=True)
-class ContraNormKnobs(Knobs):
-    method = "contranorm"
-    s: float = knob(0.1, "ContraNorm scale s of the similarity term (0: off)", low=0.0, label="ContraNorm s")
-    tau: float = knob(1.0, "ContraNorm temperature tau of the token-similarity softmax, > 0", low=0.0,
-                      label="ContraNorm tau")
-    learnable: bool = knob(False, "ContraNorm: learn s, one per feature, starting at --contranorm-s",
-                           scope=("train",))
-
-    def check(self) -> None:
-        super().check()
-        if self.tau == 0:
-            raise UsageError("ContraNorm tau must be > 0 (a softmax temperature), got 0")
+from oversmooth.mitigations.base import LayerShape, Patcher, PatchTarget, SiteLayer
+from oversmooth.mitigations.registry import ContraNormKnobs
 
 
 def similarity_mix(x: Tensor, tau: float, valid: Tensor | None = None, causal: bool = False,
@@ -80,8 +63,4 @@ def patch_edit(knobs: ContraNormKnobs, target: PatchTarget):
     return edit
 
 
-METHOD = Method("contranorm", "Guo et al., ICLR 2023 (ContraNorm)",
-                "X <- LN(X - s softmax(Xn Xn^T / tau) X) after the attention sublayer, Xn row-normalised",
-                ContraNormKnobs, "stream", ContraNorm, "contranorm", in_block=True,
-                patcher=Patcher("stream", patch_edit), zero={"s": 0.0}, sweep={"s": (0.05, 0.1, 0.2, 0.5, 1.0)},
-                short="contra")
+PATCHER = Patcher("stream", patch_edit)

@@ -7,28 +7,12 @@ after the add (``stream``). Causal models use the prefix mean, so no future toke
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 from torch import Tensor, nn
 
-from oversmooth.mitigations.base import Method, Knobs, LayerShape, Patcher, PatchTarget, SiteLayer, knob
+from oversmooth.mitigations.base import LayerShape, Patcher, PatchTarget, SiteLayer
+from oversmooth.mitigations.registry import DeescalationKnobs
 from oversmooth.mitigations.token_mean import token_mean
-
-PLACEMENTS = ("attn_out", "stream")
-
-
-@dataclass(frozen=True)
-class DeescalationKnobs(Knobs):
-    """tau 1 is the paper's usual setting, and one default serves training and patching alike
-    (``analyze --sweep`` shows smaller shares on a pretrained model)."""
-
-    method = "deescalate"
-    tau: float = knob(1.0, "de-escalation tau, the share of the mean token removed, in [0, 1] (paper: "
-                      "often 1)", low=0.0, high=1.0, flag="tau", label="de-escalation tau")
-    tau_learnable: bool = knob(False, "learn tau (clamped to [0, 1])", flag="tau_learnable", scope=("train",))
-    deescalate_at: str = knob("attn_out", "where: attn_out (before the residual add) | stream (after it)",
-                              choices=PLACEMENTS, flag="deescalate_at", scope=("train",))
 
 
 def deescalate(x: Tensor, tau: float | Tensor, mask: Tensor | None = None,
@@ -89,10 +73,3 @@ def patch_edit(knobs: DeescalationKnobs, target: PatchTarget):
 
 
 PATCHER = Patcher("output", patch_edit)
-
-
-METHOD = Method("deescalate", "Yu & Zhang 2023, \"Why classic Transformers are shallow\"",
-                "Y = (I - tau Pi_1) X on the attention output or the stream",
-                DeescalationKnobs, "output", layer, "deescalate", in_block=True,
-                patcher=PATCHER, zero={"tau": 0.0}, sweep={"tau": (0.05, 0.1, 0.2, 0.5, 1.0)},
-                short="deesc")

@@ -8,24 +8,12 @@ mask our attention folds FeatScale into its output projection (``layers/output_p
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 from torch import Tensor, nn
 
-from oversmooth.mitigations.base import Method, Knobs, LayerShape, Patcher, PatchTarget, SiteLayer, knob, per_unit
+from oversmooth.mitigations.base import LayerShape, Patcher, PatchTarget, SiteLayer, per_unit
+from oversmooth.mitigations.registry import FeatScaleKnobs
 from oversmooth.mitigations.token_mean import token_mean
-
-
-@dataclass(frozen=True)
-class FeatScaleKnobs(Knobs):
-    """Training learns both scales from 0; a patched pretrained model takes them fixed."""
-
-    method = "featscale"
-    s_dc: float = knob(-0.5, "FeatScale DC scale for every channel (or one per channel), fixed when patched",
-                       flag="s_dc", scope=("patch",), per="channel")
-    s_hc: float = knob(0.5, "FeatScale high-frequency scale for every channel (or one per channel), fixed when "
-                       "patched", flag="s_hc", scope=("patch",), per="channel")
 
 
 def featscale(z: Tensor, s_dc: Tensor, s_hc: Tensor, mask: Tensor | None = None,
@@ -74,10 +62,3 @@ def patch_edit(knobs: FeatScaleKnobs, target: PatchTarget):
 
 
 PATCHER = Patcher("output", patch_edit)
-
-
-# s_dc alone is de-escalation with tau = -s_dc, so the sweep grid is s_hc's.
-METHOD = Method("featscale", "Wang et al., ICLR 2022 (FeatScale)",
-                "Z' = Z + s_dc * DC + s_hc * HC per channel, init 0",
-                FeatScaleKnobs, "output", layer, "featscale", patcher=PATCHER,
-                zero={"s_dc": 0.0, "s_hc": 0.0}, sweep={"s_hc": (0.05, 0.1, 0.2, 0.5, 1.0)}, short="featsc")

@@ -8,19 +8,11 @@ are. Being per token, it keeps causal models causal.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 from torch import Tensor
 
-from oversmooth.mitigations.base import Method, Knobs, LayerShape, Patcher, PatchTarget, SiteLayer, knob
-
-
-@dataclass(frozen=True)
-class NeutrenoKnobs(Knobs):
-    method = "neutreno"
-    lam: float = knob(0.6, "NeuTRENO lambda, the fidelity weight (paper: 0.6 DeiT, 0.4 WikiText-103 LM)",
-                      low=0.0, flag="lam", causal=0.4, label="NeuTRENO lambda")
+from oversmooth.mitigations.base import LayerShape, Patcher, PatchTarget, SiteLayer
+from oversmooth.mitigations.registry import NeutrenoKnobs
 
 
 def neutreno(out: Tensor, v: Tensor, v_first: Tensor, lam: float) -> Tensor:
@@ -56,9 +48,3 @@ def patch_edit(knobs: NeutrenoKnobs, target: PatchTarget):
 
 
 PATCHER = Patcher("context", patch_edit)
-
-
-METHOD = Method("neutreno", "NeuTRENO (Nguyen, Nguyen & Baraniuk, NeurIPS 2023)",
-                "O_h = A_h V_h + lam (V1_h - V_h) in layers after the first",
-                NeutrenoKnobs, "context", NeutrenoLayer, "neutreno", patcher=PATCHER,
-                zero={"lam": 0.0}, sweep={"lam": (0.05, 0.1, 0.2, 0.4, 0.6, 1.0)})

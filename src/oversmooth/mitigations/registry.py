@@ -1,29 +1,203 @@
-"""Every mitigation, by name: the one place that lists them.
+"""Every mitigation, by name: the one place that lists them, and declares each one's knobs.
 
-Each entry is a method module's ``METHOD`` record (``oversmooth.mitigations.base.Method``): its knobs with defaults, ranges and
-help, where it acts, its layer in our Transformer and its patch for pretrained models. The CLI
-flags, ``MitigationConfig``, ``oversmooth.patch``, study grids, ``analyze --sweep`` and the
-docs table are all read from here. Order matters: within a site, methods act in this order.
+Each entry is a ``Method`` record: its paper and formula, its ``Knobs`` dataclass (defaults, ranges
+and help), where it acts, and where its layer for our Transformer and its patch for pretrained
+models are (``"module:name"`` under ``oversmooth.mitigations``, imported on first use). The CLI
+flags, ``MitigationConfig``, ``oversmooth.patch``, study grids, ``analyze --sweep`` and the docs
+table are all read from here. Order matters: within a site, methods act in this order.
+
+Torch-free: listing methods and knobs (``oversmooth train --help``) imports no method module, and
+a lookup imports the method's module by name, whatever was imported before.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+import importlib
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Literal
 
 from oversmooth.errors import UsageError
-from oversmooth.mitigations.attnscale import METHOD as ATTNSCALE
-from oversmooth.mitigations.contranorm import METHOD as CONTRANORM
-from oversmooth.mitigations.deescalation import METHOD as DEESCALATE
-from oversmooth.mitigations.featscale import METHOD as FEATSCALE
-from oversmooth.mitigations.neutreno import METHOD as NEUTRENO
-from oversmooth.mitigations.spectral import METHOD as SPECTRAL
-from oversmooth.mitigations.symmetric import METHOD as SYMMETRIC
-from oversmooth.mitigations.value_residual import METHOD as VALUE_RESIDUAL
-from oversmooth.mitigations.base import Knobs, Method, Scope
+from oversmooth.mitigations.knobs import Knobs, Scope, knob
+
+if TYPE_CHECKING:
+    from oversmooth.mitigations.base import LayerShape, Patcher, SiteLayer
+
+#: Where a method acts, in the order a block meets them: the layer's own weights (structure), the
+#: values before ``A V``, the per-head context ``A V``, the attention sub-layer output before the
+#: residual add, or the residual stream after the attention residual add.
+Site = Literal["structure", "values", "context", "output", "stream"]
+SITES: tuple[Site, ...] = ("structure", "values", "context", "output", "stream")
+
+
+@dataclass(frozen=True)
+class Method:
+    """One mitigation: what it is, its knobs and where it acts, where its layer and patch are."""
+
+    name: str
+    paper: str                  # authors, venue / year, and the equation where there is one
+    formula: str                # one line
+    knobs: type[Knobs]
+    site: Site
+    layer_at: str               # "module:name" of ``layer(knobs, LayerShape) -> SiteLayer``
+    attribute: str              # the layer's attribute name (state-dict prefix)
+    in_block: bool = False      # the layer lives on the block, not on its attention
+    patch_at: str = ""          # "module:name" of its ``Patcher``; "" if it has none
+    unpatchable: str = ""       # why there is no patch
+    zero: dict[str, Any] = dataclasses.field(default_factory=dict)    # knobs at which it is the baseline
+    sweep: dict[str, tuple[float, ...]] = dataclasses.field(default_factory=dict)  # analyze --sweep grid
+    short: str = ""             # short label in tables
+
+    @property
+    def layer(self) -> Callable[[Knobs, LayerShape], SiteLayer]:
+        """Builds the method's layer in our Transformer (imports its module, and torch)."""
+        return _resolve(self.layer_at)
+
+    @property
+    def patcher(self) -> Patcher | None:
+        """How it edits a pretrained model (imports its module, and torch), or None."""
+        return _resolve(self.patch_at) if self.patch_at else None
+
+    def flag(self, field: str) -> str:
+        """The global name of knob ``field`` (CLI ``--flag``, flat config key)."""
+        return self.knob_field(field).metadata["flag"] or f"{self.name}_{field}"
+
+    def knob_field(self, name: str) -> dataclasses.Field:
+        return next(f for f in dataclasses.fields(self.knobs) if f.name == name)
+
+    def fields(self, scope: Scope | None = None) -> tuple[dataclasses.Field, ...]:
+        """The knob fields, those that apply in ``scope`` when given."""
+        return tuple(f for f in dataclasses.fields(self.knobs) if scope is None or scope in f.metadata["scope"])
+
+
+def _resolve(at: str) -> Any:
+    """``"neutreno:PATCHER"`` -> ``oversmooth.mitigations.neutreno.PATCHER``."""
+    module, _, name = at.partition(":")
+    return getattr(importlib.import_module(f"oversmooth.mitigations.{module}"), name)
+
+
+@dataclass(frozen=True)
+class SymmetricKnobs(Knobs):
+    method = "symmetric"
+
+
+#: ``spectral`` modes -> the range the eigenvalues of W_V W_O are kept in.
+SPECTRAL_MODES: dict[str, str] = {
+    "sharpen": "(-1, 0): lambda = -sigmoid(psi)",
+    "smooth": "(0, 1): lambda = sigmoid(psi)",
+    "free": "unconstrained: lambda = psi",
+}
+
+
+@dataclass(frozen=True)
+class SpectralKnobs(Knobs):
+    method = "spectral"
+    spectral: str = knob("free", "eigenvalue range of W_V W_O: sharpen (-1, 0) | smooth (0, 1) | free",
+                         choices=tuple(SPECTRAL_MODES), flag="spectral", scope=("train",), label="spectral mode")
+
+
+@dataclass(frozen=True)
+class ValueResidualKnobs(Knobs):
+    method = "value_residual"
+    value_mix: float = knob(0.5, "value-residual share of V1 mixed into V, in [0, 1]", low=0.0, high=1.0,
+                            flag="value_mix", scope=("train",), label="value_mix")
+
+
+@dataclass(frozen=True)
+class AttnScaleKnobs(Knobs):
+    """Training learns omega from 0; a patched pretrained model takes it fixed."""
+
+    method = "attnscale"
+    omega: float = knob(0.5, "AttnScale omega for every head (or one per head), fixed when patched",
+                        flag="omega", scope=("patch",), per="head")
+
+
+@dataclass(frozen=True)
+class NeutrenoKnobs(Knobs):
+    method = "neutreno"
+    lam: float = knob(0.6, "NeuTRENO lambda, the fidelity weight (paper: 0.6 DeiT, 0.4 WikiText-103 LM)",
+                      low=0.0, flag="lam", causal=0.4, label="NeuTRENO lambda")
+
+
+@dataclass(frozen=True)
+class FeatScaleKnobs(Knobs):
+    """Training learns both scales from 0; a patched pretrained model takes them fixed."""
+
+    method = "featscale"
+    s_dc: float = knob(-0.5, "FeatScale DC scale for every channel (or one per channel), fixed when patched",
+                       flag="s_dc", scope=("patch",), per="channel")
+    s_hc: float = knob(0.5, "FeatScale high-frequency scale for every channel (or one per channel), fixed when "
+                       "patched", flag="s_hc", scope=("patch",), per="channel")
+
+
+#: where de-escalation acts: the attention sub-layer output, or the stream after the residual add.
+PLACEMENTS = ("attn_out", "stream")
+
+
+@dataclass(frozen=True)
+class DeescalationKnobs(Knobs):
+    """tau 1 is the paper's usual setting, and one default serves training and patching alike
+    (``analyze --sweep`` shows smaller shares on a pretrained model)."""
+
+    method = "deescalate"
+    tau: float = knob(1.0, "de-escalation tau, the share of the mean token removed, in [0, 1] (paper: "
+                      "often 1)", low=0.0, high=1.0, flag="tau", label="de-escalation tau")
+    tau_learnable: bool = knob(False, "learn tau (clamped to [0, 1])", flag="tau_learnable", scope=("train",))
+    deescalate_at: str = knob("attn_out", "where: attn_out (before the residual add) | stream (after it)",
+                              choices=PLACEMENTS, flag="deescalate_at", scope=("train",))
+
+
+@dataclass(frozen=True)
+class ContraNormKnobs(Knobs):
+    method = "contranorm"
+    s: float = knob(0.1, "ContraNorm scale s of the similarity term (0: off)", low=0.0, label="ContraNorm s")
+    tau: float = knob(1.0, "ContraNorm temperature tau of the token-similarity softmax, > 0", low=0.0,
+                      label="ContraNorm tau")
+    learnable: bool = knob(False, "ContraNorm: learn s, one per feature, starting at --contranorm-s",
+                           scope=("train",))
+
+    def check(self) -> None:
+        super().check()
+        if self.tau == 0:
+            raise UsageError("ContraNorm tau must be > 0 (a softmax temperature), got 0")
+
 
 METHODS: dict[str, Method] = {m.name: m for m in (
-    SYMMETRIC, SPECTRAL, VALUE_RESIDUAL, ATTNSCALE, NEUTRENO, FEATSCALE, DEESCALATE, CONTRANORM,
+    Method("symmetric", "Sym-DeiT in NeuTRENO (Nguyen, Nguyen & Baraniuk, NeurIPS 2023)",
+           "keys = queries (W_K tied to W_Q): symmetric attention scores",
+           SymmetricKnobs, "structure", "symmetric:layer", "symmetric",
+           unpatchable="it changes the weights a pretrained model was trained with"),
+    Method("spectral", "Dovonon, Bronstein & Kusner, TMLR 2025",
+           "W_V W_O = U diag(lambda) U^T, U orthogonal, lambda in a chosen range",
+           SpectralKnobs, "structure", "spectral:layer", "value_output",
+           unpatchable="it reparameterises W_V and W_O, which must be trained"),
+    Method("value_residual", "Zhou et al. 2024, value residual learning (ResFormer)",
+           "V_l <- (1 - mix) V_l + mix V1 in layers after the first",
+           ValueResidualKnobs, "values", "value_residual:ValueResidual", "value_residual",
+           unpatchable="not implemented for pretrained models", zero={"value_mix": 0.0}),
+    Method("attnscale", "Wang et al., ICLR 2022 (AttnScale)",
+           "A' = A + omega_h (A - uniform), omega per head, init 0",
+           AttnScaleKnobs, "context", "attnscale:layer", "attnscale", patch_at="attnscale:PATCHER",
+           zero={"omega": 0.0}, sweep={"omega": (0.05, 0.1, 0.2, 0.5, 1.0)}, short="attnsc"),
+    Method("neutreno", "NeuTRENO (Nguyen, Nguyen & Baraniuk, NeurIPS 2023)",
+           "O_h = A_h V_h + lam (V1_h - V_h) in layers after the first",
+           NeutrenoKnobs, "context", "neutreno:NeutrenoLayer", "neutreno", patch_at="neutreno:PATCHER",
+           zero={"lam": 0.0}, sweep={"lam": (0.05, 0.1, 0.2, 0.4, 0.6, 1.0)}),
+    # s_dc alone is de-escalation with tau = -s_dc, so the sweep grid is s_hc's.
+    Method("featscale", "Wang et al., ICLR 2022 (FeatScale)",
+           "Z' = Z + s_dc * DC + s_hc * HC per channel, init 0",
+           FeatScaleKnobs, "output", "featscale:layer", "featscale", patch_at="featscale:PATCHER",
+           zero={"s_dc": 0.0, "s_hc": 0.0}, sweep={"s_hc": (0.05, 0.1, 0.2, 0.5, 1.0)}, short="featsc"),
+    Method("deescalate", "Yu & Zhang 2023, \"Why classic Transformers are shallow\"",
+           "Y = (I - tau Pi_1) X on the attention output or the stream",
+           DeescalationKnobs, "output", "deescalation:layer", "deescalate", in_block=True,
+           patch_at="deescalation:PATCHER", zero={"tau": 0.0}, sweep={"tau": (0.05, 0.1, 0.2, 0.5, 1.0)},
+           short="deesc"),
+    Method("contranorm", "Guo et al., ICLR 2023 (ContraNorm)",
+           "X <- LN(X - s softmax(Xn Xn^T / tau) X) after the attention sublayer, Xn row-normalised",
+           ContraNormKnobs, "stream", "contranorm:ContraNorm", "contranorm", in_block=True,
+           patch_at="contranorm:PATCHER", zero={"s": 0.0}, sweep={"s": (0.05, 0.1, 0.2, 0.5, 1.0)},
+           short="contra"),
 )}
 
 
@@ -36,7 +210,7 @@ def method(name: str) -> Method:
 
 def patchable() -> tuple[str, ...]:
     """The methods that can be patched into a pretrained model."""
-    return tuple(name for name, m in METHODS.items() if m.patcher is not None)
+    return tuple(name for name, m in METHODS.items() if m.patch_at)
 
 
 def knob_owners(scope: Scope | None = None) -> dict[str, tuple[str, str]]:

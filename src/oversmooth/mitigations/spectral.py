@@ -26,27 +26,13 @@ so it stays orthogonal to float precision whatever the optimiser does.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import torch
 from torch import Tensor, nn
 from torch.nn.utils.parametrizations import orthogonal
 
-from oversmooth.mitigations.base import Method, Knobs, LayerShape, SiteLayer, knob
-
-#: ``spectral`` modes -> the range the eigenvalues of W_V W_O are kept in.
-SPECTRAL_MODES: dict[str, str] = {
-    "sharpen": "(-1, 0): lambda = -sigmoid(psi)",
-    "smooth": "(0, 1): lambda = sigmoid(psi)",
-    "free": "unconstrained: lambda = psi",
-}
-
-
-@dataclass(frozen=True)
-class SpectralKnobs(Knobs):
-    method = "spectral"
-    spectral: str = knob("free", "eigenvalue range of W_V W_O: sharpen (-1, 0) | smooth (0, 1) | free",
-                         choices=tuple(SPECTRAL_MODES), flag="spectral", scope=("train",), label="spectral mode")
+from oversmooth.mitigations.base import LayerShape, SiteLayer
+from oversmooth.mitigations.registry import SPECTRAL_MODES, SpectralKnobs
 
 
 def baseline_scale(width: int, std: float, generator: torch.Generator | None = None) -> float:
@@ -112,9 +98,3 @@ class SpectralValueOutput(SiteLayer):
 
 def layer(knobs: SpectralKnobs, shape: LayerShape) -> SpectralValueOutput:
     return SpectralValueOutput(shape.width, knobs.spectral)
-
-
-METHOD = Method("spectral", "Dovonon, Bronstein & Kusner, TMLR 2025",
-                "W_V W_O = U diag(lambda) U^T, U orthogonal, lambda in a chosen range",
-                SpectralKnobs, "structure", layer, "value_output",
-                unpatchable="it reparameterises W_V and W_O, which must be trained")

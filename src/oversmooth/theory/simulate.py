@@ -21,7 +21,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from oversmooth.errors import UsageError
-from oversmooth.mitigations import deescalate
+from oversmooth.mitigations.deescalation import deescalate
 from oversmooth.theory.sampling import softmax_attention
 
 SIMULATED_NORMS = ("none", "pre", "post")

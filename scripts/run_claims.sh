@@ -47,7 +47,7 @@ archives() {  # the second protocol's archives under results/ (oversmooth.study.
 step() {  # STEP: one step of the protocol; non-zero when a gate stops the protocol
     local name="$1"
     case "$name" in
-        adaptations) "$py" -m oversmooth.study.adaptations --results results --threads 1 --jobs "$jobs" ;;
+        adaptations) "$py" -m oversmooth.study.adaptations --results results --threads 1 --jobs "$jobs" --train-starts ;;
         claim3) PYTHONPATH=src "$py" benchmarks/bench_claim3.py --out results/claim3 ;;
         *)
             if [ -n "${PILOT[$name]:-}" ]; then study "${PILOT[$name]}"; fi

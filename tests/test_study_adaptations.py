@@ -24,3 +24,22 @@ def test_bad_flags_exit_2(tmp_path, capsys, flags):
     assert adaptations.main([*flags, "--out", str(tmp_path / "adapt")]) == 2
     assert capsys.readouterr().err.startswith("error: ")
     assert not (tmp_path / "adapt").exists()
+
+
+def test_train_starts_trains_only_the_missing_softmax_cell_of_that_seed(tmp_path, monkeypatch):
+    """--train-starts hands the study runner fmnist-p7 narrowed to the seed's softmax cell, then
+    adapts the model it trained (here a stand-in runner that records the call and makes the folder)."""
+    import oversmooth.study
+
+    studies, seen = tmp_path / "studies", []
+
+    def fake_run_study(study, out, **kwargs):
+        seen.append(([(c.variant.label, c.seed) for c in study.cells()], out))
+        (out / "cells" / study.cells()[0].name / "model").mkdir(parents=True)
+        raise SystemExit("trained")  # stop before the (real) continuation
+
+    monkeypatch.setattr(oversmooth.study, "run_study", fake_run_study)
+    with pytest.raises(SystemExit, match="trained"):
+        adaptations.main(["--seeds", "12", "--studies", str(studies), "--out", str(tmp_path / "adapt"),
+                          "--train-starts"])
+    assert seen == [([("softmax", 12)], studies / "fmnist-p7")]

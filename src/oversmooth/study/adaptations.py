@@ -8,7 +8,7 @@ lambda 0.2, 0.6 and 1.8 (the last two only for the seeds of 2c). Each seed's sma
 ``adapt.json`` (per arm: val and test scores, steps, last-layer cos_sim, the records), is copied to
 ``results/fmnist-p7-adapt/s<seed>/``, so a fresh clone reads what ran.
 
-    python -m oversmooth.study.adaptations [--seeds 0,1] [--results results] [--jobs 2]
+    python -m oversmooth.study.adaptations [--seeds 0,1] [--results results] [--jobs 2] [--train-starts]
 """
 
 from __future__ import annotations
@@ -72,15 +72,23 @@ def read_adaptations(root: str | Path) -> list[dict]:
     return records
 
 
-def adapt_seed(seed: int, studies: Path, out: Path, results: Path | None, threads: int) -> None:
-    """Run (or resume) seed ``seed``'s continuations and archive its ``adapt.json``."""
+def adapt_seed(seed: int, studies: Path, out: Path, results: Path | None, threads: int,
+               train_start: bool = False) -> None:
+    """Run (or resume) seed ``seed``'s continuations and archive its ``adapt.json``; with
+    ``train_start``, a start that has no trained model here is trained first (weights are not
+    archived, so a fresh clone trains the seed's softmax cell again: the same recipe and seed)."""
     from oversmooth.adapt import AdaptConfig, adapt
 
     start = next(c for c in VIT.cells() if c.seed == seed and c.variant.label == "softmax")
     folder = studies / VIT.name / "cells" / start.name
+    if not (folder / "model").is_dir() and train_start:
+        from oversmooth.study import run_study
+
+        run_study(VIT.narrowed(seeds=(seed,), labels=("softmax",)), studies / VIT.name, threads=threads,
+                  command=f"python -m oversmooth.study.adaptations --seeds {seed} --train-starts")
     if not (folder / "model").is_dir():
         raise UsageError(f"{folder} has no trained model: train it first (oversmooth study {VIT.name} --out "
-                         f"{studies / VIT.name} --methods softmax --seeds {seed})")
+                         f"{studies / VIT.name} --methods softmax --seeds {seed}), or pass --train-starts")
     lambdas = LAMBDAS if seed in SEEDS_B else (0.6,)
     config = AdaptConfig(model=str(folder), out=str(out / f"s{seed}"), method="neutreno",
                          knobs=tuple({"lam": lam} for lam in lambdas), objective="task", steps=STEPS, lr=LR,
@@ -100,6 +108,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--results", default=None, help="archive each seed's adapt.json under RESULTS/fmnist-p7-adapt")
     parser.add_argument("--threads", type=int, default=1, help="torch threads per seed (default 1)")
     parser.add_argument("--jobs", type=int, default=1, help="seeds at once, one process each (default 1)")
+    parser.add_argument("--train-starts", action="store_true",
+                        help="train a seed's softmax start first where --studies has no trained model of it")
     args = parser.parse_args(argv)
     if args.jobs < 1 or args.threads < 1:
         print(f"error: --jobs and --threads take integers >= 1, got {args.jobs} and {args.threads}", file=sys.stderr)
@@ -113,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     done = {r["seed"] for r in read_adaptations(results)} if results else set()
     todo = [seed for seed in seeds if seed not in done]
     todo.sort(key=lambda seed: seed not in SEEDS_B)  # the seeds with more arms first
-    run = (Path(args.studies), Path(args.out), results, args.threads)
+    run = (Path(args.studies), Path(args.out), results, args.threads, args.train_starts)
     try:
         if args.jobs == 1:
             for seed in todo:

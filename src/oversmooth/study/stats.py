@@ -45,7 +45,7 @@ from typing import Literal, Sequence
 import numpy as np
 from scipy import optimize, stats
 
-from oversmooth.study.equivalence import narrowest_margin, tost
+from oversmooth.study.equivalence import narrowest_margin, paired_differences, tost
 from oversmooth.study.sign_test import fewest_unanimous, sign_test
 
 Direction = Literal["higher", "lower"]
@@ -133,12 +133,7 @@ def paired_test(method: Sequence[float], baseline: Sequence[float], direction: D
     (0.7, 2.46)
     """
     _check_direction(direction)
-    x, y = np.asarray(method, dtype=float), np.asarray(baseline, dtype=float)
-    if x.ndim != 1 or x.shape != y.shape:
-        raise ValueError(f"method and baseline must be 1-d and paired, got shapes {x.shape} and {y.shape}")
-    if not (np.isfinite(x).all() and np.isfinite(y).all()):
-        raise ValueError("method and baseline must be finite (a diverged run is a gate, not a number)")
-    d = x - y
+    d = paired_differences(method, baseline)
     n = int(d.size)
     mean = float(d.mean()) if n else math.nan
     if n < 2:

@@ -182,10 +182,10 @@ def depth_seeds(cells: list[CellResult]) -> tuple[float, float, tuple[int, ...]]
         python -c "from oversmooth.study.folders import read_folders; from oversmooth.study.protocol import \\
         depth_seeds; print(depth_seeds(read_folders(['results/depth-w32-pilot']).cells))"
     """
-    key = training_key(DEPTH_PILOT.cells()[0].spec())
+    key = training_key(DEPTH_PILOT.cells()[0].spec(), ("depth",))
     arms: dict[Key, list[float]] = {}
     for cell in cells:
-        if cell.training() == key and cell.seed in DEPTH_PILOT.seeds and cell.label == "softmax":
+        if training_key(cell.spec, ("depth",)) == key and cell.seed in DEPTH_PILOT.seeds and cell.label == "softmax":
             arms.setdefault((cell.norm, cell.label, cell.depth), []).append(measures.paired_score(cell))
     planned = {(c.norm, c.variant.label, c.depth) for c in DEPTH_PILOT.cells()}
     if arms.keys() != planned or any(len(s) != len(DEPTH_PILOT.seeds) or None in s for s in arms.values()):

@@ -165,7 +165,6 @@ def reference_needed(cell: CellResult) -> bool:
                for p in PROTOCOLS for gate in p.gates)
 
 
-
 #: claim 4's seed rule (docs/studies.md, Deviations, 2026-11-25 10:50): grow to 2-13 if 4a's detectable
 #: effect at alpha / 7 with seeds 2-9 exceeds this many pp
 DEPTH_GROW_ABOVE = 5.0
@@ -177,7 +176,7 @@ def depth_seeds(cells: list[CellResult]) -> tuple[float, float, tuple[int, ...]]
     over the pilot's four arms (pre- and post-norm softmax at depths 8 and 48); a seed's 4a value
     (four arms) has SD ``2 sigma``; ``detectable`` is 4a's smallest detectable effect (power 0.8,
     the paired t-test at alpha / 7) with 8 seeds; above ``DEPTH_GROW_ABOVE`` pp the test has
-    seeds 2-13, else 2-9. ValueError while a pilot cell has no test score. The lead runs it once::
+    seeds 2-13, else 2-9. ValueError while a pilot cell has no test score. Run once, after the pilot::
 
         python -c "from oversmooth.study.folders import read_folders; from oversmooth.study.protocol import \\
         depth_seeds; print(depth_seeds(read_folders(['results/depth-w32-pilot']).cells))"

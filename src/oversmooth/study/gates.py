@@ -94,7 +94,8 @@ class PlateauGate:
             floor = f"mean val accuracy >= {self.floor:g} %"
         floor += f" ({self.source})"
         gain = f"< {100 * self.long_tolerance:g} % lower val NLL" if lm else f"< {self.long_tolerance:g} pp val accuracy"
-        return (f"{self.arm[1]} ({self.arm[0]}-norm), on validation: (a) plateaued on every seed; (b) "
+        norm, label, depth = self.arm
+        return (f"{label} ({norm}-norm, depth {depth}), on validation: (a) plateaued on every seed; (b) "
                 f"{self.long.name} (1.5x the epochs) gains {gain}; (c) {floor}")
 
     def failure(self, groups: Sequence[Mapping[Key, CellResult]], cells: Sequence[CellResult]) -> str | None:

@@ -17,6 +17,7 @@ from oversmooth.study.results import CellResult
 Key = tuple[str, str, int]  # (norm, label, depth)
 Measure = Callable[[Mapping[Key, CellResult], tuple[Key, Key]], "tuple[float, float] | None"]
 
+
 def paired_score(cell: CellResult) -> float | None:
     """Test accuracy in percent, or an LM's test NLL per token (nats, the log perplexity). A
     diverged cell keeps the validation score of its last good epoch, or chance (10 %; an LM:

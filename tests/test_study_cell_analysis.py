@@ -103,3 +103,23 @@ def test_the_value_flip_is_layernorm_with_negated_gamma_on_the_value_path_only()
     rows = value_flip(model, images, sample.layer_stack("pattern"))
     assert [r["layer"] for r in rows] == [1, 2, 3]
     assert all(r["t_sim_change"] != pytest.approx(r["t_sim_change_trained"]) for r in rows)
+
+
+def test_only_the_baselines_of_a_reference_floor_pay_for_the_reference_model():
+    """Gate (c)'s reference model is measured on the cells whose gate reads it: depth-w32's
+    pre-norm softmax at depth 48 (its pilot's too: same setting), austen-p2's softmax; not
+    fmnist-p7 (a cited floor), not the long runs, not the other arms."""
+    from oversmooth.study.presets import STUDY_PRESETS
+    from oversmooth.study.protocol import reference_needed
+    from oversmooth.study.results import CellResult
+
+    def needed(preset):
+        cells = [CellResult(preset, c.name, c.model, c.task, c.norm, c.depth, c.variant.label, c.variant.method, {},
+                            c.seed, "completed", [], None, c.spec()) for c in STUDY_PRESETS[preset].cells()]
+        return {(c.norm, c.label, c.depth) for c in cells if reference_needed(c)}, len(cells)
+
+    assert needed("depth-w32") == ({("pre", "softmax", 48)}, 48)
+    assert needed("depth-w32-pilot") == ({("pre", "softmax", 48)}, 8)
+    assert needed("austen-p2") == ({("pre", "softmax", 8)}, 20)
+    for preset in ("fmnist-p7", "fmnist-p7-spectral", "depth-w32-long", "austen-p2-long", "depth-p7-pilot"):
+        assert needed(preset)[0] == set(), preset

@@ -342,7 +342,7 @@ def test_a_not_tested_claim_stays_in_the_holm_family_with_p_one():
     assert with_gated[0].p_adjusted == pytest.approx(3 * p[0])  # the smallest of 3 is multiplied by 3
 
 
-# --- equivalence (TOST) and the exact sign test ------------------------------------------------
+# --- equivalence (TOST) ---------------------------------------------------------------------------
 
 def test_tost_matches_two_one_sided_t_tests_by_hand():
     from scipy import stats as sps
@@ -364,32 +364,3 @@ def test_an_equivalence_claim_is_held_inside_the_margin_and_contradicted_outside
     assert (held.verdict, contradicted.verdict, unknown.verdict) == (HELD, CONTRADICTED, INCONCLUSIVE)
     assert -0.5 < held.ci_low < held.ci_high < 0.5 and contradicted.ci_low > 0.5
     assert held.margin == 0.5 and "narrowest margin" in unknown.reason and math.isfinite(unknown.mde)
-
-
-def test_sign_test_matches_binomial_enumeration():
-    from itertools import product
-    from oversmooth.study.sign_test import sign_test
-    method = [1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 0, 1]
-    baseline = [0, 0, 0, 0, 0, 1, 1, 0, 0, 0, 0, 0]
-    test = sign_test(method, baseline, "higher")
-    k, k_plus = test.k, test.k_plus
-    assert (k, k_plus) == (9, 8)
-    # two-sided: the outcomes at least as unlikely in either tail, by enumerating all 2**k sign vectors
-    tails = sum(1 for signs in product((0, 1), repeat=k) if sum(signs) >= k_plus or sum(signs) <= k - k_plus)
-    assert test.p == pytest.approx(tails / 2 ** k)
-
-
-def test_clopper_pearson_excludes_one_half_exactly_when_the_sign_test_rejects():
-    from oversmooth.study.sign_test import sign_test
-    for k_plus in range(0, 11):
-        test = sign_test([1] * k_plus + [0] * (10 - k_plus), [0] * k_plus + [1] * (10 - k_plus), "higher")
-        low, high = test.interval(0.95)
-        assert (test.p < 0.05) == (low > 0.5 or high < 0.5), k_plus
-
-
-def test_an_exact_claim_is_decided_by_the_sign_test():
-    trains = PairedClaim((1.0,) * 10, (0.0,) * 10, "higher", exact=True)
-    mixed = PairedClaim((1.0, 1.0, 0.0, 1.0), (0.0, 0.0, 1.0, 1.0), "higher", exact=True)
-    held, unknown = decide_family([trains, mixed])
-    assert held.verdict == HELD and held.effect == 1.0 and held.p == pytest.approx(2 / 1024)
-    assert unknown.verdict == INCONCLUSIVE and "at least 7 seeds differ" in unknown.reason  # 2 * 2**-7 < 0.025

@@ -20,8 +20,10 @@ and writes ``CELL_DIR/analysis.json`` (atomically). On the first ``PROBE`` valid
   pre-attention gamma negated **in the value path only** (queries and keys keep it, so the
   attention maps are unchanged): the attention sublayer's t_sim change and dynamics verdict
   with the flip and as trained;
-- ``reference`` (language models): the validation NLL of an interpolated bigram model on the
-  same tokens (``oversmooth.study.reference``), the floor of the LM's gate.
+- ``reference`` (only a cell that is the baseline of a gate whose floor is a reference model,
+  ``protocol.reference_needed``): a language model's, the validation NLL of an interpolated
+  bigram model on the same tokens; an image classifier's, the validation accuracy of a
+  logistic regression on the same training images (``oversmooth.study.reference``).
 """
 
 from __future__ import annotations
@@ -41,7 +43,10 @@ from oversmooth.errors import UsageError
 from oversmooth.metrics import measure
 from oversmooth.spectra.value_output import value_output_eigenvalues
 from oversmooth.spectra.verdict import dynamics_verdict
-from oversmooth.study.files import ANALYSIS_FILE, MODEL_DIR, RESULTS_FILE
+from oversmooth.study.files import ANALYSIS_FILE, CELL_FILE, MODEL_DIR, RESULTS_FILE
+from oversmooth.study.protocol import reference_needed
+from oversmooth.study.reference import bigram_nll, logistic_accuracy
+from oversmooth.study.results import read_cell
 
 PROBE, ATTENTION = 64, 8
 METRICS = ("cos_sim", "t_sim")
@@ -140,6 +145,16 @@ def flip_attention_norms(model) -> torch.nn.Module:
     return flipped
 
 
+def reference(task, model: str) -> dict:
+    """The reference model's record (``oversmooth.study.gates.REFERENCES``) on ``task``'s own data."""
+    if model == "lm":
+        nll, weight = bigram_nll(task.splits["train"].numpy(), task.splits["val"].numpy(), task.vocab_size)
+        return {"bigram_val_nll": nll, "bigram_weight": weight}
+    accuracy = logistic_accuracy(task.splits["train"], task.labels["train"], task.splits["val"], task.labels["val"],
+                                 task.classes)
+    return {"logistic_val_accuracy": accuracy}
+
+
 def analyze_cell(folder: str | Path) -> dict:
     """Measure the trained model of the cell in ``folder`` and write its ``analysis.json``."""
     from oversmooth.models import load_model
@@ -163,11 +178,8 @@ def analyze_cell(folder: str | Path) -> dict:
                                "val_unflipped": evaluate(model, task, "val", 256, env)}
         _, sample = model.run_with_cache(inputs[:ATTENTION], names=[hook_name(b, "pattern") for b in range(model.cfg.depth)])
         analysis["value_flip"] = value_flip(model, inputs, sample.layer_stack("pattern"))
-    if description["model"] == "lm":
-        from oversmooth.study.reference import bigram_nll
-
-        nll, weight = bigram_nll(task.splits["train"].numpy(), task.splits["val"].numpy(), task.vocab_size)
-        analysis["reference"] = {"bigram_val_nll": nll, "bigram_weight": weight}
+    if (folder / CELL_FILE).is_file() and reference_needed(read_cell(folder)):
+        analysis["reference"] = reference(task, description["model"])
     with atomic_write(folder / ANALYSIS_FILE) as handle:
         json.dump(analysis, handle, indent=1)
     return analysis

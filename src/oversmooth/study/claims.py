@@ -2,9 +2,9 @@
 registry ``CLAIMS`` of stable id -> ``ClaimSpec``, each decided by one function into one ``Claim``
 (a row of the table and of ``claims.json``, with the fields of DESIGN 9.6).
 
-Tested claims are ``Question``s: a statement, a measure, a test (paired t, TOST with a margin, or
-the exact sign test) and a source of evidence, one ``(unit, method, baseline)`` triple per seed
-(or per benchmark round, or per sequence), with the first gate that failed. Where the evidence
+Tested claims are ``Question``s: a statement, a measure, a test (paired t, or TOST with a margin)
+and a source of evidence, one ``(unit, method, baseline)`` triple per seed (or per benchmark
+round, or per sequence), with the first gate that failed. Where the evidence
 comes from:
 
 - cells trained in our studies (``oversmooth.study.protocol``: 2a, 2b, 4a, 4b, 5b, 5c, 6, 7),
@@ -106,7 +106,6 @@ class Question:
     evidence: Callable[["Inputs"], Evidence]
     command: Callable[["Inputs"], str]
     margin: float | None = None
-    exact: bool = False
     deviations: tuple[str, ...] = ()
 
     @property
@@ -172,7 +171,7 @@ def _from_protocol(protocol: Protocol) -> Question:
     return Question(protocol.id, protocol.statement, protocol.paper, protocol.measure_text, protocol.direction,
                     "; ".join(gate.describe() for gate in protocol.gates) or "none",
                     lambda inputs: gather(protocol, inputs.cells), _study_command(protocol.preset.name),
-                    protocol.margin, protocol.exact, protocol.deviations)
+                    protocol.margin, protocol.deviations)
 
 
 def _adaptation_evidence(measure: Callable[[dict], tuple[float, float] | None]) -> Callable[["Inputs"], Evidence]:
@@ -253,8 +252,8 @@ class Inputs:
         for ids in FAMILIES.values():
             found = [QUESTIONS[claim_id].evidence(self) for claim_id in ids]
             claims = [PairedClaim(tuple(m for _, m, _ in e.values), tuple(b for _, _, b in e.values),
-                                  QUESTIONS[claim_id].direction, e.not_tested, QUESTIONS[claim_id].margin,
-                                  QUESTIONS[claim_id].exact) for claim_id, e in zip(ids, found)]
+                                  QUESTIONS[claim_id].direction, e.not_tested, QUESTIONS[claim_id].margin)
+                      for claim_id, e in zip(ids, found)]
             self.decided.update(zip(ids, zip(found, decide_family(claims))))
 
     def command(self, preset_name: str) -> str:

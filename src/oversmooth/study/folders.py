@@ -15,8 +15,8 @@ from oversmooth.study.results import CellResult, read_study, study_info
 ROUNDS_FILE = "rounds.json"
 #: what the claims report reads under results/: the second protocol's archives (the first
 #: protocol's stay there as they ran, read by nothing but their own sections of old reports)
-PROTOCOL_ARCHIVES = ("fmnist-p7", "fmnist-p7-long", "fmnist-p7-spectral", ADAPTATIONS, "depth-p7-pilot", "depth-p7",
-                     "austen-p2", "austen-p2-long", "claim3")
+PROTOCOL_ARCHIVES = ("fmnist-p7", "fmnist-p7-long", "fmnist-p7-spectral", ADAPTATIONS, "depth-p7-pilot",
+                     "depth-w32-pilot", "depth-w32-long", "depth-w32", "austen-p2", "austen-p2-long", "claim3")
 
 
 @dataclass

@@ -8,8 +8,8 @@ number: the test split decides nothing.
 - ``PlateauGate`` (a) every seed plateaued: its validation loss reached its minimum at least 2
   epochs before the end, or its final validation score is within a tolerance of the best of its
   last 5 evaluations; (b) one seed trained for 1.5x the epochs (``long``, a preset of its own)
-  gains less than a tolerance; (c) the mean validation score meets a cited floor.
-- ``PilotFailure``: claim 4's comparison stands only where its pilot found post-norm failing.
+  gains less than a tolerance; (c) the mean validation score meets a cited floor, or beats a
+  reference model run in the same study on the same data (``REFERENCES``).
 """
 
 from __future__ import annotations
@@ -20,19 +20,31 @@ from typing import Mapping, Sequence
 
 from oversmooth.run_spec import training_key
 from oversmooth.study.config import StudyConfig
-from oversmooth.study.measures import TRAINS_AT, Key, trains
+from oversmooth.study.measures import Key
 from oversmooth.study.results import CellResult
 
 #: (a): the minimum at least this many epochs before the end ...
 MIN_EPOCHS_BEFORE_END = 2
 #: ... or the final score this close to the best of the last this-many evaluations
 LAST_EVALUATIONS = 5
+#: (c) with no cited floor: the reference model each baseline cell's analysis records
+#: (``analysis.json["reference"]``, ``oversmooth.study.reference``), by model kind: its field, its name
+REFERENCES = {"lm": ("bigram_val_nll", "the bigram reference"),
+              "vit": ("logistic_val_accuracy", "the logistic-regression reference")}
 
 
 def val_score(cell: CellResult, epoch: int = -1) -> float:
     """Validation accuracy in % (ViT) or NLL per token in nats (LM) at ``epoch`` (index into the records)."""
     val = cell.epochs[epoch]["val"]
     return 100 * val["accuracy"] if cell.model == "vit" else val["loss"]
+
+
+def reference_score(cell: CellResult) -> float | None:
+    """The validation score of the cell's reference model in ``val_score``'s units, or None while
+    its analysis has not measured one."""
+    field, _ = REFERENCES[cell.model]
+    value = ((cell.analysis or {}).get("reference") or {}).get(field)
+    return None if value is None else 100 * value if cell.model == "vit" else value
 
 
 def _gain(cell: CellResult, before: float, after: float) -> float:
@@ -59,8 +71,8 @@ class PlateauGate:
     """DESIGN 9.3 on the baseline ``arm``: (a) each seed plateaued within ``tolerance`` (pp, or a
     share of the NLL); (b) ``long``'s seed gains less than ``long_tolerance`` over the same seed
     of this setting; (c) the mean validation score reaches ``floor`` (accuracy %, at least; LM
-    NLL, at most; ``floor`` None: the bigram reference each LM cell's analysis records), cited
-    by ``source``."""
+    NLL, at most; ``floor`` None: better than the reference model each baseline cell's analysis
+    records, ``REFERENCES``), cited by ``source``."""
 
     arm: Key
     floor: float | None
@@ -75,10 +87,15 @@ class PlateauGate:
 
     def describe(self) -> str:
         lm = self.long.model == "lm"
-        floor = ("mean val NLL below the interpolated bigram reference's" if self.floor is None else
-                 f"mean val accuracy >= {self.floor:g} %") + f" ({self.source})"
+        if self.floor is None:
+            floor = ("mean val NLL below the interpolated bigram reference's" if lm else
+                     "mean val accuracy above the logistic-regression reference's")
+        else:
+            floor = f"mean val accuracy >= {self.floor:g} %"
+        floor += f" ({self.source})"
         gain = f"< {100 * self.long_tolerance:g} % lower val NLL" if lm else f"< {self.long_tolerance:g} pp val accuracy"
-        return (f"{self.arm[1]} ({self.arm[0]}-norm), on validation: (a) plateaued on every seed; (b) "
+        norm, label, depth = self.arm
+        return (f"{label} ({norm}-norm, depth {depth}), on validation: (a) plateaued on every seed; (b) "
                 f"{self.long.name} (1.5x the epochs) gains {gain}; (c) {floor}")
 
     def failure(self, groups: Sequence[Mapping[Key, CellResult]], cells: Sequence[CellResult]) -> str | None:
@@ -93,13 +110,15 @@ class PlateauGate:
         if self.floor is not None and mean < self.floor:
             return f"undertrained (c): val accuracy {mean:.2f} %{over} < {self.floor:g} % ({self.source})"
         if self.floor is None:
-            references = [c.analysis["reference"]["bigram_val_nll"] for c in baseline
-                          if c.analysis and "reference" in c.analysis]
+            references = [score for c in baseline if (score := reference_score(c)) is not None]
+            name = REFERENCES[baseline[0].model][1]
             if not references:
-                return "undertrained (c): no bigram reference measured yet (the cells' analysis.json)"
+                return f"undertrained (c): {name} has not been measured yet (the cells' analysis.json)"
             reference = statistics.fmean(references)
-            if mean >= reference:
-                return f"undertrained (c): val NLL {mean:.4f}{over} >= the bigram reference's {reference:.4f}"
+            if _gain(baseline[0], reference, mean) <= 0:
+                found = (f"val NLL {mean:.4f}{over} >= {name}'s {reference:.4f}" if baseline[0].model == "lm" else
+                         f"val accuracy {mean:.2f} %{over} <= {name}'s {reference:.2f} %")
+                return f"undertrained (c): {found}"
         return self._long_failure(baseline, cells)
 
     def _long_failure(self, baseline: Sequence[CellResult], cells: Sequence[CellResult]) -> str | None:
@@ -120,30 +139,3 @@ class PlateauGate:
             unit = f"{gain:.2f} pp" if same[0].model == "vit" else f"{100 * gain:.2f} % of NLL"
             return f"not plateaued (b): seed {same[0].seed} trained 1.5x as long gains {unit} on validation"
         return None
-
-
-@dataclass(frozen=True)
-class PilotFailure:
-    """Claim 4's gate D: the ``pilot`` found post-norm softmax not training (final val accuracy
-    < ``TRAINS_AT`` %) at ``depth`` on at least one seed where pre-norm softmax trained."""
-
-    pilot: StudyConfig
-    depth: int
-    arms: frozenset = frozenset()  # it reads the pilot's cells, not a seed's
-
-    def describe(self) -> str:
-        return (f"the pilot {self.pilot.name} found post-norm softmax below {TRAINS_AT:g} % val accuracy at depth "
-                f"{self.depth} on a seed where pre-norm trained")
-
-    def failure(self, groups: Sequence[Mapping[Key, CellResult]], cells: Sequence[CellResult]) -> str | None:
-        key = training_key(self.pilot.cells()[0].spec())
-        pilot = {(c.seed, c.norm): c for c in cells if c.training() == key and c.label == "softmax"
-                 and c.depth == self.depth and c.seed in self.pilot.seeds and c.results is not None}
-        seeds = sorted({seed for seed, _ in pilot})
-        if not all((seed, norm) in pilot for seed in self.pilot.seeds for norm in ("pre", "post")):
-            return f"nothing to rescue yet: the pilot {self.pilot.name} has not finished"
-        failing = [s for s in seeds if trains(pilot[(s, "pre")]) and not trains(pilot[(s, "post")])]
-        if failing:
-            return None
-        return (f"nothing to rescue: in the pilot {self.pilot.name} post-norm softmax trained wherever pre-norm did "
-                f"at depth {self.depth} (seeds {', '.join(map(str, seeds))})")

@@ -16,8 +16,6 @@ from oversmooth.study.results import CellResult
 
 Key = tuple[str, str, int]  # (norm, label, depth)
 Measure = Callable[[Mapping[Key, CellResult], tuple[Key, Key]], "tuple[float, float] | None"]
-#: claim 4: a cell "trains" when its final validation accuracy reaches this (10 classes: chance 10 %)
-TRAINS_AT = 20.0
 
 
 def paired_score(cell: CellResult) -> float | None:
@@ -40,27 +38,16 @@ def score(cells: Mapping[Key, CellResult], arms: tuple[Key, Key]) -> tuple[float
     return None if method is None or baseline is None else (method, baseline)
 
 
-def trains(cell: CellResult) -> bool:
-    """Claim 4's all-or-nothing measure: the final validation accuracy reaches ``TRAINS_AT`` %."""
-    return cell.status == "completed" and bool(cell.epochs) and 100 * cell.epochs[-1]["val"]["accuracy"] >= TRAINS_AT
-
-
-def trains_pair(cells: Mapping[Key, CellResult], arms: tuple[Key, Key]) -> tuple[float, float] | None:
-    """1.0 / 0.0: whether the method's cell trains, and whether the baseline's does."""
-    if any(cells[arm].results is None for arm in arms):
-        return None
-    return tuple(float(trains(cells[arm])) for arm in arms)
-
-
 def deficit_by_depth(cells: Mapping[Key, CellResult], arms: tuple[Key, Key]) -> tuple[float, float] | None:
-    """Claim 4a: post-norm's all-or-nothing deficit to pre-norm softmax (``pre trains - post
-    trains``) at the deeper depth (``arms[0]``, a post-norm key) and at the shallower (``arms[1]``)."""
+    """Claim 4a (DESIGN 8.4's interaction): post-norm's test-accuracy deficit to pre-norm, ``pre -
+    post`` in pp, at the deeper depth (``arms[0]``, a post-norm key) and at the shallower
+    (``arms[1]``); their difference is the claim's per-seed value."""
     deficits = []
     for norm, label, depth in arms:
-        pair = (("pre", label, depth), (norm, label, depth))
-        if any(key not in cells or cells[key].results is None for key in pair):
+        pair = score(cells, (("pre", label, depth), (norm, label, depth)))
+        if pair is None:
             return None
-        deficits.append(float(trains(cells[pair[0]])) - float(trains(cells[pair[1]])))
+        deficits.append(pair[0] - pair[1])
     return deficits[0], deficits[1]
 
 

@@ -11,16 +11,19 @@ each protocol to the cells.
 
 from __future__ import annotations
 
+import math
+import statistics
 from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
 from oversmooth.run_spec import training_key
 from oversmooth.study import measures
 from oversmooth.study.config import StudyConfig
-from oversmooth.study.gates import PilotFailure, PlateauGate
+from oversmooth.study.gates import PlateauGate
 from oversmooth.study.measures import Key, Measure
 from oversmooth.study.presets import STUDY_PRESETS
 from oversmooth.study.results import CellResult
+from oversmooth.study.stats import min_detectable_effect
 
 PRIMARY, SECONDARY = "primary", "secondary"
 #: DESIGN 9.5, fixed before the runs: Holm within each family, m never shrinks.
@@ -32,7 +35,7 @@ class Protocol:
     """One claim ``id`` trained in our studies: ``measure`` on the ``method`` and ``baseline`` arms
     of the cells trained as ``preset`` trains them, paired over ``seeds``; ``direction`` is the
     claimed sign of ``method - baseline`` (``margin``: an equivalence claim, |difference| <
-    margin; ``exact``: the exact sign test, for all-or-nothing measures)."""
+    margin)."""
 
     id: str
     statement: str            # as the paper states it
@@ -43,13 +46,12 @@ class Protocol:
     measure: Measure
     measure_text: str         # what the numbers are, with their unit
     direction: str            # "higher" | "lower"
-    gates: tuple = ()         # PlateauGate, PilotFailure: describe(), failure(groups, cells)
+    gates: tuple[PlateauGate, ...] = ()
     seeds: tuple[int, ...] = field(default=())
     every_arm: bool = False   # the measure reads every arm of a seed: the seed waits for all of them
     reads: tuple[Key, ...] = ()  # other arms the measure reads: the seed waits for them too
     note: Callable[[list[Mapping[Key, CellResult]], Key], str] | None = None  # more to say, on the method arm
     margin: float | None = None
-    exact: bool = False
     across: tuple[str, ...] = ()
     deviations: tuple[str, ...] = ()
 
@@ -86,7 +88,7 @@ def _preset(name: str) -> StudyConfig:
     return STUDY_PRESETS[name]
 
 
-VIT, SPECTRAL, LM, DEPTH = (_preset(name) for name in ("fmnist-p7", "fmnist-p7-spectral", "austen-p2", "depth-p7"))
+VIT, SPECTRAL, LM, DEPTH = (_preset(name) for name in ("fmnist-p7", "fmnist-p7-spectral", "austen-p2", "depth-w32"))
 SOFTMAX = ("pre", "softmax", 8)  # the baseline arm of every setting at depth 8
 SEEDS_A = tuple(range(14))  # 2a, 7, 8: NeuTRENO, FeatScale and softmax (fmnist-p7's seeds)
 SEEDS_C = tuple(range(4, 14))  # 5c: seeds 0-3 were its pilot (their flip was measured before 5c was fixed)
@@ -97,8 +99,13 @@ VIT_GATE = PlateauGate(SOFTMAX, 87.0, "Xiao et al. 2017, Table 3: MLPClassifier 
 #: gate L: the Jane Austen LM's softmax baseline against a bigram model run on the same tokens
 LM_GATE = PlateauGate(SOFTMAX, None, "a reference model run in the same study", _preset("austen-p2-long"),
                       tolerance=0.005, long_tolerance=0.01)
-#: gate D: claim 4's pilot found post-norm failing at depth 96
-DEPTH_GATE = PilotFailure(_preset("depth-p7-pilot"), 96)
+#: gate W: claim 4's pre-norm softmax at depth 48 against a logistic regression run on the same images
+DEPTH_GATE = PlateauGate(("pre", "softmax", 48), None, "a reference model run in the same study: Xiao et al. 2017's "
+                         "LogisticRegression baseline", _preset("depth-w32-long"), tolerance=0.5, long_tolerance=0.5)
+DEPTH_PILOT = _preset("depth-w32-pilot")
+REDESIGNED = ("redesigned 2026-11-25 before any of its comparison cells ran (the continuous measure at two depths "
+              "each trained to plateau, in place of depth-p7's all-or-nothing measure after 156 steps, whose "
+              "pilot found post-norm failure not all-or-nothing): see docs/studies.md, Deviations")
 REFRAMED = ("re-framed 2026-11-25, after the first protocol had measured it on its softmax cells (DESIGN 9.1): "
             "see docs/studies.md")
 
@@ -113,15 +120,15 @@ PROTOCOLS: tuple[Protocol, ...] = (
              (LM_GATE,)),
     Protocol("4a", "post-norm Transformers get worse with depth (token similarity escalates)",
              "Yu & Zhang 2023: post-norm fails to train deep; 'preliminary', small-scale experiments",
-             DEPTH, ("post", "softmax", 96), ("post", "softmax", 8), measures.deficit_by_depth,
-             "per seed: pre-norm trains - post-norm trains (1/0, >= 20 % val accuracy), at depth 96 vs at depth 8",
-             "higher", (DEPTH_GATE,), exact=True, across=("depth",),
-             reads=(("pre", "softmax", 96), ("pre", "softmax", 8))),
+             DEPTH, ("post", "softmax", 48), ("post", "softmax", 8), measures.deficit_by_depth,
+             "per seed: post-norm softmax's test-accuracy deficit to pre-norm softmax (pre - post, pp) at depth 48 "
+             "minus the same at depth 8", "higher", (DEPTH_GATE,), across=("depth",),
+             reads=(("pre", "softmax", 48), ("pre", "softmax", 8)), deviations=(REDESIGNED,)),
     Protocol("4b", "de-escalation lets post-norm Transformers go deeper",
              "Yu & Zhang 2023: de-escalated post-norm trains where plain post-norm fails",
-             DEPTH, ("post", "deescalate", 96), ("post", "softmax", 96), measures.trains_pair,
-             "per seed at depth 96: post-norm de-escalation (tau 1) trains - post-norm softmax trains (1/0)",
-             "higher", (DEPTH_GATE,), exact=True, across=("depth",)),
+             DEPTH, ("post", "deescalate", 48), ("post", "softmax", 48), measures.score,
+             "test accuracy at depth 48, pp: post-norm de-escalation (tau 1) - post-norm softmax", "higher",
+             (DEPTH_GATE,), across=("depth",), deviations=(REDESIGNED,)),
     Protocol("6", "smoothing can improve image classification (vs sharpening, at matched initial scale)",
              "Dovonon et al., arXiv v2 (the TMLR version states no direction)",
              SPECTRAL, ("pre", "smooth", 8), ("pre", "sharpen", 8), measures.score, "test accuracy, pp", "higher",
@@ -150,3 +157,39 @@ PROTOCOLS: tuple[Protocol, ...] = (
 def protocol(claim_id: str) -> Protocol:
     return next(p for p in PROTOCOLS if p.id == claim_id)
 
+
+def reference_needed(cell: CellResult) -> bool:
+    """Whether ``cell`` is the baseline of a gate whose floor is a reference model run on the
+    cell's own data (``PlateauGate`` with ``floor`` None): ``cell_analysis`` measures it only then."""
+    return any(gate.floor is None and (cell.norm, cell.label, cell.depth) == gate.arm and p.key(cell) == p.training
+               for p in PROTOCOLS for gate in p.gates)
+
+
+#: claim 4's seed rule (docs/studies.md, Deviations, 2026-11-25 10:50): grow to 2-13 if 4a's detectable
+#: effect at alpha / 7 with seeds 2-9 exceeds this many pp
+DEPTH_GROW_ABOVE = 5.0
+
+
+def depth_seeds(cells: list[CellResult]) -> tuple[float, float, tuple[int, ...]]:
+    """Claim 4's seed rule on the pilot ``depth-w32-pilot``'s cells (others among ``cells`` are
+    ignored): ``(sigma, detectable, seeds)``. ``sigma`` is the SD of test accuracy (pp) pooled
+    over the pilot's four arms (pre- and post-norm softmax at depths 8 and 48); a seed's 4a value
+    (four arms) has SD ``2 sigma``; ``detectable`` is 4a's smallest detectable effect (power 0.8,
+    the paired t-test at alpha / 7) with 8 seeds; above ``DEPTH_GROW_ABOVE`` pp the test has
+    seeds 2-13, else 2-9. ValueError while a pilot cell has no test score. Run once, after the pilot::
+
+        python -c "from oversmooth.study.folders import read_folders; from oversmooth.study.protocol import \\
+        depth_seeds; print(depth_seeds(read_folders(['results/depth-w32-pilot']).cells))"
+    """
+    key = training_key(DEPTH_PILOT.cells()[0].spec(), ("depth",))
+    arms: dict[Key, list[float]] = {}
+    for cell in cells:
+        if training_key(cell.spec, ("depth",)) == key and cell.seed in DEPTH_PILOT.seeds and cell.label == "softmax":
+            arms.setdefault((cell.norm, cell.label, cell.depth), []).append(measures.paired_score(cell))
+    planned = {(c.norm, c.variant.label, c.depth) for c in DEPTH_PILOT.cells()}
+    if arms.keys() != planned or any(len(s) != len(DEPTH_PILOT.seeds) or None in s for s in arms.values()):
+        raise ValueError(f"the pilot {DEPTH_PILOT.name} has not finished: every cell needs its test score")
+    sigma = math.sqrt(statistics.fmean(statistics.variance(scores) for scores in arms.values()))
+    family = len(FAMILIES[PRIMARY])
+    detectable = min_detectable_effect(8, 2 * sigma, 0.05 / family)
+    return sigma, detectable, tuple(range(2, 14 if detectable > DEPTH_GROW_ABOVE else 10))

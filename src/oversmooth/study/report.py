@@ -22,8 +22,10 @@ from matplotlib.ticker import MaxNLocator
 from oversmooth.atomic import atomic_directory
 from oversmooth.plotting import figure, save_png
 from oversmooth.study.claims import Claim, decide_claims
+from oversmooth.study.measures import paired_score
 from oversmooth.study.probes import Probes
 from oversmooth.study.results import CellResult
+from oversmooth.study.stats import paired_test
 
 MARK = {"diverged": "†", "partial": "*"}
 
@@ -228,8 +230,7 @@ def plot_effects(claims: list[Claim], path: Path) -> None:
     plt, fig, axes = figure(1, max(len(tested), 1), 2.2 * max(len(tested), 1), 3.0)
     for ax, c in zip(axes[0], tested):
         ax.errorbar([0], [c.effect], yerr=[[c.effect - c.ci[0]], [c.ci[1] - c.effect]], fmt="o", capsize=4)
-        null = 0.5 if c.measure.startswith("per seed") else 0.0
-        ax.axhline(null, color="grey", lw=0.8)
+        ax.axhline(0.0, color="grey", lw=0.8)
         if c.margin is not None:
             for bound in (-c.margin, c.margin):
                 ax.axhline(bound, color="tab:red", ls="--", lw=0.8)
@@ -243,23 +244,25 @@ def _finite(x: float) -> bool:
     return x == x and abs(x) != float("inf")
 
 
-def plot_trains(cells: list[CellResult], path: Path) -> None:
-    """Claim 4: the share of seeds whose cell trains (>= 20 % val accuracy) by depth, per norm and method."""
-    from oversmooth.study.measures import trains
-
+def plot_depth(cells: list[CellResult], path: Path) -> None:
+    """Claim 4: test accuracy vs depth per arm (norm and method), the mean over seeds with its 95 % t interval."""
     arms = defaultdict(lambda: defaultdict(list))
     for c in cells:
-        if c.results is not None:
-            arms[f"{c.norm}-norm {c.label}"][c.depth].append(trains(c))
+        if (score := paired_score(c)) is not None:
+            arms[f"{c.norm}-norm {c.label}"][c.depth].append(score)
     plt, fig, axes = figure(1, 1, 5, 3.2)
     ax = axes[0][0]
     for label, by_depth in sorted(arms.items()):
         depths = sorted(by_depth)
-        ax.plot(depths, [sum(by_depth[d]) / len(by_depth[d]) for d in depths], "o-", label=label)
+        # a one-sample t interval: the arm's scores paired with zeros (one seed: no interval)
+        tests = [paired_test(by_depth[d], [0.0] * len(by_depth[d]), "higher") for d in depths]
+        below = [t.mean - t.ci_low if _finite(t.ci_low) else 0.0 for t in tests]
+        above = [t.ci_high - t.mean if _finite(t.ci_high) else 0.0 for t in tests]
+        ax.errorbar(depths, [t.mean for t in tests], yerr=[below, above], marker="o", ms=3, capsize=3,
+                    label=f"{label} ({len(by_depth[depths[-1]])})")
     ax.set_xscale("log", base=2)
-    ax.set_xlabel("depth")
-    ax.set_ylabel("share of seeds that train")
-    ax.set_ylim(-0.05, 1.05)
+    ax.set_xlabel("depth (blocks)")
+    ax.set_ylabel("test accuracy (%)")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
     save_png(plt, fig, path)
@@ -340,11 +343,14 @@ def write_report(cells: list[CellResult], out: str | Path, probes: Probes | None
              "\"Not tested\" names the gate that failed, with the seed and the margin, or what has not finished.",
              "", claims_table(claims), "", "Each tested claim's effect with its interval at Holm's level (grey: no "
              "effect; red: an equivalence margin):", "", "![effects](claims.png)", ""]
-    depth_cells = [c for c in cells if protocol("4a").key(c) == protocol("4a").training]
+    depth = protocol("4a")
+    depth_cells = [c for c in cells if depth.key(c) == depth.training and c.seed in depth.seeds
+                   and (c.norm, c.label, c.depth) in depth.arms]
     if depth_cells:
-        files["claim4_trains.png"] = lambda p: plot_trains(depth_cells, p)
-        lines += [f"Claim 4 ({DEPTH.name}): the share of seeds whose model trains, by depth:", "",
-                  "![share of seeds that train by depth](claim4_trains.png)", ""]
+        files["claim4_depth.png"] = lambda p: plot_depth(depth_cells, p)
+        lines += [f"Claim 4 ({DEPTH.name}, seeds {depth.seeds[0]}-{depth.seeds[-1]}): test accuracy by depth, the "
+                  "mean over seeds with its 95 % t interval (seeds per arm in brackets):", "",
+                  "![test accuracy by depth](claim4_depth.png)", ""]
     spectral = [c for c in cells if protocol("5b").key(c) == protocol("5b").training
                 and (c.norm, c.label, c.depth) in protocol("5b").arms and c.analysis]
     if spectral:

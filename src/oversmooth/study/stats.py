@@ -17,12 +17,9 @@ p-values. Verdicts:
   or the claim has not finished; whatever its data, it stays in its Holm family with p = 1, so a
   family's m is fixed in advance and never shrinks.
 
-Two other tests share this rule (``PairedClaim``): an equivalence claim ("changes the measure by
-less than a margin") is decided by TOST (``oversmooth.study.equivalence``): held when the
-matching interval lies inside the margin, contradicted when it lies wholly outside; an
-all-or-nothing measure by the exact sign test (``oversmooth.study.sign_test``), whose effect is
-the share of differing seeds that go the claimed way (1/2: no effect), with its Clopper-Pearson
-interval.
+One other test shares this rule (``PairedClaim``): an equivalence claim ("changes the measure
+by less than a margin") is decided by TOST (``oversmooth.study.equivalence``): held when the
+matching interval lies inside the margin, contradicted when it lies wholly outside.
 
 The interval beside a verdict (``Decision.ci_low``, ``ci_high``, at ``Decision.ci_level``) is the
 t interval at confidence ``1 - alpha / k``, where ``k = p_adjusted / p >= 1`` is the factor by
@@ -46,7 +43,6 @@ import numpy as np
 from scipy import optimize, stats
 
 from oversmooth.study.equivalence import narrowest_margin, paired_differences, tost
-from oversmooth.study.sign_test import fewest_unanimous, sign_test
 
 Direction = Literal["higher", "lower"]
 Verdict = Literal["held", "contradicted", "inconclusive", "not tested"]
@@ -264,7 +260,7 @@ class Decision:
     ci_low: float
     ci_high: float
     mde: float
-    effect: float = math.nan          # what the interval is about: the mean difference, or the sign test's share
+    effect: float = math.nan          # what the interval is about: the mean difference
     p: float = math.nan               # the unadjusted p of the claim's own test
     margin: float | None = None       # an equivalence claim's margin
 
@@ -339,15 +335,13 @@ def decide(method: Sequence[float], baseline: Sequence[float], direction: Direct
 class PairedClaim:
     """One claim's data: paired values (n floats each, paired by seed), the claimed direction
     of ``method - baseline``, and what gate failed (None: all passed). ``margin`` makes it an
-    equivalence claim (TOST against +-margin; ``direction`` is then unused); ``exact`` decides
-    it by the exact sign test instead of the t-test."""
+    equivalence claim (TOST against +-margin; ``direction`` is then unused)."""
 
     method: tuple[float, ...]
     baseline: tuple[float, ...]
     direction: Direction
     failed_gate: str | None = None
     margin: float | None = None
-    exact: bool = False
 
     def p_value(self) -> float:
         """The unadjusted p of its own test; 1 when not tested or untestable (it enters Holm so)."""
@@ -355,8 +349,6 @@ class PairedClaim:
             return 1.0
         if self.margin is not None:
             return tost(self.method, self.baseline, self.margin).p
-        if self.exact:
-            return sign_test(self.method, self.baseline, self.direction).p
         return paired_test(self.method, self.baseline, self.direction).p_two_sided
 
 
@@ -386,25 +378,6 @@ def _decide_equivalence(claim: PairedClaim, test: PairedTest, p_adjusted: float,
                     f"+-{mde:.4g}", *values)
 
 
-def _decide_sign(claim: PairedClaim, test: PairedTest, p_adjusted: float, family_size: int,
-                 alpha: float) -> Decision:
-    signs = sign_test(claim.method, claim.baseline, claim.direction)
-    level = _level(signs.p, p_adjusted, alpha, family_size)
-    low, high = signs.interval(1 - level)
-    need = fewest_unanimous(alpha / family_size)
-    where = (f"{signs.k_plus} of the {signs.k} seeds that differ go the claimed way ({claim.direction}; "
-             f"{signs.n - signs.k} tie), share {signs.share:.3g}, {100 * (1 - level):.4g} % Clopper-Pearson CI "
-             f"[{low:.3g}, {high:.3g}] (1/2: no effect)")
-    holm_p = f"exact sign test p {signs.p:.3g}" + ("" if family_size == 1 else
-                                                  f", Holm-adjusted {p_adjusted:.3g} over {family_size} claims")
-    values = (test, p_adjusted, family_size, 1 - level, low, high, float(need), signs.share, signs.p)
-    if p_adjusted < alpha:
-        verdict = HELD if signs.share > 0.5 else CONTRADICTED
-        return Decision(verdict, f"{verdict}: {where}, {holm_p} < {alpha:g}", *values)
-    return Decision(INCONCLUSIVE, f"inconclusive: {where}, {holm_p} >= {alpha:g}; this design detects an effect "
-                    f"only if at least {need} seeds differ, all the same way", *values)
-
-
 def decide_family(claims: Sequence[PairedClaim], alpha: float = 0.05, power: float = POWER) -> list[Decision]:
     """Decide the claims of one Holm family together (one ``Decision`` per claim, in order).
 
@@ -428,8 +401,6 @@ def decide_family(claims: Sequence[PairedClaim], alpha: float = 0.05, power: flo
             decisions.append(_decide(test, claim.failed_gate, math.nan, m, alpha, power))
         elif claim.margin is not None:
             decisions.append(_decide_equivalence(claim, test, p_adjusted, m, alpha, power))
-        elif claim.exact:
-            decisions.append(_decide_sign(claim, test, p_adjusted, m, alpha))
         else:
             decisions.append(_decide(test, None, p_adjusted, m, alpha, power))
     return decisions

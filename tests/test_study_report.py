@@ -16,7 +16,7 @@ from scipy import stats
 from oversmooth.cli import main
 from oversmooth.hf.quality import Quality, QualityRow
 from oversmooth.study import STUDY_PRESETS
-from oversmooth.study.claims import CLAIMS, Inputs, baseline_gate, decide_claims
+from oversmooth.study.claims import CLAIMS, QUESTIONS, Inputs, baseline_gate, decide_claims
 from oversmooth.study.probes import CurvePair, Existence, Probes, random_init
 from oversmooth.study.protocol import FAMILIES
 from oversmooth.study.report import write_report
@@ -98,7 +98,8 @@ def claims_of(root, **kw):
 def test_known_paired_effects_give_the_known_verdicts(tmp_path):
     fmnist(tmp_path)
     claims = claims_of(tmp_path)
-    assert sorted(claims) == sorted(set(CLAIMS) - {"1a", "1b"})  # no probes: no static claims
+    assert sorted(claims) == sorted(CLAIMS)  # no probes: the static claims are there, not tested
+    assert claims["1a"].verdict == claims["1b"].verdict == "not tested"
     tested = sorted(n for n, c in claims.items() if c.verdict != "not tested")
     assert tested == ["2a", "5b", "5c", "6", "7"]
     # 2a: +1 pp on every seed; Holm over the fixed primary family of 7 (the others enter with p = 1)
@@ -320,7 +321,9 @@ def test_report_files_claims_json_and_every_declared_claim(tmp_path, capsys):
     fields = {"id", "family", "statement", "paper", "measure", "effect", "ci", "n", "p", "p_holm", "mde", "margin",
               "gate", "gate_passed", "verdict", "reason", "deviations", "command"}
     assert all(fields <= set(row) for row in rows)
-    assert sorted(row["id"] for row in rows) == sorted(set(CLAIMS) - {"1a", "1b"})
+    assert sorted(row["id"] for row in rows) == sorted(CLAIMS)  # 1a, 1b too: "not tested", the probes did not run
+    assert {r["id"]: r["verdict"] for r in rows if r["id"] in ("1a", "1b")} == {"1a": "not tested", "1b": "not tested"}
+    assert sorted(QUESTIONS) == sorted(claim_id for ids in FAMILIES.values() for claim_id in ids)
     for family, ids in FAMILIES.items():
         assert sorted(r["id"] for r in rows if r["family"] == family) == sorted(ids)
     for row in rows:
@@ -365,7 +368,7 @@ def test_archived_cells_load_and_follow_the_stream_numbering(tmp_path):
         assert len(cell.analysis["stream"]["cos_sim"]) == cell.depth + 1
         assert [block["layer"] for block in cell.analysis["blocks"]] == list(range(1, cell.depth + 1))
     claims = write_report(cells, tmp_path / "rep")
-    assert [c.id for c in claims] == [i for i in CLAIMS if i not in ("1a", "1b")]
+    assert [c.id for c in claims] == list(CLAIMS)
     assert (tmp_path / "rep" / "report.md").is_file()
 
 

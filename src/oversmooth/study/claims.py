@@ -89,7 +89,8 @@ class Evidence:
 
     @property
     def not_tested(self) -> str | None:
-        parts = [part for part in (self.missing, self.gate_failure) if part]
+        """Why the claim is not tested: a failed gate first (it decides), then what has not finished."""
+        parts = [part for part in (self.gate_failure, self.missing) if part]
         return "; ".join(parts) or None
 
 
@@ -306,10 +307,14 @@ def decide_no_training(claim_id: str, paper: str, gate: str, curves: Callable[[P
                        beside: Callable[[Probes], CurvePair] | None = None) -> Callable:
     """The rule of claims 1a / 1b (NeuTRENO App. G.3 / G.9): ``similarity_verdict`` on ``curves``,
     with ``beside`` (the paper's own knob, say) reported next to it."""
-    def decide(inputs: Inputs) -> Claim | None:
+    def decide(inputs: Inputs) -> Claim:
         pair = None if inputs.probes is None else curves(inputs.probes)
         if pair is None:
-            return None
+            return Claim(claim_id, None, "NeuTRENO lowers per-layer token cos_sim without training", paper,
+                         "per-layer cos_sim, NeuTRENO vs unpatched", "the probes have not run", None, None, None, 0,
+                         None, None, None, None, gate, None, NOT_TESTED,
+                         "not tested: the probes have not run (oversmooth report without --no-probes runs them)", (),
+                         PROBES_COMMAND)
         base, neut = pair.mean("baseline"), pair.mean("neutreno")
         rule, sentence = similarity_verdict(base, neut, pair.quality)
         verdict = rule if rule in (HELD, NOT_TESTED) else CONTRADICTED  # "model broken" is a reason (DESIGN 9.4)
@@ -330,7 +335,13 @@ def _beside(pair: CurvePair) -> str:
     return f"; at lam {pair.lam:g}: {sentence}"
 
 
-ClaimSpec = Callable[[Inputs], "Claim | None"]
+ClaimSpec = Callable[[Inputs], "Claim"]
+
+
+def _claim_order(claim_id: str) -> tuple[int, str]:
+    """"2a" < "2c" < "3" < "10": the number, then the letter."""
+    digits = claim_id.rstrip("abcdefghijklmnopqrstuvwxyz")
+    return int(digits), claim_id[len(digits):]
 
 #: Every claim by its stable id, in the report's order.
 CLAIMS: dict[str, ClaimSpec] = {
@@ -340,16 +351,14 @@ CLAIMS: dict[str, ClaimSpec] = {
                              "decided at the largest lambda whose output stays within the quality budget (the "
                              "frontier of analyze --sweep)", lambda probes: probes.frontier,
                              beside=lambda probes: probes.pretrained),
-    **{claim_id: decide_question(claim_id) for claim_id in ("2a", "2b", "2c", "3", "4a", "4b", "5a", "5b", "5c",
-                                                           "6", "7", "8")},
+    **{claim_id: decide_question(claim_id) for claim_id in sorted(QUESTIONS, key=_claim_order)},
 }
 
 
 def decide_claims(cells: list[CellResult], probes: Probes | None = None, commands: Mapping[str, str] | None = None,
                   ids: tuple[str, ...] | None = None, adapted: list[dict] | None = None,
                   benchmark: dict | None = None) -> list[Claim]:
-    """Every registered claim (or those in ``ids``) decided on this evidence, in registry order;
-    the static claims are left out when the probes did not run."""
+    """Every registered claim (or those in ``ids``) decided on this evidence, in registry order
+    (a claim whose evidence has not run is "not tested", never left out)."""
     inputs = Inputs(cells, probes, adapted or [], benchmark, commands or {})
-    decided = (CLAIMS[claim_id](inputs) for claim_id in (ids or CLAIMS))
-    return [claim for claim in decided if claim is not None]
+    return [CLAIMS[claim_id](inputs) for claim_id in (ids or CLAIMS)]

@@ -7,7 +7,7 @@ package itself (``PretrainedSource.arm``), so the patch hooks and peft's adapter
 that train. The batch's targets (for distillation, the unpatched teacher's outputs) are computed
 once, outside the timed step: the teacher costs both arms the same. Times come from interleaved
 rounds (order shuffled per round, warm-up dropped); each ratio is the median of the per-round
-ratios with a bootstrap 95 % CI (``oversmooth.timing``); with one thread the clock is the thread's
+ratios with a bootstrap 95 % CI (``oversmooth.bench.timing``); with one thread the clock is the thread's
 CPU time, so other jobs on the machine do not count. Memory: the bytes autograd keeps for
 backward on a CPU (the CUDA peak on a GPU), plus the training state counted from the parameters
 (weights, and for trainable ones a gradient and AdamW's two moments).
@@ -25,8 +25,8 @@ import torch
 
 from oversmooth.adapt import AdaptConfig
 from oversmooth.adapt.pretrained import PretrainedSource
-from oversmooth.cost import peak_bytes
-from oversmooth.timing import interleaved_rounds, median_seconds, ratio, step_clock
+from oversmooth.bench.cost import peak_bytes
+from oversmooth.bench.timing import interleaved_rounds, median_seconds, ratio, step_clock
 from oversmooth.train.compiled import CompiledForward
 from oversmooth.train.distributed import Distributed
 from oversmooth.train.loop import TrainConfig, optimizer_step

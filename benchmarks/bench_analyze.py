@@ -25,8 +25,8 @@ import time
 
 import torch
 
-from oversmooth.hf.analysis import AnalysisSettings, run_analysis
-from oversmooth.hf.inputs import read_text, text_batch
+from oversmooth.analyze.analysis import AnalysisSettings, run_analysis
+from oversmooth.analyze.inputs import read_text, text_batch
 from oversmooth.hf.load import load
 
 SEQUENCES, TOKENS = 64, 256

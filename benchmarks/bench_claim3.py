@@ -23,7 +23,7 @@ import torch
 
 from bench_overhead import Shape, train_step
 from oversmooth.atomic import atomic_write
-from oversmooth.timing import allow_compiled_models, interleaved_rounds, step_clock
+from oversmooth.bench.timing import allow_compiled_models, interleaved_rounds, step_clock
 
 SHAPE = Shape("fmnist-p7 (8 x 64, MLP x2, 17 tokens)", "vit", "vit-cpu", 128,
               (("depth", 8), ("patch_size", 7), ("mlp_ratio", 2.0)))

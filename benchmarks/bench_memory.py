@@ -31,10 +31,10 @@ from pathlib import Path
 
 import torch
 
-from oversmooth.hf.analysis import AnalysisSettings, _stream_table, run_analysis
+from oversmooth.analyze.analysis import AnalysisSettings, _stream_table, run_analysis
+from oversmooth.analyze.quality import QualityProbe
 from oversmooth.hf.capture import capture
 from oversmooth.hf.placement import placement
-from oversmooth.hf.quality import QualityProbe
 from oversmooth.metrics import measure
 
 

@@ -1,6 +1,6 @@
 """Cost of the metric suite, measured side by side in one run, and against each measure's floor.
 
-All times come from interleaved rounds (``oversmooth.timing``: every contender once per round,
+All times come from interleaved rounds (``oversmooth.bench.timing``: every contender once per round,
 order rotated, warm-up dropped; thread CPU time with one torch thread, else wall time); every
 ratio is the median of per-round ratios with a bootstrap 95 % CI.
 
@@ -24,8 +24,8 @@ import sys
 
 import torch
 
+from oversmooth.bench.timing import Estimate, bootstrap_median, interleaved_rounds, ratio, step_clock
 from oversmooth.metrics import centred_residual, cos_sim, effective_rank, measure, stable_rank, t_div, t_sim
-from oversmooth.timing import Estimate, bootstrap_median, interleaved_rounds, ratio, step_clock
 
 SIMILARITY = ("cos_sim", "t_sim", "t_div", "centred_residual")
 READ_FLOOR = {"cos_sim": cos_sim, "t_sim": t_sim, "t_div": t_div, "centred_residual": centred_residual}

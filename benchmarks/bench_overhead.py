@@ -4,7 +4,7 @@ One training step (forward, cross-entropy, backward) per contender, eager and ``
 at two shapes: ``vit-cpu`` at depth 8 (batch 128, 50 tokens, width 64: the claims study's ViT)
 and DeiT-tiny (12 x 192, 197 tokens). Times come from interleaved rounds (every contender once
 per round, order rotated, warm-up rounds dropped); each ratio is the median of the per-round
-ratios with a bootstrap 95 % CI (``oversmooth.timing``). FLOPs are FlopCounterMode's (matmuls,
+ratios with a bootstrap 95 % CI (``oversmooth.bench.timing``). FLOPs are FlopCounterMode's (matmuls,
 convolutions, attention; elementwise work counts 0). The methods add elementwise work, bounded
 by memory traffic: the bytes every other op reads and writes are counted (``cost.traffic_bytes``)
 and the method's extra bytes, streamed at the rate this machine adds two [batch, tokens, width]
@@ -29,10 +29,10 @@ from typing import Callable
 import torch
 import torch.nn.functional as F
 
-from oversmooth.cost import flops, peak_bytes, traffic_bytes
+from oversmooth.bench.cost import flops, peak_bytes, traffic_bytes
+from oversmooth.bench.timing import allow_compiled_models, interleaved_rounds, median_seconds, ratio, step_clock
 from oversmooth.layers import METHODS, MitigationConfig
 from oversmooth.models import CausalLM, CausalLMConfig, ViT, ViTConfig
-from oversmooth.timing import allow_compiled_models, interleaved_rounds, median_seconds, ratio, step_clock
 
 Step = Callable[[], None]
 DEFAULT_METHODS = ("neutreno", "deescalate", "attnscale", "featscale")

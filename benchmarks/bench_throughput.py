@@ -31,10 +31,10 @@ from typing import Callable
 
 import torch
 
-from oversmooth.cost import flops
+from oversmooth.bench.cost import flops
+from oversmooth.bench.timing import bootstrap_median, interleaved_rounds, ratio
 from oversmooth.layers import MitigationConfig
 from oversmooth.models import CausalLM, CausalLMConfig, ViT, ViTConfig
-from oversmooth.timing import bootstrap_median, interleaved_rounds, ratio
 from oversmooth.train import ImageClassification, LanguageModelling, SupervisedTask, TrainConfig, build_optimizer
 from oversmooth.train.compiled import CompiledForward
 from oversmooth.train.distributed import Distributed

@@ -16,8 +16,8 @@ from hf_tiny import WORDS, save_tiny, save_tiny_with_head
 
 from oversmooth.adapt import AdaptConfig, adapt
 from oversmooth.errors import UsageError
-from oversmooth.run_spec import RunSpec
 from oversmooth.train.run import run
+from oversmooth.train.run_spec import RunSpec
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 
@@ -338,7 +338,7 @@ def test_a_model_wrapped_by_peft_is_discovered_through_its_adapters():
 
     from hf_tiny import tiny_model
 
-    from oversmooth.hf.families import layout
+    from oversmooth.hf import layout
     wrapped = get_peft_model(tiny_model("bert"), LoraConfig(r=2, target_modules=["query", "value"]))
     lay = layout(wrapped.get_base_model())
     assert type(lay.blocks[0].get_submodule(lay.family.value)).__module__.startswith("peft")

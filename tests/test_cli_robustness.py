@@ -138,7 +138,7 @@ def test_train(world, capsys, data, monkeypatch):
 @SLOW
 @given(data=st.data())
 def test_analyze(world, capsys, data, monkeypatch):
-    monkeypatch.setattr("oversmooth.hf.analysis.run_analysis", stop)
+    monkeypatch.setattr("oversmooth.analyze.analysis.run_analysis", stop)
     argv = ["analyze", data.draw(st.sampled_from([str(world / "bert"), str(world / "missing"),
                                                   str(world / "a_file"), "not_a_module_xyz", "json"])),
             "--out", data.draw(outs(world))]
@@ -185,7 +185,7 @@ def test_refusals_leave_no_folder(world, capsys):
 def test_two_runs_on_one_folder(tmp_path):
     """The second run on a locked folder is refused, naming the holder's pid."""
     from oversmooth.errors import UsageError
-    from oversmooth.run_lock import run_lock
+    from oversmooth.train.run_lock import run_lock
     with run_lock(tmp_path):
         with pytest.raises(UsageError, match=f"in use by process {os.getpid()}"):
             with run_lock(tmp_path):

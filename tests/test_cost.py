@@ -3,7 +3,7 @@
 import torch
 import torch.nn.functional as F
 
-from oversmooth.cost import activation_bytes, flops, traffic_bytes
+from oversmooth.bench.cost import activation_bytes, flops, traffic_bytes
 
 
 def test_attention_and_linear_flops_on_the_cpu():

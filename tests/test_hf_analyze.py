@@ -132,7 +132,7 @@ def test_failure_while_writing_leaves_out_untouched(bert_dir, tmp_path, capsys, 
 
     def broken_plot(*args):
         raise RuntimeError("disk full")
-    monkeypatch.setattr("oversmooth.hf.report.plot_metric", broken_plot)
+    monkeypatch.setattr("oversmooth.analyze.report.plot_metric", broken_plot)
     with pytest.raises(RuntimeError):
         main(["analyze", str(bert_dir), "--text", TEXT, "--out", str(out), "--methods", "none", *FAST])
     assert sorted(p.name for p in out.iterdir()) == ["keep.txt"]
@@ -218,8 +218,8 @@ PARALLEL = ("attnscale", "neutreno", "featscale", "deescalate")
                                                     ("phi", PARALLEL, (0,)), ("vit", ALL_PATCHABLE, ())])
 def test_the_cli_and_the_python_api_choose_the_same_methods_positions_and_inputs(kind, methods, exclude, tmp_path,
                                                                                    monkeypatch):
-    from oversmooth.hf.analysis import AnalysisSettings
-    from oversmooth.hf.inputs import analysis_inputs
+    from oversmooth.analyze.analysis import AnalysisSettings
+    from oversmooth.analyze.inputs import analysis_inputs
     from oversmooth.hf.load import load
 
     model_dir = save_tiny(kind, tmp_path / "model")
@@ -229,7 +229,7 @@ def test_the_cli_and_the_python_api_choose_the_same_methods_positions_and_inputs
         seen.update(model=model, inputs=inputs, settings=settings)
         raise Reached
 
-    monkeypatch.setattr("oversmooth.hf.analysis.run_analysis", stub)
+    monkeypatch.setattr("oversmooth.analyze.analysis.run_analysis", stub)
     with pytest.raises(Reached):
         main(["analyze", str(model_dir), "--out", str(tmp_path / "out")])
     assert seen["settings"] == AnalysisSettings()  # the CLI's defaults are the library's
@@ -246,7 +246,7 @@ def test_the_cli_and_the_python_api_choose_the_same_methods_positions_and_inputs
 
 def test_the_python_api_with_defaults_patches_only_what_fits_and_leaves_out_a_causal_lms_first_token():
     from hf_tiny import tiny_inputs
-    from oversmooth.hf.analysis import BASELINE, run_analysis
+    from oversmooth.analyze.analysis import BASELINE, run_analysis
 
     analysis = run_analysis(tiny_model("phi"), tiny_inputs("phi"))
     assert set(analysis.tables) == {BASELINE, *PARALLEL}

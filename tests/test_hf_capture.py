@@ -5,8 +5,8 @@ import torch
 
 from hf_tiny import TINY_FAMILIES, tiny_inputs, tiny_model
 from oversmooth.errors import UsageError
+from oversmooth.hf import layout
 from oversmooth.hf.capture import capture, merge_heads
-from oversmooth.hf.families import layout
 
 ATOL = 1e-5
 

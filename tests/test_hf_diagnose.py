@@ -8,9 +8,9 @@ import pytest
 import torch
 
 from hf_tiny import tiny_inputs, tiny_model
+from oversmooth.analyze.diagnose import LayerSpectrum, add_dynamics, spectra
+from oversmooth.hf import layout
 from oversmooth.hf.capture import capture
-from oversmooth.hf.diagnose import LayerSpectrum, add_dynamics, spectra
-from oversmooth.hf.families import layout
 
 
 def numpy_parts(model, kind, layer):
@@ -147,7 +147,7 @@ def test_norm_gain_is_read_from_what_the_norm_does():
     2 * weight: the measured gain; odd sizes included."""
     from transformers.models.gemma.modeling_gemma import GemmaRMSNorm
 
-    from oversmooth.hf.diagnose import norm_gain
+    from oversmooth.analyze.diagnose import norm_gain
     torch.manual_seed(0)
     for size in (6, 7):
         layer_norm = torch.nn.LayerNorm(size)

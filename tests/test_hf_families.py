@@ -8,8 +8,8 @@ import transformers as tf
 
 from hf_tiny import ALL_FAMILIES, CONFIGS, ENCODER_DECODER, VISION, perturb, tiny_inputs
 from oversmooth.errors import UsageError
+from oversmooth.hf import layout
 from oversmooth.hf.capture import capture, merge_heads
-from oversmooth.hf.families import layout
 from oversmooth.hf.load import encoder_of
 from oversmooth.hf.patch import ZERO_KNOBS, patch, supported_methods, unpatch
 

@@ -4,8 +4,8 @@ import pytest
 import torch
 
 from hf_tiny import WORDS, tiny_tokenizer
+from oversmooth.analyze.inputs import image_batch, read_text, sample_text, text_batch
 from oversmooth.errors import UsageError
-from oversmooth.hf.inputs import image_batch, read_text, sample_text, text_batch
 
 
 def test_chunks_cover_the_text_in_order():

@@ -5,9 +5,9 @@ import pytest
 import torch
 
 from hf_tiny import tiny_inputs, tiny_model
-from oversmooth.hf.analysis import AnalysisSettings, _stream_table
+from oversmooth.analyze.analysis import AnalysisSettings, _stream_table
+from oversmooth.analyze.layerwise import LayerwiseMeasures
 from oversmooth.hf.capture import capture
-from oversmooth.hf.layerwise import LayerwiseMeasures
 from oversmooth.metrics import METRICS, measure
 
 

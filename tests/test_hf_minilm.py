@@ -3,8 +3,8 @@ pretrained model, without fine-tuning, lowers the token cosine similarity of the
 
 import pytest
 
-from oversmooth.hf.analysis import BASELINE, AnalysisSettings, run_analysis
-from oversmooth.hf.inputs import read_text, text_batch
+from oversmooth.analyze.analysis import BASELINE, AnalysisSettings, run_analysis
+from oversmooth.analyze.inputs import read_text, text_batch
 
 pytestmark = pytest.mark.slow
 

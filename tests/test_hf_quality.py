@@ -26,7 +26,7 @@ def quality_of(out, method, measure):
 def same_chunks(model_dir):
     from transformers import AutoTokenizer
 
-    from oversmooth.hf.inputs import text_batch
+    from oversmooth.analyze.inputs import text_batch
     return text_batch(AutoTokenizer.from_pretrained(model_dir), TEXT, 16, 3)
 
 
@@ -75,7 +75,7 @@ def test_broken_patch_is_never_held(tmp_path, capsys):
 def test_masked_lm_loss_matches_transformers(tmp_path):
     import transformers
 
-    from oversmooth.hf.quality import mask_tokens
+    from oversmooth.analyze.quality import mask_tokens
     model_dir = save_tiny_with_head("bert", tmp_path / "model")
     out = tmp_path / "out"
     assert main(["analyze", str(model_dir), "--text", TEXT, "--methods", "none", "--out", str(out), *FAST]) == 0
@@ -90,7 +90,7 @@ def test_masked_lm_loss_matches_transformers(tmp_path):
 
 
 def test_masking_skips_padding_and_special_tokens():
-    from oversmooth.hf.quality import mask_tokens
+    from oversmooth.analyze.quality import mask_tokens
     ids = torch.tensor([[2, 5, 6, 7, 8, 3, 0, 0]])
     mask = torch.tensor([[1, 1, 1, 1, 1, 1, 0, 0]])
     for seed in range(20):
@@ -105,7 +105,7 @@ def test_classifier_agreement_and_kl(tmp_path):
     import transformers
 
     import oversmooth
-    from oversmooth.hf.inputs import image_batch, read_images
+    from oversmooth.analyze.inputs import image_batch, read_images
     model_dir = save_tiny_with_head("vit", tmp_path / "model")
     images = write_images(tmp_path / "images", 4)
     out = tmp_path / "out"
@@ -193,7 +193,7 @@ def test_bad_budget_or_sweep_exit_2_and_write_nothing(tmp_path, capsys, flags, m
 
 
 def test_similarity_rule():
-    from oversmooth.hf.quality import Quality, QualityRow, similarity_verdict
+    from oversmooth.analyze.quality import Quality, QualityRow, similarity_verdict
     ok = Quality((QualityRow("m", "", "perplexity", 10.0, 10.0, 1.0, True),))
     broken = Quality((QualityRow("m", "", "perplexity", 7e5, 10.0, 7e4, False),))
     assert similarity_verdict([0.1, 0.3, 0.5, 0.6], [0.1, 0.3, 0.4, 0.5], ok)[0] == "held"

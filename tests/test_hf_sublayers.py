@@ -5,8 +5,8 @@ import pytest
 import torch
 
 from hf_tiny import TINY_FAMILIES, tiny_inputs, tiny_model
-from oversmooth.hf.families import layout
-from oversmooth.hf.sublayers import StageChange, block_totals, sublayer_changes
+from oversmooth.analyze.sublayers import StageChange, block_totals, sublayer_changes
+from oversmooth.hf import layout
 from oversmooth.metrics import cos_sim, t_sim
 
 TOL = 1e-6

@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from oversmooth.cost import activation_bytes
+from oversmooth.bench.cost import activation_bytes
 from oversmooth.layers import METHODS, Attention, MitigationConfig
 from oversmooth.mitigations.deescalation import Deescalation
 

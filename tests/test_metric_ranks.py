@@ -8,8 +8,8 @@ import torch
 
 import reference_metrics as ref
 from hf_tiny import tiny_inputs, tiny_model
+from oversmooth.analyze.analysis import AnalysisSettings, run_analysis
 from oversmooth.errors import UsageError
-from oversmooth.hf.analysis import AnalysisSettings, run_analysis
 from oversmooth.hf.capture import capture
 from oversmooth.metrics import measure
 from oversmooth.metrics.lanczos import top_eigenvalue

@@ -13,15 +13,15 @@ from safetensors.torch import load_file
 
 from oversmooth.cli import build_parser, main
 from oversmooth.cli.train import add_arguments, run_spec
-from oversmooth.mitigations.registry import knob_owners
 from oversmooth.errors import FieldError, UsageError
-from oversmooth.run_spec import RunSpec, training_key
+from oversmooth.mitigations.registry import knob_owners
 from oversmooth.study import STUDY_PRESETS, StudyConfig
+from oversmooth.study.cell_job import train_command
 from oversmooth.study.config import stored_spec
 from oversmooth.study.results import read_cell
-from oversmooth.study.cell_job import train_command
 from oversmooth.study.runner import check_archive, worker_spec
 from oversmooth.train import load_checkpoint
+from oversmooth.train.run_spec import RunSpec, training_key
 
 LEGACY = Path(__file__).parent / "data" / "legacy_cells"  # copies of cell.json files archived in results/
 BUSY = RunSpec(task="text:a.txt,b.txt", model="lm", epochs=3, depth=4, mlp_ratio=2.0, norm="post", dropout=0.1,

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from scipy import stats
 
+from oversmooth.analyze.quality import Quality, QualityRow
 from oversmooth.cli import main
-from oversmooth.hf.quality import Quality, QualityRow
 from oversmooth.study import STUDY_PRESETS
 from oversmooth.study.claims import CLAIMS, QUESTIONS, Inputs, baseline_gate, decide_claims
 from oversmooth.study.probes import CurvePair, Existence, Probes, random_init

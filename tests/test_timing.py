@@ -7,7 +7,7 @@ import statistics
 import pytest
 import torch
 
-from oversmooth.timing import allow_compiled_models, interleaved_rounds, ratio
+from oversmooth.bench.timing import allow_compiled_models, interleaved_rounds, ratio
 
 
 def test_rounds_run_everyone_once_in_varying_order_and_drop_the_warm_up():

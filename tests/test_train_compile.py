@@ -46,7 +46,7 @@ def test_without_a_compiler_the_run_is_the_eager_run_and_says_so_once(tmp_path, 
 def test_auto_compiles_long_vit_runs_only(tmp_path, capsys, monkeypatch):
     """Compile mode auto (the default) compiles a ViT of at least AUTO_MIN_STEPS steps on a CPU;
     the failing compiler makes the attempt visible."""
-    import oversmooth.compile_rule as rule
+    import oversmooth.train.compile_rule as rule
 
     monkeypatch.setattr(compiled.torch, "compile", failing_compile)
     monkeypatch.setattr(rule, "AUTO_MIN_STEPS", 16)  # this run: 2 epochs x 8 steps

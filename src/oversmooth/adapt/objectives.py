@@ -24,7 +24,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from oversmooth.hf.quality import mask_tokens
+from oversmooth.analyze import mask_tokens
 from oversmooth.train.tasks import LanguageModelling, SupervisedTask
 
 CausalLM = LanguageModelling

@@ -20,7 +20,7 @@ LM_HEADS = ("causal_lm", "masked_lm")
 
 
 def choose_objective(asked: str, head: str, name: str) -> str:
-    """The objective for a model whose head is ``head`` (``hf.quality.task_of``)."""
+    """The objective for a model whose head is ``head`` (``hf.heads.task_of``)."""
     if asked == "auto":
         return head if head in LM_HEADS else "distill"
     if asked == "task":
@@ -38,12 +38,12 @@ class PretrainedSource:
     construction, before the adaptation writes anything."""
 
     def __init__(self, config: AdaptConfig):
+        from oversmooth.hf.discover import layout
+        from oversmooth.hf.heads import task_of_class
         from oversmooth.hf.load import load, model_class, read_config, resolve
         from oversmooth.hf.patch import check_method, resolve_knobs, supports
         from oversmooth.hf.placement import placement
-        from oversmooth.hf.quality import task_of_class
         from oversmooth.hf.saved_patch import split_record
-        from oversmooth.hf.families import layout
 
         self.config = config
         checkpoint = resolve(config.model)

@@ -21,7 +21,7 @@ def documents(text: str, data_dir: str | None = None) -> dict[str, list[data.Doc
     if text == "austen":
         sources, size = data.load_austen(data_dir), PASSAGE_CHARS
     elif text == "sample":
-        from oversmooth.hf.inputs import sample_text
+        from oversmooth.analyze import sample_text
         sources, size = [data.Document("sample", sample_text())], SAMPLE_PASSAGE_CHARS
     else:
         from pathlib import Path

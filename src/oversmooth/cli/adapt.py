@@ -8,7 +8,7 @@ import itertools
 
 from oversmooth.cli._arguments import finite_float
 from oversmooth.errors import UsageError
-from oversmooth.run_spec import literal
+from oversmooth.train.run_spec import literal
 
 
 def _values(text: str) -> tuple:

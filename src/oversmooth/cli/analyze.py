@@ -87,7 +87,7 @@ def register(subparsers) -> None:
 def parse_sweeps(specs: list[str] | None, methods: tuple[str, ...] | None):
     """``--sweep`` values -> Sweeps: an empty one means the default grid of each of ``methods``
     (None: every patchable method)."""
-    from oversmooth.hf.frontier import default_sweeps, parse_sweep
+    from oversmooth.analyze.frontier import default_sweeps, parse_sweep
     if specs is None:
         return ()
     methods = patchable() if methods is None else methods
@@ -151,14 +151,14 @@ def _analyze(args: argparse.Namespace) -> int:
     from tqdm import tqdm
     from transformers.utils import logging as hf_logging
 
+    from oversmooth.analyze.analysis import AnalysisSettings, check_inputs, run_analysis
+    from oversmooth.analyze.inputs import analysis_inputs
+    from oversmooth.analyze.quality import Budget
+    from oversmooth.analyze.report import format_frontier, format_table, written_files, write_report
     from oversmooth.errors import UsageError
-    from oversmooth.hf.analysis import AnalysisSettings, check_inputs, run_analysis
-    from oversmooth.hf.inputs import analysis_inputs
     from oversmooth.hf.load import load
     from oversmooth.hf.placement import placement
-    from oversmooth.hf.quality import Budget
     from oversmooth.outputs import check_output_dir
-    from oversmooth.hf.report import format_frontier, format_table, written_files, write_report
 
     check_output_dir(args.out)
     methods = parse_methods(args.methods)

@@ -7,8 +7,8 @@ import shlex
 import signal
 import sys
 
-from oversmooth.compile_rule import COMPILE_MODES
-from oversmooth.run_spec import literal
+from oversmooth.train.compile_rule import COMPILE_MODES
+from oversmooth.train.run_spec import literal
 
 
 def register(subparsers) -> None:

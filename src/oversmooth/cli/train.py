@@ -8,7 +8,7 @@ from pathlib import Path
 
 from oversmooth.cli._arguments import add_knob_flags, finite_float, knob_flags
 from oversmooth.errors import FieldError, UsageError
-from oversmooth.run_spec import CHOICES, GROUPS, REQUIRED, RunSpec, field_kinds, flag
+from oversmooth.train.run_spec import CHOICES, GROUPS, REQUIRED, RunSpec, field_kinds, flag
 
 
 def register(subparsers) -> None:
@@ -16,7 +16,7 @@ def register(subparsers) -> None:
         "train", help="train a ViT or causal LM with a mitigation method",
         description="Train our ViT (Fashion-MNIST) or causal LM (Jane Austen, your text) with any "
                     "mitigation. Works under `torchrun --nproc_per_node N` (DDP). Each flag is a field of "
-                    "oversmooth.run_spec.RunSpec (--batch-size: batch_size). See docs/training.md.",
+                    "oversmooth.train.run_spec.RunSpec (--batch-size: batch_size). See docs/training.md.",
     )
     add_arguments(parser)
     parser.set_defaults(run=run_train)

@@ -1,16 +1,21 @@
-"""Pretrained Hugging Face models: capture hook points, diagnose, patch mitigations in place.
+"""The adapter to pretrained Hugging Face models: load, lay out, capture hook points, patch mitigations in.
 
 Any transformers 5.x family that declares its blocks and attention modules and uses the
-standard attention interface is discovered from the loaded model (``families.layout``); the
+standard attention interface is discovered from the loaded model (``discover.layout``); the
 tested ones are listed in ``KNOWN_FAMILIES`` (``SUPPORTED``). Models load from hub-style folders, GGUF
 files or installed packages (``oversmooth.hf.load.load``), on the device and in the dtype
-``oversmooth.hf.placement.placement`` says.
+``oversmooth.hf.placement.placement`` says. What is built on top (``oversmooth.analyze``) knows
+models only through the names exported here.
 """
 
 from oversmooth.hf.capture import HOOKS, NORM_HOOKS, capture
-from oversmooth.hf.families import KNOWN_FAMILIES, SUPPORTED, layout
-from oversmooth.hf.patch import DEFAULT_KNOBS, METHODS, patch, unpatch
-from oversmooth.hf.sublayers import block_totals, sublayer_changes
+from oversmooth.hf.discover import layout
+from oversmooth.hf.families import KNOWN_FAMILIES, SUPPORTED, Family, Layout
+from oversmooth.hf.heads import Task, task_of
+from oversmooth.hf.load import Loaded, load
+from oversmooth.hf.patch import (DEFAULT_KNOBS, METHODS, SWEEP_GRIDS, ZERO_KNOBS, check_method, patch, patched_method,
+                                 resolve_knobs, supported_methods, unpatch)
 
-__all__ = ["HOOKS", "NORM_HOOKS", "capture", "KNOWN_FAMILIES", "SUPPORTED", "layout",
-           "DEFAULT_KNOBS", "METHODS", "patch", "unpatch", "sublayer_changes", "block_totals"]
+__all__ = ["HOOKS", "NORM_HOOKS", "capture", "layout", "KNOWN_FAMILIES", "SUPPORTED", "Family", "Layout", "Task",
+           "task_of", "Loaded", "load", "DEFAULT_KNOBS", "METHODS", "SWEEP_GRIDS", "ZERO_KNOBS", "check_method",
+           "patch", "patched_method", "resolve_knobs", "supported_methods", "unpatch"]

@@ -42,7 +42,8 @@ from torch import Tensor
 
 from oversmooth.activations import ActivationCache, hook_name
 from oversmooth.errors import UsageError
-from oversmooth.hf.families import Layout, layout
+from oversmooth.hf.discover import layout
+from oversmooth.hf.families import Layout
 from oversmooth.hf.hooks import HookSet, first_input, first_output
 
 HOOKS = ("resid_pre", "attn_out", "resid_mid", "resid_post", "v", "z")  # the default

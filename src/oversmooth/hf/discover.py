@@ -1,4 +1,4 @@
-"""Discover how a loaded transformers model is built, from the model itself (``families.layout``).
+"""Discover how a loaded transformers model is built, from the model itself: ``layout(model)``.
 
 1. Blocks and attention modules: the classes the model declares for its own
    ``output_hidden_states`` and ``output_attentions`` (``_can_record_outputs``, transformers 5.x).
@@ -72,6 +72,16 @@ class Wiring:
 
 class Refused(Exception):
     """The model's structure matched none of the known wirings (message: what was found)."""
+
+
+def layout(model: nn.Module) -> Layout:
+    """The layout of a loaded ``transformers`` model (base or with a head), discovered once and kept
+    on the model."""
+    found = model.__dict__.get("_oversmooth_layout")
+    if found is None:
+        found = discover(model)
+        model.__dict__["_oversmooth_layout"] = found
+    return found
 
 
 def discover(model: nn.Module) -> Layout:

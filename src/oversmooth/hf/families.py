@@ -1,9 +1,9 @@
 """A loaded Hugging Face model seen through its family: the modules we hook, discovered from the model.
 
-``layout(model)`` finds the blocks, the attention module, the value and output projections, the
-norms and the residual wiring of any transformers 5.x model that declares its blocks and
-attention modules (``_can_record_outputs``) and uses the standard attention interface
-(``oversmooth.hf.discover``). What cannot be read off the model lives in one table, ``KNOWN_FAMILIES``:
+``oversmooth.hf.discover.layout(model)`` finds the blocks, the attention module, the value and output
+projections, the norms and the residual wiring of any transformers 5.x model that declares its
+blocks and attention modules (``_can_record_outputs``) and uses the standard attention interface;
+its result is a ``Layout``. What cannot be read off the model lives in one table, ``KNOWN_FAMILIES``:
 a display name per tested family, the layout of a fused QKV projection where it is not
 ``[q | k | v]``, and families refused with the reason.
 
@@ -200,14 +200,3 @@ def features(module: nn.Module) -> tuple[int, int]:
 def in_out_weight(module: nn.Module) -> Tensor:
     """Weight in ``x @ W`` layout: nn.Linear stores ``[out, in]``, GPT-2's Conv1D ``[in, out]``."""
     return module.weight if hasattr(module, "nf") else module.weight.T
-
-
-def layout(model: nn.Module) -> Layout:
-    """The layout of a loaded ``transformers`` model (base or with a head), discovered once and kept
-    on the model."""
-    found = model.__dict__.get("_oversmooth_layout")
-    if found is None:
-        from oversmooth.hf.discover import discover
-        found = discover(model)
-        model.__dict__["_oversmooth_layout"] = found
-    return found

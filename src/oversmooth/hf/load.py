@@ -28,7 +28,8 @@ from pathlib import Path
 import torch
 
 from oversmooth.errors import UsageError
-from oversmooth.hf.families import Family, layout, note_for
+from oversmooth.hf.discover import layout
+from oversmooth.hf.families import Family, note_for
 from oversmooth.hf.placement import Placement, placement
 from oversmooth.hf.saved_patch import split_record
 from oversmooth.memory import check_memory
@@ -250,12 +251,12 @@ def load(spec: str | None, sequences: int, max_length: int | None = None,
 
 def model_class(config: dict, checkpoint: Checkpoint):
     """The class that loads the checkpoint with its head (``config["architectures"]``) when the head
-    is one whose job we can score (``quality.task_of``: causal LM, masked LM, classifier); a GGUF
+    is one whose job we can score (``heads.task_of``: causal LM, masked LM, classifier); a GGUF
     file (an LM without that list) as a causal LM when its family has one; else ``AutoModel``."""
     import transformers
     from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
 
-    from oversmooth.hf.quality import HEADED_TASKS, task_of_class
+    from oversmooth.hf.heads import HEADED_TASKS, task_of_class
     for name in config.get("architectures") or ():
         found = getattr(transformers, str(name), None)
         if found is not None and task_of_class(found) in HEADED_TASKS:

@@ -29,7 +29,8 @@ from torch import Tensor, nn
 
 from oversmooth.errors import UsageError
 from oversmooth.hf.capture import merge_heads, split_heads
-from oversmooth.hf.families import Layout, layout
+from oversmooth.hf.discover import layout
+from oversmooth.hf.families import Layout
 from oversmooth.hf.hooks import BatchMask, HookSet, first_input
 from oversmooth.mitigations.base import PatchTarget
 from oversmooth.mitigations.knobs import Knobs

@@ -25,7 +25,7 @@ import statistics
 from dataclasses import asdict, dataclass, field
 from typing import Callable, Mapping
 
-from oversmooth.hf.quality import similarity_verdict
+from oversmooth.analyze import similarity_verdict
 from oversmooth.study import adaptations
 from oversmooth.study.config import StudyConfig
 from oversmooth.study.measures import Key
@@ -324,7 +324,7 @@ def decide_no_training(claim_id: str, paper: str, gate: str, curves: Callable[[P
                      + ("" if beside is None else _beside(beside(inputs.probes))),
                      None, None, None, len(pair.baseline), None, None, None, None, gate,
                      None if pair.quality is None else pair.quality.within_budget, verdict,
-                     sentence + " (oversmooth.hf.quality.similarity_verdict; deterministic, no statistics)", (),
+                     sentence + " (oversmooth.analyze.quality.similarity_verdict; deterministic, no statistics)", (),
                      PROBES_COMMAND)
     return decide
 

@@ -27,8 +27,8 @@ from typing import Any
 
 from oversmooth.errors import UsageError
 from oversmooth.mitigations.registry import knob_owners
-from oversmooth.run_spec import RunSpec
 from oversmooth.study.executor_settings import ExecutorSettings
+from oversmooth.train.run_spec import RunSpec
 
 #: knobs a variant may set, by their ``RunSpec.knobs`` names (the registry's; ``oversmooth train --help``).
 KNOBS = tuple(knob_owners("train"))

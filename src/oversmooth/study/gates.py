@@ -18,10 +18,10 @@ import statistics
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
-from oversmooth.run_spec import training_key
 from oversmooth.study.config import StudyConfig
 from oversmooth.study.measures import Key
 from oversmooth.study.results import CellResult
+from oversmooth.train.run_spec import training_key
 
 #: (a): the minimum at least this many epochs before the end ...
 MIN_EPOCHS_BEFORE_END = 2

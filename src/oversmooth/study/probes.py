@@ -5,9 +5,9 @@
   Fashion-MNIST test images cut into 2 x 2 patches so the sequence is 197 tokens as in DeiT.
   Per-layer cos_sim, several inits.
 - ``pretrained``: NeuTRENO App. G.9. The bundled pretrained MiniLM with NeuTRENO patched in, no
-  fine-tuning, with what the patch did to its output (``oversmooth.hf.quality``); and, unpatched,
+  fine-tuning, with what the patch did to its output (``oversmooth.analyze.quality``); and, unpatched,
   per block the change of cos_sim / t_sim across its attention sublayer, MLP and norms
-  (``oversmooth.hf.sublayers``) beside the attention sublayer's dynamics verdict (Dovonon et al.
+  (``oversmooth.analyze.sublayers``) beside the attention sublayer's dynamics verdict (Dovonon et al.
   2025: W_V W_O eigenvalues against the measured attention maps).
 - ``frontier``: NeuTRENO App. G.9 decided where the model still works (second protocol, claim 1b):
   MiniLM at the largest lambda whose output stays within the quality budget (``analyze --sweep``).
@@ -22,8 +22,8 @@ from dataclasses import dataclass
 import torch
 
 from oversmooth.activations import stream_names
+from oversmooth.analyze import Quality
 from oversmooth.errors import UsageError
-from oversmooth.hf.quality import Quality
 from oversmooth.metrics import measure
 
 
@@ -136,10 +136,8 @@ def random_init(seeds: tuple[int, ...] = (0, 1, 2), lam: float = 0.6, images: in
 def pretrained(lam: float = 0.6, sequences: int = 8, tokens: int = 128) -> tuple[CurvePair, list[dict]]:
     """G.9: the bundled MiniLM on the built-in English sample, with and without NeuTRENO patched
     in; and its blocks (see ``Probes.pretrained_blocks``)."""
-    from oversmooth.hf.analysis import BASELINE, AnalysisSettings, run_analysis
-    from oversmooth.hf.inputs import read_text, text_batch
-    from oversmooth.hf.load import load
-    from oversmooth.hf.sublayers import block_totals
+    from oversmooth.analyze import BASELINE, AnalysisSettings, block_totals, read_text, run_analysis, text_batch
+    from oversmooth.hf import load
 
     loaded = load(None, sequences, tokens)
     text, source = read_text(None)
@@ -160,10 +158,9 @@ def pretrained(lam: float = 0.6, sequences: int = 8, tokens: int = 128) -> tuple
 def frontier(sequences: int = 8, tokens: int = 128) -> CurvePair:
     """Claim 1b: MiniLM with NeuTRENO at the largest lambda of the sweep grid whose output stays
     within the quality budget (none within: lambda 0's curve, which lowers nothing)."""
-    from oversmooth.hf.analysis import BASELINE, AnalysisSettings, run_analysis
-    from oversmooth.hf.frontier import best_within_budget, default_sweeps
-    from oversmooth.hf.inputs import read_text, text_batch
-    from oversmooth.hf.load import load
+    from oversmooth.analyze import (BASELINE, AnalysisSettings, best_within_budget, default_sweeps, read_text,
+                                    run_analysis, text_batch)
+    from oversmooth.hf import load
 
     loaded = load(None, sequences, tokens)
     text, source = read_text(None)
@@ -183,10 +180,9 @@ def frontier(sequences: int = 8, tokens: int = 128) -> CurvePair:
 @torch.no_grad()
 def existence(selection: int = 32, held_out: int = 64, tokens: int = 128) -> Existence | None:
     """Claim 5a on the bundled MiniLM and Jane Austen's text (None without the Austen data)."""
+    from oversmooth.analyze import text_batch
     from oversmooth.data.austen import load_austen
-    from oversmooth.hf.capture import capture
-    from oversmooth.hf.inputs import text_batch
-    from oversmooth.hf.load import load
+    from oversmooth.hf import capture, load
     from oversmooth.metrics import cos_sim
 
     try:

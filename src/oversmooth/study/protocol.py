@@ -16,7 +16,6 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
-from oversmooth.run_spec import training_key
 from oversmooth.study import measures
 from oversmooth.study.config import StudyConfig
 from oversmooth.study.gates import PlateauGate
@@ -24,6 +23,7 @@ from oversmooth.study.measures import Key, Measure
 from oversmooth.study.presets import STUDY_PRESETS
 from oversmooth.study.results import CellResult
 from oversmooth.study.stats import min_detectable_effect
+from oversmooth.train.run_spec import training_key
 
 PRIMARY, SECONDARY = "primary", "secondary"
 #: DESIGN 9.5, fixed before the runs: Holm within each family, m never shrinks.

@@ -12,9 +12,9 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 from oversmooth.errors import UsageError
-from oversmooth.run_spec import RunSpec, training_key
 from oversmooth.study.config import stored_spec
 from oversmooth.study.files import ANALYSIS_FILE, CELL_FILE, CELLS_DIR, METRICS_FILE, RESULTS_FILE, STUDY_FILE
+from oversmooth.train.run_spec import RunSpec, training_key
 
 #: the score reported per model kind, and whether higher is better.
 SCORES = {"vit": ("accuracy", True), "lm": ("perplexity", False)}

@@ -30,7 +30,6 @@ from typing import Callable
 
 from oversmooth.atomic import atomic_write
 from oversmooth.errors import UsageError
-from oversmooth.run_spec import RunSpec
 from oversmooth.study import slurm
 from oversmooth.study.archive import archive_study, archived, is_archived
 from oversmooth.study.cell_job import CellJob
@@ -40,6 +39,7 @@ from oversmooth.study.executor_settings import ExecutorSettings
 from oversmooth.study.executors import make_executor, run_local, submit_array
 from oversmooth.study.files import ANALYSIS_FILE, CELL_FILE, CELLS_DIR, MODEL_DIR, RESULTS_FILE, SPEC_FILE, \
     STUDY_FILE
+from oversmooth.train.run_spec import RunSpec
 
 WAIT_POLL_SECONDS = 2.0  # how often --wait looks at a Slurm study's cells
 

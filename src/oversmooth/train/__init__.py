@@ -1,19 +1,24 @@
-"""Training: tasks, AdamW + warmup-cosine, atomic checkpoints with exact resume, DDP.
+"""Training: the run description (``run_spec.RunSpec``), tasks, AdamW + warmup-cosine, atomic
+checkpoints with exact resume, DDP.
 
 Knows nothing of the command line: ``oversmooth.train.run.run(spec)`` wires data, models and the
-loop together for a ``oversmooth.run_spec.RunSpec``; ``oversmooth train`` maps its flags to one.
+loop together for a ``oversmooth.train.run_spec.RunSpec``; ``oversmooth train`` maps its flags to one.
+The names below import torch on first use only, so that ``run_spec`` (read by ``--help``) stays torch-free.
 """
 
-from oversmooth.train.checkpoint import load_checkpoint, save_checkpoint
-from oversmooth.train.distributed import Distributed, setup_distributed, teardown_distributed
-from oversmooth.train.evaluation import evaluate, layer_metrics
-from oversmooth.train.loop import METRICS_FILE, RESULTS_FILE, TrainConfig, epoch_order, train
-from oversmooth.train.optim import build_optimizer, parameter_groups, warmup_cosine
-from oversmooth.train.tasks import ImageClassification, LanguageModelling, SupervisedTask
+_LAZY = {
+    "load_checkpoint": "checkpoint", "save_checkpoint": "checkpoint", "Distributed": "distributed",
+    "setup_distributed": "distributed", "teardown_distributed": "distributed", "evaluate": "evaluation",
+    "layer_metrics": "evaluation", "METRICS_FILE": "loop", "RESULTS_FILE": "loop", "TrainConfig": "loop",
+    "epoch_order": "loop", "train": "loop", "build_optimizer": "optim", "parameter_groups": "optim",
+    "warmup_cosine": "optim", "ImageClassification": "tasks", "LanguageModelling": "tasks", "SupervisedTask": "tasks",
+}
+__all__ = list(_LAZY)
 
-__all__ = [
-    "load_checkpoint", "save_checkpoint", "Distributed", "setup_distributed", "teardown_distributed",
-    "evaluate", "layer_metrics", "METRICS_FILE", "RESULTS_FILE", "TrainConfig", "epoch_order", "train",
-    "build_optimizer", "parameter_groups", "warmup_cosine", "ImageClassification", "LanguageModelling",
-    "SupervisedTask",
-]
+
+def __getattr__(name: str):
+    """``from oversmooth.train import train`` imports ``oversmooth.train.loop`` (and torch) then."""
+    if name in _LAZY:
+        import importlib
+        return getattr(importlib.import_module(f"oversmooth.train.{_LAZY[name]}"), name)
+    raise AttributeError(f"module 'oversmooth.train' has no attribute {name!r}")

@@ -3,7 +3,7 @@
 Files in ``out_dir``: ``checkpoint.pt`` (latest, atomic), ``metrics.jsonl`` (one record per
 epoch, rewritten atomically after the checkpoint it belongs to), ``results.json`` (written once
 at the end, atomically), ``.lock`` (held while a run writes: a second run on the same folder is
-refused, ``oversmooth.run_lock``).
+refused, ``oversmooth.train.run_lock``).
 """
 
 from __future__ import annotations
@@ -23,12 +23,12 @@ from torch import nn
 
 from oversmooth.atomic import atomic_write
 from oversmooth.errors import FieldError
-from oversmooth.run_lock import run_lock
 from oversmooth.train.checkpoint import FILENAME, load_checkpoint, rng_state, save_checkpoint, set_rng_state
 from oversmooth.train.compiled import CompiledForward
 from oversmooth.train.distributed import Distributed
 from oversmooth.train.evaluation import autocast, evaluate, layer_metrics
 from oversmooth.train.optim import build_optimizer
+from oversmooth.train.run_lock import run_lock
 from oversmooth.train.tasks import SupervisedTask
 from oversmooth.train.tensorboard import log_epoch, open_writer
 

@@ -12,13 +12,13 @@ from pathlib import Path
 import torch
 
 from oversmooth.atomic import atomic_write
-from oversmooth.compile_rule import should_compile
 from oversmooth.errors import FieldError, UsageError
 from oversmooth.memory import check_memory
 from oversmooth.outputs import check_output_dir
-from oversmooth.run_spec import RunSpec
+from oversmooth.train.compile_rule import should_compile
 from oversmooth.train.distributed import Distributed, setup_distributed, teardown_distributed
 from oversmooth.train.loop import TrainConfig, train
+from oversmooth.train.run_spec import RunSpec
 from oversmooth.train.task_factory import DataOptions, make_task, task_model_kind
 from oversmooth.train.tasks import SupervisedTask
 

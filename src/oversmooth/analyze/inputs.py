@@ -20,14 +20,14 @@ from torch import Tensor
 from oversmooth.errors import FieldError, UsageError
 
 if TYPE_CHECKING:
-    from oversmooth.hf.load import Loaded
+    from oversmooth.hf import Loaded
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".webp", ".tif", ".tiff")
 SAMPLE = "austen_sample.txt"
 
 
 def sample_text() -> str:
-    return resources.files("oversmooth.hf").joinpath("data", SAMPLE).read_text(encoding="utf-8")
+    return resources.files("oversmooth.analyze").joinpath("data", SAMPLE).read_text(encoding="utf-8")
 
 
 def read_text(source: str | None) -> tuple[str, str]:

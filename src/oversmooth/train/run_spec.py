@@ -30,9 +30,9 @@ from pathlib import Path
 from typing import Any
 
 from oversmooth.atomic import atomic_write
-from oversmooth.compile_rule import AUTO_MIN_STEPS, COMPILE_MODES
 from oversmooth.errors import FieldError, UsageError
 from oversmooth.mitigations.registry import METHODS
+from oversmooth.train.compile_rule import AUTO_MIN_STEPS, COMPILE_MODES
 
 #: fields that say where and how a run goes, not what it learns: they may differ between two
 #: runs of one cell (and between a run and its resumption).

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from oversmooth.hf.families import Layout
+from oversmooth.hf import Layout
 from oversmooth.spectra import TOLERANCE, dynamics_verdict, summarize_spectrum, value_output_eigenvalues
 from oversmooth.threads import thread_map
 

@@ -11,7 +11,7 @@ the first ``attention_sequences`` sequences cut to ``attention_tokens`` tokens. 
 measures (effective_rank, stable_rank) need a full eigensolve per sequence, the costliest part
 on large batches: by default they are taken over the first ``rank_sequences=8`` sequences only
 (noted in the table's ``notes``; ``None`` = every sequence). Every other measure sees every
-sequence. Every forward pass is also scored on the model's task (``oversmooth.hf.quality``):
+sequence. Every forward pass is also scored on the model's task (``oversmooth.analyze.quality``):
 a method that lowers similarity by breaking the model is reported as broken.
 """
 
@@ -25,17 +25,16 @@ import pandas as pd
 from torch import Tensor
 
 from oversmooth.activations import ActivationCache, hook_name, stream_names
-from oversmooth.hf.capture import capture
-from oversmooth.hf.diagnose import LayerSpectrum, add_dynamics, spectra
-from oversmooth.hf.families import Layout, layout
-from oversmooth.hf.frontier import FrontierPoint, Sweep
-from oversmooth.hf.patch import METHODS as PATCHABLE
-from oversmooth.hf.patch import check_method, patch, patched_method, resolve_knobs, supported_methods, unpatch
-from oversmooth.hf.quality import Budget, Quality, QualityProbe, Task
-from oversmooth.hf.layerwise import LayerwiseMeasures
-from oversmooth.hf.sublayers import METRICS as STAGE_METRICS
-from oversmooth.hf.sublayers import StageChange, changes_from_rows, stage_hooks, stage_states
+from oversmooth.analyze.diagnose import LayerSpectrum, add_dynamics, spectra
+from oversmooth.analyze.frontier import FrontierPoint, Sweep
+from oversmooth.analyze.layerwise import LayerwiseMeasures
+from oversmooth.analyze.quality import Budget, Quality, QualityProbe
+from oversmooth.analyze.sublayers import METRICS as STAGE_METRICS
+from oversmooth.analyze.sublayers import StageChange, changes_from_rows, stage_hooks, stage_states
 from oversmooth.errors import FieldError, UsageError
+from oversmooth.hf import METHODS as PATCHABLE
+from oversmooth.hf import (Layout, Task, capture, check_method, layout, patch, patched_method, resolve_knobs,
+                           supported_methods, unpatch)
 from oversmooth.metrics import METRICS, measure
 from oversmooth.metrics.tokens import valid_tokens
 

@@ -2,7 +2,7 @@
 
 Each point patches one method with one knob at one value (the method's other knobs at 0, so
 every curve starts at the unpatched model) and records the last layer's ``cos_sim`` and
-``t_sim`` beside the model's quality (``oversmooth.hf.quality``). The best a method can do
+``t_sim`` beside the model's quality (``oversmooth.analyze.quality``). The best a method can do
 without fine-tuning is the largest setting that stays within the quality budget.
 """
 
@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from oversmooth.analyze.quality import Quality
 from oversmooth.errors import UsageError
-from oversmooth.hf.patch import DEFAULT_KNOBS, SWEEP_GRIDS, ZERO_KNOBS, check_method, resolve_knobs
-from oversmooth.hf.quality import Quality
+from oversmooth.hf import DEFAULT_KNOBS, SWEEP_GRIDS, ZERO_KNOBS, check_method, resolve_knobs
 
 
 @dataclass(frozen=True)

@@ -23,14 +23,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, fields, replace
-from typing import Literal, Mapping
+from typing import Mapping
 
 import torch
 from torch import Tensor, nn
 
 from oversmooth.errors import UsageError
+from oversmooth.hf import Task, task_of
 
-Task = Literal["causal_lm", "masked_lm", "classifier", "encoder"]
 MASK_RATE = 0.15
 MASK_SEED = 0
 
@@ -122,28 +122,6 @@ class Quality:
 def ratio_text(ratio: float) -> str:
     """``1.031``, ``52.4``, ``70,000``: three decimals near 1, whole numbers when huge."""
     return f"{ratio:,.0f}" if ratio >= 100 else f"{ratio:.3f}" if ratio < 10 else f"{ratio:.1f}"
-
-
-HEADED_TASKS = ("causal_lm", "masked_lm", "classifier")
-
-
-def task_of_class(cls: type) -> Task:
-    """The job of a ``transformers`` model class, from its head (``BertModel`` -> ``'encoder'``)."""
-    from transformers.models.auto import modeling_auto as auto
-    name = cls.__name__
-    if name in auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.values():
-        return "causal_lm"
-    if name in auto.MODEL_FOR_MASKED_LM_MAPPING_NAMES.values():
-        return "masked_lm"
-    if name in (*auto.MODEL_FOR_IMAGE_CLASSIFICATION_MAPPING_NAMES.values(),
-                *auto.MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES.values()):
-        return "classifier"
-    return "encoder"
-
-
-def task_of(model: nn.Module) -> Task:
-    """The job of a loaded ``transformers`` model."""
-    return task_of_class(type(model))
 
 
 def mask_tokens(inputs: Mapping[str, Tensor], mask_token_id: int, special_ids: set[int],

@@ -29,9 +29,8 @@ from typing import Mapping, Sequence
 from torch import Tensor
 
 from oversmooth.activations import hook_name
-from oversmooth.hf.capture import capture
-from oversmooth.hf.families import Family, layout
-from oversmooth.hf.layerwise import LayerwiseMeasures
+from oversmooth.analyze.layerwise import LayerwiseMeasures
+from oversmooth.hf import Family, capture, layout
 
 METRICS = ("cos_sim", "t_sim")
 KINDS = {"attention": "attention", "attn_norm": "norm", "mlp": "mlp", "mlp_norm": "norm",

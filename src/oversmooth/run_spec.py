@@ -33,6 +33,7 @@ from oversmooth.atomic import atomic_write
 from oversmooth.compile_rule import AUTO_MIN_STEPS, COMPILE_MODES
 from oversmooth.errors import FieldError, UsageError
 from oversmooth.mitigations.registry import METHODS
+from oversmooth.seeds import check_seed
 
 #: fields that say where and how a run goes, not what it learns: they may differ between two
 #: runs of one cell (and between a run and its resumption).
@@ -131,6 +132,7 @@ class RunSpec:
         for name in ("lr", "grad_clip"):
             if not getattr(self, name) > 0:
                 raise FieldError("{%s} must be > 0, got {got}" % name, got=getattr(self, name))
+        check_seed(self.seed)
         for name in ("warmup", "label_smoothing"):
             if not 0 <= getattr(self, name) < 1:
                 raise FieldError("{%s} must lie in [0, 1), got {got}" % name, got=getattr(self, name))

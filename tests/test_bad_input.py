@@ -30,3 +30,45 @@ def test_a_seed_is_taken_exactly_when_every_generator_takes_it(seed):
         assert str(error).startswith("seed must be a whole number in [0, 2**64)")
         taken = False
     assert taken == generators_take(seed)
+
+
+def refused(argv: list[str], capsys, root, *needles: str) -> str:
+    """``oversmooth argv`` exits 2 with one stderr line holding every needle, and ``root`` is as before."""
+    from oversmooth.cli import main
+
+    before = sorted(p for p in root.rglob("*"))
+    capsys.readouterr()
+    try:
+        code = main(argv)
+    except SystemExit as exit_:
+        code = exit_.code
+    err = capsys.readouterr().err.strip()
+    assert code == 2, (argv, code, err)
+    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
+    for needle in needles:
+        assert needle in err, (needle, err)
+    assert sorted(p for p in root.rglob("*")) == before, "a refusal wrote files"
+    return err
+
+
+TINY_VIT = ["train", "--task", "synthetic", "--model", "vit", "--epochs", "1", "--depth", "2", "--width", "16",
+            "--heads", "2", "--limit-train", "32", "--batch-size", "16", "--no-progress", "--compile", "off"]
+
+
+@pytest.mark.parametrize("method, knob, value", [("neutreno", "--lam", "1e30"), ("contranorm", "--contranorm-s", "1e30"),
+                                                 ("contranorm", "--contranorm-tau", "1e-300")])
+def test_a_knob_that_overflows_a_new_model_is_named_not_trained(method, knob, value, tmp_path, capsys):
+    refused([*TINY_VIT, "--method", method, knob, value, "--out", str(tmp_path / "run")], capsys, tmp_path,
+            f"--method {method} {knob} {float(value):g}", "NaN or Inf")
+
+
+def test_a_knob_that_overflows_a_patched_model_is_named_not_the_weights():
+    from hf_tiny import tiny_inputs, tiny_model
+    from oversmooth.hf.analysis import AnalysisSettings, run_analysis
+
+    for method, knobs, named in (("neutreno", {"lam": 1e30}, "neutreno lam=1e+30"),
+                                 ("contranorm", {"tau": 1e-300}, "tau=1e-300")):
+        settings = AnalysisSettings(methods=(method,), knobs={method: knobs}, attention_sequences=0)
+        with pytest.raises(UsageError) as error:
+            run_analysis(tiny_model("bert"), tiny_inputs("bert"), settings)
+        assert named in str(error.value) and "weights" not in str(error.value)

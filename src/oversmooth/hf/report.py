@@ -12,7 +12,8 @@ from dataclasses import asdict
 from pathlib import Path
 
 from oversmooth.atomic import atomic_directory
-from oversmooth.hf.analysis import BASELINE, Analysis, setting_text
+from oversmooth.hf.analysis import BASELINE, Analysis
+from oversmooth.hf.patch import setting_text
 from oversmooth.hf.frontier import best_within_budget, frontier_rows, quality_loss
 from oversmooth.hf.quality import QualityRow, ratio_text, similarity_verdict
 from oversmooth.hf.sublayers import block_totals

@@ -7,7 +7,7 @@ from typing import Sequence
 import torch
 from torch import Tensor
 
-from oversmooth.errors import UsageError
+from oversmooth.errors import NonFiniteError, UsageError
 
 
 def valid_tokens(x: Tensor, mask: Tensor | None = None, exclude: Sequence[int] = ()) -> Tensor:
@@ -64,16 +64,16 @@ def count(valid: Tensor) -> Tensor:
 
 
 def check_finite(x: Tensor, what: str) -> None:
-    """UsageError naming ``what`` and the first bad position when ``x: [batch, tokens, ...]``
+    """NonFiniteError naming ``what`` and the first bad position when ``x: [batch, tokens, ...]``
     holds NaN or Inf (they would reach an eigensolver).
 
     >>> check_finite(torch.tensor([[[1.0], [float("nan")]]]), "layer 3 states")
     Traceback (most recent call last):
     ...
-    oversmooth.errors.UsageError: layer 3 states hold NaN or Inf (first at sequence 0, token 1); check the model's weights and inputs, or the dtype (float16 overflows)
+    oversmooth.errors.NonFiniteError: layer 3 states (first at sequence 0, token 1) hold NaN or Inf; check the model's weights and inputs, or the dtype (float16 overflows)
     """
     finite = torch.isfinite(x)
     if not bool(finite.all()):
         sequence, token = (int(i) for i in (~finite).nonzero()[0][:2])
-        raise UsageError(f"{what} hold NaN or Inf (first at sequence {sequence}, token {token}); check the "
-                         "model's weights and inputs, or the dtype (float16 overflows)")
+        raise NonFiniteError(f"{what} (first at sequence {sequence}, token {token})",
+                             "check the model's weights and inputs, or the dtype (float16 overflows)")

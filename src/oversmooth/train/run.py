@@ -106,6 +106,7 @@ def _run(spec: RunSpec, env: Distributed) -> dict | None:
     cfg = model_config(spec, **_geometry(spec, task))
     torch.manual_seed(spec.seed)
     model = (ViT if spec.model == "vit" else CausalLM)(cfg)
+    check_initial_outputs(model, task, spec)
     description = {"task": spec.task, "model": spec.model, "model_config": cfg.to_dict(),
                    "data": {**vars(options), "data_dir": None}, "method": cfg.mitigation.name}
     out = Path(spec.out)
@@ -119,6 +120,21 @@ def _run(spec: RunSpec, env: Distributed) -> dict | None:
         with atomic_write(out / "tokenizer.json") as handle:
             handle.write(tokenizer.to_str())
     return results
+
+
+def check_initial_outputs(model: torch.nn.Module, task: SupervisedTask, spec: RunSpec) -> None:
+    """The freshly built model on a few validation examples: outputs holding NaN or Inf before any
+    training step come from the settings (a knob far out of scale), not from training, so they are
+    refused (FieldError naming the method and its knobs) instead of recorded as a divergence."""
+    inputs = task.batch("val", torch.arange(min(4, task.size("val"))))[0]  # overflow shows on any example
+    with torch.no_grad():
+        finite = bool(torch.isfinite(model.eval()(inputs)).all())
+    model.train()
+    if not finite:
+        knobs = "".join(" {%s} {value_%s}" % (k, k) for k in spec.knobs)
+        raise FieldError("with {method} {name}%s the freshly built model's outputs hold NaN or Inf before any "
+                         "training step: the knobs overflow its states; bring them closer to their defaults"
+                         % knobs, name=spec.method, **{f"value_{k}": v for k, v in spec.knobs.items()})
 
 
 def _geometry(spec: RunSpec, task) -> dict:

@@ -5,6 +5,9 @@ files damaged on purpose, not the code under test.
 
 from __future__ import annotations
 
+import json
+import shutil
+
 import numpy as np
 import pytest
 import torch
@@ -55,7 +58,8 @@ TINY_VIT = ["train", "--task", "synthetic", "--model", "vit", "--epochs", "1", "
             "--heads", "2", "--limit-train", "32", "--batch-size", "16", "--no-progress", "--compile", "off"]
 
 
-@pytest.mark.parametrize("method, knob, value", [("neutreno", "--lam", "1e30"), ("contranorm", "--contranorm-s", "1e30"),
+@pytest.mark.parametrize("method, knob, value", [("neutreno", "--lam", "1e30"),
+                                                 ("contranorm", "--contranorm-s", "1e30"),
                                                  ("contranorm", "--contranorm-tau", "1e-300")])
 def test_a_knob_that_overflows_a_new_model_is_named_not_trained(method, knob, value, tmp_path, capsys):
     refused([*TINY_VIT, "--method", method, knob, value, "--out", str(tmp_path / "run")], capsys, tmp_path,
@@ -72,3 +76,63 @@ def test_a_knob_that_overflows_a_patched_model_is_named_not_the_weights():
         with pytest.raises(UsageError) as error:
             run_analysis(tiny_model("bert"), tiny_inputs("bert"), settings)
         assert named in str(error.value) and "weights" not in str(error.value)
+
+
+# --- damaged files: generated corruptions of a valid study cell, read by `oversmooth report` ---
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+CORRUPT = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+WRONG = st.sampled_from([None, "x", -1.5, [], {}, True, [1, "a"]])
+REPORTED = ("study.json", "cell.json", "results.json", "metrics.jsonl")
+
+
+def corrupted(text: str, data) -> str:
+    """``text`` (one JSON table, or JSON lines) cut short, or with a field dropped or of a wrong type."""
+    lines = text.splitlines()
+    index = data.draw(st.integers(0, len(lines) - 1))
+    kind = data.draw(st.sampled_from(["truncate", "drop", "retype"]))
+    if kind == "truncate":
+        return text[:data.draw(st.integers(0, len(text) - 1))]
+    table = json.loads(lines[index])
+    key = data.draw(st.sampled_from(sorted(table)))
+    if kind == "drop":
+        del table[key]
+    else:
+        table[key] = data.draw(WRONG)
+    lines[index] = json.dumps(table)
+    return "\n".join(lines) + "\n"
+
+
+@pytest.fixture(scope="module")
+def study_cell(tmp_path_factory):
+    from test_study_report import analysis, make_cell
+
+    root = tmp_path_factory.mktemp("damaged")
+    make_cell(root, "fmnist-p7", "softmax", 0, 0.90, cell_analysis=analysis())
+    make_cell(root, "fmnist-p7", "neutreno", 0, 0.91, cell_analysis=analysis())
+    return root / "fmnist-p7"
+
+
+@CORRUPT
+@given(data=st.data())
+def test_report_on_a_damaged_study_or_results_file_exits_2_naming_it(study_cell, capsys, data):
+    from oversmooth.cli import main
+
+    name = data.draw(st.sampled_from(REPORTED))
+    path = study_cell / name if name == "study.json" else sorted(study_cell.glob(f"*/{name}"))[0]
+    original = path.read_text()
+    out = study_cell.parent / "rep"
+    try:
+        path.write_text(corrupted(original if name != "study.json" else json.dumps(json.loads(original)), data))
+        capsys.readouterr()
+        code = main(["report", str(study_cell), "--no-probes", "--out", str(out)])
+        err = capsys.readouterr().err.strip()
+        if code == 0:  # the damage was harmless (a field the report does not read)
+            return
+        assert code == 2 and len(err.splitlines()) == 1 and name in err, (code, err)
+        assert not out.exists()
+    finally:
+        path.write_text(original)
+        shutil.rmtree(out, ignore_errors=True)

@@ -23,6 +23,7 @@ from torch import nn
 
 from oversmooth.atomic import atomic_write
 from oversmooth.errors import FieldError
+from oversmooth.json_files import read_table
 from oversmooth.run_lock import run_lock
 from oversmooth.train.checkpoint import FILENAME, load_checkpoint, rng_state, save_checkpoint, set_rng_state
 from oversmooth.train.compiled import CompiledForward
@@ -136,7 +137,7 @@ def _finished(model: nn.Module, out_dir: Path, description: dict) -> dict | None
     or last good, weights), or None."""
     if not (out_dir / RESULTS_FILE).is_file():
         return None
-    results = json.loads((out_dir / RESULTS_FILE).read_text())
+    results = read_table(out_dir / RESULTS_FILE, {"status": str}, f"delete {out_dir} to train the run again")
     if _settings_only(results.get("description")) != description:
         return None
     if (out_dir / FILENAME).is_file():

@@ -136,3 +136,35 @@ def test_report_on_a_damaged_study_or_results_file_exits_2_naming_it(study_cell,
     finally:
         path.write_text(original)
         shutil.rmtree(out, ignore_errors=True)
+
+
+def test_a_run_refused_inside_its_lock_leaves_no_lock_file_or_folder(tmp_path):
+    from oversmooth.run_lock import LOCK_FILE, run_lock
+
+    with pytest.raises(UsageError):
+        with run_lock(tmp_path / "new" / "run"):
+            assert (tmp_path / "new" / "run" / LOCK_FILE).is_file()
+            raise UsageError("refused")
+    assert list(tmp_path.iterdir()) == []
+    (tmp_path / "old").mkdir()
+    (tmp_path / "old" / "checkpoint.pt").write_text("x")
+    with pytest.raises(UsageError):
+        with run_lock(tmp_path / "old"):
+            raise UsageError("refused")
+    assert [p.name for p in (tmp_path / "old").iterdir()] == ["checkpoint.pt"]
+    with run_lock(tmp_path / "kept"):  # a run that goes on keeps its lock file (other runs flock it)
+        pass
+    assert (tmp_path / "kept" / LOCK_FILE).is_file()
+
+
+def test_a_study_whose_cells_would_fail_on_their_settings_is_refused_before_any_runs(tmp_path, capsys):
+    study = {"name": "tiny", "model": "vit", "tasks": ["synthetic"], "depths": [1, 2],
+             "methods": ["softmax", {"label": "neutreno", "lam": 0.5}],
+             "train": {"width": 8, "heads": 2, "epochs": 1, "probe_size": 8}}
+    for change, named in (({"patch_size": 5}, "patch_size (5) must divide"), ({"batch_size": 10**5}, "batch_size"),
+                          ({"seq_len": 8}, "seq_len applies to lm runs only")):
+        path = tmp_path / "study.json"
+        path.write_text(json.dumps({**study, "train": {**study["train"], **change}}))
+        refused(["study", str(path), "--out", str(tmp_path / "out")], capsys, tmp_path, named)
+    path.write_text(json.dumps({**study, "methods": ["softmax", {"label": "neutreno", "lam": 1e30}]}))
+    refused(["study", str(path), "--out", str(tmp_path / "out")], capsys, tmp_path, "neutreno-s0", "lam 1e+30")

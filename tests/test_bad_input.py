@@ -168,3 +168,18 @@ def test_a_study_whose_cells_would_fail_on_their_settings_is_refused_before_any_
         refused(["study", str(path), "--out", str(tmp_path / "out")], capsys, tmp_path, named)
     path.write_text(json.dumps({**study, "methods": ["softmax", {"label": "neutreno", "lam": 1e30}]}))
     refused(["study", str(path), "--out", str(tmp_path / "out")], capsys, tmp_path, "neutreno-s0", "lam 1e+30")
+
+
+@pytest.mark.parametrize("call", [
+    lambda m: m.measure([[[1.0, 2.0], [3.0, 4.0]]]), lambda m: m.cos_sim([[[1.0, 2.0]]]),
+    lambda m: m.t_sim(np.ones((2, 3, 4))), lambda m: m.attention_entropy([[[[1.0]]]]),
+    lambda m: m.measure(torch.randn(2, 3, 0, 5)), lambda m: m.measure(torch.randn(2, 3, 4, 0)),
+    lambda m: m.stable_rank(torch.randn(0, 4, 5)), lambda m: m.measure(torch.randn(2, 3, 4, 5), exclude=[0, 1, 2, -1]),
+])
+def test_the_python_api_refuses_lists_arrays_and_empty_sizes_with_one_usage_error(call):
+    from oversmooth import metrics
+
+    with pytest.raises(UsageError) as error:
+        call(metrics)
+    assert "\n" not in str(error.value) and ("torch tensor" in str(error.value) or "at least 1" in str(error.value)
+                                             or "leaves no token" in str(error.value))

@@ -183,3 +183,52 @@ def test_the_python_api_refuses_lists_arrays_and_empty_sizes_with_one_usage_erro
         call(metrics)
     assert "\n" not in str(error.value) and ("torch tensor" in str(error.value) or "at least 1" in str(error.value)
                                              or "leaves no token" in str(error.value))
+
+
+@pytest.fixture(scope="module")
+def scratch(tmp_path_factory):
+    """One folder for every example (its path, and so the files' lengths, stay the same)."""
+    return tmp_path_factory.mktemp("spec")
+
+
+@CORRUPT
+@given(data=st.data())
+def test_a_damaged_spec_or_study_file_exits_2_naming_it_and_writes_nothing(scratch, capsys, data):
+    """``train --spec FILE`` and ``study FILE``: a file cut short, a field dropped or of a wrong type
+    is refused before anything is written (or, where the damage is harmless, is a valid input: the
+    dry run or the stubbed training is reached)."""
+    from oversmooth.cli import main
+    from oversmooth.run_spec import RunSpec
+
+    root = scratch
+    for old in root.iterdir():
+        shutil.rmtree(old) if old.is_dir() else old.unlink()
+    spec = RunSpec("synthetic", "vit", 1, depth=1, width=8, heads=2, batch_size=16, out=str(root / "run"))
+    study = {"name": "tiny", "model": "vit", "tasks": ["synthetic"], "depths": [1], "methods": ["softmax"],
+             "train": {"width": 8, "heads": 2, "epochs": 1, "batch_size": 16}}
+    kind = data.draw(st.sampled_from(["spec", "study"]))
+    path = root / f"{kind}.json"
+    path.write_text(corrupted(json.dumps(spec.to_dict() if kind == "spec" else study), data))
+    argv = (["train", "--spec", str(path)] if kind == "spec"
+            else ["study", str(path), "--out", str(root / "out"), "--dry-run"])
+    before = sorted(root.rglob("*"))
+    class Reached(Exception):
+        """Past every check, at the training itself (stubbed out)."""
+
+    def reached(*args, **kwargs):
+        raise Reached
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("oversmooth.train.run.train", reached)
+        capsys.readouterr()
+        try:
+            code = main(argv)
+        except SystemExit as exit_:
+            code = exit_.code
+        except Reached:
+            return
+    err = capsys.readouterr().err.strip()
+    assert code in (0, 2) and "Traceback" not in err, (code, err)
+    if code == 2:
+        assert len(err.splitlines()) == 1, err
+        assert sorted(root.rglob("*")) == before

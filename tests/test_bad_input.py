@@ -232,3 +232,28 @@ def test_a_damaged_spec_or_study_file_exits_2_naming_it_and_writes_nothing(scrat
     if code == 2:
         assert len(err.splitlines()) == 1, err
         assert sorted(root.rglob("*")) == before
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory):
+    from oversmooth.cli import main
+
+    run = tmp_path_factory.mktemp("finished") / "run"
+    assert main([*TINY_VIT, "--out", str(run)]) == 0
+    return run
+
+
+@pytest.mark.parametrize("name", ["checkpoint.pt", "results.json"])
+def test_a_resume_from_a_truncated_checkpoint_or_results_file_names_it(finished_run, tmp_path, capsys, name):
+    """Cut at offsets spread over the file (a seeded draw): ``--resume auto`` exits 2 with one line
+    naming the file and the fix, and leaves the folder byte for byte as it was."""
+    size = (finished_run / name).stat().st_size
+    for offset in sorted({0, 1, size - 1, *np.random.default_rng(0).integers(0, size, 4).tolist()}):
+        run = tmp_path / f"cut{offset}"
+        shutil.copytree(finished_run, run)
+        if name == "checkpoint.pt":
+            (run / "results.json").unlink()  # unfinished: the resume reads the checkpoint
+        (run / name).write_bytes((finished_run / name).read_bytes()[:offset])
+        before = {p: p.read_bytes() for p in run.rglob("*") if p.is_file()}
+        err = refused([*TINY_VIT, "--out", str(run), "--resume", "auto"], capsys, tmp_path, name, f"delete {run}")
+        assert {p: p.read_bytes() for p in run.rglob("*") if p.is_file()} == before, err

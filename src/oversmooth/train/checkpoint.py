@@ -51,6 +51,6 @@ def load_checkpoint(path: str | os.PathLike) -> dict[str, Any]:
     try:
         state = torch.load(Path(path), map_location="cpu", weights_only=True)
     except Exception as error:  # EOFError, OSError, UnpicklingError, RuntimeError: torch says "damaged" many ways
-        reason = getattr(error, "strerror", None) or str(error) or type(error).__name__
+        reason = getattr(error, "strerror", None) or type(error).__name__  # torch's own text runs to many lines
         raise UsageError(f"checkpoint {path} is damaged or unreadable ({reason}); {fix}") from None
     return check_table(state, path, FIELDS, fix)

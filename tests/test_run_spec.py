@@ -52,7 +52,7 @@ def test_a_spec_survives_json_and_its_command_line(tmp_path):
 ])
 def test_checks_name_the_field(change, message):
     with pytest.raises(FieldError) as caught:
-        dataclasses.replace(BUSY, **change).check()
+        dataclasses.replace(BUSY, **{"task": "austen", "augment": False, **change}).check()  # augment: a ViT's
     assert str(caught.value).startswith(message)
     field = next(iter(change))
     assert caught.value.message(lambda f: "--" + f.replace("_", "-")).startswith("--" + field.replace("_", "-"))
@@ -123,7 +123,8 @@ def test_cells_archived_with_train_args_are_their_presets_cells(tmp_path, study,
     archive = tmp_path / "results"
     shutil.copytree(LEGACY / study, archive / study)
     check_archive(STUDY_PRESETS[study], archive)  # recognised: no refusal
-    (archive / study / cell / "results.json").write_text('{"status": "completed"}')
+    (archive / study / cell / "results.json").write_text(  # a completed run has its test scores
+        '{"status": "completed", "test": {"loss": 1.0, "perplexity": 2.7, "accuracy": 0.9}}')
     assert training_key(read_cell(archive / study / cell).spec) == training_key(ours.spec())
 
     preset = STUDY_PRESETS[study]
@@ -182,3 +183,15 @@ def test_a_study_cell_run_from_its_spec_file_is_the_hand_wired_run_bit_for_bit(t
     weights = load_file(str(tmp_path / "cell" / "model" / "model.safetensors"))
     hand = load_checkpoint(tmp_path / "hand" / "checkpoint.pt")["model"]  # its final weights
     assert weights and all(torch.equal(weights[name], hand[name]) for name in weights)
+
+
+@pytest.mark.parametrize("task, model, change, field", [
+    ("synthetic", "vit", {"seq_len": 8}, "seq_len"), ("fmnist", "vit", {"vocab_size": 100}, "vocab_size"),
+    ("austen", "lm", {"augment": True}, "augment"), ("austen", "lm", {"patch_size": 4}, "patch_size"),
+    ("text:a.txt", "lm", {"data_dir": "."}, "data_dir"), ("synthetic", "lm", {"passage_chars": 10}, "passage_chars"),
+    ("austen", "lm", {"val_size": 10}, "val_size"),
+])
+def test_a_setting_the_model_or_task_does_not_read_is_refused(task, model, change, field):
+    with pytest.raises(FieldError, match=f"^{field} applies to .* runs only, not to model {model}"):
+        RunSpec(task, model, 1, **change).check()
+    assert RunSpec(task, model, 1).check()  # the defaults apply everywhere

@@ -89,7 +89,7 @@ def test_bad_study_fields_are_usage_errors(change, message):
     (["@file", "--methods", "softmax,magic"], "magic not in this study"),
     (["@file", "--depths", "1,x"], "--depths takes comma-separated whole numbers"),
     (["@file", "--jobs", "0"], "--jobs must be at least 1"),
-    (["@file", "--set", "data_dir=/no/such/dir"], "data_dir /no/such/dir is not a folder"),
+    (["@file", "--set", "data_dir=/no/such/dir"], "data_dir applies to fmnist and austen runs only"),  # synthetic
 ])
 def test_bad_input_exits_2_with_one_line_and_writes_nothing(tmp_path, capsys, args, message):
     study = _write(tmp_path, TINY)

@@ -13,6 +13,16 @@ class UsageError(ValueError):
     """
 
 
+class NonFiniteError(UsageError):
+    """Numbers that overflowed (NaN or Inf) where finite ones are needed. ``where`` names them and
+    the first bad position; a caller that knows the cause (a knob patched in) can say so instead
+    of the message's general advice."""
+
+    def __init__(self, where: str, advice: str):
+        self.where = where
+        super().__init__(f"{where} hold NaN or Inf; {advice}")
+
+
 class FieldError(UsageError):
     """A ``UsageError`` that names fields of a run description (``oversmooth.train.spec.RunSpec``).
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from oversmooth.errors import UsageError
+from oversmooth.seeds import check_seed
 
 OBJECTIVES = {
     "auto": "the model's own job: a train run's task, causal LM, masked LM, else distill",
@@ -69,6 +70,7 @@ class AdaptConfig:
             if getattr(self, name) is not None:
                 _at_least(name, getattr(self, name), 1)
         _at_least("lora", self.lora, 0)
+        check_seed(self.seed)
         for name in ("lr", "grad_clip"):
             value = getattr(self, name)
             if value is not None and not (_number(value) and value > 0):

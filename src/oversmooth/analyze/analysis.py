@@ -33,8 +33,8 @@ from oversmooth.analyze.sublayers import METRICS as STAGE_METRICS
 from oversmooth.analyze.sublayers import StageChange, changes_from_rows, stage_hooks, stage_states
 from oversmooth.errors import FieldError, UsageError
 from oversmooth.hf import METHODS as PATCHABLE
-from oversmooth.hf import (Layout, Task, capture, check_method, layout, patch, patched_method, resolve_knobs,
-                           supported_methods, unpatch)
+from oversmooth.hf import (Layout, Task, capture, check_method, layout, patched, patched_method, resolve_knobs,
+                           setting_text, supported_methods)
 from oversmooth.metrics import METRICS, measure
 from oversmooth.metrics.tokens import valid_tokens
 
@@ -102,18 +102,6 @@ class Analysis:
     frontier: list[FrontierPoint] = field(default_factory=list)
 
 
-def setting_text(knobs: dict) -> str:
-    """``{"s_dc": -0.5, "s_hc": 0.5}`` -> ``'s_dc=-0.5,s_hc=0.5'`` (per-head / per-channel lists as lists).
-
-    >>> setting_text({"lam": 0.6})
-    'lam=0.6'
-    """
-    def text(value) -> str:
-        values = value.tolist() if isinstance(value, Tensor) else value
-        return f"[{' '.join(f'{v:g}' for v in values)}]" if isinstance(values, (list, tuple)) else f"{values:g}"
-    return ",".join(f"{name}={text(value)}" for name, value in knobs.items())
-
-
 def _stream_table(model, inputs: dict[str, Tensor], settings: AnalysisSettings,
                   stages: bool = False) -> tuple[pd.DataFrame, object, list[StageChange], int]:
     """The metrics of every stream state, measured layer by layer as the forward pass makes them
@@ -177,13 +165,10 @@ def _sweep(model, inputs: dict[str, Tensor], settings: AnalysisSettings, probe: 
                 mask = inputs.get("attention_mask")
                 measures = LayerwiseMeasures({last: STAGE_METRICS}, None if mask is None else mask.bool(),
                                              settings.exclude)
-                patch(model, sweep.method, **sweep.knobs(value))
-                try:
+                with patched(model, sweep.method, **sweep.knobs(value)):
                     outputs, _ = capture(model, inputs, hooks=("resid_post",), sink=measures)
                     measures.finish()
                     seen = probe.observe(model, outputs)
-                finally:
-                    unpatch(model)
                 cos, t = measures.rows[last]["cos_sim"], measures.rows[last]["t_sim"]
             quality = probe.judge(sweep.method, f"{sweep.knob}={value:g}", seen, base_seen, settings.budget)
             points.append(FrontierPoint(sweep.method, sweep.knob, value, cos, t, quality))
@@ -224,12 +209,9 @@ def run_analysis(model, inputs: dict[str, Tensor], settings: AnalysisSettings = 
         quality = {BASELINE: probe.judge(BASELINE, "", base_seen, base_seen, settings.budget)}
         step(BASELINE)
         for method in settings.methods:
-            patch(model, method, **knobs[method])
-            try:
+            with patched(model, method, **knobs[method]):
                 tables[method], outputs, _, _ = _stream_table(model, inputs, settings)
                 seen = probe.observe(model, outputs)
-            finally:
-                unpatch(model)
             quality[method] = probe.judge(method, setting_text(knobs[method]), seen, base_seen, settings.budget)
             step(method)
         frontier = _sweep(model, inputs, settings, probe, base_seen, baseline, step)

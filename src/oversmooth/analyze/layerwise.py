@@ -20,6 +20,7 @@ import pandas as pd
 
 from oversmooth.metrics import measure, metric_table
 from oversmooth.metrics.suite import RANK_METRICS
+from oversmooth.metrics.tokens import check_finite
 from oversmooth.threads import thread_map
 
 
@@ -55,6 +56,7 @@ class LayerwiseMeasures:
 
     def _measure(self, item: tuple[str, Tensor]) -> dict[str, float]:
         name, state = item
+        check_finite(state, f"{name} states")  # named by hook (``measure`` sees one state: "layer 0")
         metrics, sample = self.metrics_of[name], self.rank_sequences
         ranks = [m for m in metrics if m in RANK_METRICS]
 

@@ -11,11 +11,12 @@ import math
 from dataclasses import asdict
 from pathlib import Path
 
-from oversmooth.analyze.analysis import BASELINE, Analysis, setting_text
+from oversmooth.analyze.analysis import BASELINE, Analysis
 from oversmooth.analyze.frontier import best_within_budget, frontier_rows, quality_loss
 from oversmooth.analyze.quality import QualityRow, ratio_text, similarity_verdict
 from oversmooth.analyze.sublayers import block_totals
 from oversmooth.atomic import atomic_directory
+from oversmooth.hf import setting_text
 from oversmooth.metrics import ATTENTION_METRICS, METRICS
 from oversmooth.metrics.suite import RANK_METRICS
 from oversmooth.mitigations.registry import METHODS as REGISTRY

@@ -113,10 +113,10 @@ def run(args: argparse.Namespace) -> int:
     executor = executor_settings(args, study)
     if args.status:
         return print_status(study, out, args.results)
-    check_cells(study)
-    check_study(study, out.absolute(), Path(args.results).absolute() if args.results else None, executor)
     cells = study.cells()
-    if args.dry_run:
+    if args.dry_run:  # (run_study makes the same checks)
+        check_cells(study)
+        check_study(study, out.absolute(), Path(args.results).absolute() if args.results else None, executor)
         for cell in cells:
             spec = worker_spec(cell, cell_dir(out, cell), args.threads)
             print(f"{cell.name}: " + shlex.join(["oversmooth", "train", *spec.command_line()]))
@@ -124,9 +124,11 @@ def run(args: argparse.Namespace) -> int:
         return 0
 
     counts: dict[str, int] = {}
-    bar = tqdm(total=len(cells), desc=study.name, unit="cell", file=sys.stderr)
+    # shown from the first cell's end: a study refused by run_study's checks prints its one line alone
+    bar = tqdm(total=len(cells), desc=study.name, unit="cell", file=sys.stderr, delay=float("inf"))
 
     def done(outcome) -> None:
+        bar.delay = 0
         counts[outcome.status] = counts.get(outcome.status, 0) + 1
         bar.set_postfix_str(", ".join(f"{k} {v}" for k, v in sorted(counts.items())), refresh=False)
         bar.update()

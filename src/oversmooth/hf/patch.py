@@ -22,12 +22,14 @@ patched into a pretrained model they take fixed values. Every method is the iden
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
+from typing import Iterator
 
 import torch
 from torch import Tensor, nn
 
-from oversmooth.errors import UsageError
+from oversmooth.errors import NonFiniteError, UsageError
 from oversmooth.hf.capture import merge_heads, split_heads
 from oversmooth.hf.discover import layout
 from oversmooth.hf.families import Layout
@@ -114,6 +116,34 @@ def patch(model: nn.Module, method: str, **knobs) -> nn.Module:
     if state.carried:
         model.__dict__["_reorder_cache"] = _reorder_cache(model, state)
     return model
+
+
+@contextlib.contextmanager
+def patched(model: nn.Module, method: str, **knobs) -> Iterator[nn.Module]:
+    """``patch`` for the block, ``unpatch`` after it. States that overflow inside the block (NaN or
+    Inf, ``NonFiniteError``) are blamed on the knobs, by name and value: call it on a model whose
+    unpatched states were found finite."""
+    patch(model, method, **knobs)
+    try:
+        yield model
+    except NonFiniteError as error:
+        raise UsageError(f"with {method} {setting_text(knobs) or '(its defaults)'} patched in, {error.where} "
+                         "hold NaN or Inf (unpatched they are finite): the knobs overflow this model's states; "
+                         "bring them closer to their defaults") from None
+    finally:
+        unpatch(model)
+
+
+def setting_text(knobs: dict) -> str:
+    """``{"s_dc": -0.5, "s_hc": 0.5}`` -> ``'s_dc=-0.5,s_hc=0.5'`` (per-head / per-channel lists as lists).
+
+    >>> setting_text({"lam": 0.6})
+    'lam=0.6'
+    """
+    def text(value) -> str:
+        values = value.tolist() if isinstance(value, Tensor) else value
+        return f"[{' '.join(f'{v:g}' for v in values)}]" if isinstance(values, (list, tuple)) else f"{values:g}"
+    return ",".join(f"{name}={text(value)}" for name, value in knobs.items())
 
 
 def _reorder_cache(model: nn.Module, state: PatchState):

@@ -12,11 +12,11 @@ import torch
 from torch import Tensor
 
 from oversmooth.errors import UsageError
-from oversmooth.metrics.tokens import valid_tokens
+from oversmooth.metrics.tokens import check_tensor, valid_tokens
 
 
 def _check(attn: Tensor) -> None:
-    if attn.dim() != 4 or attn.shape[-1] != attn.shape[-2]:
+    if check_tensor(attn, "attention maps", "[batch, heads, n, n]").shape[-1] != attn.shape[-2]:
         raise UsageError(f"attention must be [batch, heads, n, n], got {tuple(attn.shape)}")
 
 

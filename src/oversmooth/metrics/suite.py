@@ -15,7 +15,7 @@ from oversmooth.errors import UsageError
 from oversmooth.metrics.attention import attention_entropy, attention_lambda2, attention_similarity
 from oversmooth.metrics.rank import effective_rank, centred_residual, rank_measures, stable_rank
 from oversmooth.metrics.similarity import cos_sim, t_div, t_sim
-from oversmooth.metrics.tokens import check_finite
+from oversmooth.metrics.tokens import check_finite, check_tensor
 from oversmooth.threads import thread_map
 
 STATE_METRICS: dict[str, Callable[..., Tensor]] = {
@@ -99,10 +99,7 @@ def measure(hidden_states: Sequence[Tensor] | Tensor, mask: Tensor | None = None
     if attentions is not None and len(attentions) != len(hidden_states):
         raise UsageError(f"{len(attentions)} attention maps for {len(hidden_states)} layers of states")
     for layer, states in enumerate(hidden_states):
-        if states.dim() != 3:
-            raise UsageError(f"layer {layer} states have shape {tuple(states.shape)}; "
-                             "expected [batch, tokens, features]")
-        check_finite(states, f"layer {layer} states")
+        check_finite(check_tensor(states, f"layer {layer} states"), f"layer {layer} states")
         if attentions is not None:
             check_finite(attentions[layer], f"layer {layer} attention maps")
     names = tuple(metrics) + (ATTENTION_METRICS if attentions is not None else ())

@@ -7,7 +7,26 @@ from typing import Sequence
 import torch
 from torch import Tensor
 
-from oversmooth.errors import UsageError
+from oversmooth.errors import NonFiniteError, UsageError
+
+
+def check_tensor(x: object, what: str, shape: str = "[batch, tokens, features]") -> Tensor:
+    """``x`` if it is a torch tensor with the dimensions ``shape`` names (at least those before a
+    trailing ``...``), each of size at least 1;
+    else one UsageError naming ``what`` and the fix (the Python API's guard for lists, arrays and
+    empty sizes, which would otherwise fail deep inside a metric).
+
+    >>> check_tensor([[1.0]], "states")
+    Traceback (most recent call last):
+    ...
+    oversmooth.errors.UsageError: states are a list; pass a torch tensor [batch, tokens, features] (torch.as_tensor)
+    """
+    if not isinstance(x, Tensor):
+        raise UsageError(f"{what} are a {type(x).__name__}; pass a torch tensor {shape} (torch.as_tensor)")
+    dims = shape.count(",") + 1
+    if (x.dim() < dims - 1 if shape.endswith("...]") else x.dim() != dims) or 0 in x.shape:
+        raise UsageError(f"{what} have shape {tuple(x.shape)}; pass {shape} with every size at least 1")
+    return x
 
 
 def valid_tokens(x: Tensor, mask: Tensor | None = None, exclude: Sequence[int] = ()) -> Tensor:
@@ -19,7 +38,7 @@ def valid_tokens(x: Tensor, mask: Tensor | None = None, exclude: Sequence[int] =
     >>> valid_tokens(torch.zeros(1, 4, 2), torch.tensor([[1, 1, 1, 0]]), exclude=(0,)).tolist()
     [[False, True, True, False]]
     """
-    batch, n = x.shape[0], x.shape[1]
+    batch, n = check_tensor(x, "states", "[batch, tokens, ...]").shape[:2]
     if mask is None:
         valid = torch.ones(batch, n, dtype=torch.bool, device=x.device)
     else:
@@ -37,6 +56,9 @@ def valid_tokens(x: Tensor, mask: Tensor | None = None, exclude: Sequence[int] =
         if not -n <= position < n:
             raise UsageError(f"cannot exclude position {position}: sequences have {n} tokens")
         valid[:, position] = False
+    if exclude and not bool(valid.any()):
+        raise UsageError(f"excluding positions {list(exclude)} leaves no token to measure in sequences of {n} "
+                         "tokens; exclude fewer positions")
     return valid
 
 
@@ -64,16 +86,16 @@ def count(valid: Tensor) -> Tensor:
 
 
 def check_finite(x: Tensor, what: str) -> None:
-    """UsageError naming ``what`` and the first bad position when ``x: [batch, tokens, ...]``
+    """NonFiniteError naming ``what`` and the first bad position when ``x: [batch, tokens, ...]``
     holds NaN or Inf (they would reach an eigensolver).
 
     >>> check_finite(torch.tensor([[[1.0], [float("nan")]]]), "layer 3 states")
     Traceback (most recent call last):
     ...
-    oversmooth.errors.UsageError: layer 3 states hold NaN or Inf (first at sequence 0, token 1); check the model's weights and inputs, or the dtype (float16 overflows)
+    oversmooth.errors.NonFiniteError: layer 3 states (first at sequence 0, token 1) hold NaN or Inf; check the ...
     """
     finite = torch.isfinite(x)
     if not bool(finite.all()):
         sequence, token = (int(i) for i in (~finite).nonzero()[0][:2])
-        raise UsageError(f"{what} hold NaN or Inf (first at sequence {sequence}, token {token}); check the "
-                         "model's weights and inputs, or the dtype (float16 overflows)")
+        raise NonFiniteError(f"{what} (first at sequence {sequence}, token {token})",
+                             "check the model's weights and inputs, or the dtype (float16 overflows)")

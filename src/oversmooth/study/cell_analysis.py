@@ -40,6 +40,7 @@ import torch
 from oversmooth.activations import hook_name
 from oversmooth.atomic import atomic_write
 from oversmooth.errors import UsageError
+from oversmooth.json_files import read_table
 from oversmooth.metrics import measure
 from oversmooth.spectra.value_output import value_output_eigenvalues
 from oversmooth.spectra.verdict import dynamics_verdict
@@ -165,7 +166,8 @@ def analyze_cell(folder: str | Path) -> dict:
     if not (folder / RESULTS_FILE).is_file() or not (folder / MODEL_DIR).is_dir():
         raise UsageError(f"{folder} is no finished cell: it needs {RESULTS_FILE} and {MODEL_DIR}/ "
                          "(a completed `oversmooth train` run)")
-    description = json.loads((folder / RESULTS_FILE).read_text())["description"]
+    description = read_table(folder / RESULTS_FILE, {"description": dict}, f"delete {folder} to train the cell "
+                             "again")["description"]
     model = load_model(folder / MODEL_DIR)
     task, _ = make_task(description["task"], description["model"], DataOptions(**description["data"]))
     inputs = task.batch("val", torch.arange(min(PROBE, task.size("val"))))[0]

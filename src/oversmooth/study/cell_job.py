@@ -11,7 +11,6 @@ writes the cell's state. When the scheduler preempts the job or its time runs ou
 from __future__ import annotations
 
 import ctypes
-import json
 import os
 import signal
 import subprocess
@@ -24,7 +23,8 @@ import submitit
 from oversmooth.errors import UsageError
 from oversmooth.study.archive import archive_cell
 from oversmooth.study.cell_state import CellState
-from oversmooth.study.files import ANALYSIS_FILE, LOG_FILE, MODEL_DIR, RESULTS_FILE, SPEC_FILE
+from oversmooth.json_files import read_table
+from oversmooth.study.files import ANALYSIS_FILE, LOG_FILE, MODEL_DIR, RESULTS_FIELDS, RESULTS_FILE, SPEC_FILE
 from oversmooth.train.run_lock import LOCK_FD, acquire
 
 _PR_SET_PDEATHSIG = 1
@@ -142,4 +142,4 @@ def _distributed() -> dict[str, object]:
 
 
 def _status(folder: Path) -> str:
-    return json.loads((folder / RESULTS_FILE).read_text())["status"]
+    return read_table(folder / RESULTS_FILE, RESULTS_FIELDS, f"delete {folder} to train the cell again")["status"]

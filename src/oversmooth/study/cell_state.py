@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from oversmooth.atomic import atomic_write
-from oversmooth.study.files import LOCK_FILE, LOG_FILE, RESULTS_FILE
+from oversmooth.json_files import read_table
+from oversmooth.study.files import LOCK_FILE, LOG_FILE, RESULTS_FIELDS, RESULTS_FILE
 
 STATE_FILE = "state.json"
 LOG_TAIL_LINES = 5
@@ -96,7 +97,8 @@ class CellStatus:
 def cell_status(folder: Path, queue: dict[str, str]) -> CellStatus:
     """``queue``: job id -> Slurm state of the jobs still queued (``oversmooth.study.slurm.queued``)."""
     if (folder / RESULTS_FILE).is_file():
-        return CellStatus(json.loads((folder / RESULTS_FILE).read_text())["status"])
+        return CellStatus(read_table(folder / RESULTS_FILE, RESULTS_FIELDS, f"delete {folder} to train the cell "
+                                     "again")["status"])
     last = CellState.read(folder)
     if is_locked(folder):
         return CellStatus("running", last.job if last else "")

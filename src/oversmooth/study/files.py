@@ -10,5 +10,6 @@ LOCK_FILE = ".lock"            # held while a process trains the cell
 # does not import torch; a test keeps the two in step.
 METRICS_FILE = "metrics.jsonl"
 RESULTS_FILE = "results.json"
+RESULTS_FIELDS = {"status": str}  # what every reader of a results.json needs (oversmooth.json_files)
 MODEL_DIR = "model"            # the trained weights (completed runs)
 ANALYSIS_FILE = "analysis.json"  # measurements on the trained model (oversmooth.study.cell_analysis)

@@ -8,12 +8,14 @@ last good epoch).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
+
 from oversmooth.errors import UsageError
+from oversmooth.json_files import NUMBER, check_table, read_jsonl, read_table
 from oversmooth.study.config import stored_spec
-from oversmooth.study.files import ANALYSIS_FILE, CELL_FILE, CELLS_DIR, METRICS_FILE, RESULTS_FILE, STUDY_FILE
+from oversmooth.study.files import (ANALYSIS_FILE, CELL_FILE, CELLS_DIR, METRICS_FILE, RESULTS_FIELDS, RESULTS_FILE,
+                                   STUDY_FILE)
 from oversmooth.train.run_spec import RunSpec, training_key
 
 #: the score reported per model kind, and whether higher is better.
@@ -76,37 +78,47 @@ class CellResult:
         return training_key(self.spec)
 
 
-def _parse(path: Path, text: str):
-    """``json.loads(text)``; a damaged file is a UsageError naming it and the way out."""
-    try:
-        return json.loads(text)
-    except ValueError as error:
-        raise UsageError(f"{path} is damaged ({error}); restore it, or delete the cell's folder to train "
-                         "it again") from None
-
-
-def _read_jsonl(path: Path) -> list[dict]:
-    if not path.is_file():
-        return []
-    return [_parse(path, line) for line in path.read_text().splitlines() if line.strip()]
-
-
-def _read_json(path: Path):
-    return _parse(path, path.read_text())
+#: the fields a reader of ``cell.json`` (and its ``variant``) and ``study.json`` needs.
+CELL_FIELDS = {"study": str, "name": str, "model": str, "task": str, "norm": str, "depth": int, "variant": dict,
+               "seed": int}
+VARIANT_FIELDS = {"label": str, "method": str}
+STUDY_FIELDS = {"name": str, "methods": list}
 
 
 def read_cell(folder: Path) -> CellResult:
-    info = _read_json(folder / CELL_FILE)
-    results = _read_json(folder / RESULTS_FILE) if (folder / RESULTS_FILE).is_file() else None
-    epochs = _read_jsonl(folder / METRICS_FILE)
+    """What the cell in ``folder`` is and has produced; a damaged file, or one that lacks a field
+    the report reads (or holds it with a wrong type), is a UsageError naming it."""
+    fix = f"restore it, or delete {folder} to train the cell again"
+    info = read_table(folder / CELL_FILE, CELL_FIELDS, fix)
+    variant = check_table(info["variant"], f"{folder / CELL_FILE} (its variant)", VARIANT_FIELDS, fix)
+    if info["model"] not in SCORES:
+        raise UsageError(f"{folder / CELL_FILE} is damaged (model {info['model']!r} is none of "
+                         f"{', '.join(SCORES)}); {fix}")
+    scores = {"loss": NUMBER, SCORES[info["model"]][0]: NUMBER}
+    results = read_table(folder / RESULTS_FILE, RESULTS_FIELDS, fix) if (folder / RESULTS_FILE).is_file() else None
+    if results is not None and results["status"] == "completed":
+        check_table(results, folder / RESULTS_FILE, {"test": dict}, fix)
+        check_table(results["test"], f"{folder / RESULTS_FILE} (its test scores)", scores, fix)
+    epochs = read_jsonl(folder / METRICS_FILE, fix)
+    for epoch in epochs:
+        check_table(epoch, folder / METRICS_FILE, {"val": dict, "layers": list} if "layers" in epoch
+                    else {"val": dict}, fix)
+        check_table(epoch["val"], f"{folder / METRICS_FILE} (an epoch's val scores)", scores, fix)
+        for row in epoch.get("layers", []):
+            measures = {name: (*NUMBER, type(None)) for name in (row if isinstance(row, dict) else ())}
+            check_table(row, f"{folder / METRICS_FILE} (a layer row)", {**measures, "layer": int}, fix)
     status = results["status"] if results else ("partial" if epochs else "pending")
-    variant = info["variant"]
-    analysis = json.loads((folder / ANALYSIS_FILE).read_text()) if (folder / ANALYSIS_FILE).is_file() else None
+    analysis = read_table(folder / ANALYSIS_FILE, {}, "delete it to measure the model again") \
+        if (folder / ANALYSIS_FILE).is_file() else None
+    try:
+        spec = stored_spec(info)
+    except (UsageError, TypeError, KeyError) as error:
+        raise UsageError(f"{folder / CELL_FILE} is damaged (its run spec: {error}); {fix}") from None
     return CellResult(
         study=info["study"], name=info["name"], model=info["model"], task=info["task"], norm=info["norm"],
         depth=info["depth"], label=variant["label"], method=variant["method"],
         knobs={k: v for k, v in variant.items() if k not in ("label", "method", "norms")}, seed=info["seed"],
-        status=status, epochs=epochs, results=results, spec=stored_spec(info), analysis=analysis,
+        status=status, epochs=epochs, results=results, spec=spec, analysis=analysis,
     )
 
 
@@ -115,7 +127,12 @@ def study_info(folder: str | Path) -> dict:
     path = Path(folder) / STUDY_FILE
     if not path.is_file():
         raise UsageError(f"{folder} is not a study folder (no {STUDY_FILE}); make one with `oversmooth study`")
-    return _read_json(path)
+    fix = "restore it, or run the study again with `oversmooth study`"
+    info = read_table(path, STUDY_FIELDS, fix)
+    check_table(info, path, {"command": str} if "command" in info else {}, fix)
+    for method in info["methods"]:
+        check_table(method, f"{path} (a method)", {"label": str}, fix)
+    return info
 
 
 def read_study(folder: str | Path) -> list[CellResult]:

@@ -44,20 +44,23 @@ from oversmooth.train.run_spec import RunSpec
 WAIT_POLL_SECONDS = 2.0  # how often --wait looks at a Slurm study's cells
 
 def check_cells(study: StudyConfig) -> None:
-    """Check every cell's run as ``train.run`` would, and read each task's data once: bad fields,
-    methods or knobs, or missing data, fail here (UsageError naming the cell) before anything runs."""
+    """Check every cell's run as ``train.run`` does before it writes: its fields, method and knobs,
+    its data (each task read once), and its model built on that data (a patch size or batch that
+    does not fit, outputs that overflow before training). A cell that would fail on its settings
+    fails here (UsageError naming the cell) before any cell runs."""
     from oversmooth.train import task_factory
-    from oversmooth.train.run import check_run
+    from oversmooth.train.run import build_model, check_run, data_options
 
-    checked_tasks = set()
+    tasks = {}
     with tempfile.TemporaryDirectory() as scratch:
         for cell in study.cells():
             try:
                 spec = dataclasses.replace(cell.spec(), out=scratch)
                 check_run(spec)
-                if cell.task not in checked_tasks:
-                    task_factory.check_data(cell.task, spec.data_dir)
-                    checked_tasks.add(cell.task)
+                key = (spec.task, spec.model, data_options(spec))
+                if key not in tasks:
+                    tasks[key] = task_factory.make_task(spec.task, spec.model, data_options(spec))[0]
+                build_model(spec, tasks[key])
             except UsageError as error:
                 raise UsageError(f"cell {cell.name}: {error}") from None
 
@@ -193,6 +196,7 @@ def run_study(study: StudyConfig, out: str | Path, jobs: int = 1, threads: int =
     archive = None if archive is None else Path(archive).absolute()
     executor = executor or ExecutorSettings(jobs=jobs)
     check_study(study, out, archive, executor)
+    check_cells(study)
     out.mkdir(parents=True, exist_ok=True)
     write_study(study, out, command)
     if archive is not None:

@@ -9,6 +9,7 @@ import pandas as pd
 import torch
 
 from oversmooth.errors import FieldError, UsageError
+from oversmooth.seeds import check_seed
 from oversmooth.metrics import measure
 from oversmooth.spectra import DynamicsPrediction, predict_dynamics, value_output_eigenvalues
 from oversmooth.theory.outcome import Outcome, observe
@@ -38,6 +39,7 @@ class Setup:
         for name in ("depth", "tokens", "sequences"):
             if getattr(self, name) < 2:
                 raise FieldError("{%s} must be at least 2, got {got}" % name, got=getattr(self, name))
+        check_seed(self.seed)
 
 
 @dataclass

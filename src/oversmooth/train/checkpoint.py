@@ -15,6 +15,12 @@ from typing import Any
 import torch
 
 from oversmooth.atomic import atomic_write
+from oversmooth.errors import UsageError
+from oversmooth.json_files import NUMBER, check_table
+
+#: what ``loop._Run.checkpoint`` stores, and a resume reads.
+FIELDS = {"model": dict, "optimizer": dict, "scheduler": dict, "rng": dict, "step": int, "records": list,
+          "epoch_loss": torch.Tensor, "description": dict, "elapsed": NUMBER}
 
 FILENAME = "checkpoint.pt"
 
@@ -39,5 +45,12 @@ def save_checkpoint(path: str | os.PathLike, state: dict[str, Any]) -> None:
 
 
 def load_checkpoint(path: str | os.PathLike) -> dict[str, Any]:
-    """Read a checkpoint onto the CPU (tensors and plain containers only: no pickled code)."""
-    return torch.load(Path(path), map_location="cpu", weights_only=True)
+    """Read a checkpoint onto the CPU (tensors and plain containers only: no pickled code); a
+    truncated or damaged one is a UsageError naming it and the fix."""
+    fix = f"delete {Path(path).parent} to train the run again"
+    try:
+        state = torch.load(Path(path), map_location="cpu", weights_only=True)
+    except Exception as error:  # EOFError, OSError, UnpicklingError, RuntimeError: torch says "damaged" many ways
+        reason = getattr(error, "strerror", None) or type(error).__name__  # torch's own text runs to many lines
+        raise UsageError(f"checkpoint {path} is damaged or unreadable ({reason}); {fix}") from None
+    return check_table(state, path, FIELDS, fix)

@@ -23,6 +23,7 @@ from torch import nn
 
 from oversmooth.atomic import atomic_write
 from oversmooth.errors import FieldError
+from oversmooth.json_files import read_table
 from oversmooth.train.checkpoint import FILENAME, load_checkpoint, rng_state, save_checkpoint, set_rng_state
 from oversmooth.train.compiled import CompiledForward
 from oversmooth.train.distributed import Distributed
@@ -99,6 +100,15 @@ def _write_results(out_dir: Path, results: dict) -> None:
         json.dump(results, handle, indent=2)
 
 
+def epoch_steps(task: SupervisedTask, batch_size: int) -> int:
+    """Optimiser steps per epoch; FieldError when ``batch_size`` exceeds the training examples."""
+    steps = task.size("train") // batch_size
+    if steps < 1:
+        raise FieldError("{batch_size} {got} exceeds the {count} training examples; lower it",
+                         got=batch_size, count=task.size("train"))
+    return steps
+
+
 def train(
     model: nn.Module, task: SupervisedTask, config: TrainConfig, out_dir: str | Path,
     env: Distributed = Distributed(), resume: bool = False, description: dict | None = None,
@@ -112,10 +122,7 @@ def train(
     ``model`` gets the weights of its final checkpoint and its results are returned.
     """
     out_dir = Path(out_dir)
-    steps_per_epoch = task.size("train") // config.batch_size
-    if steps_per_epoch < 1:
-        raise FieldError("{batch_size} {got} exceeds the {count} training examples; lower it",
-                         got=config.batch_size, count=task.size("train"))
+    steps_per_epoch = epoch_steps(task, config.batch_size)
     if config.batch_size % env.world_size:
         raise FieldError("{batch_size} {got} does not split over {count} processes; make it a multiple",
                          got=config.batch_size, count=env.world_size)
@@ -136,7 +143,7 @@ def _finished(model: nn.Module, out_dir: Path, description: dict) -> dict | None
     or last good, weights), or None."""
     if not (out_dir / RESULTS_FILE).is_file():
         return None
-    results = json.loads((out_dir / RESULTS_FILE).read_text())
+    results = read_table(out_dir / RESULTS_FILE, {"status": str}, f"delete {out_dir} to train the run again")
     if _settings_only(results.get("description")) != description:
         return None
     if (out_dir / FILENAME).is_file():

@@ -17,7 +17,7 @@ from oversmooth.memory import check_memory
 from oversmooth.outputs import check_output_dir
 from oversmooth.train.compile_rule import should_compile
 from oversmooth.train.distributed import Distributed, setup_distributed, teardown_distributed
-from oversmooth.train.loop import TrainConfig, train
+from oversmooth.train.loop import TrainConfig, epoch_steps, train
 from oversmooth.train.run_spec import RunSpec
 from oversmooth.train.task_factory import DataOptions, make_task, task_model_kind
 from oversmooth.train.tasks import SupervisedTask
@@ -95,7 +95,7 @@ def run(spec: RunSpec) -> dict | None:
 
 
 def _run(spec: RunSpec, env: Distributed) -> dict | None:
-    from oversmooth.models import CausalLM, ViT, save_model
+    from oversmooth.models import save_model
 
     options = data_options(spec)
     if not env.is_main:  # the main process trains and caches the tokenizer first
@@ -103,11 +103,9 @@ def _run(spec: RunSpec, env: Distributed) -> dict | None:
     task, tokenizer = make_task(spec.task, spec.model, options)
     if env.is_main:
         env.barrier()
-    cfg = model_config(spec, **_geometry(spec, task))
-    torch.manual_seed(spec.seed)
-    model = (ViT if spec.model == "vit" else CausalLM)(cfg)
-    description = {"task": spec.task, "model": spec.model, "model_config": cfg.to_dict(),
-                   "data": {**vars(options), "data_dir": None}, "method": cfg.mitigation.name}
+    model = build_model(spec, task)
+    description = {"task": spec.task, "model": spec.model, "model_config": model.cfg.to_dict(),
+                   "data": {**vars(options), "data_dir": None}, "method": model.cfg.mitigation.name}
     out = Path(spec.out)
     results = train(model, task, train_config(spec, task, env.device), out, env, resume=spec.resume == "auto",
                     description=description)
@@ -119,6 +117,35 @@ def _run(spec: RunSpec, env: Distributed) -> dict | None:
         with atomic_write(out / "tokenizer.json") as handle:
             handle.write(tokenizer.to_str())
     return results
+
+
+def build_model(spec: RunSpec, task: SupervisedTask) -> torch.nn.Module:
+    """The model ``spec`` trains on ``task``, initialised from its seed. Refused (FieldError) before
+    anything is written when it does not fit the task's data (a patch size that does not divide
+    the images, a batch larger than the training split) or overflows before training."""
+    from oversmooth.models import CausalLM, ViT
+
+    cfg = model_config(spec, **_geometry(spec, task))
+    epoch_steps(task, spec.batch_size)
+    torch.manual_seed(spec.seed)
+    model = (ViT if spec.model == "vit" else CausalLM)(cfg)
+    check_initial_outputs(model, task, spec)
+    return model
+
+
+def check_initial_outputs(model: torch.nn.Module, task: SupervisedTask, spec: RunSpec) -> None:
+    """The freshly built model on a few validation examples: outputs holding NaN or Inf before any
+    training step come from the settings (a knob far out of scale), not from training, so they are
+    refused (FieldError naming the method and its knobs) instead of recorded as a divergence."""
+    inputs = task.batch("val", torch.arange(min(4, task.size("val"))))[0]  # overflow shows on any example
+    with torch.no_grad():
+        finite = bool(torch.isfinite(model.eval()(inputs)).all())
+    model.train()
+    if not finite:
+        knobs = "".join(" {%s} {value_%s}" % (k, k) for k in spec.knobs)
+        raise FieldError("with {method} {name}%s the freshly built model's outputs hold NaN or Inf before any "
+                         "training step: the knobs overflow its states; bring them closer to their defaults"
+                         % knobs, name=spec.method, **{f"value_{k}": v for k, v in spec.knobs.items()})
 
 
 def _geometry(spec: RunSpec, task) -> dict:

@@ -74,8 +74,23 @@ def run_lock(folder: str | os.PathLike) -> Iterator[None]:
     if path.exists() and _inherited(path):
         yield
         return
+    made = _missing(path)  # what taking the lock creates: the lock file, and maybe its folders
     fd = acquire(folder)
     try:
         yield
+    except UsageError:  # a refused run leaves the file system as it found it: no lock file behind
+        for created in made:
+            with contextlib.suppress(OSError):  # a folder something else has written into stays
+                created.rmdir() if created.is_dir() else created.unlink()
+        raise
     finally:
         os.close(fd)
+
+
+def _missing(path: Path) -> list[Path]:
+    """``path`` and its ancestors that do not exist yet, deepest first."""
+    missing = []
+    while not os.path.lexists(path) and path != path.parent:
+        missing.append(path)
+        path = path.parent
+    return missing

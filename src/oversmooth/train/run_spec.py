@@ -32,6 +32,7 @@ from typing import Any
 from oversmooth.atomic import atomic_write
 from oversmooth.errors import FieldError, UsageError
 from oversmooth.mitigations.registry import METHODS
+from oversmooth.seeds import check_seed
 from oversmooth.train.compile_rule import AUTO_MIN_STEPS, COMPILE_MODES
 
 #: fields that say where and how a run goes, not what it learns: they may differ between two
@@ -41,7 +42,7 @@ RUN_OPTIONS = ("out", "resume", "checkpoint_every", "compile", "threads", "progr
 VARIES = ("method", "knobs", "norm", "seed")
 CHOICES = {"resume": ("auto", "never"), "device": ("auto", "cpu", "cuda"), "compile": COMPILE_MODES}
 AT_LEAST_ONE = ("epochs", "batch_size", "seq_len", "vocab_size", "val_size", "passage_chars", "probe_size",
-                "threads", "limit_train")
+                "threads", "limit_train", "patch_size")
 
 
 #: the groups of ``oversmooth train --help``, in its order.
@@ -51,10 +52,12 @@ REQUIRED = ("task", "model", "epochs", "out")
 
 
 def option(default: Any = dataclasses.MISSING, help: str = "", *, group: str, bare: str | None = None,
-           factory: Any = dataclasses.MISSING) -> Any:
+           factory: Any = dataclasses.MISSING, applies: tuple[str, ...] = ()) -> Any:
     """A ``RunSpec`` field: its default (or ``factory``), its ``oversmooth train --help`` text and
-    flag ``group``; ``bare``: the value of the flag given alone (``--compile`` is ``on``)."""
-    meta = {"help": help, "group": group, **({"bare": bare} if bare is not None else {})}
+    flag ``group``; ``bare``: the value of the flag given alone (``--compile`` is ``on``);
+    ``applies``: the models or tasks that read it (``run_kinds``), if not every run does."""
+    meta = {"help": help, "group": group, **({"bare": bare} if bare is not None else {}),
+            **({"applies": applies} if applies else {})}
     return field(default=default, default_factory=factory, metadata=meta)
 
 
@@ -78,18 +81,19 @@ class RunSpec:
     norm: str | None = option(None, "pre | post", group=MODEL)
     ln_sign: str | None = option(None, "LayerNorm weight sign option (see oversmooth.layers.norm)", group=MODEL)
     dropout: float | None = option(None, group=MODEL)
-    patch_size: int | None = option(None, "ViT patch size (must divide the image size)", group=MODEL)
+    patch_size: int | None = option(None, "ViT patch size (must divide the image size)", group=MODEL, applies=("vit",))
     # the mitigation: a method name ('+' combines) and its knobs, e.g. {"lam": 0.6}, one flag each
     method: str = option("softmax", f"softmax | {' | '.join(METHODS)} ('+' combines)", group=MITIGATION)
     knobs: dict[str, Any] = option(factory=dict, group=MITIGATION)
     # data
-    data_dir: str | None = option(None, "Fashion-MNIST IDX folder, or the unpacked janeaustenr package", group=DATA)
-    val_size: int = option(5000, "fmnist validation images (default 5000)", group=DATA)
-    augment: bool = option(False, "fmnist: random shifts and flips", group=DATA)
+    data_dir: str | None = option(None, "Fashion-MNIST IDX folder, or the unpacked janeaustenr package", group=DATA,
+                                  applies=("fmnist", "austen"))
+    val_size: int = option(5000, "fmnist validation images (default 5000)", group=DATA, applies=("fmnist",))
+    augment: bool = option(False, "fmnist: random shifts and flips", group=DATA, applies=("vit",))
     label_smoothing: float = option(0.1, group=DATA)
-    seq_len: int = option(64, "text: tokens per sequence (default 64)", group=DATA)
-    vocab_size: int = option(4096, "text: BPE vocabulary (default 4096)", group=DATA)
-    passage_chars: int = option(8000, "text: characters per document", group=DATA)
+    seq_len: int = option(64, "text: tokens per sequence (default 64)", group=DATA, applies=("lm",))
+    vocab_size: int = option(4096, "text: BPE vocabulary (default 4096)", group=DATA, applies=("austen", "text"))
+    passage_chars: int = option(8000, "text: characters per document", group=DATA, applies=("austen", "text"))
     limit_train: int | None = option(None, "use only the first N training examples", group=DATA)
     # optimisation
     batch_size: int = option(128, "global batch (split over DDP processes)", group=OPTIMISATION)
@@ -131,6 +135,7 @@ class RunSpec:
         for name in ("lr", "grad_clip"):
             if not getattr(self, name) > 0:
                 raise FieldError("{%s} must be > 0, got {got}" % name, got=getattr(self, name))
+        check_seed(self.seed)
         for name in ("warmup", "label_smoothing"):
             if not 0 <= getattr(self, name) < 1:
                 raise FieldError("{%s} must lie in [0, 1), got {got}" % name, got=getattr(self, name))
@@ -138,6 +143,12 @@ class RunSpec:
             if getattr(self, name) not in choices:
                 raise FieldError("{%s} must be one of {choices}, got {got!r}" % name,
                                  choices=" | ".join(choices), got=getattr(self, name))
+        for f in dataclasses.fields(self):
+            if "applies" in f.metadata and getattr(self, f.name) != _default(f) and not set(f.metadata["applies"]) & \
+                    run_kinds(self):
+                raise FieldError("{%s} applies to %s runs only, not to {model} {model_name} on {task} {task_name}; "
+                                 "drop it" % (f.name, " and ".join(f.metadata["applies"])),
+                                 model_name=self.model, task_name=self.task)
         if self.data_dir is not None and not Path(self.data_dir).is_dir():
             raise FieldError("{data_dir} {got} is not a folder; point it at your copy of the data", got=self.data_dir)
         return self
@@ -222,6 +233,16 @@ class RunSpec:
             else:
                 values[f.name] = _convert(kinds[f.name], words.pop(0))
         return cls.from_dict({**values, "knobs": knobs})
+
+
+def run_kinds(spec: RunSpec) -> set[str]:
+    """What a setting may apply to (``option(applies=...)``): the run's model and its task's name
+    (``text:a.txt`` is ``text``).
+
+    >>> sorted(run_kinds(RunSpec("text:a.txt", "lm", 1)))
+    ['lm', 'text']
+    """
+    return {spec.model, spec.task.partition(":")[0]}
 
 
 def flag(name: str) -> str:

@@ -37,7 +37,9 @@ from oversmooth.hf.sublayers import METRICS as STAGE_METRICS
 from oversmooth.hf.sublayers import StageChange, changes_from_rows, stage_hooks, stage_states
 from oversmooth.errors import FieldError, UsageError
 from oversmooth.metrics import METRICS, measure
+from oversmooth.metrics.attention import counted_eigenvalues
 from oversmooth.metrics.tokens import valid_tokens
+from oversmooth.threads import thread_map
 
 BASELINE = "baseline"
 
@@ -157,8 +159,12 @@ def _diagnose(lay: Layout, sample: ActivationCache | None,
     if sample is None:
         return diagnosis, None
     patterns = sample.layer_stack("pattern")
-    full = measure(sample.stream()[1:], sample.mask, attentions=patterns, exclude=exclude, metrics=())
-    add_dynamics(diagnosis, patterns, sample.mask)
+    # One eigensolve per head and sequence, over the valid tokens: the dynamics verdict's, and
+    # |lambda_2|'s too when no position is excluded (its counted tokens are then the valid ones).
+    eigenvalues = thread_map(lambda pattern: counted_eigenvalues(pattern, sample.mask), patterns)
+    full = measure(sample.stream()[1:], sample.mask, attentions=patterns, exclude=exclude, metrics=(),
+                   attention_eigenvalues=None if exclude else eigenvalues)
+    add_dynamics(diagnosis, eigenvalues)
     attention = full.assign(layer=full["layer"] + 1)  # block l makes state l + 1
     attention.attrs["hook"] = "attn.hook_pattern"
     return diagnosis, attention

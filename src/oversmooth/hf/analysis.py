@@ -39,7 +39,7 @@ from oversmooth.errors import FieldError, UsageError
 from oversmooth.metrics import METRICS, measure
 from oversmooth.metrics.attention import counted_eigenvalues
 from oversmooth.metrics.tokens import valid_tokens
-from oversmooth.threads import thread_map
+from oversmooth.threads import single_thread, thread_map
 
 BASELINE = "baseline"
 
@@ -149,7 +149,8 @@ def _attention_sample(model, inputs: dict[str, Tensor], settings: AnalysisSettin
     if settings.attention_sequences == 0:
         return None
     subset = attention_subset(inputs, settings.attention_sequences, settings.attention_tokens)
-    return capture(model, subset, hooks=("resid_pre", "resid_post"), pattern=True)[1]
+    with single_thread():  # a small batch: a second thread only adds synchronisation
+        return capture(model, subset, hooks=("resid_pre", "resid_post"), pattern=True)[1]
 
 
 def _diagnose(lay: Layout, sample: ActivationCache | None,

@@ -117,8 +117,8 @@ def measure(hidden_states: Sequence[Tensor] | Tensor, mask: Tensor | None = None
         if attentions is not None:
             attn = attentions[layer]
             values["attn_entropy"] = attention_entropy(attn, mask, exclude)
-            values["attn_lambda2"] = attention_lambda2(
-                attn, mask, exclude, eigenvalues=None if attention_eigenvalues is None else attention_eigenvalues[layer])
+            eigenvalues = None if attention_eigenvalues is None else attention_eigenvalues[layer]
+            values["attn_lambda2"] = attention_lambda2(attn, mask, exclude, eigenvalues=eigenvalues)
             values["attn_similarity"] = (
                 attention_similarity(attentions[layer - 1], attn, mask, exclude) if layer > 0
                 else torch.full((attn.shape[0],), math.nan, dtype=torch.float64))

@@ -1,92 +1,143 @@
 """Cost of `oversmooth analyze` on all-MiniLM-L6-v2, 64 sequences x 256 tokens, vs the bare forward.
 
-Batch: the built-in Austen sample cut into 256-token chunks, repeated to 64 sequences. Each
-repeat runs every case once, in turn; printed are the best time of each and the median over
-repeats of its ratio to the same repeat's forward (a shared machine's speed drifts from minute to
-minute). Compared:
+Batch: the built-in Austen sample cut into 256-token chunks, repeated to 64 sequences. Each case
+runs in a worker process that loaded the model once; the driver runs every case once per round,
+in an order shuffled afresh each round (``oversmooth.bench.timing`` explains why), and reports the
+median over rounds of each case's ratio to the same round's bare forward, with a bootstrap 95 %
+CI. A worker times its calls in **process CPU time** (every thread of the worker, the analysis's
+background thread included): the CPU is shared with other jobs, whose time slices wall time
+would count. Cases:
 
-- bare forward: ``model(**inputs)`` under no_grad (the model's default attention);
-- analyze, baseline only, default settings (``--methods none``): capture of the stream, every
+- ``forward``: ``model(**inputs)`` under no_grad (the model's default attention);
+- ``analyze``: baseline only, default settings (``--methods none``): capture of the stream, every
   metric (effective / stable rank on the first 8 sequences), W_V W_O spectra, attention measures
   and predicted mode (2 sequences x 128 tokens); the target is <= 1.3x the bare forward;
-- the same with the ranks over all 64 sequences (``rank_sequences=None``), with the attention
-  sample cut to 64 tokens (``attention_tokens=64``), and without attention measures
-  (``attention_sequences=0``): what each sample costs;
-- analyze, all four methods: five patched / unpatched passes, vs five bare forwards.
+- ``ranks-all``, ``attention-64``, ``no-attention``: the same with the ranks over all 64
+  sequences, the attention sample cut to 64 tokens, and no attention sample (what each costs);
+- ``methods``: all four methods, five patched / unpatched passes (its ratio is to five forwards).
 
-Run: python benchmarks/bench_analyze.py [--repeats 3] [--skip-methods]
+``--against SRC`` adds a second worker that imports the package from another checkout's ``src``
+(e.g. ``git worktree add /tmp/before <commit>``), so that old and new code are timed in the same
+rounds on the same machine.
+
+Run: python benchmarks/bench_analyze.py [--rounds 7] [--threads 1] [--cases analyze] [--against SRC]
 """
 
 from __future__ import annotations
 
 import argparse
-import statistics
+import os
+import random
+import subprocess
+import sys
 import time
-
-import torch
-
-from oversmooth.analyze.analysis import AnalysisSettings, run_analysis
-from oversmooth.analyze.inputs import read_text, text_batch
-from oversmooth.hf.load import load
+from pathlib import Path
 
 SEQUENCES, TOKENS = 64, 256
+CASES = {"analyze": {}, "ranks-all": {"rank_sequences": None}, "attention-64": {"attention_tokens": 64},
+         "no-attention": {"attention_sequences": 0}, "methods": None}  # None: every method
+FORWARDS = {"methods": 5}  # bare forwards a case's ratio is taken to (default 1)
 
 
-def batch(loaded) -> dict[str, torch.Tensor]:
+def serve(threads: int) -> None:
+    """Worker: load the model, then for each case name read on stdin print its CPU seconds."""
+    import torch
+
+    from oversmooth.hf.load import load
+
+    try:
+        from oversmooth.analyze.analysis import AnalysisSettings, run_analysis
+        from oversmooth.analyze.inputs import read_text, text_batch
+    except ImportError:  # --against a checkout from before the analysis left hf/
+        from oversmooth.hf.analysis import AnalysisSettings, run_analysis
+        from oversmooth.hf.inputs import read_text, text_batch
+
+    torch.set_num_threads(threads)
+    loaded = load(None, SEQUENCES, TOKENS)
     text, _ = read_text(None)
     chunks = text_batch(loaded.tokenizer, text, TOKENS, 1000)
     full = chunks["attention_mask"].all(dim=1)
     repeat = -(-SEQUENCES // int(full.sum()))
-    return {k: v[full].repeat(repeat, 1)[:SEQUENCES].to(loaded.device) for k, v in chunks.items()}
-
-
-def timed(fn) -> float:
-    start = time.perf_counter()
-    fn()
-    return time.perf_counter() - start
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--skip-methods", action="store_true", help="leave out the 4-method run (long)")
-    args = parser.parse_args()
-    loaded = load(None, SEQUENCES, TOKENS)
-    model, inputs = loaded.model, batch(loaded)
-    assert inputs["input_ids"].shape == (SEQUENCES, TOKENS)
+    inputs = {k: v[full].repeat(repeat, 1)[:SEQUENCES].to(loaded.device) for k, v in chunks.items()}
+    model = loaded.model
 
     def forward():
         with torch.no_grad():
             model(**inputs)
 
-    every_rank = f"  ranks on all {SEQUENCES}"
-    variants = {"analyze (baseline)": {}, every_rank: {"rank_sequences": None},
-                "  attention 64 tokens": {"attention_tokens": 64},
-                "  no attention": {"attention_sequences": 0}}
-    runs = {"bare forward": forward}
-    for name, overrides in variants.items():
-        settings = AnalysisSettings(methods=(), **overrides)
+    runs = {"forward": forward}
+    for name, overrides in CASES.items():
+        settings = AnalysisSettings() if overrides is None else AnalysisSettings(methods=(), **overrides)
         runs[name] = lambda settings=settings: run_analysis(model, inputs, settings)
-    if not args.skip_methods:
-        runs["analyze (4 methods)"] = lambda: run_analysis(model, inputs, AnalysisSettings())
     forward()  # warm-up
-    seconds = {name: [] for name in runs}
-    for _ in range(args.repeats):
-        for name, fn in runs.items():
-            seconds[name].append(timed(fn))
-    bare = seconds["bare forward"]
-    # The machine's speed drifts between minutes: pair each run with the forward of its repeat.
-    paired = {name: statistics.median(t / f for t, f in zip(times, bare)) for name, times in seconds.items()}
-    print(f"all-MiniLM-L6-v2, {SEQUENCES} x {TOKENS} tokens, {torch.get_num_threads()} threads, "
-          f"{args.repeats} interleaved repeats")
-    print(f"{'run':<22}{'best s':>8}{'best/best':>11}{'paired median':>15}")
-    for name, times in seconds.items():
-        extra = "  (x five forwards)" if name == "analyze (4 methods)" else ""
-        scale = 5 if extra else 1
-        print(f"{name:<22}{min(times):>8.2f}{min(times) / (scale * min(bare)):>11.2f}"
-              f"{paired[name] / scale:>15.2f}{extra}")
-    print(f"ratio analyze / forward (paired median): {paired['analyze (baseline)']:.2f} (target <= 1.3); "
-          f"with the ranks on all {SEQUENCES} sequences {paired[every_rank]:.2f}")
+    print("ready", flush=True)
+    for line in sys.stdin:
+        start = time.process_time()
+        runs[line.strip()]()
+        print(time.process_time() - start, flush=True)
+
+
+class Worker:
+    """A ``serve`` process importing ``oversmooth`` from ``src``."""
+
+    def __init__(self, src: Path, threads: int):
+        env = {**os.environ, "PYTHONPATH": str(src), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+        self.process = subprocess.Popen([sys.executable, __file__, "--serve", "--threads", str(threads)],
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+        assert self.process.stdout.readline().strip() == "ready", f"worker on {src} did not start"
+
+    def seconds(self, case: str) -> float:
+        self.process.stdin.write(case + "\n")
+        self.process.stdin.flush()
+        return float(self.process.stdout.readline())
+
+    def close(self) -> None:
+        self.process.stdin.close()
+        self.process.wait()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--threads", type=int, default=1, help="torch threads in each worker")
+    parser.add_argument("--cases", default="analyze", help=f"comma list of {', '.join(CASES)}")
+    parser.add_argument("--against", type=Path, help="another checkout's src/, timed in the same rounds")
+    parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.serve:
+        return serve(args.threads)
+    cases = args.cases.split(",")
+    unknown = [c for c in cases if c not in CASES]
+    if unknown:
+        sys.exit(f"--cases: unknown case {unknown[0]!r}; choose from {', '.join(CASES)}")
+    from oversmooth.bench.timing import bootstrap_median  # after the worker check: the driver needs no model
+
+    sources = {"this": Path(__file__).resolve().parents[1] / "src"}
+    if args.against:
+        sources["against"] = args.against.resolve()
+    workers = {label: Worker(src, args.threads) for label, src in sources.items()}
+    contenders = [(label, case) for label in workers for case in ("forward", *cases)]
+    seconds = {c: [] for c in contenders}
+    order = random.Random(0)
+    for r in range(1 + args.rounds):  # round 0 warms up and is dropped
+        order.shuffle(contenders)
+        for label, case in contenders:
+            took = workers[label].seconds(case)
+            if r:
+                seconds[label, case].append(took)
+        print(f"round {r} of {args.rounds} done", file=sys.stderr, flush=True)
+    for worker in workers.values():
+        worker.close()
+    print(f"all-MiniLM-L6-v2, {SEQUENCES} x {TOKENS} tokens, {args.threads} torch thread(s), process CPU time, "
+          f"{args.rounds} interleaved rounds; median [95 % CI] of the per-round ratio to the bare forward")
+    for label, src in sources.items():
+        forward = seconds[label, "forward"]
+        print(f"{label} ({src}): bare forward {sorted(forward)[len(forward) // 2]:.2f} CPU-s (median)")
+        for case in cases:
+            ratios = [t / (FORWARDS.get(case, 1) * f) for t, f in zip(seconds[label, case], forward)]
+            per = f" x {FORWARDS[case]} forwards" if case in FORWARDS else ""
+            print(f"  {case:<14}{bootstrap_median(ratios).format('.3f')}{per}  (min {min(ratios):.3f}, "
+                  f"max {max(ratios):.3f})")
 
 
 if __name__ == "__main__":

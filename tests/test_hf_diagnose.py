@@ -11,6 +11,7 @@ from hf_tiny import tiny_inputs, tiny_model
 from oversmooth.analyze.diagnose import LayerSpectrum, add_dynamics, spectra
 from oversmooth.hf import layout
 from oversmooth.hf.capture import capture
+from oversmooth.metrics.attention import counted_eigenvalues
 
 
 def numpy_parts(model, kind, layer):
@@ -85,7 +86,7 @@ def test_dynamics_match_a_naive_loop_over_sequences_and_heads(kind):
     _, cache = capture(model, tiny_inputs(kind), hooks=("resid_pre",), pattern=True)
     patterns, mask = cache.layer_stack("pattern"), cache.mask  # sequence 1 is right-padded by 2
     diagnosis = spectra(layout(model))
-    add_dynamics(diagnosis, patterns, mask)
+    add_dynamics(diagnosis, [counted_eigenvalues(pattern, mask) for pattern in patterns])
     heads, d_head = 4, 8
     for layer, (spectrum, pattern) in enumerate(zip(diagnosis, patterns)):
         dynamics = spectrum.dynamics
@@ -131,7 +132,7 @@ def test_sequences_vote_and_a_tie_is_mixed():
 
     def verdict(batch):
         spectrum = LayerSpectrum(1, torch.zeros(2), torch.tensor([[0.1 + 2j, 0.1 - 2j]]), {}, [], {})
-        add_dynamics([spectrum], [patterns[batch]], mask[batch])
+        add_dynamics([spectrum], [counted_eigenvalues(patterns[batch], mask[batch])])
         return spectrum.dynamics
 
     two = verdict([0, 1])
@@ -166,3 +167,24 @@ def test_norm_gain_is_read_from_what_the_norm_does():
         with torch.no_grad():
             doubled.weight.copy_(torch.randn(size))
         torch.testing.assert_close(norm_gain(doubled, size), 2 * doubled.weight.double(), atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("kind, exclude", [("bert", ()), ("gpt2", (0,))])
+def test_analysis_lambda2_matches_numpy_whether_or_not_it_shares_the_verdicts_eigenvalues(kind, exclude):
+    """|lambda_2| of each head over the counted tokens, from numpy on the captured patterns: with no
+    position excluded analyze reuses the dynamics verdict's eigensolves, with one it solves its own."""
+    from oversmooth.analyze.analysis import AnalysisSettings, run_analysis
+
+    model, inputs = tiny_model(kind), tiny_inputs(kind)
+    settings = AnalysisSettings(methods=(), exclude=exclude, attention_tokens=64)
+    table = run_analysis(model, inputs, settings).attention
+    _, cache = capture(model, {k: v[:2] for k, v in inputs.items()}, hooks=("resid_pre",), pattern=True)
+    for layer, pattern in enumerate(cache.layer_stack("pattern")):
+        per_sequence = []
+        for b in range(2):
+            keep = cache.mask[b].clone()
+            keep[list(exclude)] = False
+            blocks = pattern[b][:, keep][:, :, keep].double().numpy()
+            per_sequence.append(np.mean([sorted(np.abs(np.linalg.eigvals(a / a.sum(1, keepdims=True))))[-2]
+                                         for a in blocks]))
+        assert table["attn_lambda2"].iloc[layer] == pytest.approx(np.mean(per_sequence), rel=1e-9)

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 import reference_metrics as ref
 from oversmooth import metrics
 from oversmooth.errors import UsageError
+from oversmooth.metrics.tokens import check_finite
 
 STATE_METRICS = ["cos_sim", "t_sim", "centred_residual", "effective_rank", "stable_rank"]
 
@@ -187,3 +188,17 @@ def test_uniform_attention_has_zero_gap_and_max_entropy():
     uniform = torch.full((1, 1, 5, 5), 0.2)
     assert metrics.attention_lambda2(uniform).item() == pytest.approx(0.0, abs=1e-7)
     assert metrics.attention_entropy(uniform).item() == pytest.approx(math.log(5), rel=1e-6)
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
+def test_check_finite_names_the_first_bad_token(bad):
+    x = torch.zeros(3, 4, 2)
+    x[1, 2, 0] = x[2, 0, 1] = bad
+    with pytest.raises(UsageError, match="first at sequence 1, token 2"):
+        check_finite(x, "layer 3 states")
+
+
+def test_check_finite_accepts_finite_states_whose_sum_overflows():
+    x = torch.full((2, 3, 4), 3e38)  # every entry finite in float32, their sum is not
+    assert not torch.isfinite(x.sum())
+    check_finite(x, "layer 0 states")

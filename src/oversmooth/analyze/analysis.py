@@ -36,7 +36,9 @@ from oversmooth.hf import METHODS as PATCHABLE
 from oversmooth.hf import (Layout, Task, capture, check_method, layout, patched, patched_method, resolve_knobs,
                            setting_text, supported_methods)
 from oversmooth.metrics import METRICS, measure
+from oversmooth.metrics.attention import counted_eigenvalues
 from oversmooth.metrics.tokens import valid_tokens
+from oversmooth.threads import single_thread, thread_map
 
 BASELINE = "baseline"
 
@@ -134,7 +136,8 @@ def _attention_sample(model, inputs: dict[str, Tensor], settings: AnalysisSettin
     if settings.attention_sequences == 0:
         return None
     subset = attention_subset(inputs, settings.attention_sequences, settings.attention_tokens)
-    return capture(model, subset, hooks=("resid_pre", "resid_post"), pattern=True)[1]
+    with single_thread():  # a small batch: a second thread only adds synchronisation
+        return capture(model, subset, hooks=("resid_pre", "resid_post"), pattern=True)[1]
 
 
 def _diagnose(lay: Layout, sample: ActivationCache | None,
@@ -144,8 +147,12 @@ def _diagnose(lay: Layout, sample: ActivationCache | None,
     if sample is None:
         return diagnosis, None
     patterns = sample.layer_stack("pattern")
-    full = measure(sample.stream()[1:], sample.mask, attentions=patterns, exclude=exclude, metrics=())
-    add_dynamics(diagnosis, patterns, sample.mask)
+    # One eigensolve per head and sequence, over the valid tokens: the dynamics verdict's, and
+    # |lambda_2|'s too when no position is excluded (its counted tokens are then the valid ones).
+    eigenvalues = thread_map(lambda pattern: counted_eigenvalues(pattern, sample.mask), patterns)
+    full = measure(sample.stream()[1:], sample.mask, attentions=patterns, exclude=exclude, metrics=(),
+                   attention_eigenvalues=None if exclude else eigenvalues)
+    add_dynamics(diagnosis, eigenvalues)
     attention = full.assign(layer=full["layer"] + 1)  # block l makes state l + 1
     attention.attrs["hook"] = "attn.hook_pattern"
     return diagnosis, attention

@@ -105,9 +105,10 @@ def spectra(lay: Layout) -> list[LayerSpectrum]:
         return thread_map(diagnose, range(len(lay.blocks)))
 
 
-def add_dynamics(layers: list[LayerSpectrum], patterns: list[Tensor], mask: Tensor,
-                 tolerance: float = TOLERANCE) -> None:
-    """Set ``dynamics`` of every block from ``patterns[l]: [B, H, n, n]`` and ``mask [B, n]``.
+def add_dynamics(layers: list[LayerSpectrum], eigenvalues: list[list[Tensor]], tolerance: float = TOLERANCE) -> None:
+    """Set ``dynamics`` of every block from ``eigenvalues[l][b]: [H, n_b]``, the eigenvalues of each
+    head's attention map of sequence ``b`` over its valid tokens, rows renormalised
+    (``oversmooth.metrics.attention.counted_eigenvalues`` of the pattern and the valid-token mask).
 
     ``dynamics``: ``verdict`` (most common over the B sequences, ``mixed`` on a tie),
     ``verdict_counts`` (per-sequence layer verdicts), ``c`` (constant-mode growth, the same for
@@ -115,24 +116,15 @@ def add_dynamics(layers: list[LayerSpectrum], patterns: list[Tensor], mask: Tens
     (over heads x sequences), ``heads`` (per head: ``c``, ``o [B]``, ``verdicts [B]``),
     ``sequences``, ``tolerance``.
     """
-    def layer_dynamics(spectrum: LayerSpectrum, pattern: Tensor) -> dict:
-        found = []
-        for b in range(pattern.shape[0]):
-            valid = mask[b].nonzero().flatten()
-            a = pattern[b][:, valid][:, :, valid].double()  # [H, n_b, n_b]
-            a = a / a.sum(dim=-1, keepdim=True)
-            found.append(dynamics_verdict(a, spectrum.head_eigenvalues, tolerance))
+    for spectrum, per_sequence in zip(layers, eigenvalues):
+        found = [dynamics_verdict(lambda_a, spectrum.head_eigenvalues, tolerance) for lambda_a in per_sequence]
         ranked = Counter(v.verdict for v in found).most_common()
         tied = len(ranked) > 1 and ranked[0][1] == ranked[1][1]
-        return {"verdict": "mixed" if tied else ranked[0][0], "verdict_counts": dict(ranked),
-                "c": found[0].c, "o": [v.o for v in found],
-                "head_verdict_counts": dict(Counter(h for v in found for h in v.head_verdicts)),
-                "heads": [{"c": found[0].head_c[h], "o": [v.head_o[h] for v in found],
-                           "verdicts": [v.head_verdicts[h] for v in found]}
-                          for h in range(len(found[0].head_c))],
-                "sequences": len(found), "tolerance": tolerance}
-
-    with torch.no_grad():
-        found = thread_map(lambda pair: layer_dynamics(*pair), list(zip(layers, patterns)))
-    for spectrum, dynamics in zip(layers, found):
-        spectrum.dynamics = dynamics
+        spectrum.dynamics = {
+            "verdict": "mixed" if tied else ranked[0][0], "verdict_counts": dict(ranked),
+            "c": found[0].c, "o": [v.o for v in found],
+            "head_verdict_counts": dict(Counter(h for v in found for h in v.head_verdicts)),
+            "heads": [{"c": found[0].head_c[h], "o": [v.head_o[h] for v in found],
+                       "verdicts": [v.head_verdicts[h] for v in found]}
+                      for h in range(len(found[0].head_c))],
+            "sequences": len(found), "tolerance": tolerance}

@@ -46,23 +46,35 @@ def attention_entropy(attn: Tensor, mask: Tensor | None = None, exclude: Sequenc
     return _head_mean(value, per_head)
 
 
+def counted_eigenvalues(attn: Tensor, mask: Tensor | None = None, exclude: Sequence[int] = ()) -> list[Tensor]:
+    """Per sequence, the eigenvalues ``[heads, n_b]`` (complex128) of each head's block of
+    ``attn: [batch, heads, n, n]`` over its ``n_b`` counted tokens, rows renormalised to sum to 1."""
+    _check(attn)
+    valid = valid_tokens(attn[:, 0], mask, exclude)
+    eigenvalues = []
+    for pattern, keep in zip(attn, valid):
+        block = pattern[:, keep][:, :, keep].to(torch.float64)
+        block = block / block.sum(dim=-1, keepdim=True).clamp_min(torch.finfo(torch.float64).tiny)
+        eigenvalues.append(torch.linalg.eigvals(block))
+    return eigenvalues
+
+
 def attention_lambda2(attn: Tensor, mask: Tensor | None = None, exclude: Sequence[int] = (),
-                 per_head: bool = False) -> Tensor:
+                      per_head: bool = False, eigenvalues: Sequence[Tensor] | None = None) -> Tensor:
     """``|lambda_2(A)|``, the second-largest eigenvalue modulus of the counted block of A.
 
     The block's rows are renormalised to sum to 1 (lambda_1 = 1). Yu & Zhang: the smaller
     it is, the faster repeated attention drives tokens together. One counted token gives 0.
+    ``eigenvalues``: the block's ``counted_eigenvalues``, when the caller has them already.
 
     >>> round(attention_lambda2(torch.tensor([[[[0.9, 0.1], [0.2, 0.8]]]])).item(), 6)
     0.7
     """
     _check(attn)
-    pairs = _pair_mask(attn, mask, exclude)
-    a = torch.where(pairs, attn.to(torch.float64), 0.0)
-    a = a / a.sum(dim=-1, keepdim=True).clamp_min(torch.finfo(torch.float64).tiny)
-    # Zeroed rows and columns add eigenvalues 0, which never outrank lambda_2 of the block.
-    moduli = torch.linalg.eigvals(a).abs().sort(dim=-1, descending=True).values
-    value = moduli[..., 1] if attn.shape[-1] > 1 else torch.zeros(moduli.shape[:-1], dtype=torch.float64)
+    eigenvalues = counted_eigenvalues(attn, mask, exclude) if eigenvalues is None else eigenvalues
+    heads = attn.shape[1]
+    value = torch.stack([eig.abs().sort(dim=-1, descending=True).values[:, 1] if eig.shape[-1] > 1
+                         else attn.new_zeros(heads, dtype=torch.float64) for eig in eigenvalues])
     return _head_mean(value, per_head)
 
 

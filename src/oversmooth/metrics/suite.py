@@ -80,12 +80,14 @@ def _stats(values: Tensor) -> tuple[float, float]:
 
 def measure(hidden_states: Sequence[Tensor] | Tensor, mask: Tensor | None = None,
             attentions: Sequence[Tensor] | None = None, exclude: Sequence[int] = (),
-            hook: str = "resid_post", metrics: Sequence[str] = METRICS) -> pd.DataFrame:
+            hook: str = "resid_post", metrics: Sequence[str] = METRICS,
+            attention_eigenvalues: Sequence[Sequence[Tensor]] | None = None) -> pd.DataFrame:
     """Every metric at every layer, as a ``metric_table``.
 
     ``hidden_states``: per layer ``[batch, tokens, features]`` (or one ``[layers, batch, tokens,
     features]`` tensor); ``attentions``: optional per layer ``[batch, heads, tokens, tokens]``,
-    which adds attention entropy, |lambda_2| and the similarity to the previous layer's map.
+    which adds attention entropy, |lambda_2| and the similarity to the previous layer's map;
+    ``attention_eigenvalues``: per layer, their ``counted_eigenvalues`` if the caller has them.
     Layers are measured side by side on torch's threads (``oversmooth.threads.thread_map``).
 
     >>> states = [torch.randn(2, 5, 8) for _ in range(3)]
@@ -112,7 +114,8 @@ def measure(hidden_states: Sequence[Tensor] | Tensor, mask: Tensor | None = None
         if attentions is not None:
             attn = attentions[layer]
             values["attn_entropy"] = attention_entropy(attn, mask, exclude)
-            values["attn_lambda2"] = attention_lambda2(attn, mask, exclude)
+            eigenvalues = None if attention_eigenvalues is None else attention_eigenvalues[layer]
+            values["attn_lambda2"] = attention_lambda2(attn, mask, exclude, eigenvalues=eigenvalues)
             values["attn_similarity"] = (
                 attention_similarity(attentions[layer - 1], attn, mask, exclude) if layer > 0
                 else torch.full((attn.shape[0],), math.nan, dtype=torch.float64))

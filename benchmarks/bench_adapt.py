@@ -38,11 +38,15 @@ def contender(source: PretrainedSource, knobs: dict | None, inputs, targets, tas
     torch.manual_seed(0)
     model = source.arm(knobs).to(device).train()
     optimizer, _ = build_optimizer(model, 1e-5, 0.01, 0, 10**6)  # a tiny lr: the weights barely move
-    runner, config, env = CompiledForward(model, False), TrainConfig(epochs=1, bf16=False), Distributed(
-        device=torch.device(device))
+    runner, config, env = (
+        CompiledForward(model, False),
+        TrainConfig(epochs=1, bf16=False),
+        Distributed(device=torch.device(device)),
+    )
 
     def step() -> None:
         optimizer_step(runner, model, task, inputs, targets, optimizer, config, env)
+
     return step, model
 
 
@@ -67,12 +71,22 @@ def main() -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
     clock, clock_name = step_clock(args.device)
-    sources = {"whole": PretrainedSource(AdaptConfig(model=args.model, text="sample", seq_len=args.seq_len,
-                                                     method=args.method, device=args.device))}
+    sources = {
+        "whole": PretrainedSource(
+            AdaptConfig(model=args.model, text="sample", seq_len=args.seq_len, method=args.method, device=args.device)
+        )
+    }
     if args.lora:
-        sources[f"LoRA r{args.lora}"] = PretrainedSource(AdaptConfig(
-            model=args.model, text="sample", seq_len=args.seq_len, method=args.method, lora=args.lora,
-            device=args.device))
+        sources[f"LoRA r{args.lora}"] = PretrainedSource(
+            AdaptConfig(
+                model=args.model,
+                text="sample",
+                seq_len=args.seq_len,
+                method=args.method,
+                lora=args.lora,
+                device=args.device,
+            )
+        )
     task = sources["whole"].task()
     index = torch.arange(args.batch) % task.size("train")
     inputs, targets = task.batch("train", index, torch.Generator().manual_seed(0))
@@ -86,17 +100,21 @@ def main() -> None:
     sync = torch.cuda.synchronize if args.device.startswith("cuda") else (lambda: None)
     done = lambda r: print(f"round {r}/{args.warmup + args.rounds}", end="\r", file=sys.stderr, flush=True)  # noqa: E731
     times = interleaved_rounds(steps, args.rounds, args.warmup, sync=sync, progress=done, clock=clock)
-    print(f"\n{sources['whole'].description['model']} ({sources['whole'].loaded.family.name}), objective "
-          f"{sources['whole'].objective}, batch {args.batch} x {args.seq_len} tokens; {args.device}, threads "
-          f"{torch.get_num_threads()}, {clock_name}, {args.rounds} rounds")
+    print(
+        f"\n{sources['whole'].description['model']} ({sources['whole'].loaded.family.name}), objective "
+        f"{sources['whole'].objective}, batch {args.batch} x {args.seq_len} tokens; {args.device}, threads "
+        f"{torch.get_num_threads()}, {clock_name}, {args.rounds} rounds"
+    )
     print("| contender | step ms | ratio to plain step [95 % CI] | activations MiB | training state MiB |")
     print("|---|---|---|---|---|")
     for name in steps:
         kind, arm = name.split("/")
         share = "1" if arm == "plain" else str(ratio(times, name, f"{kind}/plain"))
         activations, state = memory[name]
-        print(f"| {name} | {1000 * median_seconds(times, name):.1f} | {share} | {activations / 2**20:.1f} | "
-              f"{state / 2**20:.1f} |")
+        print(
+            f"| {name} | {1000 * median_seconds(times, name):.1f} | {share} | {activations / 2**20:.1f} | "
+            f"{state / 2**20:.1f} |"
+        )
 
 
 if __name__ == "__main__":

@@ -34,8 +34,13 @@ import time
 from pathlib import Path
 
 SEQUENCES, TOKENS = 64, 256
-CASES = {"analyze": {}, "ranks-all": {"rank_sequences": None}, "attention-64": {"attention_tokens": 64},
-         "no-attention": {"attention_sequences": 0}, "methods": None}  # None: every method
+CASES = {
+    "analyze": {},
+    "ranks-all": {"rank_sequences": None},
+    "attention-64": {"attention_tokens": 64},
+    "no-attention": {"attention_sequences": 0},
+    "methods": None,
+}  # None: every method
 FORWARDS = {"methods": 5}  # bare forwards a case's ratio is taken to (default 1)
 
 
@@ -82,8 +87,13 @@ class Worker:
 
     def __init__(self, src: Path, threads: int):
         env = {**os.environ, "PYTHONPATH": str(src), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-        self.process = subprocess.Popen([sys.executable, __file__, "--serve", "--threads", str(threads)],
-                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+        self.process = subprocess.Popen(
+            [sys.executable, __file__, "--serve", "--threads", str(threads)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
         assert self.process.stdout.readline().strip() == "ready", f"worker on {src} did not start"
 
     def seconds(self, case: str) -> float:
@@ -128,16 +138,20 @@ def main() -> None:
         print(f"round {r} of {args.rounds} done", file=sys.stderr, flush=True)
     for worker in workers.values():
         worker.close()
-    print(f"all-MiniLM-L6-v2, {SEQUENCES} x {TOKENS} tokens, {args.threads} torch thread(s), process CPU time, "
-          f"{args.rounds} interleaved rounds; median [95 % CI] of the per-round ratio to the bare forward")
+    print(
+        f"all-MiniLM-L6-v2, {SEQUENCES} x {TOKENS} tokens, {args.threads} torch thread(s), process CPU time, "
+        f"{args.rounds} interleaved rounds; median [95 % CI] of the per-round ratio to the bare forward"
+    )
     for label, src in sources.items():
         forward = seconds[label, "forward"]
         print(f"{label} ({src}): bare forward {sorted(forward)[len(forward) // 2]:.2f} CPU-s (median)")
         for case in cases:
             ratios = [t / (FORWARDS.get(case, 1) * f) for t, f in zip(seconds[label, case], forward)]
             per = f" x {FORWARDS[case]} forwards" if case in FORWARDS else ""
-            print(f"  {case:<14}{bootstrap_median(ratios).format('.3f')}{per}  (min {min(ratios):.3f}, "
-                  f"max {max(ratios):.3f})")
+            print(
+                f"  {case:<14}{bootstrap_median(ratios).format('.3f')}{per}  (min {min(ratios):.3f}, "
+                f"max {max(ratios):.3f})"
+            )
 
 
 if __name__ == "__main__":

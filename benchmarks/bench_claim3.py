@@ -20,13 +20,18 @@ import statistics
 import sys
 
 import torch
-
 from bench_overhead import Shape, train_step
+
 from oversmooth.atomic import atomic_write
 from oversmooth.bench.timing import allow_compiled_models, interleaved_rounds, step_clock
 
-SHAPE = Shape("fmnist-p7 (8 x 64, MLP x2, 17 tokens)", "vit", "vit-cpu", 128,
-              (("depth", 8), ("patch_size", 7), ("mlp_ratio", 2.0)))
+SHAPE = Shape(
+    "fmnist-p7 (8 x 64, MLP x2, 17 tokens)",
+    "vit",
+    "vit-cpu",
+    128,
+    (("depth", 8), ("patch_size", 7), ("mlp_ratio", 2.0)),
+)
 METHODS = ("softmax", "neutreno")
 
 
@@ -53,15 +58,29 @@ def main() -> int:
     rounds = [{m: times[m][r] / SHAPE.batch for m in METHODS} for r in range(args.rounds)]
     logs = [math.log(r["neutreno"] / r["softmax"]) for r in rounds]
     mode = "eager" if args.eager else "compiled"
-    note = (f"{args.rounds} interleaved rounds, {clock_name}, {mode}, {SHAPE.title}: median ratio "
-            f"{math.exp(statistics.median(logs)):.3f}")
+    note = (
+        f"{args.rounds} interleaved rounds, {clock_name}, {mode}, {SHAPE.title}: median ratio "
+        f"{math.exp(statistics.median(logs)):.3f}"
+    )
     from pathlib import Path
+
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     with atomic_write(out / "rounds.json") as handle:
-        json.dump({"rounds": rounds, "unit": "seconds per training example", "clock": clock_name, "mode": mode,
-                   "shape": SHAPE.title, "torch": torch.__version__, "note": note,
-                   "command": " ".join(["python", "benchmarks/bench_claim3.py", *sys.argv[1:]])}, handle, indent=1)
+        json.dump(
+            {
+                "rounds": rounds,
+                "unit": "seconds per training example",
+                "clock": clock_name,
+                "mode": mode,
+                "shape": SHAPE.title,
+                "torch": torch.__version__,
+                "note": note,
+                "command": " ".join(["python", "benchmarks/bench_claim3.py", *sys.argv[1:]]),
+            },
+            handle,
+            indent=1,
+        )
     print(note)
     return 0
 

@@ -40,10 +40,17 @@ from oversmooth.metrics import measure
 
 def build(args, where) -> tuple[torch.nn.Module, dict[str, torch.Tensor]]:
     from transformers import LlamaConfig, LlamaForCausalLM
+
     torch.manual_seed(0)
-    config = LlamaConfig(hidden_size=args.hidden, num_hidden_layers=args.layers, num_attention_heads=args.heads,
-                         num_key_value_heads=args.heads // 2, intermediate_size=int(2.75 * args.hidden),
-                         vocab_size=args.vocab, max_position_embeddings=args.tokens)
+    config = LlamaConfig(
+        hidden_size=args.hidden,
+        num_hidden_layers=args.layers,
+        num_attention_heads=args.heads,
+        num_key_value_heads=args.heads // 2,
+        intermediate_size=int(2.75 * args.hidden),
+        vocab_size=args.vocab,
+        max_position_embeddings=args.tokens,
+    )
     model = LlamaForCausalLM(config).to(where.device, where.dtype).eval()
     ids = torch.randint(0, args.vocab, (args.sequences, args.tokens), device=where.device)
     return model, {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
@@ -81,7 +88,7 @@ class Peak:
 
 
 def _status(field: str) -> int:
-    line = next(l for l in Path("/proc/self/status").read_text().splitlines() if l.startswith(field + ":"))
+    line = next(row for row in Path("/proc/self/status").read_text().splitlines() if row.startswith(field + ":"))
     return int(line.split()[1]) * 1024
 
 
@@ -116,8 +123,12 @@ def main() -> None:
         _, cache = capture(model, inputs, hooks=("resid_pre", "resid_post"))
         measure(cache.stream(), cache.mask)
 
-    runs = {"bare forward": forward, "analyze pass": analyze_pass, "analyze (all)": analyze,
-            "keep every state": keep_every_state}
+    runs = {
+        "bare forward": forward,
+        "analyze pass": analyze_pass,
+        "analyze (all)": analyze,
+        "keep every state": keep_every_state,
+    }
     peak = Peak(where.device)
     for fn in runs.values():  # warm-up: lazy init, the layout probe, allocator pools
         fn()
@@ -126,19 +137,25 @@ def main() -> None:
         for name, fn in runs.items():
             found[name].append(peak.run(fn))
     parameters = sum(p.numel() for p in model.parameters())
-    print(f"Llama-shaped random LM, {args.layers} layers x d {args.hidden}, {parameters / 1e6:.0f} M parameters, "
-          f"{args.sequences} x {args.tokens} tokens, {where.device} {str(where.dtype).removeprefix('torch.')}, "
-          f"torch threads {torch.get_num_threads()}, {args.rounds} interleaved rounds")
-    print(f"{'run':<26}{'peak MiB':>10}{'above model MiB':>17}{'best s':>9}{'peak ratio':>12}"
-          f"{'above ratio':>13}{'time ratio':>12}")
+    print(
+        f"Llama-shaped random LM, {args.layers} layers x d {args.hidden}, {parameters / 1e6:.0f} M parameters, "
+        f"{args.sequences} x {args.tokens} tokens, {where.device} {str(where.dtype).removeprefix('torch.')}, "
+        f"torch threads {torch.get_num_threads()}, {args.rounds} interleaved rounds"
+    )
+    print(
+        f"{'run':<26}{'peak MiB':>10}{'above model MiB':>17}{'best s':>9}{'peak ratio':>12}"
+        f"{'above ratio':>13}{'time ratio':>12}"
+    )
     bare = found["bare forward"]
     for name, rows in found.items():
         peak_bytes = max(r[0] for r in rows)
         above = max(r[0] - r[1] for r in rows)
         bare_peak, bare_above = max(r[0] for r in bare), max(r[0] - r[1] for r in bare)
         ratio = statistics.median(r[2] / b[2] for r, b in zip(rows, bare))
-        print(f"{name:<26}{peak_bytes / 2**20:>10.0f}{above / 2**20:>17.0f}{min(r[2] for r in rows):>9.2f}"
-              f"{peak_bytes / bare_peak:>12.2f}{above / bare_above:>13.2f}{ratio:>12.2f}")
+        print(
+            f"{name:<26}{peak_bytes / 2**20:>10.0f}{above / 2**20:>17.0f}{min(r[2] for r in rows):>9.2f}"
+            f"{peak_bytes / bare_peak:>12.2f}{above / bare_above:>13.2f}{ratio:>12.2f}"
+        )
     print("targets: analyze <= 1.2x the bare forward's peak memory, <= 1.3x its time (paired median)")
 
 

@@ -42,8 +42,10 @@ def naive_cos_sim(x: torch.Tensor) -> torch.Tensor:
 
 def rounds(contenders: dict, args: argparse.Namespace, label: str) -> dict[str, list[float]]:
     clock, _ = step_clock()
-    done = lambda r: print(f"{label}: round {r}/{args.warmup + args.rounds}", end="\r",  # noqa: E731
-                           file=sys.stderr, flush=True)
+
+    def done(r: int) -> None:
+        print(f"{label}: round {r}/{args.warmup + args.rounds}", end="\r", file=sys.stderr, flush=True)
+
     with torch.inference_mode():
         return interleaved_rounds(contenders, args.rounds, args.warmup, progress=done, clock=clock)
 
@@ -69,54 +71,81 @@ def main() -> None:
         args.batch, args.tokens, args.width = 2, 128, 256
     torch.manual_seed(0)
     b, n, d, layers = args.batch, args.tokens, args.width, args.layers
-    print(f"torch {torch.__version__}, CPU, {torch.get_num_threads()} thread(s), clock: {step_clock()[1]}, "
-          f"{args.rounds} rounds + {args.warmup} warm-up; median [95 % CI]")
+    print(
+        f"torch {torch.__version__}, CPU, {torch.get_num_threads()} thread(s), clock: {step_clock()[1]}, "
+        f"{args.rounds} rounds + {args.warmup} warm-up; median [95 % CI]"
+    )
 
     encoder = torch.nn.TransformerEncoder(
-        torch.nn.TransformerEncoderLayer(d, nhead=max(1, d // 64), dim_feedforward=4 * d,
-                                         batch_first=True, dropout=0.0),
-        num_layers=layers, enable_nested_tensor=False).eval()
+        torch.nn.TransformerEncoderLayer(
+            d, nhead=max(1, d // 64), dim_feedforward=4 * d, batch_first=True, dropout=0.0
+        ),
+        num_layers=layers,
+        enable_nested_tensor=False,
+    ).eval()
     x = torch.randn(b, n, d)
     states = [torch.randn(b, n, d) for _ in range(layers)]
-    t = rounds({"forward": lambda: encoder(x),
-                "suite_similarity": lambda: measure(states, metrics=SIMILARITY),
-                "suite_full": lambda: measure(states)}, args, "suite")
+    t = rounds(
+        {
+            "forward": lambda: encoder(x),
+            "suite_similarity": lambda: measure(states, metrics=SIMILARITY),
+            "suite_full": lambda: measure(states),
+        },
+        args,
+        "suite",
+    )
     print(f"\n1. suite over {layers} layers of B={b} n={n} d={d} vs a {layers}-layer encoder forward")
     print(f"   forward pass                          {seconds(t, 'forward').format('.3f')} s")
-    for key, label in (("suite_similarity", "similarity measures (O(n d))"),
-                       ("suite_full", "whole suite (+ effective/stable rank)")):
-        print(f"   {label:38s}{seconds(t, key).format('.3f')} s   ratio {ratio(t, key, 'forward').scaled(100).format('.1f')} %"
-              "  (target <= 5 %)")
+    for key, label in (
+        ("suite_similarity", "similarity measures (O(n d))"),
+        ("suite_full", "whole suite (+ effective/stable rank)"),
+    ):
+        print(
+            f"   {label:38s}{seconds(t, key).format('.3f')} s   "
+            f"ratio {ratio(t, key, 'forward').scaled(100).format('.1f')} %"
+            "  (target <= 5 %)"
+        )
     flops_forward = layers * b * n * (24 * d * d + 4 * n * d)  # 2 x 12 d^2 weights per token, + QK^T, AV
     m = min(n, d)
-    flops_ranks = layers * b * (2 * n * d * m + 4 * m ** 3 // 3)         # Gram + tridiagonalisation
-    print(f"   exact ranks need >= {flops_ranks / flops_forward:.1%} of the forward's FLOPs "
-          "(Gram + tridiagonalisation of every sequence), whatever the implementation")
+    flops_ranks = layers * b * (2 * n * d * m + 4 * m**3 // 3)  # Gram + tridiagonalisation
+    print(
+        f"   exact ranks need >= {flops_ranks / flops_forward:.1%} of the forward's FLOPs "
+        "(Gram + tridiagonalisation of every sequence), whatever the implementation"
+    )
 
     layer = states[0]
     tokens_side = n <= d
-    gram = (layer.double() @ layer.double().transpose(1, 2) if tokens_side
-            else layer.double().transpose(1, 2) @ layer.double())
+    gram = (
+        layer.double() @ layer.double().transpose(1, 2)
+        if tokens_side
+        else layer.double().transpose(1, 2) @ layer.double()
+    )
     floors = {"read once": lambda: layer.sum(), "eigensolve": lambda: torch.linalg.eigvalsh(gram)}
     measures = {**READ_FLOOR, **EIGEN_FLOOR}
     t = rounds({**floors, **{name: (lambda f=f: f(layer)) for name, f in measures.items()}}, args, "floors")
     print(f"\n2. one layer (B={b} n={n} d={d}, float32) against its floor")
     for name, floor in [*((k, "read once") for k in READ_FLOOR), *((k, "eigensolve") for k in EIGEN_FLOOR)]:
-        print(f"   {name:18s}{seconds(t, name).scaled(1e3).format('.2f')} ms   "
-              f"{ratio(t, name, floor).format('.1f')} x the floor")
+        print(
+            f"   {name:18s}{seconds(t, name).scaled(1e3).format('.2f')} ms   "
+            f"{ratio(t, name, floor).format('.1f')} x the floor"
+        )
     read = seconds(t, "read once")
-    print(f"   floors: reading the states once {read.scaled(1e3).format('.2f')} ms "
-          f"({b * n * d * 4 / read.median / 1e9:.1f} GB/s); eigvalsh of {b} float64 Gram matrices "
-          f"{m} x {m}: {seconds(t, 'eigensolve').scaled(1e3).format('.1f')} ms")
+    print(
+        f"   floors: reading the states once {read.scaled(1e3).format('.2f')} ms "
+        f"({b * n * d * 4 / read.median / 1e9:.1f} GB/s); eigvalsh of {b} float64 Gram matrices "
+        f"{m} x {m}: {seconds(t, 'eigensolve').scaled(1e3).format('.1f')} ms"
+    )
 
     print("\n3. cos_sim vs naive O(n^2 d)")
     for tokens in (128, 512, 2048):
         y = torch.randn(b, tokens, d)
         assert torch.allclose(cos_sim(y), naive_cos_sim(y), atol=1e-9)
-        t = rounds({"fast": lambda: cos_sim(y), "naive": lambda: naive_cos_sim(y)}, args, f"n={tokens}")
-        print(f"   n={tokens:5d}: fast {seconds(t, 'fast').scaled(1e3).format('.2f')} ms  naive "
-              f"{seconds(t, 'naive').scaled(1e3).format('.1f')} ms  speed-up {ratio(t, 'naive', 'fast').format('.1f')} x"
-              + ("  (target >= 50 x)" if tokens == 512 else ""))
+        t = rounds({"fast": lambda y=y: cos_sim(y), "naive": lambda y=y: naive_cos_sim(y)}, args, f"n={tokens}")
+        print(
+            f"   n={tokens:5d}: fast {seconds(t, 'fast').scaled(1e3).format('.2f')} ms  naive "
+            f"{seconds(t, 'naive').scaled(1e3).format('.1f')} ms  speed-up {ratio(t, 'naive', 'fast').format('.1f')} x"
+            + ("  (target >= 50 x)" if tokens == 512 else "")
+        )
 
 
 if __name__ == "__main__":

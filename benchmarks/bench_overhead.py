@@ -23,8 +23,8 @@ import dataclasses
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import torch
 import torch.nn.functional as F
@@ -69,18 +69,25 @@ class Shape:
 SHAPES = {
     "vit-cpu-d8": Shape("vit-cpu, depth 8 (50 tokens, width 64, 4 heads)", "vit", "vit-cpu", 128, (("depth", 8),)),
     "deit-tiny": Shape("DeiT-tiny (12 layers, 197 tokens, width 192, 3 heads)", "vit", "deit-tiny", 8),
-    "lm-cpu-d8": Shape("lm-cpu, depth 8 (64 tokens, width 64, 4 heads, causal)", "lm", "lm-cpu", 64,
-                       (("depth", 8), ("vocab_size", 4096))),
+    "lm-cpu-d8": Shape(
+        "lm-cpu, depth 8 (64 tokens, width 64, 4 heads, causal)",
+        "lm",
+        "lm-cpu",
+        64,
+        (("depth", 8), ("vocab_size", 4096)),
+    ),
 }
 
 
 def train_step(model: torch.nn.Module, inputs: torch.Tensor, targets: torch.Tensor) -> Step:
     """Gradients set to None, forward, cross-entropy, backward (no optimiser: the same for all)."""
+
     def step() -> None:
         for p in model.parameters():
             p.grad = None
         logits = model(inputs)
         F.cross_entropy(logits.flatten(0, -2), targets.flatten()).backward()
+
     return step
 
 
@@ -92,14 +99,18 @@ def streaming(shape: tuple[int, ...], device: str, repeats: int = 20) -> tuple[S
     def step() -> None:
         for _ in range(repeats):
             torch.add(a, b, out=c)
+
     return step, repeats * 3 * a.numel() * a.element_size()
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shapes", default="vit-cpu-d8,deit-tiny", help=f"comma-separated: {', '.join(SHAPES)}")
-    parser.add_argument("--methods", default=",".join(DEFAULT_METHODS),
-                        help=f"comma-separated, besides softmax and its copy (any of {', '.join(METHODS)})")
+    parser.add_argument(
+        "--methods",
+        default=",".join(DEFAULT_METHODS),
+        help=f"comma-separated, besides softmax and its copy (any of {', '.join(METHODS)})",
+    )
     parser.add_argument("--modes", default="eager,compiled", help="eager, compiled or both")
     parser.add_argument("--rounds", type=int, default=15, help="kept rounds (default 15)")
     parser.add_argument("--warmup", type=int, default=2, help="rounds run first and dropped (default 2)")
@@ -114,9 +125,11 @@ def main() -> None:
     allow_compiled_models(len(methods) * len(args.shapes.split(",")))
     sync = torch.cuda.synchronize if args.device == "cuda" else (lambda: None)
     args.clock, clock_name = step_clock(args.device)
-    print(f"device {args.device}, torch {torch.__version__}, threads {torch.get_num_threads()}, "
-          f"rounds {args.rounds} (+{args.warmup} warm-up), modes {', '.join(modes)}, "
-          f"clock: {clock_name}")
+    print(
+        f"device {args.device}, torch {torch.__version__}, threads {torch.get_num_threads()}, "
+        f"rounds {args.rounds} (+{args.warmup} warm-up), modes {', '.join(modes)}, "
+        f"clock: {clock_name}"
+    )
     for key in args.shapes.split(","):
         shape = SHAPES[key]
         if key == "deit-tiny":
@@ -155,35 +168,49 @@ def measure_shape(shape: Shape, methods: list[str], modes: list[str], args, sync
         extra = traffic[method] - traffic["softmax"]
         times[f"{method}/floor"] = [t + extra / r for t, r in zip(times[f"softmax/{base}"], rate)]
     memory_label = "peak" if args.device == "cuda" else "saved activations"
-    print(f"\n{shape.title}, batch {shape.batch}: train step (forward + backward), median ms and ratio to "
-          "softmax [95 % CI]")
+    print(
+        f"\n{shape.title}, batch {shape.batch}: train step (forward + backward), median ms and ratio to "
+        "softmax [95 % CI]"
+    )
     header = ["method"]
     for mode in modes:
         header += [f"{mode} ms", f"{mode} ratio"]
     if set(modes) == {"eager", "compiled"}:
         header.append("compiled / eager softmax")
-    header += [f"floor ({base})", "extra traffic MiB", "FLOP ratio",
-               *(f"{memory_label} ratio ({mode})" for mode in modes)]
+    header += [
+        f"floor ({base})",
+        "extra traffic MiB",
+        "FLOP ratio",
+        *(f"{memory_label} ratio ({mode})" for mode in modes),
+    ]
     print("| " + " | ".join(header) + " |\n|" + "---|" * len(header))
     for method in methods:
         row = [method]
         for mode in modes:
             name = f"{method}/{mode}"
-            row += [f"{1e3 * median_seconds(times, name):.1f}",
-                    "1" if method == "softmax" else str(ratio(times, name, f"softmax/{mode}"))]
+            row += [
+                f"{1e3 * median_seconds(times, name):.1f}",
+                "1" if method == "softmax" else str(ratio(times, name, f"softmax/{mode}")),
+            ]
         if set(modes) == {"eager", "compiled"}:
             row.append(str(ratio(times, f"{method}/compiled", "softmax/eager")))
-        row += ["1" if method == "softmax" else str(ratio(times, f"{method}/floor", f"softmax/{base}")),
-                f"{(traffic[method] - traffic['softmax']) / 2**20:.1f}",
-                f"{flop_count[method] / flop_count['softmax']:.4f}"]
+        row += [
+            "1" if method == "softmax" else str(ratio(times, f"{method}/floor", f"softmax/{base}")),
+            f"{(traffic[method] - traffic['softmax']) / 2**20:.1f}",
+            f"{flop_count[method] / flop_count['softmax']:.4f}",
+        ]
         row += [f"{memory[f'{method}/{mode}'] / memory[f'softmax/{mode}']:.3f}" for mode in modes]
         print("| " + " | ".join(row) + " |")
-    print(f"softmax: {flop_count['softmax'] / 1e9:.2f} GFLOP and {traffic['softmax'] / 2**30:.2f} GiB of "
-          f"elementwise traffic per step; streaming rate {statistics.median(rate) / 1e9:.1f} GB/s; " + "; ".join(
-        f"{memory_label} {mode} {memory[f'softmax/{mode}'] / 2**20:.1f} MiB" for mode in modes))
+    print(
+        f"softmax: {flop_count['softmax'] / 1e9:.2f} GFLOP and {traffic['softmax'] / 2**30:.2f} GiB of "
+        f"elementwise traffic per step; streaming rate {statistics.median(rate) / 1e9:.1f} GB/s; "
+        + "; ".join(f"{memory_label} {mode} {memory[f'softmax/{mode}'] / 2**20:.1f} MiB" for mode in modes)
+    )
     if "compiled" in modes:
-        print("first compiled step (compilation) s: " + ", ".join(
-            f"{m} {compile_seconds[f'{m}/compiled']:.0f}" for m in methods))
+        print(
+            "first compiled step (compilation) s: "
+            + ", ".join(f"{m} {compile_seconds[f'{m}/compiled']:.0f}" for m in methods)
+        )
 
 
 if __name__ == "__main__":

@@ -25,9 +25,17 @@ from oversmooth.study.runner import cell_dir
 
 
 def tiny(cells: int) -> StudyConfig:
-    return StudyConfig.from_dict({"name": "bench", "model": "vit", "tasks": ["synthetic"], "depths": [1],
-                                  "methods": ["softmax"], "seeds": list(range(cells)),
-                                  "train": {"width": 8, "heads": 2, "epochs": 1, "batch_size": 32, "probe_size": 8}})
+    return StudyConfig.from_dict(
+        {
+            "name": "bench",
+            "model": "vit",
+            "tasks": ["synthetic"],
+            "depths": [1],
+            "methods": ["softmax"],
+            "seeds": list(range(cells)),
+            "train": {"width": 8, "heads": 2, "epochs": 1, "batch_size": 32, "probe_size": 8},
+        }
+    )
 
 
 def direct(study: StudyConfig, out: Path) -> None:
@@ -61,8 +69,10 @@ def main() -> None:
     old, new = (statistics.median(seconds[name]) for name in ("direct", "submitit"))
     for name, values in seconds.items():
         print(f"{name:9s} s/cell: " + " ".join(f"{value:.2f}" for value in values))
-    print(f"median per cell: direct {old:.2f} s, submitit local {new:.2f} s; overhead {new - old:+.2f} s "
-          f"({100 * (new - old) / old:+.0f} %) per cell")
+    print(
+        f"median per cell: direct {old:.2f} s, submitit local {new:.2f} s; overhead {new - old:+.2f} s "
+        f"({100 * (new - old) / old:+.0f} %) per cell"
+    )
 
 
 if __name__ == "__main__":

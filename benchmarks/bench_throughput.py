@@ -26,13 +26,13 @@ import math
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import torch
 
 from oversmooth.bench.cost import flops
-from oversmooth.bench.timing import bootstrap_median, interleaved_rounds, ratio
+from oversmooth.bench.timing import allow_compiled_models, bootstrap_median, interleaved_rounds, ratio
 from oversmooth.layers import MitigationConfig
 from oversmooth.models import CausalLM, CausalLMConfig, ViT, ViTConfig
 from oversmooth.train import ImageClassification, LanguageModelling, SupervisedTask, TrainConfig, build_optimizer
@@ -55,15 +55,23 @@ class Setting:
     def task(self) -> SupervisedTask:
         g = torch.Generator().manual_seed(0)
         if self.unit == "images":
-            splits = {split: (torch.randint(0, 256, (n, 28, 28), dtype=torch.uint8, generator=g),
-                              torch.randint(0, 10, (n,), generator=g)) for split, n in (("train", 55000), ("val", 8))}
+            splits = {
+                split: (
+                    torch.randint(0, 256, (n, 28, 28), dtype=torch.uint8, generator=g),
+                    torch.randint(0, 10, (n,), generator=g),
+                )
+                for split, n in (("train", 55000), ("val", 8))
+            }
             return ImageClassification(splits, classes=10, augment=True)
-        return LanguageModelling({split: torch.randint(0, 4096, (n, 65), generator=g)
-                                  for split, n in (("train", 8000), ("val", 8))}, vocab_size=4096)
+        return LanguageModelling(
+            {split: torch.randint(0, 4096, (n, 65), generator=g) for split, n in (("train", 8000), ("val", 8))},
+            vocab_size=4096,
+        )
 
     def model(self, method: str) -> torch.nn.Module:
-        mitigation = MitigationConfig.parse(method, **({"lam": 0.6 if self.unit == "images" else 0.4}
-                                                       if method == "neutreno" else {}))
+        mitigation = MitigationConfig.parse(
+            method, **({"lam": 0.6 if self.unit == "images" else 0.4} if method == "neutreno" else {})
+        )
         if self.unit == "images":
             return ViT(ViTConfig.preset("vit-cpu", depth=8, mitigation=mitigation))
         return CausalLM(CausalLMConfig.preset("lm-cpu", depth=8, vocab_size=4096, mitigation=mitigation))
@@ -109,18 +117,20 @@ class Trainer:
 
 def matmul(size: int) -> tuple[Step, int]:
     a, b = torch.randn(size, size), torch.randn(size, size)
-    return (lambda: torch.mm(a, b)), 2 * size ** 3
+    return (lambda: torch.mm(a, b)), 2 * size**3
 
 
 def with_threads(threads: int, step: Step) -> Step:
     def run() -> None:
         torch.set_num_threads(threads)
         step()
+
     return run
 
 
-def measure(key: str, setting: Setting, methods: list[str], modes: list[str], threads: list[int],
-            args: argparse.Namespace) -> None:
+def measure(
+    key: str, setting: Setting, methods: list[str], modes: list[str], threads: list[int], args: argparse.Namespace
+) -> None:
     task = setting.task()
     base_threads = threads[0]
     torch.set_num_threads(base_threads)
@@ -149,10 +159,18 @@ def measure(key: str, setting: Setting, methods: list[str], modes: list[str], th
     torch.set_num_threads(base_threads)
 
     per_batch = setting.per_batch(first.fixed[0])
-    print(f"\n{key}: {setting.title}; batch {setting.batch} ({per_batch} {setting.unit}); {base_threads} thread(s); "
-          f"median [95 % CI] over {args.rounds} rounds")
-    header = ["method", "mode", f"{setting.unit}/s, loading on", f"{setting.unit}/s, loading off",
-              "FLOP/s vs matmul", "first step s"]
+    print(
+        f"\n{key}: {setting.title}; batch {setting.batch} ({per_batch} {setting.unit}); {base_threads} thread(s); "
+        f"median [95 % CI] over {args.rounds} rounds"
+    )
+    header = [
+        "method",
+        "mode",
+        f"{setting.unit}/s, loading on",
+        f"{setting.unit}/s, loading off",
+        "FLOP/s vs matmul",
+        "first step s",
+    ]
     print("| " + " | ".join(header) + " |\n|" + "---|" * len(header))
     for method in methods:
         step_flops = trainers[f"{method}/{modes[0]}"].forward_backward_flops()
@@ -160,22 +178,33 @@ def measure(key: str, setting: Setting, methods: list[str], modes: list[str], th
             name = f"{method}/{mode}"
             rates = [bootstrap_median([per_batch / t for t in times[f"{name}/{load}"]]) for load in ("load", "fixed")]
             fraction = ratio(times, "matmul", f"{name}/fixed").scaled(step_flops / mm_flops)
-            print(f"| {method} | {mode} | {rates[0].format('.0f')} | {rates[1].format('.0f')} | {fraction} | "
-                  f"{compile_seconds[name]:.1f} |")
+            print(
+                f"| {method} | {mode} | {rates[0].format('.0f')} | {rates[1].format('.0f')} | {fraction} | "
+                f"{compile_seconds[name]:.1f} |"
+            )
     loader = ratio(times, "loader", f"{methods[0]}/{modes[0]}/load")
-    print(f"loader alone: {bootstrap_median(times['loader']).scaled(1e3).format('.2f')} ms per batch, "
-          f"{loader.scaled(100).format('.2f')} % of a {methods[0]} {modes[0]} step with loading: the step has "
-          f"{100 * (1 - loader.median):.2f} % [{100 * (1 - loader.high):.2f}, {100 * (1 - loader.low):.2f}] "
-          f"of the time (goal >= 95 %)")
-    print(f"matmul {args.matmul}^2: {bootstrap_median([mm_flops / t for t in times['matmul']]).scaled(1e-9).format('.1f')}"
-          f" GFLOP/s; step: {step_flops / 1e9:.2f} GFLOP forward + backward (FlopCounterMode)")
+    print(
+        f"loader alone: {bootstrap_median(times['loader']).scaled(1e3).format('.2f')} ms per batch, "
+        f"{loader.scaled(100).format('.2f')} % of a {methods[0]} {modes[0]} step with loading: the step has "
+        f"{100 * (1 - loader.median):.2f} % [{100 * (1 - loader.high):.2f}, {100 * (1 - loader.low):.2f}] "
+        f"of the time (goal >= 95 %)"
+    )
+    print(
+        f"matmul {args.matmul}^2: "
+        f"{bootstrap_median([mm_flops / t for t in times['matmul']]).scaled(1e-9).format('.1f')}"
+        f" GFLOP/s; step: {step_flops / 1e9:.2f} GFLOP forward + backward (FlopCounterMode)"
+    )
     for n in threads[1:]:
-        print(f"{methods[0]} {modes[0]} with {n} threads: {setting.unit}/s ratio to {base_threads} thread(s) "
-              f"{ratio(times, f'{methods[0]}/{modes[0]}/load', f'{methods[0]}/{modes[0]}/load/{n} threads')}")
+        print(
+            f"{methods[0]} {modes[0]} with {n} threads: {setting.unit}/s ratio to {base_threads} thread(s) "
+            f"{ratio(times, f'{methods[0]}/{modes[0]}/load', f'{methods[0]}/{modes[0]}/load/{n} threads')}"
+        )
     if set(modes) == {"eager", "compiled"}:
         for method in methods:
             speedup = ratio(times, f"{method}/eager/load", f"{method}/compiled/load")
-            saved = statistics.median(times[f"{method}/eager/load"]) - statistics.median(times[f"{method}/compiled/load"])
+            saved = statistics.median(times[f"{method}/eager/load"]) - statistics.median(
+                times[f"{method}/compiled/load"]
+            )
             extra = compile_seconds[f"{method}/compiled"] - compile_seconds[f"{method}/eager"]
             paid = f"pays for its compilation after {math.ceil(extra / saved)} steps" if saved > 0 else "never pays"
             print(f"{method}: compiled is {speedup} x the eager speed; {paid}")
@@ -186,8 +215,12 @@ def main() -> None:
     parser.add_argument("--models", default="vit,lm", help="vit, lm or both")
     parser.add_argument("--methods", default="softmax,neutreno")
     parser.add_argument("--modes", default="eager,compiled", help="eager, compiled or both")
-    parser.add_argument("--threads", default="1", help="torch threads; more than one (e.g. 1,2): the first "
-                        "for every contender, the others for the first method's step as well")
+    parser.add_argument(
+        "--threads",
+        default="1",
+        help="torch threads; more than one (e.g. 1,2): the first "
+        "for every contender, the others for the first method's step as well",
+    )
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--matmul", type=int, default=2048, help="side of the reference matmul")

@@ -16,27 +16,41 @@ LAYERS, HEADS, KV_HEADS, HIDDEN = 2, 4, 2, 32
 def tokens() -> tuple[list[str], list[str]]:
     """The 256 byte symbols, two merges ("th", "the") and an end-of-text control token."""
     from transformers.convert_slow_tokenizer import bytes_to_unicode
+
     return [*bytes_to_unicode().values(), "th", "the", "<|endoftext|>"], ["t h", "th e"]
 
 
 def tiny_llama(seed: int = 0) -> tf.LlamaForCausalLM:
     torch.manual_seed(seed)
     vocab = len(tokens()[0])
-    config = tf.LlamaConfig(hidden_size=HIDDEN, num_hidden_layers=LAYERS, num_attention_heads=HEADS,
-                            num_key_value_heads=KV_HEADS, intermediate_size=48, vocab_size=vocab,
-                            max_position_embeddings=64, rms_norm_eps=1e-5, bos_token_id=vocab - 1,
-                            eos_token_id=vocab - 1, tie_word_embeddings=False, initializer_range=0.2)
+    config = tf.LlamaConfig(
+        hidden_size=HIDDEN,
+        num_hidden_layers=LAYERS,
+        num_attention_heads=HEADS,
+        num_key_value_heads=KV_HEADS,
+        intermediate_size=48,
+        vocab_size=vocab,
+        max_position_embeddings=64,
+        rms_norm_eps=1e-5,
+        bos_token_id=vocab - 1,
+        eos_token_id=vocab - 1,
+        tie_word_embeddings=False,
+        initializer_range=0.2,
+    )
     return tf.LlamaForCausalLM(config).eval()
 
 
 def _permute(weight: np.ndarray, heads: int) -> np.ndarray:
     """llama.cpp's row order for a rotary projection (transformers undoes it on load)."""
-    return weight.reshape(heads, 2, weight.shape[0] // heads // 2, *weight.shape[1:]).swapaxes(1, 2).reshape(weight.shape)
+    return (
+        weight.reshape(heads, 2, weight.shape[0] // heads // 2, *weight.shape[1:]).swapaxes(1, 2).reshape(weight.shape)
+    )
 
 
 def write_gguf(model: tf.LlamaForCausalLM, path: Path, architecture: str = "llama") -> Path:
     """Write ``model`` to ``path`` as GGUF (metadata, tokenizer, float32 tensors)."""
     import gguf
+
     vocab, merges = tokens()
     writer = gguf.GGUFWriter(str(path), architecture)
     writer.add_name("tiny-llama")
@@ -56,14 +70,26 @@ def write_gguf(model: tf.LlamaForCausalLM, path: Path, architecture: str = "llam
     writer.add_token_merges(merges)
     writer.add_bos_token_id(len(vocab) - 1)
     writer.add_eos_token_id(len(vocab) - 1)
-    names = {"model.embed_tokens.weight": "token_embd.weight", "model.norm.weight": "output_norm.weight",
-             "lm_head.weight": "output.weight"}
-    parts = {"input_layernorm": "attn_norm", "post_attention_layernorm": "ffn_norm", "self_attn.q_proj": "attn_q",
-             "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v", "self_attn.o_proj": "attn_output",
-             "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up", "mlp.down_proj": "ffn_down"}
+    names = {
+        "model.embed_tokens.weight": "token_embd.weight",
+        "model.norm.weight": "output_norm.weight",
+        "lm_head.weight": "output.weight",
+    }
+    parts = {
+        "input_layernorm": "attn_norm",
+        "post_attention_layernorm": "ffn_norm",
+        "self_attn.q_proj": "attn_q",
+        "self_attn.k_proj": "attn_k",
+        "self_attn.v_proj": "attn_v",
+        "self_attn.o_proj": "attn_output",
+        "mlp.gate_proj": "ffn_gate",
+        "mlp.up_proj": "ffn_up",
+        "mlp.down_proj": "ffn_down",
+    }
     for layer in range(LAYERS):
-        names.update({f"model.layers.{layer}.{ours}.weight": f"blk.{layer}.{theirs}.weight"
-                      for ours, theirs in parts.items()})
+        names.update(
+            {f"model.layers.{layer}.{ours}.weight": f"blk.{layer}.{theirs}.weight" for ours, theirs in parts.items()}
+        )
     for key, tensor in model.state_dict().items():
         array = tensor.detach().numpy().astype(np.float32)
         if key.endswith("q_proj.weight"):

@@ -9,10 +9,26 @@ from oversmooth.hf.load import encoder_of
 
 _TEXT = dict(vocab_size=50, max_position_embeddings=40)
 _BERT = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=48, **_TEXT)
-_DECODER = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=48,
-                vocab_size=50, max_position_embeddings=64, bos_token_id=1, eos_token_id=2, pad_token_id=0)
-_VISION = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=48,
-               image_size=16, patch_size=4, num_channels=3)
+_DECODER = dict(
+    hidden_size=32,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    intermediate_size=48,
+    vocab_size=50,
+    max_position_embeddings=64,
+    bos_token_id=1,
+    eos_token_id=2,
+    pad_token_id=0,
+)
+_VISION = dict(
+    hidden_size=32,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    intermediate_size=48,
+    image_size=16,
+    patch_size=4,
+    num_channels=3,
+)
 
 # kind -> config; encoder-decoder kinds are analysed through their encoder (``tiny_model``).
 CONFIGS = {
@@ -21,10 +37,10 @@ CONFIGS = {
     "xlm_roberta": lambda: tf.XLMRobertaConfig(pad_token_id=1, **_BERT),
     "electra": lambda: tf.ElectraConfig(pad_token_id=0, embedding_size=16, **_BERT),
     "albert": lambda: tf.AlbertConfig(pad_token_id=0, embedding_size=16, **_BERT),  # one shared layer
-    "distilbert": lambda: tf.DistilBertConfig(dim=32, n_layers=2, n_heads=4, hidden_dim=48, pad_token_id=0,
-                                              **_TEXT),
-    "gpt2": lambda: tf.GPT2Config(n_embd=32, n_layer=2, n_head=4, vocab_size=50, n_positions=40,
-                                  bos_token_id=0, eos_token_id=0),
+    "distilbert": lambda: tf.DistilBertConfig(dim=32, n_layers=2, n_heads=4, hidden_dim=48, pad_token_id=0, **_TEXT),
+    "gpt2": lambda: tf.GPT2Config(
+        n_embd=32, n_layer=2, n_head=4, vocab_size=50, n_positions=40, bos_token_id=0, eos_token_id=0
+    ),
     "llama": lambda: tf.LlamaConfig(num_key_value_heads=2, **_DECODER),
     "mistral": lambda: tf.MistralConfig(num_key_value_heads=2, **_DECODER),
     "qwen2": lambda: tf.Qwen2Config(num_key_value_heads=2, **_DECODER),  # biases on q, k, v
@@ -36,20 +52,55 @@ CONFIGS = {
     "phi3": lambda: tf.Phi3Config(num_key_value_heads=2, **_DECODER),  # fused qkv_proj with GQA
     "gpt_neox": lambda: tf.GPTNeoXConfig(**_DECODER),  # parallel, two norms, per-head fused QKV
     "gpt_neox_sequential": lambda: tf.GPTNeoXConfig(use_parallel_residual=False, **_DECODER),
-    "opt": lambda: tf.OPTConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, ffn_dim=48,
-                                vocab_size=50, max_position_embeddings=64, word_embed_proj_dim=32,
-                                bos_token_id=1, eos_token_id=2, pad_token_id=0),
-    "opt_post": lambda: tf.OPTConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, ffn_dim=48,
-                                     vocab_size=50, max_position_embeddings=64, word_embed_proj_dim=32,
-                                     do_layer_norm_before=False, bos_token_id=1, eos_token_id=2, pad_token_id=0),
+    "opt": lambda: tf.OPTConfig(
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        ffn_dim=48,
+        vocab_size=50,
+        max_position_embeddings=64,
+        word_embed_proj_dim=32,
+        bos_token_id=1,
+        eos_token_id=2,
+        pad_token_id=0,
+    ),
+    "opt_post": lambda: tf.OPTConfig(
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        ffn_dim=48,
+        vocab_size=50,
+        max_position_embeddings=64,
+        word_embed_proj_dim=32,
+        do_layer_norm_before=False,
+        bos_token_id=1,
+        eos_token_id=2,
+        pad_token_id=0,
+    ),
     "vit": lambda: tf.ViTConfig(**_VISION),
     "deit": lambda: tf.DeiTConfig(**_VISION),
-    "dinov2": lambda: tf.Dinov2Config(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, mlp_ratio=2,
-                                      image_size=16, patch_size=4, num_channels=3),
+    "dinov2": lambda: tf.Dinov2Config(
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        mlp_ratio=2,
+        image_size=16,
+        patch_size=4,
+        num_channels=3,
+    ),
     "t5": lambda: tf.T5Config(d_model=32, d_ff=48, num_layers=2, num_heads=4, d_kv=8, vocab_size=50, pad_token_id=0),
-    "bart": lambda: tf.BartConfig(d_model=32, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
-                                  decoder_attention_heads=4, encoder_ffn_dim=48, decoder_ffn_dim=48, vocab_size=50,
-                                  max_position_embeddings=64, pad_token_id=1),
+    "bart": lambda: tf.BartConfig(
+        d_model=32,
+        encoder_layers=2,
+        decoder_layers=2,
+        encoder_attention_heads=4,
+        decoder_attention_heads=4,
+        encoder_ffn_dim=48,
+        decoder_ffn_dim=48,
+        vocab_size=50,
+        max_position_embeddings=64,
+        pad_token_id=1,
+    ),
 }
 ALL_FAMILIES = tuple(CONFIGS)
 TINY_FAMILIES = ("bert", "roberta", "distilbert", "gpt2", "vit", "deit", "llama")  # one of each kind, for the
@@ -64,7 +115,11 @@ def perturb(model):
     with torch.no_grad():
         for name, p in model.named_parameters():
             lowered = name.lower()
-            if p.dim() == 1 and ("norm" in lowered or "layer_scale" in lowered) and lowered.endswith(("weight", "lambda1", "lambda2")):
+            if (
+                p.dim() == 1
+                and ("norm" in lowered or "layer_scale" in lowered)
+                and lowered.endswith(("weight", "lambda1", "lambda2"))
+            ):
                 p.copy_(torch.randn_like(p))
     return model
 
@@ -89,21 +144,70 @@ def tiny_inputs(kind: str, seed: int = 1) -> dict[str, torch.Tensor]:
     return {"input_ids": ids, "attention_mask": mask}
 
 
-WORDS = ("the a of and to in was she he it her his that with for as had you not be is on at by "
-         "but have which were so all this from they my very no said been an one would").split()
+WORDS = [
+    "the",
+    "a",
+    "of",
+    "and",
+    "to",
+    "in",
+    "was",
+    "she",
+    "he",
+    "it",
+    "her",
+    "his",
+    "that",
+    "with",
+    "for",
+    "as",
+    "had",
+    "you",
+    "not",
+    "be",
+    "is",
+    "on",
+    "at",
+    "by",
+    "but",
+    "have",
+    "which",
+    "were",
+    "so",
+    "all",
+    "this",
+    "from",
+    "they",
+    "my",
+    "very",
+    "no",
+    "said",
+    "been",
+    "an",
+    "one",
+    "would",
+]
 
 
 def tiny_tokenizer():
     """A word-level fast tokenizer over WORDS (+ [PAD] [UNK] [CLS] [SEP]), built in code."""
     from tokenizers import Tokenizer, models, pre_tokenizers, processors
     from transformers import PreTrainedTokenizerFast
+
     vocab = {w: i for i, w in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", *WORDS])}
     core = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
     core.pre_tokenizer = pre_tokenizers.Whitespace()
     core.post_processor = processors.TemplateProcessing(
-        single="[CLS] $A [SEP]", special_tokens=[("[CLS]", 2), ("[SEP]", 3)])
-    return PreTrainedTokenizerFast(tokenizer_object=core, pad_token="[PAD]", unk_token="[UNK]",
-                                   cls_token="[CLS]", sep_token="[SEP]", model_max_length=32)
+        single="[CLS] $A [SEP]", special_tokens=[("[CLS]", 2), ("[SEP]", 3)]
+    )
+    return PreTrainedTokenizerFast(
+        tokenizer_object=core,
+        pad_token="[PAD]",
+        unk_token="[UNK]",
+        cls_token="[CLS]",
+        sep_token="[SEP]",
+        model_max_length=32,
+    )
 
 
 def save_tiny(kind: str, folder):
@@ -116,8 +220,12 @@ def save_tiny(kind: str, folder):
     return folder
 
 
-HEADS = {"gpt2": "GPT2LMHeadModel", "llama": "LlamaForCausalLM", "bert": "BertForMaskedLM",
-         "vit": "ViTForImageClassification"}
+HEADS = {
+    "gpt2": "GPT2LMHeadModel",
+    "llama": "LlamaForCausalLM",
+    "bert": "BertForMaskedLM",
+    "vit": "ViTForImageClassification",
+}
 
 
 def save_tiny_with_head(kind: str, folder, seed: int = 0, head: str | None = None):
@@ -143,6 +251,7 @@ def save_tiny_with_head(kind: str, folder, seed: int = 0, head: str | None = Non
 def write_images(folder, count: int, size: tuple[int, int] = (16, 16)):
     """``count`` solid-colour RGB PNGs of ``size`` (width, height) in a new ``folder``; returns it."""
     from PIL import Image
+
     folder.mkdir()
     for i in range(count):
         Image.new("RGB", size, (50 * i, 90, 200 - 40 * i)).save(folder / f"{i}.png")

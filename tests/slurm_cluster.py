@@ -22,8 +22,7 @@ DAEMONS = ("munged", "mungekey", "slurmctld", "slurmd", "sbatch", "squeue", "sco
 
 def missing() -> str:
     """Why no cluster can start here ("" if it can)."""
-    absent = [name for name in DAEMONS if shutil.which(name) is None
-              and not Path("/usr/sbin", name).is_file()]
+    absent = [name for name in DAEMONS if shutil.which(name) is None and not Path("/usr/sbin", name).is_file()]
     if absent:
         return f"Slurm/munge not installed ({', '.join(absent)}); as root on Debian, make setup installs them"
     if os.geteuid() != 0:
@@ -69,28 +68,60 @@ class SlurmCluster:
         spool = self.root / "spool"
         for folder in (spool / "ctld", spool / "d", self.root / "munge"):
             folder.mkdir(parents=True, exist_ok=True)
-        self.conf.write_text("\n".join([
-            "ClusterName=oversmooth-test", f"SlurmctldHost={name}(127.0.0.1)",
-            f"SlurmctldPort={_free_port()}", f"SlurmdPort={_free_port()}",
-            "SlurmUser=root", "SlurmdUser=root", "AuthType=auth/munge", "CredType=cred/munge",
-            f"AuthInfo=socket={socket_path}",
-            f"StateSaveLocation={spool / 'ctld'}", f"SlurmdSpoolDir={spool / 'd'}",
-            f"SlurmctldPidFile={self.root / 'slurmctld.pid'}", f"SlurmdPidFile={self.root / 'slurmd.pid'}",
-            f"SlurmctldLogFile={self.root / 'slurmctld.log'}", f"SlurmdLogFile={self.root / 'slurmd.log'}",
-            "ProctrackType=proctrack/linuxproc", "TaskPlugin=task/none", "SelectType=select/cons_tres",
-            "SelectTypeParameters=CR_CPU", "JobRequeue=1", "ReturnToService=2", "KillWait=5",
-            "SchedulerType=sched/builtin", "MpiDefault=none", "JobAcctGatherType=jobacct_gather/none",
-            "AccountingStorageType=accounting_storage/none", "SlurmctldTimeout=30", "SlurmdTimeout=30",
-            "InactiveLimit=0", "MinJobAge=300", "MaxArraySize=1000", "SlurmctldDebug=info", "SlurmdDebug=info",
-            f"{node} NodeAddr=127.0.0.1 State=UNKNOWN",
-            f"PartitionName=debug Nodes={name} Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:4",
-            "",
-        ]))
+        self.conf.write_text(
+            "\n".join(
+                [
+                    "ClusterName=oversmooth-test",
+                    f"SlurmctldHost={name}(127.0.0.1)",
+                    f"SlurmctldPort={_free_port()}",
+                    f"SlurmdPort={_free_port()}",
+                    "SlurmUser=root",
+                    "SlurmdUser=root",
+                    "AuthType=auth/munge",
+                    "CredType=cred/munge",
+                    f"AuthInfo=socket={socket_path}",
+                    f"StateSaveLocation={spool / 'ctld'}",
+                    f"SlurmdSpoolDir={spool / 'd'}",
+                    f"SlurmctldPidFile={self.root / 'slurmctld.pid'}",
+                    f"SlurmdPidFile={self.root / 'slurmd.pid'}",
+                    f"SlurmctldLogFile={self.root / 'slurmctld.log'}",
+                    f"SlurmdLogFile={self.root / 'slurmd.log'}",
+                    "ProctrackType=proctrack/linuxproc",
+                    "TaskPlugin=task/none",
+                    "SelectType=select/cons_tres",
+                    "SelectTypeParameters=CR_CPU",
+                    "JobRequeue=1",
+                    "ReturnToService=2",
+                    "KillWait=5",
+                    "SchedulerType=sched/builtin",
+                    "MpiDefault=none",
+                    "JobAcctGatherType=jobacct_gather/none",
+                    "AccountingStorageType=accounting_storage/none",
+                    "SlurmctldTimeout=30",
+                    "SlurmdTimeout=30",
+                    "InactiveLimit=0",
+                    "MinJobAge=300",
+                    "MaxArraySize=1000",
+                    "SlurmctldDebug=info",
+                    "SlurmdDebug=info",
+                    f"{node} NodeAddr=127.0.0.1 State=UNKNOWN",
+                    f"PartitionName=debug Nodes={name} Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:4",
+                    "",
+                ]
+            )
+        )
 
     def _start(self, command: list[str], log: str) -> None:
         with open(self.root / log, "ab") as handle:
-            self.processes.append(subprocess.Popen(command, stdout=handle, stderr=subprocess.STDOUT,
-                                                   stdin=subprocess.DEVNULL, env={**os.environ, **self.env}))
+            self.processes.append(
+                subprocess.Popen(
+                    command,
+                    stdout=handle,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                    env={**os.environ, **self.env},
+                )
+            )
 
     def start(self) -> None:
         """Write the config and a key, start the daemons and wait until the node takes jobs."""
@@ -100,17 +131,28 @@ class SlurmCluster:
         subprocess.run([_tool("mungekey"), "--create", f"--keyfile={key}"], check=True, capture_output=True)
         key.chmod(0o600)
         munge.chmod(0o700)
-        self._start([_tool("munged"), "--foreground", "--force", f"--socket={munge / 'munge.socket'}",
-                     f"--key-file={key}", f"--pid-file={munge / 'munged.pid'}", f"--log-file={munge / 'munged.log'}",
-                     f"--seed-file={munge / 'munged.seed'}"], "munged.out")
+        self._start(
+            [
+                _tool("munged"),
+                "--foreground",
+                "--force",
+                f"--socket={munge / 'munge.socket'}",
+                f"--key-file={key}",
+                f"--pid-file={munge / 'munged.pid'}",
+                f"--log-file={munge / 'munged.log'}",
+                f"--seed-file={munge / 'munged.seed'}",
+            ],
+            "munged.out",
+        )
         self._wait(lambda: (munge / "munge.socket").exists(), "munged")
         self._start([_tool("slurmctld"), "-D", "-i", "-f", str(self.conf)], "slurmctld.out")
         self._start([_tool("slurmd"), "-D", "-f", str(self.conf)], "slurmd.out")
         self._wait(self._node_ready, "the node to come up")
 
     def _node_ready(self) -> bool:
-        found = subprocess.run(["sinfo", "-h", "-o", "%t"], capture_output=True, text=True,
-                               env={**os.environ, **self.env})
+        found = subprocess.run(
+            ["sinfo", "-h", "-o", "%t"], capture_output=True, text=True, env={**os.environ, **self.env}
+        )
         return found.returncode == 0 and found.stdout.strip() in ("idle", "mix", "alloc")
 
     def _wait(self, ready, what: str, seconds: float = 60) -> None:
@@ -118,8 +160,9 @@ class SlurmCluster:
         while not ready():
             dead = [p.args[0] for p in self.processes if p.poll() is not None]
             if dead or time.monotonic() > deadline:
-                logs = "\n".join(f"--- {p.name}\n{p.read_text()[-1500:]}" for p in sorted(self.root.glob("*.log*"))
-                                 if p.is_file())
+                logs = "\n".join(
+                    f"--- {p.name}\n{p.read_text()[-1500:]}" for p in sorted(self.root.glob("*.log*")) if p.is_file()
+                )
                 why = f"exited: {', '.join(dead)}" if dead else "timed out"
                 raise RuntimeError(f"waiting for {what}: {why}\n{logs}")
             time.sleep(0.2)
@@ -131,8 +174,13 @@ class SlurmCluster:
         if self.processes and all(p.poll() is None for p in self.processes):
             subprocess.run(["scancel", "--full", "--user", "root"], env=env, capture_output=True)
             try:
-                self._wait(lambda: not subprocess.run(["squeue", "-h"], env=env, capture_output=True,
-                                                      text=True).stdout.strip(), "the queue to drain", 60)
+                self._wait(
+                    lambda: (
+                        not subprocess.run(["squeue", "-h"], env=env, capture_output=True, text=True).stdout.strip()
+                    ),
+                    "the queue to drain",
+                    60,
+                )
             except RuntimeError:
                 pass  # stop the daemons all the same
         for process in reversed(self.processes):

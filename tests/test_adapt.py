@@ -26,8 +26,21 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 def vit_run(tmp_path_factory):
     """A tiny finished `oversmooth train` ViT run on the synthetic task."""
     out = tmp_path_factory.mktemp("run") / "vit"
-    run(RunSpec(task="synthetic", model="vit", epochs=2, depth=2, width=16, heads=2, batch_size=32,
-                out=str(out), device="cpu", progress=False, compile="off"))
+    run(
+        RunSpec(
+            task="synthetic",
+            model="vit",
+            epochs=2,
+            depth=2,
+            width=16,
+            heads=2,
+            batch_size=32,
+            out=str(out),
+            device="cpu",
+            progress=False,
+            compile="off",
+        )
+    )
     return out
 
 
@@ -47,8 +60,9 @@ def text_file(tmp_path_factory):
 
 
 def small(out, model, **settings):
-    return AdaptConfig(**{"model": str(model), "out": str(out), "steps": 4, "record_every": 2, "progress": False,
-                          **settings})
+    return AdaptConfig(
+        **{"model": str(model), "out": str(out), "steps": 4, "record_every": 2, "progress": False, **settings}
+    )
 
 
 def test_train_run_arms_share_weights_schedule_and_report_everything(vit_run, tmp_path):
@@ -71,6 +85,7 @@ def test_train_run_arms_share_weights_schedule_and_report_everything(vit_run, tm
     patched = ViT(cfg).eval()
     patched.load_state_dict(saved.state_dict())
     from oversmooth.train.task_factory import make_task
+
     task = make_task("synthetic", "vit")[0]
     images, labels = task.batch("val", torch.arange(task.size("val")))
     with torch.no_grad():
@@ -87,8 +102,10 @@ def test_train_run_arms_share_weights_schedule_and_report_everything(vit_run, tm
 
     # a finished adaptation rerun does nothing: same result, files untouched
     before = {p: p.stat().st_mtime_ns for p in (tmp_path / "a").rglob("*") if p.is_file()}
-    assert adapt(small(tmp_path / "a", vit_run, knobs=({"lam": 0.6}, {"lam": 1.0}), batch_size=16)).to_dict() \
+    assert (
+        adapt(small(tmp_path / "a", vit_run, knobs=({"lam": 0.6}, {"lam": 1.0}), batch_size=16)).to_dict()
         == result.to_dict()
+    )
     assert {p: p.stat().st_mtime_ns for p in (tmp_path / "a").rglob("*") if p.is_file()} == before
 
 
@@ -103,14 +120,15 @@ def test_control_arm_is_the_plain_continuation(vit_run, tmp_path):
     task = make_task("synthetic", "vit")[0]
     decay = [p for p in model.parameters() if p.ndim >= 2]
     rest = [p for p in model.parameters() if p.ndim < 2]
-    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": 0.05}, {"params": rest, "weight_decay": 0.0}],
-                                  lr=1e-4)
+    optimizer = torch.optim.AdamW(
+        [{"params": decay, "weight_decay": 0.05}, {"params": rest, "weight_decay": 0.0}], lr=1e-4
+    )
     lrs = [1e-4 * f for f in (1.0, 1.0, 0.75, 0.25)]  # warm-up 1 step, then cosine over 3: 1, (1 + cos(pi k/3)) / 2
     order = epoch_order(0, 0, task.size("train"))
     for step in range(4):
         for group in optimizer.param_groups:
             group["lr"] = lrs[step]
-        images, labels = task.batch("train", order[step * 16:(step + 1) * 16])
+        images, labels = task.batch("train", order[step * 16 : (step + 1) * 16])
         loss = F.cross_entropy(model(images), labels, label_smoothing=0.1)
         optimizer.zero_grad()
         loss.backward()
@@ -130,6 +148,7 @@ def test_causal_lm_objective_scores_as_transformers_does(text_file, tmp_path):
     # reference: transformers' own loss on the held-out blocks, rebuilt from the same text split
     from oversmooth.adapt.text_blocks import documents, token_blocks
     from oversmooth.hf.load import load
+
     loaded = load(str(model_dir), 6)
     blocks = token_blocks(loaded.tokenizer, documents(f"text:{text_file}")["val"], 16, extra=1, limit=6)
     reference = AutoModelForCausalLM.from_pretrained(model_dir).eval()
@@ -139,6 +158,7 @@ def test_causal_lm_objective_scores_as_transformers_does(text_file, tmp_path):
     assert result.control.start["loss"] == pytest.approx(loss.item(), rel=1e-5)
     # the patched model is saved with its patch: our loader re-applies it, plain transformers refuses
     from oversmooth.hf.patch import patch, patched_method
+
     saved = tmp_path / "a" / "arms" / "neutreno" / "model"
     again = load(str(saved), 2)
     assert patched_method(again.model) == "neutreno" and again.patch["knobs"] == {"lam": 0.6}
@@ -154,13 +174,16 @@ def test_distillation_of_a_headless_encoder_starts_where_the_patch_left_it(text_
     from transformers import AutoModel
 
     from oversmooth.hf.patch import patch
+
     model_dir = save_tiny("bert", tmp_path / "bert")
-    result = adapt(small(tmp_path / "a", model_dir, text=f"text:{text_file}", seq_len=16, eval_sequences=4,
-                         knobs=({"lam": 1.0},)))
+    result = adapt(
+        small(tmp_path / "a", model_dir, text=f"text:{text_file}", seq_len=16, eval_sequences=4, knobs=({"lam": 1.0},))
+    )
     assert result.objective == "distill"
     assert result.control.start["output_cosine"] == pytest.approx(1.0)
     from oversmooth.adapt.text_blocks import documents, token_blocks
     from oversmooth.hf.load import load
+
     blocks = token_blocks(load(str(model_dir), 4).tokenizer, documents(f"text:{text_file}")["val"], 16, limit=4)
     teacher = AutoModel.from_pretrained(model_dir).eval()
     student = patch(AutoModel.from_pretrained(model_dir).eval(), "neutreno", lam=1.0)
@@ -169,7 +192,8 @@ def test_distillation_of_a_headless_encoder_starts_where_the_patch_left_it(text_
     cosine = F.cosine_similarity(t.mean(1).double(), s.mean(1).double(), dim=-1).mean().item()
     assert result.arms["neutreno-lam1"].start["output_cosine"] == pytest.approx(cosine, rel=1e-5)
     assert result.arms["neutreno-lam1"].start["loss"] == pytest.approx(
-        (1 - F.cosine_similarity(s, t, dim=-1)).mean().item(), rel=1e-4)
+        (1 - F.cosine_similarity(s, t, dim=-1)).mean().item(), rel=1e-4
+    )
 
 
 def test_lora_trains_adapters_only_and_saves_them_merged(text_file, tmp_path):
@@ -216,14 +240,28 @@ def test_refusals_write_nothing(vit_run, tmp_path):
 
 def test_cli_exit_2_one_line_and_other_runs_folder_refused(vit_run, tmp_path):
     env = {**os.environ, "PYTHONPATH": str(SRC)}
-    base = [sys.executable, "-m", "oversmooth", "adapt", str(vit_run), "--steps", "2", "--batch-size", "16",
-            "--no-progress"]
-    done = subprocess.run([*base, "--out", str(tmp_path / "a"), "--lam", "0.6"], env=env, capture_output=True,
-                          text=True)
+    base = [
+        sys.executable,
+        "-m",
+        "oversmooth",
+        "adapt",
+        str(vit_run),
+        "--steps",
+        "2",
+        "--batch-size",
+        "16",
+        "--no-progress",
+    ]
+    done = subprocess.run(
+        [*base, "--out", str(tmp_path / "a"), "--lam", "0.6"], env=env, capture_output=True, text=True
+    )
     assert done.returncode == 0, done.stderr
     assert "neutreno-lam0.6" in done.stdout
-    for extra, words in ((["--lam", "0.2"], "another adaptation"), (["--steps", "-1"], "steps"),
-                         (["--omega", "0.1"], "attnscale")):
+    for extra, words in (
+        (["--lam", "0.2"], "another adaptation"),
+        (["--steps", "-1"], "steps"),
+        (["--omega", "0.1"], "attnscale"),
+    ):
         done = subprocess.run([*base, "--out", str(tmp_path / "a"), *extra], env=env, capture_output=True, text=True)
         assert done.returncode == 2 and words in done.stderr and "Traceback" not in done.stderr
         assert len(done.stderr.strip().splitlines()) == 1
@@ -235,12 +273,29 @@ def test_killed_adaptation_resumes_bit_identical(vit_run, tmp_path):
     import time
 
     env = {**os.environ, "PYTHONPATH": str(SRC)}
-    command = [sys.executable, "-m", "oversmooth", "adapt", str(vit_run), "--steps", "12", "--record-every", "3",
-               "--batch-size", "16", "--lam", "0.6", "--no-progress", "--threads", "1"]
+    command = [
+        sys.executable,
+        "-m",
+        "oversmooth",
+        "adapt",
+        str(vit_run),
+        "--steps",
+        "12",
+        "--record-every",
+        "3",
+        "--batch-size",
+        "16",
+        "--lam",
+        "0.6",
+        "--no-progress",
+        "--threads",
+        "1",
+    ]
     subprocess.run([*command, "--out", str(tmp_path / "whole")], env=env, check=True, capture_output=True)
     out = tmp_path / "killed"
-    process = subprocess.Popen([*command, "--out", str(out)], env=env, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        [*command, "--out", str(out)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     target = out / "arms" / "neutreno-lam0.6" / "checkpoint.pt"
     deadline = time.monotonic() + 120
     while not target.exists() and process.poll() is None and time.monotonic() < deadline:
@@ -248,15 +303,19 @@ def test_killed_adaptation_resumes_bit_identical(vit_run, tmp_path):
     process.send_signal(signal.SIGKILL)
     assert process.wait() == -signal.SIGKILL, "the adaptation ended before it could be killed"
     from oversmooth.train import load_checkpoint
+
     assert load_checkpoint(target)["step"] < 12 and not (out / "adapt.json").exists()
     subprocess.run([*command, "--out", str(out)], env=env, check=True, capture_output=True)
     from safetensors.torch import load_file
+
     for arm in ("control", "neutreno-lam0.6"):
         whole = load_file(tmp_path / "whole" / "arms" / arm / "model" / "model.safetensors")
         again = load_file(out / "arms" / arm / "model" / "model.safetensors")
         assert all(torch.equal(whole[k], again[k]) for k in whole)
-    rows = lambda folder: [{k: v for k, v in r.items()} for r in  # noqa: E731
-                           json.loads((folder / "adapt.json").read_text())["arms"]["neutreno-lam0.6"]["rows"]]
+    rows = lambda folder: [
+        {k: v for k, v in r.items()}
+        for r in json.loads((folder / "adapt.json").read_text())["arms"]["neutreno-lam0.6"]["rows"]  # noqa: E731
+    ]
     assert rows(tmp_path / "whole") == rows(out)
 
 
@@ -272,10 +331,12 @@ def test_a_trained_tiny_causal_lm_recovers_within_10_percent_of_its_control(text
     result = adapt(AdaptConfig(model=str(trained), out=str(tmp_path / "a"), knobs=({"lam": 0.6},), **common))
     arm, control = result.arms["neutreno-lam0.6"], result.control
     with capsys.disabled():
-        print(f"\nperplexity: unpatched {control.start['perplexity']:.2f}, patched {arm.start['perplexity']:.2f}, "
-              f"adapted {arm.val['perplexity']:.2f} vs control {control.val['perplexity']:.2f} (val); test "
-              f"{arm.test['perplexity']:.2f} vs {control.test['perplexity']:.2f}; last-layer cos_sim "
-              f"{arm.cos_sim_last:.3f} vs {control.cos_sim_last:.3f}")
+        print(
+            f"\nperplexity: unpatched {control.start['perplexity']:.2f}, patched {arm.start['perplexity']:.2f}, "
+            f"adapted {arm.val['perplexity']:.2f} vs control {control.val['perplexity']:.2f} (val); test "
+            f"{arm.test['perplexity']:.2f} vs {control.test['perplexity']:.2f}; last-layer cos_sim "
+            f"{arm.cos_sim_last:.3f} vs {control.cos_sim_last:.3f}"
+        )
     assert arm.start["perplexity"] > control.start["perplexity"]  # the patch did damage
     assert arm.val["perplexity"] <= 1.1 * control.val["perplexity"]
     assert arm.test["perplexity"] <= 1.1 * control.test["perplexity"]
@@ -289,6 +350,7 @@ def test_gradient_checkpointing_keeps_the_patched_gradients(kind, head):
     from hf_tiny import CONFIGS
 
     from oversmooth.hf.patch import patch
+
     ids = torch.randint(3, 50, (2, 12), generator=torch.Generator().manual_seed(1))
     grads = []
     for checkpointing in (False, True):
@@ -317,6 +379,7 @@ def test_a_patched_lora_arm_computes_what_its_merged_weights_patched_compute(kin
 
     from oversmooth.adapt.pretrained import PretrainedSource
     from oversmooth.hf.patch import patch
+
     folder = save_tiny(kind, tmp_path / kind)
     source = PretrainedSource(AdaptConfig(model=str(folder), text=f"text:{text_file}", seq_len=16, lora=2))
     arm = source.arm({"lam": 0.6}).eval()
@@ -334,11 +397,11 @@ def test_a_patched_lora_arm_computes_what_its_merged_weights_patched_compute(kin
 
 
 def test_a_model_wrapped_by_peft_is_discovered_through_its_adapters():
+    from hf_tiny import tiny_model
     from peft import LoraConfig, get_peft_model
 
-    from hf_tiny import tiny_model
-
     from oversmooth.hf import layout
+
     wrapped = get_peft_model(tiny_model("bert"), LoraConfig(r=2, target_modules=["query", "value"]))
     lay = layout(wrapped.get_base_model())
     assert type(lay.blocks[0].get_submodule(lay.family.value)).__module__.startswith("peft")
@@ -348,9 +411,17 @@ def test_masked_lm_objective_scores_as_transformers_does(text_file, tmp_path):
     from transformers import AutoModelForMaskedLM
 
     from oversmooth.adapt.pretrained import PretrainedSource
+
     folder = save_tiny_with_head("bert", tmp_path / "bert")
-    config = AdaptConfig(model=str(folder), text=f"text:{text_file}", seq_len=16, eval_sequences=6, steps=2,
-                         progress=False, out=str(tmp_path / "a"))
+    config = AdaptConfig(
+        model=str(folder),
+        text=f"text:{text_file}",
+        seq_len=16,
+        eval_sequences=6,
+        steps=2,
+        progress=False,
+        out=str(tmp_path / "a"),
+    )
     source = PretrainedSource(config)
     assert source.objective == "masked_lm"
     task = source.task()

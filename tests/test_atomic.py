@@ -11,10 +11,9 @@ from oversmooth.atomic import atomic_directory, atomic_write
 def test_failed_write_leaves_the_old_file_and_no_temporary(tmp_path):
     target = tmp_path / "r.json"
     target.write_text("old")
-    with pytest.raises(RuntimeError):
-        with atomic_write(target) as handle:
-            handle.write("half")
-            raise RuntimeError("killed")
+    with pytest.raises(RuntimeError), atomic_write(target) as handle:
+        handle.write("half")
+        raise RuntimeError("killed")
     assert target.read_text() == "old"
     assert os.listdir(tmp_path) == ["r.json"]
 
@@ -33,8 +32,7 @@ def test_files_get_the_umask_mode_not_0600(tmp_path):
 
 
 def test_failed_directory_leaves_the_target_untouched(tmp_path):
-    with pytest.raises(RuntimeError):
-        with atomic_directory(tmp_path / "out") as staging:
-            (staging / "part.csv").write_text("partial")
-            raise RuntimeError("bad input")
+    with pytest.raises(RuntimeError), atomic_directory(tmp_path / "out") as staging:
+        (staging / "part.csv").write_text("partial")
+        raise RuntimeError("bad input")
     assert os.listdir(tmp_path) == []

@@ -54,24 +54,57 @@ def refused(argv: list[str], capsys, root, *needles: str) -> str:
     return err
 
 
-TINY_VIT = ["train", "--task", "synthetic", "--model", "vit", "--epochs", "1", "--depth", "2", "--width", "16",
-            "--heads", "2", "--limit-train", "32", "--batch-size", "16", "--no-progress", "--compile", "off"]
+TINY_VIT = [
+    "train",
+    "--task",
+    "synthetic",
+    "--model",
+    "vit",
+    "--epochs",
+    "1",
+    "--depth",
+    "2",
+    "--width",
+    "16",
+    "--heads",
+    "2",
+    "--limit-train",
+    "32",
+    "--batch-size",
+    "16",
+    "--no-progress",
+    "--compile",
+    "off",
+]
 
 
-@pytest.mark.parametrize("method, knob, value", [("neutreno", "--lam", "1e30"),
-                                                 ("contranorm", "--contranorm-s", "1e30"),
-                                                 ("contranorm", "--contranorm-tau", "1e-300")])
+@pytest.mark.parametrize(
+    "method, knob, value",
+    [
+        ("neutreno", "--lam", "1e30"),
+        ("contranorm", "--contranorm-s", "1e30"),
+        ("contranorm", "--contranorm-tau", "1e-300"),
+    ],
+)
 def test_a_knob_that_overflows_a_new_model_is_named_not_trained(method, knob, value, tmp_path, capsys):
-    refused([*TINY_VIT, "--method", method, knob, value, "--out", str(tmp_path / "run")], capsys, tmp_path,
-            f"--method {method} {knob} {float(value):g}", "NaN or Inf")
+    refused(
+        [*TINY_VIT, "--method", method, knob, value, "--out", str(tmp_path / "run")],
+        capsys,
+        tmp_path,
+        f"--method {method} {knob} {float(value):g}",
+        "NaN or Inf",
+    )
 
 
 def test_a_knob_that_overflows_a_patched_model_is_named_not_the_weights():
     from hf_tiny import tiny_inputs, tiny_model
+
     from oversmooth.analyze.analysis import AnalysisSettings, run_analysis
 
-    for method, knobs, named in (("neutreno", {"lam": 1e30}, "neutreno lam=1e+30"),
-                                 ("contranorm", {"tau": 1e-300}, "tau=1e-300")):
+    for method, knobs, named in (
+        ("neutreno", {"lam": 1e30}, "neutreno lam=1e+30"),
+        ("contranorm", {"tau": 1e-300}, "tau=1e-300"),
+    ):
         settings = AnalysisSettings(methods=(method,), knobs={method: knobs}, attention_sequences=0)
         with pytest.raises(UsageError) as error:
             run_analysis(tiny_model("bert"), tiny_inputs("bert"), settings)
@@ -94,7 +127,7 @@ def corrupted(text: str, data) -> str:
     index = data.draw(st.integers(0, len(lines) - 1))
     kind = data.draw(st.sampled_from(["truncate", "drop", "retype"]))
     if kind == "truncate":
-        return text[:data.draw(st.integers(0, len(text) - 1))]
+        return text[: data.draw(st.integers(0, len(text) - 1))]
     table = json.loads(lines[index])
     key = data.draw(st.sampled_from(sorted(table)))
     if kind == "drop":
@@ -141,16 +174,14 @@ def test_report_on_a_damaged_study_or_results_file_exits_2_naming_it(study_cell,
 def test_a_run_refused_inside_its_lock_leaves_no_lock_file_or_folder(tmp_path):
     from oversmooth.train.run_lock import LOCK_FILE, run_lock
 
-    with pytest.raises(UsageError):
-        with run_lock(tmp_path / "new" / "run"):
-            assert (tmp_path / "new" / "run" / LOCK_FILE).is_file()
-            raise UsageError("refused")
+    with pytest.raises(UsageError), run_lock(tmp_path / "new" / "run"):
+        assert (tmp_path / "new" / "run" / LOCK_FILE).is_file()
+        raise UsageError("refused")
     assert list(tmp_path.iterdir()) == []
     (tmp_path / "old").mkdir()
     (tmp_path / "old" / "checkpoint.pt").write_text("x")
-    with pytest.raises(UsageError):
-        with run_lock(tmp_path / "old"):
-            raise UsageError("refused")
+    with pytest.raises(UsageError), run_lock(tmp_path / "old"):
+        raise UsageError("refused")
     assert [p.name for p in (tmp_path / "old").iterdir()] == ["checkpoint.pt"]
     with run_lock(tmp_path / "kept"):  # a run that goes on keeps its lock file (other runs flock it)
         pass
@@ -158,11 +189,19 @@ def test_a_run_refused_inside_its_lock_leaves_no_lock_file_or_folder(tmp_path):
 
 
 def test_a_study_whose_cells_would_fail_on_their_settings_is_refused_before_any_runs(tmp_path, capsys):
-    study = {"name": "tiny", "model": "vit", "tasks": ["synthetic"], "depths": [1, 2],
-             "methods": ["softmax", {"label": "neutreno", "lam": 0.5}],
-             "train": {"width": 8, "heads": 2, "epochs": 1, "probe_size": 8}}
-    for change, named in (({"patch_size": 5}, "patch_size (5) must divide"), ({"batch_size": 10**5}, "batch_size"),
-                          ({"seq_len": 8}, "seq_len applies to lm runs only")):
+    study = {
+        "name": "tiny",
+        "model": "vit",
+        "tasks": ["synthetic"],
+        "depths": [1, 2],
+        "methods": ["softmax", {"label": "neutreno", "lam": 0.5}],
+        "train": {"width": 8, "heads": 2, "epochs": 1, "probe_size": 8},
+    }
+    for change, named in (
+        ({"patch_size": 5}, "patch_size (5) must divide"),
+        ({"batch_size": 10**5}, "batch_size"),
+        ({"seq_len": 8}, "seq_len applies to lm runs only"),
+    ):
         path = tmp_path / "study.json"
         path.write_text(json.dumps({**study, "train": {**study["train"], **change}}))
         refused(["study", str(path), "--out", str(tmp_path / "out")], capsys, tmp_path, named)
@@ -170,19 +209,27 @@ def test_a_study_whose_cells_would_fail_on_their_settings_is_refused_before_any_
     refused(["study", str(path), "--out", str(tmp_path / "out")], capsys, tmp_path, "neutreno-s0", "lam 1e+30")
 
 
-@pytest.mark.parametrize("call", [
-    lambda m: m.measure([[[1.0, 2.0], [3.0, 4.0]]]), lambda m: m.cos_sim([[[1.0, 2.0]]]),
-    lambda m: m.t_sim(np.ones((2, 3, 4))), lambda m: m.attention_entropy([[[[1.0]]]]),
-    lambda m: m.measure(torch.randn(2, 3, 0, 5)), lambda m: m.measure(torch.randn(2, 3, 4, 0)),
-    lambda m: m.stable_rank(torch.randn(0, 4, 5)), lambda m: m.measure(torch.randn(2, 3, 4, 5), exclude=[0, 1, 2, -1]),
-])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda m: m.measure([[[1.0, 2.0], [3.0, 4.0]]]),
+        lambda m: m.cos_sim([[[1.0, 2.0]]]),
+        lambda m: m.t_sim(np.ones((2, 3, 4))),
+        lambda m: m.attention_entropy([[[[1.0]]]]),
+        lambda m: m.measure(torch.randn(2, 3, 0, 5)),
+        lambda m: m.measure(torch.randn(2, 3, 4, 0)),
+        lambda m: m.stable_rank(torch.randn(0, 4, 5)),
+        lambda m: m.measure(torch.randn(2, 3, 4, 5), exclude=[0, 1, 2, -1]),
+    ],
+)
 def test_the_python_api_refuses_lists_arrays_and_empty_sizes_with_one_usage_error(call):
     from oversmooth import metrics
 
     with pytest.raises(UsageError) as error:
         call(metrics)
-    assert "\n" not in str(error.value) and ("torch tensor" in str(error.value) or "at least 1" in str(error.value)
-                                             or "leaves no token" in str(error.value))
+    assert "\n" not in str(error.value) and (
+        "torch tensor" in str(error.value) or "at least 1" in str(error.value) or "leaves no token" in str(error.value)
+    )
 
 
 @pytest.fixture(scope="module")
@@ -204,14 +251,24 @@ def test_a_damaged_spec_or_study_file_exits_2_naming_it_and_writes_nothing(scrat
     for old in root.iterdir():
         shutil.rmtree(old) if old.is_dir() else old.unlink()
     spec = RunSpec("synthetic", "vit", 1, depth=1, width=8, heads=2, batch_size=16, out=str(root / "run"))
-    study = {"name": "tiny", "model": "vit", "tasks": ["synthetic"], "depths": [1], "methods": ["softmax"],
-             "train": {"width": 8, "heads": 2, "epochs": 1, "batch_size": 16}}
+    study = {
+        "name": "tiny",
+        "model": "vit",
+        "tasks": ["synthetic"],
+        "depths": [1],
+        "methods": ["softmax"],
+        "train": {"width": 8, "heads": 2, "epochs": 1, "batch_size": 16},
+    }
     kind = data.draw(st.sampled_from(["spec", "study"]))
     path = root / f"{kind}.json"
     path.write_text(corrupted(json.dumps(spec.to_dict() if kind == "spec" else study), data))
-    argv = (["train", "--spec", str(path)] if kind == "spec"
-            else ["study", str(path), "--out", str(root / "out"), "--dry-run"])
+    argv = (
+        ["train", "--spec", str(path)]
+        if kind == "spec"
+        else ["study", str(path), "--out", str(root / "out"), "--dry-run"]
+    )
     before = sorted(root.rglob("*"))
+
     class Reached(Exception):
         """Past every check, at the training itself (stubbed out)."""
 

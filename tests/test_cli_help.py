@@ -30,8 +30,7 @@ def test_the_list_here_is_every_subcommand():
 
 @pytest.mark.parametrize("args", [["--help"], *([command, "--help"] for command in COMMANDS)], ids=" ".join)
 def test_help_imports_no_torch(args):
-    result = subprocess.run([sys.executable, "-c", HELP.format(args=args)], capture_output=True, text=True,
-                            timeout=120)
+    result = subprocess.run([sys.executable, "-c", HELP.format(args=args)], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     *help_text, last = result.stdout.splitlines()
     assert "usage: oversmooth" in "\n".join(help_text)

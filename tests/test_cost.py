@@ -15,15 +15,15 @@ def test_attention_and_linear_flops_on_the_cpu():
 
 
 def test_activation_bytes_count_each_saved_storage_once():
-    x = torch.randn(100, requires_grad=True)   # a leaf that requires grad: a parameter-like input
-    y = x * 2                                  # saved by nothing (scalar multiply keeps no tensor)
+    x = torch.randn(100, requires_grad=True)  # a leaf that requires grad: a parameter-like input
+    y = x * 2  # saved by nothing (scalar multiply keeps no tensor)
     assert activation_bytes(lambda: (y * y).sum()) == 100 * 4  # y, saved twice, counted once
     assert activation_bytes(lambda: (x * x).sum()) == 0
 
 
 def test_traffic_counts_elementwise_operands_and_skips_matmuls_and_views():
     a, b = torch.randn(10, 20), torch.randn(10, 20)
-    assert traffic_bytes(lambda: a + b) == 3 * 200 * 4                # two reads, one write
-    assert traffic_bytes(lambda: a + b[:1]) == (200 + 20 + 200) * 4   # a broadcast row is read once
-    assert traffic_bytes(lambda: a.T.sum(0)) == (200 + 10) * 4        # the view is free
-    assert traffic_bytes(lambda: a @ b.T) == 0                        # counted by flops instead
+    assert traffic_bytes(lambda: a + b) == 3 * 200 * 4  # two reads, one write
+    assert traffic_bytes(lambda: a + b[:1]) == (200 + 20 + 200) * 4  # a broadcast row is read once
+    assert traffic_bytes(lambda: a.T.sum(0)) == (200 + 10) * 4  # the view is free
+    assert traffic_bytes(lambda: a @ b.T) == 0  # counted by flops instead

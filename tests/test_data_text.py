@@ -4,8 +4,18 @@ import numpy as np
 import pytest
 
 from oversmooth.data import (
-    END_OF_TEXT, NOVELS, Document, blocks, cached_tokenizer, default_austen_dir, load_austen,
-    passages, read_text_files, split_documents, token_stream, train_tokenizer,
+    END_OF_TEXT,
+    NOVELS,
+    Document,
+    blocks,
+    cached_tokenizer,
+    default_austen_dir,
+    load_austen,
+    passages,
+    read_text_files,
+    split_documents,
+    token_stream,
+    train_tokenizer,
 )
 from oversmooth.errors import UsageError
 

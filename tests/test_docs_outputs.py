@@ -61,7 +61,7 @@ def fences(name: str, text: str) -> list[Fence]:
             end = next((j for j in range(i + 1, len(lines)) if re.fullmatch(rf"`{{{ticks},}}\s*", lines[j])), None)
             assert end is not None, f"{name}:{i + 1}: a fenced block that never closes"
             above = next((line for line in reversed(lines[:i]) if line.strip()), "")
-            found.append(Fence(name, i + 1, opening.group(2).strip(), above, tuple(lines[i + 1:end])))
+            found.append(Fence(name, i + 1, opening.group(2).strip(), above, tuple(lines[i + 1 : end])))
             i = end
         i += 1
     return found
@@ -76,20 +76,25 @@ def misfiled(fence: Fence) -> str | None:
         return "<!-- output: ... --> must be followed by a ```text block"
     if fence.language in NOT_OUTPUT:
         return None
-    return (f"a fenced block tagged {fence.language!r}: tag it {', '.join(sorted(NOT_OUTPUT))}, or paste "
-            "output as ```text after <!-- output: COMMAND --> so that tests/test_docs_outputs.py checks it")
+    return (
+        f"a fenced block tagged {fence.language!r}: tag it {', '.join(sorted(NOT_OUTPUT))}, or paste "
+        "output as ```text after <!-- output: COMMAND --> so that tests/test_docs_outputs.py checks it"
+    )
 
 
 def pasted(fence_list: list[Fence]) -> list[Pasted]:
-    return [Pasted(f"{f.page}:{f.line}", m.group(2), bool(m.group(1)), f.lines)
-            for f in fence_list if f.language == "text" and (m := MARKER.fullmatch(f.above.strip()))]
+    return [
+        Pasted(f"{f.page}:{f.line}", m.group(2), bool(m.group(1)), f.lines)
+        for f in fence_list
+        if f.language == "text" and (m := MARKER.fullmatch(f.above.strip()))
+    ]
 
 
 def is_excerpt(block: tuple[str, ...], printed: str) -> bool:
     """True when ``block`` is a run of consecutive lines of ``printed`` (trailing spaces ignored)."""
     want = [line.rstrip() for line in block]
     have = [line.rstrip() for line in printed.splitlines()]
-    return bool(want) and any(have[i:i + len(want)] == want for i in range(len(have) - len(want) + 1))
+    return bool(want) and any(have[i : i + len(want)] == want for i in range(len(have) - len(want) + 1))
 
 
 @functools.cache
@@ -97,11 +102,21 @@ def printed(command: str) -> str:
     """stdout of ``command`` (``oversmooth ...``), run from a fresh temporary folder."""
     argv = shlex.split(command)
     assert argv[0] == "oversmooth", f"pasted output must come from an `oversmooth` command, not {command!r}"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "src"), os.environ.get("PYTHONPATH")])),
-           "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "src"), os.environ.get("PYTHONPATH")])),
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+    }
     with tempfile.TemporaryDirectory() as folder:
-        done = subprocess.run([sys.executable, "-m", "oversmooth", *argv[1:]], cwd=folder, env=env,
-                              capture_output=True, text=True, timeout=900)
+        done = subprocess.run(
+            [sys.executable, "-m", "oversmooth", *argv[1:]],
+            cwd=folder,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
     assert done.returncode == 0, f"`{command}` exited {done.returncode}: {done.stderr[-2000:]}"
     return done.stdout
 
@@ -116,13 +131,14 @@ def test_every_fenced_block_is_checked_output_or_says_what_it_is():
     assert not wrong, "\n".join(wrong)
 
 
-@pytest.mark.parametrize("block", [pytest.param(p, marks=[pytest.mark.slow] if p.slow else [], id=p.where)
-                                   for p in PASTED])
+@pytest.mark.parametrize(
+    "block", [pytest.param(p, marks=[pytest.mark.slow] if p.slow else [], id=p.where) for p in PASTED]
+)
 def test_pasted_output_is_what_the_command_prints(block):
     out = printed(block.command)
     assert is_excerpt(block.lines, out), (
-        f"{block.where}: the block is not what `{block.command}` prints now; paste its current "
-        f"output:\n{out}")
+        f"{block.where}: the block is not what `{block.command}` prints now; paste its current output:\n{out}"
+    )
 
 
 def test_the_readme_shows_what_make_demo_runs():
@@ -141,8 +157,10 @@ def test_a_changed_number_or_a_gap_is_caught():
 
 
 def test_the_convention_is_enforced_on_a_made_up_page():
-    page = ("<!-- output: oversmooth --version -->\n```text\noversmooth 0.0.0\n```\n\n"
-            "```\n1.0 2.0\n```\n\n```text\nunmarked\n```\n")
+    page = (
+        "<!-- output: oversmooth --version -->\n```text\noversmooth 0.0.0\n```\n\n"
+        "```\n1.0 2.0\n```\n\n```text\nunmarked\n```\n"
+    )
     found = fences("made-up.md", page)
     assert [misfiled(f) is None for f in found] == [True, False, False]
     (stale,) = pasted(found)

@@ -4,10 +4,9 @@ import csv
 import json
 
 import pytest
-
 import torch
-
 from hf_tiny import WORDS, save_tiny, tiny_model, tiny_tokenizer, write_images
+
 from oversmooth.cli import main
 from oversmooth.hf.patch import supported_methods
 
@@ -29,8 +28,12 @@ def test_text_analysis_writes_every_output(kind, tmp_path, capsys):
     assert "cos:neutreno" in printed and "verdict" in printed and "dcos:attn" in printed
     assert "predicted" not in printed
     stages = list(csv.DictReader(open(out / "sublayers.csv")))
-    assert len(stages) == {"bert": 2 * 4, "gpt2": 2 * 2 + 1, "llama": 2 * 2 + 1, "phi": 2 * 2 + 1,
-                           "albert": 2 * 4, "t5": 2 * 2 + 1}[kind]
+    assert (
+        len(stages)
+        == {"bert": 2 * 4, "gpt2": 2 * 2 + 1, "llama": 2 * 2 + 1, "phi": 2 * 2 + 1, "albert": 2 * 4, "t5": 2 * 2 + 1}[
+            kind
+        ]
+    )
     methods = {"baseline", *supported_methods(tiny_model(kind))}  # every method that can patch it
     assert {r["method"] for r in csv.DictReader(open(out / "quality.csv"))} == methods
     rows = list(csv.DictReader(open(out / "metrics.csv")))
@@ -52,8 +55,23 @@ def test_image_folder_analysis(tmp_path):
     model_dir = save_tiny("vit", tmp_path / "vit")
     images = write_images(tmp_path / "images", 3, size=(20, 24))
     out = tmp_path / "out"
-    assert main(["analyze", str(model_dir), "--images", str(images), "--methods", "neutreno",
-                 "--lam", "0.4", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "analyze",
+                str(model_dir),
+                "--images",
+                str(images),
+                "--methods",
+                "neutreno",
+                "--lam",
+                "0.4",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     rows = list(csv.DictReader(open(out / "metrics.csv")))
     assert len(rows) == 2 * 3
 
@@ -61,11 +79,14 @@ def test_image_folder_analysis(tmp_path):
 def test_builtin_fashion_mnist_images(tmp_path):
     pytest.importorskip("oversmooth.data.idx", reason="needs oversmooth.data (Fashion-MNIST reader) merged")
     from oversmooth.data.fashion_mnist import DEFAULT_DIR
+
     if not (DEFAULT_DIR / "t10k-images-idx3-ubyte.gz").is_file():
         pytest.skip(f"Fashion-MNIST not installed at {DEFAULT_DIR}")
     model_dir = save_tiny("deit", tmp_path / "deit")
-    assert main(["analyze", str(model_dir), "--methods", "none", "--max-sequences", "2",
-                 "--out", str(tmp_path / "out")]) == 0
+    assert (
+        main(["analyze", str(model_dir), "--methods", "none", "--max-sequences", "2", "--out", str(tmp_path / "out")])
+        == 0
+    )
 
 
 def expect_usage_error(capsys, argv, out, match):
@@ -114,14 +135,16 @@ def test_bad_inputs_exit_2_and_write_nothing(bert_dir, tmp_path, capsys, monkeyp
 
 def test_unreadable_image_and_refused_family(tmp_path, capsys):
     from transformers import SwinConfig, SwinModel
+
     vit_dir = save_tiny("vit", tmp_path / "vit")
     images = tmp_path / "images"
     images.mkdir()
     (images / "broken.png").write_bytes(b"not a png")
     out = tmp_path / "out"
     expect_usage_error(capsys, [str(vit_dir), "--images", str(images)], out, "cannot read image")
-    SwinModel(SwinConfig(embed_dim=16, depths=[2], num_heads=[2], image_size=16, patch_size=4,
-                         window_size=2)).save_pretrained(tmp_path / "swin")
+    SwinModel(
+        SwinConfig(embed_dim=16, depths=[2], num_heads=[2], image_size=16, patch_size=4, window_size=2)
+    ).save_pretrained(tmp_path / "swin")
     expect_usage_error(capsys, [str(tmp_path / "swin")], out, "Swin is not supported: Swin attends within")
 
 
@@ -132,6 +155,7 @@ def test_failure_while_writing_leaves_out_untouched(bert_dir, tmp_path, capsys, 
 
     def broken_plot(*args):
         raise RuntimeError("disk full")
+
     monkeypatch.setattr("oversmooth.analyze.report.plot_metric", broken_plot)
     with pytest.raises(RuntimeError):
         main(["analyze", str(bert_dir), "--text", TEXT, "--out", str(out), "--methods", "none", *FAST])
@@ -141,9 +165,27 @@ def test_failure_while_writing_leaves_out_untouched(bert_dir, tmp_path, capsys, 
 def test_rank_sequences_takes_the_ranks_over_the_first_sequences_only(bert_dir, tmp_path):
     """The ranks with --rank-sequences 1 equal a whole analysis of the first sequence alone;
     the other measures still see all three sequences."""
+
     def table(out, *flags):
-        assert main(["analyze", str(bert_dir), "--text", TEXT, "--out", str(out), "--methods", "none",
-                     "--attention-sequences", "0", *FAST, *flags]) == 0
+        assert (
+            main(
+                [
+                    "analyze",
+                    str(bert_dir),
+                    "--text",
+                    TEXT,
+                    "--out",
+                    str(out),
+                    "--methods",
+                    "none",
+                    "--attention-sequences",
+                    "0",
+                    *FAST,
+                    *flags,
+                ]
+            )
+            == 0
+        )
         return list(csv.DictReader(open(out / "metrics.csv")))
 
     sampled = table(tmp_path / "sampled", "--rank-sequences", "1")
@@ -157,15 +199,37 @@ def test_rank_sequences_takes_the_ranks_over_the_first_sequences_only(bert_dir, 
 def test_ranks_default_to_the_first_eight_sequences(bert_dir, tmp_path):
     """Nine sequences: by default the ranks are those of --rank-sequences 8, and report.md says
     so; --rank-sequences 0 takes every sequence."""
+
     def run(out, *flags):
-        assert main(["analyze", str(bert_dir), "--text", " ".join(WORDS * 6), "--out", str(out),
-                     "--methods", "none", "--attention-sequences", "0", "--max-sequences", "9",
-                     "--max-length", "16", *flags]) == 0
+        assert (
+            main(
+                [
+                    "analyze",
+                    str(bert_dir),
+                    "--text",
+                    " ".join(WORDS * 6),
+                    "--out",
+                    str(out),
+                    "--methods",
+                    "none",
+                    "--attention-sequences",
+                    "0",
+                    "--max-sequences",
+                    "9",
+                    "--max-length",
+                    "16",
+                    *flags,
+                ]
+            )
+            == 0
+        )
         return list(csv.DictReader(open(out / "metrics.csv"))), (out / "report.md").read_text()
 
     (default, report), (eight, _), (every, every_report) = (
-        run(tmp_path / "default"), run(tmp_path / "eight", "--rank-sequences", "8"),
-        run(tmp_path / "every", "--rank-sequences", "0"))
+        run(tmp_path / "default"),
+        run(tmp_path / "eight", "--rank-sequences", "8"),
+        run(tmp_path / "every", "--rank-sequences", "0"),
+    )
     assert "9 sequences" in report and "effective_rank, stable_rank: first 8 of 9 sequences" in report
     assert "effective_rank, stable_rank: every sequence" in every_report
     for a, b, c in zip(default, eight, every):
@@ -177,8 +241,14 @@ def test_help_names_every_kind_of_model_input(capsys):
     with pytest.raises(SystemExit):
         main(["analyze", "--help"])
     text = " ".join(capsys.readouterr().out.split())
-    for words in ("hub-style local folder", "GGUF file (.gguf)", "installed model package", "--device",
-                  "--dtype", "--device-map"):
+    for words in (
+        "hub-style local folder",
+        "GGUF file (.gguf)",
+        "installed model package",
+        "--device",
+        "--dtype",
+        "--device-map",
+    ):
         assert words in text, words
 
 
@@ -188,8 +258,9 @@ def test_device_and_dtype(bert_dir, tmp_path, capsys):
     import torch
 
     def cos(out, *flags):
-        assert main(["analyze", str(bert_dir), "--text", TEXT, "--out", str(out), "--methods", "none", *FAST,
-                     *flags]) == 0
+        assert (
+            main(["analyze", str(bert_dir), "--text", TEXT, "--out", str(out), "--methods", "none", *FAST, *flags]) == 0
+        )
         return [float(r["cos_sim"]) for r in csv.DictReader(open(out / "metrics.csv"))]
 
     plain, half = cos(tmp_path / "f32", "--device", "cpu"), cos(tmp_path / "bf16", "--dtype", "bfloat16")
@@ -200,8 +271,9 @@ def test_device_and_dtype(bert_dir, tmp_path, capsys):
     if not torch.cuda.is_available():
         expect_usage_error(capsys, [str(bert_dir), "--device", "cuda"], out, "no CUDA GPU is available")
     expect_usage_error(capsys, [str(bert_dir), "--dtype", "float8"], out, "unknown dtype 'float8'")
-    expect_usage_error(capsys, [str(bert_dir), "--device", "cpu", "--device-map", "auto"], out,
-                       "leave --device at auto")
+    expect_usage_error(
+        capsys, [str(bert_dir), "--device", "cpu", "--device-map", "auto"], out, "leave --device at auto"
+    )
 
 
 class Reached(Exception):
@@ -214,10 +286,13 @@ ALL_PATCHABLE = ("attnscale", "neutreno", "featscale", "deescalate", "contranorm
 PARALLEL = ("attnscale", "neutreno", "featscale", "deescalate")
 
 
-@pytest.mark.parametrize("kind, methods, exclude", [("bert", ALL_PATCHABLE, ()), ("gpt2", ALL_PATCHABLE, (0,)),
-                                                    ("phi", PARALLEL, (0,)), ("vit", ALL_PATCHABLE, ())])
-def test_the_cli_and_the_python_api_choose_the_same_methods_positions_and_inputs(kind, methods, exclude, tmp_path,
-                                                                                   monkeypatch):
+@pytest.mark.parametrize(
+    "kind, methods, exclude",
+    [("bert", ALL_PATCHABLE, ()), ("gpt2", ALL_PATCHABLE, (0,)), ("phi", PARALLEL, (0,)), ("vit", ALL_PATCHABLE, ())],
+)
+def test_the_cli_and_the_python_api_choose_the_same_methods_positions_and_inputs(
+    kind, methods, exclude, tmp_path, monkeypatch
+):
     from oversmooth.analyze.analysis import AnalysisSettings
     from oversmooth.analyze.inputs import analysis_inputs
     from oversmooth.hf.load import load
@@ -246,6 +321,7 @@ def test_the_cli_and_the_python_api_choose_the_same_methods_positions_and_inputs
 
 def test_the_python_api_with_defaults_patches_only_what_fits_and_leaves_out_a_causal_lms_first_token():
     from hf_tiny import tiny_inputs
+
     from oversmooth.analyze.analysis import BASELINE, run_analysis
 
     analysis = run_analysis(tiny_model("phi"), tiny_inputs("phi"))

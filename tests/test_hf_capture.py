@@ -2,8 +2,8 @@
 
 import pytest
 import torch
-
 from hf_tiny import TINY_FAMILIES, tiny_inputs, tiny_model
+
 from oversmooth.errors import UsageError
 from oversmooth.hf import layout
 from oversmooth.hf.capture import capture, merge_heads
@@ -20,7 +20,9 @@ def captured(request):
 
 def test_attention_residual_add(captured):
     _, _, _, cache = captured
-    for pre, out, mid in zip(cache.layer_stack("resid_pre"), cache.layer_stack("attn_out"), cache.layer_stack("resid_mid")):
+    for pre, out, mid in zip(
+        cache.layer_stack("resid_pre"), cache.layer_stack("attn_out"), cache.layer_stack("resid_mid")
+    ):
         torch.testing.assert_close(pre + out, mid, atol=ATOL, rtol=0)
 
 
@@ -44,7 +46,7 @@ def test_weights_reproduce_values_and_attn_out(captured):
         v = cache.layer_stack("v")[layer]
         for head in range(lay.heads):
             kv = head // groups
-            expected = projected[..., kv * lay.head_dim:(kv + 1) * lay.head_dim]
+            expected = projected[..., kv * lay.head_dim : (kv + 1) * lay.head_dim]
             torch.testing.assert_close(v[:, head], expected, atol=ATOL, rtol=0)
         out_bias = lay.module(layer, "out_proj").bias
         expected_out = merge_heads(cache.layer_stack("z")[layer]) @ lay.out_weight(layer)
@@ -78,8 +80,7 @@ def test_norm_hooks_are_the_norms_inputs_and_outputs(kind):
     model, inputs = tiny_model(kind), tiny_inputs(kind)
     lay = layout(model)
     post_ln, final = lay.family.out_norm is not None, lay.family.final_norm is not None
-    hooks = ("resid_mid", "resid_post", "mid_norm_out", *(("out_norm_in",) * post_ln),
-             *(("final_norm_out",) * final))
+    hooks = ("resid_mid", "resid_post", "mid_norm_out", *(("out_norm_in",) * post_ln), *(("final_norm_out",) * final))
     outputs, cache = capture(model, inputs, hooks=hooks)
     for layer, (mid, normed) in enumerate(zip(cache.layer_stack("resid_mid"), cache.layer_stack("mid_norm_out"))):
         torch.testing.assert_close(normed, lay.module(layer, "mid_norm")(mid), atol=0, rtol=0)

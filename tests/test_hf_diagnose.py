@@ -6,8 +6,8 @@ from collections import Counter
 import numpy as np
 import pytest
 import torch
-
 from hf_tiny import tiny_inputs, tiny_model
+
 from oversmooth.analyze.diagnose import LayerSpectrum, add_dynamics, spectra
 from oversmooth.hf import layout
 from oversmooth.hf.capture import capture
@@ -19,7 +19,7 @@ def numpy_parts(model, kind, layer):
     block = layout(model).blocks[layer]
     if kind == "gpt2":
         d = model.config.n_embd
-        w_v = block.attn.c_attn.weight.detach().numpy()[:, 2 * d:]
+        w_v = block.attn.c_attn.weight.detach().numpy()[:, 2 * d :]
         w_o = block.attn.c_proj.weight.detach().numpy()
         gamma = block.ln_1.weight.detach().numpy()
     elif kind == "llama":
@@ -27,8 +27,9 @@ def numpy_parts(model, kind, layer):
         dh = cfg.hidden_size // cfg.num_attention_heads
         kv = block.self_attn.v_proj.weight.detach().numpy().T  # [d, kv_heads * dh]
         groups = cfg.num_attention_heads // cfg.num_key_value_heads
-        w_v = np.concatenate([kv[:, (h // groups) * dh:(h // groups + 1) * dh]
-                              for h in range(cfg.num_attention_heads)], axis=1)
+        w_v = np.concatenate(
+            [kv[:, (h // groups) * dh : (h // groups + 1) * dh] for h in range(cfg.num_attention_heads)], axis=1
+        )
         w_o = block.self_attn.o_proj.weight.detach().numpy().T
         gamma = block.input_layernorm.weight.detach().numpy()
     else:  # bert: post-LN, nothing folded
@@ -111,8 +112,9 @@ def test_dynamics_match_a_naive_loop_over_sequences_and_heads(kind):
         per_sequence = [naive_verdict(layer_c, o) for o in layer_o]
         assert dynamics["verdict_counts"] == dict(Counter(per_sequence))
         assert dynamics["verdict"] == (per_sequence[0] if per_sequence[0] == per_sequence[1] else "mixed")
-        assert dynamics["head_verdict_counts"] == dict(Counter(
-            v for head in dynamics["heads"] for v in head["verdicts"]))
+        assert dynamics["head_verdict_counts"] == dict(
+            Counter(v for head in dynamics["heads"] for v in head["verdicts"])
+        )
         assert (dynamics["sequences"], dynamics["tolerance"]) == (2, 1e-3)
         assert json.loads(json.dumps(spectrum.to_dict()))["dynamics"] == dynamics
 
@@ -137,7 +139,7 @@ def test_sequences_vote_and_a_tie_is_mixed():
 
     two = verdict([0, 1])
     assert two["verdict"] == "mixed" and two["verdict_counts"] == {"smoothing": 1, "sharpening": 1}
-    assert two["o"] == pytest.approx([1.0, 9.01 ** 0.5]) and two["c"] == pytest.approx(5.21 ** 0.5)
+    assert two["o"] == pytest.approx([1.0, 9.01**0.5]) and two["c"] == pytest.approx(5.21**0.5)
     three = verdict([0, 1, 2])
     assert three["verdict"] == "smoothing" and three["verdict_counts"] == {"smoothing": 2, "sharpening": 1}
     assert three["o"][2] == pytest.approx(1.0)
@@ -149,6 +151,7 @@ def test_norm_gain_is_read_from_what_the_norm_does():
     from transformers.models.gemma.modeling_gemma import GemmaRMSNorm
 
     from oversmooth.analyze.diagnose import norm_gain
+
     torch.manual_seed(0)
     for size in (6, 7):
         layer_norm = torch.nn.LayerNorm(size)
@@ -163,6 +166,7 @@ def test_norm_gain_is_read_from_what_the_norm_does():
         class Doubled(torch.nn.LayerNorm):
             def forward(self, x):
                 return 2 * super().forward(x)
+
         doubled = Doubled(size)
         with torch.no_grad():
             doubled.weight.copy_(torch.randn(size))
@@ -185,6 +189,7 @@ def test_analysis_lambda2_matches_numpy_whether_or_not_it_shares_the_verdicts_ei
             keep = cache.mask[b].clone()
             keep[list(exclude)] = False
             blocks = pattern[b][:, keep][:, :, keep].double().numpy()
-            per_sequence.append(np.mean([sorted(np.abs(np.linalg.eigvals(a / a.sum(1, keepdims=True))))[-2]
-                                         for a in blocks]))
+            per_sequence.append(
+                np.mean([sorted(np.abs(np.linalg.eigvals(a / a.sum(1, keepdims=True))))[-2] for a in blocks])
+            )
         assert table["attn_lambda2"].iloc[layer] == pytest.approx(np.mean(per_sequence), rel=1e-9)

@@ -5,8 +5,8 @@ and context against the attention pattern, zero-knob patches bit-identical, unpa
 import pytest
 import torch
 import transformers as tf
-
 from hf_tiny import ALL_FAMILIES, CONFIGS, ENCODER_DECODER, VISION, perturb, tiny_inputs
+
 from oversmooth.errors import UsageError
 from oversmooth.hf import layout
 from oversmooth.hf.capture import capture, merge_heads
@@ -17,10 +17,14 @@ ATOL = 1e-5
 POST = ("bert", "roberta", "xlm_roberta", "electra", "albert", "distilbert", "opt_post", "bart")
 PARALLEL = ("phi", "gpt_neox")
 # kind -> (residual wiring, causal, output_hidden_states[-1]), as the models' source code has them
-EXPECTED = {kind: ("post" if kind in POST else "parallel" if kind in PARALLEL else "pre",
-                   kind not in POST[:6] + VISION + ENCODER_DECODER,
-                   "no final norm" if kind in POST else "before final norm" if kind in VISION
-                   else "after final norm") for kind in ALL_FAMILIES}
+EXPECTED = {
+    kind: (
+        "post" if kind in POST else "parallel" if kind in PARALLEL else "pre",
+        kind not in POST[:6] + VISION + ENCODER_DECODER,
+        "no final norm" if kind in POST else "before final norm" if kind in VISION else "after final norm",
+    )
+    for kind in ALL_FAMILIES
+}
 # the attention branch ends after the output projection: a post-attention norm, a layer scale
 BRANCH_END = {"gemma2": "post_attention_layernorm", "gemma3": "post_attention_layernorm", "dinov2": "layer_scale1"}
 MASKED_LM = ("bert", "roberta", "xlm_roberta", "electra", "albert", "distilbert")
@@ -30,8 +34,11 @@ def head_class(kind: str):
     """The class whose logits the patches must keep: causal LM, masked LM, image classifier, or
     the base model (T5 / BART: their encoder)."""
     if kind in VISION:  # DeiT has two classifiers, so the auto class cannot choose
-        return {"vit": tf.ViTForImageClassification, "deit": tf.DeiTForImageClassification,
-                "dinov2": tf.Dinov2ForImageClassification}[kind]
+        return {
+            "vit": tf.ViTForImageClassification,
+            "deit": tf.DeiTForImageClassification,
+            "dinov2": tf.Dinov2ForImageClassification,
+        }[kind]
     if kind in MASKED_LM:
         return tf.AutoModelForMaskedLM
     return tf.AutoModel if kind in ENCODER_DECODER else tf.AutoModelForCausalLM
@@ -92,7 +99,9 @@ def test_attention_residual_add(loaded):
     so their check is that the block output is resid_mid plus the MLP branch."""
     kind, model, inputs = loaded
     _, cache = capture(model, inputs)
-    for pre, out, mid in zip(cache.layer_stack("resid_pre"), cache.layer_stack("attn_out"), cache.layer_stack("resid_mid")):
+    for pre, out, mid in zip(
+        cache.layer_stack("resid_pre"), cache.layer_stack("attn_out"), cache.layer_stack("resid_mid")
+    ):
         torch.testing.assert_close(pre + out, mid, atol=ATOL, rtol=0)
     if kind in PARALLEL:
         lay = layout(model)
@@ -100,8 +109,9 @@ def test_attention_residual_add(loaded):
             block = lay.blocks[layer]
             norm = block.post_attention_layernorm if kind == "gpt_neox" else block.input_layernorm
             with torch.no_grad():
-                torch.testing.assert_close(mid + block.mlp(norm(cache.layer_stack("resid_pre")[layer])), post,
-                                           atol=ATOL, rtol=0)
+                torch.testing.assert_close(
+                    mid + block.mlp(norm(cache.layer_stack("resid_pre")[layer])), post, atol=ATOL, rtol=0
+                )
 
 
 def test_values_context_and_output_projection(loaded):
@@ -122,7 +132,7 @@ def test_values_context_and_output_projection(loaded):
             projected = x @ lay.value_weight(layer) + (0 if bias is None else bias)
             for head in range(lay.heads):
                 kv = head // groups
-                expected = projected[..., kv * lay.head_dim:(kv + 1) * lay.head_dim]
+                expected = projected[..., kv * lay.head_dim : (kv + 1) * lay.head_dim]
                 torch.testing.assert_close(v[:, head], expected, atol=ATOL, rtol=0)
             out_bias = lay.module(layer, "out_proj").bias
             out = merge_heads(z) @ lay.out_weight(layer) + (0 if out_bias is None else out_bias)
@@ -163,7 +173,9 @@ def test_context_methods_match_naive_reference(loaded):
     _, cache = capture(model, inputs, pattern=True)
     unpatch(model)
     v1 = cache["blocks.0.attn.hook_v"]
-    for layer, (a, v, z) in enumerate(zip(cache.layer_stack("pattern"), cache.layer_stack("v"), cache.layer_stack("z"))):
+    for layer, (a, v, z) in enumerate(
+        zip(cache.layer_stack("pattern"), cache.layer_stack("v"), cache.layer_stack("z"))
+    ):
         expected = a @ v + (0.3 * (v1 - v) if layer > 0 else 0)
         torch.testing.assert_close(z, expected, atol=ATOL, rtol=0)
     omega = torch.linspace(-0.5, 1.0, lay.heads)
@@ -189,7 +201,9 @@ def test_output_methods_match_naive_reference(loaded):
         for layer in range(cache.depth):
             bias = lay.module(layer, "out_proj").bias
             with torch.no_grad():
-                plain = merge_heads(cache.layer_stack("z")[layer]) @ lay.out_weight(layer) + (0 if bias is None else bias)
+                plain = merge_heads(cache.layer_stack("z")[layer]) @ lay.out_weight(layer) + (
+                    0 if bias is None else bias
+                )
                 if lay.family.attn_out != lay.family.out_proj:
                     plain = lay.module(layer, "attn_out")(plain)
             dc = naive_mean(plain, cache.mask, lay.family.causal)
@@ -220,8 +234,9 @@ def test_causal_models_stay_causal(loaded):
 
 def test_refused_models_say_why():
     torch.manual_seed(0)
-    swin = tf.SwinModel(tf.SwinConfig(embed_dim=16, depths=[2], num_heads=[2], image_size=16, patch_size=4,
-                                      window_size=2))
+    swin = tf.SwinModel(
+        tf.SwinConfig(embed_dim=16, depths=[2], num_heads=[2], image_size=16, patch_size=4, window_size=2)
+    )
     with pytest.raises(UsageError, match="Swin is not supported: Swin attends within local windows"):
         layout(swin)
     t5 = tf.T5Model(CONFIGS["t5"]())

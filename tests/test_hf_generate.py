@@ -7,13 +7,27 @@ import inspect
 import pytest
 import torch
 import transformers as tf
-
 from hf_tiny import CONFIGS, perturb
+
 from oversmooth.errors import UsageError
 from oversmooth.hf.patch import METHODS, patch, supported_methods, unpatch
 
-DECODERS = ("gpt2", "llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "phi", "phi3",
-            "gpt_neox", "gpt_neox_sequential", "opt", "opt_post")
+DECODERS = (
+    "gpt2",
+    "llama",
+    "mistral",
+    "qwen2",
+    "qwen3",
+    "gemma",
+    "gemma2",
+    "gemma3",
+    "phi",
+    "phi3",
+    "gpt_neox",
+    "gpt_neox_sequential",
+    "opt",
+    "opt_post",
+)
 STEPS = 5
 
 
@@ -54,8 +68,16 @@ def recompute(model, ids: torch.Tensor, mask: torch.Tensor, steps: int) -> tuple
 
 @torch.no_grad()
 def cached(model, ids: torch.Tensor, mask: torch.Tensor, steps: int, **options):
-    out = model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=steps, do_sample=False,
-                         use_cache=True, output_logits=True, return_dict_in_generate=True, **options)
+    out = model.generate(
+        input_ids=ids,
+        attention_mask=mask,
+        max_new_tokens=steps,
+        do_sample=False,
+        use_cache=True,
+        output_logits=True,
+        return_dict_in_generate=True,
+        **options,
+    )
     return out.sequences, list(out.logits)
 
 
@@ -91,9 +113,18 @@ def test_patch_changes_generation_and_beam_search_follows_the_cache():
         patch(model, "deescalate", tau=1.0)
         try:
             greedy = model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=STEPS, do_sample=False)
-            beams = [model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=STEPS, num_beams=3,
-                                    num_return_sequences=3, do_sample=False, use_cache=use_cache)
-                     for use_cache in (True, False)]
+            beams = [
+                model.generate(
+                    input_ids=ids,
+                    attention_mask=mask,
+                    max_new_tokens=STEPS,
+                    num_beams=3,
+                    num_return_sequences=3,
+                    do_sample=False,
+                    use_cache=use_cache,
+                )
+                for use_cache in (True, False)
+            ]
         finally:
             unpatch(model)
     assert not torch.equal(plain, greedy)
@@ -110,7 +141,11 @@ def test_a_cache_filled_before_patching_is_refused():
         patch(model, "featscale")
         try:
             with pytest.raises(UsageError, match="the KV cache holds 6 tokens but the patch has seen 0"):
-                model(input_ids=ids[:, :1], attention_mask=torch.ones(1, 7, dtype=torch.long),
-                      past_key_values=past, use_cache=True)
+                model(
+                    input_ids=ids[:, :1],
+                    attention_mask=torch.ones(1, 7, dtype=torch.long),
+                    past_key_values=past,
+                    use_cache=True,
+                )
         finally:
             unpatch(model)

@@ -6,8 +6,8 @@ import csv
 
 import pytest
 import torch
-
 from gguf_tiny import tiny_llama, write_gguf
+
 from oversmooth.cli import main
 from oversmooth.errors import UsageError
 from oversmooth.hf.load import load, resolve
@@ -37,8 +37,27 @@ def test_gguf_file_and_folder_load_the_same_model(written):
 def test_analyze_a_gguf_file(written, tmp_path, capsys):
     _, path = written
     out = tmp_path / "out"
-    assert main(["analyze", str(path), "--text", TEXT, "--methods", "deescalate", "--max-sequences", "2",
-                 "--max-length", "16", "--attention-sequences", "1", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "analyze",
+                str(path),
+                "--text",
+                TEXT,
+                "--methods",
+                "deescalate",
+                "--max-sequences",
+                "2",
+                "--max-length",
+                "16",
+                "--attention-sequences",
+                "1",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     assert "(Llama)" in capsys.readouterr().out
     measures = {row["measure"] for row in csv.DictReader(open(out / "quality.csv"))}
     assert measures == {"nll", "perplexity"}
@@ -59,6 +78,7 @@ def test_missing_pieces_are_named(written, tmp_path, monkeypatch):
     with pytest.raises(UsageError, match="cannot read .*odd.gguf as a GGUF model"):
         load(str(unknown), sequences=1)
     import importlib.util
+
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "gguf" else real(name, *a))
     with pytest.raises(UsageError, match=r"reading it needs the gguf package \(pip install gguf==0.19.0\)"):

@@ -2,8 +2,8 @@
 
 import pytest
 import torch
-
 from hf_tiny import WORDS, tiny_tokenizer
+
 from oversmooth.analyze.inputs import image_batch, read_text, sample_text, text_batch
 from oversmooth.errors import UsageError
 
@@ -36,6 +36,7 @@ def test_read_text_sources(tmp_path):
 
 def test_image_batch_resizes_and_normalises():
     from PIL import Image
+
     images = [Image.new("L", (28, 28), 255), Image.new("RGB", (10, 30), (0, 0, 0))]
     pixels = image_batch(images, 16, (0.5, 0.5, 0.5), (0.25, 0.5, 0.5), channels=3)["pixel_values"]
     assert pixels.shape == (2, 3, 16, 16)

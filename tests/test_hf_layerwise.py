@@ -3,8 +3,8 @@ and the states are not kept."""
 
 import pytest
 import torch
-
 from hf_tiny import tiny_inputs, tiny_model
+
 from oversmooth.analyze.analysis import AnalysisSettings, _stream_table
 from oversmooth.analyze.layerwise import LayerwiseMeasures
 from oversmooth.hf.capture import capture
@@ -21,7 +21,9 @@ def test_layerwise_rows_equal_measures_of_kept_states(kind, rank_sequences):
     stream = cache.stream()
     expected = measure(stream, cache.mask, exclude=(0,))
     if rank_sequences:  # the ranks of the first sequence alone
-        ranks = measure([s[:1] for s in stream], cache.mask[:1], exclude=(0,), metrics=("effective_rank", "stable_rank"))
+        ranks = measure(
+            [s[:1] for s in stream], cache.mask[:1], exclude=(0,), metrics=("effective_rank", "stable_rank")
+        )
         expected = expected.assign(**ranks.drop(columns="layer"))
     assert tokens == stream[0].shape[1] and table.attrs["sequences"] == 2
     assert table["layer"].tolist() == list(range(len(stream)))
@@ -33,11 +35,16 @@ def test_layerwise_rows_equal_measures_of_kept_states(kind, rank_sequences):
 def test_a_sink_keeps_nothing_and_sees_every_state_once():
     model, inputs = tiny_model("llama"), tiny_inputs("llama")
     seen = []
-    _, cache = capture(model, inputs, hooks=("resid_pre", "resid_mid", "resid_post"),
-                       sink=lambda name, tensor: seen.append((name, tuple(tensor.shape))))
+    _, cache = capture(
+        model,
+        inputs,
+        hooks=("resid_pre", "resid_mid", "resid_post"),
+        sink=lambda name, tensor: seen.append((name, tuple(tensor.shape))),
+    )
     assert cache.tensors == {}
-    assert [name for name, _ in seen] == [f"blocks.{layer}.hook_{hook}" for layer in range(2)
-                                          for hook in ("resid_pre", "resid_mid", "resid_post")]
+    assert [name for name, _ in seen] == [
+        f"blocks.{layer}.hook_{hook}" for layer in range(2) for hook in ("resid_pre", "resid_mid", "resid_post")
+    ]
     assert {shape for _, shape in seen} == {(2, 7, 32)}
 
 

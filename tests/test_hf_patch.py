@@ -3,17 +3,19 @@ test_hf_families.py)."""
 
 import pytest
 import torch
-
 from hf_tiny import tiny_inputs
+
 from oversmooth.errors import UsageError
 from oversmooth.hf.patch import DEFAULT_KNOBS, METHODS, patch, unpatch
 
 
 def test_patch_with_a_head_model_and_bad_requests():
     from transformers import BertConfig, BertForMaskedLM
+
     torch.manual_seed(0)
-    model = BertForMaskedLM(BertConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                                       intermediate_size=48, vocab_size=50)).eval()
+    model = BertForMaskedLM(
+        BertConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=48, vocab_size=50)
+    ).eval()
     inputs = tiny_inputs("bert")
     with torch.no_grad():
         base = model(**inputs).logits
@@ -41,9 +43,11 @@ def test_every_listed_method_patches_at_its_defaults_and_unpatches(method):
     """Each name in ``METHODS`` is a working patch: at ``DEFAULT_KNOBS`` (all non-zero) it changes
     the model's output, and ``unpatch`` gives back the unpatched output bit for bit."""
     from transformers import BertConfig, BertModel
+
     torch.manual_seed(0)
-    model = BertModel(BertConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                                 intermediate_size=48, vocab_size=50)).eval()
+    model = BertModel(
+        BertConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=48, vocab_size=50)
+    ).eval()
     inputs = tiny_inputs("bert")
     assert all(value != 0 for value in DEFAULT_KNOBS[method].values())
     with torch.no_grad():
@@ -57,5 +61,9 @@ def test_every_listed_method_patches_at_its_defaults_and_unpatches(method):
 
 def hook_ids(model) -> set:
     """Every forward (pre-)hook on the model, by module name and hook id."""
-    return {(name, kind, key) for name, module in model.named_modules()
-            for kind, hooks in (("post", module._forward_hooks), ("pre", module._forward_pre_hooks)) for key in hooks}
+    return {
+        (name, kind, key)
+        for name, module in model.named_modules()
+        for kind, hooks in (("post", module._forward_hooks), ("pre", module._forward_pre_hooks))
+        for key in hooks
+    }

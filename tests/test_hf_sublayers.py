@@ -3,8 +3,8 @@ model's own submodules and its ``output_hidden_states``."""
 
 import pytest
 import torch
-
 from hf_tiny import TINY_FAMILIES, tiny_inputs, tiny_model
+
 from oversmooth.analyze.sublayers import StageChange, block_totals, sublayer_changes
 from oversmooth.hf import layout
 from oversmooth.metrics import cos_sim, t_sim
@@ -13,8 +13,11 @@ TOL = 1e-6
 ATOL = 1e-5
 FIELDS = ("cos_sim_before", "cos_sim_after", "cos_sim_change", "t_sim_before", "t_sim_after", "t_sim_change")
 STAGES = {"pre": ["attention", "mlp"], "post": ["attention", "attn_norm", "mlp", "mlp_norm"]}
-ATTENTION = {"bert": ("encoder.layer", "attention.output.dense"), "gpt2": ("h", "attn"),
-             "llama": ("layers", "self_attn")}  # blocks, and the module whose output is attn_out
+ATTENTION = {
+    "bert": ("encoder.layer", "attention.output.dense"),
+    "gpt2": ("h", "attn"),
+    "llama": ("layers", "self_attn"),
+}  # blocks, and the module whose output is attn_out
 
 
 def _means(state, mask, exclude):
@@ -53,8 +56,12 @@ def _reference(model, kind, inputs):
             normed = block.attention.output.LayerNorm(mid)
             summed = normed + block.output.dense(block.intermediate(normed))
             post = block.output.LayerNorm(summed)
-            stages += [(i + 1, "attention", mid), (i + 1, "attn_norm", normed), (i + 1, "mlp", summed),
-                       (i + 1, "mlp_norm", post)]
+            stages += [
+                (i + 1, "attention", mid),
+                (i + 1, "attn_norm", normed),
+                (i + 1, "mlp", summed),
+                (i + 1, "mlp_norm", post),
+            ]
         else:
             norm = block.ln_2 if kind == "gpt2" else block.post_attention_layernorm
             post = mid + block.mlp(norm(mid))
@@ -82,7 +89,8 @@ def test_rows_are_the_metrics_of_hand_computed_stage_states(kind, exclude):
         assert (row.cos_sim_before, row.t_sim_before) == pytest.approx(before, abs=TOL)
         assert (row.cos_sim_after, row.t_sim_after) == pytest.approx(after, abs=TOL)
         assert (row.cos_sim_change, row.t_sim_change) == pytest.approx(
-            (after[0] - before[0], after[1] - before[1]), abs=TOL)
+            (after[0] - before[0], after[1] - before[1]), abs=TOL
+        )
         before = after
 
 
@@ -97,21 +105,25 @@ def test_stages_chain_from_the_embeddings_to_the_last_state(kind):
     mask = None if mask is None else mask.bool()
     final = ["final_norm"] if family.final_norm else []
     assert [r.stage for r in rows] == STAGES[family.norm_placement] * layers + final
-    assert [r.layer for r in rows] == [l for l in range(1, layers + 1)
-                                       for _ in STAGES[family.norm_placement]] + [layers] * len(final)
+    assert [r.layer for r in rows] == [l for l in range(1, layers + 1) for _ in STAGES[family.norm_placement]] + [
+        layers
+    ] * len(final)
     for row, following in zip(rows, rows[1:]):
         assert (row.cos_sim_after, row.t_sim_after) == (following.cos_sim_before, following.t_sim_before)
     for row in rows:
         assert row.cos_sim_change == row.cos_sim_after - row.cos_sim_before
         assert row.t_sim_change == row.t_sim_after - row.t_sim_before
     assert (rows[0].cos_sim_before, rows[0].t_sim_before) == pytest.approx(
-        _means(out.hidden_states[0], mask, ()), abs=TOL)
+        _means(out.hidden_states[0], mask, ()), abs=TOL
+    )
     last_block = rows[-1 - len(final)]
     if family.hidden_states_last != "after final norm":  # BERT family, ViT, DeiT: the last block's output
         assert (last_block.cos_sim_after, last_block.t_sim_after) == pytest.approx(
-            _means(out.hidden_states[-1], mask, ()), abs=TOL)
+            _means(out.hidden_states[-1], mask, ()), abs=TOL
+        )
     assert (rows[-1].cos_sim_after, rows[-1].t_sim_after) == pytest.approx(
-        _means(out.last_hidden_state, mask, ()), abs=TOL)
+        _means(out.last_hidden_state, mask, ()), abs=TOL
+    )
 
 
 @pytest.mark.parametrize("kind", ["bert", "gpt2", "llama"])
@@ -135,16 +147,20 @@ def test_block_totals_sum_the_stages_of_each_kind():
         stages = [r for r in rows if r.layer == total.layer and r.kind == total.kind]
         assert total.t_sim_change == pytest.approx(sum(r.t_sim_change for r in stages), abs=1e-12)
         assert total.cos_sim_change == pytest.approx(sum(r.cos_sim_change for r in stages), abs=1e-12)
-    assert sum(t.t_sim_change for t in totals) == pytest.approx(rows[-1].t_sim_after - rows[0].t_sim_before,
-                                                                abs=1e-12)
+    assert sum(t.t_sim_change for t in totals) == pytest.approx(rows[-1].t_sim_after - rows[0].t_sim_before, abs=1e-12)
     norm = [t for t in totals if t.kind == "norm"][0]
     assert norm.t_sim_change == pytest.approx(rows[1].t_sim_change + rows[3].t_sim_change, abs=1e-12)
 
 
 def test_final_norm_counts_as_norm_of_the_last_block():
-    rows = [StageChange(1, "attention", 0.1, 0.3, 0.2, 0.1, 0.4, 0.3),
-            StageChange(1, "mlp", 0.3, 0.2, -0.1, 0.4, 0.3, -0.1),
-            StageChange(1, "final_norm", 0.2, 0.2, 0.0, 0.3, 0.1, -0.2)]
+    rows = [
+        StageChange(1, "attention", 0.1, 0.3, 0.2, 0.1, 0.4, 0.3),
+        StageChange(1, "mlp", 0.3, 0.2, -0.1, 0.4, 0.3, -0.1),
+        StageChange(1, "final_norm", 0.2, 0.2, 0.0, 0.3, 0.1, -0.2),
+    ]
     totals = block_totals(rows)
     assert [(t.layer, t.kind, t.t_sim_change) for t in totals] == [
-        (1, "attention", 0.3), (1, "mlp", -0.1), (1, "norm", -0.2)]
+        (1, "attention", 0.3),
+        (1, "mlp", -0.1),
+        (1, "norm", -0.2),
+    ]

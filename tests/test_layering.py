@@ -70,7 +70,7 @@ def imported_modules(path: pathlib.Path, src: pathlib.Path) -> list[tuple[int, s
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
-                base = ".".join(package[:len(package) - node.level + 1] + ([node.module] if node.module else []))
+                base = ".".join(package[: len(package) - node.level + 1] + ([node.module] if node.module else []))
             for alias in node.names:
                 folder = src.joinpath(*base.split("."))
                 submodule = (folder / alias.name).is_dir() or (folder / f"{alias.name}.py").is_file()
@@ -89,11 +89,14 @@ def violations(src: pathlib.Path, rules: dict) -> list[str]:
         for line, target in imported_modules(path, src):
             unit = unit_of(target, src)
             if unit != importer and unit not in allowed.get(importer, ()):
-                found.append(f"{where}:{line}: {importer} imports {target} "
-                             f"({importer} may import: {', '.join(allowed.get(importer, ())) or 'nothing'})")
+                found.append(
+                    f"{where}:{line}: {importer} imports {target} "
+                    f"({importer} may import: {', '.join(allowed.get(importer, ())) or 'nothing'})"
+                )
             elif unit in public_only.get(importer, ()) and target != f"oversmooth.{unit}":
-                found.append(f"{where}:{line}: {importer} imports {target}: "
-                             f"import it from oversmooth.{unit} (its public API)")
+                found.append(
+                    f"{where}:{line}: {importer} imports {target}: import it from oversmooth.{unit} (its public API)"
+                )
     return found
 
 
@@ -111,32 +114,63 @@ def test_the_map_names_every_unit_and_only_those():
     assert named <= units
 
 
-RULES = {"may_import": {"base": ["base"], "hf": ["base"], "analyze": ["base", "hf"]},
-         "public_only": {"analyze": ["hf"]}}
-ALLOWED = {"oversmooth/analyze/fine.py": "from oversmooth.hf import load\nfrom oversmooth import errors\n"
-                                         "from . import quality\nimport oversmooth\n"}
+RULES = {
+    "may_import": {"base": ["base"], "hf": ["base"], "analyze": ["base", "hf"]},
+    "public_only": {"analyze": ["hf"]},
+}
+ALLOWED = {
+    "oversmooth/analyze/fine.py": "from oversmooth.hf import load\nfrom oversmooth import errors\n"
+    "from . import quality\nimport oversmooth\n"
+}
 
 
-@pytest.mark.parametrize("path, code, expected", [
-    ("oversmooth/hf/load.py", "from oversmooth.analyze.quality import Quality\n",
-     "load.py:1: hf imports oversmooth.analyze.quality (hf may import: base)"),
-    ("oversmooth/hf/load.py", "def f():\n    import oversmooth.analyze\n",
-     "load.py:2: hf imports oversmooth.analyze (hf may import: base)"),
-    ("oversmooth/hf/load.py",
-     "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ..analyze import quality\n",
-     "load.py:3: hf imports oversmooth.analyze.quality (hf may import: base)"),
-    ("oversmooth/hf/load.py", "from oversmooth import analyze\n",
-     "load.py:1: hf imports oversmooth.analyze (hf may import: base)"),
-    ("oversmooth/errors.py", "from oversmooth.hf import load\n",
-     "errors.py:1: base imports oversmooth.hf (base may import: base)"),
-    ("oversmooth/analyze/quality.py", "from ..hf.load import load\n",
-     "quality.py:1: analyze imports oversmooth.hf.load: import it from oversmooth.hf (its public API)"),
-], ids=["absolute", "in a function", "TYPE_CHECKING, relative", "from the root", "base upwards", "hf internals"])
+@pytest.mark.parametrize(
+    "path, code, expected",
+    [
+        (
+            "oversmooth/hf/load.py",
+            "from oversmooth.analyze.quality import Quality\n",
+            "load.py:1: hf imports oversmooth.analyze.quality (hf may import: base)",
+        ),
+        (
+            "oversmooth/hf/load.py",
+            "def f():\n    import oversmooth.analyze\n",
+            "load.py:2: hf imports oversmooth.analyze (hf may import: base)",
+        ),
+        (
+            "oversmooth/hf/load.py",
+            "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ..analyze import quality\n",
+            "load.py:3: hf imports oversmooth.analyze.quality (hf may import: base)",
+        ),
+        (
+            "oversmooth/hf/load.py",
+            "from oversmooth import analyze\n",
+            "load.py:1: hf imports oversmooth.analyze (hf may import: base)",
+        ),
+        (
+            "oversmooth/errors.py",
+            "from oversmooth.hf import load\n",
+            "errors.py:1: base imports oversmooth.hf (base may import: base)",
+        ),
+        (
+            "oversmooth/analyze/quality.py",
+            "from ..hf.load import load\n",
+            "quality.py:1: analyze imports oversmooth.hf.load: import it from oversmooth.hf (its public API)",
+        ),
+    ],
+    ids=["absolute", "in a function", "TYPE_CHECKING, relative", "from the root", "base upwards", "hf internals"],
+)
 def test_the_checker_flags_a_wrong_import(tmp_path, path, code, expected):
-    tree = {"oversmooth/__init__.py": "", "oversmooth/errors.py": "",
-            "oversmooth/hf/__init__.py": "from oversmooth.hf.load import load\n",
-            "oversmooth/hf/load.py": "", "oversmooth/analyze/__init__.py": "", "oversmooth/analyze/quality.py": "",
-            **ALLOWED, path: code}
+    tree = {
+        "oversmooth/__init__.py": "",
+        "oversmooth/errors.py": "",
+        "oversmooth/hf/__init__.py": "from oversmooth.hf.load import load\n",
+        "oversmooth/hf/load.py": "",
+        "oversmooth/analyze/__init__.py": "",
+        "oversmooth/analyze/quality.py": "",
+        **ALLOWED,
+        path: code,
+    }
     for name, text in tree.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(text)

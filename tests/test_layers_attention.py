@@ -27,7 +27,7 @@ def reference(attn: Attention, x, v_first, cfg: MitigationConfig, causal: bool, 
         w_o, b_o = attn.output.weight.T, attn.output.bias
     n = x.shape[1]
     allowed = torch.tril(torch.ones(n, n, dtype=torch.float64)) if causal else torch.ones(n, n, dtype=torch.float64)
-    uniform = allowed / allowed.sum(1, keepdim=True)          # uniform attention over allowed keys
+    uniform = allowed / allowed.sum(1, keepdim=True)  # uniform attention over allowed keys
     out = []
     for b in range(x.shape[0]):
         heads = []
@@ -49,7 +49,7 @@ def reference(attn: Attention, x, v_first, cfg: MitigationConfig, causal: bool, 
             heads.append(o)
         z = torch.cat(heads, dim=1) @ w_o + b_o
         if "featscale" in cfg:
-            dc = uniform @ z                                 # Pi_1 Z (prefix means when causal)
+            dc = uniform @ z  # Pi_1 Z (prefix means when causal)
             z = z + attn.featscale.s_dc * dc + attn.featscale.s_hc * (z - dc)
         if tau is not None:
             z = z - tau * (uniform @ z)
@@ -66,9 +66,14 @@ def randomise(module, seed):
                 p.copy_(0.5 * torch.randn(p.shape, generator=g, dtype=p.dtype))
 
 
-SPECS = [*[(m,) for m in METHODS if m != "deescalate"], ("neutreno", "featscale"),
-         ("symmetric", "value_residual", "neutreno", "attnscale", "spectral"),
-         ("deescalate",), ("attnscale", "featscale", "deescalate"), ("neutreno", "attnscale", "deescalate")]
+SPECS = [
+    *[(m,) for m in METHODS if m != "deescalate"],
+    ("neutreno", "featscale"),
+    ("symmetric", "value_residual", "neutreno", "attnscale", "spectral"),
+    ("deescalate",),
+    ("attnscale", "featscale", "deescalate"),
+    ("neutreno", "attnscale", "deescalate"),
+]
 
 
 def deescalation(cfg: MitigationConfig, causal: bool) -> Deescalation | None:
@@ -107,8 +112,11 @@ def test_gradients_match_naive_reference(methods, causal):
     upstream = torch.randn(2, TOKENS, WIDTH, generator=g, dtype=torch.float64)
     deesc = deescalation(cfg, causal)
     leaves = [x, v_first, *attn.parameters(), *([] if deesc is None else [deesc.tau])]
-    want = torch.autograd.grad((reference(attn, x, v_first, cfg, causal, None if deesc is None else deesc.tau)
-                                * upstream).sum(), leaves, allow_unused=True)
+    want = torch.autograd.grad(
+        (reference(attn, x, v_first, cfg, causal, None if deesc is None else deesc.tau) * upstream).sum(),
+        leaves,
+        allow_unused=True,
+    )
     got = torch.autograd.grad((attn(x, v_first, deesc)[0] * upstream).sum(), leaves, allow_unused=True)
     for w, h in zip(want, got):
         assert (w is None) == (h is None) or torch.count_nonzero(w if h is None else h) == 0
@@ -116,8 +124,9 @@ def test_gradients_match_naive_reference(methods, causal):
             assert torch.allclose(h, w, atol=1e-9), methods
 
 
-@pytest.mark.parametrize("method", ["neutreno", "attnscale", "featscale", "neutreno+featscale",
-                                    "attnscale+featscale+deescalate"])
+@pytest.mark.parametrize(
+    "method", ["neutreno", "attnscale", "featscale", "neutreno+featscale", "attnscale+featscale+deescalate"]
+)
 def test_mitigations_keep_no_extra_activation(method):
     """Non-causal NeuTRENO, AttnScale, FeatScale and de-escalation keep nothing of full size beyond
     softmax."""

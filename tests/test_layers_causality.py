@@ -6,8 +6,11 @@ import torch
 from oversmooth.layers import METHODS, Block, MitigationConfig, StackConfig
 from oversmooth.models import CausalLM, CausalLMConfig
 
-CASES = [*((m, "attn_out") for m in METHODS), ("deescalate", "stream"),
-         ("neutreno+featscale+attnscale+deescalate+value_residual", "stream")]
+CASES = [
+    *((m, "attn_out") for m in METHODS),
+    ("deescalate", "stream"),
+    ("neutreno+featscale+attnscale+deescalate+value_residual", "stream"),
+]
 T = 5
 
 
@@ -32,7 +35,7 @@ def test_lm_is_causal(spec, placement, norm):
     g = torch.Generator().manual_seed(0)
     tokens = torch.randint(0, 256, (2, 12), generator=g)
     changed = tokens.clone()
-    changed[:, T + 1:] = torch.randint(0, 256, (2, 12 - T - 1), generator=g)
+    changed[:, T + 1 :] = torch.randint(0, 256, (2, 12 - T - 1), generator=g)
     assert not leaks(lm, tokens, changed)
     with lm.materialized_attention():
         assert not leaks(lm, tokens, changed)
@@ -47,11 +50,11 @@ def test_the_leak_check_catches_a_non_causal_block(spec):
     leaky_block.load_state_dict(causal_block.state_dict())
     for module in leaky_block.modules():
         if hasattr(module, "causal") and module is not leaky_block.attn:
-            module.causal = False          # the mitigation's mean, not the attention mask
+            module.causal = False  # the mitigation's mean, not the attention mask
     make_scales_nonzero(causal_block)
     make_scales_nonzero(leaky_block)
     x = torch.randn(1, 10, 16)
     changed = x.clone()
-    changed[:, T + 1:] = torch.randn(1, 10 - T - 1, 16)
+    changed[:, T + 1 :] = torch.randn(1, 10 - T - 1, 16)
     assert not leaks(lambda z: causal_block(z)[0], x, changed)
     assert leaks(lambda z: leaky_block(z)[0], x, changed)

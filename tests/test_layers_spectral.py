@@ -24,8 +24,10 @@ def vit_value_output_norms(**mitigation):
     torch.manual_seed(0)
     model = ViT(ViTConfig.preset("vit-cpu", depth=4, width=64, heads=4, mitigation=mitigation))
     with torch.no_grad():
-        return [np.linalg.norm((w_v @ w_o).double().numpy(), 2) for w_v, w_o in
-                (block.attn.value_output_weights() for block in model.blocks)], model
+        return [
+            np.linalg.norm((w_v @ w_o).double().numpy(), 2)
+            for w_v, w_o in (block.attn.value_output_weights() for block in model.blocks)
+        ], model
 
 
 def test_baseline_value_output_maps_start_at_the_textbook_size():
@@ -54,8 +56,15 @@ def test_free_spectral_map_starts_within_the_baseline_size():
 
 def train_hard(mode):
     torch.manual_seed(0)
-    cfg = CausalLMConfig.preset("lm-cpu", depth=2, width=32, heads=4, vocab_size=50, context=16,
-                                mitigation=dict(methods=("spectral",), spectral=mode))
+    cfg = CausalLMConfig.preset(
+        "lm-cpu",
+        depth=2,
+        width=32,
+        heads=4,
+        vocab_size=50,
+        context=16,
+        mitigation=dict(methods=("spectral",), spectral=mode),
+    )
     model = CausalLM(cfg)
     start = [b.attn.value_output.psi.detach().clone() for b in model.blocks]
     opt = torch.optim.Adam(model.parameters(), lr=0.5)
@@ -91,5 +100,6 @@ def test_range_and_orthogonality_survive_training(mode):
             cols = slice(h * d_head, (h + 1) * d_head)
             small = np.linalg.eigvals(w_o[cols] @ w_v[:, cols])
             assert np.allclose(np.sort(small.real), np.sort(lam[cols]), rtol=1e-4, atol=1e-4)
-    assert any((b.attn.value_output.psi.detach() - psi).abs().max() > 1.0 for b, psi in zip(model.blocks, start)), \
+    assert any((b.attn.value_output.psi.detach() - psi).abs().max() > 1.0 for b, psi in zip(model.blocks, start)), (
         "the large learning rate should have moved psi far"
+    )

@@ -12,8 +12,8 @@ ZERO = {
     "deescalate": (dict(tau=0.0), dict(tau=1.0)),
     "deescalate-stream": (dict(tau=0.0, deescalate_at="stream"), dict(tau=1.0, deescalate_at="stream")),
     "value_residual": (dict(value_mix=0.0), dict(value_mix=0.5)),
-    "attnscale": ({}, {}),    # omega starts at 0
-    "featscale": ({}, {}),    # s_dc, s_hc start at 0
+    "attnscale": ({}, {}),  # omega starts at 0
+    "featscale": ({}, {}),  # s_dc, s_hc start at 0
 }
 SCALES = ("omega", "s_dc", "s_hc")
 

@@ -4,10 +4,10 @@ analysis option that takes the ranks on a sample of sequences."""
 
 import numpy as np
 import pytest
-import torch
-
 import reference_metrics as ref
+import torch
 from hf_tiny import tiny_inputs, tiny_model
+
 from oversmooth.analyze.analysis import AnalysisSettings, run_analysis
 from oversmooth.errors import UsageError
 from oversmooth.hf.capture import capture
@@ -21,8 +21,9 @@ def masked_batch(seed, batch, n, d, rank=None, scale=1.0):
     if rank is None:
         x = torch.randn(batch, n, d, generator=g, dtype=torch.float64)
     else:  # rank-`rank` tokens plus a 1e-9 perturbation: near-rank-deficient
-        x = (torch.randn(batch, n, rank, generator=g, dtype=torch.float64)
-             @ torch.randn(batch, rank, d, generator=g, dtype=torch.float64))
+        x = torch.randn(batch, n, rank, generator=g, dtype=torch.float64) @ torch.randn(
+            batch, rank, d, generator=g, dtype=torch.float64
+        )
         x += 1e-9 * torch.randn(batch, n, d, generator=g, dtype=torch.float64)
     x += 3 * torch.randn(batch, 1, d, generator=g, dtype=torch.float64)  # a large shared mean
     mask = torch.rand(batch, n, generator=g) > 0.3
@@ -58,10 +59,12 @@ def test_rank_sample_is_the_first_sequences():
     model, inputs = tiny_model("bert"), tiny_inputs("bert")
     batch = inputs["input_ids"].shape[0]
     assert batch > 1
-    full = run_analysis(model, inputs, AnalysisSettings(methods=(), attention_sequences=0,
-                                                        rank_sequences=None)).tables["baseline"]
-    sampled = run_analysis(model, inputs, AnalysisSettings(methods=(), attention_sequences=0,
-                                                           rank_sequences=1)).tables["baseline"]
+    full = run_analysis(model, inputs, AnalysisSettings(methods=(), attention_sequences=0, rank_sequences=None)).tables[
+        "baseline"
+    ]
+    sampled = run_analysis(model, inputs, AnalysisSettings(methods=(), attention_sequences=0, rank_sequences=1)).tables[
+        "baseline"
+    ]
     assert sampled.attrs["metrics"] == full.attrs["metrics"] and list(sampled.columns) == list(full.columns)
     assert "first 1 of" in sampled.attrs["notes"]["rank_sequences"]
     assert sampled["cos_sim"].tolist() == full["cos_sim"].tolist()  # the cheap measures still see every sequence
@@ -86,11 +89,16 @@ def psd_cases():
     generic = x @ x.transpose(1, 2)
     q, _ = torch.linalg.qr(torch.randn(4, 30, 30, generator=g, dtype=torch.float64))
     values = torch.rand(4, 30, generator=g, dtype=torch.float64)
-    values[:, :2] = torch.tensor([7.0, 7.0 - 1e-9])                  # top two 1e-9 apart
+    values[:, :2] = torch.tensor([7.0, 7.0 - 1e-9])  # top two 1e-9 apart
     close_pair = q @ torch.diag_embed(values) @ q.transpose(1, 2)
-    low = x[:, :, :3] @ x[:, :, :3].transpose(1, 2)                 # rank 3 in 40 dims
-    return {"generic": generic, "close_pair": close_pair, "rank3": low,
-            "zero": torch.zeros(2, 5, 5, dtype=torch.float64), "one": torch.full((1, 1, 1), 4.0, dtype=torch.float64)}
+    low = x[:, :, :3] @ x[:, :, :3].transpose(1, 2)  # rank 3 in 40 dims
+    return {
+        "generic": generic,
+        "close_pair": close_pair,
+        "rank3": low,
+        "zero": torch.zeros(2, 5, 5, dtype=torch.float64),
+        "one": torch.full((1, 1, 1), 4.0, dtype=torch.float64),
+    }
 
 
 @pytest.mark.parametrize("steps", [32, 2])  # 2 steps never converge: the eigvalsh fallback answers
@@ -105,11 +113,11 @@ def test_top_eigenvalue_matches_numpy(case, steps):
 def test_top_eigenvalue_escapes_a_start_in_an_invariant_subspace():
     """A start vector that is an eigenvector of a smaller eigenvalue must not end the search there
     (hypothesis found this with the tokens [[1, -3], [-3, 1]], whose mean is such an eigenvector)."""
-    gram = torch.tensor([[[10.0, -6.0], [-6.0, 10.0]]], dtype=torch.float64)   # eigenvalues 16, 4
-    start = torch.tensor([[1.0, 1.0]], dtype=torch.float64)                       # eigenvalue 4's vector
+    gram = torch.tensor([[[10.0, -6.0], [-6.0, 10.0]]], dtype=torch.float64)  # eigenvalues 16, 4
+    start = torch.tensor([[1.0, 1.0]], dtype=torch.float64)  # eigenvalue 4's vector
     for second in (None, torch.tensor([16.0], dtype=torch.float64)):
         assert top_eigenvalue(gram, start, second).item() == pytest.approx(16.0, rel=1e-12)
     big = torch.diag(torch.arange(1.0, 41.0, dtype=torch.float64))[None]
     trap = torch.zeros(1, 40, dtype=torch.float64)
-    trap[0, 0] = 1.0                                                              # eigenvector of 1
+    trap[0, 0] = 1.0  # eigenvector of 1
     assert top_eigenvalue(big, trap).item() == pytest.approx(40.0, rel=1e-12)

@@ -6,9 +6,9 @@ import subprocess
 import sys
 
 import pytest
+import reference_metrics as ref
 import torch
 
-import reference_metrics as ref
 from oversmooth.metrics import ATTENTION_METRICS, METRICS, measure
 from oversmooth.metrics.suite import table_json, write_csv
 
@@ -38,8 +38,7 @@ def test_attention_columns_and_nan_for_first_layer_similarity(tmp_path):
 
 
 def run_cli(*args):
-    return subprocess.run([sys.executable, "-m", "oversmooth", "metrics", *args],
-                          capture_output=True, text=True)
+    return subprocess.run([sys.executable, "-m", "oversmooth", "metrics", *args], capture_output=True, text=True)
 
 
 def test_cli_reads_tensor_and_dict_files(tmp_path):
@@ -48,6 +47,7 @@ def test_cli_reads_tensor_and_dict_files(tmp_path):
     mask = torch.ones(2, 6, dtype=torch.bool)
     mask[1, 4:] = False
     from safetensors.torch import save_file
+
     save_file({f"layer.{i}": x[i] for i in range(3)} | {"mask": mask}, tmp_path / "s.safetensors")
     done = run_cli(str(tmp_path / "s.pt"), "--out", str(tmp_path / "o.csv"))
     assert done.returncode == 0, done.stderr
@@ -58,12 +58,15 @@ def test_cli_reads_tensor_and_dict_files(tmp_path):
     assert rows[2]["t_sim"] == pytest.approx(want["t_sim"][2])
 
 
-@pytest.mark.parametrize("content, needle", [
-    (None, "no such file"),
-    (torch.randn(3, 4), "expected a [layers"),
-    (b"not a tensor", "not a file of tensors written by torch.save"),
-    (b"PK\x03\x04 truncated zip", "cannot read it as .pt"),
-])
+@pytest.mark.parametrize(
+    "content, needle",
+    [
+        (None, "no such file"),
+        (torch.randn(3, 4), "expected a [layers"),
+        (b"not a tensor", "not a file of tensors written by torch.save"),
+        (b"PK\x03\x04 truncated zip", "cannot read it as .pt"),
+    ],
+)
 def test_cli_bad_files_exit_2_with_one_line(tmp_path, content, needle):
     path = tmp_path / "bad.pt"
     if isinstance(content, torch.Tensor):
@@ -79,8 +82,11 @@ def test_cli_bad_files_exit_2_with_one_line(tmp_path, content, needle):
 def test_cli_reader_that_stops_early_gets_no_traceback(tmp_path):
     """`oversmooth metrics FILE --json | head`: a closed pipe ends the command quietly (141)."""
     torch.save(torch.randn(3, 2, 6, 4), tmp_path / "s.pt")
-    proc = subprocess.Popen([sys.executable, "-m", "oversmooth", "metrics", str(tmp_path / "s.pt"), "--json"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "oversmooth", "metrics", str(tmp_path / "s.pt"), "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     proc.stdout.close()  # before the command (still importing torch) writes anything
     stderr = proc.stderr.read().decode()
     assert proc.wait() == 141 and stderr == ""

@@ -4,11 +4,11 @@ import math
 
 import numpy as np
 import pytest
+import reference_metrics as ref
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import reference_metrics as ref
 from oversmooth import metrics
 from oversmooth.errors import UsageError
 from oversmooth.metrics.tokens import check_finite

@@ -5,8 +5,8 @@ import math
 
 import pytest
 import torch
-
 from hf_tiny import tiny_inputs, tiny_model
+
 from oversmooth.errors import UsageError
 from oversmooth.hf import capture
 from oversmooth.hf.patch import patch, supported_methods, unpatch
@@ -33,8 +33,13 @@ def naive(x, s, tau, valid=None, causal=False):
 @pytest.mark.parametrize("norm", ["pre", "post"])
 def test_block_matches_naive_reference(norm, causal):
     torch.manual_seed(0)
-    cfg = StackConfig(depth=1, width=12, heads=3, norm=norm,
-                      mitigation=MitigationConfig.parse("contranorm", contranorm_s=0.7, contranorm_tau=0.5))
+    cfg = StackConfig(
+        depth=1,
+        width=12,
+        heads=3,
+        norm=norm,
+        mitigation=MitigationConfig.parse("contranorm", contranorm_s=0.7, contranorm_tau=0.5),
+    )
     block = Block(cfg, causal=causal).double().eval()
     seen = {}
     for name in ("hook_resid_pre", "hook_attn_out", "hook_resid_mid"):

@@ -26,8 +26,10 @@ def test_docs_table_lists_exactly_the_registry_with_its_defaults():
             assert f"`{f.name}`" in knob_column, (name, f.name)
             if not isinstance(f.default, bool):
                 default = f'"{f.default}"' if isinstance(f.default, str) else f"{f.default:g}"
-                assert re.search(rf"`{f.name}`[^|]*?\({re.escape(default)}", knob_column) or \
-                    f"({re.escape(default)}" in knob_column, (name, f.name, default)
+                assert (
+                    re.search(rf"`{f.name}`[^|]*?\({re.escape(default)}", knob_column)
+                    or f"({re.escape(default)}" in knob_column
+                ), (name, f.name, default)
 
 
 def test_every_knob_has_one_global_name_help_and_a_valid_default():
@@ -51,14 +53,33 @@ def test_range_checks_name_the_knob_and_the_range():
         make_knobs("neutreno", {"gamma": 1.0})
 
 
-
 #: each method's module, written out by hand (not read from the registry)
-MODULE_OF = {"symmetric": "symmetric", "spectral": "spectral", "value_residual": "value_residual",
-             "attnscale": "attnscale", "neutreno": "neutreno", "featscale": "featscale",
-             "deescalate": "deescalation", "contranorm": "contranorm"}
-MODULES = [f"oversmooth.mitigations.{name}" for name in
-           ("contranorm", "neutreno", "spectral", "deescalation", "featscale", "attnscale", "symmetric",
-            "value_residual", "base", "knobs", "token_mean")]
+MODULE_OF = {
+    "symmetric": "symmetric",
+    "spectral": "spectral",
+    "value_residual": "value_residual",
+    "attnscale": "attnscale",
+    "neutreno": "neutreno",
+    "featscale": "featscale",
+    "deescalate": "deescalation",
+    "contranorm": "contranorm",
+}
+MODULES = [
+    f"oversmooth.mitigations.{name}"
+    for name in (
+        "contranorm",
+        "neutreno",
+        "spectral",
+        "deescalation",
+        "featscale",
+        "attnscale",
+        "symmetric",
+        "value_residual",
+        "base",
+        "knobs",
+        "token_mean",
+    )
+]
 # In a fresh interpreter: import the modules of ``first`` in order, then print each method's
 # layer module and patcher module (None: no patch) as found by name through the registry.
 LOOKUP = """
@@ -74,6 +95,7 @@ print(repr({{name: (method(name).layer.__module__, method(name).patcher and meth
 def fresh_python(code: str) -> str:
     import subprocess
     import sys
+
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     return result.stdout
@@ -83,16 +105,20 @@ def fresh_python(code: str) -> str:
 def test_every_method_is_found_by_name_whatever_was_imported_first(first):
     found = eval(fresh_python(LOOKUP.format(first=first, names=list(MODULE_OF))))
     unpatchable = {"symmetric", "spectral", "value_residual"}
-    assert found == {name: (f"oversmooth.mitigations.{module}", None if name in unpatchable else
-                            f"oversmooth.mitigations.{module}") for name, module in MODULE_OF.items()}
+    assert found == {
+        name: (f"oversmooth.mitigations.{module}", None if name in unpatchable else f"oversmooth.mitigations.{module}")
+        for name, module in MODULE_OF.items()
+    }
 
 
 def test_the_package_exports_no_method_and_listing_methods_imports_no_torch():
-    out = fresh_python("import sys; import oversmooth.mitigations as package; "
-                       "from oversmooth.mitigations.registry import METHODS, knob_owners, patchable; "
-                       "knob_owners('train'); patchable(); "
-                       "print(repr((sorted(n for n in vars(package) if not n.startswith('__')), list(METHODS), "
-                       "'torch' in sys.modules)))")
+    out = fresh_python(
+        "import sys; import oversmooth.mitigations as package; "
+        "from oversmooth.mitigations.registry import METHODS, knob_owners, patchable; "
+        "knob_owners('train'); patchable(); "
+        "print(repr((sorted(n for n in vars(package) if not n.startswith('__')), list(METHODS), "
+        "'torch' in sys.modules)))"
+    )
     exported, names, torch_imported = eval(out)
     assert exported == ["knobs", "registry"]  # the submodules just imported, nothing else
     assert names == list(MODULE_OF) and not torch_imported

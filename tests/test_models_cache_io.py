@@ -19,7 +19,7 @@ def test_capture_does_not_change_outputs():
     plain = model(tokens)
     without_pattern, cache = model.run_with_cache(tokens, names=["blocks.1.hook_resid_post"])
     assert torch.equal(without_pattern, plain)
-    everything, cache = model.run_with_cache(tokens)   # includes patterns: manual path
+    everything, cache = model.run_with_cache(tokens)  # includes patterns: manual path
     assert torch.allclose(everything, plain, atol=1e-5)
     assert all(not a.materialize for a in (b.attn for b in model.blocks)), "path not restored"
     assert torch.equal(model(tokens), plain)
@@ -58,15 +58,16 @@ def test_unknown_hook_is_a_usage_error():
 def test_save_load_round_trip(tmp_path, family):
     if family == "vit":
         torch.manual_seed(0)
-        model = ViT(ViTConfig.preset("vit-cpu", depth=2, ln_sign="negative",
-                                     mitigation="spectral+featscale+deescalate")).eval()
+        model = ViT(
+            ViTConfig.preset("vit-cpu", depth=2, ln_sign="negative", mitigation="spectral+featscale+deescalate")
+        ).eval()
         x = torch.randn(2, 1, 28, 28)
     else:
         model = lm(mitigation="neutreno+attnscale+spectral", norm="post")
         x = torch.randint(0, 256, (2, 10))
     with torch.no_grad():
         for name, p in model.named_parameters():
-            p.add_(0.1 * torch.randn_like(p))     # trained-looking, not the init
+            p.add_(0.1 * torch.randn_like(p))  # trained-looking, not the init
     save_model(model, tmp_path / "ckpt")
     assert json.loads((tmp_path / "ckpt" / "config.json").read_text())["config"]["depth"] == model.cfg.depth
     loaded = load_model(tmp_path / "ckpt")
@@ -92,6 +93,5 @@ def test_cache_feeds_the_metric_suite():
         _, cache = vit.run_with_cache(images)
         mids = cache.layer_stack("hook_resid_mid")
         assert (max(t_sim(x).max().item() for x in mids) < 1e-10) == zero
-        table = measure(cache.layer_stack("hook_resid_post"),
-                        attentions=cache.layer_stack("attn.hook_pattern"))
+        table = measure(cache.layer_stack("hook_resid_post"), attentions=cache.layer_stack("attn.hook_pattern"))
         assert table["layer"].tolist() == [0, 1, 2]

@@ -42,23 +42,32 @@ def test_no_decay_parameters_are_exactly_the_vectors():
     mitigation = MitigationConfig.parse("featscale+attnscale+deescalate+spectral", tau_learnable=True)
     cfg = ViTConfig.preset("vit-cpu", depth=2, mitigation=mitigation)
     names = {n for n, p in ViT(cfg).named_parameters() if p.ndim < 2}
-    for expected in ("cls_token", "blocks.1.attn.featscale.s_dc", "blocks.1.attn.attnscale.omega",
-                     "blocks.1.deescalate.tau", "blocks.1.attn.value_output.psi",
-                     "blocks.1.ln_attn.weight", "head.bias"):
+    for expected in (
+        "cls_token",
+        "blocks.1.attn.featscale.s_dc",
+        "blocks.1.attn.attnscale.omega",
+        "blocks.1.deescalate.tau",
+        "blocks.1.attn.value_output.psi",
+        "blocks.1.ln_attn.weight",
+        "head.bias",
+    ):
         assert expected in names
     assert not any(n.endswith(("query.weight", "fc_in.weight", "pos_embed")) for n in names)
 
 
-@pytest.mark.parametrize("bad", [
-    dict(heads=5),                     # does not divide width 64
-    dict(norm="sandwich"),
-    dict(ln_sign="maybe"),
-    dict(mitigation="neutreno+magic"),
-    dict(patch_size=5),                # does not divide 28
-    dict(dropout=1.5),
-    dict(depth=0),
-    dict(colour="red"),
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        dict(heads=5),  # does not divide width 64
+        dict(norm="sandwich"),
+        dict(ln_sign="maybe"),
+        dict(mitigation="neutreno+magic"),
+        dict(patch_size=5),  # does not divide 28
+        dict(dropout=1.5),
+        dict(depth=0),
+        dict(colour="red"),
+    ],
+)
 def test_bad_vit_config_is_a_usage_error(bad):
     with pytest.raises(UsageError):
         ViTConfig.preset("vit-cpu", **bad)

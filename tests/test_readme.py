@@ -13,8 +13,11 @@ from oversmooth.cli import build_parser
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 PAGES = (ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")))
-BLOCKS = [(page, code) for page in PAGES[:1] + (ROOT / "docs" / "metrics.md", ROOT / "docs" / "studies.md")
-          for code in re.findall(r"```python\n(.*?)```", page.read_text(), re.S)]
+BLOCKS = [
+    (page, code)
+    for page in PAGES[:1] + (ROOT / "docs" / "metrics.md", ROOT / "docs" / "studies.md")
+    for code in re.findall(r"```python\n(.*?)```", page.read_text(), re.S)
+]
 # `oversmooth SUB ...` up to the end of its code span / line; a trailing backslash continues the line
 COMMAND = re.compile(r"oversmooth (adapt|analyze|metrics|report|study|theory|train)\b((?:[^`\n]|\\\n)*)")
 
@@ -23,8 +26,7 @@ def subcommand_flags() -> dict[str, set[str]]:
     """Every subcommand's option strings, read from the real parser."""
     parser = build_parser()
     action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    return {name: {option for a in sub._actions for option in a.option_strings}
-            for name, sub in action.choices.items()}
+    return {name: {option for a in sub._actions for option in a.option_strings} for name, sub in action.choices.items()}
 
 
 def shown_flags() -> list[tuple[str, str, str]]:
@@ -47,7 +49,7 @@ def test_every_flag_the_pages_show_exists():
 def test_the_readme_starts_with_the_two_commands_that_make_and_ci_run():
     """The README opens with ``make demo`` and ``make test``; both are Makefile targets, and CI runs the second."""
     first = re.search(r"```bash\n(.*?)```", PAGES[0].read_text(), re.S)
-    assert PAGES[0].read_text()[:first.start()].strip() == "# oversmooth"
+    assert PAGES[0].read_text()[: first.start()].strip() == "# oversmooth"
     assert [line.split("#")[0].strip() for line in first.group(1).splitlines()] == ["make demo", "make test"]
     makefile = (ROOT / "Makefile").read_text()
     assert re.search(r"^demo:", makefile, re.M) and re.search(r"^test:", makefile, re.M)

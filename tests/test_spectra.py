@@ -6,8 +6,14 @@ import torch
 from scipy.optimize import linear_sum_assignment
 
 from oversmooth.errors import UsageError
-from oversmooth.spectra import (dynamics_verdict, effective_matrix, mode_eigenvalues,
-                                predict_dynamics, summarize_spectrum, value_output_eigenvalues)
+from oversmooth.spectra import (
+    dynamics_verdict,
+    effective_matrix,
+    mode_eigenvalues,
+    predict_dynamics,
+    summarize_spectrum,
+    value_output_eigenvalues,
+)
 
 
 def multiset_distance(a, b):
@@ -50,14 +56,15 @@ def test_small_matrix_gives_nonzero_eigenvalues_of_full_product(heads, with_gamm
     gamma = torch.randn(d, generator=g, dtype=torch.float64) if with_gamma else None
     got = value_output_eigenvalues(w_v, w_o, gamma, heads=heads)
     scale = np.ones(d) if gamma is None else gamma.numpy()
-    blocks = [slice(0, d_v)] if heads is None else [
-        slice(h * d_v // heads, (h + 1) * d_v // heads) for h in range(heads)]
+    blocks = (
+        [slice(0, d_v)] if heads is None else [slice(h * d_v // heads, (h + 1) * d_v // heads) for h in range(heads)]
+    )
     assert got.shape == ((d_v,) if heads is None else (heads, d_v // heads))
     for row, block in zip(got.reshape(len(blocks), -1), blocks):
         full = np.diag(scale) @ w_v.numpy()[:, block] @ w_o.numpy()[block, :]  # [d, d]
         eig = np.linalg.eigvals(full)
-        nonzero = eig[np.argsort(np.abs(eig))[-row.numel():]]  # rank <= block width
-        assert np.abs(eig[np.argsort(np.abs(eig))[:-row.numel()]]).max(initial=0) < 1e-10
+        nonzero = eig[np.argsort(np.abs(eig))[-row.numel() :]]  # rank <= block width
+        assert np.abs(eig[np.argsort(np.abs(eig))[: -row.numel()]]).max(initial=0) < 1e-10
         assert multiset_distance(row.numpy(), nonzero) < 1e-9
 
 
@@ -86,15 +93,18 @@ def test_negative_layernorm_weights_flip_the_spectrum_and_the_sign_verdict():
     assert abs(flipped.dominant - (-1.0)) < 1e-12
 
 
-@pytest.mark.parametrize("eigenvalues, verdict", [
-    ([0.9, 0.3, 0.1 + 0.2j, 0.1 - 0.2j], "smoothing"),           # all Re > 0
-    ([-0.9, -0.3, -0.5 + 0.4j, -0.5 - 0.4j], "sharpening"),      # all Re < 0
-    ([-1.0, -0.5, -0.01], "sharpening"),                          # in [-1, 0)
-    ([2.0, 0.5, -0.4], "smoothing"),                              # mixed, positive dominates 5x
-    ([-2.0, 0.5, -0.4], "sharpening"),                            # mixed, negative dominates 4x
-    ([1.0, -0.9, 0.2], "mixed"),                                  # mixed, no clear dominance
-    ([1.0, 0.5, 1e-12 * -1], "smoothing"),                        # numerically-zero ignored
-])
+@pytest.mark.parametrize(
+    "eigenvalues, verdict",
+    [
+        ([0.9, 0.3, 0.1 + 0.2j, 0.1 - 0.2j], "smoothing"),  # all Re > 0
+        ([-0.9, -0.3, -0.5 + 0.4j, -0.5 - 0.4j], "sharpening"),  # all Re < 0
+        ([-1.0, -0.5, -0.01], "sharpening"),  # in [-1, 0)
+        ([2.0, 0.5, -0.4], "smoothing"),  # mixed, positive dominates 5x
+        ([-2.0, 0.5, -0.4], "sharpening"),  # mixed, negative dominates 4x
+        ([1.0, -0.9, 0.2], "mixed"),  # mixed, no clear dominance
+        ([1.0, 0.5, 1e-12 * -1], "smoothing"),  # numerically-zero ignored
+    ],
+)
 def test_sign_verdict_rules(eigenvalues, verdict):
     summary = summarize_spectrum(torch.tensor(eigenvalues, dtype=torch.complex128))
     assert summary.sign_verdict == verdict
@@ -105,8 +115,10 @@ def test_sign_verdict_from_constructed_value_output_matrices():
     g = torch.Generator().manual_seed(4)
     d = 8
     basis = torch.randn(d, d, generator=g, dtype=torch.float64)  # generic, non-orthogonal
-    for lam, verdict in [(torch.rand(d, generator=g, dtype=torch.float64) * 0.9 + 0.1, "smoothing"),
-                         (-torch.rand(d, generator=g, dtype=torch.float64) * 0.9 - 0.1, "sharpening")]:
+    for lam, verdict in [
+        (torch.rand(d, generator=g, dtype=torch.float64) * 0.9 + 0.1, "smoothing"),
+        (-torch.rand(d, generator=g, dtype=torch.float64) * 0.9 - 0.1, "sharpening"),
+    ]:
         h = basis @ torch.diag(lam) @ torch.linalg.inv(basis)
         eig = value_output_eigenvalues(h, torch.eye(d, dtype=torch.float64))
         assert multiset_distance(eig.numpy(), lam.numpy()) < 1e-9
@@ -127,8 +139,7 @@ def test_prediction_modes_on_closed_forms():
     assert rotating.limit_rank == 1 and rotating.dominant == 1.5 + 0.5j
     # a = -0.5 + 0.5i, h = -1 + i: a conj(h) = 1, so mu = 2 twice (pairs (a, conj h), (conj a, h)),
     # real and equal -> the angle converges, but the limit 2 Re(c v_a u^T) has rank 2.
-    both_complex = predict_dynamics(torch.tensor([1.0, -0.5 + 0.5j, -0.5 - 0.5j]),
-                                     torch.tensor([-1 + 1j, -1 - 1j]))
+    both_complex = predict_dynamics(torch.tensor([1.0, -0.5 + 0.5j, -0.5 - 0.5j]), torch.tensor([-1 + 1j, -1 - 1j]))
     assert both_complex.mode == "sharpening" and both_complex.dominant == 2 + 0j
     assert both_complex.angle_converges and both_complex.limit_rank == 2
     assert not both_complex.rank_collapse
@@ -191,7 +202,7 @@ def test_magnitudes_decide_where_the_signs_say_smoothing():
     assert summarize_spectrum(lambda_h[0]).sign_verdict == "smoothing"
     result = dynamics_verdict(four_cycle()[None], lambda_h)
     assert result.verdict == "sharpening"
-    assert result.c == pytest.approx(5.21 ** 0.5, abs=1e-12) and result.o == pytest.approx(9.01 ** 0.5, abs=1e-12)
+    assert result.c == pytest.approx(5.21**0.5, abs=1e-12) and result.o == pytest.approx(9.01**0.5, abs=1e-12)
 
 
 def test_ties_within_the_tolerance_are_mixed():
@@ -224,7 +235,7 @@ def test_layer_verdict_takes_the_fastest_mode_over_heads():
     lambda_h = torch.tensor([[0.1, -1.9], [0.1 + 2j, 0.1 - 2j]], dtype=torch.complex128)
     result = dynamics_verdict(lambda_a, lambda_h)
     assert result.head_verdicts == ("smoothing", "sharpening") and result.verdict == "sharpening"
-    assert result.head_c == pytest.approx((1.1, 5.21 ** 0.5)) and result.head_o == pytest.approx((1.09, 9.01 ** 0.5))
+    assert result.head_c == pytest.approx((1.1, 5.21**0.5)) and result.head_o == pytest.approx((1.09, 9.01**0.5))
     assert (result.c, result.o) == (max(result.head_c), max(result.head_o))
     assert result.as_dict()["tolerance"] == 1e-3
 

@@ -11,8 +11,20 @@ from oversmooth.study import adaptations
 @pytest.mark.parametrize("jobs", ["1", "2"])
 def test_a_seed_without_its_trained_model_is_refused_in_one_line(tmp_path, capsys, jobs):
     out, results = tmp_path / "adapt", tmp_path / "results"
-    code = adaptations.main(["--seeds", "3,12", "--studies", str(tmp_path / "studies"), "--out", str(out),
-                             "--results", str(results), "--jobs", jobs])
+    code = adaptations.main(
+        [
+            "--seeds",
+            "3,12",
+            "--studies",
+            str(tmp_path / "studies"),
+            "--out",
+            str(out),
+            "--results",
+            str(results),
+            "--jobs",
+            jobs,
+        ]
+    )
     err = capsys.readouterr().err.strip()
     assert code == 2
     assert err.count("\n") == 0 and "has no trained model: train it first" in err, err
@@ -40,6 +52,7 @@ def test_train_starts_trains_only_the_missing_softmax_cell_of_that_seed(tmp_path
 
     monkeypatch.setattr(oversmooth.study, "run_study", fake_run_study)
     with pytest.raises(SystemExit, match="trained"):
-        adaptations.main(["--seeds", "12", "--studies", str(studies), "--out", str(tmp_path / "adapt"),
-                          "--train-starts"])
+        adaptations.main(
+            ["--seeds", "12", "--studies", str(studies), "--out", str(tmp_path / "adapt"), "--train-starts"]
+        )
     assert seen == [([("softmax", 12)], studies / "fmnist-p7")]

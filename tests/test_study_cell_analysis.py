@@ -5,11 +5,11 @@ import json
 
 import pytest
 import torch
+from reference_metrics import t_sim as t_sim_reference
 
 from oversmooth.cli import main
 from oversmooth.models import ViT, ViTConfig
 from oversmooth.study.cell_analysis import analyze_cell, flip_attention_norms, measure_model
-from reference_metrics import t_sim as t_sim_reference
 
 
 def vit(norm="pre", **mitigation):
@@ -23,7 +23,9 @@ def test_stage_changes_add_up_to_the_change_of_the_stream(norm):
     found = measure_model(model, images)
     _, cache = model.run_with_cache(images)
     states = [cache["blocks.0.hook_resid_pre"], *(cache[f"blocks.{b}.hook_resid_post"] for b in range(3))]
-    reference = [sum(t_sim_reference(seq) for seq in s.double().numpy()) / len(s) for s in states]  # mean over sequences
+    reference = [
+        sum(t_sim_reference(seq) for seq in s.double().numpy()) / len(s) for s in states
+    ]  # mean over sequences
     assert found["stream"]["t_sim"] == pytest.approx(reference, rel=1e-5)
     for block in found["blocks"]:
         stages = [k for k in block if k not in ("layer", "verdict")]
@@ -55,8 +57,31 @@ def test_spectral_models_get_the_verdict_of_their_spectrum(mode, verdict):
 
 def test_a_trained_cell_gets_its_analysis_file(tmp_path):
     out = tmp_path / "cell"
-    assert main(["train", "--task", "synthetic", "--model", "vit", "--depth", "2", "--width", "16", "--heads", "2",
-                 "--epochs", "1", "--batch-size", "32", "--no-progress", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "--task",
+                "synthetic",
+                "--model",
+                "vit",
+                "--depth",
+                "2",
+                "--width",
+                "16",
+                "--heads",
+                "2",
+                "--epochs",
+                "1",
+                "--batch-size",
+                "32",
+                "--no-progress",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     analysis = analyze_cell(out)
     assert json.loads((out / "analysis.json").read_text()) == json.loads(json.dumps(analysis))
     assert len(analysis["stream"]["cos_sim"]) == 3 and len(analysis["blocks"]) == 2
@@ -84,8 +109,9 @@ def test_the_value_flip_is_layernorm_with_negated_gamma_on_the_value_path_only()
         for block in model.blocks:  # a bias, so the offset 2 (beta W_V + b_V) is not zero
             block.ln_attn.bias.normal_()
     block = model.blocks[1]
-    _, cache = model.run_with_cache(images, names=["blocks.1.hook_resid_pre", "blocks.1.attn.hook_v",
-                                                   "blocks.1.attn.hook_pattern"])
+    _, cache = model.run_with_cache(
+        images, names=["blocks.1.hook_resid_pre", "blocks.1.attn.hook_v", "blocks.1.attn.hook_pattern"]
+    )
     x = cache["blocks.1.hook_resid_pre"]
     ln = block.ln_attn
     with torch.no_grad():
@@ -114,8 +140,25 @@ def test_only_the_baselines_of_a_reference_floor_pay_for_the_reference_model():
     from oversmooth.study.results import CellResult
 
     def needed(preset):
-        cells = [CellResult(preset, c.name, c.model, c.task, c.norm, c.depth, c.variant.label, c.variant.method, {},
-                            c.seed, "completed", [], None, c.spec()) for c in STUDY_PRESETS[preset].cells()]
+        cells = [
+            CellResult(
+                preset,
+                c.name,
+                c.model,
+                c.task,
+                c.norm,
+                c.depth,
+                c.variant.label,
+                c.variant.method,
+                {},
+                c.seed,
+                "completed",
+                [],
+                None,
+                c.spec(),
+            )
+            for c in STUDY_PRESETS[preset].cells()
+        ]
         return {(c.norm, c.label, c.depth) for c in cells if reference_needed(c)}, len(cells)
 
     assert needed("depth-w32") == ({("pre", "softmax", 48)}, 48)

@@ -10,8 +10,14 @@ from oversmooth.errors import UsageError
 from oversmooth.study import StudyConfig
 from oversmooth.study.executor_settings import ExecutorSettings, slurm_minutes
 
-TINY = {"name": "tiny", "model": "vit", "tasks": ["synthetic"], "depths": [1], "methods": ["softmax"],
-        "train": {"width": 8, "heads": 2, "epochs": 1, "batch_size": 32, "probe_size": 8}}
+TINY = {
+    "name": "tiny",
+    "model": "vit",
+    "tasks": ["synthetic"],
+    "depths": [1],
+    "methods": ["softmax"],
+    "train": {"width": 8, "heads": 2, "epochs": 1, "batch_size": 32, "probe_size": 8},
+}
 
 
 def _write(tmp_path, study, name="study.json"):
@@ -20,15 +26,20 @@ def _write(tmp_path, study, name="study.json"):
     return str(path)
 
 
-@pytest.mark.parametrize("text, minutes", [("90", 90), ("1:30", 2), ("1:30:00", 90), ("2-00", 2880),
-                                           ("1-02:03", 1563), ("0-00:00:30", 1)])
+@pytest.mark.parametrize(
+    "text, minutes", [("90", 90), ("1:30", 2), ("1:30:00", 90), ("2-00", 2880), ("1-02:03", 1563), ("0-00:00:30", 1)]
+)
 def test_slurm_time_limits_in_minutes(text, minutes):
     assert slurm_minutes(text) == minutes
 
 
 def test_a_study_file_sets_the_executor_and_flags_override_it(tmp_path):
-    study = StudyConfig.load(_write(tmp_path, {**TINY, "executor": {"kind": "slurm", "jobs": 3, "time": "10",
-                                                                      "sbatch": ["--qos=low", "--exclusive"]}}))
+    study = StudyConfig.load(
+        _write(
+            tmp_path,
+            {**TINY, "executor": {"kind": "slurm", "jobs": 3, "time": "10", "sbatch": ["--qos=low", "--exclusive"]}},
+        )
+    )
     assert study.executor == ExecutorSettings("slurm", 3, "10", sbatch=("--qos=low", "--exclusive"))
     assert study.executor.sbatch_options() == {"qos": "low", "exclusive": True}
     assert study.executor.updated(jobs=None, kind="local").kind == "local"
@@ -37,14 +48,17 @@ def test_a_study_file_sets_the_executor_and_flags_override_it(tmp_path):
         ExecutorSettings.from_dict({"queue": "x"})
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--executor", "cloud"], "unknown executor 'cloud'; choose local or slurm"),
-    (["--time", "soon"], "time limit 'soon' does not parse"),
-    (["--executor", "slurm", "--time", "soon"], "time limit 'soon' does not parse"),
-    (["--partition", "gpu"], "--partition and --sbatch are Slurm settings; add --executor slurm"),
-    (["--executor", "slurm", "--sbatch", "qos=low"], "is not of the form --name or --name=value"),
-    (["--tasks-per-node", "0"], "tasks_per_node must be a whole number of at least 1"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--executor", "cloud"], "unknown executor 'cloud'; choose local or slurm"),
+        (["--time", "soon"], "time limit 'soon' does not parse"),
+        (["--executor", "slurm", "--time", "soon"], "time limit 'soon' does not parse"),
+        (["--partition", "gpu"], "--partition and --sbatch are Slurm settings; add --executor slurm"),
+        (["--executor", "slurm", "--sbatch", "qos=low"], "is not of the form --name or --name=value"),
+        (["--tasks-per-node", "0"], "tasks_per_node must be a whole number of at least 1"),
+    ],
+)
 def test_bad_executor_settings_exit_2_and_write_nothing(tmp_path, capsys, args, message):
     out = tmp_path / "out"
     assert main(["study", _write(tmp_path, TINY), "--out", str(out), *args]) == 2

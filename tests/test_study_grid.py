@@ -15,9 +15,14 @@ from oversmooth.errors import UsageError
 from oversmooth.study import STUDY_PRESETS, StudyConfig, Variant
 from oversmooth.study.results import read_study
 
-TINY = {"name": "tiny", "model": "vit", "tasks": ["synthetic"], "depths": [1, 2],
-        "methods": ["softmax", {"label": "neutreno", "lam": 0.5}],
-        "train": {"width": 8, "heads": 2, "epochs": 1, "batch_size": 32, "probe_size": 8}}
+TINY = {
+    "name": "tiny",
+    "model": "vit",
+    "tasks": ["synthetic"],
+    "depths": [1, 2],
+    "methods": ["softmax", {"label": "neutreno", "lam": 0.5}],
+    "train": {"width": 8, "heads": 2, "epochs": 1, "batch_size": 32, "probe_size": 8},
+}
 
 
 def _write(tmp_path: Path, study: dict, suffix: str = ".json") -> Path:
@@ -32,18 +37,27 @@ def test_cells_cover_the_grid_in_run_order():
     assert len(cells) == 2 * 2 * 2 * 2 and len({c.name for c in cells}) == len(cells)
     assert [c.seed for c in cells] == [0] * 8 + [1] * 8  # the first seed's grid finishes first
     grid = {(c.norm, c.depth, c.variant.label, c.seed) for c in cells}
-    assert grid == {(n, d, m, s) for n in ("pre", "post") for d in (1, 2) for m in ("softmax", "neutreno")
-                    for s in (0, 1)}
+    assert grid == {
+        (n, d, m, s) for n in ("pre", "post") for d in (1, 2) for m in ("softmax", "neutreno") for s in (0, 1)
+    }
     spec = next(c for c in cells if c.variant.label == "neutreno").spec()
     assert (spec.method, spec.knobs, spec.batch_size, spec.width) == ("neutreno", {"lam": 0.5}, 32, 8)
 
 
 def test_a_method_can_be_kept_to_some_norm_placements():
-    study = StudyConfig.from_dict({**TINY, "norms": ["pre", "post"], "depths": [3],
-                                   "methods": ["softmax", {"label": "deesc", "method": "deescalate", "tau": 1.0,
-                                                           "norms": ["post"]}]})
-    assert [c.name for c in study.cells()] == ["synthetic-pre-d3-softmax-s0", "synthetic-post-d3-softmax-s0",
-                                               "synthetic-post-d3-deesc-s0"]
+    study = StudyConfig.from_dict(
+        {
+            **TINY,
+            "norms": ["pre", "post"],
+            "depths": [3],
+            "methods": ["softmax", {"label": "deesc", "method": "deescalate", "tau": 1.0, "norms": ["post"]}],
+        }
+    )
+    assert [c.name for c in study.cells()] == [
+        "synthetic-pre-d3-softmax-s0",
+        "synthetic-post-d3-softmax-s0",
+        "synthetic-post-d3-deesc-s0",
+    ]
     assert study.to_dict()["methods"][1] == {"label": "deesc", "method": "deescalate", "tau": 1.0, "norms": ["post"]}
     with pytest.raises(UsageError, match="asks for norm\\(s\\) post that the study does not train"):
         StudyConfig.from_dict({**TINY, "methods": [{"label": "d", "method": "deescalate", "norms": ["post"]}]})
@@ -59,38 +73,46 @@ def test_a_changed_run_field_is_named_in_the_description():
 
 def test_toml_study_file(tmp_path):
     path = tmp_path / "grid.toml"
-    path.write_text('model = "lm"\ntasks = ["synthetic"]\ndepths = [1]\n'
-                    'methods = ["softmax", { label = "sharp", method = "spectral", spectral = "sharpen" }]\n'
-                    '[train]\nepochs = 2\n')
+    path.write_text(
+        'model = "lm"\ntasks = ["synthetic"]\ndepths = [1]\n'
+        'methods = ["softmax", { label = "sharp", method = "spectral", spectral = "sharpen" }]\n'
+        "[train]\nepochs = 2\n"
+    )
     study = StudyConfig.load(path)
     assert study.name == "grid" and study.variants[1] == Variant("sharp", "spectral", {"spectral": "sharpen"})
     assert study.cells()[1].spec().epochs == 2
 
 
-@pytest.mark.parametrize("change, message", [
-    ({"colour": "red"}, "unknown study field(s) colour"),
-    ({"train": {"depth": 3}}, "may not set depth"),
-    ({"methods": ["softmax", "softmax"]}, "labels must be unique"),
-    ({"methods": [{"label": "x", "method": "neutreno", "gamma": 1}]}, "unknown knob(s) gamma"),
-    ({"depths": [2, "four"]}, "'depths' must be a non-empty list"),
-    ({"model": "cnn"}, "must be vit or lm"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"colour": "red"}, "unknown study field(s) colour"),
+        ({"train": {"depth": 3}}, "may not set depth"),
+        ({"methods": ["softmax", "softmax"]}, "labels must be unique"),
+        ({"methods": [{"label": "x", "method": "neutreno", "gamma": 1}]}, "unknown knob(s) gamma"),
+        ({"depths": [2, "four"]}, "'depths' must be a non-empty list"),
+        ({"model": "cnn"}, "must be vit or lm"),
+    ],
+)
 def test_bad_study_fields_are_usage_errors(change, message):
     with pytest.raises(UsageError, match=message.replace("(", r"\(").replace(")", r"\)")):
         StudyConfig.from_dict({**TINY, **change})
 
 
-@pytest.mark.parametrize("args, message", [
-    (["nope"], "unknown study preset 'nope'"),
-    (["@file", "--set", "colour=red"], "unknown run field(s) colour"),
-    (["@file", "--set", "method=neutreno"], "may not set method"),
-    (["@file", "--set", "lr=-1"], "cell synthetic-pre-d1-softmax-s0: lr must be > 0"),
-    (["@file", "--set", "epochs=two"], "epochs must be a whole number, got 'two'"),
-    (["@file", "--methods", "softmax,magic"], "magic not in this study"),
-    (["@file", "--depths", "1,x"], "--depths takes comma-separated whole numbers"),
-    (["@file", "--jobs", "0"], "--jobs must be at least 1"),
-    (["@file", "--set", "data_dir=/no/such/dir"], "data_dir applies to fmnist and austen runs only"),  # synthetic
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["nope"], "unknown study preset 'nope'"),
+        (["@file", "--set", "colour=red"], "unknown run field(s) colour"),
+        (["@file", "--set", "method=neutreno"], "may not set method"),
+        (["@file", "--set", "lr=-1"], "cell synthetic-pre-d1-softmax-s0: lr must be > 0"),
+        (["@file", "--set", "epochs=two"], "epochs must be a whole number, got 'two'"),
+        (["@file", "--methods", "softmax,magic"], "magic not in this study"),
+        (["@file", "--depths", "1,x"], "--depths takes comma-separated whole numbers"),
+        (["@file", "--jobs", "0"], "--jobs must be at least 1"),
+        (["@file", "--set", "data_dir=/no/such/dir"], "data_dir applies to fmnist and austen runs only"),  # synthetic
+    ],
+)
 def test_bad_input_exits_2_with_one_line_and_writes_nothing(tmp_path, capsys, args, message):
     study = _write(tmp_path, TINY)
     args = [str(study) if a == "@file" else a for a in args]
@@ -140,7 +162,8 @@ def test_study_runs_skips_finished_and_resumes_interrupted_cells(tmp_path, capsy
     for cell in cells:  # each cell is a real train run with its own files and the study's settings
         folder = out / "cells" / cell.name
         assert {"cell.json", "train.log", "checkpoint.pt", "metrics.jsonl", "results.json"} <= {
-            p.name for p in folder.iterdir()}
+            p.name for p in folder.iterdir()
+        }
         description = json.loads((folder / "results.json").read_text())["description"]
         assert description["model_config"]["depth"] == cell.depth
         assert description["model_config"]["mitigation"]["methods"] == ([] if cell.label == "softmax" else ["neutreno"])
@@ -162,8 +185,12 @@ def test_study_runs_skips_finished_and_resumes_interrupted_cells(tmp_path, capsy
 def test_sigterm_stops_the_running_cells_and_keeps_their_checkpoints(tmp_path):
     study = _write(tmp_path, {**TINY, "train": {**TINY["train"], "epochs": 500}})
     out = tmp_path / "out"
-    process = subprocess.Popen([sys.executable, "-m", "oversmooth", "study", str(study), "--out", str(out)],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "oversmooth", "study", str(study), "--out", str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.time() + 120
     while not list(out.glob("cells/*/checkpoint.pt")) and time.time() < deadline:
         time.sleep(0.2)
@@ -182,8 +209,9 @@ def test_quick_preset_trains_on_real_data_and_reports(tmp_path, capsys):
     if not FASHION_MNIST_DIR.is_dir():
         pytest.skip(f"Fashion-MNIST not installed in {FASHION_MNIST_DIR} (make installs it)")
     out = tmp_path / "quick"
-    assert main(["study", "quick", "--out", str(out), "--jobs", "2", "--set", "limit_train=256",
-                 "--set", "epochs=1"]) == 0
+    assert (
+        main(["study", "quick", "--out", str(out), "--jobs", "2", "--set", "limit_train=256", "--set", "epochs=1"]) == 0
+    )
     assert main(["report", str(out), "--no-probes"]) == 0
     printed = capsys.readouterr().out
     assert "4 completed" in printed and "2a  " in printed

@@ -27,45 +27,86 @@ SEEDS = range(14)
 SOFTMAX_VAL = [0.881 + 0.001 * ((s % 3) - 1) for s in SEEDS]
 
 
-def analysis(cos_stream=(0.1,) * 9, verdicts=("smoothing",) * 8, changes=(0.02,) * 8, flip=(-0.01,) * 8,
-             reference=None):
-    blocks = [{"layer": i + 1, "verdict": {"verdict": v}, "attention": {"t_sim_change": c, "cos_sim_change": c}}
-              for i, (c, v) in enumerate(zip(changes, verdicts))]
-    found = {"stream": {"cos_sim": list(cos_stream), "t_sim": list(cos_stream)}, "blocks": blocks,
-             "value_flip": [{"layer": i + 1, "t_sim_change": f, "t_sim_change_trained": c, "verdict": "sharpening",
-                             "verdict_trained": v} for i, (f, c, v) in enumerate(zip(flip, changes, verdicts))]}
+def analysis(
+    cos_stream=(0.1,) * 9, verdicts=("smoothing",) * 8, changes=(0.02,) * 8, flip=(-0.01,) * 8, reference=None
+):
+    blocks = [
+        {"layer": i + 1, "verdict": {"verdict": v}, "attention": {"t_sim_change": c, "cos_sim_change": c}}
+        for i, (c, v) in enumerate(zip(changes, verdicts))
+    ]
+    found = {
+        "stream": {"cos_sim": list(cos_stream), "t_sim": list(cos_stream)},
+        "blocks": blocks,
+        "value_flip": [
+            {
+                "layer": i + 1,
+                "t_sim_change": f,
+                "t_sim_change_trained": c,
+                "verdict": "sharpening",
+                "verdict_trained": v,
+            }
+            for i, (f, c, v) in enumerate(zip(flip, changes, verdicts))
+        ],
+    }
     if reference is not None:
         found["reference"] = {"bigram_val_nll": reference, "bigram_weight": 0.9}
     return found
 
 
-def make_cell(root: Path, study: str, label: str, seed: int, test: float, *, norm: str = "pre", depth=None,
-              val: list[float] | None = None, status: str = "completed", cell_analysis: dict | None = None) -> None:
+def make_cell(
+    root: Path,
+    study: str,
+    label: str,
+    seed: int,
+    test: float,
+    *,
+    norm: str = "pre",
+    depth=None,
+    val: list[float] | None = None,
+    status: str = "completed",
+    cell_analysis: dict | None = None,
+) -> None:
     """A cell of preset ``study`` as `oversmooth study --results` archives it: the preset's own
     cell.json, one record per entry of ``val`` (validation accuracy, or an LM's NLL; the loss
     falls to the last), and results.json with the ``test`` score."""
-    cell = next(c for c in STUDY_PRESETS[study].cells() if (c.variant.label, c.seed, c.norm) == (label, seed, norm)
-                and (depth is None or c.depth == depth))
+    cell = next(
+        c
+        for c in STUDY_PRESETS[study].cells()
+        if (c.variant.label, c.seed, c.norm) == (label, seed, norm) and (depth is None or c.depth == depth)
+    )
     folder = root / study / cell.name
     folder.mkdir(parents=True)
     (folder / "cell.json").write_text(json.dumps(cell.to_dict()))
     lm = cell.model == "lm"
     val = val or [test - (0.001 if not lm else -0.01), test]
-    epochs = [{"epoch": e + 1, "val": ({"loss": v, "perplexity": math.exp(v)} if lm else
-                                      {"accuracy": v, "loss": 1.0 - 0.01 * e}),
-               "layers": [{"layer": l, "cos_sim": 0.3, "t_sim": 0.3} for l in range(cell.depth + 1)]}
-              for e, v in enumerate(val)]
+    epochs = [
+        {
+            "epoch": e + 1,
+            "val": ({"loss": v, "perplexity": math.exp(v)} if lm else {"accuracy": v, "loss": 1.0 - 0.01 * e}),
+            "layers": [{"layer": l, "cos_sim": 0.3, "t_sim": 0.3} for l in range(cell.depth + 1)],
+        }
+        for e, v in enumerate(val)
+    ]
     (folder / "metrics.jsonl").write_text("".join(json.dumps(e) + "\n" for e in epochs))
     if status != "partial":
         scores = {"loss": test, "perplexity": math.exp(test)} if lm else {"accuracy": test, "loss": 0.4}
-        (folder / "results.json").write_text(json.dumps({
-            "status": status, "test": scores if status == "completed" else None,
-            "train_examples_per_second": 100.0, "wall_seconds": 1.0}))
+        (folder / "results.json").write_text(
+            json.dumps(
+                {
+                    "status": status,
+                    "test": scores if status == "completed" else None,
+                    "train_examples_per_second": 100.0,
+                    "wall_seconds": 1.0,
+                }
+            )
+        )
     if cell_analysis is not None:
         (folder / "analysis.json").write_text(json.dumps(cell_analysis))
     study_file = root / study / "study.json"
     if not study_file.exists():
-        study_file.write_text(json.dumps({**STUDY_PRESETS[study].to_dict(), "command": f"oversmooth study {study} --x"}))
+        study_file.write_text(
+            json.dumps({**STUDY_PRESETS[study].to_dict(), "command": f"oversmooth study {study} --x"})
+        )
 
 
 NEUTRENO_GAIN = [0.010, 0.012, 0.008, 0.011, 0.009, 0.010, 0.013, 0.007, 0.010, 0.011, 0.009, 0.012, 0.010, 0.011]
@@ -82,10 +123,22 @@ def fmnist(root, seeds=SEEDS, softmax_val=SOFTMAX_VAL, long_gain=0.001, spectral
         make_cell(root, "fmnist-p7", "neutreno", seed, base + NEUTRENO_GAIN[seed], cell_analysis=analysis())
         make_cell(root, "fmnist-p7", "featscale", seed, base + FEATSCALE_NOISE[seed], cell_analysis=analysis())
         if spectral and seed < 8:
-            make_cell(root, "fmnist-p7-spectral", "smooth", seed, base + (0.002 if seed % 2 else -0.002),
-                      cell_analysis=analysis())
-            make_cell(root, "fmnist-p7-spectral", "sharpen", seed, base,
-                      cell_analysis=analysis(verdicts=("sharpening",) * 8, changes=(-0.01,) * 8))
+            make_cell(
+                root,
+                "fmnist-p7-spectral",
+                "smooth",
+                seed,
+                base + (0.002 if seed % 2 else -0.002),
+                cell_analysis=analysis(),
+            )
+            make_cell(
+                root,
+                "fmnist-p7-spectral",
+                "sharpen",
+                seed,
+                base,
+                cell_analysis=analysis(verdicts=("sharpening",) * 8, changes=(-0.01,) * 8),
+            )
             make_cell(root, "fmnist-p7-spectral", "free", seed, base, cell_analysis=analysis())
     make_cell(root, "fmnist-p7-long", "softmax", 0, softmax_val[0] + long_gain)
 
@@ -110,7 +163,11 @@ def test_known_paired_effects_give_the_known_verdicts(tmp_path):
     assert "passed" in two_a.gate and two_a.gate_passed is True
     assert two_a.command == "oversmooth study fmnist-p7 --out runs/studies/fmnist-p7 --results results"
     # 7: FeatScale within +-0.2 pp: the TOST interval lies inside +-0.5 pp
-    assert claims["7"].verdict == "held" and claims["7"].margin == 0.5 and -0.5 < claims["7"].ci[0] < claims["7"].ci[1] < 0.5
+    assert (
+        claims["7"].verdict == "held"
+        and claims["7"].margin == 0.5
+        and -0.5 < claims["7"].ci[0] < claims["7"].ci[1] < 0.5
+    )
     # 6: smooth - sharpen alternates +-0.2 pp: inconclusive, with the smallest detectable effect
     assert claims["6"].verdict == "inconclusive" and claims["6"].mde > 0.2 and "detects" in claims["6"].reason
     # 5b: every verdict matches its sign (share 1) vs the majority (rising) share 3/4: held
@@ -121,11 +178,14 @@ def test_known_paired_effects_give_the_known_verdicts(tmp_path):
     assert claims["8"].p_holm == 1.0 or claims["8"].p_holm is None
 
 
-@pytest.mark.parametrize("change, why", [
-    ({"softmax_val": [a - 0.02 for a in SOFTMAX_VAL]}, "undertrained (c): val accuracy 86."),
-    ({"long_gain": 0.006}, "not plateaued (b): seed 0 trained 1.5x as long gains 0.60 pp on validation"),
-    ({"val": [0.89, 0.895, 0.888]}, "ended 0.70 pp short of the best of its last 3"),
-])
+@pytest.mark.parametrize(
+    "change, why",
+    [
+        ({"softmax_val": [a - 0.02 for a in SOFTMAX_VAL]}, "undertrained (c): val accuracy 86."),
+        ({"long_gain": 0.006}, "not plateaued (b): seed 0 trained 1.5x as long gains 0.60 pp on validation"),
+        ({"val": [0.89, 0.895, 0.888]}, "ended 0.70 pp short of the best of its last 3"),
+    ],
+)
 def test_each_gate_can_fail_and_names_its_seed_and_margin(tmp_path, change, why):
     """DESIGN 9.3 on validation: the floor (c), 1.5x the epochs (b), the plateau of each seed (a)."""
     kw = dict(change)
@@ -168,8 +228,15 @@ def test_unfinished_seeds_are_not_tested_and_stay_in_the_family(tmp_path):
 def test_the_language_model_claim_compares_nll_downwards_against_a_bigram_floor(tmp_path):
     nll = [4.00, 4.02, 3.99, 4.01] * 3
     for seed in range(10):
-        make_cell(tmp_path, "austen-p2", "softmax", seed, nll[seed], val=[4.2, nll[seed]],
-                  cell_analysis=analysis(reference=4.5))
+        make_cell(
+            tmp_path,
+            "austen-p2",
+            "softmax",
+            seed,
+            nll[seed],
+            val=[4.2, nll[seed]],
+            cell_analysis=analysis(reference=4.5),
+        )
         make_cell(tmp_path, "austen-p2", "neutreno", seed, nll[seed] - 0.02 - 0.002 * seed, cell_analysis=analysis())
     make_cell(tmp_path, "austen-p2-long", "softmax", 0, 3.99, val=[4.2, 3.99])  # 0.25 % lower: plateaued
     claim = claims_of(tmp_path)["2b"]
@@ -177,8 +244,10 @@ def test_the_language_model_claim_compares_nll_downwards_against_a_bigram_floor(
     assert "passed" in claim.gate
     for path in (tmp_path / "austen-p2").glob("*softmax*/analysis.json"):
         path.write_text(json.dumps(analysis(reference=3.9)))  # the bigram model beats the LM
-    assert "undertrained (c): val NLL 4.0060 (mean of 10 seeds) >= the bigram reference's 3.9000" in \
-        claims_of(tmp_path)["2b"].reason
+    assert (
+        "undertrained (c): val NLL 4.0060 (mean of 10 seeds) >= the bigram reference's 3.9000"
+        in claims_of(tmp_path)["2b"].reason
+    )
 
 
 DEPTH_SEEDS = range(2, 10)
@@ -198,7 +267,9 @@ def depth_cells(root, reference=0.80, long_gain=0.001):
     seed 0 and the long run (``long_gain`` more) make gate (b)."""
     for i, seed in enumerate(DEPTH_SEEDS):
         make_cell(root, "depth-w32", "softmax", seed, 0.81, norm="pre", depth=8)
-        make_cell(root, "depth-w32", "softmax", seed, 0.82, norm="pre", depth=48, cell_analysis=depth_logistic(reference))
+        make_cell(
+            root, "depth-w32", "softmax", seed, 0.82, norm="pre", depth=48, cell_analysis=depth_logistic(reference)
+        )
         for label, deep in (("softmax", POST_48[i]), ("deescalate", DEESC_48[i])):
             make_cell(root, "depth-w32", label, seed, 0.80, norm="post", depth=8)
             make_cell(root, "depth-w32", label, seed, deep, norm="post", depth=48)
@@ -220,10 +291,16 @@ def test_claim_4_is_a_paired_t_test_on_test_accuracy_in_pp(tmp_path):
     assert min(claims["4a"].p_holm, claims["4b"].p_holm) == pytest.approx(7 * min(claims["4a"].p, claims["4b"].p))
 
 
-@pytest.mark.parametrize("reference, why", [
-    (0.83, "undertrained (c): val accuracy 82.00 % (mean of 8 seeds) <= the logistic-regression reference's 83.00 %"),
-    (None, "undertrained (c): the logistic-regression reference has not been measured yet"),
-])
+@pytest.mark.parametrize(
+    "reference, why",
+    [
+        (
+            0.83,
+            "undertrained (c): val accuracy 82.00 % (mean of 8 seeds) <= the logistic-regression reference's 83.00 %",
+        ),
+        (None, "undertrained (c): the logistic-regression reference has not been measured yet"),
+    ],
+)
 def test_claim_4s_gate_is_a_logistic_regression_on_the_same_images(tmp_path, reference, why):
     depth_cells(tmp_path, reference=reference)
     for claim_id in ("4a", "4b"):
@@ -237,11 +314,21 @@ def test_claim_4s_long_run_is_depth_w32_long(tmp_path):
     assert claim.verdict == "not tested"
     assert "not plateaued (b): seed 0 trained 1.5x as long gains 0.60 pp on validation" in claim.reason
 
+
 def adapted(seed, control, lams):
-    arm = lambda name, acc, knobs: {"name": name, "method": "neutreno" if knobs else "softmax", "knobs": knobs,  # noqa: E731
-                                   "test": {"accuracy": acc}}
-    return {"seed": seed, "arms": {"control": arm("control", control, None),
-                                   **{f"lam={lam:g}": arm(f"lam={lam:g}", acc, {"lam": lam}) for lam, acc in lams.items()}}}
+    arm = lambda name, acc, knobs: {
+        "name": name,
+        "method": "neutreno" if knobs else "softmax",
+        "knobs": knobs,  # noqa: E731
+        "test": {"accuracy": acc},
+    }
+    return {
+        "seed": seed,
+        "arms": {
+            "control": arm("control", control, None),
+            **{f"lam={lam:g}": arm(f"lam={lam:g}", acc, {"lam": lam}) for lam, acc in lams.items()},
+        },
+    }
 
 
 def test_claims_8_and_2c_read_the_adaptations(tmp_path):
@@ -267,11 +354,23 @@ def test_claim_3_is_an_equivalence_test_on_the_benchmark_rounds():
 def probes(quality=None, existence=None):
     lower = CurvePair([[0.1, 0.3, 0.5, 0.6]], [[0.1, 0.3, 0.4, 0.45]], 0.6, "test")
     broken = CurvePair([[0.1, 0.3, 0.5, 0.4]], [[0.1, 0.3, 0.4, 0.35]], 0.6, "test", quality)
-    frontier = CurvePair([[0.1, 0.3, 0.5, 0.4]], [[0.1, 0.3, 0.52, 0.41]], 0.1, "frontier",
-                         Quality((QualityRow("neutreno", "lam=0.1", "output_cosine", 0.97, 1.0, None, True),)))
-    blocks = [{"layer": l, "verdict": "smoothing", "attention": {"cos_sim_change": 0.1, "t_sim_change": 0.1},
-               "mlp": {"cos_sim_change": 0.0, "t_sim_change": 0.0}, "norm": {"cos_sim_change": 0.0, "t_sim_change": 0.0}}
-              for l in (1, 2, 3)]
+    frontier = CurvePair(
+        [[0.1, 0.3, 0.5, 0.4]],
+        [[0.1, 0.3, 0.52, 0.41]],
+        0.1,
+        "frontier",
+        Quality((QualityRow("neutreno", "lam=0.1", "output_cosine", 0.97, 1.0, None, True),)),
+    )
+    blocks = [
+        {
+            "layer": l,
+            "verdict": "smoothing",
+            "attention": {"cos_sim_change": 0.1, "t_sim_change": 0.1},
+            "mlp": {"cos_sim_change": 0.0, "t_sim_change": 0.0},
+            "norm": {"cos_sim_change": 0.0, "t_sim_change": 0.0},
+        }
+        for l in (1, 2, 3)
+    ]
     return Probes(lower, broken, blocks, frontier, existence)
 
 
@@ -318,8 +417,26 @@ def test_report_files_claims_json_and_every_declared_claim(tmp_path, capsys):
     assert "wrote" in capsys.readouterr().out
     report = (tmp_path / "rep" / "report.md").read_text()
     rows = json.loads((tmp_path / "rep" / "claims.json").read_text())
-    fields = {"id", "family", "statement", "paper", "measure", "effect", "ci", "n", "p", "p_holm", "mde", "margin",
-              "gate", "gate_passed", "verdict", "reason", "deviations", "command"}
+    fields = {
+        "id",
+        "family",
+        "statement",
+        "paper",
+        "measure",
+        "effect",
+        "ci",
+        "n",
+        "p",
+        "p_holm",
+        "mde",
+        "margin",
+        "gate",
+        "gate_passed",
+        "verdict",
+        "reason",
+        "deviations",
+        "command",
+    }
     assert all(fields <= set(row) for row in rows)
     assert sorted(row["id"] for row in rows) == sorted(CLAIMS)  # 1a, 1b too: "not tested", the probes did not run
     assert {r["id"]: r["verdict"] for r in rows if r["id"] in ("1a", "1b")} == {"1a": "not tested", "1b": "not tested"}
@@ -390,10 +507,13 @@ def test_every_panel_names_its_methods_in_one_colour_each(tmp_path, monkeypatch)
         for index, ax in enumerate(fig.axes):  # row by row: the first two are the pre- and post-norm panels
             lines = [line for line in ax.get_lines() if not line.get_label().startswith("_")]
             if index < 2:  # the top row names what its column shows
-                assert {t.get_text().split(" (")[0] for t in ax.get_legend().get_texts()} == \
-                    {line.get_label().split(" (")[0] for line in lines}
+                assert {t.get_text().split(" (")[0] for t in ax.get_legend().get_texts()} == {
+                    line.get_label().split(" (")[0] for line in lines
+                }
             for line in lines:
-                colours.setdefault(line.get_label().split(" (")[0], set()).add(matplotlib.colors.to_hex(line.get_color()))
+                colours.setdefault(line.get_label().split(" (")[0], set()).add(
+                    matplotlib.colors.to_hex(line.get_color())
+                )
         assert set(colours) == {"softmax", "deescalate"} and all(len(c) == 1 for c in colours.values())
         assert colours["softmax"] != colours["deescalate"]
 
@@ -428,8 +548,9 @@ def test_claim_4s_seed_rule_by_hand(tmp_path, spread, seeds):
     gaps = {("pre", 8): 2, ("pre", 48): 2, ("post", 8): 4, ("post", 48): 10}
     for (norm, depth), gap in gaps.items():
         for seed in (0, 1):
-            make_cell(tmp_path, "depth-w32-pilot", "softmax", seed, 0.7 + seed * gap * spread / 100, norm=norm,
-                      depth=depth)
+            make_cell(
+                tmp_path, "depth-w32-pilot", "softmax", seed, 0.7 + seed * gap * spread / 100, norm=norm, depth=depth
+            )
     sigma = math.sqrt(sum((gap * spread) ** 2 / 2 for gap in gaps.values()) / 4)
     alpha, df = 0.05 / 7, 7
     critical = stats.t.isf(alpha / 2, df)

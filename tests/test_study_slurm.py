@@ -12,18 +12,22 @@ from pathlib import Path
 import pytest
 import torch
 from safetensors.torch import load_file
+from slurm_cluster import SlurmCluster, missing
 
 from oversmooth.cli import main
-from slurm_cluster import SlurmCluster, missing
 
 pytestmark = pytest.mark.slow
 
-TINY = {"name": "tiny", "model": "vit", "tasks": ["synthetic"], "depths": [1],
-        "methods": ["softmax", {"label": "neutreno", "lam": 0.5}],
-        "train": {"width": 8, "heads": 2, "epochs": 1, "batch_size": 32, "probe_size": 8}}
+TINY = {
+    "name": "tiny",
+    "model": "vit",
+    "tasks": ["synthetic"],
+    "depths": [1],
+    "methods": ["softmax", {"label": "neutreno", "lam": 0.5}],
+    "train": {"width": 8, "heads": 2, "epochs": 1, "batch_size": 32, "probe_size": 8},
+}
 #: one cell long enough (a few seconds) to be stopped mid-training, checkpointed every 4 steps
-LONG = {**TINY, "name": "long", "methods": ["softmax"],
-        "train": {**TINY["train"], "epochs": 40, "checkpoint_every": 4}}
+LONG = {**TINY, "name": "long", "methods": ["softmax"], "train": {**TINY["train"], "epochs": 40, "checkpoint_every": 4}}
 DEADLINE = 240  # seconds any one wait may take on a busy 2-core machine
 
 
@@ -82,8 +86,26 @@ def queued(job: str) -> str:
 def test_an_array_matches_the_local_executor(cluster, tmp_path, capsys):
     path = study_file(tmp_path, TINY)
     assert main(["study", path, "--out", str(tmp_path / "local"), "--jobs", "2"]) == 0
-    assert main(["study", path, "--out", str(tmp_path / "slurm"), "--executor", "slurm", "--jobs", "2",
-                 "--partition", "debug", "--time", "10", "--wait"]) == 0
+    assert (
+        main(
+            [
+                "study",
+                path,
+                "--out",
+                str(tmp_path / "slurm"),
+                "--executor",
+                "slurm",
+                "--jobs",
+                "2",
+                "--partition",
+                "debug",
+                "--time",
+                "10",
+                "--wait",
+            ]
+        )
+        == 0
+    )
     assert "2 completed" in capsys.readouterr().out
     cells = sorted(p.name for p in (tmp_path / "slurm" / "cells").iterdir())
     jobs = [job_of(tmp_path / "slurm" / "cells" / name) for name in cells]
@@ -141,8 +163,10 @@ def test_a_two_task_cell_trains_with_ddp(cluster, tmp_path, capsys):
     study = {**TINY, "methods": ["softmax"]}
     path = study_file(tmp_path, study)
     assert main(["study", path, "--out", str(tmp_path / "one")]) == 0
-    assert main(["study", path, "--out", str(tmp_path / "two"), "--executor", "slurm", "--tasks-per-node", "2",
-                 "--wait"]) == 0
+    assert (
+        main(["study", path, "--out", str(tmp_path / "two"), "--executor", "slurm", "--tasks-per-node", "2", "--wait"])
+        == 0
+    )
     assert "1 completed" in capsys.readouterr().out
     (name,) = [p.name for p in (tmp_path / "one" / "cells").iterdir()]
     one, two = tmp_path / "one" / "cells" / name, tmp_path / "two" / "cells" / name
@@ -154,10 +178,13 @@ def test_a_two_task_cell_trains_with_ddp(cluster, tmp_path, capsys):
     wait_until(lambda: not queued(job_of(two)), "both tasks of the job to end")
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--executor", "slurm", "--partition", "nope"], "partition 'nope' does not exist; choose from debug"),
-    (["--executor", "slurm", "--time", "soon"], "time limit 'soon' does not parse"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--executor", "slurm", "--partition", "nope"], "partition 'nope' does not exist; choose from debug"),
+        (["--executor", "slurm", "--time", "soon"], "time limit 'soon' does not parse"),
+    ],
+)
 def test_bad_slurm_settings_exit_2_and_submit_nothing(cluster, tmp_path, capsys, args, message):
     out, before = tmp_path / "out", job_ids()
     assert main(["study", study_file(tmp_path, TINY), "--out", str(out), *args]) == 2

@@ -14,8 +14,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from oversmooth.study.stats import (CONTRADICTED, HELD, INCONCLUSIVE, NOT_TESTED, PairedClaim, decide,
-                                    decide_family, holm, min_detectable_effect, paired_test, power_paired)
+from oversmooth.study.stats import (
+    CONTRADICTED,
+    HELD,
+    INCONCLUSIVE,
+    NOT_TESTED,
+    PairedClaim,
+    decide,
+    decide_family,
+    holm,
+    min_detectable_effect,
+    paired_test,
+    power_paired,
+)
 
 # Student (1908) / Cushny & Peebles: extra hours of sleep under two drugs, the same 10 patients.
 DRUG1 = [0.7, -1.6, -0.2, -1.2, -0.1, 3.4, 3.7, 0.8, 0.0, 2.0]
@@ -41,6 +52,7 @@ def rejection_bounds(count: int, rate: float) -> tuple[float, float]:
 
 
 # --- the paired t-test -------------------------------------------------------------------------
+
 
 def test_sleep_data_matches_the_published_paired_t_test():
     test = paired_test(DRUG2, DRUG1, "higher")
@@ -70,10 +82,12 @@ def test_agrees_with_scipy_ttest_rel_on_random_data(n):
         assert ours.t == pytest.approx(ref.statistic, rel=1e-10)
         assert ours.df == ref.df
         assert ours.p_two_sided == pytest.approx(ref.pvalue, rel=1e-10)
-        assert ours.p_one_sided == pytest.approx(stats.ttest_rel(method, baseline, alternative="greater").pvalue,
-                                                 rel=1e-10)
+        assert ours.p_one_sided == pytest.approx(
+            stats.ttest_rel(method, baseline, alternative="greater").pvalue, rel=1e-10
+        )
         assert paired_test(method, baseline, "lower").p_one_sided == pytest.approx(
-            stats.ttest_rel(method, baseline, alternative="less").pvalue, rel=1e-10)
+            stats.ttest_rel(method, baseline, alternative="less").pvalue, rel=1e-10
+        )
         ci = ref.confidence_interval(0.9)
         assert (ours.ci_low, ours.ci_high) == pytest.approx((ci.low, ci.high), rel=1e-10)
 
@@ -106,8 +120,9 @@ def test_all_differences_equal():
     same = paired_test([1.0, 2.0, 3.0], [1.0, 2.0, 3.0], "higher")
     assert same.t == 0.0 and same.p_two_sided == 1.0 and same.p_one_sided == 0.5
     assert (same.ci_low, same.ci_high) == (0.0, 0.0)
-    family = decide_family([PairedClaim((1.0, 2.0, 3.0), (1.0, 2.0, 3.0), "higher"),
-                            PairedClaim(tuple(DRUG2), tuple(DRUG1), "higher")])
+    family = decide_family(
+        [PairedClaim((1.0, 2.0, 3.0), (1.0, 2.0, 3.0), "higher"), PairedClaim(tuple(DRUG2), tuple(DRUG1), "higher")]
+    )
     assert [d.verdict for d in family] == [INCONCLUSIVE, HELD] and family[0].family_size == 2
     assert family[1].p_adjusted == pytest.approx(2 * 0.002833, abs=2e-6)
 
@@ -127,6 +142,7 @@ def test_bad_inputs_are_refused():
 
 # --- power and the minimum detectable effect ---------------------------------------------------
 
+
 def simulated_power(n: int, effect: float, sd: float, alpha: float, runs: int, seed: int) -> float:
     """The share of simulated paired t-tests (normal differences) that reject at ``alpha``."""
     d = np.random.default_rng(seed).normal(effect, sd, (runs, n))
@@ -143,8 +159,9 @@ def test_power_matches_r_and_a_simulation():
     assert abs(simulated - R_POWER) < 4 * math.sqrt(R_POWER * (1 - R_POWER) / runs)
 
 
-@pytest.mark.parametrize("n, effect, sd, alpha", [(2, 8.0, 1.0, 0.05), (3, -2.0, 1.0, 0.05), (4, 3.0, 2.0, 0.0125),
-                                                  (3, 0.3, 1.0, 0.05)])  # 0.010 of 0.062 from the far tail
+@pytest.mark.parametrize(
+    "n, effect, sd, alpha", [(2, 8.0, 1.0, 0.05), (3, -2.0, 1.0, 0.05), (4, 3.0, 2.0, 0.0125), (3, 0.3, 1.0, 0.05)]
+)  # 0.010 of 0.062 from the far tail
 def test_power_matches_a_simulation_at_small_n(n, effect, sd, alpha):
     runs = 40_000
     power = power_paired(effect, n, sd, alpha)
@@ -179,13 +196,14 @@ def test_minimum_detectable_effect_at_r_power():
 
 # --- Holm --------------------------------------------------------------------------------------
 
+
 def test_holm_by_hand():
     assert holm([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.03, 0.06, 0.06, 0.02])
     # NaN is left out of the family: m stays 4 and the others do not move.
     adjusted = holm([0.01, math.nan, 0.04, 0.03, 0.005])
     assert math.isnan(adjusted[1])
     assert [adjusted[i] for i in (0, 2, 3, 4)] == pytest.approx([0.03, 0.06, 0.06, 0.02])
-    assert holm([0.5, 0.6]) == [1.0, 1.0]                   # 2 * 0.5 caps at 1, carried to 0.6
+    assert holm([0.5, 0.6]) == [1.0, 1.0]  # 2 * 0.5 caps at 1, carried to 0.6
     assert holm([0.02, 0.02, 0.5]) == pytest.approx([0.06, 0.06, 0.5])  # ties get the same value
     assert holm([0.03]) == [0.03]
     assert holm([]) == []
@@ -196,9 +214,15 @@ def closed_testing_holm(p: list[float]) -> list[float]:
     """Holm as the closed test of Bonferroni tests: the largest, over the subsets S holding a
     hypothesis, of min(1, |S| * min p over S)."""
     m = len(p)
-    return [max(min(1.0, len(s) * min(p[j] for j in s))
-                for size in range(1, m + 1) for s in itertools.combinations(range(m), size) if i in s)
-            for i in range(m)]
+    return [
+        max(
+            min(1.0, len(s) * min(p[j] for j in s))
+            for size in range(1, m + 1)
+            for s in itertools.combinations(range(m), size)
+            if i in s
+        )
+        for i in range(m)
+    ]
 
 
 @settings(max_examples=200, deadline=None)
@@ -220,8 +244,9 @@ differences = st.lists(st.integers(-40, 40).map(lambda k: k / 10), min_size=0, m
 @settings(max_examples=150, deadline=None)
 @given(st.lists(st.tuples(differences, st.sampled_from(["higher", "lower"]), st.booleans()), min_size=1, max_size=5))
 def test_the_printed_interval_never_disagrees_with_the_verdict(rows):
-    claims = [PairedClaim(tuple(d), (0.0,) * len(d), direction, None if passed else "gate")
-              for d, direction, passed in rows]
+    claims = [
+        PairedClaim(tuple(d), (0.0,) * len(d), direction, None if passed else "gate") for d, direction, passed in rows
+    ]
     for claim, decision in zip(claims, decide_family(claims)):
         if claim.failed_gate:
             assert decision.verdict == NOT_TESTED
@@ -238,16 +263,16 @@ def test_the_printed_interval_never_disagrees_with_the_verdict(rows):
 
 
 def test_holm_can_leave_an_unadjusted_significant_claim_inconclusive_and_says_so():
-    a = PairedClaim((0.5, 1.5, 1.0, 2.0, 0.2), (0.0,) * 5, "higher")   # p 0.0334 alone
-    b = PairedClaim((1.0, 2.0, 0.1, 1.6, 0.9), (0.0,) * 5, "higher")   # p 0.0261 alone
+    a = PairedClaim((0.5, 1.5, 1.0, 2.0, 0.2), (0.0,) * 5, "higher")  # p 0.0334 alone
+    b = PairedClaim((1.0, 2.0, 0.1, 1.6, 0.9), (0.0,) * 5, "higher")  # p 0.0261 alone
     assert decide(a.method, a.baseline, "higher").verdict == HELD
     assert decide(b.method, b.baseline, "higher").verdict == HELD
     decisions = decide_family([a, b])
     assert [d.p_adjusted for d in decisions] == pytest.approx([2 * 0.0260585, 2 * 0.0260585], abs=1e-6)
     for decision in decisions:
         assert decision.verdict == INCONCLUSIVE
-        assert decision.test.ci_low > 0                              # the plain 95 % CI excludes 0 ...
-        assert decision.ci_low < 0 < decision.ci_high                # ... the one printed with the verdict does not
+        assert decision.test.ci_low > 0  # the plain 95 % CI excludes 0 ...
+        assert decision.ci_low < 0 < decision.ci_high  # ... the one printed with the verdict does not
         assert "excludes 0" in decision.reason and "not after Holm" in decision.reason
     # b is first in Holm's order: tested at alpha / 2, so its interval is the 97.5 % one.
     assert decisions[1].ci_level == pytest.approx(0.975)
@@ -270,7 +295,7 @@ def test_pure_noise_rarely_decides():
         old_rule[n] = float(np.mean(np.abs(d.mean(axis=1)) > 2 * se))  # the report's "mean gain > 2 SE"
     overall = sum(decided.values()) / len(decided)
     low, high = rejection_bounds(4 * count, 0.05)
-    assert low <= overall <= high, decided            # the t-test is exact: about 5 %, not more (nor 0)
+    assert low <= overall <= high, decided  # the t-test is exact: about 5 %, not more (nor 0)
     for n, rate in decided.items():
         assert rate <= rejection_bounds(count, 0.05)[1], (n, rate)
     # The old rule at n = 2 is |t| > 2 with 1 df: P = 1 - 2 atan(2) / pi = 29.5 %.
@@ -289,16 +314,16 @@ def test_holm_keeps_the_familywise_error_of_noise_families():
         with_holm += any(d.verdict != INCONCLUSIVE for d in decide_family(claims))
         alone += any(decide(c.method, c.baseline, c.direction).verdict != INCONCLUSIVE for c in claims)
     assert with_holm / reports <= rejection_bounds(reports, 0.05)[1]
-    low, high = rejection_bounds(reports, 1 - 0.95 ** 4)
+    low, high = rejection_bounds(reports, 1 - 0.95**4)
     assert low <= alone / reports <= high
 
 
 def test_a_true_effect_is_held_as_often_as_the_power_says():
     rng = np.random.default_rng(11)
-    count, n, effect = 1000, 8, 1.5                     # differences' sd is sqrt(2)
+    count, n, effect = 1000, 8, 1.5  # differences' sd is sqrt(2)
     claims = noise_claims(rng, n, count, effect)
     held = sum(decide(c.method, c.baseline, "higher").verdict == HELD for c in claims) / count
-    power = power_paired(effect, n, math.sqrt(2))       # the lower tail (contradicted) is ~1e-6 here
+    power = power_paired(effect, n, math.sqrt(2))  # the lower tail (contradicted) is ~1e-6 here
     low, high = rejection_bounds(count, power)
     assert low <= held <= high
 
@@ -314,12 +339,16 @@ def test_inconclusive_gives_the_detectable_effect_at_the_holm_level():
 
 # --- gates -------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("method, baseline, direction", [
-    (DRUG2, DRUG1, "higher"),            # would be held
-    (DRUG2, DRUG1, "lower"),             # would be contradicted
-    ([1.0, 2.0, 3.0], [1.1, 1.9, 3.0], "higher"),  # would be inconclusive
-    ([], [], "lower"),                   # no data at all
-])
+
+@pytest.mark.parametrize(
+    "method, baseline, direction",
+    [
+        (DRUG2, DRUG1, "higher"),  # would be held
+        (DRUG2, DRUG1, "lower"),  # would be contradicted
+        ([1.0, 2.0, 3.0], [1.1, 1.9, 3.0], "higher"),  # would be inconclusive
+        ([], [], "lower"),  # no data at all
+    ],
+)
 def test_a_failed_gate_is_not_tested_whatever_the_data(method, baseline, direction):
     decision = decide(method, baseline, direction, failed_gate="baseline had not plateaued")
     assert decision.verdict == NOT_TESTED
@@ -329,14 +358,16 @@ def test_a_failed_gate_is_not_tested_whatever_the_data(method, baseline, directi
 
 def test_a_not_tested_claim_stays_in_the_holm_family_with_p_one():
     """DESIGN 9.5: m is fixed in advance; an unfinished or gated claim enters with p = 1."""
-    tested = [PairedClaim(tuple(DRUG2), tuple(DRUG1), "higher"),
-              PairedClaim((0.5, 1.5, 1.0, 2.0, 0.2), (0.0,) * 5, "higher")]
+    tested = [
+        PairedClaim(tuple(DRUG2), tuple(DRUG1), "higher"),
+        PairedClaim((0.5, 1.5, 1.0, 2.0, 0.2), (0.0,) * 5, "higher"),
+    ]
     gated = PairedClaim((9.0, 9.1, 9.2), (0.0, 0.1, 0.0), "higher", failed_gate="baseline below 85 %")
     with_gated = decide_family([tested[0], gated, tested[1]])
     assert with_gated[1].verdict == NOT_TESTED
     assert [d.family_size for d in with_gated] == [3, 3, 3]
     p = [paired_test(c.method, c.baseline, "higher").p_two_sided for c in tested]
-    expected = holm([p[0], 1.0, p[1]])   # the gated claim's own data are ignored
+    expected = holm([p[0], 1.0, p[1]])  # the gated claim's own data are ignored
     assert with_gated[0].p_adjusted == pytest.approx(expected[0])
     assert with_gated[2].p_adjusted == pytest.approx(expected[2])
     assert with_gated[0].p_adjusted == pytest.approx(3 * p[0])  # the smallest of 3 is multiplied by 3
@@ -344,9 +375,12 @@ def test_a_not_tested_claim_stays_in_the_holm_family_with_p_one():
 
 # --- equivalence (TOST) ---------------------------------------------------------------------------
 
+
 def test_tost_matches_two_one_sided_t_tests_by_hand():
     from scipy import stats as sps
+
     from oversmooth.study.equivalence import tost
+
     d = [0.31, -0.12, 0.05, 0.22, -0.08, 0.15, 0.02, 0.11]
     margin = 0.5
     n, mean = len(d), sum(d) / len(d)

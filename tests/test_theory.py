@@ -9,8 +9,16 @@ import torch
 from oversmooth.cli import main
 from oversmooth.metrics import t_div, t_sim
 from oversmooth.spectra import predict_dynamics
-from oversmooth.theory import (LayerConfig, Setup, fitted_rate, matrix_with_spectrum, observe,
-                               random_attention, run_preset, simulate)
+from oversmooth.theory import (
+    LayerConfig,
+    Setup,
+    fitted_rate,
+    matrix_with_spectrum,
+    observe,
+    random_attention,
+    run_preset,
+    simulate,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -30,13 +38,12 @@ def test_simulated_verdict_matches_prediction_on_random_draws():
     hs = []
     for b in range(draws):  # generic, all-positive and all-negative spectra in turn
         if b % 3 == 0:
-            hs.append(1.5 * torch.randn(d, d, generator=g, dtype=torch.float64) / d ** 0.5)
+            hs.append(1.5 * torch.randn(d, d, generator=g, dtype=torch.float64) / d**0.5)
         else:
             lam = 0.05 + 0.95 * torch.rand(d, generator=g, dtype=torch.float64)
             hs.append(matrix_with_spectrum(lam if b % 3 == 1 else -lam, g))
     h = torch.stack(hs)
-    states = simulate(torch.randn(draws, n, d, generator=g, dtype=torch.float64), h, depth,
-                      attention=a).states
+    states = simulate(torch.randn(draws, n, d, generator=g, dtype=torch.float64), h, depth, attention=a).states
     outcome = observe(states)
     agree, kinds = [], Counter()
     for b in range(draws):
@@ -45,9 +52,11 @@ def test_simulated_verdict_matches_prediction_on_random_draws():
         if p.separation > 0.95 or (p.rotates and min(turn, math.pi - turn) < 0.1):
             continue  # spectrum not well separated within this depth
         kinds[(p.mode, "rotation" if p.rotates else "angle", p.limit_rank)] += 1
-        agree.append(p.mode == outcome.mode[b]
-                     and p.angle_converges == bool(outcome.angle_converges[b])
-                     and p.rank_collapse == bool(outcome.rank_collapse[b]))
+        agree.append(
+            p.mode == outcome.mode[b]
+            and p.angle_converges == bool(outcome.angle_converges[b])
+            and p.rank_collapse == bool(outcome.rank_collapse[b])
+        )
     rate = sum(agree) / len(agree)
     print(f"prediction matches simulation in {rate:.1%} of {len(agree)} well-separated draws; {dict(kinds)}")
     assert len(agree) >= 200 and len({k[0] for k in kinds}) == 2 and len({k[1] for k in kinds}) == 2
@@ -60,8 +69,7 @@ def test_pure_attention_escalation_rate_is_minus_two_log_lambda2():
     n, s = 5, 0.4
     a = (1 - s) * torch.eye(n, dtype=torch.float64) + s / n
     x0 = torch.randn(2, n, 3, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
-    states = simulate(x0, torch.eye(3, dtype=torch.float64), 20, LayerConfig(residual=False),
-                      attention=a).states
+    states = simulate(x0, torch.eye(3, dtype=torch.float64), 20, LayerConfig(residual=False), attention=a).states
     curve = torch.stack([t_div(x) for x in states])
     odds = curve / torch.stack([t_sim(x) for x in states])
     assert torch.allclose(odds[1:] / odds[:-1], torch.full_like(odds[1:], (1 - s) ** 2), rtol=1e-6)
@@ -79,8 +87,11 @@ def test_full_deescalation_keeps_the_mean_token_at_zero():
 
 
 def test_presets_agree_and_lnflip_flips():
-    results = {r.case.label: r for name in ("smoothing", "sharpening", "rotating", "lnflip")
-               for r in run_preset(name, Setup(depth=64, tokens=6, dim=5, sequences=2))}
+    results = {
+        r.case.label: r
+        for name in ("smoothing", "sharpening", "rotating", "lnflip")
+        for r in run_preset(name, Setup(depth=64, tokens=6, dim=5, sequences=2))
+    }
     assert all(all(r.agreement()) for r in results.values())
     assert results["pre-LN, gamma=+1"].predictions[0].mode == "smoothing"
     assert results["pre-LN, gamma=-1"].predictions[0].mode == "sharpening"

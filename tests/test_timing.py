@@ -16,7 +16,7 @@ def test_rounds_run_everyone_once_in_varying_order_and_drop_the_warm_up():
     times = interleaved_rounds(contenders, rounds=40, warmup=1, number=2)
     assert {name: len(t) for name, t in times.items()} == {name: 40 for name in "abcd"}
     assert len(calls) == 41 * 4 * 2 and calls[::2] == calls[1::2]  # a measurement: 2 calls in a row
-    rounds = [calls[i:i + 8:2] for i in range(0, len(calls), 8)]
+    rounds = [calls[i : i + 8 : 2] for i in range(0, len(calls), 8)]
     assert all(sorted(r) == list("abcd") for r in rounds)
     predecessors = {(r[i - 1], r[i]) for r in rounds for i in range(1, 4)}
     assert len(predecessors) == 12  # every contender follows every other one in some round
@@ -66,8 +66,9 @@ def test_many_compiled_models_of_one_class_all_compile():
     x = torch.ones(2, 3)
     config = torch._dynamo.config
     torch._dynamo.reset()
-    with config.patch(recompile_limit=config.recompile_limit,
-                      fail_on_recompile_limit_hit=config.fail_on_recompile_limit_hit):  # restored on exit
+    with config.patch(
+        recompile_limit=config.recompile_limit, fail_on_recompile_limit_hit=config.fail_on_recompile_limit_hit
+    ):  # restored on exit
         allow_compiled_models(12)
         for layers in range(1, 13):
             torch.compile(model(layers), backend=backend)(x)

@@ -7,20 +7,23 @@ from oversmooth.cli import main
 BASE = ["train", "--epochs", "1", "--threads", "1", "--no-progress"]
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--task", "mnist", "--model", "vit"], "unknown task 'mnist'"),
-    (["--task", "synthetic", "--model", "cnn"], "unknown model 'cnn'"),
-    (["--task", "austen", "--model", "vit"], "make --model lm"),
-    (["--task", "synthetic", "--model", "vit", "--method", "magic"], "unknown mitigation 'magic'"),
-    (["--task", "synthetic", "--model", "vit", "--depth", "0"], "depth must be a positive integer"),
-    (["--task", "synthetic", "--model", "lm", "--heads", "5"], "heads (5) must divide width"),
-    (["--task", "synthetic", "--model", "lm", "--method", "neutreno", "--lam", "-1"], "lambda"),
-    (["--task", "fmnist", "--model", "vit", "--data-dir", "/no/such/folder"], "--data-dir /no/such/folder"),
-    (["--task", "text:/no/such/file.txt", "--model", "lm"], "does not exist"),
-    (["--task", "synthetic", "--model", "vit", "--batch-size", "0"], "--batch-size must be at least 1"),
-    (["--task", "synthetic", "--model", "vit", "--lr", "0"], "--lr must be > 0"),
-    (["--task", "synthetic", "--model", "vit", "--warmup", "1.5"], "--warmup must lie in [0, 1)"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--task", "mnist", "--model", "vit"], "unknown task 'mnist'"),
+        (["--task", "synthetic", "--model", "cnn"], "unknown model 'cnn'"),
+        (["--task", "austen", "--model", "vit"], "make --model lm"),
+        (["--task", "synthetic", "--model", "vit", "--method", "magic"], "unknown mitigation 'magic'"),
+        (["--task", "synthetic", "--model", "vit", "--depth", "0"], "depth must be a positive integer"),
+        (["--task", "synthetic", "--model", "lm", "--heads", "5"], "heads (5) must divide width"),
+        (["--task", "synthetic", "--model", "lm", "--method", "neutreno", "--lam", "-1"], "lambda"),
+        (["--task", "fmnist", "--model", "vit", "--data-dir", "/no/such/folder"], "--data-dir /no/such/folder"),
+        (["--task", "text:/no/such/file.txt", "--model", "lm"], "does not exist"),
+        (["--task", "synthetic", "--model", "vit", "--batch-size", "0"], "--batch-size must be at least 1"),
+        (["--task", "synthetic", "--model", "vit", "--lr", "0"], "--lr must be > 0"),
+        (["--task", "synthetic", "--model", "vit", "--warmup", "1.5"], "--warmup must lie in [0, 1)"),
+    ],
+)
 def test_bad_arguments_exit_2_with_one_line(tmp_path, capsys, args, message):
     assert main([*BASE, "--out", str(tmp_path / "run"), *args]) == 2
     err = capsys.readouterr().err
@@ -41,12 +44,29 @@ def test_missing_fmnist_files_is_a_usage_error(tmp_path, capsys):
 
 
 def test_a_finished_run_is_not_overwritten_without_resume(tmp_path, capsys):
-    args = ["--task", "synthetic", "--model", "lm", "--depth", "1", "--width", "16", "--heads", "2",
-            "--out", str(tmp_path / "run")]
+    args = [
+        "--task",
+        "synthetic",
+        "--model",
+        "lm",
+        "--depth",
+        "1",
+        "--width",
+        "16",
+        "--heads",
+        "2",
+        "--out",
+        str(tmp_path / "run"),
+    ]
     assert main([*BASE, *args]) == 0
     assert "test_perplexity" in capsys.readouterr().out
     assert sorted(p.name for p in (tmp_path / "run").iterdir()) == [
-        ".lock", "checkpoint.pt", "metrics.jsonl", "model", "results.json"]
+        ".lock",
+        "checkpoint.pt",
+        "metrics.jsonl",
+        "model",
+        "results.json",
+    ]
     trained = (tmp_path / "run" / "model" / "model.safetensors").read_bytes()
     assert main([*BASE, *args]) == 2
     assert "--resume auto" in capsys.readouterr().err
@@ -55,8 +75,26 @@ def test_a_finished_run_is_not_overwritten_without_resume(tmp_path, capsys):
 
 
 def test_a_diverging_run_is_a_result_exit_0(tmp_path, capsys):
-    args = ["--task", "synthetic", "--model", "lm", "--depth", "2", "--width", "16", "--heads", "2",
-            "--norm", "post", "--lr", "1e30", "--warmup", "0", "--out", str(tmp_path / "run")]
+    args = [
+        "--task",
+        "synthetic",
+        "--model",
+        "lm",
+        "--depth",
+        "2",
+        "--width",
+        "16",
+        "--heads",
+        "2",
+        "--norm",
+        "post",
+        "--lr",
+        "1e30",
+        "--warmup",
+        "0",
+        "--out",
+        str(tmp_path / "run"),
+    ]
     assert main([*BASE, *args]) == 0
     captured = capsys.readouterr()
     assert "diverged: loss became nan" in captured.err and "results.json" in captured.out
@@ -70,8 +108,23 @@ def test_tensorboard_logs_the_same_numbers_as_metrics_jsonl(tmp_path, capsys):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     out = tmp_path / "run"
-    args = ["--task", "synthetic", "--model", "vit", "--depth", "2", "--width", "16", "--heads", "2",
-            "--epochs", "2", "--tensorboard", "--out", str(out)]
+    args = [
+        "--task",
+        "synthetic",
+        "--model",
+        "vit",
+        "--depth",
+        "2",
+        "--width",
+        "16",
+        "--heads",
+        "2",
+        "--epochs",
+        "2",
+        "--tensorboard",
+        "--out",
+        str(out),
+    ]
     assert main([*BASE[:1], *BASE[3:], *args]) == 0  # BASE without its --epochs 1
     records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     events = EventAccumulator(str(out / "tensorboard"))

@@ -11,9 +11,36 @@ from torch._dynamo.exc import TorchDynamoException
 import oversmooth.train.compiled as compiled
 from oversmooth.cli import main
 
-ARGS = ["train", "--task", "synthetic", "--model", "vit", "--depth", "2", "--width", "16", "--heads", "2",
-        "--patch-size", "4", "--method", "neutreno", "--dropout", "0.1", "--epochs", "2", "--batch-size", "32",
-        "--lr", "3e-3", "--seed", "3", "--threads", "1", "--no-progress"]
+ARGS = [
+    "train",
+    "--task",
+    "synthetic",
+    "--model",
+    "vit",
+    "--depth",
+    "2",
+    "--width",
+    "16",
+    "--heads",
+    "2",
+    "--patch-size",
+    "4",
+    "--method",
+    "neutreno",
+    "--dropout",
+    "0.1",
+    "--epochs",
+    "2",
+    "--batch-size",
+    "32",
+    "--lr",
+    "3e-3",
+    "--seed",
+    "3",
+    "--threads",
+    "1",
+    "--no-progress",
+]
 
 
 def train_run(out, *extra) -> tuple[list[dict], dict, dict]:
@@ -24,9 +51,11 @@ def train_run(out, *extra) -> tuple[list[dict], dict, dict]:
 
 def failing_compile(module):
     """What a machine without a C++ compiler gets: the error surfaces on the first call."""
+
     def forward(*args):
         torch.rand(3)  # the compiler had drawn from the RNG before failing: must not shift the run
         raise TorchDynamoException("InvalidCxxCompiler: No working C++ compiler found\nmore detail")
+
     return forward
 
 
@@ -36,8 +65,9 @@ def test_without_a_compiler_the_run_is_the_eager_run_and_says_so_once(tmp_path, 
     monkeypatch.setattr(compiled.torch, "compile", failing_compile)
     records, results, weights = train_run(tmp_path / "compiled", "--compile")
     notes = [line for line in capsys.readouterr().err.splitlines() if "--compile" in line]
-    assert notes == ["--compile: torch.compile failed (InvalidCxxCompiler: No working C++ compiler found); "
-                     "training eagerly instead"]
+    assert notes == [
+        "--compile: torch.compile failed (InvalidCxxCompiler: No working C++ compiler found); training eagerly instead"
+    ]
     assert records == eager_records and results["test"] == eager_results["test"]
     assert not results["compiled"] and not eager_results["compiled"]
     assert all(torch.equal(weights[k], eager_weights[k]) for k in eager_weights)
@@ -86,6 +116,7 @@ def test_a_compiled_run_resumes_eagerly_and_back(tmp_path, monkeypatch):
 def test_model_errors_are_not_taken_for_compiler_errors():
     def broken(forward):
         raise ValueError("a bug in the model")
+
     runner = compiled.CompiledForward(torch.nn.Identity(), enabled=False)
     with pytest.raises(ValueError, match="a bug"):
         runner.run(broken)

@@ -15,9 +15,32 @@ from safetensors.torch import load_file
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 TRAIN = [
-    "-m", "oversmooth", "train", "--task", "synthetic", "--model", "vit", "--depth", "2", "--width", "32",
-    "--heads", "2", "--method", "featscale", "--epochs", "1", "--batch-size", "32", "--lr", "3e-3",
-    "--threads", "1", "--device", "cpu", "--no-progress",
+    "-m",
+    "oversmooth",
+    "train",
+    "--task",
+    "synthetic",
+    "--model",
+    "vit",
+    "--depth",
+    "2",
+    "--width",
+    "32",
+    "--heads",
+    "2",
+    "--method",
+    "featscale",
+    "--epochs",
+    "1",
+    "--batch-size",
+    "32",
+    "--lr",
+    "3e-3",
+    "--threads",
+    "1",
+    "--device",
+    "cpu",
+    "--no-progress",
 ]
 
 
@@ -49,9 +72,21 @@ def test_workers_stop_when_the_torchrun_agent_is_killed(tmp_path):
     """SIGKILL the torchrun agent mid-training: its two workers exit within seconds."""
     import signal
     import time
+
     env = {**os.environ, "PYTHONPATH": f"{SRC}{os.pathsep}{os.environ.get('PYTHONPATH', '')}", "OMP_NUM_THREADS": "1"}
-    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
-               *TRAIN, "--epochs", "200", "--out", str(tmp_path / "run")]  # the last --epochs wins
+    command = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc_per_node",
+        "2",
+        *TRAIN,
+        "--epochs",
+        "200",
+        "--out",
+        str(tmp_path / "run"),
+    ]  # the last --epochs wins
     agent = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 120
     workers: list[int] = []

@@ -18,13 +18,38 @@ from oversmooth.train import load_checkpoint
 SRC = Path(__file__).resolve().parents[1] / "src"
 STEPS_PER_EPOCH = 256 // 16  # synthetic train split / batch size
 COMMAND = [
-    sys.executable, "-m", "oversmooth", "train", "--task", "synthetic",
-    "--depth", "2", "--width", "48", "--heads", "4", "--epochs", "4",
-    "--batch-size", "16", "--lr", "3e-3", "--seed", "7", "--checkpoint-every", "5",
-    "--threads", "1", "--device", "cpu", "--no-progress",
+    sys.executable,
+    "-m",
+    "oversmooth",
+    "train",
+    "--task",
+    "synthetic",
+    "--depth",
+    "2",
+    "--width",
+    "48",
+    "--heads",
+    "4",
+    "--epochs",
+    "4",
+    "--batch-size",
+    "16",
+    "--lr",
+    "3e-3",
+    "--seed",
+    "7",
+    "--checkpoint-every",
+    "5",
+    "--threads",
+    "1",
+    "--device",
+    "cpu",
+    "--no-progress",
 ]
-RUNS = {"lm-neutreno": ["--model", "lm", "--method", "neutreno"],
-        "vit-spectral-augment": ["--model", "vit", "--method", "spectral", "--spectral", "sharpen", "--augment"]}
+RUNS = {
+    "lm-neutreno": ["--model", "lm", "--method", "neutreno"],
+    "vit-spectral-augment": ["--model", "vit", "--method", "spectral", "--spectral", "sharpen", "--augment"],
+}
 
 
 def env():
@@ -32,15 +57,15 @@ def env():
 
 
 def run(kind, out, *extra):
-    done = subprocess.run([*COMMAND, *RUNS[kind], "--out", str(out), *extra], env=env(), capture_output=True,
-                          text=True)
+    done = subprocess.run([*COMMAND, *RUNS[kind], "--out", str(out), *extra], env=env(), capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
 
 
 def kill_after_first_checkpoint(kind, out) -> int:
     """Start a run, SIGKILL it as soon as a mid-epoch checkpoint exists; return that step."""
-    process = subprocess.Popen([*COMMAND, *RUNS[kind], "--out", str(out)], env=env(),
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        [*COMMAND, *RUNS[kind], "--out", str(out)], env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     deadline = time.monotonic() + 120
     while not (out / "checkpoint.pt").exists() and process.poll() is None and time.monotonic() < deadline:
         time.sleep(0.002)

@@ -11,7 +11,13 @@ from torch import nn
 from oversmooth.data import synthetic_images, synthetic_tokens
 from oversmooth.models import ViT, ViTConfig
 from oversmooth.train import (
-    Distributed, ImageClassification, LanguageModelling, epoch_order, evaluate, parameter_groups, warmup_cosine,
+    Distributed,
+    ImageClassification,
+    LanguageModelling,
+    epoch_order,
+    evaluate,
+    parameter_groups,
+    warmup_cosine,
 )
 
 
@@ -36,9 +42,15 @@ def test_augmentation_is_a_shift_and_maybe_a_flip_of_each_image():
     padded = np.pad(task.splits["train"][index].numpy(), ((0, 0), (2, 2), (2, 2)))
     seen = set()
     for i, image in enumerate(augmented.numpy()):
-        matches = [(dy, dx, flip) for dy in range(5) for dx in range(5) for flip in (False, True)
-                   if np.array_equal(image, padded[i, dy:dy + 8, dx:dx + 8][:, ::-1] if flip
-                                     else padded[i, dy:dy + 8, dx:dx + 8])]
+        matches = [
+            (dy, dx, flip)
+            for dy in range(5)
+            for dx in range(5)
+            for flip in (False, True)
+            if np.array_equal(
+                image, padded[i, dy : dy + 8, dx : dx + 8][:, ::-1] if flip else padded[i, dy : dy + 8, dx : dx + 8]
+            )
+        ]
         assert matches, f"image {i} is not a shifted/flipped copy"
         seen.update(matches)
     assert len(seen) > 5  # the draws vary
@@ -50,8 +62,12 @@ def test_only_the_training_split_is_augmented():
     plain, augmented = image_task(), image_task(augment=True)
     index = torch.arange(16)
     for split in ("val", "test"):
-        assert torch.equal(plain.batch(split, index)[0], augmented.batch(split, index, torch.Generator().manual_seed(1))[0])
-    assert not torch.equal(plain.batch("train", index)[0], augmented.batch("train", index, torch.Generator().manual_seed(1))[0])
+        assert torch.equal(
+            plain.batch(split, index)[0], augmented.batch(split, index, torch.Generator().manual_seed(1))[0]
+        )
+    assert not torch.equal(
+        plain.batch("train", index)[0], augmented.batch("train", index, torch.Generator().manual_seed(1))[0]
+    )
 
 
 def test_language_model_batches_shift_targets_by_one():
@@ -78,7 +94,11 @@ def test_evaluate_matches_a_full_batch_numpy_computation():
     scores = evaluate(model, task, "val", batch_size=7, env=Distributed())
     inputs, labels = task.batch("val", torch.arange(task.size("val")))
     logits = model(inputs).detach().double().numpy()
-    log_probs = logits - np.log(np.exp(logits - logits.max(1, keepdims=True)).sum(1, keepdims=True)) - logits.max(1, keepdims=True)
+    log_probs = (
+        logits
+        - np.log(np.exp(logits - logits.max(1, keepdims=True)).sum(1, keepdims=True))
+        - logits.max(1, keepdims=True)
+    )
     expected_loss = -log_probs[np.arange(len(labels)), labels.numpy()].mean()
     assert scores["loss"] == pytest.approx(expected_loss, rel=1e-5)
     assert scores["accuracy"] == pytest.approx((logits.argmax(1) == labels.numpy()).mean())

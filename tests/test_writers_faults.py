@@ -47,23 +47,27 @@ def write_table(path, version):
 
 def write_checkpoint(path, version):
     from oversmooth.train.checkpoint import save_checkpoint
+
     save_checkpoint(path, {"step": version, "weights": torch.full((4,), float(version))})
 
 
 def write_records(path, version):
     from oversmooth.train.loop import _write_records
+
     assert path.name == "metrics.jsonl"
     _write_records(path.parent, [{"epoch": e} for e in range(version)])
 
 
 def write_results(path, version):
     from oversmooth.train.loop import _write_results
+
     assert path.name == "results.json"
     _write_results(path.parent, {"status": "completed", "version": version})
 
 
 def write_png(path, version):
     from oversmooth.plotting import figure, save_png
+
     plt, fig, axes = figure(1, 1, 2, 2)
     axes[0][0].plot([0, 1], [0, version])
     save_png(plt, fig, path)
@@ -72,12 +76,19 @@ def write_png(path, version):
 def write_study_file(path, version):
     from oversmooth.study.presets import study_preset
     from oversmooth.study.runner import write_study
+
     assert path.name == "study.json"
     write_study(study_preset("quick"), path.parent, command=f"version {version}")
 
 
-FILE_WRITERS = {"metrics.csv": write_table, "checkpoint.pt": write_checkpoint, "metrics.jsonl": write_records,
-                "results.json": write_results, "plot.png": write_png, "study.json": write_study_file}
+FILE_WRITERS = {
+    "metrics.csv": write_table,
+    "checkpoint.pt": write_checkpoint,
+    "metrics.jsonl": write_records,
+    "results.json": write_results,
+    "plot.png": write_png,
+    "study.json": write_study_file,
+}
 
 
 @pytest.mark.parametrize("name", FILE_WRITERS)
@@ -102,6 +113,7 @@ def test_an_interrupted_write_keeps_the_previous_file(tmp_path, monkeypatch, nam
 
 def test_an_interrupted_model_save_keeps_the_previous_model(tmp_path, monkeypatch):
     from oversmooth.models import ViT, ViTConfig, load_model, save_model
+
     model = ViT(ViTConfig.preset("vit-cpu", depth=1, width=16, heads=2))
     save_model(model, tmp_path / "model")
     before = {p.name: p.read_bytes() for p in (tmp_path / "model").iterdir()}

@@ -71,8 +71,9 @@ class ActivationCache(Mapping[str, Tensor]):
         try:
             return self.tensors[name]
         except KeyError:
-            raise UsageError(f"hook {name!r} was not captured; captured: "
-                             f"{', '.join(sorted(self.tensors)[:8]) or 'nothing'}") from None
+            raise UsageError(
+                f"hook {name!r} was not captured; captured: {', '.join(sorted(self.tensors)[:8]) or 'nothing'}"
+            ) from None
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.tensors)
@@ -86,8 +87,9 @@ class ActivationCache(Mapping[str, Tensor]):
         names = [hook_name(block, hook) for block in range(self.depth)]
         missing = [name for name in names if name not in self.tensors]
         if missing:
-            raise UsageError(f"hook {short_hook(hook)!r} was not captured at {', '.join(missing[:3])}; "
-                             "ask for it at every block")
+            raise UsageError(
+                f"hook {short_hook(hook)!r} was not captured at {', '.join(missing[:3])}; ask for it at every block"
+            )
         return [self.tensors[name] for name in names]
 
     def stream(self) -> list[Tensor]:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import string
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 
 class UsageError(ValueError):
@@ -39,9 +40,9 @@ class FieldError(UsageError):
         super().__init__(self.message(lambda field: field))
 
     @classmethod
-    def leading(cls, field: str, message: str) -> "FieldError":
+    def leading(cls, field: str, message: str) -> FieldError:
         """From a message whose first word is ``field`` (e.g. ``check_output_dir(path, "out")``'s)."""
-        return cls("{%s}{rest}" % field, rest=message[len(field):])
+        return cls("{%s}{rest}" % field, rest=message[len(field) :])
 
     def message(self, name: Callable[[str], str]) -> str:
         """The message with each field written as ``name(field)``."""

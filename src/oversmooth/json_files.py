@@ -43,8 +43,9 @@ def read_jsonl(path: str | Path, fix: str) -> list[dict[str, Any]]:
             except ValueError as error:
                 raise UsageError(f"{path} is damaged (line {number} is not JSON: {error}); {fix}") from None
             if not isinstance(record, dict):
-                raise UsageError(f"{path} is damaged (line {number} is a {type(record).__name__}, not a table of "
-                                 f"fields); {fix}")
+                raise UsageError(
+                    f"{path} is damaged (line {number} is a {type(record).__name__}, not a table of fields); {fix}"
+                )
             records.append(record)
     return records
 
@@ -74,6 +75,13 @@ def _kinds(kind: type | tuple[type, ...]) -> tuple[type, ...]:
 
 
 def _names(kind: type | tuple[type, ...]) -> str:
-    words = {dict: "a table", list: "a list", str: "text", int: "a whole number", float: "a number",
-             bool: "true or false", type(None): "null"}
+    words = {
+        dict: "a table",
+        list: "a list",
+        str: "text",
+        int: "a whole number",
+        float: "a number",
+        bool: "true or false",
+        type(None): "null",
+    }
     return " or ".join(words.get(k, k.__name__) for k in _kinds(kind))

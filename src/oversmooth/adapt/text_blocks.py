@@ -22,9 +22,11 @@ def documents(text: str, data_dir: str | None = None) -> dict[str, list[data.Doc
         sources, size = data.load_austen(data_dir), PASSAGE_CHARS
     elif text == "sample":
         from oversmooth.analyze import sample_text
+
         sources, size = [data.Document("sample", sample_text())], SAMPLE_PASSAGE_CHARS
     else:
         from pathlib import Path
+
         sources, size = data.read_text_files([Path(p) for p in text[5:].split(",") if p]), PASSAGE_CHARS
     passages = [p for source in sources for p in data.passages(source, size)]
     if len(passages) < 3:
@@ -32,8 +34,9 @@ def documents(text: str, data_dir: str | None = None) -> dict[str, list[data.Doc
     return data.split_documents(passages)
 
 
-def token_blocks(tokenizer, docs: list[data.Document], length: int, extra: int = 0,
-                 limit: int | None = None) -> torch.Tensor:
+def token_blocks(
+    tokenizer, docs: list[data.Document], length: int, extra: int = 0, limit: int | None = None
+) -> torch.Tensor:
     """``int64 [N, length + extra]``: the documents' tokens, each document followed by the
     tokenizer's separator (EOS or SEP), cut into consecutive windows; each window of ``length -
     specials`` tokens wrapped in the model's special tokens (BERT: ``[CLS] ... [SEP]``), then
@@ -42,11 +45,14 @@ def token_blocks(tokenizer, docs: list[data.Document], length: int, extra: int =
     specials = len(prefix) + len(suffix)
     inner = length - specials
     if inner < 2:
-        raise UsageError(f"seq_len {length} leaves no room for text beside the model's {specials} special "
-                         f"tokens; use at least {specials + 2}")
+        raise UsageError(
+            f"seq_len {length} leaves no room for text beside the model's {specials} special "
+            f"tokens; use at least {specials + 2}"
+        )
     separator = tokenizer.sep_token_id if tokenizer.sep_token_id is not None else tokenizer.eos_token_id
     ids: list[int] = []
     from transformers.utils import logging as hf_logging
+
     verbosity = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()  # documents longer than the model's limit are cut below
     try:
@@ -60,12 +66,14 @@ def token_blocks(tokenizer, docs: list[data.Document], length: int, extra: int =
     stream = np.asarray(ids, dtype=np.int64)
     count = (len(stream) - extra) // inner
     if count < 1:
-        raise UsageError(f"the text gives {len(stream)} tokens, too few for one sequence of {length}; "
-                         "lower seq_len or give more text")
+        raise UsageError(
+            f"the text gives {len(stream)} tokens, too few for one sequence of {length}; "
+            "lower seq_len or give more text"
+        )
     count = min(count, limit) if limit else count
     rows = []
     for i in range(count):
-        window = stream[i * inner: (i + 1) * inner + extra].tolist()
+        window = stream[i * inner : (i + 1) * inner + extra].tolist()
         rows.append(prefix + window[:inner] + suffix + window[inner:])
     return torch.tensor(rows, dtype=torch.int64)
 
@@ -75,5 +83,5 @@ def special_tokens(tokenizer) -> tuple[list[int], list[int]]:
     ``<s>`` / none; GPT-2: none / none), read off the encoding of one word."""
     bare = tokenizer("the", add_special_tokens=False)["input_ids"]
     full = tokenizer("the", add_special_tokens=True)["input_ids"]
-    at = next(i for i in range(len(full) - len(bare) + 1) if full[i:i + len(bare)] == bare)
-    return full[:at], full[at + len(bare):]
+    at = next(i for i in range(len(full) - len(bare) + 1) if full[i : i + len(bare)] == bare)
+    return full[:at], full[at + len(bare) :]

@@ -27,8 +27,11 @@ def is_train_run(path: str | None) -> bool:
 
 def is_unfinished_train_run(path: str | None) -> bool:
     """A train run folder without its results or model yet (still training, or killed)."""
-    return (path is not None and not is_train_run(path)
-            and any((Path(path) / name).is_file() for name in ("checkpoint.pt", "metrics.jsonl", "spec.json")))
+    return (
+        path is not None
+        and not is_train_run(path)
+        and any((Path(path) / name).is_file() for name in ("checkpoint.pt", "metrics.jsonl", "spec.json"))
+    )
 
 
 class TrainRunSource:
@@ -41,20 +44,24 @@ class TrainRunSource:
 
         self.config, self.folder = config, Path(config.model)
         if config.objective not in ("auto", "task"):
-            raise UsageError(f"{self.folder} is an `oversmooth train` run: it adapts on its own task; "
-                             f"drop objective {config.objective!r} (or give objective task)")
+            raise UsageError(
+                f"{self.folder} is an `oversmooth train` run: it adapts on its own task; "
+                f"drop objective {config.objective!r} (or give objective task)"
+            )
         if config.lora:
-            raise UsageError("lora is for large pretrained models; our own train runs are fine-tuned whole: "
-                             "set lora 0")
+            raise UsageError("lora is for large pretrained models; our own train runs are fine-tuned whole: set lora 0")
         try:
             results = json.loads((self.folder / "results.json").read_text())
             self.run = results["description"]
         except (OSError, ValueError, KeyError, TypeError):
-            raise UsageError(f"{self.folder}/results.json is not a train run's results; give a folder written "
-                             "by `oversmooth train`") from None
+            raise UsageError(
+                f"{self.folder}/results.json is not a train run's results; give a folder written by `oversmooth train`"
+            ) from None
         if results.get("status") != "completed":
-            raise UsageError(f"{self.folder} holds a run that did not complete ({results.get('status')}); "
-                             "finish it first (oversmooth train --resume auto)")
+            raise UsageError(
+                f"{self.folder} holds a run that did not complete ({results.get('status')}); "
+                "finish it first (oversmooth train --resume auto)"
+            )
         self.saved = load_model(self.folder / "model")
         self.options = DataOptions(**{**self.run["data"], "data_dir": None})
         check_data(self.run["task"], None)
@@ -62,11 +69,20 @@ class TrainRunSource:
             self._patched(knobs)  # an unknown method, a knob out of range, weights it cannot take: refused now
         self.knobs = [dict(k) for k in config.knobs]
         train = self.run["train"]
-        self.defaults = {"batch_size": train["batch_size"], "lr": train["lr"] / 10,
-                         "weight_decay": train["weight_decay"], "grad_clip": train["grad_clip"]}
-        self.description = {"kind": "train run", "path": str(self.folder), "task": self.run["task"],
-                            "model": self.run["model"], "method": self.run["method"],
-                            "model_config": self.run["model_config"]}
+        self.defaults = {
+            "batch_size": train["batch_size"],
+            "lr": train["lr"] / 10,
+            "weight_decay": train["weight_decay"],
+            "grad_clip": train["grad_clip"],
+        }
+        self.description = {
+            "kind": "train run",
+            "path": str(self.folder),
+            "task": self.run["task"],
+            "model": self.run["model"],
+            "method": self.run["method"],
+            "model_config": self.run["model_config"],
+        }
 
     def task(self) -> SupervisedTask:
         return make_task(self.run["task"], self.run["model"], self.options)[0]
@@ -87,12 +103,15 @@ class TrainRunSource:
         model = type(self.saved)(cfg)
         missing, unexpected = model.load_state_dict(self.saved.state_dict(), strict=False)
         if unexpected:
-            raise UsageError(f"{self.config.method} re-parameterises the run's weights ({unexpected[0]} has no "
-                             "place in it), so it cannot continue from them; choose a method that keeps "
-                             "them (neutreno, attnscale, featscale, deescalation, contranorm)")
+            raise UsageError(
+                f"{self.config.method} re-parameterises the run's weights ({unexpected[0]} has no "
+                "place in it), so it cannot continue from them; choose a method that keeps "
+                "them (neutreno, attnscale, featscale, deescalation, contranorm)"
+            )
         return model
 
     def save(self, model: nn.Module, folder: Path, knobs: dict | None) -> None:
         """Our own models record their method in their config: they load again with it."""
         from oversmooth.models import save_model
+
         save_model(model, folder)

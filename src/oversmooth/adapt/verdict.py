@@ -17,9 +17,13 @@ from dataclasses import dataclass
 from oversmooth.adapt.result import AdaptResult, ArmResult
 
 #: measure -> (higher is better, budget kind, bound)
-MEASURES = {"output_cosine": (True, "absolute", 0.95), "kl": (False, "absolute", 0.05),
-            "masked_perplexity": (False, "ratio", 1.1), "perplexity": (False, "ratio", 1.1),
-            "accuracy": (True, "difference", 0.01)}
+MEASURES = {
+    "output_cosine": (True, "absolute", 0.95),
+    "kl": (False, "absolute", 0.05),
+    "masked_perplexity": (False, "ratio", 1.1),
+    "perplexity": (False, "ratio", 1.1),
+    "accuracy": (True, "difference", 0.01),
+}
 SIMILARITY_MARGIN = 0.01  # cos_sim lower than the control's by at least this counts as lower
 
 
@@ -31,13 +35,13 @@ def quality_measure(scores: dict) -> str:
 class Verdict:
     arm: str
     measure: str
-    unpatched: float        # the control's start: the model as it came
-    patched: float          # this arm's start: patched, before any step
-    adapted: float          # this arm's end
-    control: float          # the control's end
+    unpatched: float  # the control's start: the model as it came
+    patched: float  # this arm's start: patched, before any step
+    adapted: float  # this arm's end
+    control: float  # the control's end
     recovered: float | None  # share of the gap patched -> control closed (log scale for perplexities)
     within_budget: bool
-    damaged: bool           # the patched start was out of budget
+    damaged: bool  # the patched start was out of budget
     cos_unpatched: float | None
     cos_patched: float | None
     cos_adapted: float | None
@@ -46,28 +50,39 @@ class Verdict:
 
     @property
     def similarity_lower(self) -> bool:
-        return (self.cos_adapted is not None and self.cos_control is not None
-                and self.cos_adapted <= self.cos_control - SIMILARITY_MARGIN)
+        return (
+            self.cos_adapted is not None
+            and self.cos_control is not None
+            and self.cos_adapted <= self.cos_control - SIMILARITY_MARGIN
+        )
 
     def words(self) -> str:
         if self.status != "completed":
             return f"{self.arm}: {self.status}; no verdict"
         name = self.measure.replace("_", " ")
         share = "" if self.recovered is None else f", {100 * self.recovered:.0f} % of the gap to the control closed"
-        numbers = (f"{name} {self.unpatched:.4g} unpatched -> {self.patched:.4g} patched -> {self.adapted:.4g} "
-                   f"adapted (control {self.control:.4g}){share}")
-        similarity = (f"last-layer cos_sim {_f(self.cos_unpatched)} unpatched, {_f(self.cos_patched)} patched, "
-                      f"{_f(self.cos_adapted)} adapted vs {_f(self.cos_control)} control")
+        numbers = (
+            f"{name} {self.unpatched:.4g} unpatched -> {self.patched:.4g} patched -> {self.adapted:.4g} "
+            f"adapted (control {self.control:.4g}){share}"
+        )
+        similarity = (
+            f"last-layer cos_sim {_f(self.cos_unpatched)} unpatched, {_f(self.cos_patched)} patched, "
+            f"{_f(self.cos_adapted)} adapted vs {_f(self.cos_control)} control"
+        )
         if not self.damaged and self.within_budget:
             lower = "lower than" if self.similarity_lower else "not lower than"
-            return (f"{self.arm}: the patch did no damage beyond the budget to begin with, and similarity ends "
-                    f"{lower} the control's ({numbers}); {similarity}")
+            return (
+                f"{self.arm}: the patch did no damage beyond the budget to begin with, and similarity ends "
+                f"{lower} the control's ({numbers}); {similarity}"
+            )
         if not self.within_budget:
             return f"{self.arm}: NOT recovered, the model is still damaged ({numbers}); {similarity}"
         if self.similarity_lower:
             return f"{self.arm}: recovered, and similarity stays lower than the control's ({numbers}); {similarity}"
-        return (f"{self.arm}: quality recovered, but similarity came back to the control's level: no less "
-                f"smoothing is left ({numbers}); {similarity}")
+        return (
+            f"{self.arm}: quality recovered, but similarity came back to the control's level: no less "
+            f"smoothing is left ({numbers}); {similarity}"
+        )
 
 
 def _f(value: float | None) -> str:
@@ -85,9 +100,22 @@ def judge(result: AdaptResult, arm: ArmResult) -> Verdict:
     scale = (lambda v: math.log(v)) if kind == "ratio" else (lambda v: v)
     gap = scale(reference) - scale(patched)
     recovered = (scale(adapted) - scale(patched)) / gap if abs(gap) > 1e-12 else None
-    return Verdict(arm.name, measure, unpatched, patched, adapted, reference, recovered, ok, damaged,
-                   control.start_cos_sim_last, arm.start_cos_sim_last, arm.cos_sim_last, control.cos_sim_last,
-                   arm.status)
+    return Verdict(
+        arm.name,
+        measure,
+        unpatched,
+        patched,
+        adapted,
+        reference,
+        recovered,
+        ok,
+        damaged,
+        control.start_cos_sim_last,
+        arm.start_cos_sim_last,
+        arm.cos_sim_last,
+        control.cos_sim_last,
+        arm.status,
+    )
 
 
 def within(value: float, reference: float, higher: bool, kind: str, bound: float) -> bool:

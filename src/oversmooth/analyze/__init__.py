@@ -9,7 +9,26 @@ from oversmooth.analyze.inputs import analysis_inputs, read_text, sample_text, t
 from oversmooth.analyze.quality import Budget, Quality, QualityRow, mask_tokens, similarity_verdict
 from oversmooth.analyze.sublayers import block_totals, sublayer_changes
 
-__all__ = ["BASELINE", "Analysis", "AnalysisSettings", "check_inputs", "run_analysis", "FrontierPoint", "Sweep",
-           "best_within_budget", "default_sweeps", "parse_sweep", "analysis_inputs", "read_text", "sample_text",
-           "text_batch", "Budget", "Quality", "QualityRow", "mask_tokens", "similarity_verdict", "block_totals",
-           "sublayer_changes"]
+__all__ = [
+    "BASELINE",
+    "Analysis",
+    "AnalysisSettings",
+    "check_inputs",
+    "run_analysis",
+    "FrontierPoint",
+    "Sweep",
+    "best_within_budget",
+    "default_sweeps",
+    "parse_sweep",
+    "analysis_inputs",
+    "read_text",
+    "sample_text",
+    "text_batch",
+    "Budget",
+    "Quality",
+    "QualityRow",
+    "mask_tokens",
+    "similarity_verdict",
+    "block_totals",
+    "sublayer_changes",
+]

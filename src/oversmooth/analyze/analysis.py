@@ -4,7 +4,8 @@ similarity / quality frontier of each method over a grid of its knob.
 
 States are the residual stream in the toolkit's one numbering (``oversmooth.activations``):
 layer 0 is the embedding output, layer i the output of block i, layer L *before* any final
-norm; attention rows carry the layer their block makes (1 to L). Each method is a separate forward pass with ``patch`` applied, then ``unpatch``.
+norm; attention rows carry the layer their block makes (1 to L). Each method is a separate
+forward pass with ``patch`` applied, then ``unpatch``.
 Attention measures (entropy, |lambda_2|, similarity of successive layers) and the per-head
 dynamics verdict need eigen-decompositions of n x n maps, so they run on the unpatched model over
 the first ``attention_sequences`` sequences cut to ``attention_tokens`` tokens. The full-spectrum
@@ -17,9 +18,9 @@ a method that lowers similarity by breaking the model is reported as broken.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from typing import Callable
 
 import pandas as pd
 from torch import Tensor
@@ -33,8 +34,18 @@ from oversmooth.analyze.sublayers import METRICS as STAGE_METRICS
 from oversmooth.analyze.sublayers import StageChange, changes_from_rows, stage_hooks, stage_states
 from oversmooth.errors import FieldError, UsageError
 from oversmooth.hf import METHODS as PATCHABLE
-from oversmooth.hf import (Layout, Task, capture, check_method, layout, patched, patched_method, resolve_knobs,
-                           setting_text, supported_methods)
+from oversmooth.hf import (
+    Layout,
+    Task,
+    capture,
+    check_method,
+    layout,
+    patched,
+    patched_method,
+    resolve_knobs,
+    setting_text,
+    supported_methods,
+)
 from oversmooth.metrics import METRICS, measure
 from oversmooth.metrics.attention import counted_eigenvalues
 from oversmooth.metrics.tokens import valid_tokens
@@ -64,10 +75,12 @@ class AnalysisSettings:
     def resolved_knobs(self) -> dict[str, dict]:
         """Each method's knobs, its defaults overridden by ``knobs`` (methods None: every patchable
         one); UsageError on an unknown method or knob, or a value out of range."""
-        return {m: resolve_knobs(check_method(m), self.knobs.get(m, {}))
-                for m in (PATCHABLE if self.methods is None else self.methods)}
+        return {
+            m: resolve_knobs(check_method(m), self.knobs.get(m, {}))
+            for m in (PATCHABLE if self.methods is None else self.methods)
+        }
 
-    def for_model(self, model) -> "AnalysisSettings":
+    def for_model(self, model) -> AnalysisSettings:
         """These settings for ``model``, defaults filled in: methods None -> every method that can
         patch it (and the sweeps of those only); exclude None -> position 0 for a causal LM, whose
         first token is a huge-norm attention sink, else none. A model that carries a patch already
@@ -104,8 +117,9 @@ class Analysis:
     frontier: list[FrontierPoint] = field(default_factory=list)
 
 
-def _stream_table(model, inputs: dict[str, Tensor], settings: AnalysisSettings,
-                  stages: bool = False) -> tuple[pd.DataFrame, object, list[StageChange], int]:
+def _stream_table(
+    model, inputs: dict[str, Tensor], settings: AnalysisSettings, stages: bool = False
+) -> tuple[pd.DataFrame, object, list[StageChange], int]:
     """The metrics of every stream state, measured layer by layer as the forward pass makes them
     (``LayerwiseMeasures``), the pass's outputs, with ``stages`` the sublayer changes, and the
     tokens per sequence."""
@@ -114,8 +128,9 @@ def _stream_table(model, inputs: dict[str, Tensor], settings: AnalysisSettings,
     wanted = {name: STAGE_METRICS for _, _, name in stage_states(lay.family, lay.depth)} if stages else {}
     wanted.update({name: METRICS for name in names})
     mask = inputs.get("attention_mask")
-    measures = LayerwiseMeasures(wanted, None if mask is None else mask.bool(), settings.exclude,
-                                 settings.rank_sequences)
+    measures = LayerwiseMeasures(
+        wanted, None if mask is None else mask.bool(), settings.exclude, settings.rank_sequences
+    )
     hooks = ("resid_pre", "resid_post", *(stage_hooks(lay.family) if stages else ()))
     outputs, _ = capture(model, inputs, hooks=hooks, sink=measures)
     measures.finish()
@@ -140,8 +155,9 @@ def _attention_sample(model, inputs: dict[str, Tensor], settings: AnalysisSettin
         return capture(model, subset, hooks=("resid_pre", "resid_post"), pattern=True)[1]
 
 
-def _diagnose(lay: Layout, sample: ActivationCache | None,
-              exclude: tuple[int, ...]) -> tuple[list[LayerSpectrum], pd.DataFrame | None]:
+def _diagnose(
+    lay: Layout, sample: ActivationCache | None, exclude: tuple[int, ...]
+) -> tuple[list[LayerSpectrum], pd.DataFrame | None]:
     """W_V W_O spectra, and with an attention sample its measures and the dynamics verdicts."""
     diagnosis = spectra(lay)
     if sample is None:
@@ -150,16 +166,29 @@ def _diagnose(lay: Layout, sample: ActivationCache | None,
     # One eigensolve per head and sequence, over the valid tokens: the dynamics verdict's, and
     # |lambda_2|'s too when no position is excluded (its counted tokens are then the valid ones).
     eigenvalues = thread_map(lambda pattern: counted_eigenvalues(pattern, sample.mask), patterns)
-    full = measure(sample.stream()[1:], sample.mask, attentions=patterns, exclude=exclude, metrics=(),
-                   attention_eigenvalues=None if exclude else eigenvalues)
+    full = measure(
+        sample.stream()[1:],
+        sample.mask,
+        attentions=patterns,
+        exclude=exclude,
+        metrics=(),
+        attention_eigenvalues=None if exclude else eigenvalues,
+    )
     add_dynamics(diagnosis, eigenvalues)
     attention = full.assign(layer=full["layer"] + 1)  # block l makes state l + 1
     attention.attrs["hook"] = "attn.hook_pattern"
     return diagnosis, attention
 
 
-def _sweep(model, inputs: dict[str, Tensor], settings: AnalysisSettings, probe: QualityProbe,
-           base_seen: dict, baseline: pd.DataFrame, step: Callable[[str], None]) -> list[FrontierPoint]:
+def _sweep(
+    model,
+    inputs: dict[str, Tensor],
+    settings: AnalysisSettings,
+    probe: QualityProbe,
+    base_seen: dict,
+    baseline: pd.DataFrame,
+    step: Callable[[str], None],
+) -> list[FrontierPoint]:
     """Every point of every sweep; a value of 0 is the unpatched model and reuses its pass."""
     base_cos, base_t = baseline[["cos_sim", "t_sim"]].iloc[-1].tolist()
     points = []
@@ -170,8 +199,9 @@ def _sweep(model, inputs: dict[str, Tensor], settings: AnalysisSettings, probe: 
             else:
                 last = hook_name(layout(model).depth - 1, "resid_post")
                 mask = inputs.get("attention_mask")
-                measures = LayerwiseMeasures({last: STAGE_METRICS}, None if mask is None else mask.bool(),
-                                             settings.exclude)
+                measures = LayerwiseMeasures(
+                    {last: STAGE_METRICS}, None if mask is None else mask.bool(), settings.exclude
+                )
                 with patched(model, sweep.method, **sweep.knobs(value)):
                     outputs, _ = capture(model, inputs, hooks=("resid_post",), sink=measures)
                     measures.finish()
@@ -185,14 +215,24 @@ def _sweep(model, inputs: dict[str, Tensor], settings: AnalysisSettings, probe: 
 
 def check_inputs(inputs: dict[str, Tensor], exclude: tuple[int, ...]) -> None:
     """FieldError unless every text sequence keeps at least 2 tokens to compare after ``exclude``."""
-    if "input_ids" in inputs and int(valid_tokens(inputs["input_ids"], inputs["attention_mask"], exclude)
-                                     .sum(dim=1).max()) < 2:
-        raise FieldError("{exclude} {got} leaves fewer than 2 tokens per sequence to compare; exclude fewer "
-                         "positions or raise {max_length}", got=",".join(map(str, exclude)))
+    if (
+        "input_ids" in inputs
+        and int(valid_tokens(inputs["input_ids"], inputs["attention_mask"], exclude).sum(dim=1).max()) < 2
+    ):
+        raise FieldError(
+            "{exclude} {got} leaves fewer than 2 tokens per sequence to compare; exclude fewer "
+            "positions or raise {max_length}",
+            got=",".join(map(str, exclude)),
+        )
 
 
-def run_analysis(model, inputs: dict[str, Tensor], settings: AnalysisSettings = AnalysisSettings(),
-                 step: Callable[[str], None] = lambda name: None, tokenizer=None) -> Analysis:
+def run_analysis(
+    model,
+    inputs: dict[str, Tensor],
+    settings: AnalysisSettings = AnalysisSettings(),
+    step: Callable[[str], None] = lambda name: None,
+    tokenizer=None,
+) -> Analysis:
     """Measure the baseline and each method, their quality, spectra and attention, and the sweeps;
     ``step(name)`` after each part. ``tokenizer`` is needed for masked LMs (their mask token).
 
@@ -227,10 +267,19 @@ def run_analysis(model, inputs: dict[str, Tensor], settings: AnalysisSettings = 
     if sample is not None:
         step("attention")
     return Analysis(
-        family=lay.family.name, norm_placement=lay.family.residual,
+        family=lay.family.name,
+        norm_placement=lay.family.residual,
         last_state="before the final norm" if lay.family.final_norm else "no final norm (post-LN blocks)",
-        sequences=baseline.attrs["sequences"], tokens=tokens, tables=tables, knobs=knobs,
-        attention=attention, attention_shape=(0, 0) if sample is None else tuple(sample.mask.shape),
-        spectrum=diagnosis, task=probe.task, budget=settings.budget, quality=quality, sublayers=sublayers,
+        sequences=baseline.attrs["sequences"],
+        tokens=tokens,
+        tables=tables,
+        knobs=knobs,
+        attention=attention,
+        attention_shape=(0, 0) if sample is None else tuple(sample.mask.shape),
+        spectrum=diagnosis,
+        task=probe.task,
+        budget=settings.budget,
+        quality=quality,
+        sublayers=sublayers,
         frontier=frontier,
     )

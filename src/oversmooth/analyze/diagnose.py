@@ -45,10 +45,14 @@ class LayerSpectrum:
 
     def to_dict(self) -> dict:
         pairs = lambda eig: [[round(float(z.real), 6), round(float(z.imag), 6)] for z in eig]  # noqa: E731
-        return {"layer": self.layer, "summary": self.summary, "norm": self.norm,
-                "dynamics": self.dynamics, "eigenvalues": pairs(self.eigenvalues),
-                "heads": [{**head, "eigenvalues": pairs(eig)}
-                          for head, eig in zip(self.heads, self.head_eigenvalues)]}
+        return {
+            "layer": self.layer,
+            "summary": self.summary,
+            "norm": self.norm,
+            "dynamics": self.dynamics,
+            "eigenvalues": pairs(self.eigenvalues),
+            "heads": [{**head, "eigenvalues": pairs(eig)} for head, eig in zip(self.heads, self.head_eigenvalues)],
+        }
 
 
 def norm_gain(norm: nn.Module, size: int) -> Tensor:
@@ -72,7 +76,7 @@ def norm_gain(norm: nn.Module, size: int) -> Tensor:
     stored = getattr(norm, "weight", None)
     tolerance = 1e-4 if torch.finfo(weight.dtype).bits >= 32 else 3e-2
     stored = None if stored is None else stored.detach().double().cpu()
-    for candidate in (() if stored is None else (stored, 1 + stored)):
+    for candidate in () if stored is None else (stored, 1 + stored):
         if candidate.shape == measured.shape and torch.allclose(measured, candidate, rtol=tolerance, atol=tolerance):
             return candidate
     return measured
@@ -87,6 +91,7 @@ def head_value_weight(lay: Layout, layer: int) -> Tensor:
 
 def spectra(lay: Layout) -> list[LayerSpectrum]:
     """Diagnose every block of ``lay`` from its weights alone (blocks side by side on torch's threads)."""
+
     def diagnose(layer: int) -> LayerSpectrum:
         w_v, w_o = head_value_weight(lay, layer), lay.out_weight(layer).detach()
         folded = norm_gain(lay.module(layer, "pre_norm"), lay.hidden) if lay.family.pre_norm else None
@@ -95,10 +100,13 @@ def spectra(lay: Layout) -> list[LayerSpectrum]:
         head_eig = value_output_eigenvalues(w_v, w_o, folded, heads=lay.heads)
         summary = summarize_spectrum(eig, reported).as_dict()
         heads = [summarize_spectrum(e, reported).as_dict() for e in head_eig]
-        norm = {"folded": folded is not None,
-                "which": lay.family.pre_norm or lay.family.mid_norm,
-                "negative_share": float((reported < 0).double().mean()),
-                "min": float(reported.min()), "max": float(reported.max())}
+        norm = {
+            "folded": folded is not None,
+            "which": lay.family.pre_norm or lay.family.mid_norm,
+            "negative_share": float((reported < 0).double().mean()),
+            "min": float(reported.min()),
+            "max": float(reported.max()),
+        }
         return LayerSpectrum(layer + 1, eig, head_eig, summary, heads, norm)
 
     with torch.no_grad():
@@ -121,10 +129,19 @@ def add_dynamics(layers: list[LayerSpectrum], eigenvalues: list[list[Tensor]], t
         ranked = Counter(v.verdict for v in found).most_common()
         tied = len(ranked) > 1 and ranked[0][1] == ranked[1][1]
         spectrum.dynamics = {
-            "verdict": "mixed" if tied else ranked[0][0], "verdict_counts": dict(ranked),
-            "c": found[0].c, "o": [v.o for v in found],
+            "verdict": "mixed" if tied else ranked[0][0],
+            "verdict_counts": dict(ranked),
+            "c": found[0].c,
+            "o": [v.o for v in found],
             "head_verdict_counts": dict(Counter(h for v in found for h in v.head_verdicts)),
-            "heads": [{"c": found[0].head_c[h], "o": [v.head_o[h] for v in found],
-                       "verdicts": [v.head_verdicts[h] for v in found]}
-                      for h in range(len(found[0].head_c))],
-            "sequences": len(found), "tolerance": tolerance}
+            "heads": [
+                {
+                    "c": found[0].head_c[h],
+                    "o": [v.head_o[h] for v in found],
+                    "verdicts": [v.head_verdicts[h] for v in found],
+                }
+                for h in range(len(found[0].head_c))
+            ],
+            "sequences": len(found),
+            "tolerance": tolerance,
+        }

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+
 from oversmooth.analyze.quality import Quality
 from oversmooth.errors import UsageError
 from oversmooth.hf import DEFAULT_KNOBS, SWEEP_GRIDS, ZERO_KNOBS, check_method, resolve_knobs
@@ -81,10 +82,21 @@ def best_within_budget(points: list[FrontierPoint], method: str, knob: str) -> F
 
 def frontier_rows(points: list[FrontierPoint]) -> list[dict]:
     """``frontier.csv``: one row per point with its primary quality measure."""
-    return [{"method": p.method, "knob": p.knob, "value": p.value, "cos_sim": p.cos_sim,
-             "t_sim": p.t_sim, "measure": p.quality.primary.measure, "quality": p.quality.primary.value,
-             "baseline": p.quality.primary.baseline, "ratio": p.quality.primary.ratio,
-             "within_budget": p.quality.within_budget} for p in points]
+    return [
+        {
+            "method": p.method,
+            "knob": p.knob,
+            "value": p.value,
+            "cos_sim": p.cos_sim,
+            "t_sim": p.t_sim,
+            "measure": p.quality.primary.measure,
+            "quality": p.quality.primary.value,
+            "baseline": p.quality.primary.baseline,
+            "ratio": p.quality.primary.ratio,
+            "within_budget": p.quality.within_budget,
+        }
+        for p in points
+    ]
 
 
 def quality_loss(quality: Quality) -> float:
@@ -95,4 +107,3 @@ def quality_loss(quality: Quality) -> float:
     if row.measure == "kl":
         return row.value
     return row.baseline - row.value
-

@@ -66,8 +66,11 @@ def _is_dir(path: Path) -> bool:
 
 def model_max_length(tokenizer, config) -> int:
     """The longest sequence the model takes: the tokenizer's limit, else the config's positions."""
-    limits = [v for v in (getattr(tokenizer, "model_max_length", None),
-                          getattr(config, "max_position_embeddings", None)) if v and v < 1_000_000]
+    limits = [
+        v
+        for v in (getattr(tokenizer, "model_max_length", None), getattr(config, "max_position_embeddings", None))
+        if v and v < 1_000_000
+    ]
     if config.model_type == "roberta" and getattr(config, "max_position_embeddings", None):
         limits.append(config.max_position_embeddings - 2)  # RoBERTa offsets positions by pad + 1
     return min(limits) if limits else 512
@@ -77,10 +80,11 @@ def text_batch(tokenizer, text: str, max_length: int, max_sequences: int) -> dic
     """``input_ids`` and ``attention_mask`` ``[B, n]``: consecutive chunks of ``text``, right-padded."""
     special = tokenizer.num_special_tokens_to_add()
     if max_length <= special:
-        raise UsageError(f"--max-length {max_length} leaves no room for text beside the model's {special} special "
-                         f"tokens; use at least {special + 1}")
-    encoded = tokenizer(text, truncation=True, max_length=max_length, return_overflowing_tokens=True,
-                        padding=False)
+        raise UsageError(
+            f"--max-length {max_length} leaves no room for text beside the model's {special} special "
+            f"tokens; use at least {special + 1}"
+        )
+    encoded = tokenizer(text, truncation=True, max_length=max_length, return_overflowing_tokens=True, padding=False)
     chunks = [ids for ids in encoded["input_ids"] if ids][:max_sequences]
     if not chunks or max(len(ids) for ids in chunks) < 2:
         raise UsageError("the text gives fewer than 2 tokens; pass more text")
@@ -100,6 +104,7 @@ def image_files(folder: str | Path) -> list[Path]:
 
 def _open_image(path: Path):
     from PIL import Image, UnidentifiedImageError
+
     try:
         with Image.open(path) as image:
             image.load()
@@ -114,19 +119,24 @@ def fashion_mnist_images(count: int) -> list:
 
     from oversmooth.data.fashion_mnist import DEFAULT_DIR
     from oversmooth.data.idx import read_idx
+
     path = DEFAULT_DIR / "t10k-images-idx3-ubyte.gz"
     if not path.is_file():
-        raise UsageError(f"built-in images need Fashion-MNIST at {DEFAULT_DIR} "
-                         "(apt-get install dataset-fashion-mnist); or pass --images DIR")
+        raise UsageError(
+            f"built-in images need Fashion-MNIST at {DEFAULT_DIR} "
+            "(apt-get install dataset-fashion-mnist); or pass --images DIR"
+        )
     return [Image.fromarray(array) for array in read_idx(path)[:count]]
 
 
 def image_batch(images: list, size: int, mean, std, channels: int = 3) -> dict[str, Tensor]:
     """``pixel_values [B, C, size, size]`` from PIL images: resize (bilinear), scale, normalise."""
     from PIL import Image
+
     mode = "RGB" if channels == 3 else "L"
-    arrays = [np.asarray(im.convert(mode).resize((size, size), Image.BILINEAR), dtype=np.float32) / 255.0
-              for im in images]
+    arrays = [
+        np.asarray(im.convert(mode).resize((size, size), Image.BILINEAR), dtype=np.float32) / 255.0 for im in images
+    ]
     pixels = torch.from_numpy(np.stack(arrays))
     pixels = pixels.permute(0, 3, 1, 2) if channels == 3 else pixels[:, None]
     mean_t = torch.tensor(mean[:channels], dtype=torch.float32)[:, None, None]
@@ -141,8 +151,13 @@ def read_images(folder: str | None, count: int) -> tuple[list, str]:
     return [_open_image(p) for p in image_files(folder)[:count]], str(folder)
 
 
-def analysis_inputs(loaded: Loaded, text: str | None = None, images: str | None = None, max_sequences: int = 8,
-                    max_length: int | None = 128) -> tuple[dict[str, Tensor], str]:
+def analysis_inputs(
+    loaded: Loaded,
+    text: str | None = None,
+    images: str | None = None,
+    max_sequences: int = 8,
+    max_length: int | None = 128,
+) -> tuple[dict[str, Tensor], str]:
     """The batch an analysis of ``loaded`` measures, on its device, and where it came from. A text
     model takes ``text`` (a file or a string; None: the built-in sample) in up to ``max_sequences``
     chunks of ``max_length`` tokens (capped at the model's maximum; None: that maximum): ``input_ids``
@@ -158,8 +173,7 @@ def analysis_inputs(loaded: Loaded, text: str | None = None, images: str | None 
         inputs = text_batch(loaded.tokenizer, body, min(max_length or limit, limit), max_sequences)
     else:
         if text:
-            raise FieldError("{model} is a vision model {kind}; use {images}, not {text}", model=loaded.name,
-                             kind=kind)
+            raise FieldError("{model} is a vision model {kind}; use {images}, not {text}", model=loaded.name, kind=kind)
         pictures, source = read_images(images, max_sequences)
         pixels = image_batch(pictures, loaded.image_size, loaded.image_mean, loaded.image_std, loaded.channels)
         inputs = {"pixel_values": pixels["pixel_values"].to(next(loaded.model.parameters()).dtype)}

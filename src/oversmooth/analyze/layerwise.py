@@ -10,13 +10,12 @@ tensor per layer and hook.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
-
-import torch
-from torch import Tensor
 
 import pandas as pd
+import torch
+from torch import Tensor
 
 from oversmooth.metrics import measure, metric_table
 from oversmooth.metrics.suite import RANK_METRICS
@@ -66,14 +65,18 @@ class LayerwiseMeasures:
         if not ranks or sample is None or sample >= state.shape[0]:
             return row(state, self.mask, metrics)
         mask = None if self.mask is None else self.mask[:sample]
-        return {**row(state, self.mask, [m for m in metrics if m not in RANK_METRICS]),
-                **row(state[:sample], mask, ranks)}
+        return {
+            **row(state, self.mask, [m for m in metrics if m not in RANK_METRICS]),
+            **row(state[:sample], mask, ranks),
+        }
 
     def table(self, names: Sequence[str], metrics: tuple[str, ...]) -> pd.DataFrame:
         """The rows of ``names`` as layers 0, 1, ... of one ``metric_table`` (with the rank-sample note)."""
         rows = [{**self.rows[name], "layer": layer} for layer, name in enumerate(names)]
         sample = self.rank_sequences
-        notes = ({"rank_sequences": f"{', '.join(RANK_METRICS)}: first {sample} of {self.sequences} sequences"}
-                 if sample is not None and sample < self.sequences and any(m in RANK_METRICS for m in metrics)
-                 else {})
+        notes = (
+            {"rank_sequences": f"{', '.join(RANK_METRICS)}: first {sample} of {self.sequences} sequences"}
+            if sample is not None and sample < self.sequences and any(m in RANK_METRICS for m in metrics)
+            else {}
+        )
         return metric_table(rows, metrics, exclude=self.exclude, sequences=self.sequences, notes=notes)

@@ -22,8 +22,8 @@ budget only when every measure of its task is.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
-from typing import Mapping
 
 import torch
 from torch import Tensor, nn
@@ -50,13 +50,15 @@ class Budget:
             if not math.isfinite(value) or value < 0:
                 raise UsageError(f"budget {field.name}={value} must be a finite number >= 0")
         if self.perplexity < 1:
-            raise UsageError(f"budget perplexity={self.perplexity} is a ratio to the unpatched model; "
-                             "pass a value >= 1, e.g. perplexity=1.05")
+            raise UsageError(
+                f"budget perplexity={self.perplexity} is a ratio to the unpatched model; "
+                "pass a value >= 1, e.g. perplexity=1.05"
+            )
         if self.agreement > 1 or self.cosine > 1:
             raise UsageError("budget agreement and cosine are at most 1")
 
     @classmethod
-    def parse(cls, text: str) -> "Budget":
+    def parse(cls, text: str) -> Budget:
         """``"perplexity=1.1,kl=0.1"``: the named bounds changed, the rest at their defaults.
 
         >>> Budget.parse("perplexity=1.1").perplexity, Budget.parse("kl=0.2").agreement
@@ -75,10 +77,12 @@ class Budget:
         return replace(cls(), **changes)
 
     def describe(self, task: Task) -> str:
-        return {"causal_lm": f"perplexity <= {self.perplexity:g} x unpatched",
-                "masked_lm": f"masked-token perplexity <= {self.perplexity:g} x unpatched",
-                "classifier": f"top-1 agreement >= {self.agreement:g} and KL <= {self.kl:g} nats",
-                "encoder": f"output cosine to the unpatched model >= {self.cosine:g}"}[task]
+        return {
+            "causal_lm": f"perplexity <= {self.perplexity:g} x unpatched",
+            "masked_lm": f"masked-token perplexity <= {self.perplexity:g} x unpatched",
+            "classifier": f"top-1 agreement >= {self.agreement:g} and KL <= {self.kl:g} nats",
+            "encoder": f"output cosine to the unpatched model >= {self.cosine:g}",
+        }[task]
 
 
 @dataclass(frozen=True)
@@ -124,8 +128,13 @@ def ratio_text(ratio: float) -> str:
     return f"{ratio:,.0f}" if ratio >= 100 else f"{ratio:.3f}" if ratio < 10 else f"{ratio:.1f}"
 
 
-def mask_tokens(inputs: Mapping[str, Tensor], mask_token_id: int, special_ids: set[int],
-                rate: float = MASK_RATE, seed: int = MASK_SEED) -> tuple[dict[str, Tensor], Tensor]:
+def mask_tokens(
+    inputs: Mapping[str, Tensor],
+    mask_token_id: int,
+    special_ids: set[int],
+    rate: float = MASK_RATE,
+    seed: int = MASK_SEED,
+) -> tuple[dict[str, Tensor], Tensor]:
     """A copy of ``inputs`` with ``rate`` of each sequence's ordinary tokens masked, and the labels.
 
     Ordinary = valid (``attention_mask``) and not a special token; at least one per sequence is
@@ -183,13 +192,15 @@ class QualityProbe:
     masked: tuple[dict[str, Tensor], Tensor] | None = None  # masked-LM inputs and labels
 
     @classmethod
-    def for_model(cls, model: nn.Module, inputs: Mapping[str, Tensor], tokenizer=None) -> "QualityProbe":
+    def for_model(cls, model: nn.Module, inputs: Mapping[str, Tensor], tokenizer=None) -> QualityProbe:
         task = task_of(model)
         if task != "masked_lm":
             return cls(task, inputs)
         if tokenizer is None or tokenizer.mask_token_id is None:
-            raise UsageError(f"{type(model).__name__} is a masked LM but its tokenizer has no mask token; "
-                             "save the model's own tokenizer beside it")
+            raise UsageError(
+                f"{type(model).__name__} is a masked LM but its tokenizer has no mask token; "
+                "save the model's own tokenizer beside it"
+            )
         return cls(task, inputs, mask_tokens(inputs, tokenizer.mask_token_id, set(tokenizer.all_special_ids)))
 
     @torch.no_grad()
@@ -209,20 +220,29 @@ class QualityProbe:
     def judge(self, method: str, setting: str, seen: dict, base: dict, budget: Budget) -> Quality:
         """``seen`` (a method's observation) against ``base`` (the unpatched one)."""
         row = lambda measure, value, baseline, ratio, ok: QualityRow(  # noqa: E731
-            method, setting, measure, value, baseline, ratio, bool(ok))
+            method, setting, measure, value, baseline, ratio, bool(ok)
+        )
         if self.task in ("causal_lm", "masked_lm"):
             prefix = "masked_" if self.task == "masked_lm" else ""
             nll, nll_base = seen[f"{prefix}nll"], base[f"{prefix}nll"]
             ok = nll - nll_base <= math.log(budget.perplexity)
             ppl, ppl_base = _exp(nll), _exp(nll_base)
-            return Quality((row(f"{prefix}nll", nll, nll_base, nll / nll_base, ok),
-                            row(f"{prefix}perplexity", ppl, ppl_base, ppl / ppl_base, ok)))
+            return Quality(
+                (
+                    row(f"{prefix}nll", nll, nll_base, nll / nll_base, ok),
+                    row(f"{prefix}perplexity", ppl, ppl_base, ppl / ppl_base, ok),
+                )
+            )
         if self.task == "classifier":
             log_p, log_q = torch.log_softmax(base["logits"], -1), torch.log_softmax(seen["logits"], -1)
             agreement = float((log_p.argmax(-1) == log_q.argmax(-1)).double().mean())
             kl = float((log_p.exp() * (log_p - log_q)).sum(-1).mean())
-            return Quality((row("top1_agreement", agreement, 1.0, None, agreement >= budget.agreement),
-                            row("kl", kl, 0.0, None, kl <= budget.kl)))
+            return Quality(
+                (
+                    row("top1_agreement", agreement, 1.0, None, agreement >= budget.agreement),
+                    row("kl", kl, 0.0, None, kl <= budget.kl),
+                )
+            )
         cosine = float(torch.cosine_similarity(seen["pooled"], base["pooled"], dim=-1).mean())
         return Quality((row("output_cosine", cosine, 1.0, None, cosine >= budget.cosine),))
 

@@ -60,8 +60,10 @@ def _column_name(analysis: Analysis, method: str) -> str:
 def _aligned(header: list[str], lines: list[list[str]], left: int = 0) -> str:
     """Columns padded to their widest cell; the first ``left`` columns left-aligned."""
     widths = [max(len(h), *(len(line[i]) for line in lines)) for i, h in enumerate(header)]
-    return "\n".join("  ".join(c.ljust(w) if i < left else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths)))
-                     for row in [header, *lines])
+    return "\n".join(
+        "  ".join(c.ljust(w) if i < left else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths)))
+        for row in [header, *lines]
+    )
 
 
 def format_table(analysis: Analysis) -> str:
@@ -69,13 +71,26 @@ def format_table(analysis: Analysis) -> str:
     |lambda_2|, the block's verdict and the change of cos_sim across its attention, MLP and norms;
     then the quality block and the static-NeuTRENO line."""
     methods = list(analysis.tables)
-    header = ["layer", *(_column_name(analysis, m) for m in methods), "t_sim", "|l2|", "verdict",
-              *SUBLAYER_COLUMNS.values()]
+    header = [
+        "layer",
+        *(_column_name(analysis, m) for m in methods),
+        "t_sim",
+        "|l2|",
+        "verdict",
+        *SUBLAYER_COLUMNS.values(),
+    ]
     lines = []
     for layer, base in enumerate(analysis.tables[BASELINE].to_dict("records")):
-        lines.append([str(layer), *(_fmt(analysis.tables[m]["cos_sim"].iloc[layer]) for m in methods),
-                      _fmt(base["t_sim"]), _fmt(_attention_row(analysis, layer).get("attn_lambda2")),
-                      _verdict(analysis, layer), *_sublayer_cells(analysis, layer)])
+        lines.append(
+            [
+                str(layer),
+                *(_fmt(analysis.tables[m]["cos_sim"].iloc[layer]) for m in methods),
+                _fmt(base["t_sim"]),
+                _fmt(_attention_row(analysis, layer).get("attn_lambda2")),
+                _verdict(analysis, layer),
+                *_sublayer_cells(analysis, layer),
+            ]
+        )
     parts = [_aligned(header, lines), "", format_quality(analysis)]
     claim = late_layer_claim(analysis)
     return "\n".join([*parts, claim] if claim else parts)
@@ -90,11 +105,19 @@ def format_quality(analysis: Analysis) -> str:
         values = [_quality_value(row) for row in quality.rows]
         verdict = "yes" if quality.within_budget else f"NO: {quality.headline()}"
         lines.append([method, quality.rows[0].setting or "-", *values, verdict])
-    note = (f"quality on the same passages ({analysis.task.replace('_', ' ')}); budget: "
-            f"{analysis.budget.describe(analysis.task)}")
+    note = (
+        f"quality on the same passages ({analysis.task.replace('_', ' ')}); budget: "
+        f"{analysis.budget.describe(analysis.task)}"
+    )
     broken = [m for m, q in analysis.quality.items() if not q.within_budget]
-    tail = ([f"{BROKEN_MARK} = outside the quality budget: lower similarity in a broken model is not a "
-             f"mitigation ({', '.join(broken)})"] if broken else [])
+    tail = (
+        [
+            f"{BROKEN_MARK} = outside the quality budget: lower similarity in a broken model is not a "
+            f"mitigation ({', '.join(broken)})"
+        ]
+        if broken
+        else []
+    )
     return "\n".join([note, _aligned(header, lines, left=2), *tail])
 
 
@@ -132,10 +155,14 @@ def _clean(value):
 
 
 def spectrum_document(analysis: Analysis) -> dict:
-    return _clean({"family": analysis.family, "norm_placement": analysis.norm_placement,
-            "attention_sample": {"sequences": analysis.attention_shape[0],
-                                 "tokens": analysis.attention_shape[1]},
-            "layers": [s.to_dict() for s in analysis.spectrum]})
+    return _clean(
+        {
+            "family": analysis.family,
+            "norm_placement": analysis.norm_placement,
+            "attention_sample": {"sequences": analysis.attention_shape[0], "tokens": analysis.attention_shape[1]},
+            "layers": [s.to_dict() for s in analysis.spectrum],
+        }
+    )
 
 
 def plot_metric(analysis: Analysis, metric: str, path: Path) -> None:
@@ -162,22 +189,28 @@ def late_layer_claim(analysis: Analysis) -> str | None:
         return None
     base, neut = analysis.tables[BASELINE]["cos_sim"].tolist(), analysis.tables["neutreno"]["cos_sim"].tolist()
     _, sentence = similarity_verdict(base, neut, analysis.quality["neutreno"])
-    return (f"NeuTRENO (lam={analysis.knobs['neutreno']['lam']}) with no fine-tuning (NeuTRENO App. G.9), "
-            f"last layer cos_sim {base[-1]:.3f} -> {neut[-1]:.3f}: {sentence}")
+    return (
+        f"NeuTRENO (lam={analysis.knobs['neutreno']['lam']}) with no fine-tuning (NeuTRENO App. G.9), "
+        f"last layer cos_sim {base[-1]:.3f} -> {neut[-1]:.3f}: {sentence}"
+    )
 
 
 def format_frontier(analysis: Analysis) -> str:
     """Per swept knob: the largest setting within the quality budget, with what it buys."""
     base = analysis.tables[BASELINE]["cos_sim"].iloc[-1]
-    lines = [f"frontier (no fine-tuning; budget: {analysis.budget.describe(analysis.task)}); "
-             f"last-layer cos_sim unpatched {base:.3f}"]
+    lines = [
+        f"frontier (no fine-tuning; budget: {analysis.budget.describe(analysis.task)}); "
+        f"last-layer cos_sim unpatched {base:.3f}"
+    ]
     for method, knob in dict.fromkeys((p.method, p.knob) for p in analysis.frontier):
         best = best_within_budget(analysis.frontier, method, knob)
         if best is None:
             lines.append(f"  {method} {knob}: no swept value stays within budget")
         else:
-            lines.append(f"  {method} {knob}: largest within budget {best.setting}: cos_sim {best.cos_sim:.3f}, "
-                         f"{best.quality.headline()}")
+            lines.append(
+                f"  {method} {knob}: largest within budget {best.setting}: cos_sim {best.cos_sim:.3f}, "
+                f"{best.quality.headline()}"
+            )
     return "\n".join(lines)
 
 
@@ -188,14 +221,16 @@ def plot_frontier(analysis: Analysis, path: Path) -> None:
     base_quality = analysis.quality[BASELINE]
     origin = (quality_loss(base_quality), analysis.tables[BASELINE]["cos_sim"].iloc[-1])
     for method, knob in dict.fromkeys((p.method, p.knob) for p in analysis.frontier):
-        points = sorted((p for p in analysis.frontier if (p.method, p.knob) == (method, knob)),
-                        key=lambda p: abs(p.value))
+        points = sorted(
+            (p for p in analysis.frontier if (p.method, p.knob) == (method, knob)), key=lambda p: abs(p.value)
+        )
         xs = [origin[0], *(quality_loss(p.quality) for p in points)]
         ys = [origin[1], *(p.cos_sim for p in points)]
-        line, = ax.plot(xs, ys, marker="o", label=f"{method} {knob}")
+        (line,) = ax.plot(xs, ys, marker="o", label=f"{method} {knob}")
         for p, x, y in zip(points, xs[1:], ys[1:]):
-            ax.annotate(f"{p.value:g}", (x, y), fontsize=6, textcoords="offset points", xytext=(3, 3),
-                        color=line.get_color())
+            ax.annotate(
+                f"{p.value:g}", (x, y), fontsize=6, textcoords="offset points", xytext=(3, 3), color=line.get_color()
+            )
     ax.plot(*origin, marker="*", markersize=12, color="black", linestyle="none", label="unpatched")
     limit = _budget_loss(analysis)
     ax.axvline(limit, color="grey", linestyle="--", linewidth=1, label="quality budget")
@@ -210,20 +245,27 @@ def plot_frontier(analysis: Analysis, path: Path) -> None:
 def _budget_loss(analysis: Analysis) -> float:
     """The budget on the plot's x axis (``frontier.quality_loss`` of a model just at the budget)."""
     budget = analysis.budget
-    return {"causal_lm": budget.perplexity - 1, "masked_lm": budget.perplexity - 1,
-            "classifier": 1 - budget.agreement, "encoder": 1 - budget.cosine}[analysis.task]
+    return {
+        "causal_lm": budget.perplexity - 1,
+        "masked_lm": budget.perplexity - 1,
+        "classifier": 1 - budget.agreement,
+        "encoder": 1 - budget.cosine,
+    }[analysis.task]
 
 
 def _loss_name(analysis: Analysis) -> str:
-    return {"causal_lm": "perplexity ratio - 1", "masked_lm": "masked perplexity ratio - 1",
-            "classifier": "1 - top-1 agreement", "encoder": "1 - output cosine"}[analysis.task]
+    return {
+        "causal_lm": "perplexity ratio - 1",
+        "masked_lm": "masked perplexity ratio - 1",
+        "classifier": "1 - top-1 agreement",
+        "encoder": "1 - output cosine",
+    }[analysis.task]
 
 
 def rank_sample(analysis: Analysis) -> str:
     """Which sequences the full-spectrum ranks were taken over, e.g. 'effective_rank, stable_rank:
     first 8 of 64 sequences'."""
-    return analysis.tables[BASELINE].attrs["notes"].get("rank_sequences",
-                                                        f"{', '.join(RANK_METRICS)}: every sequence")
+    return analysis.tables[BASELINE].attrs["notes"].get("rank_sequences", f"{', '.join(RANK_METRICS)}: every sequence")
 
 
 def _wiring(placement: str) -> str:
@@ -235,8 +277,11 @@ def report_markdown(analysis: Analysis, meta: dict) -> str:
     knobs = ", ".join(f"{m}: {setting_text(kv)}" for m, kv in analysis.knobs.items())
     verdicts = [s.dynamics["verdict"] for s in analysis.spectrum if s.dynamics]
     exclude = analysis.tables[BASELINE].attrs["exclude"]
-    excluded = (f"positions {', '.join(map(str, exclude))} left out of the measures"
-                f"{meta.get('exclude_note', '')}" if exclude else "every position counted")
+    excluded = (
+        f"positions {', '.join(map(str, exclude))} left out of the measures{meta.get('exclude_note', '')}"
+        if exclude
+        else "every position counted"
+    )
     lines = [
         f"# oversmooth analyze: {meta['model']}",
         "",
@@ -246,17 +291,22 @@ def report_markdown(analysis: Analysis, meta: dict) -> str:
         f"- states: residual stream, layer 0 = embeddings, layer L = last block output, {analysis.last_state}",
         f"- methods (patched, no fine-tuning): {knobs or 'none'}",
         f"- quality ({analysis.task.replace('_', ' ')}): budget {analysis.budget.describe(analysis.task)}",
-        f"- attention measures: first {analysis.attention_shape[0]} sequences x {analysis.attention_shape[1]} tokens, unpatched",
+        f"- attention measures: first {analysis.attention_shape[0]} sequences x {analysis.attention_shape[1]} "
+        "tokens, unpatched",
         f"- rank measures: {rank_sample(analysis)}",
         "",
         "```",
         format_table(analysis),
         "```",
         "",
-        ("Verdicts per block (growth of the constant mode vs the others, W_V W_O with the measured "
-         f"per-head attention, tolerance {analysis.spectrum[0].dynamics['tolerance']:g}): "
-         + ", ".join(f"{v} x{verdicts.count(v)}" for v in sorted(set(verdicts))) + "."
-         if verdicts else "No verdicts per block: they need the attention sample (--attention-sequences > 0)."),
+        (
+            "Verdicts per block (growth of the constant mode vs the others, W_V W_O with the measured "
+            f"per-head attention, tolerance {analysis.spectrum[0].dynamics['tolerance']:g}): "
+            + ", ".join(f"{v} x{verdicts.count(v)}" for v in sorted(set(verdicts)))
+            + "."
+            if verdicts
+            else "No verdicts per block: they need the attention sample (--attention-sequences > 0)."
+        ),
     ]
     if analysis.frontier:
         lines += ["", "```", format_frontier(analysis), "```", "", "![frontier](frontier.png)"]
@@ -271,8 +321,16 @@ def plotted_metrics(analysis: Analysis) -> list[str]:
 def written_files(analysis: Analysis) -> list[str]:
     """Every file ``write_report`` writes, in order."""
     frontier = ["frontier.csv", "frontier.png"] if analysis.frontier else []
-    return ["metrics.csv", "quality.csv", "sublayers.csv", "spectrum.json", *frontier, "sublayers.png",
-            *(f"{m}.png" for m in plotted_metrics(analysis)), "report.md"]
+    return [
+        "metrics.csv",
+        "quality.csv",
+        "sublayers.csv",
+        "spectrum.json",
+        *frontier,
+        "sublayers.png",
+        *(f"{m}.png" for m in plotted_metrics(analysis)),
+        "report.md",
+    ]
 
 
 def plot_sublayers(analysis: Analysis, path: Path) -> None:
@@ -303,8 +361,10 @@ def _write_csv(path: Path, rows: list[dict]) -> None:
     with open(path, "w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
         writer.writeheader()
-        writer.writerows({k: ("" if v is None or (isinstance(v, float) and math.isnan(v)) else v)
-                          for k, v in row.items()} for row in rows)
+        writer.writerows(
+            {k: ("" if v is None or (isinstance(v, float) and math.isnan(v)) else v) for k, v in row.items()}
+            for row in rows
+        )
 
 
 def write_report(analysis: Analysis, out: str | Path, meta: dict) -> Path:

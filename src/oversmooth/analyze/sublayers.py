@@ -23,8 +23,8 @@ state ``l`` minus state ``l - 1`` (for block L of a pre-LN model: up to the fina
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Mapping, Sequence
 
 from torch import Tensor
 
@@ -33,11 +33,20 @@ from oversmooth.analyze.layerwise import LayerwiseMeasures
 from oversmooth.hf import Family, capture, layout
 
 METRICS = ("cos_sim", "t_sim")
-KINDS = {"attention": "attention", "attn_norm": "norm", "mlp": "mlp", "mlp_norm": "norm",
-         "final_norm": "norm"}  # stage -> kind
+KINDS = {
+    "attention": "attention",
+    "attn_norm": "norm",
+    "mlp": "mlp",
+    "mlp_norm": "norm",
+    "final_norm": "norm",
+}  # stage -> kind
 _PRE_LN = (("attention", "resid_mid"), ("mlp", "resid_post"))  # (stage, hook point it ends at)
-_POST_LN = (("attention", "resid_mid"), ("attn_norm", "mid_norm_out"), ("mlp", "out_norm_in"),
-            ("mlp_norm", "resid_post"))
+_POST_LN = (
+    ("attention", "resid_mid"),
+    ("attn_norm", "mid_norm_out"),
+    ("mlp", "out_norm_in"),
+    ("mlp_norm", "resid_post"),
+)
 
 
 @dataclass(frozen=True)
@@ -89,8 +98,10 @@ def changes_from_rows(rows: Mapping[str, Mapping[str, float]], family: Family, l
     """Every stage of every block from the ``cos_sim`` / ``t_sim`` rows of its states by hook name
     (``LayerwiseMeasures.rows`` of a capture of ``resid_pre`` and ``stage_hooks(family)``)."""
     states = stage_states(family, layers)
-    return [_change(layer, stage, rows[before], rows[after])
-            for (_, _, before), (layer, stage, after) in zip(states, states[1:])]
+    return [
+        _change(layer, stage, rows[before], rows[after])
+        for (_, _, before), (layer, stage, after) in zip(states, states[1:])
+    ]
 
 
 def sublayer_changes(model, inputs: Mapping[str, Tensor], exclude: Sequence[int] = ()) -> list[StageChange]:
@@ -112,8 +123,11 @@ def sublayer_changes(model, inputs: Mapping[str, Tensor], exclude: Sequence[int]
     """
     lay = layout(model)
     mask = inputs.get("attention_mask")
-    measures = LayerwiseMeasures({name: METRICS for _, _, name in stage_states(lay.family, lay.depth)},
-                                 None if mask is None else mask.bool(), tuple(exclude))
+    measures = LayerwiseMeasures(
+        {name: METRICS for _, _, name in stage_states(lay.family, lay.depth)},
+        None if mask is None else mask.bool(),
+        tuple(exclude),
+    )
     capture(model, inputs, hooks=("resid_pre", *stage_hooks(lay.family)), sink=measures)
     measures.finish()
     return changes_from_rows(measures.rows, lay.family, lay.depth)
@@ -122,8 +136,11 @@ def sublayer_changes(model, inputs: Mapping[str, Tensor], exclude: Sequence[int]
 def _change(layer: int, stage: str, before: dict[str, float], after: dict[str, float]) -> StageChange:
     values = {}
     for metric in METRICS:
-        values |= {f"{metric}_before": before[metric], f"{metric}_after": after[metric],
-                   f"{metric}_change": after[metric] - before[metric]}
+        values |= {
+            f"{metric}_before": before[metric],
+            f"{metric}_after": after[metric],
+            f"{metric}_change": after[metric] - before[metric],
+        }
     return StageChange(layer=layer, stage=stage, **values)
 
 
@@ -136,5 +153,7 @@ def block_totals(rows: Sequence[StageChange]) -> list[KindTotal]:
         total[0] += row.cos_sim_change
         total[1] += row.t_sim_change
     order = ("attention", "mlp", "norm")
-    return [KindTotal(layer, kind, *sums[layer, kind])
-            for layer, kind in sorted(sums, key=lambda key: (key[0], order.index(key[1])))]
+    return [
+        KindTotal(layer, kind, *sums[layer, kind])
+        for layer, kind in sorted(sums, key=lambda key: (key[0], order.index(key[1])))
+    ]

@@ -11,7 +11,7 @@ part of the peak memory that a method can change; ``peak_bytes`` is the CUDA pea
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 from torch.utils import flop_counter
@@ -20,9 +20,10 @@ from torch.utils._pytree import tree_leaves
 from torch.utils.flop_counter import FlopCounterMode
 
 _aten = torch.ops.aten
-for _cpu, _gpu in ((_aten._scaled_dot_product_flash_attention_for_cpu, _aten._scaled_dot_product_flash_attention),
-                   (_aten._scaled_dot_product_flash_attention_for_cpu_backward,
-                    _aten._scaled_dot_product_flash_attention_backward)):
+for _cpu, _gpu in (
+    (_aten._scaled_dot_product_flash_attention_for_cpu, _aten._scaled_dot_product_flash_attention),
+    (_aten._scaled_dot_product_flash_attention_for_cpu_backward, _aten._scaled_dot_product_flash_attention_backward),
+):
     flop_counter.flop_registry.setdefault(_cpu, flop_counter.flop_registry[_gpu])  # same leading arguments
 
 

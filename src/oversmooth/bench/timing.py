@@ -19,8 +19,8 @@ from __future__ import annotations
 import random
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import torch
 
@@ -41,7 +41,7 @@ class Estimate:
     def format(self, spec: str) -> str:
         return f"{self.median:{spec}} [{self.low:{spec}}, {self.high:{spec}}]"
 
-    def scaled(self, factor: float) -> "Estimate":
+    def scaled(self, factor: float) -> Estimate:
         return Estimate(self.median * factor, self.low * factor, self.high * factor, self.rounds, self.level)
 
 
@@ -65,12 +65,19 @@ def step_clock(device: str = "cpu") -> tuple[Callable[[], float], str]:
     return time.perf_counter, "wall"
 
 
-def interleaved_rounds(contenders: dict[str, Callable[[], object]], rounds: int, warmup: int = 1,
-                       number: int = 1, sync: Callable[[], None] = lambda: None,
-                       progress: Callable[[int], None] = lambda done: None,
-                       clock: Callable[[], float] = time.perf_counter, seed: int = 0) -> dict[str, list[float]]:
+def interleaved_rounds(
+    contenders: dict[str, Callable[[], object]],
+    rounds: int,
+    warmup: int = 1,
+    number: int = 1,
+    sync: Callable[[], None] = lambda: None,
+    progress: Callable[[int], None] = lambda done: None,
+    clock: Callable[[], float] = time.perf_counter,
+    seed: int = 0,
+) -> dict[str, list[float]]:
     """Seconds per call of each contender in each of ``rounds`` kept rounds (``warmup`` more are
-    run first and dropped), contenders in a shuffled order (``seed``) in each round. A measurement is ``number`` calls in a row, divided by ``number``;
+    run first and dropped), contenders in a shuffled order (``seed``) in each round. A measurement
+    is ``number`` calls in a row, divided by ``number``;
     ``sync`` runs before each clock read (e.g. ``torch.cuda.synchronize``)."""
     names = list(contenders)
     order = random.Random(seed)

@@ -56,7 +56,9 @@ def main(argv: list[str] | None = None) -> int:
         return 141
     except OSError as error:  # a full disk, a folder gone or made read-only while we ran
         where = f" ({error.filename})" if error.filename else ""
-        print(f"oversmooth {args.command}: error: cannot read or write{where}: {error.strerror or error}; "
-              "free some space or choose another path (files written so far are whole: writes are atomic)",
-              file=sys.stderr)
+        print(
+            f"oversmooth {args.command}: error: cannot read or write{where}: {error.strerror or error}; "
+            "free some space or choose another path (files written so far are whole: writes are atomic)",
+            file=sys.stderr,
+        )
         return 2

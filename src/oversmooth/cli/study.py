@@ -15,55 +15,100 @@ def register(subparsers) -> None:
     from oversmooth.study.presets import STUDY_PRESETS
 
     parser = subparsers.add_parser(
-        "study", help="train every method at several depths side by side (a grid of train runs)",
+        "study",
+        help="train every method at several depths side by side (a grid of train runs)",
         description="Run a grid of `oversmooth train` runs, one folder per cell under DIR/cells/. "
-                    "Finished cells are skipped on a re-run and interrupted ones resume from their "
-                    "last checkpoint, so the command can be killed and started again at any time; "
-                    "`oversmooth report DIR` reports on whatever has finished. Presets: "
-                    + "; ".join(f"{name}: {study.description}" for name, study in STUDY_PRESETS.items()) + ".")
-    parser.add_argument("study", metavar="PRESET|FILE",
-                        help=f"a preset ({', '.join(STUDY_PRESETS)}) or a .json/.toml study file (see docs/studies.md)")
+        "Finished cells are skipped on a re-run and interrupted ones resume from their "
+        "last checkpoint, so the command can be killed and started again at any time; "
+        "`oversmooth report DIR` reports on whatever has finished. Presets: "
+        + "; ".join(f"{name}: {study.description}" for name, study in STUDY_PRESETS.items())
+        + ".",
+    )
+    parser.add_argument(
+        "study",
+        metavar="PRESET|FILE",
+        help=f"a preset ({', '.join(STUDY_PRESETS)}) or a .json/.toml study file (see docs/studies.md)",
+    )
     parser.add_argument("--out", required=True, metavar="DIR", help="study folder")
-    parser.add_argument("--results", metavar="ROOT",
-                        help="tracked copy of finished cells (e.g. results): cells in ROOT/<study>/<cell>/ are "
-                             "skipped; each cell that finishes is measured and its small files copied there")
-    parser.add_argument("--jobs", type=int, default=None,
-                        help="cells trained at once: local processes, or the Slurm array's parallelism (default 1)")
+    parser.add_argument(
+        "--results",
+        metavar="ROOT",
+        help="tracked copy of finished cells (e.g. results): cells in ROOT/<study>/<cell>/ are "
+        "skipped; each cell that finishes is measured and its small files copied there",
+    )
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=None,
+        help="cells trained at once: local processes, or the Slurm array's parallelism (default 1)",
+    )
     parser.add_argument("--threads", type=int, default=1, help="torch threads per cell (default 1)")
     parser.add_argument("--seeds", metavar="LIST", help="override the seeds, e.g. 0,1,2")
     parser.add_argument("--depths", metavar="LIST", help="override the depths, e.g. 4,8,16,32")
     parser.add_argument("--methods", metavar="LIST", help="keep only these method labels, e.g. softmax,neutreno")
-    parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
-                        help="set a run field (an `oversmooth train` flag) for every cell, e.g. --set epochs=10 "
-                             "--set data_dir=/my/fmnist (repeatable)")
-    parser.add_argument("--compile", choices=COMPILE_MODES, default=None,
-                        help="compile mode of every cell: auto, on or off (default: the study's train.compile, "
-                             "else auto: compiled only where it was measured faster, see oversmooth train --help)")
-    parser.add_argument("--dry-run", action="store_true",
-                        help="list the cells and their equivalent train commands, run nothing")
-    parser.add_argument("--status", action="store_true",
-                        help="show each cell's state (pending, running, completed, diverged, preempted, failed "
-                             "with the tail of its log) and run nothing")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="FIELD=VALUE",
+        help="set a run field (an `oversmooth train` flag) for every cell, e.g. --set epochs=10 "
+        "--set data_dir=/my/fmnist (repeatable)",
+    )
+    parser.add_argument(
+        "--compile",
+        choices=COMPILE_MODES,
+        default=None,
+        help="compile mode of every cell: auto, on or off (default: the study's train.compile, "
+        "else auto: compiled only where it was measured faster, see oversmooth train --help)",
+    )
+    parser.add_argument(
+        "--dry-run", action="store_true", help="list the cells and their equivalent train commands, run nothing"
+    )
+    parser.add_argument(
+        "--status",
+        action="store_true",
+        help="show each cell's state (pending, running, completed, diverged, preempted, failed "
+        "with the tail of its log) and run nothing",
+    )
     slurm = parser.add_argument_group(
-        "executor", "where cells run (also a study file's [executor] table; docs/slurm.md). A rerun submits only "
-                    "the cells that are neither finished nor running nor queued, under either executor")
-    slurm.add_argument("--executor", metavar="KIND", help="local (default: processes on this machine) or slurm "
-                                                          "(one job array; returns once submitted)")
+        "executor",
+        "where cells run (also a study file's [executor] table; docs/slurm.md). A rerun submits only "
+        "the cells that are neither finished nor running nor queued, under either executor",
+    )
+    slurm.add_argument(
+        "--executor",
+        metavar="KIND",
+        help="local (default: processes on this machine) or slurm (one job array; returns once submitted)",
+    )
     slurm.add_argument("--wait", action="store_true", help="slurm: wait until the submitted cells have ended")
     slurm.add_argument("--partition", help="slurm partition (default: the cluster's)")
-    slurm.add_argument("--time", metavar="LIMIT", help="time limit per cell, as Slurm writes it (90, 1:30:00, 2-00); "
-                                                       "a cell out of time is checkpointed and requeued")
+    slurm.add_argument(
+        "--time",
+        metavar="LIMIT",
+        help="time limit per cell, as Slurm writes it (90, 1:30:00, 2-00); "
+        "a cell out of time is checkpointed and requeued",
+    )
     slurm.add_argument("--cpus-per-task", type=int, metavar="N", help="slurm: CPUs per process (default --threads)")
     slurm.add_argument("--gpus-per-node", type=int, metavar="N", help="GPUs per cell (default 0)")
-    slurm.add_argument("--tasks-per-node", type=int, metavar="N",
-                       help="processes per cell (default 1; more: one DDP group, gloo on CPU, nccl on GPU)")
-    slurm.add_argument("--sbatch", action="append", default=[], metavar="OPTION",
-                       help="extra sbatch option, e.g. --sbatch=--qos=low (repeatable)")
+    slurm.add_argument(
+        "--tasks-per-node",
+        type=int,
+        metavar="N",
+        help="processes per cell (default 1; more: one DDP group, gloo on CPU, nccl on GPU)",
+    )
+    slurm.add_argument(
+        "--sbatch",
+        action="append",
+        default=[],
+        metavar="OPTION",
+        help="extra sbatch option, e.g. --sbatch=--qos=low (repeatable)",
+    )
     parser.set_defaults(run=run)
 
 
 def _ints(text: str | None, flag: str) -> tuple[int, ...]:
     from oversmooth.errors import UsageError
+
     if not text:
         return ()
     try:
@@ -88,8 +133,9 @@ def resolve_study(args: argparse.Namespace):
             raise UsageError(f"--set takes FLAG=VALUE, got {item!r}")
         train[key.strip().lstrip("-").replace("-", "_")] = literal(text.strip())
     labels = tuple(m.strip() for m in (args.methods or "").split(",") if m.strip())
-    return study.narrowed(seeds=_ints(args.seeds, "--seeds"), depths=_ints(args.depths, "--depths"),
-                          labels=labels, train=train)
+    return study.narrowed(
+        seeds=_ints(args.seeds, "--seeds"), depths=_ints(args.depths, "--depths"), labels=labels, train=train
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -133,23 +179,40 @@ def run(args: argparse.Namespace) -> int:
         bar.set_postfix_str(", ".join(f"{k} {v}" for k, v in sorted(counts.items())), refresh=False)
         bar.update()
         if outcome.status == "failed":
-            tqdm.write(f"cell {outcome.cell.name} failed (exit {outcome.returncode}); "
-                       f"see {cell_dir(out, outcome.cell) / 'train.log'}", file=sys.stderr)
+            tqdm.write(
+                f"cell {outcome.cell.name} failed (exit {outcome.returncode}); "
+                f"see {cell_dir(out, outcome.cell) / 'train.log'}",
+                file=sys.stderr,
+            )
 
     signal.signal(signal.SIGTERM, _interrupt)
     try:
-        outcomes = run_study(study, out, threads=args.threads, on_done=done, command=command_line(args),
-                             archive=args.results, executor=executor, wait=args.wait)
+        outcomes = run_study(
+            study,
+            out,
+            threads=args.threads,
+            on_done=done,
+            command=command_line(args),
+            archive=args.results,
+            executor=executor,
+            wait=args.wait,
+        )
     finally:
         bar.close()
     failed = [o.cell.name for o in outcomes if o.status in ("failed", "busy", "interrupted", "preempted")]
-    print(f"{study.name}: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
-          + f"; report with: oversmooth report {out}")
+    print(
+        f"{study.name}: "
+        + ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
+        + f"; report with: oversmooth report {out}"
+    )
     if counts.get("submitted"):
         print(f"submitted to Slurm; follow with: {command_line(args)} --status")
     if failed:
-        print(f"not finished: {', '.join(failed[:5])}{' ...' if len(failed) > 5 else ''} "
-              "(failed: see their train.log; busy: trained by another process or queued)", file=sys.stderr)
+        print(
+            f"not finished: {', '.join(failed[:5])}{' ...' if len(failed) > 5 else ''} "
+            "(failed: see their train.log; busy: trained by another process or queued)",
+            file=sys.stderr,
+        )
         return 1
     return 0
 
@@ -157,10 +220,18 @@ def run(args: argparse.Namespace) -> int:
 def executor_settings(args: argparse.Namespace, study):
     """The study file's executor settings with the flags given on the command line."""
     settings = study.executor.updated(
-        kind=args.executor, jobs=args.jobs, time=args.time, partition=args.partition, cpus_per_task=args.cpus_per_task,
-        gpus_per_node=args.gpus_per_node, tasks_per_node=args.tasks_per_node, sbatch=tuple(args.sbatch) or None)
+        kind=args.executor,
+        jobs=args.jobs,
+        time=args.time,
+        partition=args.partition,
+        cpus_per_task=args.cpus_per_task,
+        gpus_per_node=args.gpus_per_node,
+        tasks_per_node=args.tasks_per_node,
+        sbatch=tuple(args.sbatch) or None,
+    )
     if settings.kind == "local" and (settings.partition or settings.sbatch):
         from oversmooth.errors import UsageError
+
         raise UsageError("--partition and --sbatch are Slurm settings; add --executor slurm or drop them")
     return settings
 
@@ -173,8 +244,10 @@ def print_status(study, out, results: str | None) -> int:
     for cell, status in study_status(study, out, results):
         counts[status.state] = counts.get(status.state, 0) + 1
         job = f"  job {status.job}" if status.job else ""
-        print(f"{cell.name}  {status.state}{job}" + (f"  ({status.detail})" if status.detail and
-                                                       status.state != "failed" else ""))
+        print(
+            f"{cell.name}  {status.state}{job}"
+            + (f"  ({status.detail})" if status.detail and status.state != "failed" else "")
+        )
         if status.state == "failed":
             print("\n".join(f"    | {line}" for line in status.detail.splitlines()))
     print(f"{study.name}: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
@@ -183,7 +256,14 @@ def print_status(study, out, results: str | None) -> int:
 
 def command_line(args: argparse.Namespace) -> str:
     """The command that reruns this study (the options that were given)."""
-    words = ["oversmooth", "study", args.study, "--out", args.out, *(["--results", args.results] if args.results else [])]
+    words = [
+        "oversmooth",
+        "study",
+        args.study,
+        "--out",
+        args.out,
+        *(["--results", args.results] if args.results else []),
+    ]
     for flag in ("jobs", "threads"):
         if getattr(args, flag) not in (None, 1):
             words += [f"--{flag}", str(getattr(args, flag))]

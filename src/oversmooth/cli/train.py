@@ -13,10 +13,11 @@ from oversmooth.train.run_spec import CHOICES, GROUPS, REQUIRED, RunSpec, field_
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
-        "train", help="train a ViT or causal LM with a mitigation method",
+        "train",
+        help="train a ViT or causal LM with a mitigation method",
         description="Train our ViT (Fashion-MNIST) or causal LM (Jane Austen, your text) with any "
-                    "mitigation. Works under `torchrun --nproc_per_node N` (DDP). Each flag is a field of "
-                    "oversmooth.train.run_spec.RunSpec (--batch-size: batch_size). See docs/training.md.",
+        "mitigation. Works under `torchrun --nproc_per_node N` (DDP). Each flag is a field of "
+        "oversmooth.train.run_spec.RunSpec (--batch-size: batch_size). See docs/training.md.",
     )
     add_arguments(parser)
     parser.set_defaults(run=run_train)
@@ -25,9 +26,11 @@ def register(subparsers) -> None:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Every ``oversmooth train`` flag: one per ``RunSpec`` field, generated from the field (its
     type, default, help and group), one per training knob of the registry, and ``--spec FILE``."""
-    parser.add_argument("--spec", metavar="FILE",
-                        help="run the spec saved in FILE (RunSpec.save, e.g. a study cell's spec.json); "
-                             "takes no other flag")
+    parser.add_argument(
+        "--spec",
+        metavar="FILE",
+        help="run the spec saved in FILE (RunSpec.save, e.g. a study cell's spec.json); takes no other flag",
+    )
     for name in GROUPS:
         group = parser.add_argument_group(name)
         for f in dataclasses.fields(RunSpec):
@@ -44,8 +47,7 @@ def _add_field(group: argparse._ArgumentGroup, f: dataclasses.Field) -> None:
     kind = field_kinds()[f.name]
     if kind is bool:
         name = flag(f.name) if f.default is False else flag("no_" + f.name)
-        group.add_argument(name, dest=f.name, action="store_true" if f.default is False else "store_false",
-                           help=text)
+        group.add_argument(name, dest=f.name, action="store_true" if f.default is False else "store_false", help=text)
         return
     default = None if f.default is dataclasses.MISSING else f.default  # required: None until given
     options = {"type": finite_float if kind is float else kind, "default": default, "help": text or None}
@@ -58,12 +60,15 @@ def _add_field(group: argparse._ArgumentGroup, f: dataclasses.Field) -> None:
 
 def run_spec(args: argparse.Namespace) -> RunSpec:
     """The run the flags describe (or the saved ``--spec FILE``)."""
-    given = [name for name, value in vars(args).items()
-             if name in _DEFAULTS and name != "spec" and value != _DEFAULTS[name]]
+    given = [
+        name for name, value in vars(args).items() if name in _DEFAULTS and name != "spec" and value != _DEFAULTS[name]
+    ]
     if args.spec is not None:
         if given:
-            raise UsageError(f"--spec {args.spec} takes no other flag, got {', '.join(_FLAGS[g] for g in given)}; "
-                             "edit the file instead")
+            raise UsageError(
+                f"--spec {args.spec} takes no other flag, got {', '.join(_FLAGS[g] for g in given)}; "
+                "edit the file instead"
+            )
         return RunSpec.load(args.spec)
     missing = [flag(name) for name in REQUIRED if getattr(args, name) is None]
     if missing:

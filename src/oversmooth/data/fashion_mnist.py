@@ -13,8 +13,16 @@ from oversmooth.errors import UsageError
 
 DEFAULT_DIR = Path("/usr/share/datasets/fashion-mnist")  # Debian package dataset-fashion-mnist
 CLASSES = (
-    "T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
-    "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot",
+    "T-shirt/top",
+    "Trouser",
+    "Pullover",
+    "Dress",
+    "Coat",
+    "Sandal",
+    "Shirt",
+    "Sneaker",
+    "Bag",
+    "Ankle boot",
 )
 _FILES = {
     "train": ("train-images-idx3-ubyte", "train-labels-idx1-ubyte"),
@@ -53,9 +61,7 @@ def load_fashion_mnist(
     """
     folder = Path(data_dir) if data_dir is not None else DEFAULT_DIR
     if not folder.is_dir():
-        raise UsageError(
-            f"Fashion-MNIST folder {folder} does not exist; pass --data-dir to a folder of the IDX files"
-        )
+        raise UsageError(f"Fashion-MNIST folder {folder} does not exist; pass --data-dir to a folder of the IDX files")
     loaded = {}
     for split, (images_stem, labels_stem) in _FILES.items():
         images = read_idx(_find(folder, images_stem))

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from oversmooth.atomic import atomic_write
 from oversmooth.errors import UsageError

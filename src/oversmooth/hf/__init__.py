@@ -13,9 +13,44 @@ from oversmooth.hf.discover import layout
 from oversmooth.hf.families import KNOWN_FAMILIES, SUPPORTED, Family, Layout
 from oversmooth.hf.heads import Task, task_of
 from oversmooth.hf.load import Loaded, load
-from oversmooth.hf.patch import (DEFAULT_KNOBS, METHODS, SWEEP_GRIDS, ZERO_KNOBS, check_method, patch, patched,
-                                 patched_method, resolve_knobs, setting_text, supported_methods, unpatch)
+from oversmooth.hf.patch import (
+    DEFAULT_KNOBS,
+    METHODS,
+    SWEEP_GRIDS,
+    ZERO_KNOBS,
+    check_method,
+    patch,
+    patched,
+    patched_method,
+    resolve_knobs,
+    setting_text,
+    supported_methods,
+    unpatch,
+)
 
-__all__ = ["HOOKS", "NORM_HOOKS", "capture", "layout", "KNOWN_FAMILIES", "SUPPORTED", "Family", "Layout", "Task",
-           "task_of", "Loaded", "load", "DEFAULT_KNOBS", "METHODS", "SWEEP_GRIDS", "ZERO_KNOBS", "check_method",
-           "patch", "patched", "patched_method", "resolve_knobs", "setting_text", "supported_methods", "unpatch"]
+__all__ = [
+    "HOOKS",
+    "NORM_HOOKS",
+    "capture",
+    "layout",
+    "KNOWN_FAMILIES",
+    "SUPPORTED",
+    "Family",
+    "Layout",
+    "Task",
+    "task_of",
+    "Loaded",
+    "load",
+    "DEFAULT_KNOBS",
+    "METHODS",
+    "SWEEP_GRIDS",
+    "ZERO_KNOBS",
+    "check_method",
+    "patch",
+    "patched",
+    "patched_method",
+    "resolve_knobs",
+    "setting_text",
+    "supported_methods",
+    "unpatch",
+]

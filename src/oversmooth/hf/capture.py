@@ -35,7 +35,7 @@ Norm hook points (``NORM_HOOKS``), captured only on request:
 
 from __future__ import annotations
 
-from typing import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import torch
 from torch import Tensor
@@ -48,9 +48,11 @@ from oversmooth.hf.hooks import HookSet, first_input, first_output
 
 HOOKS = ("resid_pre", "attn_out", "resid_mid", "resid_post", "v", "z")  # the default
 NORM_HOOKS = ("mid_norm_out", "out_norm_in", "final_norm_out")
-_NEEDS = {"mid_norm_out": ("mid_norm", "norm reading the stream after the attention add (parallel blocks)"),
-          "out_norm_in": ("out_norm", "norm after the MLP residual add (post-LN only)"),
-          "final_norm_out": ("final_norm", "final norm")}  # hook -> the Family field it needs
+_NEEDS = {
+    "mid_norm_out": ("mid_norm", "norm reading the stream after the attention add (parallel blocks)"),
+    "out_norm_in": ("out_norm", "norm after the MLP residual add (post-LN only)"),
+    "final_norm_out": ("final_norm", "final norm"),
+}  # hook -> the Family field it needs
 
 
 def split_heads(merged: Tensor, heads: int) -> Tensor:
@@ -117,8 +119,9 @@ def _register(lay: Layout, hooks: HookSet, wanted: Sequence[str], emit: Sink, sh
 
 
 @torch.no_grad()
-def capture(model, inputs: Mapping[str, Tensor], hooks: Sequence[str] = HOOKS,
-            pattern: bool = False, sink: Sink | None = None) -> tuple[object, ActivationCache]:
+def capture(
+    model, inputs: Mapping[str, Tensor], hooks: Sequence[str] = HOOKS, pattern: bool = False, sink: Sink | None = None
+) -> tuple[object, ActivationCache]:
     """Run ``model(**inputs)`` once and return ``(outputs, cache)`` of the requested hook points.
 
     ``hooks`` are short names from ``HOOKS`` and ``NORM_HOOKS``. ``inputs`` is what the tokenizer /
@@ -135,8 +138,10 @@ def capture(model, inputs: Mapping[str, Tensor], hooks: Sequence[str] = HOOKS,
         if hook in hooks and getattr(lay.family, role) is None:
             raise UsageError(f"hook point {hook}: {lay.family.name} models have no {what}")
     if "out_norm_in" in hooks and any(getattr(block, "chunk_size_feed_forward", 0) for block in lay.blocks):
-        raise UsageError("hook point out_norm_in needs the feed-forward in one piece (BERT and RoBERTa "
-                         "normalise each chunk); load the model with chunk_size_feed_forward=0")
+        raise UsageError(
+            "hook point out_norm_in needs the feed-forward in one piece (BERT and RoBERTa "
+            "normalise each chunk); load the model with chunk_size_feed_forward=0"
+        )
     wanted = (*hooks, "pattern") if pattern else tuple(hooks)
     store: dict[str, Tensor] = {}
     shapes: dict[int, torch.Size] = {}

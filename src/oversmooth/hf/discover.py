@@ -44,8 +44,9 @@ class Recorder:
     class_name: str | None
 
     def matches(self, path: str, module: nn.Module) -> bool:
-        hit = ((self.target is not None and isinstance(module, self.target))
-               or (self.class_name is not None and path.endswith(self.class_name)))
+        hit = (self.target is not None and isinstance(module, self.target)) or (
+            self.class_name is not None and path.endswith(self.class_name)
+        )
         return hit and (self.layer_name is None or f".{self.layer_name.strip('.')}." in f".{path}.")
 
 
@@ -88,8 +89,9 @@ def discover(model: nn.Module) -> Layout:
     """The layout of ``model`` (see the module docstring); UsageError, one line, if unsupported."""
     config = getattr(model, "config", None)
     if config is None or not hasattr(model, "base_model"):
-        raise UsageError(f"{type(model).__name__} is not a Hugging Face transformers model; "
-                         "pass a model loaded with transformers")
+        raise UsageError(
+            f"{type(model).__name__} is not a Hugging Face transformers model; pass a model loaded with transformers"
+        )
     note = note_for(config.model_type, type(config).__name__)
     if "decoder_input_ids" in inspect.signature(model.forward).parameters:
         raise UsageError(f"{note.name} is an encoder-decoder model; analyse its encoder (model.get_encoder())")
@@ -115,22 +117,45 @@ def _discover(model: nn.Module, note: FamilyNote) -> Layout:
     hidden = features(blocks[0].get_submodule(out_proj))[1]
     head_dim = features(blocks[0].get_submodule(out_proj))[0] // heads
     kv_heads = _kv_heads(features(blocks[0].get_submodule(value))[1], value_layout, heads, head_dim)
-    flags = [m.is_causal for _, m in blocks[0].get_submodule(attention).named_modules()
-             if isinstance(getattr(m, "is_causal", None), bool)]
+    flags = [
+        m.is_causal
+        for _, m in blocks[0].get_submodule(attention).named_modules()
+        if isinstance(getattr(m, "is_causal", None), bool)
+    ]
     if not flags:
         raise Refused(f"its attention ({attention}) does not use transformers' attention interface")
     probe = _probe(model, base, blocks)
     wiring = wiring_of(probe.calls, probe.x, probe.y, out_proj, probe.tolerance)
     final_norm, last = _final_norm(probe)
     family = Family(
-        name=note.name, model_type=model.config.model_type, residual=wiring.residual, attention=attention,
-        pattern_index=attention_spec.index, value=value, value_layout=value_layout, out_proj=out_proj,
-        attn_out=wiring.attn_out, pre_norm=wiring.pre_norm, mid_norm=wiring.mid_norm, out_norm=wiring.out_norm,
-        final_norm=final_norm, causal=any(flags),
-        modality="image" if model.main_input_name == "pixel_values" else "text", hidden_states_last=last)
+        name=note.name,
+        model_type=model.config.model_type,
+        residual=wiring.residual,
+        attention=attention,
+        pattern_index=attention_spec.index,
+        value=value,
+        value_layout=value_layout,
+        out_proj=out_proj,
+        attn_out=wiring.attn_out,
+        pre_norm=wiring.pre_norm,
+        mid_norm=wiring.mid_norm,
+        out_norm=wiring.out_norm,
+        final_norm=final_norm,
+        causal=any(flags),
+        modality="image" if model.main_input_name == "pixel_values" else "text",
+        hidden_states_last=last,
+    )
     norm = None if final_norm is None else base.get_submodule(final_norm)
-    return Layout(family=family, base=base, blocks=tuple(probe.order), heads=heads, kv_heads=kv_heads,
-                  head_dim=head_dim, hidden=hidden, final_norm=norm)
+    return Layout(
+        family=family,
+        base=base,
+        blocks=tuple(probe.order),
+        heads=heads,
+        kv_heads=kv_heads,
+        head_dim=head_dim,
+        hidden=hidden,
+        final_norm=norm,
+    )
 
 
 def _recorders(base: nn.Module) -> tuple[Recorder, Recorder]:
@@ -140,11 +165,16 @@ def _recorders(base: nn.Module) -> tuple[Recorder, Recorder]:
         spec = declared.get(key)
         spec = spec[0] if isinstance(spec, (list, tuple)) else spec
         if spec is None:
-            raise Refused(f"{type(base).__name__} does not declare its {key.replace('_', ' ')} "
-                          "(_can_record_outputs)")
+            raise Refused(f"{type(base).__name__} does not declare its {key.replace('_', ' ')} (_can_record_outputs)")
         if isinstance(spec, (type, str)):
-            found.append(Recorder(None if isinstance(spec, str) else spec, default_index, None,
-                                  spec if isinstance(spec, str) else None))
+            found.append(
+                Recorder(
+                    None if isinstance(spec, str) else spec,
+                    default_index,
+                    None,
+                    spec if isinstance(spec, str) else None,
+                )
+            )
         else:
             found.append(Recorder(spec.target_class, spec.index, spec.layer_name, spec.class_name))
     return found[0], found[1]
@@ -155,8 +185,11 @@ def _projections(block: nn.Module, within: str) -> list[tuple[str, nn.Module]]:
     block; a module wrapping one as its ``base_layer`` (a peft LoRA layer) stands for it, so hooks
     see the projection's output with the adapter's part."""
     prefix = f"{within}." if within else ""
-    return [(f"{prefix}{path}", m) for path, m in block.get_submodule(within).named_modules()
-            if _projection(m) or _projection(getattr(m, "base_layer", None))]
+    return [
+        (f"{prefix}{path}", m)
+        for path, m in block.get_submodule(within).named_modules()
+        if _projection(m) or _projection(getattr(m, "base_layer", None))
+    ]
 
 
 def _projection(module: nn.Module | None) -> bool:
@@ -184,12 +217,14 @@ def _out_projection(block: nn.Module, attention: str, heads: int) -> str:
 
 
 def _kv_heads(value_out: int, layout: str, heads: int, head_dim: int) -> int:
-    per_token = {"separate": value_out, "fused": (value_out - heads * head_dim) // 2,
-                 "per_head": heads * head_dim}[layout]
+    per_token = {"separate": value_out, "fused": (value_out - heads * head_dim) // 2, "per_head": heads * head_dim}[
+        layout
+    ]
     kv_heads = per_token // head_dim
     if kv_heads < 1 or kv_heads * head_dim != per_token or heads % kv_heads:
-        raise Refused(f"its value projection ({value_out} outputs) fits no head layout of {heads} heads "
-                      f"of size {head_dim}")
+        raise Refused(
+            f"its value projection ({value_out} outputs) fits no head layout of {heads} heads of size {head_dim}"
+        )
     return kv_heads
 
 
@@ -263,6 +298,7 @@ def _probe(model: nn.Module, base: nn.Module, blocks: list[nn.Module]) -> Probe:
             if recording():
                 open_calls[id(module)] = Call(path, module, _input(args, kwargs))
                 calls.append(open_calls[id(module)])
+
         return hook
 
     def sub_out(module, args, output):
@@ -270,7 +306,9 @@ def _probe(model: nn.Module, base: nn.Module, blocks: list[nn.Module]) -> Probe:
             open_calls.pop(id(module)).output = _tensor(output)
 
     def norm_out(path):
-        return lambda module, args, output: outside.__setitem__(path, Call(path, module, _tensor(args), _tensor(output)))
+        return lambda module, args, output: outside.__setitem__(
+            path, Call(path, module, _tensor(args), _tensor(output))
+        )
 
     inside = {id(m) for block in blocks for m in block.modules()}
     try:
@@ -296,8 +334,16 @@ def _probe(model: nn.Module, base: nn.Module, blocks: list[nn.Module]) -> Probe:
     if first.get("x") is None or first.get("y") is None:
         raise Refused("its blocks do not take and return the hidden states as their first argument / output")
     tolerance = 1e-4 if torch.finfo(first["y"].dtype).bits >= 32 else 3e-2
-    return Probe(first["x"], first["y"], calls, order, first["y_last"], outside,
-                 getattr(outputs, "hidden_states", None), tolerance)
+    return Probe(
+        first["x"],
+        first["y"],
+        calls,
+        order,
+        first["y_last"],
+        outside,
+        getattr(outputs, "hidden_states", None),
+        tolerance,
+    )
 
 
 def _has_own_parameters(module: nn.Module) -> bool:
@@ -323,11 +369,15 @@ def wiring_of(calls: list[Call], x: Tensor, y: Tensor, out_proj: str, tolerance:
     branch, end = calls[start].output, start
     for i in range(start + 1, len(calls)):  # modules that transform the branch before the add
         c = calls[i]
-        if close(c.input, branch, tolerance) and c.output is not None and c.output.shape == branch.shape \
-                and (_has_own_parameters(c.module) or not close(c.output, branch, tolerance)):
+        if (
+            close(c.input, branch, tolerance)
+            and c.output is not None
+            and c.output.shape == branch.shape
+            and (_has_own_parameters(c.module) or not close(c.output, branch, tolerance))
+        ):
             branch, end = c.output, i
     mid = x + branch
-    later = calls[end + 1:]
+    later = calls[end + 1 :]
     pre_norm = next((c.path for c in calls[:start] if is_norm(c.module) and close(c.input, x, tolerance)), None)
     readers = [c for c in later if close(c.input, mid, tolerance)]
     mid_norm = next((c for c in readers if is_norm(c.module)), None)
@@ -337,21 +387,21 @@ def wiring_of(calls: list[Call], x: Tensor, y: Tensor, out_proj: str, tolerance:
         if not any(close(c.output, y - mid, tolerance) for c in later):
             raise Refused("its block output is neither a norm's output nor the attention sum plus one branch")
         return Wiring("parallel", calls[end].path, pre_norm, None, None)
-    after_mid = later[later.index(mid_norm) + 1:]
+    after_mid = later[later.index(mid_norm) + 1 :]
     norms = [c for c in after_mid if is_norm(c.module)]
     if norms and close(norms[-1].output, y, tolerance):
         return Wiring("post", calls[end].path, pre_norm, mid_norm.path, norms[-1].path)
     if any(close(c.output, y - mid, tolerance) for c in after_mid):
         return Wiring("pre", calls[end].path, pre_norm, mid_norm.path, None)
-    raise Refused(f"after {mid_norm.path} its block output is neither a norm's output nor the stream "
-                  "plus one branch")
+    raise Refused(f"after {mid_norm.path} its block output is neither a norm's output nor the stream plus one branch")
 
 
 def _final_norm(probe: Probe) -> tuple[str | None, str]:
     """The norm applied to the last block's output (path in the base model, or None), and what the
     model's ``output_hidden_states[-1]`` is."""
-    final = next((c for c in reversed(list(probe.outside.values()))
-                  if close(c.input, probe.y_last, probe.tolerance)), None)
+    final = next(
+        (c for c in reversed(list(probe.outside.values())) if close(c.input, probe.y_last, probe.tolerance)), None
+    )
     hidden = probe.hidden_states
     if not hidden or len(hidden) != len(probe.order) + 1:
         raise Refused(f"output_hidden_states gave {len(hidden or ())} states for {len(probe.order)} block calls")

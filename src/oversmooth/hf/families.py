@@ -29,8 +29,9 @@ model):
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, Literal
+from typing import Literal
 
 from torch import Tensor, nn
 
@@ -77,9 +78,13 @@ KNOWN_FAMILIES: dict[str, FamilyNote] = {
     "dinov2": FamilyNote("DINOv2"),
     "t5": FamilyNote("T5 encoder"),
     "bart": FamilyNote("BART encoder"),
-    "swin": FamilyNote("Swin", refused=(
-        "Swin attends within local windows and merges patches between stages (the token count and "
-        "width change), so there is no one token sequence whose similarity layers could share")),
+    "swin": FamilyNote(
+        "Swin",
+        refused=(
+            "Swin attends within local windows and merges patches between stages (the token count and "
+            "width change), so there is no one token sequence whose similarity layers could share"
+        ),
+    ),
 }
 SUPPORTED = ", ".join(note.name for note in KNOWN_FAMILIES.values() if note.refused is None)
 
@@ -148,8 +153,7 @@ class Layout:
         block = self.blocks[layer]
         return block if role == "block" else block.get_submodule(getattr(self.family, role))
 
-    def hook(self, hooks: HookSet, role: str, fn: Callable, before: bool = False,
-             with_kwargs: bool = False) -> None:
+    def hook(self, hooks: HookSet, role: str, fn: Callable, before: bool = False, with_kwargs: bool = False) -> None:
         """``fn(layer, module, args, ...)`` on every call of ``role``'s module in every block
         (``HookSet.each_layer``: a shared module serves its layers in turn)."""
         modules = [self.module(layer, role) for layer in range(self.depth)]
@@ -163,9 +167,9 @@ class Layout:
         """
         b, n = projected.shape[:2]
         if self.family.value_layout == "per_head":
-            v = projected.reshape(b, n, self.heads, 3 * self.head_dim)[..., 2 * self.head_dim:]
+            v = projected.reshape(b, n, self.heads, 3 * self.head_dim)[..., 2 * self.head_dim :]
         else:
-            v = projected[..., self._value_start():].reshape(b, n, self.kv_heads, self.head_dim)
+            v = projected[..., self._value_start() :].reshape(b, n, self.kv_heads, self.head_dim)
         return v.transpose(1, 2).repeat_interleave(self.heads // self.kv_heads, dim=1)
 
     def _value_start(self) -> int:
@@ -175,8 +179,8 @@ class Layout:
         """The value part of a projection's output columns (last axis)."""
         if self.family.value_layout == "per_head":
             shaped = columns.reshape(*columns.shape[:-1], self.heads, 3 * self.head_dim)
-            return shaped[..., 2 * self.head_dim:].flatten(-2)
-        return columns[..., self._value_start():]
+            return shaped[..., 2 * self.head_dim :].flatten(-2)
+        return columns[..., self._value_start() :]
 
     def value_weight(self, layer: int) -> Tensor:
         """W_V as ``[d, kv_heads * d_head]`` (x @ W convention)."""

@@ -18,13 +18,16 @@ HEADED_TASKS = ("causal_lm", "masked_lm", "classifier")
 def task_of_class(cls: type) -> Task:
     """The job of a ``transformers`` model class, from its head (``BertModel`` -> ``'encoder'``)."""
     from transformers.models.auto import modeling_auto as auto
+
     name = cls.__name__
     if name in auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.values():
         return "causal_lm"
     if name in auto.MODEL_FOR_MASKED_LM_MAPPING_NAMES.values():
         return "masked_lm"
-    if name in (*auto.MODEL_FOR_IMAGE_CLASSIFICATION_MAPPING_NAMES.values(),
-                *auto.MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES.values()):
+    if name in (
+        *auto.MODEL_FOR_IMAGE_CLASSIFICATION_MAPPING_NAMES.values(),
+        *auto.MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES.values(),
+    ):
         return "classifier"
     return "encoder"
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import inspect
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 from torch import Tensor, nn
@@ -38,8 +38,14 @@ class HookSet:
         """``fn(module, args[, kwargs])`` before ``module`` runs; a non-None return replaces the inputs."""
         self._handles.append(module.register_forward_pre_hook(fn, with_kwargs=with_kwargs))
 
-    def each_layer(self, modules: Sequence[nn.Module], fn: Callable, restart: nn.Module,
-                   before: bool = False, with_kwargs: bool = False) -> None:
+    def each_layer(
+        self,
+        modules: Sequence[nn.Module],
+        fn: Callable,
+        restart: nn.Module,
+        before: bool = False,
+        with_kwargs: bool = False,
+    ) -> None:
         """``fn(layer, module, args, ...)`` on every call of ``modules[layer]``, after it runs (or
         ``before``). A module listed for several layers (a shared block, as in ALBERT) gets one
         hook that serves those layers in call order; its count restarts with every call of
@@ -55,6 +61,7 @@ class HookSet:
                 layer = layers[counter[0] % len(layers)]
                 counter[0] += 1
                 return fn(layer, module, *rest)
+
             if before:
                 self.before(module, hook, with_kwargs=with_kwargs)
             else:
@@ -100,8 +107,10 @@ class BatchMask:
         arguments = {**arguments.pop("kwargs", {}), **arguments}
         mask = arguments.get("attention_mask")
         if mask is not None and mask.dim() != 2:
-            raise UsageError(f"only [batch, tokens] padding masks are supported, got shape "
-                             f"{tuple(mask.shape)}; pass the tokenizer's attention_mask")
+            raise UsageError(
+                f"only [batch, tokens] padding masks are supported, got shape "
+                f"{tuple(mask.shape)}; pass the tokenizer's attention_mask"
+            )
         cache = arguments.get("past_key_values")
         self.cached = int(cache.get_seq_length()) if hasattr(cache, "get_seq_length") else 0
         self.mask = None if mask is None else mask.to(torch.bool)
@@ -115,6 +124,8 @@ class BatchMask:
         if self.mask is None:
             return None
         if self.mask.shape[1] < tokens:
-            raise UsageError(f"attention_mask has {self.mask.shape[1]} columns for {tokens} tokens; "
-                             "pass a mask over the cached and the new tokens")
-        return self.mask[:, self.mask.shape[1] - tokens:]
+            raise UsageError(
+                f"attention_mask has {self.mask.shape[1]} columns for {tokens} tokens; "
+                "pass a mask over the cached and the new tokens"
+            )
+        return self.mask[:, self.mask.shape[1] - tokens :]

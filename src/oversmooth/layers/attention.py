@@ -33,8 +33,11 @@ from oversmooth.mitigations.registry import METHODS
 def method_layers(mitigation: MitigationConfig, shape: LayerShape, in_block: bool) -> dict[str, SiteLayer]:
     """Attribute name -> layer of each method in ``mitigation`` that lives on the block
     (``in_block``) or on its attention, in the registry's order (the order they act in)."""
-    return {m.attribute: m.layer(mitigation.knobs[name], shape) for name, m in METHODS.items()
-            if name in mitigation and m.in_block == in_block}
+    return {
+        m.attribute: m.layer(mitigation.knobs[name], shape)
+        for name, m in METHODS.items()
+        if name in mitigation and m.in_block == in_block
+    }
 
 
 class Attention(nn.Module):
@@ -49,8 +52,15 @@ class Attention(nn.Module):
     mean is not causal folds into W_O, a causal one acts on the output.
     """
 
-    def __init__(self, width: int, heads: int, *, mitigation: MitigationConfig = MitigationConfig(),
-                 causal: bool = False, dropout: float = 0.0):
+    def __init__(
+        self,
+        width: int,
+        heads: int,
+        *,
+        mitigation: MitigationConfig = MitigationConfig(),
+        causal: bool = False,
+        dropout: float = 0.0,
+    ):
         super().__init__()
         self.heads, self.d_head = heads, width // heads
         self.causal, self.dropout = causal, dropout
@@ -71,8 +81,7 @@ class Attention(nn.Module):
         self.hook_v = HookPoint()
         self.hook_pattern = HookPoint()
 
-    def forward(self, x: Tensor, v_first: Tensor | None = None,
-                *outer: SiteLayer | None) -> tuple[Tensor, Tensor]:
+    def forward(self, x: Tensor, v_first: Tensor | None = None, *outer: SiteLayer | None) -> tuple[Tensor, Tensor]:
         q = self._split(self.query(x))
         k = q if self.key is None else self._split(self.key(x))
         if self.value_output is not None:
@@ -85,8 +94,13 @@ class Attention(nn.Module):
         mixed = v
         for method in self.methods:
             mixed = method.values(mixed, v_first)
-        attended = self._manual(q, k, mixed) if self.materialize else F.scaled_dot_product_attention(
-            q, k, mixed, dropout_p=self.dropout if self.training else 0.0, is_causal=self.causal)
+        attended = (
+            self._manual(q, k, mixed)
+            if self.materialize
+            else F.scaled_dot_product_attention(
+                q, k, mixed, dropout_p=self.dropout if self.training else 0.0, is_causal=self.causal
+            )
+        )
         # The last method on the context may fold into W_O (column scale and offset); the others
         # act per head.
         per_head = [m for m in self.methods if m.on_context(v_first)]

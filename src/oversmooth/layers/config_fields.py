@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Mapping, TypeVar
+from collections.abc import Mapping
+from typing import Any, TypeVar
 
 from oversmooth.errors import UsageError
 
@@ -15,6 +16,5 @@ def from_fields(cls: type[T], data: Mapping[str, Any]) -> T:
     known = {f.name for f in dataclasses.fields(cls)}
     unknown = sorted(set(data) - known)
     if unknown:
-        raise UsageError(f"unknown {cls.__name__} field(s) {', '.join(unknown)}; "
-                         f"valid: {', '.join(sorted(known))}")
+        raise UsageError(f"unknown {cls.__name__} field(s) {', '.join(unknown)}; valid: {', '.join(sorted(known))}")
     return cls(**data)

@@ -7,7 +7,8 @@ Transformer. Methods compose freely (e.g. NeuTRENO + FeatScale, as in the NeuTRE
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from oversmooth.errors import UsageError
 from oversmooth.mitigations.knobs import Knobs
@@ -51,16 +52,19 @@ class MitigationConfig:
         owners = knob_owners("train")
         unknown = sorted(set(flat) - set(owners))
         if unknown:
-            raise UsageError(f"unknown MitigationConfig field(s) {', '.join(unknown)}; "
-                             f"valid: {', '.join(sorted(['methods', *owners]))}")
+            raise UsageError(
+                f"unknown MitigationConfig field(s) {', '.join(unknown)}; "
+                f"valid: {', '.join(sorted(['methods', *owners]))}"
+            )
         given: dict[str, dict[str, Any]] = {}
         for flag, value in flat.items():
             owner, field = owners[flag]
             given.setdefault(owner, {})[field] = value
         knobs = {name: make_knobs(name, values, causal=causal) for name, values in given.items()}
         self.methods = methods
-        self.knobs: dict[str, Knobs] = {name: knobs.get(name) or make_knobs(name, {}, causal=causal)
-                                        for name in methods}
+        self.knobs: dict[str, Knobs] = {
+            name: knobs.get(name) or make_knobs(name, {}, causal=causal) for name in methods
+        }
 
     def __getattr__(self, flag: str) -> Any:
         """A knob by its global name: the used method's value, else the registry default."""
@@ -89,7 +93,7 @@ class MitigationConfig:
         return "+".join(self.methods) or "softmax"
 
     @classmethod
-    def parse(cls, spec: str, *, causal: bool = False, **knobs: Any) -> "MitigationConfig":
+    def parse(cls, spec: str, *, causal: bool = False, **knobs: Any) -> MitigationConfig:
         """Build from a CLI string such as ``"neutreno+featscale"`` (``"softmax"`` = none) and the
         knobs that were given; a knob of a method not in ``spec`` is refused. ``causal``: a causal
         model's defaults (NeuTRENO lambda 0.4).
@@ -104,12 +108,14 @@ class MitigationConfig:
         for knob in knobs:
             owner = owners.get(knob, (None,))[0]
             if owner is not None and owner not in methods:
-                raise UsageError(f"{knob} is a knob of {owner}, which {'+'.join(methods) or 'softmax'} does not "
-                                 f"use; drop it or add {owner}")
+                raise UsageError(
+                    f"{knob} is a knob of {owner}, which {'+'.join(methods) or 'softmax'} does not "
+                    f"use; drop it or add {owner}"
+                )
         return cls(methods, causal=causal, **knobs)
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "MitigationConfig":
+    def from_dict(cls, data: Mapping[str, Any]) -> MitigationConfig:
         """Inverse of ``to_dict``; also reads the flat dicts that older saved models hold (every
         knob, used or not). Unknown keys raise ``UsageError``."""
         data = dict(data)
@@ -120,6 +126,11 @@ class MitigationConfig:
         flat: dict[str, Any] = {"methods": list(self.methods)}
         for name, knobs in self.knobs.items():
             m = REGISTRY[name]
-            flat.update({m.flag(field): value for field, value in knob_dict(knobs).items()
-                         if "train" in m.knob_field(field).metadata["scope"]})
+            flat.update(
+                {
+                    m.flag(field): value
+                    for field, value in knob_dict(knobs).items()
+                    if "train" in m.knob_field(field).metadata["scope"]
+                }
+            )
         return flat

@@ -48,6 +48,5 @@ def signed_layer_norm(dim: int, sign: str = "free", eps: float = 1e-5) -> nn.Lay
         with torch.no_grad():
             norm.weight.fill_(-1.0)
     elif sign in ("positive", "negative"):
-        parametrize.register_parametrization(norm, "weight",
-                                             _FixedSign(1.0 if sign == "positive" else -1.0))
+        parametrize.register_parametrization(norm, "weight", _FixedSign(1.0 if sign == "positive" else -1.0))
     return norm

@@ -18,8 +18,8 @@ C itself is not kept for backward: ``project`` rebuilds it from tensors autograd
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import torch
 import torch.nn.functional as F
@@ -34,11 +34,11 @@ class Fold:
     """What the mitigations do to the projection; ``None`` terms are absent."""
 
     column_scale: Tensor | None = None  # s: [width_in]
-    offset: Tensor | None = None        # o: [batch, 1, width_in]
-    alpha: Tensor | None = None         # [width_out]
-    beta: Tensor | None = None          # [width_out]
+    offset: Tensor | None = None  # o: [batch, 1, width_in]
+    alpha: Tensor | None = None  # [width_out]
+    beta: Tensor | None = None  # [width_out]
 
-    def then(self, alpha: Tensor | None, beta: Tensor) -> "Fold":
+    def then(self, alpha: Tensor | None, beta: Tensor) -> Fold:
         """This fold followed by ``alpha * Z + beta * mean_t(Z)`` (``alpha`` None: 1); since
         ``mean_t(a Z + b mean_t(Z)) = (a + b) mean_t(Z)``, the two compose into one fold."""
         if self.alpha is None and self.beta is None:
@@ -50,8 +50,9 @@ class Fold:
         return Fold(self.column_scale, self.offset, new_alpha, new_beta)
 
 
-def folded_projection(context: Tensor, rebuild: Callable[[], Tensor], weight: Tensor, bias: Tensor | None,
-                      fold: Fold = Fold()) -> Tensor:
+def folded_projection(
+    context: Tensor, rebuild: Callable[[], Tensor], weight: Tensor, bias: Tensor | None, fold: Fold = Fold()
+) -> Tensor:
     """``Z`` of the module docstring for ``context: [batch, tokens, width_in]``, ``weight:
     [width_out, width_in]``; ``rebuild()`` must return ``context`` again (see ``project``)."""
     w = weight if fold.column_scale is None else weight * fold.column_scale

@@ -26,8 +26,8 @@ class StackConfig:
     width: int = 64
     heads: int = 4
     mlp_ratio: float = 4.0
-    norm: str = "pre"            # "pre": x + f(LN(x)); "post": LN(x + f(x))
-    ln_sign: str = "free"        # see oversmooth.layers.norm.LN_SIGNS
+    norm: str = "pre"  # "pre": x + f(LN(x)); "post": LN(x + f(x))
+    ln_sign: str = "free"  # see oversmooth.layers.norm.LN_SIGNS
     dropout: float = 0.0
     mitigation: MitigationConfig = field(default_factory=MitigationConfig)
 
@@ -44,8 +44,10 @@ class StackConfig:
             if not isinstance(value, int) or value < 1:
                 raise UsageError(f"{name} must be a positive integer, got {value!r}")
         if self.width % self.heads:
-            raise UsageError(f"heads ({self.heads}) must divide width ({self.width}); "
-                             f"pick heads from {[h for h in range(1, min(self.width, 1024) + 1) if self.width % h == 0][:12]}")
+            raise UsageError(
+                f"heads ({self.heads}) must divide width ({self.width}); "
+                f"pick heads from {[h for h in range(1, min(self.width, 1024) + 1) if self.width % h == 0][:12]}"
+            )
         if not (math.isfinite(self.mlp_ratio) and self.mlp_ratio > 0):
             raise UsageError(f"mlp_ratio must be > 0, got {self.mlp_ratio}")
         if self.norm not in NORM_PLACEMENTS:
@@ -79,6 +81,5 @@ class StackConfig:
     def preset(cls, name: str, **overrides: Any):
         """A named setting from ``SHAPE_PRESETS``, with any field overridden."""
         if name not in cls.SHAPE_PRESETS:
-            raise UsageError(f"unknown {cls.__name__} preset {name!r}; choose from "
-                             f"{', '.join(cls.SHAPE_PRESETS)}")
+            raise UsageError(f"unknown {cls.__name__} preset {name!r}; choose from {', '.join(cls.SHAPE_PRESETS)}")
         return cls.from_dict({**cls.SHAPE_PRESETS[name], **overrides})

@@ -11,13 +11,24 @@ tokens]`` (True = real token) and ``exclude`` positions, and return ``[batch]`` 
 """
 
 from oversmooth.metrics.attention import attention_entropy, attention_lambda2, attention_similarity
-from oversmooth.metrics.rank import effective_rank, centred_residual, stable_rank
+from oversmooth.metrics.rank import centred_residual, effective_rank, stable_rank
 from oversmooth.metrics.similarity import cos_sim, t_div, t_sim
 from oversmooth.metrics.suite import ATTENTION_METRICS, METRICS, measure, metric_table
 from oversmooth.metrics.tokens import valid_tokens
 
 __all__ = [
-    "cos_sim", "t_sim", "t_div", "centred_residual", "effective_rank", "stable_rank",
-    "attention_entropy", "attention_lambda2", "attention_similarity", "measure", "metric_table",
-    "METRICS", "ATTENTION_METRICS", "valid_tokens",
+    "cos_sim",
+    "t_sim",
+    "t_div",
+    "centred_residual",
+    "effective_rank",
+    "stable_rank",
+    "attention_entropy",
+    "attention_lambda2",
+    "attention_similarity",
+    "measure",
+    "metric_table",
+    "METRICS",
+    "ATTENTION_METRICS",
+    "valid_tokens",
 ]

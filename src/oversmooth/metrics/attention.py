@@ -6,7 +6,7 @@ Masked: only counted queries and keys enter. Each returns ``[batch]`` (mean over
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import torch
 from torch import Tensor
@@ -30,8 +30,9 @@ def _head_mean(value: Tensor, per_head: bool) -> Tensor:
     return value if per_head else value.mean(dim=1)
 
 
-def attention_entropy(attn: Tensor, mask: Tensor | None = None, exclude: Sequence[int] = (),
-                      per_head: bool = False) -> Tensor:
+def attention_entropy(
+    attn: Tensor, mask: Tensor | None = None, exclude: Sequence[int] = (), per_head: bool = False
+) -> Tensor:
     """Mean over counted queries of the entropy ``-sum_k a_qk log a_qk`` over counted keys (nats).
 
     >>> attention_entropy(torch.full((1, 1, 4, 4), 0.25)).tolist()
@@ -59,8 +60,13 @@ def counted_eigenvalues(attn: Tensor, mask: Tensor | None = None, exclude: Seque
     return eigenvalues
 
 
-def attention_lambda2(attn: Tensor, mask: Tensor | None = None, exclude: Sequence[int] = (),
-                      per_head: bool = False, eigenvalues: Sequence[Tensor] | None = None) -> Tensor:
+def attention_lambda2(
+    attn: Tensor,
+    mask: Tensor | None = None,
+    exclude: Sequence[int] = (),
+    per_head: bool = False,
+    eigenvalues: Sequence[Tensor] | None = None,
+) -> Tensor:
     """``|lambda_2(A)|``, the second-largest eigenvalue modulus of the counted block of A.
 
     The block's rows are renormalised to sum to 1 (lambda_1 = 1). Yu & Zhang: the smaller
@@ -73,13 +79,20 @@ def attention_lambda2(attn: Tensor, mask: Tensor | None = None, exclude: Sequenc
     _check(attn)
     eigenvalues = counted_eigenvalues(attn, mask, exclude) if eigenvalues is None else eigenvalues
     heads = attn.shape[1]
-    value = torch.stack([eig.abs().sort(dim=-1, descending=True).values[:, 1] if eig.shape[-1] > 1
-                         else attn.new_zeros(heads, dtype=torch.float64) for eig in eigenvalues])
+    value = torch.stack(
+        [
+            eig.abs().sort(dim=-1, descending=True).values[:, 1]
+            if eig.shape[-1] > 1
+            else attn.new_zeros(heads, dtype=torch.float64)
+            for eig in eigenvalues
+        ]
+    )
     return _head_mean(value, per_head)
 
 
-def attention_similarity(attn_a: Tensor, attn_b: Tensor, mask: Tensor | None = None,
-                         exclude: Sequence[int] = (), per_head: bool = False) -> Tensor:
+def attention_similarity(
+    attn_a: Tensor, attn_b: Tensor, mask: Tensor | None = None, exclude: Sequence[int] = (), per_head: bool = False
+) -> Tensor:
     """Cosine similarity of two layers' attention maps, head by head (NeuTRENO G.2 redundancy).
 
     >>> a = torch.softmax(torch.randn(2, 3, 5, 5), -1)

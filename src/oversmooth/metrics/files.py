@@ -18,8 +18,10 @@ from torch import Tensor
 from oversmooth.errors import UsageError
 
 SUFFIXES = (".pt", ".npy", ".npz", ".safetensors")
-_LAYOUT = ("expected a [layers, batch, tokens, features] tensor or a dict of per-layer "
-           "[batch, tokens, features] tensors (+ optional 'mask')")
+_LAYOUT = (
+    "expected a [layers, batch, tokens, features] tensor or a dict of per-layer "
+    "[batch, tokens, features] tensors (+ optional 'mask')"
+)
 
 
 def _read(path: Path) -> Tensor | dict[str, Tensor]:
@@ -31,6 +33,7 @@ def _read(path: Path) -> Tensor | dict[str, Tensor]:
         with np.load(path, allow_pickle=False) as arrays:
             return {key: torch.from_numpy(arrays[key]) for key in arrays.files}
     from safetensors.torch import load_file
+
     return load_file(path)
 
 

@@ -16,8 +16,9 @@ import torch
 from torch import Tensor
 
 
-def top_eigenvalue(gram: Tensor, start: Tensor | None = None, second: Tensor | None = None,
-                   steps: int = 8, tol: float = 1e-12) -> Tensor:
+def top_eigenvalue(
+    gram: Tensor, start: Tensor | None = None, second: Tensor | None = None, steps: int = 8, tol: float = 1e-12
+) -> Tensor:
     """``lambda_max`` of each symmetric PSD ``gram: [batch, m, m]`` (float64), ``[batch]``.
 
     ``start: [batch, m]`` is the first Krylov vector (a guess at the top eigenvector; a fixed
@@ -35,7 +36,7 @@ def top_eigenvalue(gram: Tensor, start: Tensor | None = None, second: Tensor | N
     if start is not None:  # a pseudo-random 1 % keeps the guess from sitting in an invariant subspace
         q = start.to(gram.dtype) / start.norm(dim=-1, keepdim=True).clamp_min(tiny) + 0.01 * q
     q = q.expand(batch, m) / q.norm(dim=-1, keepdim=True)
-    basis = gram.new_zeros(batch, steps, m)            # orthonormal Krylov basis, one row per step
+    basis = gram.new_zeros(batch, steps, m)  # orthonormal Krylov basis, one row per step
     alpha, beta = gram.new_zeros(batch, steps), gram.new_zeros(batch, steps)
     for j in range(steps):
         basis[:, j] = q
@@ -50,8 +51,11 @@ def top_eigenvalue(gram: Tensor, start: Tensor | None = None, second: Tensor | N
             bound = residual
             if second is not None:  # lambda_1 >= second too, so a theta below it is not lambda_1 yet
                 gap = theta - second
-                bound = torch.where(gap > residual, torch.minimum(residual, residual.square() / gap.clamp_min(tiny)),
-                                    torch.where(gap >= -tol * theta.abs(), residual, torch.inf))
+                bound = torch.where(
+                    gap > residual,
+                    torch.minimum(residual, residual.square() / gap.clamp_min(tiny)),
+                    torch.where(gap >= -tol * theta.abs(), residual, torch.inf),
+                )
             converged = bound <= tol * theta.abs().clamp_min(tiny)
             if bool(converged.all()):
                 return theta

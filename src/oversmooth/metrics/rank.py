@@ -10,7 +10,7 @@ measures); stable_rank only the top eigenvalue (Lanczos, ``metrics/lanczos.py``)
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import torch
 from torch import Tensor
@@ -65,8 +65,7 @@ def _raw_gram(gram: Tensor, centred: Tensor, mean: Tensor, valid: Tensor) -> Ten
     return gram + along[:, :, None] * ones[:, None, :] + ones[:, :, None] * along[:, None, :]
 
 
-def _ranks(x: Tensor, mask: Tensor | None, exclude: Sequence[int], effective: bool,
-           stable: bool) -> dict[str, Tensor]:
+def _ranks(x: Tensor, mask: Tensor | None, exclude: Sequence[int], effective: bool, stable: bool) -> dict[str, Tensor]:
     """The requested rank measures, a few sequences at a time.
 
     Chunks of about ``_CHUNK_BYTES`` of float64 tokens keep the temporaries in cache and out of
@@ -107,8 +106,7 @@ def _chunk_ranks(x: Tensor, valid: Tensor, effective: bool, stable: bool) -> dic
     return out
 
 
-def rank_measures(x: Tensor, mask: Tensor | None = None,
-                  exclude: Sequence[int] = ()) -> tuple[Tensor, Tensor]:
+def rank_measures(x: Tensor, mask: Tensor | None = None, exclude: Sequence[int] = ()) -> tuple[Tensor, Tensor]:
     """``(effective_rank, stable_rank)`` together: one scaling, centring and Gram matmul for both."""
     ranks = _ranks(x, mask, exclude, effective=True, stable=True)
     return ranks["effective_rank"], ranks["stable_rank"]

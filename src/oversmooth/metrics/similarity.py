@@ -7,7 +7,7 @@ only zero tokens has t_sim = 1 (all tokens are equal); a sequence with no counte
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import torch
 from torch import Tensor

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import pandas as pd
 import torch
@@ -13,7 +13,7 @@ from torch import Tensor
 from oversmooth.atomic import atomic_write
 from oversmooth.errors import UsageError
 from oversmooth.metrics.attention import attention_entropy, attention_lambda2, attention_similarity
-from oversmooth.metrics.rank import effective_rank, centred_residual, rank_measures, stable_rank
+from oversmooth.metrics.rank import centred_residual, effective_rank, rank_measures, stable_rank
 from oversmooth.metrics.similarity import cos_sim, t_div, t_sim
 from oversmooth.metrics.tokens import check_finite, check_tensor
 from oversmooth.threads import thread_map
@@ -31,29 +31,48 @@ ATTENTION_METRICS = ("attn_entropy", "attn_lambda2", "attn_similarity")
 METRICS = tuple(STATE_METRICS)
 
 
-def metric_table(rows: Sequence[dict[str, float]], metrics: Sequence[str], *, hook: str = "resid_post",
-                 exclude: Sequence[int] = (), sequences: int = 0, notes: dict[str, str] | None = None) -> pd.DataFrame:
+def metric_table(
+    rows: Sequence[dict[str, float]],
+    metrics: Sequence[str],
+    *,
+    hook: str = "resid_post",
+    exclude: Sequence[int] = (),
+    sequences: int = 0,
+    notes: dict[str, str] | None = None,
+) -> pd.DataFrame:
     """The table ``measure`` returns: one row per layer, columns ``layer``, then ``<metric>`` (mean over
     sequences) and ``<metric>_std``; ``attrs`` holds ``metrics``, ``hook`` (where the states were
     taken), ``exclude`` (the positions left out), ``sequences`` and ``notes``."""
     columns = ["layer", *(c for m in metrics for c in (m, f"{m}_std"))]
     table = pd.DataFrame(list(rows), columns=columns)
-    table.attrs.update(metrics=tuple(metrics), hook=hook, exclude=tuple(exclude), sequences=sequences,
-                       notes=dict(notes or {}))
+    table.attrs.update(
+        metrics=tuple(metrics), hook=hook, exclude=tuple(exclude), sequences=sequences, notes=dict(notes or {})
+    )
     return table
 
 
 def json_records(table: pd.DataFrame) -> list[dict]:
     """The rows as dicts of Python numbers, NaN (undefined, e.g. no previous layer) as None: strict JSON."""
-    return [{k: None if isinstance(v, float) and math.isnan(v) else v for k, v in row.items()}
-            for row in table.to_dict("records")]
+    return [
+        {k: None if isinstance(v, float) and math.isnan(v) else v for k, v in row.items()}
+        for row in table.to_dict("records")
+    ]
 
 
 def table_json(table: pd.DataFrame) -> str:
     """JSON text: ``hook``, ``exclude``, ``sequences``, ``metrics``, ``notes`` and ``rows``."""
     a = table.attrs
-    return json.dumps({"hook": a["hook"], "exclude": list(a["exclude"]), "sequences": a["sequences"],
-                       "metrics": list(a["metrics"]), "notes": a["notes"], "rows": json_records(table)}, indent=2)
+    return json.dumps(
+        {
+            "hook": a["hook"],
+            "exclude": list(a["exclude"]),
+            "sequences": a["sequences"],
+            "metrics": list(a["metrics"]),
+            "notes": a["notes"],
+            "rows": json_records(table),
+        },
+        indent=2,
+    )
 
 
 def write_csv(table: pd.DataFrame, path) -> None:
@@ -78,10 +97,15 @@ def _stats(values: Tensor) -> tuple[float, float]:
     return finite.mean().item(), finite.std(correction=0).item()
 
 
-def measure(hidden_states: Sequence[Tensor] | Tensor, mask: Tensor | None = None,
-            attentions: Sequence[Tensor] | None = None, exclude: Sequence[int] = (),
-            hook: str = "resid_post", metrics: Sequence[str] = METRICS,
-            attention_eigenvalues: Sequence[Sequence[Tensor]] | None = None) -> pd.DataFrame:
+def measure(
+    hidden_states: Sequence[Tensor] | Tensor,
+    mask: Tensor | None = None,
+    attentions: Sequence[Tensor] | None = None,
+    exclude: Sequence[int] = (),
+    hook: str = "resid_post",
+    metrics: Sequence[str] = METRICS,
+    attention_eigenvalues: Sequence[Sequence[Tensor]] | None = None,
+) -> pd.DataFrame:
     """Every metric at every layer, as a ``metric_table``.
 
     ``hidden_states``: per layer ``[batch, tokens, features]`` (or one ``[layers, batch, tokens,
@@ -108,8 +132,9 @@ def measure(hidden_states: Sequence[Tensor] | Tensor, mask: Tensor | None = None
 
     def row(layer: int) -> dict[str, float]:
         states = hidden_states[layer]
-        values = (dict(zip(RANK_METRICS, rank_measures(states, mask, exclude)))
-                  if set(RANK_METRICS) <= set(metrics) else {})
+        values = (
+            dict(zip(RANK_METRICS, rank_measures(states, mask, exclude))) if set(RANK_METRICS) <= set(metrics) else {}
+        )
         values.update({name: STATE_METRICS[name](states, mask, exclude) for name in metrics if name not in values})
         if attentions is not None:
             attn = attentions[layer]
@@ -117,8 +142,10 @@ def measure(hidden_states: Sequence[Tensor] | Tensor, mask: Tensor | None = None
             eigenvalues = None if attention_eigenvalues is None else attention_eigenvalues[layer]
             values["attn_lambda2"] = attention_lambda2(attn, mask, exclude, eigenvalues=eigenvalues)
             values["attn_similarity"] = (
-                attention_similarity(attentions[layer - 1], attn, mask, exclude) if layer > 0
-                else torch.full((attn.shape[0],), math.nan, dtype=torch.float64))
+                attention_similarity(attentions[layer - 1], attn, mask, exclude)
+                if layer > 0
+                else torch.full((attn.shape[0],), math.nan, dtype=torch.float64)
+            )
         out: dict[str, float] = {"layer": layer}
         for name in names:
             out[name], out[f"{name}_std"] = _stats(values[name])

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import torch
 from torch import Tensor
@@ -43,22 +43,28 @@ def valid_tokens(x: Tensor, mask: Tensor | None = None, exclude: Sequence[int] =
         valid = torch.ones(batch, n, dtype=torch.bool, device=x.device)
     else:
         if not isinstance(mask, Tensor):
-            raise UsageError(f"mask is a {type(mask).__name__}; pass a torch tensor [batch, tokens] "
-                             "(True / 1 = real token)")
+            raise UsageError(
+                f"mask is a {type(mask).__name__}; pass a torch tensor [batch, tokens] (True / 1 = real token)"
+            )
         if tuple(mask.shape) != (batch, n):
-            raise UsageError(f"mask has shape {tuple(mask.shape)} but the states have "
-                             f"{batch} sequences of {n} tokens: pass a [batch, tokens] mask")
+            raise UsageError(
+                f"mask has shape {tuple(mask.shape)} but the states have "
+                f"{batch} sequences of {n} tokens: pass a [batch, tokens] mask"
+            )
         if not mask.dtype == torch.bool and not bool(((mask == 0) | (mask == 1)).all()):
-            raise UsageError("mask holds values other than 0 and 1; pass True / 1 for real tokens, "
-                             "False / 0 for padding")
+            raise UsageError(
+                "mask holds values other than 0 and 1; pass True / 1 for real tokens, False / 0 for padding"
+            )
         valid = mask.to(device=x.device, dtype=torch.bool).clone()
     for position in exclude:
         if not -n <= position < n:
             raise UsageError(f"cannot exclude position {position}: sequences have {n} tokens")
         valid[:, position] = False
     if exclude and not bool(valid.any()):
-        raise UsageError(f"excluding positions {list(exclude)} leaves no token to measure in sequences of {n} "
-                         "tokens; exclude fewer positions")
+        raise UsageError(
+            f"excluding positions {list(exclude)} leaves no token to measure in sequences of {n} "
+            "tokens; exclude fewer positions"
+        )
     return valid
 
 
@@ -99,5 +105,7 @@ def check_finite(x: Tensor, what: str) -> None:
     finite = torch.isfinite(x)  # a non-finite sum is NaN / Inf in x, or only an overflow of the sum
     if not bool(finite.all()):
         sequence, token = (int(i) for i in (~finite).nonzero()[0][:2])
-        raise NonFiniteError(f"{what} (first at sequence {sequence}, token {token})",
-                             "check the model's weights and inputs, or the dtype (float16 overflows)")
+        raise NonFiniteError(
+            f"{what} (first at sequence {sequence}, token {token})",
+            "check the model's weights and inputs, or the dtype (float16 overflows)",
+        )

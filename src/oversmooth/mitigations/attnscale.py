@@ -15,8 +15,9 @@ from oversmooth.mitigations.registry import AttnScaleKnobs
 from oversmooth.mitigations.token_mean import token_mean
 
 
-def attnscale(out: Tensor, v: Tensor, omega: Tensor, mask: Tensor | None = None,
-              causal: bool = False, mean: Tensor | None = None) -> Tensor:
+def attnscale(
+    out: Tensor, v: Tensor, omega: Tensor, mask: Tensor | None = None, causal: bool = False, mean: Tensor | None = None
+) -> Tensor:
     """``out + omega (out - mean_token(v))`` per head.
 
     ``out``, ``v``: ``[batch, heads, tokens, d_head]``; ``omega``: ``[heads]``; ``mean``: the

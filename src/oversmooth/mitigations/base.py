@@ -6,8 +6,9 @@ HF side (``oversmooth.hf.patch``) installs a ``Patcher``'s edit at its site.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 import torch
 from torch import Tensor, nn

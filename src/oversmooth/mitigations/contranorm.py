@@ -18,15 +18,16 @@ from oversmooth.mitigations.base import LayerShape, Patcher, PatchTarget, SiteLa
 from oversmooth.mitigations.registry import ContraNormKnobs
 
 
-def similarity_mix(x: Tensor, tau: float, valid: Tensor | None = None, causal: bool = False,
-                   queries: int | None = None) -> Tensor:
+def similarity_mix(
+    x: Tensor, tau: float, valid: Tensor | None = None, causal: bool = False, queries: int | None = None
+) -> Tensor:
     """``softmax(Xn Xn^T / tau) X`` for the last ``queries`` rows (default all) of ``x: [batch,
     tokens, d]``; ``valid: [batch, tokens]`` bool, False on padding (never mixed in; each token
     always sees itself). Causal: row t mixes only rows s <= t. Returns ``[batch, queries, d]``."""
     n = x.shape[-2]
     queries = n if queries is None else queries
     unit = F.normalize(x, dim=-1)
-    scores = unit[:, n - queries:] @ unit.transpose(-1, -2) / tau
+    scores = unit[:, n - queries :] @ unit.transpose(-1, -2) / tau
     rows = torch.arange(n - queries, n, device=x.device)[:, None]
     cols = torch.arange(n, device=x.device)[None, :]
     allowed = (cols <= rows) if causal else torch.ones(queries, n, dtype=torch.bool, device=x.device)
@@ -44,8 +45,7 @@ class ContraNorm(SiteLayer):
     def __init__(self, knobs: ContraNormKnobs, shape: LayerShape):
         super().__init__()
         self.tau, self.causal = knobs.tau, shape.causal
-        self.s: float | nn.Parameter = (nn.Parameter(torch.full((shape.width,), knobs.s)) if knobs.learnable
-                                        else knobs.s)
+        self.s: float | nn.Parameter = nn.Parameter(torch.full((shape.width,), knobs.s)) if knobs.learnable else knobs.s
 
     def stream(self, x: Tensor) -> Tensor:
         return x - self.s * similarity_mix(x, self.tau, causal=self.causal)
@@ -57,9 +57,11 @@ class ContraNorm(SiteLayer):
 def patch_edit(knobs: ContraNormKnobs, target: PatchTarget):
     """``delta = -s * softmax(Xn Xn^T / tau) X`` on the stream after the attention add, over the
     valid tokens (causal: the prefix, including the earlier calls' tokens with a KV cache)."""
+
     def edit(layer: int, x: Tensor) -> Tensor:
         rows, valid = target.history(layer, x)
         return -knobs.s * similarity_mix(rows, knobs.tau, valid, target.causal, queries=x.shape[-2])
+
     return edit
 
 

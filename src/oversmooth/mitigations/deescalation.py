@@ -15,8 +15,9 @@ from oversmooth.mitigations.registry import DeescalationKnobs
 from oversmooth.mitigations.token_mean import token_mean
 
 
-def deescalate(x: Tensor, tau: float | Tensor, mask: Tensor | None = None,
-               causal: bool = False, mean: Tensor | None = None) -> Tensor:
+def deescalate(
+    x: Tensor, tau: float | Tensor, mask: Tensor | None = None, causal: bool = False, mean: Tensor | None = None
+) -> Tensor:
     """``x - tau * mean_token(x)`` for ``x: [batch, tokens, d]`` (``mean``: the token mean when
     the caller has it, e.g. a prefix mean carried across calls).
 
@@ -31,8 +32,7 @@ class Deescalation(SiteLayer):
     the attention sub-layer output (``at="attn_out"``, folded into W_O without a causal mask) or
     on the stream after the residual add (``at="stream"``)."""
 
-    def __init__(self, *, tau: float = 1.0, learnable: bool = False, causal: bool = False,
-                 at: str = "attn_out"):
+    def __init__(self, *, tau: float = 1.0, learnable: bool = False, causal: bool = False, at: str = "attn_out"):
         super().__init__()
         DeescalationKnobs(tau=tau, deescalate_at=at)  # the range checks
         value = torch.tensor(float(tau))

@@ -16,8 +16,9 @@ from oversmooth.mitigations.registry import FeatScaleKnobs
 from oversmooth.mitigations.token_mean import token_mean
 
 
-def featscale(z: Tensor, s_dc: Tensor, s_hc: Tensor, mask: Tensor | None = None,
-              causal: bool = False, mean: Tensor | None = None) -> Tensor:
+def featscale(
+    z: Tensor, s_dc: Tensor, s_hc: Tensor, mask: Tensor | None = None, causal: bool = False, mean: Tensor | None = None
+) -> Tensor:
     """``z + s_dc * DC + s_hc * HC`` for ``z: [batch, tokens, d]``, ``s_dc, s_hc: [d]`` (``mean``:
     DC when the caller has it, e.g. a prefix mean carried across calls)."""
     dc = token_mean(z, mask, causal) if mean is None else mean

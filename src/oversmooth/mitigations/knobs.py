@@ -18,17 +18,37 @@ from oversmooth.errors import UsageError
 Scope = Literal["train", "patch"]
 
 
-def knob(default: Any, help: str, *, low: float | None = None, high: float | None = None,
-         open_high: bool = False, choices: tuple[str, ...] = (), flag: str | None = None,
-         causal: Any = None, scope: tuple[Scope, ...] = ("train", "patch"), per: str | None = None,
-         label: str | None = None) -> Any:
+def knob(
+    default: Any,
+    help: str,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    open_high: bool = False,
+    choices: tuple[str, ...] = (),
+    flag: str | None = None,
+    causal: Any = None,
+    scope: tuple[Scope, ...] = ("train", "patch"),
+    per: str | None = None,
+    label: str | None = None,
+) -> Any:
     """A knob field: ``default`` and one line of ``help``; ``low``/``high`` the closed range
     (``open_high``: high excluded), ``choices`` the allowed strings, ``flag`` the global name (CLI
     flag ``--flag``, flat config key; default ``<method>_<field>``), ``causal`` another default
     for training a causal LM, ``scope`` where it applies, ``per`` ("head" / "channel"): a patch may give one
     number or one per head / channel; ``label`` its name in error messages."""
-    meta = {"help": help, "label": label, "low": low, "high": high, "open_high": open_high, "choices": choices,
-            "flag": flag, "causal": causal, "scope": scope, "per": per}
+    meta = {
+        "help": help,
+        "label": label,
+        "low": low,
+        "high": high,
+        "open_high": open_high,
+        "choices": choices,
+        "flag": flag,
+        "causal": causal,
+        "scope": scope,
+        "per": per,
+    }
     return dataclasses.field(default=default, metadata=meta)
 
 
@@ -55,8 +75,10 @@ class Knobs:
     @classmethod
     def defaults(cls, causal: bool = False) -> dict[str, Any]:
         """Every field's default (``causal``: a causal model's default where one is declared)."""
-        return {f.name: f.metadata["causal"] if causal and f.metadata["causal"] is not None else f.default
-                for f in dataclasses.fields(cls)}
+        return {
+            f.name: f.metadata["causal"] if causal and f.metadata["causal"] is not None else f.default
+            for f in dataclasses.fields(cls)
+        }
 
 
 def check_range(name: str, value: float, low: float | None, high: float | None, open_high: bool = False) -> None:

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from oversmooth.errors import UsageError
 from oversmooth.mitigations.knobs import Knobs, Scope, knob
@@ -35,18 +36,18 @@ class Method:
     """One mitigation: what it is, its knobs and where it acts, where its layer and patch are."""
 
     name: str
-    paper: str                  # authors, venue / year, and the equation where there is one
-    formula: str                # one line
+    paper: str  # authors, venue / year, and the equation where there is one
+    formula: str  # one line
     knobs: type[Knobs]
     site: Site
-    layer_at: str               # "module:name" of ``layer(knobs, LayerShape) -> SiteLayer``
-    attribute: str              # the layer's attribute name (state-dict prefix)
-    in_block: bool = False      # the layer lives on the block, not on its attention
-    patch_at: str = ""          # "module:name" of its ``Patcher``; "" if it has none
-    unpatchable: str = ""       # why there is no patch
-    zero: dict[str, Any] = dataclasses.field(default_factory=dict)    # knobs at which it is the baseline
+    layer_at: str  # "module:name" of ``layer(knobs, LayerShape) -> SiteLayer``
+    attribute: str  # the layer's attribute name (state-dict prefix)
+    in_block: bool = False  # the layer lives on the block, not on its attention
+    patch_at: str = ""  # "module:name" of its ``Patcher``; "" if it has none
+    unpatchable: str = ""  # why there is no patch
+    zero: dict[str, Any] = dataclasses.field(default_factory=dict)  # knobs at which it is the baseline
     sweep: dict[str, tuple[float, ...]] = dataclasses.field(default_factory=dict)  # analyze --sweep grid
-    short: str = ""             # short label in tables
+    short: str = ""  # short label in tables
 
     @property
     def layer(self) -> Callable[[Knobs, LayerShape], SiteLayer]:
@@ -92,15 +93,28 @@ SPECTRAL_MODES: dict[str, str] = {
 @dataclass(frozen=True)
 class SpectralKnobs(Knobs):
     method = "spectral"
-    spectral: str = knob("free", "eigenvalue range of W_V W_O: sharpen (-1, 0) | smooth (0, 1) | free",
-                         choices=tuple(SPECTRAL_MODES), flag="spectral", scope=("train",), label="spectral mode")
+    spectral: str = knob(
+        "free",
+        "eigenvalue range of W_V W_O: sharpen (-1, 0) | smooth (0, 1) | free",
+        choices=tuple(SPECTRAL_MODES),
+        flag="spectral",
+        scope=("train",),
+        label="spectral mode",
+    )
 
 
 @dataclass(frozen=True)
 class ValueResidualKnobs(Knobs):
     method = "value_residual"
-    value_mix: float = knob(0.5, "value-residual share of V1 mixed into V, in [0, 1]", low=0.0, high=1.0,
-                            flag="value_mix", scope=("train",), label="value_mix")
+    value_mix: float = knob(
+        0.5,
+        "value-residual share of V1 mixed into V, in [0, 1]",
+        low=0.0,
+        high=1.0,
+        flag="value_mix",
+        scope=("train",),
+        label="value_mix",
+    )
 
 
 @dataclass(frozen=True)
@@ -108,15 +122,26 @@ class AttnScaleKnobs(Knobs):
     """Training learns omega from 0; a patched pretrained model takes it fixed."""
 
     method = "attnscale"
-    omega: float = knob(0.5, "AttnScale omega for every head (or one per head), fixed when patched",
-                        flag="omega", scope=("patch",), per="head")
+    omega: float = knob(
+        0.5,
+        "AttnScale omega for every head (or one per head), fixed when patched",
+        flag="omega",
+        scope=("patch",),
+        per="head",
+    )
 
 
 @dataclass(frozen=True)
 class NeutrenoKnobs(Knobs):
     method = "neutreno"
-    lam: float = knob(0.6, "NeuTRENO lambda, the fidelity weight (paper: 0.6 DeiT, 0.4 WikiText-103 LM)",
-                      low=0.0, flag="lam", causal=0.4, label="NeuTRENO lambda")
+    lam: float = knob(
+        0.6,
+        "NeuTRENO lambda, the fidelity weight (paper: 0.6 DeiT, 0.4 WikiText-103 LM)",
+        low=0.0,
+        flag="lam",
+        causal=0.4,
+        label="NeuTRENO lambda",
+    )
 
 
 @dataclass(frozen=True)
@@ -124,10 +149,20 @@ class FeatScaleKnobs(Knobs):
     """Training learns both scales from 0; a patched pretrained model takes them fixed."""
 
     method = "featscale"
-    s_dc: float = knob(-0.5, "FeatScale DC scale for every channel (or one per channel), fixed when patched",
-                       flag="s_dc", scope=("patch",), per="channel")
-    s_hc: float = knob(0.5, "FeatScale high-frequency scale for every channel (or one per channel), fixed when "
-                       "patched", flag="s_hc", scope=("patch",), per="channel")
+    s_dc: float = knob(
+        -0.5,
+        "FeatScale DC scale for every channel (or one per channel), fixed when patched",
+        flag="s_dc",
+        scope=("patch",),
+        per="channel",
+    )
+    s_hc: float = knob(
+        0.5,
+        "FeatScale high-frequency scale for every channel (or one per channel), fixed when patched",
+        flag="s_hc",
+        scope=("patch",),
+        per="channel",
+    )
 
 
 #: where de-escalation acts: the attention sub-layer output, or the stream after the residual add.
@@ -140,21 +175,32 @@ class DeescalationKnobs(Knobs):
     (``analyze --sweep`` shows smaller shares on a pretrained model)."""
 
     method = "deescalate"
-    tau: float = knob(1.0, "de-escalation tau, the share of the mean token removed, in [0, 1] (paper: "
-                      "often 1)", low=0.0, high=1.0, flag="tau", label="de-escalation tau")
+    tau: float = knob(
+        1.0,
+        "de-escalation tau, the share of the mean token removed, in [0, 1] (paper: often 1)",
+        low=0.0,
+        high=1.0,
+        flag="tau",
+        label="de-escalation tau",
+    )
     tau_learnable: bool = knob(False, "learn tau (clamped to [0, 1])", flag="tau_learnable", scope=("train",))
-    deescalate_at: str = knob("attn_out", "where: attn_out (before the residual add) | stream (after it)",
-                              choices=PLACEMENTS, flag="deescalate_at", scope=("train",))
+    deescalate_at: str = knob(
+        "attn_out",
+        "where: attn_out (before the residual add) | stream (after it)",
+        choices=PLACEMENTS,
+        flag="deescalate_at",
+        scope=("train",),
+    )
 
 
 @dataclass(frozen=True)
 class ContraNormKnobs(Knobs):
     method = "contranorm"
     s: float = knob(0.1, "ContraNorm scale s of the similarity term (0: off)", low=0.0, label="ContraNorm s")
-    tau: float = knob(1.0, "ContraNorm temperature tau of the token-similarity softmax, > 0", low=0.0,
-                      label="ContraNorm tau")
-    learnable: bool = knob(False, "ContraNorm: learn s, one per feature, starting at --contranorm-s",
-                           scope=("train",))
+    tau: float = knob(
+        1.0, "ContraNorm temperature tau of the token-similarity softmax, > 0", low=0.0, label="ContraNorm tau"
+    )
+    learnable: bool = knob(False, "ContraNorm: learn s, one per feature, starting at --contranorm-s", scope=("train",))
 
     def check(self) -> None:
         super().check()
@@ -162,49 +208,117 @@ class ContraNormKnobs(Knobs):
             raise UsageError("ContraNorm tau must be > 0 (a softmax temperature), got 0")
 
 
-METHODS: dict[str, Method] = {m.name: m for m in (
-    Method("symmetric", "Sym-DeiT in NeuTRENO (Nguyen, Nguyen & Baraniuk, NeurIPS 2023)",
-           "keys = queries (W_K tied to W_Q): symmetric attention scores",
-           SymmetricKnobs, "structure", "symmetric:layer", "symmetric",
-           unpatchable="it changes the weights a pretrained model was trained with"),
-    Method("spectral", "Dovonon, Bronstein & Kusner, TMLR 2025",
-           "W_V W_O = U diag(lambda) U^T, U orthogonal, lambda in a chosen range",
-           SpectralKnobs, "structure", "spectral:layer", "value_output",
-           unpatchable="it reparameterises W_V and W_O, which must be trained"),
-    Method("value_residual", "Zhou et al. 2024, value residual learning (ResFormer)",
-           "V_l <- (1 - mix) V_l + mix V1 in layers after the first",
-           ValueResidualKnobs, "values", "value_residual:ValueResidual", "value_residual",
-           unpatchable="not implemented for pretrained models", zero={"value_mix": 0.0}),
-    Method("attnscale", "Wang et al., ICLR 2022 (AttnScale)",
-           "A' = A + omega_h (A - uniform), omega per head, init 0",
-           AttnScaleKnobs, "context", "attnscale:layer", "attnscale", patch_at="attnscale:PATCHER",
-           zero={"omega": 0.0}, sweep={"omega": (0.05, 0.1, 0.2, 0.5, 1.0)}, short="attnsc"),
-    Method("neutreno", "NeuTRENO (Nguyen, Nguyen & Baraniuk, NeurIPS 2023)",
-           "O_h = A_h V_h + lam (V1_h - V_h) in layers after the first",
-           NeutrenoKnobs, "context", "neutreno:NeutrenoLayer", "neutreno", patch_at="neutreno:PATCHER",
-           zero={"lam": 0.0}, sweep={"lam": (0.05, 0.1, 0.2, 0.4, 0.6, 1.0)}),
-    # s_dc alone is de-escalation with tau = -s_dc, so the sweep grid is s_hc's.
-    Method("featscale", "Wang et al., ICLR 2022 (FeatScale)",
-           "Z' = Z + s_dc * DC + s_hc * HC per channel, init 0",
-           FeatScaleKnobs, "output", "featscale:layer", "featscale", patch_at="featscale:PATCHER",
-           zero={"s_dc": 0.0, "s_hc": 0.0}, sweep={"s_hc": (0.05, 0.1, 0.2, 0.5, 1.0)}, short="featsc"),
-    Method("deescalate", "Yu & Zhang 2023, \"Why classic Transformers are shallow\"",
-           "Y = (I - tau Pi_1) X on the attention output or the stream",
-           DeescalationKnobs, "output", "deescalation:layer", "deescalate", in_block=True,
-           patch_at="deescalation:PATCHER", zero={"tau": 0.0}, sweep={"tau": (0.05, 0.1, 0.2, 0.5, 1.0)},
-           short="deesc"),
-    Method("contranorm", "Guo et al., ICLR 2023 (ContraNorm)",
-           "X <- LN(X - s softmax(Xn Xn^T / tau) X) after the attention sublayer, Xn row-normalised",
-           ContraNormKnobs, "stream", "contranorm:ContraNorm", "contranorm", in_block=True,
-           patch_at="contranorm:PATCHER", zero={"s": 0.0}, sweep={"s": (0.05, 0.1, 0.2, 0.5, 1.0)},
-           short="contra"),
-)}
+METHODS: dict[str, Method] = {
+    m.name: m
+    for m in (
+        Method(
+            "symmetric",
+            "Sym-DeiT in NeuTRENO (Nguyen, Nguyen & Baraniuk, NeurIPS 2023)",
+            "keys = queries (W_K tied to W_Q): symmetric attention scores",
+            SymmetricKnobs,
+            "structure",
+            "symmetric:layer",
+            "symmetric",
+            unpatchable="it changes the weights a pretrained model was trained with",
+        ),
+        Method(
+            "spectral",
+            "Dovonon, Bronstein & Kusner, TMLR 2025",
+            "W_V W_O = U diag(lambda) U^T, U orthogonal, lambda in a chosen range",
+            SpectralKnobs,
+            "structure",
+            "spectral:layer",
+            "value_output",
+            unpatchable="it reparameterises W_V and W_O, which must be trained",
+        ),
+        Method(
+            "value_residual",
+            "Zhou et al. 2024, value residual learning (ResFormer)",
+            "V_l <- (1 - mix) V_l + mix V1 in layers after the first",
+            ValueResidualKnobs,
+            "values",
+            "value_residual:ValueResidual",
+            "value_residual",
+            unpatchable="not implemented for pretrained models",
+            zero={"value_mix": 0.0},
+        ),
+        Method(
+            "attnscale",
+            "Wang et al., ICLR 2022 (AttnScale)",
+            "A' = A + omega_h (A - uniform), omega per head, init 0",
+            AttnScaleKnobs,
+            "context",
+            "attnscale:layer",
+            "attnscale",
+            patch_at="attnscale:PATCHER",
+            zero={"omega": 0.0},
+            sweep={"omega": (0.05, 0.1, 0.2, 0.5, 1.0)},
+            short="attnsc",
+        ),
+        Method(
+            "neutreno",
+            "NeuTRENO (Nguyen, Nguyen & Baraniuk, NeurIPS 2023)",
+            "O_h = A_h V_h + lam (V1_h - V_h) in layers after the first",
+            NeutrenoKnobs,
+            "context",
+            "neutreno:NeutrenoLayer",
+            "neutreno",
+            patch_at="neutreno:PATCHER",
+            zero={"lam": 0.0},
+            sweep={"lam": (0.05, 0.1, 0.2, 0.4, 0.6, 1.0)},
+        ),
+        # s_dc alone is de-escalation with tau = -s_dc, so the sweep grid is s_hc's.
+        Method(
+            "featscale",
+            "Wang et al., ICLR 2022 (FeatScale)",
+            "Z' = Z + s_dc * DC + s_hc * HC per channel, init 0",
+            FeatScaleKnobs,
+            "output",
+            "featscale:layer",
+            "featscale",
+            patch_at="featscale:PATCHER",
+            zero={"s_dc": 0.0, "s_hc": 0.0},
+            sweep={"s_hc": (0.05, 0.1, 0.2, 0.5, 1.0)},
+            short="featsc",
+        ),
+        Method(
+            "deescalate",
+            'Yu & Zhang 2023, "Why classic Transformers are shallow"',
+            "Y = (I - tau Pi_1) X on the attention output or the stream",
+            DeescalationKnobs,
+            "output",
+            "deescalation:layer",
+            "deescalate",
+            in_block=True,
+            patch_at="deescalation:PATCHER",
+            zero={"tau": 0.0},
+            sweep={"tau": (0.05, 0.1, 0.2, 0.5, 1.0)},
+            short="deesc",
+        ),
+        Method(
+            "contranorm",
+            "Guo et al., ICLR 2023 (ContraNorm)",
+            "X <- LN(X - s softmax(Xn Xn^T / tau) X) after the attention sublayer, Xn row-normalised",
+            ContraNormKnobs,
+            "stream",
+            "contranorm:ContraNorm",
+            "contranorm",
+            in_block=True,
+            patch_at="contranorm:PATCHER",
+            zero={"s": 0.0},
+            sweep={"s": (0.05, 0.1, 0.2, 0.5, 1.0)},
+            short="contra",
+        ),
+    )
+}
 
 
 def method(name: str) -> Method:
     """The registry entry ``name``; UsageError naming the choices."""
     if name not in METHODS:
-        raise UsageError(f"unknown mitigation {name!r}; choose from {', '.join(METHODS)} (or none for the softmax baseline)")
+        raise UsageError(
+            f"unknown mitigation {name!r}; choose from {', '.join(METHODS)} (or none for the softmax baseline)"
+        )
     return METHODS[name]
 
 

@@ -13,8 +13,7 @@ from oversmooth.errors import UsageError
 def broadcast_mask(mask: Tensor, x: Tensor) -> Tensor:
     """Reshape a ``[batch, tokens]`` mask to broadcast against ``x: [batch, ..., tokens, d]``."""
     if mask.dim() != 2 or mask.shape[0] != x.shape[0] or mask.shape[1] != x.shape[-2]:
-        raise UsageError(f"mask shape {tuple(mask.shape)} does not fit x {tuple(x.shape)}: "
-                         "expected [batch, tokens]")
+        raise UsageError(f"mask shape {tuple(mask.shape)} does not fit x {tuple(x.shape)}: expected [batch, tokens]")
     return mask.reshape(mask.shape[0], *([1] * (x.dim() - 3)), mask.shape[1], 1).to(x.dtype)
 
 
@@ -28,13 +27,12 @@ class PrefixSums:
     count: Tensor
     tokens: int
 
-    def reorder(self, rows: Tensor) -> "PrefixSums":
+    def reorder(self, rows: Tensor) -> PrefixSums:
         """The same sums for the batch rows ``rows`` (beam search reorders its cache so)."""
         return PrefixSums(self.total[rows], self.count[rows], self.tokens)
 
 
-def prefix_mean(x: Tensor, mask: Tensor | None = None,
-                carry: PrefixSums | None = None) -> tuple[Tensor, PrefixSums]:
+def prefix_mean(x: Tensor, mask: Tensor | None = None, carry: PrefixSums | None = None) -> tuple[Tensor, PrefixSums]:
     """Row t of ``x: [batch, ..., tokens, d]`` -> the mean of the valid tokens s <= t, counting the
     earlier calls' tokens in ``carry``; returns the means ``[batch, ..., tokens, d]`` and the carry
     for the next call. ``mask: [batch, tokens]`` (this call's tokens) is True on real tokens.

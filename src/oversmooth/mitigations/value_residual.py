@@ -18,4 +18,4 @@ class ValueResidual(SiteLayer):
         self.mix = knobs.value_mix
 
     def values(self, v: Tensor, v_first: Tensor | None) -> Tensor:
-        return v if v_first is None else torch.lerp(v, v_first, self.mix)   # (1 - mix) v + mix v1
+        return v if v_first is None else torch.lerp(v, v_first, self.mix)  # (1 - mix) v + mix v1

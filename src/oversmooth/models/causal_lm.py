@@ -27,10 +27,8 @@ class CausalLMConfig(StackConfig):
 
     SHAPE_PRESETS: ClassVar[dict[str, dict[str, Any]]] = {
         # The WikiText-103 LM of the NeuTRENO paper (Schlag et al.'s small setting); paper lam = 0.4.
-        "neutreno-lm": dict(depth=16, width=128, heads=8, mlp_ratio=16.0, norm="post",
-                            context=256, vocab_size=256),
-        "lm-cpu": dict(depth=4, width=64, heads=4, mlp_ratio=4.0, norm="pre", context=64,
-                       vocab_size=256),
+        "neutreno-lm": dict(depth=16, width=128, heads=8, mlp_ratio=16.0, norm="post", context=256, vocab_size=256),
+        "lm-cpu": dict(depth=4, width=64, heads=4, mlp_ratio=4.0, norm="pre", context=64, vocab_size=256),
     }
 
     def __post_init__(self) -> None:
@@ -60,11 +58,11 @@ class CausalLM(HookedTransformer):
     def embed(self, tokens: Tensor) -> Tensor:
         """``[batch, n] -> [batch, n, width]``."""
         if tokens.dim() != 2 or tokens.dtype not in (torch.int64, torch.int32):
-            raise UsageError(f"CausalLM expects integer tokens [batch, n], got {tokens.dtype} "
-                             f"{list(tokens.shape)}")
+            raise UsageError(f"CausalLM expects integer tokens [batch, n], got {tokens.dtype} {list(tokens.shape)}")
         if tokens.shape[1] > self.cfg.context:
-            raise UsageError(f"sequence of {tokens.shape[1]} tokens exceeds context "
-                             f"{self.cfg.context}; cut it or raise context")
+            raise UsageError(
+                f"sequence of {tokens.shape[1]} tokens exceeds context {self.cfg.context}; cut it or raise context"
+            )
         return self.embed_dropout(self.token_embed(tokens) + self.pos_embed[: tokens.shape[1]])
 
     def forward(self, tokens: Tensor) -> Tensor:

@@ -85,8 +85,9 @@ class HookedTransformer(nn.Module):
             for m, state in zip(attentions, before):
                 m.materialize = state
 
-    def run_with_cache(self, x: Tensor, names: Iterable[str] | None = None,
-                       detach: bool = True) -> tuple[Tensor, ActivationCache]:
+    def run_with_cache(
+        self, x: Tensor, names: Iterable[str] | None = None, detach: bool = True
+    ) -> tuple[Tensor, ActivationCache]:
         """``(self(x), cache)`` with the activation at every hook in ``names`` (default: all).
 
         Asking for any ``hook_pattern`` switches attention to the manual path for this call.
@@ -103,13 +104,16 @@ class HookedTransformer(nn.Module):
         wanted = list(points) if names is None else list(names)
         unknown = [name for name in wanted if name not in points]
         if unknown:
-            raise UsageError(f"unknown hook name(s) {', '.join(unknown[:3])}; see model.hook_names(), "
-                             f"e.g. {', '.join(list(points)[:3])}")
+            raise UsageError(
+                f"unknown hook name(s) {', '.join(unknown[:3])}; see model.hook_names(), "
+                f"e.g. {', '.join(list(points)[:3])}"
+            )
         store: dict[str, Tensor] = {}
 
         def keep(name: str):
             def hook(_module, _inputs, output):
                 store[name] = output.detach() if detach else output
+
             return hook
 
         handles = [points[name].register_forward_hook(keep(name)) for name in wanted]

@@ -32,12 +32,15 @@ def load_model(directory: str | os.PathLike, device: str = "cpu") -> HookedTrans
     """Rebuild the model saved by ``save_model`` (in eval mode) on ``device``."""
     directory = Path(directory)
     if not (directory / CONFIG).is_file() or not (directory / WEIGHTS).is_file():
-        raise UsageError(f"{directory} holds no saved model ({CONFIG} + {WEIGHTS}); "
-                         "give a folder written by save_model")
+        raise UsageError(
+            f"{directory} holds no saved model ({CONFIG} + {WEIGHTS}); give a folder written by save_model"
+        )
     saved = json.loads((directory / CONFIG).read_text())
     if saved.get("family") not in MODEL_CLASSES:
-        raise UsageError(f"{directory / CONFIG}: unknown model family {saved.get('family')!r}; "
-                         f"expected one of {', '.join(MODEL_CLASSES)}")
+        raise UsageError(
+            f"{directory / CONFIG}: unknown model family {saved.get('family')!r}; "
+            f"expected one of {', '.join(MODEL_CLASSES)}"
+        )
     config_cls, model_cls = MODEL_CLASSES[saved["family"]]
     model = model_cls(config_cls.from_dict(saved["config"]))
     model.load_state_dict(load_file(str(directory / WEIGHTS), device="cpu"))

@@ -28,13 +28,16 @@ class ViTConfig(StackConfig):
     num_classes: int = 10
 
     SHAPE_PRESETS: ClassVar[dict[str, dict[str, Any]]] = {
-        "deit-tiny": dict(depth=12, width=192, heads=3, mlp_ratio=4.0, image_size=224,
-                          patch_size=16, channels=3, num_classes=1000),
-        "deit-small": dict(depth=12, width=384, heads=6, mlp_ratio=4.0, image_size=224,
-                           patch_size=16, channels=3, num_classes=1000),
+        "deit-tiny": dict(
+            depth=12, width=192, heads=3, mlp_ratio=4.0, image_size=224, patch_size=16, channels=3, num_classes=1000
+        ),
+        "deit-small": dict(
+            depth=12, width=384, heads=6, mlp_ratio=4.0, image_size=224, patch_size=16, channels=3, num_classes=1000
+        ),
         # Fashion-MNIST on a CPU: 7 x 7 patches of 4 x 4 pixels + CLS = 50 tokens.
-        "vit-cpu": dict(depth=6, width=64, heads=4, mlp_ratio=2.0, image_size=28,
-                        patch_size=4, channels=1, num_classes=10),
+        "vit-cpu": dict(
+            depth=6, width=64, heads=4, mlp_ratio=2.0, image_size=28, patch_size=4, channels=1, num_classes=10
+        ),
     }
 
     def __post_init__(self) -> None:
@@ -76,8 +79,10 @@ class ViT(HookedTransformer):
         cfg = self.cfg
         expected = (cfg.channels, cfg.image_size, cfg.image_size)
         if images.dim() != 4 or tuple(images.shape[1:]) != expected:
-            raise UsageError(f"ViT expects images [batch, {', '.join(map(str, expected))}], got "
-                             f"{list(images.shape)}; build the config with matching image_size/channels")
+            raise UsageError(
+                f"ViT expects images [batch, {', '.join(map(str, expected))}], got "
+                f"{list(images.shape)}; build the config with matching image_size/channels"
+            )
         patches = self.patch_embed(images).flatten(2).transpose(1, 2)
         cls = self.cls_token.expand(patches.shape[0], 1, -1)
         return self.embed_dropout(torch.cat([cls, patches], dim=1) + self.pos_embed)

@@ -19,14 +19,31 @@ Straight on Transformer Oversmoothing", Sec. 4; docs/theory.md): maths only, no 
   ``attention_eigenvalues`` and ``constant_mode`` are its building blocks.
 """
 
-from oversmooth.spectra.dynamics import (MODES, DynamicsPrediction, attention_eigenvalues,
-                                         constant_mode, mode_eigenvalues, predict_dynamics)
+from oversmooth.spectra.dynamics import (
+    MODES,
+    DynamicsPrediction,
+    attention_eigenvalues,
+    constant_mode,
+    mode_eigenvalues,
+    predict_dynamics,
+)
 from oversmooth.spectra.summary import SpectrumSummary, summarize_spectrum
 from oversmooth.spectra.value_output import effective_matrix, value_output_eigenvalues
 from oversmooth.spectra.verdict import TOLERANCE, VERDICTS, DynamicsVerdict, dynamics_verdict
 
 __all__ = [
-    "MODES", "DynamicsPrediction", "attention_eigenvalues", "constant_mode", "mode_eigenvalues",
-    "predict_dynamics", "effective_matrix", "value_output_eigenvalues", "VERDICTS", "TOLERANCE",
-    "DynamicsVerdict", "dynamics_verdict", "SpectrumSummary", "summarize_spectrum",
+    "MODES",
+    "DynamicsPrediction",
+    "attention_eigenvalues",
+    "constant_mode",
+    "mode_eigenvalues",
+    "predict_dynamics",
+    "effective_matrix",
+    "value_output_eigenvalues",
+    "VERDICTS",
+    "TOLERANCE",
+    "DynamicsVerdict",
+    "dynamics_verdict",
+    "SpectrumSummary",
+    "summarize_spectrum",
 ]

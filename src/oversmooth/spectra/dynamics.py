@@ -58,21 +58,28 @@ class DynamicsPrediction:
 
     def describe(self) -> str:
         """One line, e.g. ``'smoothing, angle convergence, rank collapse'``."""
-        parts = [self.mode, "angle convergence" if self.angle_converges
-                 else "rotation" if self.rotates else "no angle convergence"]
+        parts = [
+            self.mode,
+            "angle convergence" if self.angle_converges else "rotation" if self.rotates else "no angle convergence",
+        ]
         parts.append("rank collapse" if self.rank_collapse else f"limit rank {self.limit_rank}")
         return ", ".join(parts)
 
     def as_dict(self) -> dict:
-        return {"mode": self.mode, "dominant_mu_real": self.dominant.real,
-                "dominant_mu_imag": self.dominant.imag,
-                "dominant_lambda_a_real": self.dominant_lambda_a.real,
-                "dominant_lambda_a_imag": self.dominant_lambda_a.imag,
-                "dominant_lambda_h_real": self.dominant_lambda_h.real,
-                "dominant_lambda_h_imag": self.dominant_lambda_h.imag,
-                "angle_converges": self.angle_converges, "rotates": self.rotates,
-                "limit_rank": self.limit_rank, "rank_collapse": self.rank_collapse,
-                "separation": self.separation}
+        return {
+            "mode": self.mode,
+            "dominant_mu_real": self.dominant.real,
+            "dominant_mu_imag": self.dominant.imag,
+            "dominant_lambda_a_real": self.dominant_lambda_a.real,
+            "dominant_lambda_a_imag": self.dominant_lambda_a.imag,
+            "dominant_lambda_h_real": self.dominant_lambda_h.real,
+            "dominant_lambda_h_imag": self.dominant_lambda_h.imag,
+            "angle_converges": self.angle_converges,
+            "rotates": self.rotates,
+            "limit_rank": self.limit_rank,
+            "rank_collapse": self.rank_collapse,
+            "separation": self.separation,
+        }
 
 
 def mode_eigenvalues(lambda_a: Tensor, lambda_h: Tensor, residual: bool = True) -> Tensor:
@@ -90,12 +97,15 @@ def mode_eigenvalues(lambda_a: Tensor, lambda_h: Tensor, residual: bool = True) 
 def attention_eigenvalues(attention: Tensor, atol: float = 1e-6) -> Tensor:
     """Eigenvalues (complex128 ``[..., n]``) of row-stochastic ``attention: [..., n, n]``."""
     if attention.dim() < 2 or attention.shape[-1] != attention.shape[-2]:
-        raise UsageError(f"attention shape {tuple(attention.shape)} is not [..., n, n]: pass "
-                         "square attention maps of one sequence (valid tokens only)")
+        raise UsageError(
+            f"attention shape {tuple(attention.shape)} is not [..., n, n]: pass "
+            "square attention maps of one sequence (valid tokens only)"
+        )
     rows = attention.detach().double().sum(dim=-1)
     if not torch.allclose(rows, torch.ones_like(rows), atol=atol):
-        raise UsageError("attention rows do not sum to 1: pass the softmax attention "
-                         "restricted to valid (unpadded) tokens")
+        raise UsageError(
+            "attention rows do not sum to 1: pass the softmax attention restricted to valid (unpadded) tokens"
+        )
     attention = attention.detach().double()
     try:
         return torch.linalg.eigvals(attention)
@@ -116,13 +126,13 @@ def constant_mode(lambda_a: Tensor, atol: float = 1e-6) -> Tensor:
     distance = (lambda_a.detach().to(torch.complex128) - 1).abs()
     one = distance.argmin(dim=-1)
     if bool((distance.gather(-1, one.unsqueeze(-1)) > atol).any()):
-        raise UsageError("no attention eigenvalue equals 1: A must be row-stochastic "
-                         "(softmax rows summing to 1)")
+        raise UsageError("no attention eigenvalue equals 1: A must be row-stochastic (softmax rows summing to 1)")
     return one
 
 
-def predict_dynamics(attention: Tensor, lambda_h: Tensor, *, residual: bool = True,
-                     rtol: float = 1e-6, atol: float = 1e-6) -> DynamicsPrediction:
+def predict_dynamics(
+    attention: Tensor, lambda_h: Tensor, *, residual: bool = True, rtol: float = 1e-6, atol: float = 1e-6
+) -> DynamicsPrediction:
     """Predict X <- X + A X H from ``attention`` (``[n, n]`` row-stochastic A, or its
     eigenvalues ``[n]``) and the eigenvalues ``lambda_h: [k]`` of H. ``residual=False``
     predicts X <- A X H instead (mu = lambda_A lambda_H).
@@ -131,8 +141,11 @@ def predict_dynamics(attention: Tensor, lambda_h: Tensor, *, residual: bool = Tr
     >>> p.mode, p.dominant, p.describe()
     ('smoothing', (1.5+0j), 'smoothing, angle convergence, rank collapse')
     """
-    lambda_a = (attention_eigenvalues(attention, atol) if attention.dim() == 2
-                else attention.detach().to(torch.complex128).flatten())
+    lambda_a = (
+        attention_eigenvalues(attention, atol)
+        if attention.dim() == 2
+        else attention.detach().to(torch.complex128).flatten()
+    )
     one = int(constant_mode(lambda_a, atol))
     lambda_h = lambda_h.detach().to(torch.complex128).flatten()
     mu = mode_eigenvalues(lambda_a, lambda_h, residual)

@@ -19,8 +19,6 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from oversmooth.spectra.verdict import VERDICTS
-
 
 @dataclass(frozen=True)
 class SpectrumSummary:
@@ -33,13 +31,19 @@ class SpectrumSummary:
     negative_gamma_share: float | None  # share of LayerNorm weights < 0 (None: no LN given)
 
     def as_dict(self) -> dict:
-        return {"count": self.count, "positive_real_share": self.positive_real_share,
-                "dominant_real": self.dominant.real, "dominant_imag": self.dominant.imag,
-                "sign_verdict": self.sign_verdict, "negative_gamma_share": self.negative_gamma_share}
+        return {
+            "count": self.count,
+            "positive_real_share": self.positive_real_share,
+            "dominant_real": self.dominant.real,
+            "dominant_imag": self.dominant.imag,
+            "sign_verdict": self.sign_verdict,
+            "negative_gamma_share": self.negative_gamma_share,
+        }
 
 
-def summarize_spectrum(eigenvalues: Tensor, gamma: Tensor | None = None, *,
-                       dominance: float = 1.5, zero_tol: float = 1e-8) -> SpectrumSummary:
+def summarize_spectrum(
+    eigenvalues: Tensor, gamma: Tensor | None = None, *, dominance: float = 1.5, zero_tol: float = 1e-8
+) -> SpectrumSummary:
     """Summarise ``eigenvalues: [k]`` (complex or real) of one H_eff; ``gamma: [d]`` or None.
 
     >>> s = summarize_spectrum(torch.tensor([0.5, 0.2, -0.1]))
@@ -63,8 +67,7 @@ def summarize_spectrum(eigenvalues: Tensor, gamma: Tensor | None = None, *,
     )
 
 
-def _sign_verdict(dominant: complex, magnitude: Tensor, positive: Tensor, negative: Tensor,
-             dominance: float) -> str:
+def _sign_verdict(dominant: complex, magnitude: Tensor, positive: Tensor, negative: Tensor, dominance: float) -> str:
     if bool(positive.all()):
         return "smoothing"
     if bool(negative.all()):

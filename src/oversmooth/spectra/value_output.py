@@ -29,8 +29,7 @@ def effective_matrix(w_v: Tensor, w_o: Tensor, gamma: Tensor | None = None) -> T
     return product if gamma is None else gamma.to(product.dtype)[:, None] * product
 
 
-def value_output_eigenvalues(w_v: Tensor, w_o: Tensor, gamma: Tensor | None = None,
-                             heads: int | None = None) -> Tensor:
+def value_output_eigenvalues(w_v: Tensor, w_o: Tensor, gamma: Tensor | None = None, heads: int | None = None) -> Tensor:
     """Non-zero eigenvalues of ``diag(gamma) W_V W_O``, complex.
 
     ``heads=None``: the whole layer, shape ``[d_v]``. ``heads=H``: per head, ``[H, d_v // H]``,
@@ -48,8 +47,9 @@ def value_output_eigenvalues(w_v: Tensor, w_o: Tensor, gamma: Tensor | None = No
     if heads is None:
         return torch.linalg.eigvals(w_o @ w_v)
     if heads < 1 or d_v % heads:
-        raise UsageError(f"heads={heads} does not divide the value width {d_v}: pass the "
-                         "model's number of attention heads")
+        raise UsageError(
+            f"heads={heads} does not divide the value width {d_v}: pass the model's number of attention heads"
+        )
     d_h = d_v // heads
     blocks_v = w_v.reshape(w_v.shape[0], heads, d_h).permute(1, 0, 2)  # [H, d, d_h]
     blocks_o = w_o.reshape(heads, d_h, w_o.shape[1])  # [H, d_h, d]
@@ -58,8 +58,12 @@ def value_output_eigenvalues(w_v: Tensor, w_o: Tensor, gamma: Tensor | None = No
 
 def _check_shapes(w_v: Tensor, w_o: Tensor, gamma: Tensor | None) -> None:
     if w_v.dim() != 2 or w_o.dim() != 2 or w_v.shape[1] != w_o.shape[0] or w_o.shape[1] != w_v.shape[0]:
-        raise UsageError(f"W_V {tuple(w_v.shape)} and W_O {tuple(w_o.shape)} do not chain: "
-                         "expected W_V [d, d_v] and W_O [d_v, d] (transpose nn.Linear weights)")
+        raise UsageError(
+            f"W_V {tuple(w_v.shape)} and W_O {tuple(w_o.shape)} do not chain: "
+            "expected W_V [d, d_v] and W_O [d_v, d] (transpose nn.Linear weights)"
+        )
     if gamma is not None and tuple(gamma.shape) != (w_v.shape[0],):
-        raise UsageError(f"LayerNorm weight shape {tuple(gamma.shape)} does not match d="
-                         f"{w_v.shape[0]}: pass the pre-LN weight of this layer")
+        raise UsageError(
+            f"LayerNorm weight shape {tuple(gamma.shape)} does not match d="
+            f"{w_v.shape[0]}: pass the pre-LN weight of this layer"
+        )

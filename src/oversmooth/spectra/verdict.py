@@ -51,8 +51,9 @@ class DynamicsVerdict:
         return asdict(self)
 
 
-def dynamics_verdict(attention: Tensor, lambda_h: Tensor, tolerance: float = TOLERANCE,
-                     atol: float = 1e-6) -> DynamicsVerdict:
+def dynamics_verdict(
+    attention: Tensor, lambda_h: Tensor, tolerance: float = TOLERANCE, atol: float = 1e-6
+) -> DynamicsVerdict:
     """Verdict from per-head ``attention`` (row-stochastic maps ``[H, n, n]`` over the valid
     tokens, or their eigenvalues ``[H, n]``) and per-head H eigenvalues ``lambda_h: [H, k]``.
 
@@ -64,16 +65,23 @@ def dynamics_verdict(attention: Tensor, lambda_h: Tensor, tolerance: float = TOL
     ('smoothing', 1.1, 1.09)
     """
     if not tolerance >= 0:
-        raise UsageError(f"tolerance {tolerance} is not >= 0: pass a relative tie tolerance "
-                         f"such as {TOLERANCE}")
-    lambda_a = (attention_eigenvalues(attention, atol) if attention.dim() == 3
-                else attention.detach().to(torch.complex128))
+        raise UsageError(f"tolerance {tolerance} is not >= 0: pass a relative tie tolerance such as {TOLERANCE}")
+    lambda_a = (
+        attention_eigenvalues(attention, atol) if attention.dim() == 3 else attention.detach().to(torch.complex128)
+    )
     lambda_h = lambda_h.detach().to(lambda_a.device, torch.complex128)
-    if (lambda_a.dim() != 2 or lambda_h.dim() != 2 or lambda_a.shape[0] != lambda_h.shape[0]
-            or 0 in lambda_a.shape or 0 in lambda_h.shape):
-        raise UsageError(f"attention {tuple(attention.shape)} and H eigenvalues {tuple(lambda_h.shape)} "
-                         "do not pair up: pass maps [H, n, n] (or eigenvalues [H, n]) and [H, k], "
-                         "the same H heads, n >= 1, k >= 1")
+    if (
+        lambda_a.dim() != 2
+        or lambda_h.dim() != 2
+        or lambda_a.shape[0] != lambda_h.shape[0]
+        or 0 in lambda_a.shape
+        or 0 in lambda_h.shape
+    ):
+        raise UsageError(
+            f"attention {tuple(attention.shape)} and H eigenvalues {tuple(lambda_h.shape)} "
+            "do not pair up: pass maps [H, n, n] (or eigenvalues [H, n]) and [H, k], "
+            "the same H heads, n >= 1, k >= 1"
+        )
     heads = lambda_a.shape[0]
     others = torch.ones(lambda_a.shape, dtype=torch.bool, device=lambda_a.device)
     others[torch.arange(heads, device=lambda_a.device), constant_mode(lambda_a, atol)] = False
@@ -83,8 +91,11 @@ def dynamics_verdict(attention: Tensor, lambda_h: Tensor, tolerance: float = TOL
     head_o = torch.cat([growth, growth.new_zeros(heads, 1)], dim=1).amax(dim=-1)  # [H], 0 if n = 1
     c, o = float(head_c.max()), float(head_o.max())
     return DynamicsVerdict(
-        verdict=_compare(c, o, tolerance), c=c, o=o,
-        head_c=tuple(head_c.tolist()), head_o=tuple(head_o.tolist()),
+        verdict=_compare(c, o, tolerance),
+        c=c,
+        o=o,
+        head_c=tuple(head_c.tolist()),
+        head_o=tuple(head_o.tolist()),
         head_verdicts=tuple(_compare(*pair, tolerance) for pair in zip(head_c.tolist(), head_o.tolist())),
         tolerance=tolerance,
     )

@@ -9,8 +9,16 @@ which starts its own train process) does not pay for torch.
 
 import importlib
 
-_WHERE = {"Cell": "config", "StudyConfig": "config", "Variant": "config", "STUDY_PRESETS": "presets",
-          "study_preset": "presets", "CellOutcome": "runner", "run_study": "runner", "worker_spec": "runner"}
+_WHERE = {
+    "Cell": "config",
+    "StudyConfig": "config",
+    "Variant": "config",
+    "STUDY_PRESETS": "presets",
+    "study_preset": "presets",
+    "CellOutcome": "runner",
+    "run_study": "runner",
+    "worker_spec": "runner",
+}
 
 __all__ = sorted(_WHERE)
 

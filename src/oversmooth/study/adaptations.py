@@ -31,8 +31,19 @@ LAMBDAS = (0.2, 0.6, 1.8)
 COMMAND = f"python -m oversmooth.study.adaptations --results results  (needs {VIT.name}'s trained softmax cells)"
 RESULT_FILE = "adapt.json"
 #: the starting points: fmnist-p7's softmax cells, judged by the gate of their setting (V)
-STARTS = Protocol("8", "the starting points of the continuations", "-", VIT, SOFTMAX, SOFTMAX, measures.score,
-                  "test accuracy, pp", "higher", (VIT_GATE,), SEEDS_A)
+STARTS = Protocol(
+    "8",
+    "the starting points of the continuations",
+    "-",
+    VIT,
+    SOFTMAX,
+    SOFTMAX,
+    measures.score,
+    "test accuracy, pp",
+    "higher",
+    (VIT_GATE,),
+    SEEDS_A,
+)
 
 
 def _accuracy(record: dict, lam: float | None) -> float | None:
@@ -72,8 +83,9 @@ def read_adaptations(root: str | Path) -> list[dict]:
     return records
 
 
-def adapt_seed(seed: int, studies: Path, out: Path, results: Path | None, threads: int,
-               train_start: bool = False) -> None:
+def adapt_seed(
+    seed: int, studies: Path, out: Path, results: Path | None, threads: int, train_start: bool = False
+) -> None:
     """Run (or resume) seed ``seed``'s continuations and archive its ``adapt.json``; with
     ``train_start``, a start that has no trained model here is trained first (weights are not
     archived, so a fresh clone trains the seed's softmax cell again: the same recipe and seed)."""
@@ -84,15 +96,30 @@ def adapt_seed(seed: int, studies: Path, out: Path, results: Path | None, thread
     if not (folder / "model").is_dir() and train_start:
         from oversmooth.study import run_study
 
-        run_study(VIT.narrowed(seeds=(seed,), labels=("softmax",)), studies / VIT.name, threads=threads,
-                  command=f"python -m oversmooth.study.adaptations --seeds {seed} --train-starts")
+        run_study(
+            VIT.narrowed(seeds=(seed,), labels=("softmax",)),
+            studies / VIT.name,
+            threads=threads,
+            command=f"python -m oversmooth.study.adaptations --seeds {seed} --train-starts",
+        )
     if not (folder / "model").is_dir():
-        raise UsageError(f"{folder} has no trained model: train it first (oversmooth study {VIT.name} --out "
-                         f"{studies / VIT.name} --methods softmax --seeds {seed}), or pass --train-starts")
+        raise UsageError(
+            f"{folder} has no trained model: train it first (oversmooth study {VIT.name} --out "
+            f"{studies / VIT.name} --methods softmax --seeds {seed}), or pass --train-starts"
+        )
     lambdas = LAMBDAS if seed in SEEDS_B else (0.6,)
-    config = AdaptConfig(model=str(folder), out=str(out / f"s{seed}"), method="neutreno",
-                         knobs=tuple({"lam": lam} for lam in lambdas), objective="task", steps=STEPS, lr=LR,
-                         warmup=WARMUP, seed=seed, threads=threads)
+    config = AdaptConfig(
+        model=str(folder),
+        out=str(out / f"s{seed}"),
+        method="neutreno",
+        knobs=tuple({"lam": lam} for lam in lambdas),
+        objective="task",
+        steps=STEPS,
+        lr=LR,
+        warmup=WARMUP,
+        seed=seed,
+        threads=threads,
+    )
     adapt(config)
     if results is not None:
         target = results / NAME / f"s{seed}"
@@ -101,15 +128,20 @@ def adapt_seed(seed: int, studies: Path, out: Path, results: Path | None, thread
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m oversmooth.study.adaptations", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m oversmooth.study.adaptations", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("--seeds", default=",".join(map(str, SEEDS_A)), help="comma-separated (default: 0-13)")
     parser.add_argument("--studies", default="runs/studies", help="where fmnist-p7's cells trained")
     parser.add_argument("--out", default=f"runs/adapt/{NAME}", help="the adaptation folders")
     parser.add_argument("--results", default=None, help="archive each seed's adapt.json under RESULTS/fmnist-p7-adapt")
     parser.add_argument("--threads", type=int, default=1, help="torch threads per seed (default 1)")
     parser.add_argument("--jobs", type=int, default=1, help="seeds at once, one process each (default 1)")
-    parser.add_argument("--train-starts", action="store_true",
-                        help="train a seed's softmax start first where --studies has no trained model of it")
+    parser.add_argument(
+        "--train-starts",
+        action="store_true",
+        help="train a seed's softmax start first where --studies has no trained model of it",
+    )
     args = parser.parse_args(argv)
     if args.jobs < 1 or args.threads < 1:
         print(f"error: --jobs and --threads take integers >= 1, got {args.jobs} and {args.threads}", file=sys.stderr)

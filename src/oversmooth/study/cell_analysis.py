@@ -7,7 +7,8 @@ and writes ``CELL_DIR/analysis.json`` (atomically). On the first ``PROBE`` valid
 
 - ``stream``: ``cos_sim`` and ``t_sim`` of the residual stream, state 0 (embeddings) to L, in the
   toolkit's one numbering (``oversmooth.activations``: index i = after block i);
-- ``blocks``: per block (``layer`` = i for block i), the change of both across each stage (``attention``, ``mlp``, and in
+- ``blocks``: per block (``layer`` = i for block i), the change of both across each stage
+  (``attention``, ``mlp``, and in
   post-norm blocks ``attn_norm`` / ``mlp_norm``): ``after - before``, stages in stream order;
   and the dynamics verdict of the attention sublayer (``oversmooth.spectra.dynamics_verdict``:
   the eigenvalues of ``W_O^h diag(gamma) W_V^h`` per head, with the pre-attention LayerNorm's
@@ -37,7 +38,7 @@ from pathlib import Path
 
 import torch
 
-from oversmooth.activations import hook_name
+from oversmooth.activations import ActivationCache, hook_name
 from oversmooth.atomic import atomic_write
 from oversmooth.errors import UsageError
 from oversmooth.json_files import read_table
@@ -59,8 +60,12 @@ def _stages(cache, block: int, post_norm: bool) -> list[tuple[str, torch.Tensor]
     get = lambda hook: cache[hook_name(block, hook)]  # noqa: E731
     if not post_norm:
         return [("attention", get("hook_resid_mid")), ("mlp", get("hook_resid_post"))]
-    return [("attention", get("hook_resid_pre") + get("hook_attn_out")), ("attn_norm", get("hook_resid_mid")),
-            ("mlp", get("hook_resid_mid") + get("hook_mlp_out")), ("mlp_norm", get("hook_resid_post"))]
+    return [
+        ("attention", get("hook_resid_pre") + get("hook_attn_out")),
+        ("attn_norm", get("hook_resid_mid")),
+        ("mlp", get("hook_resid_mid") + get("hook_mlp_out")),
+        ("mlp_norm", get("hook_resid_post")),
+    ]
 
 
 def _verdict(block, patterns: torch.Tensor, post_norm: bool, sign: float = 1.0) -> dict:
@@ -72,9 +77,14 @@ def _verdict(block, patterns: torch.Tensor, post_norm: bool, sign: float = 1.0) 
     found = [dynamics_verdict(pattern.double(), lam) for pattern in patterns]
     ranked = Counter(v.verdict for v in found).most_common()
     tied = len(ranked) > 1 and ranked[0][1] == ranked[1][1]
-    return {"verdict": "mixed" if tied else ranked[0][0], "verdict_counts": dict(ranked), "c": found[0].c,
-            "o": [v.o for v in found], "max_real_eigenvalue": float(lam.real.max()),
-            "min_real_eigenvalue": float(lam.real.min())}
+    return {
+        "verdict": "mixed" if tied else ranked[0][0],
+        "verdict_counts": dict(ranked),
+        "c": found[0].c,
+        "o": [v.o for v in found],
+        "max_real_eigenvalue": float(lam.real.max()),
+        "min_real_eigenvalue": float(lam.real.min()),
+    }
 
 
 @torch.no_grad()
@@ -93,8 +103,10 @@ def measure_model(model, inputs: torch.Tensor) -> dict:
             states.append(state)
             stages.append((block + 1, stage))
     rows = measure(states, metrics=METRICS).to_dict("records")
-    blocks = [{"layer": layer, "verdict": _verdict(model.blocks[layer - 1], patterns[layer - 1], post_norm)}
-              for layer in range(1, depth + 1)]
+    blocks = [
+        {"layer": layer, "verdict": _verdict(model.blocks[layer - 1], patterns[layer - 1], post_norm)}
+        for layer in range(1, depth + 1)
+    ]
     for (layer, stage), before, after in zip(stages, rows, rows[1:]):
         blocks[layer - 1][stage] = {f"{m}_change": after[m] - before[m] for m in METRICS}
     last = "mlp_norm" if post_norm else "mlp"  # the stage that ends a block
@@ -129,11 +141,19 @@ def value_flip(model, inputs: torch.Tensor, patterns: torch.Tensor) -> list[dict
             _, flipped = model.run_with_cache(inputs, names=names)
         finally:
             handle.remove()
-        change = lambda cache: measure([cache[n] for n in names], metrics=("t_sim",))["t_sim"].diff().iloc[1]  # noqa: E731
-        rows.append({"layer": layer + 1, "t_sim_change": float(change(flipped)),
-                     "t_sim_change_trained": float(change(trained)),
-                     "verdict": _verdict(block, patterns[layer], False, -1.0)["verdict"],
-                     "verdict_trained": _verdict(block, patterns[layer], False)["verdict"]})
+
+        def change(cache: ActivationCache, names: list[str] = names) -> float:
+            return measure([cache[n] for n in names], metrics=("t_sim",))["t_sim"].diff().iloc[1]
+
+        rows.append(
+            {
+                "layer": layer + 1,
+                "t_sim_change": float(change(flipped)),
+                "t_sim_change_trained": float(change(trained)),
+                "verdict": _verdict(block, patterns[layer], False, -1.0)["verdict"],
+                "verdict_trained": _verdict(block, patterns[layer], False)["verdict"],
+            }
+        )
     return rows
 
 
@@ -151,8 +171,9 @@ def reference(task, model: str) -> dict:
     if model == "lm":
         nll, weight = bigram_nll(task.splits["train"].numpy(), task.splits["val"].numpy(), task.vocab_size)
         return {"bigram_val_nll": nll, "bigram_weight": weight}
-    accuracy = logistic_accuracy(task.splits["train"], task.labels["train"], task.splits["val"], task.labels["val"],
-                                 task.classes)
+    accuracy = logistic_accuracy(
+        task.splits["train"], task.labels["train"], task.splits["val"], task.labels["val"], task.classes
+    )
     return {"logistic_val_accuracy": accuracy}
 
 
@@ -164,21 +185,31 @@ def analyze_cell(folder: str | Path) -> dict:
 
     folder = Path(folder)
     if not (folder / RESULTS_FILE).is_file() or not (folder / MODEL_DIR).is_dir():
-        raise UsageError(f"{folder} is no finished cell: it needs {RESULTS_FILE} and {MODEL_DIR}/ "
-                         "(a completed `oversmooth train` run)")
-    description = read_table(folder / RESULTS_FILE, {"description": dict}, f"delete {folder} to train the cell "
-                             "again")["description"]
+        raise UsageError(
+            f"{folder} is no finished cell: it needs {RESULTS_FILE} and {MODEL_DIR}/ "
+            "(a completed `oversmooth train` run)"
+        )
+    description = read_table(folder / RESULTS_FILE, {"description": dict}, f"delete {folder} to train the cell again")[
+        "description"
+    ]
     model = load_model(folder / MODEL_DIR)
     task, _ = make_task(description["task"], description["model"], DataOptions(**description["data"]))
     inputs = task.batch("val", torch.arange(min(PROBE, task.size("val"))))[0]
-    analysis = {"probe": {"split": "val", "examples": len(inputs), "attention_examples": min(ATTENTION, len(inputs))},
-                **measure_model(model, inputs)}
+    analysis = {
+        "probe": {"split": "val", "examples": len(inputs), "attention_examples": min(ATTENTION, len(inputs))},
+        **measure_model(model, inputs),
+    }
     if model.cfg.norm == "pre" and model.cfg.ln_sign == "free":
         flipped = flip_attention_norms(model)
         env = Distributed()
-        analysis["ln_flip"] = {**measure_model(flipped, inputs), "val": evaluate(flipped, task, "val", 256, env),
-                               "val_unflipped": evaluate(model, task, "val", 256, env)}
-        _, sample = model.run_with_cache(inputs[:ATTENTION], names=[hook_name(b, "pattern") for b in range(model.cfg.depth)])
+        analysis["ln_flip"] = {
+            **measure_model(flipped, inputs),
+            "val": evaluate(flipped, task, "val", 256, env),
+            "val_unflipped": evaluate(model, task, "val", 256, env),
+        }
+        _, sample = model.run_with_cache(
+            inputs[:ATTENTION], names=[hook_name(b, "pattern") for b in range(model.cfg.depth)]
+        )
         analysis["value_flip"] = value_flip(model, inputs, sample.layer_stack("pattern"))
     if (folder / CELL_FILE).is_file() and reference_needed(read_cell(folder)):
         analysis["reference"] = reference(task, description["model"])
@@ -188,7 +219,9 @@ def analyze_cell(folder: str | Path) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m oversmooth.study.cell_analysis", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m oversmooth.study.cell_analysis", description=__doc__.split("\n")[0]
+    )
     parser.add_argument("cell", help="a finished cell's folder (with model/ and results.json)")
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args(argv)

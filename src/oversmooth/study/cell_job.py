@@ -21,9 +21,9 @@ from pathlib import Path
 import submitit
 
 from oversmooth.errors import UsageError
+from oversmooth.json_files import read_table
 from oversmooth.study.archive import archive_cell
 from oversmooth.study.cell_state import CellState
-from oversmooth.json_files import read_table
 from oversmooth.study.files import ANALYSIS_FILE, LOG_FILE, MODEL_DIR, RESULTS_FIELDS, RESULTS_FILE, SPEC_FILE
 from oversmooth.train.run_lock import LOCK_FD, acquire
 
@@ -96,9 +96,15 @@ class CellJob(submitit.helpers.Checkpointable):
         if lock is not None:
             env = {**env, LOCK_FD: str(lock)}
         with open(folder / LOG_FILE, "a") as log:
-            self._process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                             env=env, pass_fds=() if lock is None else (lock,),
-                                             preexec_fn=_die_with_parent)
+            self._process = subprocess.Popen(
+                command,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=env,
+                pass_fds=() if lock is None else (lock,),
+                preexec_fn=_die_with_parent,
+            )
         try:
             return self._process.wait()
         except BaseException:  # Ctrl-C, or the local controller stopping us: stop the child first
@@ -137,8 +143,14 @@ class CellJob(submitit.helpers.Checkpointable):
 def _distributed() -> dict[str, object]:
     """torch.distributed's environment for this task of the job (what torchrun would set)."""
     where = submitit.helpers.TorchDistributedEnvironment()
-    return {"MASTER_ADDR": where.master_addr, "MASTER_PORT": where.master_port, "RANK": where.rank,
-            "WORLD_SIZE": where.world_size, "LOCAL_RANK": where.local_rank, "LOCAL_WORLD_SIZE": where.local_world_size}
+    return {
+        "MASTER_ADDR": where.master_addr,
+        "MASTER_PORT": where.master_port,
+        "RANK": where.rank,
+        "WORLD_SIZE": where.world_size,
+        "LOCAL_RANK": where.local_rank,
+        "LOCAL_WORLD_SIZE": where.local_world_size,
+    }
 
 
 def _status(folder: Path) -> str:

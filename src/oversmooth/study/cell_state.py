@@ -36,12 +36,22 @@ class CellState:
 
     def write(self, folder: Path) -> None:
         with atomic_write(folder / STATE_FILE) as handle:
-            json.dump({"state": self.state, "executor": self.executor, "job": self.job,
-                       "returncode": self.returncode, "host": socket.gethostname(), "pid": os.getpid(),
-                       "time": time.strftime("%Y-%m-%dT%H:%M:%S")}, handle, indent=2)
+            json.dump(
+                {
+                    "state": self.state,
+                    "executor": self.executor,
+                    "job": self.job,
+                    "returncode": self.returncode,
+                    "host": socket.gethostname(),
+                    "pid": os.getpid(),
+                    "time": time.strftime("%Y-%m-%dT%H:%M:%S"),
+                },
+                handle,
+                indent=2,
+            )
 
     @classmethod
-    def read(cls, folder: Path) -> "CellState | None":
+    def read(cls, folder: Path) -> CellState | None:
         try:
             data = json.loads((folder / STATE_FILE).read_text())
         except (OSError, ValueError):
@@ -97,8 +107,9 @@ class CellStatus:
 def cell_status(folder: Path, queue: dict[str, str]) -> CellStatus:
     """``queue``: job id -> Slurm state of the jobs still queued (``oversmooth.study.slurm.queued``)."""
     if (folder / RESULTS_FILE).is_file():
-        return CellStatus(read_table(folder / RESULTS_FILE, RESULTS_FIELDS, f"delete {folder} to train the cell "
-                                     "again")["status"])
+        return CellStatus(
+            read_table(folder / RESULTS_FILE, RESULTS_FIELDS, f"delete {folder} to train the cell again")["status"]
+        )
     last = CellState.read(folder)
     if is_locked(folder):
         return CellStatus("running", last.job if last else "")

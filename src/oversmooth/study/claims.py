@@ -22,8 +22,8 @@ from __future__ import annotations
 import math
 import shlex
 import statistics
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Callable, Mapping
 
 from oversmooth.analyze import similarity_verdict
 from oversmooth.study import adaptations
@@ -46,11 +46,11 @@ class Claim:
     """One row of the claims table and of ``claims.json`` (DESIGN 9.6)."""
 
     id: str
-    family: str | None   # primary | secondary; None for the static claims
-    statement: str       # as the paper states it
-    paper: str           # the paper's number
-    measure: str         # what the numbers are, with their unit
-    ours: str            # what we measured, in words: both arms, the effect, its interval, n
+    family: str | None  # primary | secondary; None for the static claims
+    statement: str  # as the paper states it
+    paper: str  # the paper's number
+    measure: str  # what the numbers are, with their unit
+    ours: str  # what we measured, in words: both arms, the effect, its interval, n
     effect: float | None
     ci: tuple[float, float] | None
     ci_level: float | None
@@ -59,12 +59,12 @@ class Claim:
     p_holm: float | None
     mde: float | None
     margin: float | None
-    gate: str            # what had to hold first
+    gate: str  # what had to hold first
     gate_passed: bool | None
-    verdict: str         # held | contradicted | inconclusive | not tested
-    reason: str          # why: the test, Holm's level, the smallest detectable effect, or what failed
+    verdict: str  # held | contradicted | inconclusive | not tested
+    reason: str  # why: the test, Holm's level, the smallest detectable effect, or what failed
     deviations: tuple[str, ...]
-    command: str         # how to reproduce it
+    command: str  # how to reproduce it
 
     def to_json(self) -> dict:
         """The JSON object of ``claims.json``: NaN and infinities become null."""
@@ -104,8 +104,8 @@ class Question:
     measure: str
     direction: str
     gate: str
-    evidence: Callable[["Inputs"], Evidence]
-    command: Callable[["Inputs"], str]
+    evidence: Callable[[Inputs], Evidence]
+    command: Callable[[Inputs], str]
     margin: float | None = None
     deviations: tuple[str, ...] = ()
 
@@ -140,14 +140,25 @@ def gather(protocol: Protocol, cells: list[CellResult]) -> Evidence:
             if pair is not None:
                 values.append((seed, *pair))
                 finished.append(group)
-    judged = finished or [group for seed in protocol.seeds
-                          if (group := {arm: c for arm, c in seeds.get(seed, {}).items() if c.results is not None})]
-    failed = next((why for gate in protocol.gates if (why := gate.failure(judged, cells)) is not None), None) \
-        if judged else None
+    judged = finished or [
+        group
+        for seed in protocol.seeds
+        if (group := {arm: c for arm, c in seeds.get(seed, {}).items() if c.results is not None})
+    ]
+    failed = (
+        next((why for gate in protocol.gates if (why := gate.failure(judged, cells)) is not None), None)
+        if judged
+        else None
+    )
     missing = len(protocol.seeds) - len(values)
     note = protocol.note(finished, protocol.method) if protocol.note else ""
-    return Evidence(tuple(values), failed, bool(judged),
-                    f"{len(values)} of {len(protocol.seeds)} planned seed pairs finished" if missing else None, note)
+    return Evidence(
+        tuple(values),
+        failed,
+        bool(judged),
+        f"{len(values)} of {len(protocol.seeds)} planned seed pairs finished" if missing else None,
+        note,
+    )
 
 
 def baseline_gate(preset: StudyConfig, cells: list[CellResult]) -> str | None:
@@ -164,28 +175,41 @@ def baseline_gate(preset: StudyConfig, cells: list[CellResult]) -> str | None:
     return failure
 
 
-def _study_command(preset_name: str) -> Callable[["Inputs"], str]:
+def _study_command(preset_name: str) -> Callable[[Inputs], str]:
     return lambda inputs: inputs.command(preset_name)
 
 
 def _from_protocol(protocol: Protocol) -> Question:
-    return Question(protocol.id, protocol.statement, protocol.paper, protocol.measure_text, protocol.direction,
-                    "; ".join(gate.describe() for gate in protocol.gates) or "none",
-                    lambda inputs: gather(protocol, inputs.cells), _study_command(protocol.preset.name),
-                    protocol.margin, protocol.deviations)
+    return Question(
+        protocol.id,
+        protocol.statement,
+        protocol.paper,
+        protocol.measure_text,
+        protocol.direction,
+        "; ".join(gate.describe() for gate in protocol.gates) or "none",
+        lambda inputs: gather(protocol, inputs.cells),
+        _study_command(protocol.preset.name),
+        protocol.margin,
+        protocol.deviations,
+    )
 
 
-def _adaptation_evidence(measure: Callable[[dict], tuple[float, float] | None]) -> Callable[["Inputs"], Evidence]:
+def _adaptation_evidence(measure: Callable[[dict], tuple[float, float] | None]) -> Callable[[Inputs], Evidence]:
     """Claims 8 / 2c: ``measure`` on each planned seed's adaptation; the gate is the softmax
     baseline's (V), on the cells the adaptations started from."""
+
     def evidence(inputs: Inputs) -> Evidence:
         found = {record["seed"]: record for record in inputs.adaptations}
-        values = tuple((seed, *pair) for seed in adaptations.SEEDS[measure]
-                       if seed in found and (pair := measure(found[seed])) is not None)
+        values = tuple(
+            (seed, *pair)
+            for seed in adaptations.SEEDS[measure]
+            if seed in found and (pair := measure(found[seed])) is not None
+        )
         start = gather(adaptations.STARTS, inputs.cells)
         planned = len(adaptations.SEEDS[measure])
         missing = None if len(values) == planned else f"{len(values)} of {planned} planned adaptations finished"
         return Evidence(values, start.gate_failure, start.judged, missing)
+
     return evidence
 
 
@@ -194,8 +218,11 @@ def _cost_evidence(inputs: Inputs) -> Evidence:
     if inputs.benchmark is None:
         return Evidence((), missing="the cost benchmark has not run")
     rounds = inputs.benchmark["rounds"]
-    return Evidence(tuple((i, math.log(r["neutreno"]), math.log(r["softmax"])) for i, r in enumerate(rounds)),
-                    judged=True, note=inputs.benchmark.get("note", ""))
+    return Evidence(
+        tuple((i, math.log(r["neutreno"]), math.log(r["softmax"])) for i, r in enumerate(rounds)),
+        judged=True,
+        note=inputs.benchmark.get("note", ""),
+    )
 
 
 def _existence_evidence(inputs: Inputs) -> Evidence:
@@ -204,36 +231,62 @@ def _existence_evidence(inputs: Inputs) -> Evidence:
     if inputs.probes is None or inputs.probes.existence is None:
         return Evidence((), missing="the pretrained-model probe has not run")
     found = inputs.probes.existence
-    return Evidence(tuple((i, after, before) for i, (before, after) in enumerate(found.values)), judged=True,
-                    note=found.text())
+    return Evidence(
+        tuple((i, after, before) for i, (before, after) in enumerate(found.values)), judged=True, note=found.text()
+    )
 
 
 QUESTIONS: dict[str, Question] = {protocol.id: _from_protocol(protocol) for protocol in PROTOCOLS}
 QUESTIONS["8"] = Question(
-    "8", "a short continuation with NeuTRENO patched in beats the same continuation with softmax",
+    "8",
+    "a short continuation with NeuTRENO patched in beats the same continuation with softmax",
     "DeiT-tiny 'NeuTRENO Adaptation' 72.63 vs softmax 72.17 (+0.46 pp; Nguyen et al. 2023, Table 1)",
-    "test accuracy after the continuation, pp (NeuTRENO lam 0.6 - control)", "higher", VIT_GATE.describe(),
-    _adaptation_evidence(adaptations.neutreno_vs_control), lambda inputs: adaptations.COMMAND)
-QUESTIONS["2c"] = Question(
-    "2c", "NeuTRENO's lambda has a sweet spot: too small or too large hurts",
-    "ADE20K mIoU 35.72 (softmax); 34.94 at the smallest lambda, 37.54 best, 26.25 at the largest (Nguyen et al. "
-    "2023, Table 13)", "test accuracy after the continuation, pp: lam 0.6 - the better of lam 0.2 and lam 1.8",
-    "higher", VIT_GATE.describe(), _adaptation_evidence(adaptations.middle_vs_extremes),
+    "test accuracy after the continuation, pp (NeuTRENO lam 0.6 - control)",
+    "higher",
+    VIT_GATE.describe(),
+    _adaptation_evidence(adaptations.neutreno_vs_control),
     lambda inputs: adaptations.COMMAND,
-    deviations=("tested through the adaptation path across lambda, not training from scratch per lambda "
-                "(pre-registered as such in docs/studies.md)",))
+)
+QUESTIONS["2c"] = Question(
+    "2c",
+    "NeuTRENO's lambda has a sweet spot: too small or too large hurts",
+    "ADE20K mIoU 35.72 (softmax); 34.94 at the smallest lambda, 37.54 best, 26.25 at the largest (Nguyen et al. "
+    "2023, Table 13)",
+    "test accuracy after the continuation, pp: lam 0.6 - the better of lam 0.2 and lam 1.8",
+    "higher",
+    VIT_GATE.describe(),
+    _adaptation_evidence(adaptations.middle_vs_extremes),
+    lambda inputs: adaptations.COMMAND,
+    deviations=(
+        "tested through the adaptation path across lambda, not training from scratch per lambda "
+        "(pre-registered as such in docs/studies.md)",
+    ),
+)
 QUESTIONS["3"] = Question(
-    "3", "NeuTRENO costs about what softmax costs (here: within 1.10x the time per training example)",
+    "3",
+    "NeuTRENO costs about what softmax costs (here: within 1.10x the time per training example)",
     "FLOPs, memory and time ratios vs softmax about 1 (Nguyen et al. 2023, App. G.4)",
-    "log thread-CPU seconds per training example per interleaved round, NeuTRENO - softmax", "higher", "none",
-    _cost_evidence, lambda inputs: BENCH_COMMAND, margin=COST_MARGIN)
+    "log thread-CPU seconds per training example per interleaved round, NeuTRENO - softmax",
+    "higher",
+    "none",
+    _cost_evidence,
+    lambda inputs: BENCH_COMMAND,
+    margin=COST_MARGIN,
+)
 QUESTIONS["5a"] = Question(
-    "5a", "token similarity need not grow with depth, even in pretrained models",
+    "5a",
+    "token similarity need not grow with depth, even in pretrained models",
     "Dovonon et al. 2025, Fig. 1: similarity falls in the last layers of pretrained models",
-    "per held-out sequence: MiniLM's cos_sim after block l + 1 - after block l, at the pair chosen on other "
-    "sequences", "lower", "none", _existence_evidence, lambda inputs: PROBES_COMMAND,
-    deviations=("re-framed 2026-11-25 as an existence claim on a pretrained model, after the first protocol had "
-                "measured 'last block vs peak' on its softmax cells (DESIGN 9.1)",))
+    "per held-out sequence: MiniLM's cos_sim after block l + 1 - after block l, at the pair chosen on other sequences",
+    "lower",
+    "none",
+    _existence_evidence,
+    lambda inputs: PROBES_COMMAND,
+    deviations=(
+        "re-framed 2026-11-25 as an existence claim on a pretrained model, after the first protocol had "
+        "measured 'last block vs peak' on its softmax cells (DESIGN 9.1)",
+    ),
+)
 
 
 @dataclass
@@ -252,9 +305,16 @@ class Inputs:
     def __post_init__(self) -> None:
         for ids in FAMILIES.values():
             found = [QUESTIONS[claim_id].evidence(self) for claim_id in ids]
-            claims = [PairedClaim(tuple(m for _, m, _ in e.values), tuple(b for _, _, b in e.values),
-                                  QUESTIONS[claim_id].direction, e.not_tested, QUESTIONS[claim_id].margin)
-                      for claim_id, e in zip(ids, found)]
+            claims = [
+                PairedClaim(
+                    tuple(m for _, m, _ in e.values),
+                    tuple(b for _, _, b in e.values),
+                    QUESTIONS[claim_id].direction,
+                    e.not_tested,
+                    QUESTIONS[claim_id].margin,
+                )
+                for claim_id, e in zip(ids, found)
+            ]
             self.decided.update(zip(ids, zip(found, decide_family(claims))))
 
     def command(self, preset_name: str) -> str:
@@ -283,49 +343,106 @@ def _number(x: float) -> float | None:
     return None if x is None or (isinstance(x, float) and math.isnan(x)) else x
 
 
-def decide_question(claim_id: str) -> Callable[[Inputs], "Claim"]:
+def decide_question(claim_id: str) -> Callable[[Inputs], Claim]:
     """The rule of tested claim ``claim_id``: its family's decision on its evidence."""
+
     def decide(inputs: Inputs) -> Claim:
         question = QUESTIONS[claim_id]
         evidence, decision = inputs.decided[claim_id]
         tested = decision.verdict != NOT_TESTED
         gate_passed = None if not evidence.judged else evidence.gate_failure is None
-        gate = question.gate + ("" if gate_passed is None else " (passed)" if gate_passed else
-                                f" (failed: {evidence.gate_failure})")
-        return Claim(claim_id, question.family, question.statement, question.paper, question.measure,
-                     _ours(question, evidence, decision),
-                     _number(decision.effect) if tested else None,
-                     (decision.ci_low, decision.ci_high) if tested else None,
-                     _number(decision.ci_level) if tested else None, decision.test.n,
-                     _number(decision.p) if tested else None, _number(decision.p_adjusted),
-                     _number(decision.mde), question.margin, gate, gate_passed, decision.verdict, decision.reason,
-                     question.deviations, question.command(inputs))
+        gate = question.gate + (
+            "" if gate_passed is None else " (passed)" if gate_passed else f" (failed: {evidence.gate_failure})"
+        )
+        return Claim(
+            claim_id,
+            question.family,
+            question.statement,
+            question.paper,
+            question.measure,
+            _ours(question, evidence, decision),
+            _number(decision.effect) if tested else None,
+            (decision.ci_low, decision.ci_high) if tested else None,
+            _number(decision.ci_level) if tested else None,
+            decision.test.n,
+            _number(decision.p) if tested else None,
+            _number(decision.p_adjusted),
+            _number(decision.mde),
+            question.margin,
+            gate,
+            gate_passed,
+            decision.verdict,
+            decision.reason,
+            question.deviations,
+            question.command(inputs),
+        )
+
     return decide
 
 
-def decide_no_training(claim_id: str, paper: str, gate: str, curves: Callable[[Probes], CurvePair | None],
-                       beside: Callable[[Probes], CurvePair] | None = None) -> Callable:
+def decide_no_training(
+    claim_id: str,
+    paper: str,
+    gate: str,
+    curves: Callable[[Probes], CurvePair | None],
+    beside: Callable[[Probes], CurvePair] | None = None,
+) -> Callable:
     """The rule of claims 1a / 1b (NeuTRENO App. G.3 / G.9): ``similarity_verdict`` on ``curves``,
     with ``beside`` (the paper's own knob, say) reported next to it."""
+
     def decide(inputs: Inputs) -> Claim:
         pair = None if inputs.probes is None else curves(inputs.probes)
         if pair is None:
-            return Claim(claim_id, None, "NeuTRENO lowers per-layer token cos_sim without training", paper,
-                         "per-layer cos_sim, NeuTRENO vs unpatched", "the probes have not run", None, None, None, 0,
-                         None, None, None, None, gate, None, NOT_TESTED,
-                         "not tested: the probes have not run (oversmooth report without --no-probes runs them)", (),
-                         PROBES_COMMAND)
+            return Claim(
+                claim_id,
+                None,
+                "NeuTRENO lowers per-layer token cos_sim without training",
+                paper,
+                "per-layer cos_sim, NeuTRENO vs unpatched",
+                "the probes have not run",
+                None,
+                None,
+                None,
+                0,
+                None,
+                None,
+                None,
+                None,
+                gate,
+                None,
+                NOT_TESTED,
+                "not tested: the probes have not run (oversmooth report without --no-probes runs them)",
+                (),
+                PROBES_COMMAND,
+            )
         base, neut = pair.mean("baseline"), pair.mean("neutreno")
         rule, sentence = similarity_verdict(base, neut, pair.quality)
         verdict = rule if rule in (HELD, NOT_TESTED) else CONTRADICTED  # "model broken" is a reason (DESIGN 9.4)
-        return Claim(claim_id, None, f"NeuTRENO (lam {pair.lam:g}) lowers per-layer token cos_sim without training "
-                     f"({pair.source})", paper, "per-layer cos_sim, NeuTRENO vs unpatched",
-                     f"last layer {base[-1]:.3f} -> {neut[-1]:.3f}" + (f"; {pair.note}" if pair.note else "")
-                     + ("" if beside is None else _beside(beside(inputs.probes))),
-                     None, None, None, len(pair.baseline), None, None, None, None, gate,
-                     None if pair.quality is None else pair.quality.within_budget, verdict,
-                     sentence + " (oversmooth.analyze.quality.similarity_verdict; deterministic, no statistics)", (),
-                     PROBES_COMMAND)
+        return Claim(
+            claim_id,
+            None,
+            f"NeuTRENO (lam {pair.lam:g}) lowers per-layer token cos_sim without training ({pair.source})",
+            paper,
+            "per-layer cos_sim, NeuTRENO vs unpatched",
+            f"last layer {base[-1]:.3f} -> {neut[-1]:.3f}"
+            + (f"; {pair.note}" if pair.note else "")
+            + ("" if beside is None else _beside(beside(inputs.probes))),
+            None,
+            None,
+            None,
+            len(pair.baseline),
+            None,
+            None,
+            None,
+            None,
+            gate,
+            None if pair.quality is None else pair.quality.within_budget,
+            verdict,
+            sentence + " (oversmooth.analyze.quality.similarity_verdict; deterministic, no statistics)",
+            (),
+            PROBES_COMMAND,
+        )
+
     return decide
 
 
@@ -339,25 +456,38 @@ ClaimSpec = Callable[[Inputs], "Claim"]
 
 
 def _claim_order(claim_id: str) -> tuple[int, str]:
-    """"2a" < "2c" < "3" < "10": the number, then the letter."""
+    """ "2a" < "2c" < "3" < "10": the number, then the letter."""
     digits = claim_id.rstrip("abcdefghijklmnopqrstuvwxyz")
-    return int(digits), claim_id[len(digits):]
+    return int(digits), claim_id[len(digits) :]
+
 
 #: Every claim by its stable id, in the report's order.
 CLAIMS: dict[str, ClaimSpec] = {
-    "1a": decide_no_training("1a", "random-init DeiT-tiny, Fig. 6: NeuTRENO well below softmax from layer 2 on",
-                             "none (untrained: no job to keep)", lambda probes: probes.random_init),
-    "1b": decide_no_training("1b", "pretrained BERT-base, Fig. 7: lower in every layer, no fine-tuning",
-                             "decided at the largest lambda whose output stays within the quality budget (the "
-                             "frontier of analyze --sweep)", lambda probes: probes.frontier,
-                             beside=lambda probes: probes.pretrained),
+    "1a": decide_no_training(
+        "1a",
+        "random-init DeiT-tiny, Fig. 6: NeuTRENO well below softmax from layer 2 on",
+        "none (untrained: no job to keep)",
+        lambda probes: probes.random_init,
+    ),
+    "1b": decide_no_training(
+        "1b",
+        "pretrained BERT-base, Fig. 7: lower in every layer, no fine-tuning",
+        "decided at the largest lambda whose output stays within the quality budget (the frontier of analyze --sweep)",
+        lambda probes: probes.frontier,
+        beside=lambda probes: probes.pretrained,
+    ),
     **{claim_id: decide_question(claim_id) for claim_id in sorted(QUESTIONS, key=_claim_order)},
 }
 
 
-def decide_claims(cells: list[CellResult], probes: Probes | None = None, commands: Mapping[str, str] | None = None,
-                  ids: tuple[str, ...] | None = None, adapted: list[dict] | None = None,
-                  benchmark: dict | None = None) -> list[Claim]:
+def decide_claims(
+    cells: list[CellResult],
+    probes: Probes | None = None,
+    commands: Mapping[str, str] | None = None,
+    ids: tuple[str, ...] | None = None,
+    adapted: list[dict] | None = None,
+    benchmark: dict | None = None,
+) -> list[Claim]:
     """Every registered claim (or those in ``ids``) decided on this evidence, in registry order
     (a claim whose evidence has not run is "not tested", never left out)."""
     inputs = Inputs(cells, probes, adapted or [], benchmark, commands or {})

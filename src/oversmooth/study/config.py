@@ -10,8 +10,8 @@ Each ``Cell`` is one training run with its own folder; ``Cell.spec()`` is its ``
 >>> [cell.name for cell in study.cells()]  # doctest: +NORMALIZE_WHITESPACE
 ['fmnist-pre-d2-softmax-s0', 'fmnist-pre-d2-neutreno-s0', 'fmnist-pre-d4-softmax-s0',
  'fmnist-pre-d4-neutreno-s0']
->>> study.cells()[1].spec().command_line()
-['--task', 'fmnist', '--model', 'vit', '--epochs', '1', '--depth', '2', '--norm', 'pre', '--method', 'neutreno', '--lam', '0.6']
+>>> " ".join(study.cells()[1].spec().command_line())
+'--task fmnist --model vit --epochs 1 --depth 2 --norm pre --method neutreno --lam 0.6'
 """
 
 from __future__ import annotations
@@ -53,8 +53,9 @@ class Variant:
     def __post_init__(self) -> None:
         unknown = sorted(set(self.knobs) - set(KNOBS))
         if unknown:
-            raise UsageError(f"method {self.label!r}: unknown knob(s) {', '.join(unknown)}; "
-                             f"choose from {', '.join(KNOBS)}")
+            raise UsageError(
+                f"method {self.label!r}: unknown knob(s) {', '.join(unknown)}; choose from {', '.join(KNOBS)}"
+            )
         if not re.fullmatch(r"[A-Za-z0-9_.+=-]+", self.label):
             raise UsageError(f"method label {self.label!r} may use letters, digits and _.+=- only")
 
@@ -62,7 +63,7 @@ class Variant:
         return {"method": self.method, **self.knobs}
 
     @classmethod
-    def parse(cls, item: str | dict) -> "Variant":
+    def parse(cls, item: str | dict) -> Variant:
         """``"neutreno"``, or ``{"label": "lam=0.2", "method": "neutreno", "lam": 0.2}`` with an
         optional ``"norms": ["post"]``."""
         if isinstance(item, str):
@@ -100,17 +101,34 @@ class Cell:
 
     def spec(self) -> RunSpec:
         """The cell's run, less where it runs (``out``, ``resume``: the runner's)."""
-        return RunSpec.from_dict({"task": self.task, "model": self.model, "norm": self.norm, "depth": self.depth,
-                                  "method": self.variant.method, "knobs": dict(self.variant.knobs),
-                                  "seed": self.seed, **self.train})
+        return RunSpec.from_dict(
+            {
+                "task": self.task,
+                "model": self.model,
+                "norm": self.norm,
+                "depth": self.depth,
+                "method": self.variant.method,
+                "knobs": dict(self.variant.knobs),
+                "seed": self.seed,
+                **self.train,
+            }
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """``cell.json``: what the cell is, its ``spec`` and, for people, its ``oversmooth train`` command."""
         spec = self.spec()
-        return {"study": self.study, "name": self.name, "model": self.model, "task": self.task,
-                "norm": self.norm, "depth": self.depth, "variant": self.variant.to_dict(),
-                "seed": self.seed, "spec": spec.to_dict(),
-                "command": shlex.join(["oversmooth", "train", *spec.command_line()])}
+        return {
+            "study": self.study,
+            "name": self.name,
+            "model": self.model,
+            "task": self.task,
+            "norm": self.norm,
+            "depth": self.depth,
+            "variant": self.variant.to_dict(),
+            "seed": self.seed,
+            "spec": spec.to_dict(),
+            "command": shlex.join(["oversmooth", "train", *spec.command_line()]),
+        }
 
 
 def stored_spec(info: dict[str, Any]) -> RunSpec:
@@ -161,31 +179,47 @@ class StudyConfig:
         for variant in self.variants:
             stray = sorted(set(variant.norms or ()) - set(self.norms))
             if stray:
-                raise UsageError(f"method {variant.label!r} asks for norm(s) {', '.join(stray)} that the study "
-                                 f"does not train (norms: {', '.join(self.norms)})")
+                raise UsageError(
+                    f"method {variant.label!r} asks for norm(s) {', '.join(stray)} that the study "
+                    f"does not train (norms: {', '.join(self.norms)})"
+                )
         if isinstance(self.train.get("compile"), bool):  # `compile = true` in a file: compile mode on
             set_("train", {**self.train, "compile": "on" if self.train["compile"] else "off"})
         taken = sorted(set(self.train) & set(GRID_FLAGS))
         if taken:
-            raise UsageError(f"study 'train' may not set {', '.join(taken)}: the grid sets them "
-                             "(use tasks, norms, depths, methods, seeds)")
+            raise UsageError(
+                f"study 'train' may not set {', '.join(taken)}: the grid sets them "
+                "(use tasks, norms, depths, methods, seeds)"
+            )
 
     def cells(self) -> list[Cell]:
         """Every cell, in the order they run: seed, task, norm, depth, then method, so the first
         seed's grid is whole before the next starts and partial results compare like with like."""
-        return [Cell(self.name, self.model, task, norm, depth, variant, seed, dict(self.train))
-                for seed in self.seeds for task in self.tasks for norm in self.norms
-                for depth in self.depths for variant in self.variants
-                if variant.norms is None or norm in variant.norms]
+        return [
+            Cell(self.name, self.model, task, norm, depth, variant, seed, dict(self.train))
+            for seed in self.seeds
+            for task in self.tasks
+            for norm in self.norms
+            for depth in self.depths
+            for variant in self.variants
+            if variant.norms is None or norm in variant.norms
+        ]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "description": self.description, "model": self.model,
-                "tasks": list(self.tasks), "norms": list(self.norms), "depths": list(self.depths),
-                "methods": [v.to_dict() for v in self.variants], "seeds": list(self.seeds),
-                "train": self.train}
+        return {
+            "name": self.name,
+            "description": self.description,
+            "model": self.model,
+            "tasks": list(self.tasks),
+            "norms": list(self.norms),
+            "depths": list(self.depths),
+            "methods": [v.to_dict() for v in self.variants],
+            "seeds": list(self.seeds),
+            "train": self.train,
+        }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any], default_name: str = "study") -> "StudyConfig":
+    def from_dict(cls, data: dict[str, Any], default_name: str = "study") -> StudyConfig:
         """From the file form: like ``to_dict``; ``methods`` entries are names or tables."""
         fields = {"name", "description", "model", "tasks", "norms", "depths", "methods", "seeds", "train", "executor"}
         unknown = sorted(set(data) - fields)
@@ -197,14 +231,23 @@ class StudyConfig:
         if not isinstance(data.get("train", {}), dict):
             raise UsageError("study field 'train' must be a table of oversmooth train flags")
         rest = {k: v for k, v in data.items() if k not in ("methods", "name", "executor")}
-        return cls(name=str(data.get("name", default_name)),
-                   executor=ExecutorSettings.from_dict(data.get("executor", {})),
-                   variants=tuple(Variant.parse(m) for m in _tuple(data["methods"], "methods", (str, dict),
-                                                                   "method names or tables")),
-                   **rest)
+        return cls(
+            name=str(data.get("name", default_name)),
+            executor=ExecutorSettings.from_dict(data.get("executor", {})),
+            variants=tuple(
+                Variant.parse(m) for m in _tuple(data["methods"], "methods", (str, dict), "method names or tables")
+            ),
+            **rest,
+        )
 
-    def narrowed(self, *, seeds: tuple[int, ...] = (), depths: tuple[int, ...] = (), labels: tuple[str, ...] = (),
-                 train: dict[str, Any] | None = None) -> "StudyConfig":
+    def narrowed(
+        self,
+        *,
+        seeds: tuple[int, ...] = (),
+        depths: tuple[int, ...] = (),
+        labels: tuple[str, ...] = (),
+        train: dict[str, Any] | None = None,
+    ) -> StudyConfig:
         """This study with other ``seeds`` or ``depths``, only the variants ``labels``, and
         ``train`` fields set (empty / None: unchanged; the description names the changed fields);
         UsageError on a label it does not have."""
@@ -212,19 +255,22 @@ class StudyConfig:
         if labels:
             unknown = [label for label in labels if label not in [v.label for v in self.variants]]
             if unknown:
-                raise UsageError(f"methods {', '.join(unknown)} not in this study; it has "
-                                 f"{', '.join(v.label for v in self.variants)}")
+                raise UsageError(
+                    f"methods {', '.join(unknown)} not in this study; it has "
+                    f"{', '.join(v.label for v in self.variants)}"
+                )
             changes["variants"] = tuple(v for v in self.variants if v.label in labels)
         changed = {key: value for key, value in (train or {}).items() if self.train.get(key) != value}
         if changed:
             changes["train"] = {**self.train, **changed}
             # the description is free text written for the preset's values: say what differs
-            changes["description"] = (f"{self.description} (changed: "
-                                      + ", ".join(f"{key}={value}" for key, value in changed.items()) + ")")
+            changes["description"] = (
+                f"{self.description} (changed: " + ", ".join(f"{key}={value}" for key, value in changed.items()) + ")"
+            )
         return dataclasses.replace(self, **changes) if changes else self
 
     @classmethod
-    def load(cls, path: str | Path) -> "StudyConfig":
+    def load(cls, path: str | Path) -> StudyConfig:
         """Read a ``.json`` or ``.toml`` study file."""
         path = Path(path)
         try:
@@ -233,8 +279,10 @@ class StudyConfig:
         except OSError as error:
             raise UsageError(f"cannot read study file {path} ({error.strerror})") from None
         except (ValueError, tomllib.TOMLDecodeError) as error:
-            raise UsageError(f"study file {path} is not valid {'TOML' if path.suffix == '.toml' else 'JSON'}: "
-                             f"{str(error).splitlines()[0]}") from None
+            raise UsageError(
+                f"study file {path} is not valid {'TOML' if path.suffix == '.toml' else 'JSON'}: "
+                f"{str(error).splitlines()[0]}"
+            ) from None
         if not isinstance(data, dict):
             raise UsageError(f"study file {path} must hold a table/object of study fields")
         return cls.from_dict(data, default_name=path.stem)

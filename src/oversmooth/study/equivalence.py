@@ -10,8 +10,8 @@ interval lies inside ``(-margin, +margin)``. Pure maths: nothing here knows cell
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 from scipy import stats
@@ -40,8 +40,8 @@ class EquivalenceTest:
     sd: float
     se: float
     margin: float
-    p: float          # max of the two one-sided p-values: small when the mean lies inside the margin
-    p_beyond: float   # one-sided p of the nearer bound being exceeded: small when it lies outside
+    p: float  # max of the two one-sided p-values: small when the mean lies inside the margin
+    p_beyond: float  # one-sided p of the nearer bound being exceeded: small when it lies outside
 
     def interval(self, alpha: float) -> tuple[float, float]:
         """The ``1 - 2 alpha`` t interval, the one TOST at level ``alpha`` inverts."""
@@ -74,7 +74,7 @@ def tost(method: Sequence[float], baseline: Sequence[float], margin: float) -> E
     if se == 0:
         inside = abs(mean) < margin
         return EquivalenceTest(n, mean, sd, se, margin, 0.0 if inside else 1.0, 1.0 if inside else 0.0)
-    p_above = float(stats.t.sf((mean + margin) / se, df))   # H0: mean <= -margin
+    p_above = float(stats.t.sf((mean + margin) / se, df))  # H0: mean <= -margin
     p_below = float(stats.t.cdf((mean - margin) / se, df))  # H0: mean >= +margin
     beyond = float(stats.t.sf((abs(mean) - margin) / se, df))  # H0: |mean| <= margin, on the nearer side
     return EquivalenceTest(n, mean, sd, se, margin, max(p_above, p_below), beyond)

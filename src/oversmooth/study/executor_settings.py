@@ -8,7 +8,7 @@
 >>> slurm_minutes("soon")
 Traceback (most recent call last):
 ...
-oversmooth.errors.UsageError: time limit 'soon' does not parse; write minutes (90), HH:MM:SS (1:30:00) or D-HH[:MM[:SS]] (2-00)
+oversmooth.errors.UsageError: time limit 'soon' does not parse; write minutes (90), HH:MM:SS (1:30:00) or ...
 """
 
 from __future__ import annotations
@@ -29,8 +29,9 @@ def slurm_minutes(text: str) -> int:
     """Slurm's time-limit forms (``sbatch --time``) in whole minutes, rounded up."""
     match = re.fullmatch(r"(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?", text.strip())
     if not match:
-        raise UsageError(f"time limit {text!r} does not parse; write minutes (90), HH:MM:SS (1:30:00) "
-                         "or D-HH[:MM[:SS]] (2-00)")
+        raise UsageError(
+            f"time limit {text!r} does not parse; write minutes (90), HH:MM:SS (1:30:00) or D-HH[:MM[:SS]] (2-00)"
+        )
     days, first, second, third = (int(part) if part else 0 for part in match.groups())
     if match[1] is not None:  # D-HH, D-HH:MM, D-HH:MM:SS
         seconds = ((days * 24 + first) * 60 + second) * 60 + third
@@ -86,13 +87,13 @@ class ExecutorSettings:
             options[name.replace("-", "_")] = value if sep else True
         return options
 
-    def updated(self, **changes: Any) -> "ExecutorSettings":
+    def updated(self, **changes: Any) -> ExecutorSettings:
         """These settings with the given ones (None: unchanged), checked again."""
         given = {name: value for name, value in changes.items() if value is not None}
         return dataclasses.replace(self, **given) if given else self
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "ExecutorSettings":
+    def from_dict(cls, data: dict[str, Any]) -> ExecutorSettings:
         """From a study file's ``[executor]`` table."""
         if not isinstance(data, dict):
             raise UsageError("study field 'executor' must be a table of executor settings")

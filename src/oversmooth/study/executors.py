@@ -7,13 +7,12 @@ from __future__ import annotations
 import contextlib
 import os
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Callable, Iterator
 
 import submitit
 
 import oversmooth
-
 from oversmooth.study.cell_job import STOP_SECONDS, CellJob
 from oversmooth.study.cell_state import is_locked
 from oversmooth.study.executor_settings import ExecutorSettings
@@ -27,13 +26,18 @@ def make_executor(settings: ExecutorSettings, out: Path, threads: int) -> submit
     folder = out / SUBMITIT_DIR / "%j"
     if settings.kind == "local":
         executor = submitit.LocalExecutor(folder)
-        executor.update_parameters(timeout_min=settings.minutes, tasks_per_node=settings.tasks_per_node,
-                                   gpus_per_node=settings.gpus_per_node)
+        executor.update_parameters(
+            timeout_min=settings.minutes, tasks_per_node=settings.tasks_per_node, gpus_per_node=settings.gpus_per_node
+        )
         return executor
     executor = submitit.SlurmExecutor(folder)
-    parameters = {"ntasks_per_node": settings.tasks_per_node,
-                  "cpus_per_task": settings.cpus_per_task or threads, "array_parallelism": settings.jobs,
-                  "job_name": "oversmooth-cell", "additional_parameters": settings.sbatch_options()}
+    parameters = {
+        "ntasks_per_node": settings.tasks_per_node,
+        "cpus_per_task": settings.cpus_per_task or threads,
+        "array_parallelism": settings.jobs,
+        "job_name": "oversmooth-cell",
+        "additional_parameters": settings.sbatch_options(),
+    }
     if settings.gpus_per_node:
         parameters["gpus_per_node"] = settings.gpus_per_node
     if settings.time is not None:  # else the partition's default
@@ -60,8 +64,9 @@ def this_code() -> Iterator[None]:
             os.environ["PYTHONPATH"] = before
 
 
-def run_local(executor: submitit.Executor, jobs: list[CellJob], slots: int,
-              on_done: Callable[[int, tuple[str, int]], None]) -> None:
+def run_local(
+    executor: submitit.Executor, jobs: list[CellJob], slots: int, on_done: Callable[[int, tuple[str, int]], None]
+) -> None:
     """Run ``jobs``, ``slots`` at a time; ``on_done(index, result)`` as each ends. An interrupt
     (KeyboardInterrupt) stops the running ones, each train process first, and re-raises."""
     waiting, live = list(enumerate(jobs)), {}
@@ -80,8 +85,9 @@ def run_local(executor: submitit.Executor, jobs: list[CellJob], slots: int,
         for handle in live.values():
             handle.cancel()
         deadline = time.monotonic() + STOP_SECONDS
-        while time.monotonic() < deadline and any(not handle.done() or is_locked(Path(jobs[index].folder))
-                                                  for index, handle in live.items()):
+        while time.monotonic() < deadline and any(
+            not handle.done() or is_locked(Path(jobs[index].folder)) for index, handle in live.items()
+        ):
             time.sleep(POLL_SECONDS)  # each job process stops its train process; the last one frees the lock
         raise
 

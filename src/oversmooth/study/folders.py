@@ -9,14 +9,26 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from oversmooth.errors import UsageError
-from oversmooth.study.adaptations import NAME as ADAPTATIONS, read_adaptations
+from oversmooth.study.adaptations import NAME as ADAPTATIONS
+from oversmooth.study.adaptations import read_adaptations
 from oversmooth.study.results import CellResult, read_study, study_info
 
 ROUNDS_FILE = "rounds.json"
 #: what the claims report reads under results/: the second protocol's archives (the first
 #: protocol's stay there as they ran, read by nothing but their own sections of old reports)
-PROTOCOL_ARCHIVES = ("fmnist-p7", "fmnist-p7-long", "fmnist-p7-spectral", ADAPTATIONS, "depth-p7-pilot",
-                     "depth-w32-pilot", "depth-w32-long", "depth-w32", "austen-p2", "austen-p2-long", "claim3")
+PROTOCOL_ARCHIVES = (
+    "fmnist-p7",
+    "fmnist-p7-long",
+    "fmnist-p7-spectral",
+    ADAPTATIONS,
+    "depth-p7-pilot",
+    "depth-w32-pilot",
+    "depth-w32-long",
+    "depth-w32",
+    "austen-p2",
+    "austen-p2-long",
+    "claim3",
+)
 
 
 @dataclass
@@ -38,7 +50,9 @@ def read_benchmark(folder: Path) -> dict:
         if not rounds or not all(r["neutreno"] > 0 and r["softmax"] > 0 for r in rounds):
             raise ValueError("no rounds, or a time that is not positive")
     except (OSError, ValueError, KeyError, TypeError) as error:
-        raise UsageError(f"{path} is damaged ({error}); rerun python benchmarks/bench_claim3.py --out {folder}") from None
+        raise UsageError(
+            f"{path} is damaged ({error}); rerun python benchmarks/bench_claim3.py --out {folder}"
+        ) from None
     return data
 
 

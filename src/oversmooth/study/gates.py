@@ -15,8 +15,8 @@ number: the test split decides nothing.
 from __future__ import annotations
 
 import statistics
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Mapping, Sequence
 
 from oversmooth.study.config import StudyConfig
 from oversmooth.study.measures import Key
@@ -29,8 +29,10 @@ MIN_EPOCHS_BEFORE_END = 2
 LAST_EVALUATIONS = 5
 #: (c) with no cited floor: the reference model each baseline cell's analysis records
 #: (``analysis.json["reference"]``, ``oversmooth.study.reference``), by model kind: its field, its name
-REFERENCES = {"lm": ("bigram_val_nll", "the bigram reference"),
-              "vit": ("logistic_val_accuracy", "the logistic-regression reference")}
+REFERENCES = {
+    "lm": ("bigram_val_nll", "the bigram reference"),
+    "vit": ("logistic_val_accuracy", "the logistic-regression reference"),
+}
 
 
 def val_score(cell: CellResult, epoch: int = -1) -> float:
@@ -88,15 +90,22 @@ class PlateauGate:
     def describe(self) -> str:
         lm = self.long.model == "lm"
         if self.floor is None:
-            floor = ("mean val NLL below the interpolated bigram reference's" if lm else
-                     "mean val accuracy above the logistic-regression reference's")
+            floor = (
+                "mean val NLL below the interpolated bigram reference's"
+                if lm
+                else "mean val accuracy above the logistic-regression reference's"
+            )
         else:
             floor = f"mean val accuracy >= {self.floor:g} %"
         floor += f" ({self.source})"
-        gain = f"< {100 * self.long_tolerance:g} % lower val NLL" if lm else f"< {self.long_tolerance:g} pp val accuracy"
+        gain = (
+            f"< {100 * self.long_tolerance:g} % lower val NLL" if lm else f"< {self.long_tolerance:g} pp val accuracy"
+        )
         norm, label, depth = self.arm
-        return (f"{label} ({norm}-norm, depth {depth}), on validation: (a) plateaued on every seed; (b) "
-                f"{self.long.name} (1.5x the epochs) gains {gain}; (c) {floor}")
+        return (
+            f"{label} ({norm}-norm, depth {depth}), on validation: (a) plateaued on every seed; (b) "
+            f"{self.long.name} (1.5x the epochs) gains {gain}; (c) {floor}"
+        )
 
     def failure(self, groups: Sequence[Mapping[Key, CellResult]], cells: Sequence[CellResult]) -> str | None:
         baseline = [group[self.arm] for group in groups if self.arm in group]
@@ -116,8 +125,11 @@ class PlateauGate:
                 return f"undertrained (c): {name} has not been measured yet (the cells' analysis.json)"
             reference = statistics.fmean(references)
             if _gain(baseline[0], reference, mean) <= 0:
-                found = (f"val NLL {mean:.4f}{over} >= {name}'s {reference:.4f}" if baseline[0].model == "lm" else
-                         f"val accuracy {mean:.2f} %{over} <= {name}'s {reference:.2f} %")
+                found = (
+                    f"val NLL {mean:.4f}{over} >= {name}'s {reference:.4f}"
+                    if baseline[0].model == "lm"
+                    else f"val accuracy {mean:.2f} %{over} <= {name}'s {reference:.2f} %"
+                )
                 return f"undertrained (c): {found}"
         return self._long_failure(baseline, cells)
 
@@ -125,13 +137,22 @@ class PlateauGate:
         """Gate (b), once per setting: the long run against the same seed of the baseline's setting
         (among all ``cells``: the seed need not be one the claim tests)."""
         long_key = training_key(self.long.cells()[0].spec())
-        long = [c for c in cells if c.training() == long_key and (c.norm, c.label, c.depth) == self.arm
-                and c.status == "completed"]
+        long = [
+            c
+            for c in cells
+            if c.training() == long_key and (c.norm, c.label, c.depth) == self.arm and c.status == "completed"
+        ]
         if not long:
             return f"not plateaued (b): {self.long.name} (1.5x the epochs) has not finished"
         setting = baseline[0].training()
-        same = [c for c in cells if c.training() == setting and (c.norm, c.label, c.depth) == self.arm
-                and c.seed == long[0].seed and c.status == "completed"]
+        same = [
+            c
+            for c in cells
+            if c.training() == setting
+            and (c.norm, c.label, c.depth) == self.arm
+            and c.seed == long[0].seed
+            and c.status == "completed"
+        ]
         if not same:
             return f"not plateaued (b): seed {long[0].seed} of the setting has not finished"
         gain = _gain(same[0], val_score(same[0]), val_score(long[0]))

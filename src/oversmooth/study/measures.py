@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from typing import Callable, Mapping
+from collections.abc import Callable, Mapping
 
 from oversmooth.study.results import CellResult
 
@@ -59,8 +59,12 @@ def verdict_vs_majority(cells: Mapping[Key, CellResult], arms: tuple[Key, Key]) 
     analyses = [cell.analysis for cell in cells.values()]
     if None in analyses:
         return None
-    pairs = [(block["verdict"]["verdict"] == "smoothing", block["attention"]["t_sim_change"] > 0)
-             for analysis in analyses for block in analysis["blocks"] if block["verdict"]["verdict"] != "mixed"]
+    pairs = [
+        (block["verdict"]["verdict"] == "smoothing", block["attention"]["t_sim_change"] > 0)
+        for analysis in analyses
+        for block in analysis["blocks"]
+        if block["verdict"]["verdict"] != "mixed"
+    ]
     if not pairs:
         return None
     rising = statistics.fmean(measured for _, measured in pairs)
@@ -76,19 +80,27 @@ def value_flip(cells: Mapping[Key, CellResult], arms: tuple[Key, Key]) -> tuple[
     analysis = cells[arms[0]].analysis
     if analysis is None or "value_flip" not in analysis:
         return None
-    judged = [(b["verdict"] == "smoothing") == (b["t_sim_change"] > b["t_sim_change_trained"])
-              for b in analysis["value_flip"]
-              if {b["verdict"], b["verdict_trained"]} == {"smoothing", "sharpening"}]
+    judged = [
+        (b["verdict"] == "smoothing") == (b["t_sim_change"] > b["t_sim_change_trained"])
+        for b in analysis["value_flip"]
+        if {b["verdict"], b["verdict_trained"]} == {"smoothing", "sharpening"}
+    ]
     return (statistics.fmean(judged), 0.5) if judged else None
 
 
 def value_flip_note(groups: list[Mapping[Key, CellResult]], arm: Key) -> str:
     """How many blocks' verdict and measured sign the value-path flip turned, over the seeds."""
-    flips = [b for g in groups if arm in g and g[arm].analysis and "value_flip" in g[arm].analysis
-             for b in g[arm].analysis["value_flip"]]
+    flips = [
+        b
+        for g in groups
+        if arm in g and g[arm].analysis and "value_flip" in g[arm].analysis
+        for b in g[arm].analysis["value_flip"]
+    ]
     if not flips:
         return ""
     verdicts = sum(b["verdict"] != b["verdict_trained"] for b in flips)
     signs = sum((b["t_sim_change"] > 0) != (b["t_sim_change_trained"] > 0) for b in flips)
-    return (f"over {len(flips)} blocks, the flip turned the verdict of {verdicts} and the sign of the measured "
-            f"t_sim change of {signs}")
+    return (
+        f"over {len(flips)} blocks, the flip turned the verdict of {verdicts} and the sign of the measured "
+        f"t_sim change of {signs}"
+    )

@@ -34,21 +34,44 @@ _M = Variant.parse
 #: (seed 0: 89.01 %), and the trials after it (batch 64, lr 4e-3, batch 64 for 30 epochs;
 #: results/fmnist-vit-trial-*) did not pass their rule, so the gate fails on this recipe. A
 #: checkpoint every 100 steps (about 40 s of CPU).
-FMNIST_VIT = {"width": 64, "heads": 4, "mlp_ratio": 4.0, "patch_size": 4,
-              "batch_size": 128, "lr": 2e-3, "epochs": 20, "checkpoint_every": 100}
+FMNIST_VIT = {
+    "width": 64,
+    "heads": 4,
+    "mlp_ratio": 4.0,
+    "patch_size": 4,
+    "batch_size": 128,
+    "lr": 2e-3,
+    "epochs": 20,
+    "checkpoint_every": 100,
+}
 #: the Jane Austen LM of the claims protocol: width 64, 4 heads, 64-token context, 8 epochs.
-AUSTEN_LM = {"width": 64, "heads": 4, "seq_len": 64, "batch_size": 64, "lr": 2e-3, "epochs": 8,
-             "checkpoint_every": 100}
+AUSTEN_LM = {"width": 64, "heads": 4, "seq_len": 64, "batch_size": 64, "lr": 2e-3, "epochs": 8, "checkpoint_every": 100}
 #: the claim-4 pilots' ViT: fmnist-vit's recipe-2 shape (MLP x2), 2 epochs of the first 10 000
 #: training images (156 steps); each pilot sets its lr and augmentation (first protocol).
-PILOT_VIT = {"width": 64, "heads": 4, "mlp_ratio": 2.0, "patch_size": 4, "batch_size": 128, "epochs": 2,
-             "limit_train": 10000, "checkpoint_every": 100}
+PILOT_VIT = {
+    "width": 64,
+    "heads": 4,
+    "mlp_ratio": 2.0,
+    "patch_size": 4,
+    "batch_size": 128,
+    "epochs": 2,
+    "limit_train": 10000,
+    "checkpoint_every": 100,
+}
 #: the second protocol's Fashion-MNIST ViT (DESIGN 9.7: a cell plateaus in <= 20 core-minutes):
 #: fmnist-vit's 8 x 64 body with MLP x2 and 7 x 7 patches (16 + CLS tokens: about a fifth of
 #: recipe 3's cost), 10 epochs of the 55 000 training images, no augmentation; gated on the
 #: softmax cells' validation scores (docs/studies.md, "The second protocol").
-FMNIST_P7 = {"width": 64, "heads": 4, "mlp_ratio": 2.0, "patch_size": 7, "batch_size": 128, "lr": 2e-3,
-             "epochs": 10, "checkpoint_every": 200}
+FMNIST_P7 = {
+    "width": 64,
+    "heads": 4,
+    "mlp_ratio": 2.0,
+    "patch_size": 7,
+    "batch_size": 128,
+    "lr": 2e-3,
+    "epochs": 10,
+    "checkpoint_every": 200,
+}
 #: claim 4's first pilot (``depth-p7-pilot``, kept as the evidence for the redesign): fmnist-p7's
 #: body and optimiser, 2 epochs of the first 10 000 training images (156 steps).
 DEPTH_P7 = {**FMNIST_P7, "epochs": 2, "limit_train": 10000, "checkpoint_every": 100}
@@ -56,115 +79,230 @@ DEPTH_P7 = {**FMNIST_P7, "epochs": 2, "limit_train": 10000, "checkpoint_every": 
 #: width 32, 4 heads, MLP x2, 7 x 7 patches, 16 epochs of the first 10 000 training images (1 248
 #: steps) at batch 128 and lr 2e-3 (5 % warm-up, cosine decay, as every preset); a depth-48 step
 #: costs about 0.44 s on one core, so a checkpoint every 200 steps is about 90 s of CPU.
-DEPTH_W32 = {"width": 32, "heads": 4, "mlp_ratio": 2.0, "patch_size": 7, "batch_size": 128, "lr": 2e-3,
-             "epochs": 16, "limit_train": 10000, "checkpoint_every": 200}
+DEPTH_W32 = {
+    "width": 32,
+    "heads": 4,
+    "mlp_ratio": 2.0,
+    "patch_size": 7,
+    "batch_size": 128,
+    "lr": 2e-3,
+    "epochs": 16,
+    "limit_train": 10000,
+    "checkpoint_every": 200,
+}
 #: the second protocol's Jane Austen LM: 8 x 64, MLP x2, a 2 048-token BPE vocabulary, 64-token
 #: context, 6 epochs (about half the first protocol's cost per cell).
-AUSTEN_P2 = {"width": 64, "heads": 4, "mlp_ratio": 2.0, "vocab_size": 2048, "seq_len": 64, "batch_size": 64,
-             "lr": 2e-3, "epochs": 6, "checkpoint_every": 100}
+AUSTEN_P2 = {
+    "width": 64,
+    "heads": 4,
+    "mlp_ratio": 2.0,
+    "vocab_size": 2048,
+    "seq_len": 64,
+    "batch_size": 64,
+    "lr": 2e-3,
+    "epochs": 6,
+    "checkpoint_every": 100,
+}
 SHARPEN = Variant("sharpen", "spectral", {"spectral": "sharpen"})
 SMOOTH = Variant("smooth", "spectral", {"spectral": "smooth"})
 
 STUDY_PRESETS: dict[str, StudyConfig] = {
     "postnorm-pilot": StudyConfig(
-        name="postnorm-pilot", model="vit", tasks=("fmnist",), norms=("pre", "post"), depths=(24, 48),
-        variants=(_M("softmax"),), seeds=(0,), train={**PILOT_VIT, "augment": True, "lr": 1e-3},
+        name="postnorm-pilot",
+        model="vit",
+        tasks=("fmnist",),
+        norms=("pre", "post"),
+        depths=(24, 48),
+        variants=(_M("softmax"),),
+        seeds=(0,),
+        train={**PILOT_VIT, "augment": True, "lr": 1e-3},
         description="pilot of claim 4: pre- vs post-norm softmax ViT at depths 24 and 48, 2 epochs of "
-                    "10 000 images at lr 1e-3, 1 seed: post-norm fails where it trails pre-norm by >= 5 pp or diverges",
+        "10 000 images at lr 1e-3, 1 seed: post-norm fails where it trails pre-norm by >= 5 pp or diverges",
     ),
     "postnorm-pilot-2": StudyConfig(
-        name="postnorm-pilot-2", model="vit", tasks=("fmnist",), norms=("pre", "post"), depths=(48, 96),
-        variants=(_M("softmax"),), seeds=(0,), train={**PILOT_VIT, "lr": 2e-3},
+        name="postnorm-pilot-2",
+        model="vit",
+        tasks=("fmnist",),
+        norms=("pre", "post"),
+        depths=(48, 96),
+        variants=(_M("softmax"),),
+        seeds=(0,),
+        train={**PILOT_VIT, "lr": 2e-3},
         description="second pilot of claim 4, after the first found no failure: fmnist-vit's recipe (lr 2e-3, "
-                    "no augmentation) at depths 48 and 96, 2 epochs of 10 000 images, 1 seed; the same rule",
+        "no augmentation) at depths 48 and 96, 2 epochs of 10 000 images, 1 seed; the same rule",
     ),
     "postnorm-deesc": StudyConfig(
-        name="postnorm-deesc", model="vit", tasks=("fmnist",), norms=("pre", "post"), depths=(96,),
+        name="postnorm-deesc",
+        model="vit",
+        tasks=("fmnist",),
+        norms=("pre", "post"),
+        depths=(96,),
         variants=(_M("softmax"), Variant("deescalate", "deescalate", {"tau": 1.0}, norms=("post",))),
-        seeds=(1, 2, 3), train={**PILOT_VIT, "lr": 2e-3},
+        seeds=(1, 2, 3),
+        train={**PILOT_VIT, "lr": 2e-3},
         description="claims 4a / 4b at the depth where postnorm-pilot-2 found post-norm failing (96): pre-norm "
-                    "softmax, post-norm softmax and post-norm de-escalation (tau 1), the pilot's training, seeds 1-3 "
-                    "(seed 0 chose the depth)",
+        "softmax, post-norm softmax and post-norm de-escalation (tau 1), the pilot's training, seeds 1-3 "
+        "(seed 0 chose the depth)",
     ),
     "fmnist-vit": StudyConfig(
-        name="fmnist-vit", model="vit", tasks=("fmnist",), norms=("pre",), depths=(8,),
+        name="fmnist-vit",
+        model="vit",
+        tasks=("fmnist",),
+        norms=("pre",),
+        depths=(8,),
         variants=(_M("softmax"), Variant("neutreno", "neutreno", {"lam": 0.6}), SHARPEN, SMOOTH),
-        seeds=(0, 1, 2, 3), train=FMNIST_VIT,
-        description="claims A: pre-norm Fashion-MNIST ViT 8 x 64, MLP x4, 20 epochs, no augmentation: softmax, NeuTRENO "
-                    "(lam 0.6), spectral sharpen and smooth; 4 seeds",
+        seeds=(0, 1, 2, 3),
+        train=FMNIST_VIT,
+        description="claims A: pre-norm Fashion-MNIST ViT 8 x 64, MLP x4, 20 epochs, no augmentation: softmax, "
+        "NeuTRENO (lam 0.6), spectral sharpen and smooth; 4 seeds",
     ),
     "fmnist-featscale": StudyConfig(
-        name="fmnist-featscale", model="vit", tasks=("fmnist",), norms=("pre",), depths=(8,),
-        variants=(_M("featscale"),), seeds=(0, 1, 2), train=FMNIST_VIT,
+        name="fmnist-featscale",
+        model="vit",
+        tasks=("fmnist",),
+        norms=("pre",),
+        depths=(8,),
+        variants=(_M("featscale"),),
+        seeds=(0, 1, 2),
+        train=FMNIST_VIT,
         description="claims B: FeatScale in fmnist-vit's setting, 3 seeds; its baseline is fmnist-vit's softmax",
     ),
     "austen-lm": StudyConfig(
-        name="austen-lm", model="lm", tasks=("austen",), norms=("pre",), depths=(8,),
-        variants=(_M("softmax"), Variant("neutreno", "neutreno", {"lam": 0.4})), seeds=(0, 1, 2), train=AUSTEN_LM,
+        name="austen-lm",
+        model="lm",
+        tasks=("austen",),
+        norms=("pre",),
+        depths=(8,),
+        variants=(_M("softmax"), Variant("neutreno", "neutreno", {"lam": 0.4})),
+        seeds=(0, 1, 2),
+        train=AUSTEN_LM,
         description="claims D: pre-norm causal LM 8 x 64 on Jane Austen, 8 epochs: softmax vs NeuTRENO "
-                    "(lam 0.4); 3 seeds",
+        "(lam 0.4); 3 seeds",
     ),
     "fmnist-p7": StudyConfig(
-        name="fmnist-p7", model="vit", tasks=("fmnist",), norms=("pre",), depths=(8,),
+        name="fmnist-p7",
+        model="vit",
+        tasks=("fmnist",),
+        norms=("pre",),
+        depths=(8,),
         variants=(_M("softmax"), Variant("neutreno", "neutreno", {"lam": 0.6}), _M("featscale")),
-        seeds=tuple(range(14)), train=FMNIST_P7,
+        seeds=tuple(range(14)),
+        train=FMNIST_P7,
         description="second protocol, claims 2a, 5c, 7 (and 8's starting points): pre-norm Fashion-MNIST ViT 8 x 64, "
-                    "MLP x2, 7 x 7 patches, 10 epochs: softmax, NeuTRENO (lam 0.6), FeatScale; 14 seeds",
+        "MLP x2, 7 x 7 patches, 10 epochs: softmax, NeuTRENO (lam 0.6), FeatScale; 14 seeds",
     ),
     "fmnist-p7-spectral": StudyConfig(
-        name="fmnist-p7-spectral", model="vit", tasks=("fmnist",), norms=("pre",), depths=(8,),
+        name="fmnist-p7-spectral",
+        model="vit",
+        tasks=("fmnist",),
+        norms=("pre",),
+        depths=(8,),
         variants=(SMOOTH, SHARPEN, Variant("free", "spectral", {"spectral": "free"})),
-        seeds=tuple(range(8)), train=FMNIST_P7,
+        seeds=tuple(range(8)),
+        train=FMNIST_P7,
         description="second protocol, claims 6 and 5b: fmnist-p7's setting with spectral W_V W_O, eigenvalues in "
-                    "(0, 1) (smooth), [-1, 0) (sharpen) or free; 8 seeds, paired with fmnist-p7's softmax",
+        "(0, 1) (smooth), [-1, 0) (sharpen) or free; 8 seeds, paired with fmnist-p7's softmax",
     ),
     "fmnist-p7-long": StudyConfig(
-        name="fmnist-p7-long", model="vit", tasks=("fmnist",), norms=("pre",), depths=(8,),
-        variants=(_M("softmax"),), seeds=(0,), train={**FMNIST_P7, "epochs": 15},
+        name="fmnist-p7-long",
+        model="vit",
+        tasks=("fmnist",),
+        norms=("pre",),
+        depths=(8,),
+        variants=(_M("softmax"),),
+        seeds=(0,),
+        train={**FMNIST_P7, "epochs": 15},
         description="gate 9.3(b) of fmnist-p7: its softmax seed 0 trained for 1.5x the epochs (15)",
     ),
     "depth-p7-pilot": StudyConfig(
-        name="depth-p7-pilot", model="vit", tasks=("fmnist",), norms=("pre", "post"), depths=(96,),
-        variants=(_M("softmax"),), seeds=(0, 1), train=DEPTH_P7,
+        name="depth-p7-pilot",
+        model="vit",
+        tasks=("fmnist",),
+        norms=("pre", "post"),
+        depths=(96,),
+        variants=(_M("softmax"),),
+        seeds=(0, 1),
+        train=DEPTH_P7,
         description="pilot of claim 4 (second protocol): pre- vs post-norm softmax at depth 96 with fmnist-p7's "
-                    "body, 156 steps, seeds 0-1: does post-norm fail to leave chance (< 20 % val accuracy)?",
+        "body, 156 steps, seeds 0-1: does post-norm fail to leave chance (< 20 % val accuracy)?",
     ),
     "depth-w32-pilot": StudyConfig(
-        name="depth-w32-pilot", model="vit", tasks=("fmnist",), norms=("pre", "post"), depths=(8, 48),
-        variants=(_M("softmax"),), seeds=(0, 1), train=DEPTH_W32,
+        name="depth-w32-pilot",
+        model="vit",
+        tasks=("fmnist",),
+        norms=("pre", "post"),
+        depths=(8, 48),
+        variants=(_M("softmax"),),
+        seeds=(0, 1),
+        train=DEPTH_W32,
         description="pilot of claim 4 (second protocol, redesigned): pre- vs post-norm softmax, width-32 ViT at "
-                    "depths 8 and 48, 16 epochs of 10 000 images; seeds 0-1: the spread that fixes the seeds",
+        "depths 8 and 48, 16 epochs of 10 000 images; seeds 0-1: the spread that fixes the seeds",
     ),
     "depth-w32-long": StudyConfig(
-        name="depth-w32-long", model="vit", tasks=("fmnist",), norms=("pre",), depths=(48,),
-        variants=(_M("softmax"),), seeds=(0,), train={**DEPTH_W32, "epochs": 24},
+        name="depth-w32-long",
+        model="vit",
+        tasks=("fmnist",),
+        norms=("pre",),
+        depths=(48,),
+        variants=(_M("softmax"),),
+        seeds=(0,),
+        train={**DEPTH_W32, "epochs": 24},
         description="gate 9.3(b) of depth-w32: pre-norm softmax at depth 48, seed 0, 1.5x the epochs (24)",
     ),
     "depth-w32": StudyConfig(
-        name="depth-w32", model="vit", tasks=("fmnist",), norms=("pre", "post"), depths=(8, 48),
+        name="depth-w32",
+        model="vit",
+        tasks=("fmnist",),
+        norms=("pre", "post"),
+        depths=(8, 48),
         variants=(_M("softmax"), Variant("deescalate", "deescalate", {"tau": 1.0}, norms=("post",))),
-        seeds=tuple(range(2, 10)), train=DEPTH_W32,
+        seeds=tuple(range(2, 10)),
+        train=DEPTH_W32,
         description="claims 4a / 4b (second protocol): pre-norm softmax, post-norm softmax and post-norm "
-                    "de-escalation (tau 1), width-32 ViT at depths 8 and 48, 16 epochs of 10 000 images; seeds 2-9 "
-                    "(0-1 ran the pilot)",
+        "de-escalation (tau 1), width-32 ViT at depths 8 and 48, 16 epochs of 10 000 images; seeds 2-9 "
+        "(0-1 ran the pilot)",
     ),
     "austen-p2": StudyConfig(
-        name="austen-p2", model="lm", tasks=("austen",), norms=("pre",), depths=(8,),
-        variants=(_M("softmax"), Variant("neutreno", "neutreno", {"lam": 0.4})), seeds=tuple(range(10)),
+        name="austen-p2",
+        model="lm",
+        tasks=("austen",),
+        norms=("pre",),
+        depths=(8,),
+        variants=(_M("softmax"), Variant("neutreno", "neutreno", {"lam": 0.4})),
+        seeds=tuple(range(10)),
         train=AUSTEN_P2,
         description="second protocol, claim 2b: pre-norm causal LM 8 x 64, MLP x2, vocabulary 2 048, 6 epochs: "
-                    "softmax vs NeuTRENO (lam 0.4); 10 seeds (the softmax pilot: seeds 0-3)",
+        "softmax vs NeuTRENO (lam 0.4); 10 seeds (the softmax pilot: seeds 0-3)",
     ),
     "austen-p2-long": StudyConfig(
-        name="austen-p2-long", model="lm", tasks=("austen",), norms=("pre",), depths=(8,),
-        variants=(_M("softmax"),), seeds=(0,), train={**AUSTEN_P2, "epochs": 9},
+        name="austen-p2-long",
+        model="lm",
+        tasks=("austen",),
+        norms=("pre",),
+        depths=(8,),
+        variants=(_M("softmax"),),
+        seeds=(0,),
+        train={**AUSTEN_P2, "epochs": 9},
         description="gate 9.3(b) of austen-p2: its softmax seed 0 trained for 1.5x the epochs (9)",
     ),
     "quick": StudyConfig(
-        name="quick", model="vit", tasks=("fmnist",), norms=("pre",), depths=(1, 2),
+        name="quick",
+        model="vit",
+        tasks=("fmnist",),
+        norms=("pre",),
+        depths=(1, 2),
         variants=(_M("softmax"), Variant("neutreno", "neutreno", {"lam": 0.6})),
-        train={"width": 16, "heads": 2, "patch_size": 7, "epochs": 2, "limit_train": 2048,
-               "val_size": 500, "batch_size": 64, "lr": 2e-3, "probe_size": 16},
+        train={
+            "width": 16,
+            "heads": 2,
+            "patch_size": 7,
+            "epochs": 2,
+            "limit_train": 2048,
+            "val_size": 500,
+            "batch_size": 64,
+            "lr": 2e-3,
+            "probe_size": 16,
+        },
         description="a minute-sized grid to try the machinery; not a result",
     ),
 }
@@ -172,8 +310,7 @@ STUDY_PRESETS: dict[str, StudyConfig] = {
 
 def study_preset(name: str) -> StudyConfig:
     if name not in STUDY_PRESETS:
-        raise UsageError(f"unknown study preset {name!r}; choose from {', '.join(STUDY_PRESETS)} or give a "
-                         ".json/.toml file")
+        raise UsageError(
+            f"unknown study preset {name!r}; choose from {', '.join(STUDY_PRESETS)} or give a .json/.toml file"
+        )
     return STUDY_PRESETS[name]
-
-

@@ -59,9 +59,11 @@ class Existence:
     def text(self) -> str:
         before = sum(b for b, _ in self.values) / len(self.values)
         after = sum(a for _, a in self.values) / len(self.values)
-        return (f"{self.source}: the pair chosen on {self.selection} other sequences is layer {self.layer} -> "
-                f"{self.layer + 1} (fell {self.selection_fall:.3f} there); on the {len(self.values)} held-out "
-                f"sequences cos_sim {before:.3f} -> {after:.3f}")
+        return (
+            f"{self.source}: the pair chosen on {self.selection} other sequences is layer {self.layer} -> "
+            f"{self.layer + 1} (fell {self.selection_fall:.3f} there); on the {len(self.values)} held-out "
+            f"sequences cos_sim {before:.3f} -> {after:.3f}"
+        )
 
 
 @dataclass
@@ -83,15 +85,20 @@ class Probes:
 
     def pretrained_agreement(self) -> str:
         """How often the dynamics verdict of an attention sublayer matches its measured t_sim change."""
-        judged = [((b["verdict"] == "smoothing"), b["attention"]["t_sim_change"] > 0)
-                  for b in self.pretrained_blocks if b["verdict"] in ("smoothing", "sharpening")]
+        judged = [
+            ((b["verdict"] == "smoothing"), b["attention"]["t_sim_change"] > 0)
+            for b in self.pretrained_blocks
+            if b["verdict"] in ("smoothing", "sharpening")
+        ]
         agree = sum(v == m for v, m in judged)
         p, q = (sum(v for v, _ in judged) / max(len(judged), 1)), (sum(m for _, m in judged) / max(len(judged), 1))
         verdicts = ", ".join(b["verdict"] for b in self.pretrained_blocks)
         changes = ", ".join(f"{b['attention']['t_sim_change']:+.3f}" for b in self.pretrained_blocks)
-        return (f"verdicts {verdicts}; measured t_sim change across attention {changes}: {agree} of "
-                f"{len(judged)} judged blocks agree ({(p * q + (1 - p) * (1 - q)) * len(judged):.1f} by chance "
-                "from the marginals)")
+        return (
+            f"verdicts {verdicts}; measured t_sim change across attention {changes}: {agree} of "
+            f"{len(judged)} judged blocks agree ({(p * q + (1 - p) * (1 - q)) * len(judged):.1f} by chance "
+            "from the marginals)"
+        )
 
 
 def _fmnist_images(count: int) -> tuple[torch.Tensor, str]:
@@ -144,13 +151,19 @@ def pretrained(lam: float = 0.6, sequences: int = 8, tokens: int = 128) -> tuple
     inputs = text_batch(loaded.tokenizer, text, tokens, sequences)
     settings = AnalysisSettings(methods=("neutreno",), knobs={"neutreno": {"lam": lam}}, attention_sequences=2)
     analysis = run_analysis(loaded.model, inputs, settings, tokenizer=loaded.tokenizer)
-    pair = CurvePair([analysis.tables[BASELINE]["cos_sim"].tolist()], [analysis.tables["neutreno"]["cos_sim"].tolist()],
-                     lam, f"pretrained {loaded.name}, {analysis.sequences} x {analysis.tokens} tokens of {source}",
-                     analysis.quality["neutreno"])
+    pair = CurvePair(
+        [analysis.tables[BASELINE]["cos_sim"].tolist()],
+        [analysis.tables["neutreno"]["cos_sim"].tolist()],
+        lam,
+        f"pretrained {loaded.name}, {analysis.sequences} x {analysis.tokens} tokens of {source}",
+        analysis.quality["neutreno"],
+    )
     blocks = [{"layer": layer.layer, "verdict": layer.dynamics["verdict"]} for layer in analysis.spectrum]
     for total in block_totals(analysis.sublayers):
-        blocks[total.layer - 1][total.kind] = {"cos_sim_change": total.cos_sim_change,
-                                               "t_sim_change": total.t_sim_change}
+        blocks[total.layer - 1][total.kind] = {
+            "cos_sim_change": total.cos_sim_change,
+            "t_sim_change": total.t_sim_change,
+        }
     return pair, blocks
 
 
@@ -158,23 +171,43 @@ def pretrained(lam: float = 0.6, sequences: int = 8, tokens: int = 128) -> tuple
 def frontier(sequences: int = 8, tokens: int = 128) -> CurvePair:
     """Claim 1b: MiniLM with NeuTRENO at the largest lambda of the sweep grid whose output stays
     within the quality budget (none within: lambda 0's curve, which lowers nothing)."""
-    from oversmooth.analyze import (BASELINE, AnalysisSettings, best_within_budget, default_sweeps, read_text,
-                                    run_analysis, text_batch)
+    from oversmooth.analyze import (
+        BASELINE,
+        AnalysisSettings,
+        best_within_budget,
+        default_sweeps,
+        read_text,
+        run_analysis,
+        text_batch,
+    )
     from oversmooth.hf import load
 
     loaded = load(None, sequences, tokens)
     text, source = read_text(None)
     inputs = text_batch(loaded.tokenizer, text, tokens, sequences)
-    swept = run_analysis(loaded.model, inputs, AnalysisSettings(methods=(), sweeps=default_sweeps(("neutreno",))),
-                         tokenizer=loaded.tokenizer)
+    swept = run_analysis(
+        loaded.model,
+        inputs,
+        AnalysisSettings(methods=(), sweeps=default_sweeps(("neutreno",))),
+        tokenizer=loaded.tokenizer,
+    )
     best = best_within_budget(swept.frontier, "neutreno", "lam")
     lam = 0.0 if best is None else best.value
-    analysis = run_analysis(loaded.model, inputs, AnalysisSettings(methods=("neutreno",), knobs={"neutreno": {"lam": lam}},
-                                                                   attention_sequences=1), tokenizer=loaded.tokenizer)
+    analysis = run_analysis(
+        loaded.model,
+        inputs,
+        AnalysisSettings(methods=("neutreno",), knobs={"neutreno": {"lam": lam}}, attention_sequences=1),
+        tokenizer=loaded.tokenizer,
+    )
     grid = ", ".join(f"{p.value:g}: {p.quality.primary.value:.3f}" for p in swept.frontier if p.method == "neutreno")
-    return CurvePair([analysis.tables[BASELINE]["cos_sim"].tolist()], [analysis.tables["neutreno"]["cos_sim"].tolist()],
-                     lam, f"pretrained {loaded.name} at the largest lambda within the quality budget, {source}",
-                     analysis.quality["neutreno"], f"output cosine by lambda {{{grid}}}")
+    return CurvePair(
+        [analysis.tables[BASELINE]["cos_sim"].tolist()],
+        [analysis.tables["neutreno"]["cos_sim"].tolist()],
+        lam,
+        f"pretrained {loaded.name} at the largest lambda within the quality budget, {source}",
+        analysis.quality["neutreno"],
+        f"output cosine by lambda {{{grid}}}",
+    )
 
 
 @torch.no_grad()
@@ -196,12 +229,18 @@ def existence(selection: int = 32, held_out: int = 64, tokens: int = 128) -> Exi
     per_layer = torch.stack([cos_sim(state, mask) for state in cache.stream()], dim=1)  # [sequences, layers]
     falls = (per_layer[:selection, :-1] - per_layer[:selection, 1:]).mean(0)
     layer = int(falls[1:].argmax()) + 1  # a pair of blocks: the embeddings' layer 0 is no block's output
-    held = per_layer[selection:, layer:layer + 2].tolist()
-    return Existence(layer, selection, float(falls[layer]), [(b, a) for b, a in held],
-                     f"pretrained {loaded.name} on {held_out} held-out Jane Austen passages of {tokens} tokens")
+    held = per_layer[selection:, layer : layer + 2].tolist()
+    return Existence(
+        layer,
+        selection,
+        float(falls[layer]),
+        [(b, a) for b, a in held],
+        f"pretrained {loaded.name} on {held_out} held-out Jane Austen passages of {tokens} tokens",
+    )
 
 
 def run_probes() -> Probes:
     pair, blocks = pretrained()
-    return Probes(random_init=random_init(), pretrained=pair, pretrained_blocks=blocks, frontier=frontier(),
-                  existence=existence())
+    return Probes(
+        random_init=random_init(), pretrained=pair, pretrained_blocks=blocks, frontier=frontier(), existence=existence()
+    )

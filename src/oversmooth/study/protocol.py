@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Callable, Mapping
 
 from oversmooth.study import measures
 from oversmooth.study.config import StudyConfig
@@ -38,17 +38,17 @@ class Protocol:
     margin)."""
 
     id: str
-    statement: str            # as the paper states it
-    paper: str                # the paper's own number
+    statement: str  # as the paper states it
+    paper: str  # the paper's own number
     preset: StudyConfig
     method: Key
     baseline: Key
     measure: Measure
-    measure_text: str         # what the numbers are, with their unit
-    direction: str            # "higher" | "lower"
+    measure_text: str  # what the numbers are, with their unit
+    direction: str  # "higher" | "lower"
     gates: tuple[PlateauGate, ...] = ()
     seeds: tuple[int, ...] = field(default=())
-    every_arm: bool = False   # the measure reads every arm of a seed: the seed waits for all of them
+    every_arm: bool = False  # the measure reads every arm of a seed: the seed waits for all of them
     reads: tuple[Key, ...] = ()  # other arms the measure reads: the seed waits for them too
     note: Callable[[list[Mapping[Key, CellResult]], Key], str] | None = None  # more to say, on the method arm
     margin: float | None = None
@@ -75,8 +75,11 @@ class Protocol:
     @property
     def arms(self) -> frozenset[Key]:
         """The arms the measure and gates may read: the preset's own, the baseline, the gates' baselines."""
-        return frozenset({(c.norm, c.variant.label, c.depth) for c in self.preset.cells()} | {self.baseline}
-                         | {arm for gate in self.gates for arm in gate.arms})
+        return frozenset(
+            {(c.norm, c.variant.label, c.depth) for c in self.preset.cells()}
+            | {self.baseline}
+            | {arm for gate in self.gates for arm in gate.arms}
+        )
 
     @property
     def needs(self) -> frozenset[Key]:
@@ -92,67 +95,168 @@ VIT, SPECTRAL, LM, DEPTH = (_preset(name) for name in ("fmnist-p7", "fmnist-p7-s
 SOFTMAX = ("pre", "softmax", 8)  # the baseline arm of every setting at depth 8
 SEEDS_A = tuple(range(14))  # 2a, 7, 8: NeuTRENO, FeatScale and softmax (fmnist-p7's seeds)
 SEEDS_C = tuple(range(4, 14))  # 5c: seeds 0-3 were its pilot (their flip was measured before 5c was fixed)
-SEEDS_B = tuple(range(8))   # 6, 5b, 2c: the spectral arms, the extra lambdas (fmnist-p7-spectral's seeds)
+SEEDS_B = tuple(range(8))  # 6, 5b, 2c: the spectral arms, the extra lambdas (fmnist-p7-spectral's seeds)
 #: gate V: the Fashion-MNIST ViT's softmax baseline, on validation (DESIGN 9.3)
-VIT_GATE = PlateauGate(SOFTMAX, 87.0, "Xiao et al. 2017, Table 3: MLPClassifier 0.870", _preset("fmnist-p7-long"),
-                       tolerance=0.5, long_tolerance=0.5)
+VIT_GATE = PlateauGate(
+    SOFTMAX,
+    87.0,
+    "Xiao et al. 2017, Table 3: MLPClassifier 0.870",
+    _preset("fmnist-p7-long"),
+    tolerance=0.5,
+    long_tolerance=0.5,
+)
 #: gate L: the Jane Austen LM's softmax baseline against a bigram model run on the same tokens
-LM_GATE = PlateauGate(SOFTMAX, None, "a reference model run in the same study", _preset("austen-p2-long"),
-                      tolerance=0.005, long_tolerance=0.01)
+LM_GATE = PlateauGate(
+    SOFTMAX,
+    None,
+    "a reference model run in the same study",
+    _preset("austen-p2-long"),
+    tolerance=0.005,
+    long_tolerance=0.01,
+)
 #: gate W: claim 4's pre-norm softmax at depth 48 against a logistic regression run on the same images
-DEPTH_GATE = PlateauGate(("pre", "softmax", 48), None, "a reference model run in the same study: Xiao et al. 2017's "
-                         "LogisticRegression baseline", _preset("depth-w32-long"), tolerance=0.5, long_tolerance=0.5)
+DEPTH_GATE = PlateauGate(
+    ("pre", "softmax", 48),
+    None,
+    "a reference model run in the same study: Xiao et al. 2017's LogisticRegression baseline",
+    _preset("depth-w32-long"),
+    tolerance=0.5,
+    long_tolerance=0.5,
+)
 DEPTH_PILOT = _preset("depth-w32-pilot")
-REDESIGNED = ("redesigned 2026-11-25 before any of its comparison cells ran (the continuous measure at two depths "
-              "each trained to plateau, in place of depth-p7's all-or-nothing measure after 156 steps, whose "
-              "pilot found post-norm failure not all-or-nothing): see docs/studies.md, Deviations")
-REFRAMED = ("re-framed 2026-11-25, after the first protocol had measured it on its softmax cells (DESIGN 9.1): "
-            "see docs/studies.md")
+REDESIGNED = (
+    "redesigned 2026-11-25 before any of its comparison cells ran (the continuous measure at two depths "
+    "each trained to plateau, in place of depth-p7's all-or-nothing measure after 156 steps, whose "
+    "pilot found post-norm failure not all-or-nothing): see docs/studies.md, Deviations"
+)
+REFRAMED = (
+    "re-framed 2026-11-25, after the first protocol had measured it on its softmax cells (DESIGN 9.1): "
+    "see docs/studies.md"
+)
 
 PROTOCOLS: tuple[Protocol, ...] = (
-    Protocol("2a", "trained NeuTRENO beats softmax at equal config (image classification)",
-             "DeiT-tiny ImageNet top-1 72.17 -> 73.01 (+0.84 pp; Nguyen et al. 2023, Table 1)",
-             VIT, ("pre", "neutreno", 8), SOFTMAX, measures.score, "test accuracy, pp", "higher", (VIT_GATE,),
-             SEEDS_A),
-    Protocol("2b", "trained NeuTRENO beats softmax at equal config (language modelling)",
-             "WikiText-103 test PPL 34.29 -> 33.70 (-0.017 nats per token; Nguyen et al. 2023, Table 2)",
-             LM, ("pre", "neutreno", 8), SOFTMAX, measures.score, "test NLL per token, nats", "lower",
-             (LM_GATE,), deviations=("2026-11-25: no NeuTRENO arm ran after the gate failed; a recipe that plateaus "
-                                     "(about 27 epochs) would cost about 18 CPU-hours for 10 seed pairs and its long "
-                                     "run, so 2b was dropped for its cost: see docs/studies.md, Deviations",)),
-    Protocol("4a", "post-norm Transformers get worse with depth (token similarity escalates)",
-             "Yu & Zhang 2023: post-norm fails to train deep; 'preliminary', small-scale experiments",
-             DEPTH, ("post", "softmax", 48), ("post", "softmax", 8), measures.deficit_by_depth,
-             "per seed: post-norm softmax's test-accuracy deficit to pre-norm softmax (pre - post, pp) at depth 48 "
-             "minus the same at depth 8", "higher", (DEPTH_GATE,), across=("depth",),
-             reads=(("pre", "softmax", 48), ("pre", "softmax", 8)), deviations=(REDESIGNED,)),
-    Protocol("4b", "de-escalation lets post-norm Transformers go deeper",
-             "Yu & Zhang 2023: de-escalated post-norm trains where plain post-norm fails",
-             DEPTH, ("post", "deescalate", 48), ("post", "softmax", 48), measures.score,
-             "test accuracy at depth 48, pp: post-norm de-escalation (tau 1) - post-norm softmax", "higher",
-             (DEPTH_GATE,), across=("depth",), deviations=(REDESIGNED,)),
-    Protocol("6", "smoothing can improve image classification (vs sharpening, at matched initial scale)",
-             "Dovonon et al., arXiv v2 (the TMLR version states no direction)",
-             SPECTRAL, ("pre", "smooth", 8), ("pre", "sharpen", 8), measures.score, "test accuracy, pp", "higher",
-             (VIT_GATE,), SEEDS_B),
-    Protocol("7", "FeatScale changes a ViT's accuracy by less than 0.5 pp (equivalence)",
-             "DeiT-tiny 72.17 -> 72.35 (+0.18 pp); DeiT-small 79.97 -> 79.96 (Nguyen et al. 2023, Tables 1, 7)",
-             VIT, ("pre", "featscale", 8), SOFTMAX, measures.score, "test accuracy, pp", "higher", (VIT_GATE,),
-             SEEDS_A, margin=0.5),
-    Protocol("5b", "the eigenvalues of W_V W_O with those of A decide whether a layer smooths",
-             "Dovonon et al. 2025, Sec. 4 (a statement about the simplified layer X + A X H)",
-             SPECTRAL, ("pre", "smooth", 8), SOFTMAX, measures.verdict_vs_majority,
-             "share of attention sublayers (softmax, smooth, sharpen, free; 8 blocks each) whose dynamics verdict "
-             "matches the sign of their measured t_sim change vs always guessing the majority sign", "higher",
-             (VIT_GATE,), SEEDS_B, every_arm=True),
-    Protocol("5c", "the sign of the LayerNorm weights can change smoothing into sharpening",
-             "Dovonon et al. 2025, Sec. 5 (pre-LN: the effective map is diag(gamma) W_V W_O)",
-             VIT, SOFTMAX, SOFTMAX, measures.value_flip,
-             "over the blocks whose verdict turns when that block's pre-attention gamma is negated in the value "
-             "path only: the share whose measured t_sim change moves the way the new verdict says, vs 1/2",
-             "higher", (VIT_GATE,), SEEDS_C, note=measures.value_flip_note,
-             deviations=(REFRAMED, "its measure was fixed after the flip had been measured on the softmax pilot's "
-                                   "seeds 0-3, which are therefore left out of the test (seeds 4-13)")),
+    Protocol(
+        "2a",
+        "trained NeuTRENO beats softmax at equal config (image classification)",
+        "DeiT-tiny ImageNet top-1 72.17 -> 73.01 (+0.84 pp; Nguyen et al. 2023, Table 1)",
+        VIT,
+        ("pre", "neutreno", 8),
+        SOFTMAX,
+        measures.score,
+        "test accuracy, pp",
+        "higher",
+        (VIT_GATE,),
+        SEEDS_A,
+    ),
+    Protocol(
+        "2b",
+        "trained NeuTRENO beats softmax at equal config (language modelling)",
+        "WikiText-103 test PPL 34.29 -> 33.70 (-0.017 nats per token; Nguyen et al. 2023, Table 2)",
+        LM,
+        ("pre", "neutreno", 8),
+        SOFTMAX,
+        measures.score,
+        "test NLL per token, nats",
+        "lower",
+        (LM_GATE,),
+        deviations=(
+            "2026-11-25: no NeuTRENO arm ran after the gate failed; a recipe that plateaus "
+            "(about 27 epochs) would cost about 18 CPU-hours for 10 seed pairs and its long "
+            "run, so 2b was dropped for its cost: see docs/studies.md, Deviations",
+        ),
+    ),
+    Protocol(
+        "4a",
+        "post-norm Transformers get worse with depth (token similarity escalates)",
+        "Yu & Zhang 2023: post-norm fails to train deep; 'preliminary', small-scale experiments",
+        DEPTH,
+        ("post", "softmax", 48),
+        ("post", "softmax", 8),
+        measures.deficit_by_depth,
+        "per seed: post-norm softmax's test-accuracy deficit to pre-norm softmax (pre - post, pp) at depth 48 "
+        "minus the same at depth 8",
+        "higher",
+        (DEPTH_GATE,),
+        across=("depth",),
+        reads=(("pre", "softmax", 48), ("pre", "softmax", 8)),
+        deviations=(REDESIGNED,),
+    ),
+    Protocol(
+        "4b",
+        "de-escalation lets post-norm Transformers go deeper",
+        "Yu & Zhang 2023: de-escalated post-norm trains where plain post-norm fails",
+        DEPTH,
+        ("post", "deescalate", 48),
+        ("post", "softmax", 48),
+        measures.score,
+        "test accuracy at depth 48, pp: post-norm de-escalation (tau 1) - post-norm softmax",
+        "higher",
+        (DEPTH_GATE,),
+        across=("depth",),
+        deviations=(REDESIGNED,),
+    ),
+    Protocol(
+        "6",
+        "smoothing can improve image classification (vs sharpening, at matched initial scale)",
+        "Dovonon et al., arXiv v2 (the TMLR version states no direction)",
+        SPECTRAL,
+        ("pre", "smooth", 8),
+        ("pre", "sharpen", 8),
+        measures.score,
+        "test accuracy, pp",
+        "higher",
+        (VIT_GATE,),
+        SEEDS_B,
+    ),
+    Protocol(
+        "7",
+        "FeatScale changes a ViT's accuracy by less than 0.5 pp (equivalence)",
+        "DeiT-tiny 72.17 -> 72.35 (+0.18 pp); DeiT-small 79.97 -> 79.96 (Nguyen et al. 2023, Tables 1, 7)",
+        VIT,
+        ("pre", "featscale", 8),
+        SOFTMAX,
+        measures.score,
+        "test accuracy, pp",
+        "higher",
+        (VIT_GATE,),
+        SEEDS_A,
+        margin=0.5,
+    ),
+    Protocol(
+        "5b",
+        "the eigenvalues of W_V W_O with those of A decide whether a layer smooths",
+        "Dovonon et al. 2025, Sec. 4 (a statement about the simplified layer X + A X H)",
+        SPECTRAL,
+        ("pre", "smooth", 8),
+        SOFTMAX,
+        measures.verdict_vs_majority,
+        "share of attention sublayers (softmax, smooth, sharpen, free; 8 blocks each) whose dynamics verdict "
+        "matches the sign of their measured t_sim change vs always guessing the majority sign",
+        "higher",
+        (VIT_GATE,),
+        SEEDS_B,
+        every_arm=True,
+    ),
+    Protocol(
+        "5c",
+        "the sign of the LayerNorm weights can change smoothing into sharpening",
+        "Dovonon et al. 2025, Sec. 5 (pre-LN: the effective map is diag(gamma) W_V W_O)",
+        VIT,
+        SOFTMAX,
+        SOFTMAX,
+        measures.value_flip,
+        "over the blocks whose verdict turns when that block's pre-attention gamma is negated in the value "
+        "path only: the share whose measured t_sim change moves the way the new verdict says, vs 1/2",
+        "higher",
+        (VIT_GATE,),
+        SEEDS_C,
+        note=measures.value_flip_note,
+        deviations=(
+            REFRAMED,
+            "its measure was fixed after the flip had been measured on the softmax pilot's "
+            "seeds 0-3, which are therefore left out of the test (seeds 4-13)",
+        ),
+    ),
 )
 
 
@@ -163,8 +267,11 @@ def protocol(claim_id: str) -> Protocol:
 def reference_needed(cell: CellResult) -> bool:
     """Whether ``cell`` is the baseline of a gate whose floor is a reference model run on the
     cell's own data (``PlateauGate`` with ``floor`` None): ``cell_analysis`` measures it only then."""
-    return any(gate.floor is None and (cell.norm, cell.label, cell.depth) == gate.arm and p.key(cell) == p.training
-               for p in PROTOCOLS for gate in p.gates)
+    return any(
+        gate.floor is None and (cell.norm, cell.label, cell.depth) == gate.arm and p.key(cell) == p.training
+        for p in PROTOCOLS
+        for gate in p.gates
+    )
 
 
 #: claim 4's seed rule (docs/studies.md, Deviations, 2026-11-25 10:50): grow to 2-13 if 4a's detectable

@@ -63,14 +63,22 @@ def _standardise(train: torch.Tensor, val: torch.Tensor) -> tuple[torch.Tensor, 
     return (x - mean) / sd, (v - mean) / sd
 
 
-def fit_logistic(x: torch.Tensor, y: torch.Tensor, classes: int, l2: float = L2,
-                 iterations: int = ITERATIONS) -> tuple[torch.Tensor, torch.Tensor]:
+def fit_logistic(
+    x: torch.Tensor, y: torch.Tensor, classes: int, l2: float = L2, iterations: int = ITERATIONS
+) -> tuple[torch.Tensor, torch.Tensor]:
     """``(W [D, classes], b [classes])`` minimising ``mean CE(x W + b, y) + l2 / 2 ||W||^2`` over
     ``x float64 [N, D]``, ``y int [N]``, by L-BFGS (strong Wolfe line search) from zero."""
     weight = torch.zeros(x.shape[1], classes, dtype=torch.float64, requires_grad=True)
     bias = torch.zeros(classes, dtype=torch.float64, requires_grad=True)
-    optimiser = torch.optim.LBFGS([weight, bias], lr=1, max_iter=iterations, tolerance_grad=1e-10,
-                                  tolerance_change=1e-14, history_size=20, line_search_fn="strong_wolfe")
+    optimiser = torch.optim.LBFGS(
+        [weight, bias],
+        lr=1,
+        max_iter=iterations,
+        tolerance_grad=1e-10,
+        tolerance_change=1e-14,
+        history_size=20,
+        line_search_fn="strong_wolfe",
+    )
 
     def objective() -> torch.Tensor:
         optimiser.zero_grad()
@@ -82,8 +90,15 @@ def fit_logistic(x: torch.Tensor, y: torch.Tensor, classes: int, l2: float = L2,
     return weight.detach(), bias.detach()
 
 
-def logistic_accuracy(train: torch.Tensor, train_labels: torch.Tensor, val: torch.Tensor, val_labels: torch.Tensor,
-                      classes: int, l2: float = L2, iterations: int = ITERATIONS) -> float:
+def logistic_accuracy(
+    train: torch.Tensor,
+    train_labels: torch.Tensor,
+    val: torch.Tensor,
+    val_labels: torch.Tensor,
+    classes: int,
+    l2: float = L2,
+    iterations: int = ITERATIONS,
+) -> float:
     """Validation accuracy (a share in [0, 1]) of the logistic regression fit on ``train [N, ...]``
     (images, any numeric dtype) with ``train_labels int [N]``, on ``val [M, ...]``.
 

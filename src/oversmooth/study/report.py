@@ -14,8 +14,8 @@ import csv
 import json
 import statistics
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from matplotlib.ticker import MaxNLocator
 
@@ -66,14 +66,19 @@ def score_table(cells: list[CellResult]) -> str:
     """Markdown: one row per task x norm x method, one column per depth: mean ± std (seeds)."""
     depths = sorted({c.depth for c in cells})
     name = cells[0].score_name
-    lines = ["| task | norm | method | " + " | ".join(f"depth {d}" for d in depths) + " |",
-             "|---|---|---|" + "---|" * len(depths)]
+    lines = [
+        "| task | norm | method | " + " | ".join(f"depth {d}" for d in depths) + " |",
+        "|---|---|---|" + "---|" * len(depths),
+    ]
     for task, norm in _panels(cells):
         for label in _labels(cells):
             row = []
             for depth in depths:
-                group = [c for c in cells if (c.task, c.norm, c.label, c.depth) == (task, norm, label, depth)
-                         and c.score is not None]
+                group = [
+                    c
+                    for c in cells
+                    if (c.task, c.norm, c.label, c.depth) == (task, norm, label, depth) and c.score is not None
+                ]
                 if not group:
                     row.append("–")
                     continue
@@ -98,8 +103,16 @@ def plot_scores(cells: list[CellResult], path: Path) -> None:
             if points:
                 depths = sorted(points)
                 stats = [_mean_std(points[d]) for d in depths]
-                ax.errorbar(depths, [m for m, _ in stats], yerr=[s for _, s in stats], marker="o", ms=3,
-                            capsize=2, label=label, color=colours[label])
+                ax.errorbar(
+                    depths,
+                    [m for m, _ in stats],
+                    yerr=[s for _, s in stats],
+                    marker="o",
+                    ms=3,
+                    capsize=2,
+                    label=label,
+                    color=colours[label],
+                )
         ax.set_xscale("log", base=2)
         ax.set_xlabel("depth (blocks)")
         ax.set_ylabel(cells[0].score_name)
@@ -112,7 +125,7 @@ def plot_scores(cells: list[CellResult], path: Path) -> None:
 def _seeds_and_mean(ax, runs: list[list[float]], x: list, color: str, label: str) -> None:
     """Each run a thin line, their mean (over the runs that reach each point) bold."""
     for run in runs:
-        ax.plot(x[:len(run)], run, color=color, lw=0.7, alpha=0.45)
+        ax.plot(x[: len(run)], run, color=color, lw=0.7, alpha=0.45)
     longest = max(len(run) for run in runs)
     mean = [statistics.fmean(run[i] for run in runs if len(run) > i) for i in range(longest)]
     ax.plot(x[:longest], mean, color=color, lw=2.2, label=f"{label} ({len(runs)} seed{'s' if len(runs) > 1 else ''})")
@@ -131,8 +144,9 @@ def plot_layers(cells: list[CellResult], path: Path, metrics: tuple[str, ...] = 
         for row, metric in enumerate(metrics):
             ax = axes[row][col]
             for label in _labels(chosen):
-                runs = [[layer[metric] for layer in c.final_layers] for c in chosen
-                        if c.depth == depth and c.label == label]
+                runs = [
+                    [layer[metric] for layer in c.final_layers] for c in chosen if c.depth == depth and c.label == label
+                ]
                 if runs:  # x in the stream numbering; records of blocks alone (no embeddings) start at 1
                     longest = max(len(run) for run in runs)
                     _seeds_and_mean(ax, runs, list(range(depth + 1 - longest, depth + 1)), colours[label], label)
@@ -159,8 +173,13 @@ def plot_curves(cells: list[CellResult], path: Path) -> None:
             runs = [c for c in chosen if c.depth == depth and c.label == label]
             if runs:
                 longest = max(len(c.epochs) for c in runs)
-                _seeds_and_mean(ax, [[e["val"][c.score_name] for e in c.epochs] for c in runs],
-                                list(range(1, longest + 1)), colours[label], label)
+                _seeds_and_mean(
+                    ax,
+                    [[e["val"][c.score_name] for e in c.epochs] for c in runs],
+                    list(range(1, longest + 1)),
+                    colours[label],
+                    label,
+                )
         ax.set_xlabel("epoch")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_ylabel(f"val {chosen[0].score_name}")
@@ -172,12 +191,20 @@ def plot_curves(cells: list[CellResult], path: Path) -> None:
 
 def plot_probes(probes: Probes, path: Path) -> None:
     plt, fig, axes = figure(1, 2, 9.0, 3.4)
-    for ax, (title, pair) in zip(axes[0], (("untrained DeiT-tiny (G.3)", probes.random_init),
-                                           ("pretrained MiniLM, patched (G.9)", probes.pretrained))):
+    for ax, (title, pair) in zip(
+        axes[0],
+        (("untrained DeiT-tiny (G.3)", probes.random_init), ("pretrained MiniLM, patched (G.9)", probes.pretrained)),
+    ):
         for which, style in (("baseline", "-"), ("neutreno", "--")):
             values = pair.mean(which)
-            ax.plot(range(len(values)), values, style, marker="o", ms=3,
-                    label="softmax" if which == "baseline" else f"NeuTRENO lam {pair.lam}")
+            ax.plot(
+                range(len(values)),
+                values,
+                style,
+                marker="o",
+                ms=3,
+                label="softmax" if which == "baseline" else f"NeuTRENO lam {pair.lam}",
+            )
         ax.set_xlabel("layer (0 = embeddings)")
         ax.set_ylabel("cos_sim")
         ax.set_title(title, fontsize=9)
@@ -206,21 +233,32 @@ def _detectable(c: Claim) -> str:
 def claims_table(claims: list[Claim]) -> str:
     """One table per Holm family (and one for the static claims); the reasons follow as a list."""
     lines = []
-    for family, title in (("primary", "Primary family (Holm, m = 7)"), ("secondary", "Secondary family (Holm, m = 5)"),
-                          (None, "Static claims (deterministic rule, no p-value)")):
+    for family, title in (
+        ("primary", "Primary family (Holm, m = 7)"),
+        ("secondary", "Secondary family (Holm, m = 5)"),
+        (None, "Static claims (deterministic rule, no p-value)"),
+    ):
         rows = [c for c in claims if c.family == family]
         if not rows:
             continue
-        lines += [f"### {title}", "",
-                  "| id | claim (as the paper states it) | paper | measure | ours | effect [CI] | n | p | Holm p | "
-                  "detectable | gate | verdict | command |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-        lines += [f"| {c.id} | {c.statement} | {c.paper} | {c.measure} | {c.ours} | {_effect(c)} | {c.n} | "
-                  f"{_num(c.p)} | {_num(c.p_holm)} | {_detectable(c)} | {c.gate} | **{c.verdict}** | `{c.command}` |"
-                  for c in rows]
+        lines += [
+            f"### {title}",
+            "",
+            "| id | claim (as the paper states it) | paper | measure | ours | effect [CI] | n | p | Holm p | "
+            "detectable | gate | verdict | command |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        ]
+        lines += [
+            f"| {c.id} | {c.statement} | {c.paper} | {c.measure} | {c.ours} | {_effect(c)} | {c.n} | "
+            f"{_num(c.p)} | {_num(c.p_holm)} | {_detectable(c)} | {c.gate} | **{c.verdict}** | `{c.command}` |"
+            for c in rows
+        ]
         lines.append("")
     lines += ["Why each verdict:", ""]
-    lines += [f"- **{c.id}** {c.reason}." + (f" Deviations: {'; '.join(c.deviations)}." if c.deviations else "")
-              for c in claims]
+    lines += [
+        f"- **{c.id}** {c.reason}." + (f" Deviations: {'; '.join(c.deviations)}." if c.deviations else "")
+        for c in claims
+    ]
     return "\n".join(lines)
 
 
@@ -258,8 +296,15 @@ def plot_depth(cells: list[CellResult], path: Path) -> None:
         tests = [paired_test(by_depth[d], [0.0] * len(by_depth[d]), "higher") for d in depths]
         below = [t.mean - t.ci_low if _finite(t.ci_low) else 0.0 for t in tests]
         above = [t.ci_high - t.mean if _finite(t.ci_high) else 0.0 for t in tests]
-        ax.errorbar(depths, [t.mean for t in tests], yerr=[below, above], marker="o", ms=3, capsize=3,
-                    label=f"{label} ({len(by_depth[depths[-1]])})")
+        ax.errorbar(
+            depths,
+            [t.mean for t in tests],
+            yerr=[below, above],
+            marker="o",
+            ms=3,
+            capsize=3,
+            label=f"{label} ({len(by_depth[depths[-1]])})",
+        )
     ax.set_xscale("log", base=2)
     ax.set_xlabel("depth (blocks)")
     ax.set_ylabel("test accuracy (%)")
@@ -287,25 +332,41 @@ def _status_line(cells: list[CellResult]) -> str:
     return ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
 
 
-def _study_section(name: str, cells: list[CellResult], files: dict[str, Callable[[Path], None]], command: str | None) -> list[str]:
+def _study_section(
+    name: str, cells: list[CellResult], files: dict[str, Callable[[Path], None]], command: str | None
+) -> list[str]:
     lines = [f"## Study `{name}`", "", f"Cells: {_status_line(cells)}."]
     if command:
         lines += ["", f"Command: `{command}`"]
-    lines += ["", f"Test {cells[0].score_name} (" + ("%" if cells[0].score_name == "accuracy" else "lower is better")
-              + "), mean ± std over seeds (cells); † diverged, * unfinished (last validation score):", "",
-              score_table(cells), ""]
+    lines += [
+        "",
+        f"Test {cells[0].score_name} ("
+        + ("%" if cells[0].score_name == "accuracy" else "lower is better")
+        + "), mean ± std over seeds (cells); † diverged, * unfinished (last validation score):",
+        "",
+        score_table(cells),
+        "",
+    ]
     if len({c.depth for c in cells}) > 1:
         files[f"{name}_scores.png"] = lambda p: plot_scores(cells, p)
         lines += [f"![{cells[0].score_name} vs depth]({name}_scores.png)", ""]
     if any(c.final_layers for c in cells):
         files[f"{name}_layers.png"] = lambda p: plot_layers(cells, p)
-        lines += ["Per-layer token similarity of the probe batch at the end of training, deepest depth (thin: "
-                  "each seed; bold: their mean):", "",
-                  f"![per-layer cos_sim and t_sim]({name}_layers.png)", ""]
+        lines += [
+            "Per-layer token similarity of the probe batch at the end of training, deepest depth (thin: "
+            "each seed; bold: their mean):",
+            "",
+            f"![per-layer cos_sim and t_sim]({name}_layers.png)",
+            "",
+        ]
     if any(len(c.epochs) > 1 for c in cells):
         files[f"{name}_curves.png"] = lambda p: plot_curves(cells, p)
-        lines += ["Validation score per epoch (thin: each seed; bold: their mean):", "",
-                  f"![validation curves]({name}_curves.png)", ""]
+        lines += [
+            "Validation score per epoch (thin: each seed; bold: their mean):",
+            "",
+            f"![validation curves]({name}_curves.png)",
+            "",
+        ]
     return lines
 
 
@@ -313,19 +374,39 @@ def cell_rows(cells: list[CellResult]) -> list[dict]:
     rows = []
     for c in cells:
         last = c.final_layers[-1] if c.final_layers else {}
-        rows.append({"study": c.study, "cell": c.name, "task": c.task, "norm": c.norm, "depth": c.depth,
-                     "method": c.label, "seed": c.seed, "status": c.status, "epochs": len(c.epochs),
-                     "score_name": c.score_name, "score_split": c.score_split, "score": c.score,
-                     "last_cos_sim": last.get("cos_sim"), "last_t_sim": last.get("t_sim"),
-                     "examples_per_second": c.examples_per_second,
-                     "wall_seconds": (c.results or {}).get("wall_seconds")})
+        rows.append(
+            {
+                "study": c.study,
+                "cell": c.name,
+                "task": c.task,
+                "norm": c.norm,
+                "depth": c.depth,
+                "method": c.label,
+                "seed": c.seed,
+                "status": c.status,
+                "epochs": len(c.epochs),
+                "score_name": c.score_name,
+                "score_split": c.score_split,
+                "score": c.score,
+                "last_cos_sim": last.get("cos_sim"),
+                "last_t_sim": last.get("t_sim"),
+                "examples_per_second": c.examples_per_second,
+                "wall_seconds": (c.results or {}).get("wall_seconds"),
+            }
+        )
     return rows
 
 
-def write_report(cells: list[CellResult], out: str | Path, probes: Probes | None = None,
-                 commands: dict[str, str] | None = None, title: str = "oversmooth study report",
-                 command: str | None = None, adapted: list[dict] | None = None,
-                 benchmark: dict | None = None) -> list[Claim]:
+def write_report(
+    cells: list[CellResult],
+    out: str | Path,
+    probes: Probes | None = None,
+    commands: dict[str, str] | None = None,
+    title: str = "oversmooth study report",
+    command: str | None = None,
+    adapted: list[dict] | None = None,
+    benchmark: dict | None = None,
+) -> list[Claim]:
     """Write ``report.md``, the PNGs, ``cells.csv`` and ``claims.json`` into ``out``; return the claims.
 
     ``commands``: study name -> the command that ran it (printed under its section); ``command``:
@@ -336,34 +417,68 @@ def write_report(cells: list[CellResult], out: str | Path, probes: Probes | None
 
     claims = decide_claims(cells, probes, commands, adapted=adapted, benchmark=benchmark)
     files: dict[str, Callable[[Path], None]] = {"claims.png": lambda p: plot_effects(claims, p)}
-    lines = [f"# {title}", "", "Which claims of the source papers held here, at CPU scale, under the second protocol "
-             "of docs/studies.md (pre-registered; paired by seed; Holm within two families fixed in advance, an "
-             "unfinished claim counted with p = 1; gates on the baseline's validation scores)"
-             + (f"; written by `{command}`" if command else "") + ". Each row's fields are in `claims.json`. "
-             "\"Not tested\" names the gate that failed, with the seed and the margin, or what has not finished.",
-             "", claims_table(claims), "", "Each tested claim's effect with its interval at Holm's level (grey: no "
-             "effect; red: an equivalence margin):", "", "![effects](claims.png)", ""]
+    lines = [
+        f"# {title}",
+        "",
+        "Which claims of the source papers held here, at CPU scale, under the second protocol "
+        "of docs/studies.md (pre-registered; paired by seed; Holm within two families fixed in advance, an "
+        "unfinished claim counted with p = 1; gates on the baseline's validation scores)"
+        + (f"; written by `{command}`" if command else "")
+        + ". Each row's fields are in `claims.json`. "
+        '"Not tested" names the gate that failed, with the seed and the margin, or what has not finished.',
+        "",
+        claims_table(claims),
+        "",
+        "Each tested claim's effect with its interval at Holm's level (grey: no effect; red: an equivalence margin):",
+        "",
+        "![effects](claims.png)",
+        "",
+    ]
     depth = protocol("4a")
-    depth_cells = [c for c in cells if depth.key(c) == depth.training and c.seed in depth.seeds
-                   and (c.norm, c.label, c.depth) in depth.arms]
+    depth_cells = [
+        c
+        for c in cells
+        if depth.key(c) == depth.training and c.seed in depth.seeds and (c.norm, c.label, c.depth) in depth.arms
+    ]
     if depth_cells:
         files["claim4_depth.png"] = lambda p: plot_depth(depth_cells, p)
-        lines += [f"Claim 4 ({DEPTH.name}, seeds {depth.seeds[0]}-{depth.seeds[-1]}): test accuracy by depth, the "
-                  "mean over seeds with its 95 % t interval (seeds per arm in brackets):", "",
-                  "![test accuracy by depth](claim4_depth.png)", ""]
-    spectral = [c for c in cells if protocol("5b").key(c) == protocol("5b").training
-                and (c.norm, c.label, c.depth) in protocol("5b").arms and c.analysis]
+        lines += [
+            f"Claim 4 ({DEPTH.name}, seeds {depth.seeds[0]}-{depth.seeds[-1]}): test accuracy by depth, the "
+            "mean over seeds with its 95 % t interval (seeds per arm in brackets):",
+            "",
+            "![test accuracy by depth](claim4_depth.png)",
+            "",
+        ]
+    spectral = [
+        c
+        for c in cells
+        if protocol("5b").key(c) == protocol("5b").training
+        and (c.norm, c.label, c.depth) in protocol("5b").arms
+        and c.analysis
+    ]
     if spectral:
-        lines += [f"Claim 5b ({SPECTRAL.name} and softmax): attention sublayers by dynamics verdict and measured "
-                  "sign:", "", verdict_confusion(spectral), ""]
+        lines += [
+            f"Claim 5b ({SPECTRAL.name} and softmax): attention sublayers by dynamics verdict and measured sign:",
+            "",
+            verdict_confusion(spectral),
+            "",
+        ]
     if probes:
         files["probes.png"] = lambda p: plot_probes(probes, p)
-        lines += ["## Without training", "", f"- G.3: {probes.random_init.source}",
-                  f"- G.9: {probes.pretrained.source}", "- MiniLM per block (cos_sim change across each part; "
-                  "dynamics verdict of the attention sublayer): "
-                  + "; ".join(f"block {b['layer']}: {probes.block_text(b['layer'])}, {b['verdict']}"
-                              for b in probes.pretrained_blocks), "",
-                  "![cos_sim per layer with and without NeuTRENO, no training](probes.png)", ""]
+        lines += [
+            "## Without training",
+            "",
+            f"- G.3: {probes.random_init.source}",
+            f"- G.9: {probes.pretrained.source}",
+            "- MiniLM per block (cos_sim change across each part; "
+            "dynamics verdict of the attention sublayer): "
+            + "; ".join(
+                f"block {b['layer']}: {probes.block_text(b['layer'])}, {b['verdict']}" for b in probes.pretrained_blocks
+            ),
+            "",
+            "![cos_sim per layer with and without NeuTRENO, no training](probes.png)",
+            "",
+        ]
     for name, group in _groups(cells).items():
         lines += _study_section(name, group, files, (commands or {}).get(name))
     with atomic_directory(out) as staging:

@@ -14,8 +14,15 @@ from pathlib import Path
 from oversmooth.errors import UsageError
 from oversmooth.json_files import NUMBER, check_table, read_jsonl, read_table
 from oversmooth.study.config import stored_spec
-from oversmooth.study.files import (ANALYSIS_FILE, CELL_FILE, CELLS_DIR, METRICS_FILE, RESULTS_FIELDS, RESULTS_FILE,
-                                   STUDY_FILE)
+from oversmooth.study.files import (
+    ANALYSIS_FILE,
+    CELL_FILE,
+    CELLS_DIR,
+    METRICS_FILE,
+    RESULTS_FIELDS,
+    RESULTS_FILE,
+    STUDY_FILE,
+)
 from oversmooth.train.run_spec import RunSpec, training_key
 
 #: the score reported per model kind, and whether higher is better.
@@ -36,10 +43,10 @@ class CellResult:
     method: str
     knobs: dict
     seed: int
-    status: str                   # completed | diverged | partial | pending
-    epochs: list[dict]            # the metrics.jsonl records
-    results: dict | None          # results.json, once finished
-    spec: RunSpec | None = None   # how it was trained (cell.json: its spec, or older cells' train_args)
+    status: str  # completed | diverged | partial | pending
+    epochs: list[dict]  # the metrics.jsonl records
+    results: dict | None  # results.json, once finished
+    spec: RunSpec | None = None  # how it was trained (cell.json: its spec, or older cells' train_args)
     analysis: dict | None = None  # analysis.json: measurements on the trained model, once made
 
     @property
@@ -79,8 +86,16 @@ class CellResult:
 
 
 #: the fields a reader of ``cell.json`` (and its ``variant``) and ``study.json`` needs.
-CELL_FIELDS = {"study": str, "name": str, "model": str, "task": str, "norm": str, "depth": int, "variant": dict,
-               "seed": int}
+CELL_FIELDS = {
+    "study": str,
+    "name": str,
+    "model": str,
+    "task": str,
+    "norm": str,
+    "depth": int,
+    "variant": dict,
+    "seed": int,
+}
 VARIANT_FIELDS = {"label": str, "method": str}
 STUDY_FIELDS = {"name": str, "methods": list}
 
@@ -92,8 +107,9 @@ def read_cell(folder: Path) -> CellResult:
     info = read_table(folder / CELL_FILE, CELL_FIELDS, fix)
     variant = check_table(info["variant"], f"{folder / CELL_FILE} (its variant)", VARIANT_FIELDS, fix)
     if info["model"] not in SCORES:
-        raise UsageError(f"{folder / CELL_FILE} is damaged (model {info['model']!r} is none of "
-                         f"{', '.join(SCORES)}); {fix}")
+        raise UsageError(
+            f"{folder / CELL_FILE} is damaged (model {info['model']!r} is none of {', '.join(SCORES)}); {fix}"
+        )
     scores = {"loss": NUMBER, SCORES[info["model"]][0]: NUMBER}
     results = read_table(folder / RESULTS_FILE, RESULTS_FIELDS, fix) if (folder / RESULTS_FILE).is_file() else None
     if results is not None and results["status"] == "completed":
@@ -101,24 +117,39 @@ def read_cell(folder: Path) -> CellResult:
         check_table(results["test"], f"{folder / RESULTS_FILE} (its test scores)", scores, fix)
     epochs = read_jsonl(folder / METRICS_FILE, fix)
     for epoch in epochs:
-        check_table(epoch, folder / METRICS_FILE, {"val": dict, "layers": list} if "layers" in epoch
-                    else {"val": dict}, fix)
+        check_table(
+            epoch, folder / METRICS_FILE, {"val": dict, "layers": list} if "layers" in epoch else {"val": dict}, fix
+        )
         check_table(epoch["val"], f"{folder / METRICS_FILE} (an epoch's val scores)", scores, fix)
         for row in epoch.get("layers", []):
             measures = {name: (*NUMBER, type(None)) for name in (row if isinstance(row, dict) else ())}
             check_table(row, f"{folder / METRICS_FILE} (a layer row)", {**measures, "layer": int}, fix)
     status = results["status"] if results else ("partial" if epochs else "pending")
-    analysis = read_table(folder / ANALYSIS_FILE, {}, "delete it to measure the model again") \
-        if (folder / ANALYSIS_FILE).is_file() else None
+    analysis = (
+        read_table(folder / ANALYSIS_FILE, {}, "delete it to measure the model again")
+        if (folder / ANALYSIS_FILE).is_file()
+        else None
+    )
     try:
         spec = stored_spec(info)
     except (UsageError, TypeError, KeyError) as error:
         raise UsageError(f"{folder / CELL_FILE} is damaged (its run spec: {error}); {fix}") from None
     return CellResult(
-        study=info["study"], name=info["name"], model=info["model"], task=info["task"], norm=info["norm"],
-        depth=info["depth"], label=variant["label"], method=variant["method"],
-        knobs={k: v for k, v in variant.items() if k not in ("label", "method", "norms")}, seed=info["seed"],
-        status=status, epochs=epochs, results=results, spec=spec, analysis=analysis,
+        study=info["study"],
+        name=info["name"],
+        model=info["model"],
+        task=info["task"],
+        norm=info["norm"],
+        depth=info["depth"],
+        label=variant["label"],
+        method=variant["method"],
+        knobs={k: v for k, v in variant.items() if k not in ("label", "method", "norms")},
+        seed=info["seed"],
+        status=status,
+        epochs=epochs,
+        results=results,
+        spec=spec,
+        analysis=analysis,
     )
 
 

@@ -24,9 +24,9 @@ import dataclasses
 import json
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from oversmooth.atomic import atomic_write
 from oversmooth.errors import UsageError
@@ -37,11 +37,11 @@ from oversmooth.study.cell_state import CellState, CellStatus, cell_status
 from oversmooth.study.config import Cell, StudyConfig, stored_spec
 from oversmooth.study.executor_settings import ExecutorSettings
 from oversmooth.study.executors import make_executor, run_local, submit_array
-from oversmooth.study.files import ANALYSIS_FILE, CELL_FILE, CELLS_DIR, MODEL_DIR, RESULTS_FILE, SPEC_FILE, \
-    STUDY_FILE
+from oversmooth.study.files import ANALYSIS_FILE, CELL_FILE, CELLS_DIR, MODEL_DIR, RESULTS_FILE, SPEC_FILE, STUDY_FILE
 from oversmooth.train.run_spec import RunSpec
 
 WAIT_POLL_SECONDS = 2.0  # how often --wait looks at a Slurm study's cells
+
 
 def check_cells(study: StudyConfig) -> None:
     """Check every cell's run as ``train.run`` does before it writes: its fields, method and knobs,
@@ -107,8 +107,10 @@ def check_archive(study: StudyConfig, archive: Path) -> None:
     for cell in study.cells():
         info = archived(archive, cell.study, cell.name) / CELL_FILE
         if info.is_file() and stored_spec(json.loads(info.read_text())).setting() != cell.spec().setting():
-            raise UsageError(f"{info.parent} was trained with other settings than this study's {cell.name}; "
-                             "move it away or use another --results folder")
+            raise UsageError(
+                f"{info.parent} was trained with other settings than this study's {cell.name}; "
+                "move it away or use another --results folder"
+            )
 
 
 def check_folder(study: StudyConfig, out: Path) -> None:
@@ -116,13 +118,16 @@ def check_folder(study: StudyConfig, out: Path) -> None:
     trained in another setting: its checkpoint would be refused, or its results taken for ours."""
     info = out / STUDY_FILE
     if info.is_file() and json.loads(info.read_text()).get("name") != study.name:
-        raise UsageError(f"{out} holds study {json.loads(info.read_text()).get('name')!r}, not {study.name!r}; "
-                         "choose another --out")
+        raise UsageError(
+            f"{out} holds study {json.loads(info.read_text()).get('name')!r}, not {study.name!r}; choose another --out"
+        )
     for cell in study.cells():
         info = cell_dir(out, cell) / CELL_FILE
         if info.is_file() and stored_spec(json.loads(info.read_text())).setting() != cell.spec().setting():
-            raise UsageError(f"{info.parent} was begun with another grid (other settings than this study's "
-                             f"{cell.name}); choose another --out or move that folder away")
+            raise UsageError(
+                f"{info.parent} was begun with another grid (other settings than this study's "
+                f"{cell.name}); choose another --out or move that folder away"
+            )
 
 
 def check_study(study: StudyConfig, out: Path, archive: Path | None, executor: ExecutorSettings) -> None:
@@ -140,8 +145,9 @@ def _queue(out: Path, cells: list[Cell]) -> dict[str, str]:
     return slurm.queued({state.job for state in states if state is not None and state.executor == "slurm"})
 
 
-def study_status(study: StudyConfig, out: str | Path,
-                 archive: str | Path | None = None) -> list[tuple[Cell, CellStatus]]:
+def study_status(
+    study: StudyConfig, out: str | Path, archive: str | Path | None = None
+) -> list[tuple[Cell, CellStatus]]:
     """Each cell's state (``cell_state.cell_status``); a cell archived under ``archive`` counts as finished."""
     out, cells = Path(out), study.cells()
     queue = _queue(out, cells)
@@ -177,10 +183,17 @@ def _prepare(cell: Cell, out: Path, threads: int) -> None:
         worker_spec(cell, folder, threads).save(folder / SPEC_FILE)
 
 
-def run_study(study: StudyConfig, out: str | Path, jobs: int = 1, threads: int = 1,
-              on_done: Callable[[CellOutcome], None] = lambda outcome: None, command: str = "",
-              archive: str | Path | None = None, executor: ExecutorSettings | None = None,
-              wait: bool = True) -> list[CellOutcome]:
+def run_study(
+    study: StudyConfig,
+    out: str | Path,
+    jobs: int = 1,
+    threads: int = 1,
+    on_done: Callable[[CellOutcome], None] = lambda outcome: None,
+    command: str = "",
+    archive: str | Path | None = None,
+    executor: ExecutorSettings | None = None,
+    wait: bool = True,
+) -> list[CellOutcome]:
     """Run every cell that is not finished or in hand elsewhere, with ``threads`` torch threads each.
 
     ``executor``: where (default: local processes, ``jobs`` at a time). Locally the call returns
@@ -212,11 +225,18 @@ def run_study(study: StudyConfig, out: str | Path, jobs: int = 1, threads: int =
         else:
             outcomes[index] = CellOutcome(cell, reason)
             on_done(outcomes[index])
-    jobs_ = [CellJob(str(cell_dir(out, cells[i])), threads,
-                     None if archive is None else str(archived(archive, study.name, cells[i].name)), executor.kind)
-             for i in todo]
+    jobs_ = [
+        CellJob(
+            str(cell_dir(out, cells[i])),
+            threads,
+            None if archive is None else str(archived(archive, study.name, cells[i].name)),
+            executor.kind,
+        )
+        for i in todo
+    ]
     submitter = make_executor(executor, out, threads)
     if executor.kind == "local":
+
         def ended(position: int, result: tuple[str, int]) -> None:
             outcomes[todo[position]] = CellOutcome(cells[todo[position]], *result)
             on_done(outcomes[todo[position]])
@@ -233,8 +253,9 @@ def run_study(study: StudyConfig, out: str | Path, jobs: int = 1, threads: int =
     return [outcomes[index] for index in range(len(cells))]
 
 
-def _wait_for(out: Path, cells: dict[int, Cell], outcomes: dict[int, CellOutcome],
-              on_done: Callable[[CellOutcome], None]) -> None:
+def _wait_for(
+    out: Path, cells: dict[int, Cell], outcomes: dict[int, CellOutcome], on_done: Callable[[CellOutcome], None]
+) -> None:
     """Until every one of ``cells`` has left the Slurm queue and no process trains it."""
     left = dict(cells)
     while left:

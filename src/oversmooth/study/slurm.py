@@ -18,8 +18,9 @@ def _ask(command: list[str]) -> str:
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=60)
     except subprocess.TimeoutExpired:
-        raise UsageError(f"--executor slurm: the Slurm controller did not answer {command[0]} in 60 s; "
-                         f"{_FIX}") from None
+        raise UsageError(
+            f"--executor slurm: the Slurm controller did not answer {command[0]} in 60 s; {_FIX}"
+        ) from None
     if done.returncode != 0:
         reason = (done.stderr.strip().splitlines() or ["no reason given"])[-1]
         raise UsageError(f"--executor slurm: no Slurm controller reachable ({command[0]}: {reason}); {_FIX}")

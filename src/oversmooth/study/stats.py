@@ -35,9 +35,10 @@ reason says so.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Literal, Sequence
+from typing import Literal
 
 import numpy as np
 from scipy import optimize, stats
@@ -111,8 +112,9 @@ def _check_direction(direction: str) -> None:
         raise ValueError(f'direction must be "higher" or "lower", got {direction!r}')
 
 
-def paired_test(method: Sequence[float], baseline: Sequence[float], direction: Direction,
-                confidence: float = 0.95) -> PairedTest:
+def paired_test(
+    method: Sequence[float], baseline: Sequence[float], direction: Direction, confidence: float = 0.95
+) -> PairedTest:
     """Paired t-test of ``method[i] - baseline[i]`` (two sequences of n floats, paired by seed).
 
     Raises ``ValueError`` for sequences of different lengths, non-finite values or an unknown
@@ -134,8 +136,9 @@ def paired_test(method: Sequence[float], baseline: Sequence[float], direction: D
     mean = float(d.mean()) if n else math.nan
     if n < 2:
         nan = math.nan
-        return PairedTest(n, mean, nan, nan, nan, 0, nan, nan, *_t_interval(mean, nan, 0, confidence),
-                          confidence, direction)
+        return PairedTest(
+            n, mean, nan, nan, nan, 0, nan, nan, *_t_interval(mean, nan, 0, confidence), confidence, direction
+        )
     sd = float(d.std(ddof=1))
     se = sd / math.sqrt(n)
     df = n - 1
@@ -146,8 +149,9 @@ def paired_test(method: Sequence[float], baseline: Sequence[float], direction: D
     p_two = float(min(1.0, 2 * stats.t.sf(abs(t), df)))
     sign = 1 if direction == "higher" else -1
     p_one = float(stats.t.sf(sign * t, df))
-    return PairedTest(n, mean, sd, se, t, df, p_two, p_one, *_t_interval(mean, se, df, confidence),
-                      confidence, direction)
+    return PairedTest(
+        n, mean, sd, se, t, df, p_two, p_one, *_t_interval(mean, se, df, confidence), confidence, direction
+    )
 
 
 def holm(p_values: Sequence[float]) -> list[float]:
@@ -260,17 +264,18 @@ class Decision:
     ci_low: float
     ci_high: float
     mde: float
-    effect: float = math.nan          # what the interval is about: the mean difference
-    p: float = math.nan               # the unadjusted p of the claim's own test
-    margin: float | None = None       # an equivalence claim's margin
+    effect: float = math.nan  # what the interval is about: the mean difference
+    p: float = math.nan  # the unadjusted p of the claim's own test
+    margin: float | None = None  # an equivalence claim's margin
 
 
 def _fmt(x: float) -> str:
     return f"{x:+.4g}"
 
 
-def _decide(test: PairedTest, failed_gate: str | None, p_adjusted: float, family_size: int,
-            alpha: float, power: float) -> Decision:
+def _decide(
+    test: PairedTest, failed_gate: str | None, p_adjusted: float, family_size: int, alpha: float, power: float
+) -> Decision:
     nan = math.nan
     if failed_gate is not None:
         return Decision(NOT_TESTED, f"not tested: {failed_gate}", test, nan, family_size, nan, nan, nan, nan)
@@ -278,8 +283,18 @@ def _decide(test: PairedTest, failed_gate: str | None, p_adjusted: float, family
         raise ValueError(f"family_size must be >= 1, got {family_size}")
     mde = min_detectable_effect(test.n, test.sd, alpha / family_size, power)
     if test.n < 2:
-        return Decision(INCONCLUSIVE, f"inconclusive: {test.n} pair(s), a paired t-test needs at least 2",
-                        test, nan, family_size, 1 - alpha, -math.inf, math.inf, mde, test.mean)
+        return Decision(
+            INCONCLUSIVE,
+            f"inconclusive: {test.n} pair(s), a paired t-test needs at least 2",
+            test,
+            nan,
+            family_size,
+            1 - alpha,
+            -math.inf,
+            math.inf,
+            mde,
+            test.mean,
+        )
     p = test.p_two_sided
     if not p * (1 - 1e-9) <= p_adjusted <= 1:
         raise ValueError(f"a Holm-adjusted p lies in [p, 1] = [{p:.6g}, 1], got {p_adjusted}")
@@ -287,28 +302,58 @@ def _decide(test: PairedTest, failed_gate: str | None, p_adjusted: float, family
     # same point or far-from-0 interval: quote the strictest one, alpha / m.
     level = 1 - (alpha * p / p_adjusted if p > 0 else alpha / family_size)
     low, high = test.interval(level)
-    where = (f"mean difference {_fmt(test.mean)} over {test.n} pairs, {100 * level:.4g} % CI "
-             f"[{_fmt(low)}, {_fmt(high)}]")
+    where = f"mean difference {_fmt(test.mean)} over {test.n} pairs, {100 * level:.4g} % CI [{_fmt(low)}, {_fmt(high)}]"
     holm_p = f"p {p:.3g}" if family_size == 1 else f"Holm-adjusted p {p_adjusted:.3g} over {family_size} claims"
     if p_adjusted < alpha:
         claimed = (test.mean > 0) == (test.direction == "higher")
         if claimed:
-            return Decision(HELD, f"held: {where}, {holm_p} < {alpha:g}, in the claimed direction "
-                            f"({test.direction})", test, p_adjusted, family_size, level, low, high, mde, test.mean, p)
-        return Decision(CONTRADICTED, f"contradicted: {where}, {holm_p} < {alpha:g}, against the claimed "
-                        f"direction ({test.direction})", test, p_adjusted, family_size, level, low, high, mde,
-                        test.mean, p)
+            return Decision(
+                HELD,
+                f"held: {where}, {holm_p} < {alpha:g}, in the claimed direction ({test.direction})",
+                test,
+                p_adjusted,
+                family_size,
+                level,
+                low,
+                high,
+                mde,
+                test.mean,
+                p,
+            )
+        return Decision(
+            CONTRADICTED,
+            f"contradicted: {where}, {holm_p} < {alpha:g}, against the claimed direction ({test.direction})",
+            test,
+            p_adjusted,
+            family_size,
+            level,
+            low,
+            high,
+            mde,
+            test.mean,
+            p,
+        )
     reason = f"inconclusive: {where}, {holm_p} >= {alpha:g}"
     if test.ci_low > 0 or test.ci_high < 0:
-        reason += (f" (the unadjusted {100 * test.confidence:.4g} % CI [{_fmt(test.ci_low)}, "
-                   f"{_fmt(test.ci_high)}] excludes 0, p {p:.3g}, but not after Holm)")
+        reason += (
+            f" (the unadjusted {100 * test.confidence:.4g} % CI [{_fmt(test.ci_low)}, "
+            f"{_fmt(test.ci_high)}] excludes 0, p {p:.3g}, but not after Holm)"
+        )
     reason += f"; smallest effect this design detects with power {power:g}: {mde:.4g} (either sign)"
     return Decision(INCONCLUSIVE, reason, test, p_adjusted, family_size, level, low, high, mde, test.mean, p)
 
 
-def decide(method: Sequence[float], baseline: Sequence[float], direction: Direction, *,
-           failed_gate: str | None = None, p_adjusted: float | None = None, family_size: int = 1,
-           alpha: float = 0.05, power: float = POWER) -> Decision:
+def decide(
+    method: Sequence[float],
+    baseline: Sequence[float],
+    direction: Direction,
+    *,
+    failed_gate: str | None = None,
+    p_adjusted: float | None = None,
+    family_size: int = 1,
+    alpha: float = 0.05,
+    power: float = POWER,
+) -> Decision:
     """The verdict on one claim from its paired values (n floats each, paired by seed).
 
     ``failed_gate``: None when every gate passed, else what failed (then ``not tested``,
@@ -327,8 +372,7 @@ def decide(method: Sequence[float], baseline: Sequence[float], direction: Direct
     """
     _check_alpha(alpha)
     test = paired_test(method, baseline, direction, 1 - alpha)
-    return _decide(test, failed_gate, test.p_two_sided if p_adjusted is None else p_adjusted, family_size,
-                   alpha, power)
+    return _decide(test, failed_gate, test.p_two_sided if p_adjusted is None else p_adjusted, family_size, alpha, power)
 
 
 @dataclass(frozen=True)
@@ -357,25 +401,33 @@ def _level(p: float, p_adjusted: float, alpha: float, family_size: int) -> float
     return alpha * p / p_adjusted if p > 0 else alpha / family_size
 
 
-def _decide_equivalence(claim: PairedClaim, test: PairedTest, p_adjusted: float, family_size: int,
-                        alpha: float, power: float) -> Decision:
+def _decide_equivalence(
+    claim: PairedClaim, test: PairedTest, p_adjusted: float, family_size: int, alpha: float, power: float
+) -> Decision:
     equivalence = tost(claim.method, claim.baseline, claim.margin)
     level = _level(equivalence.p, p_adjusted, alpha, family_size)
     low, high = equivalence.interval(level)
     margin = claim.margin
     mde = narrowest_margin(equivalence.n, equivalence.sd, alpha / family_size, power)
-    where = (f"mean difference {_fmt(equivalence.mean)} over {equivalence.n} pairs, {100 * (1 - 2 * level):.4g} % CI "
-             f"[{_fmt(low)}, {_fmt(high)}] against the margin +-{margin:g}")
-    holm_p = f"TOST p {equivalence.p:.3g}" + ("" if family_size == 1 else
-                                             f", Holm-adjusted {p_adjusted:.3g} over {family_size} claims")
+    where = (
+        f"mean difference {_fmt(equivalence.mean)} over {equivalence.n} pairs, {100 * (1 - 2 * level):.4g} % CI "
+        f"[{_fmt(low)}, {_fmt(high)}] against the margin +-{margin:g}"
+    )
+    holm_p = f"TOST p {equivalence.p:.3g}" + (
+        "" if family_size == 1 else f", Holm-adjusted {p_adjusted:.3g} over {family_size} claims"
+    )
     values = (test, p_adjusted, family_size, 1 - 2 * level, low, high, mde, equivalence.mean, equivalence.p, margin)
     if p_adjusted < alpha:
         return Decision(HELD, f"held: {where}, inside it; {holm_p} < {alpha:g}", *values)
     if low >= margin or high <= -margin:
         return Decision(CONTRADICTED, f"contradicted: {where}, wholly outside it; {holm_p}", *values)
-    return Decision(INCONCLUSIVE, f"inconclusive: {where}, neither inside nor outside; {holm_p}; the narrowest "
-                    f"margin this design establishes with power {power:g} at a true difference of 0: "
-                    f"+-{mde:.4g}", *values)
+    return Decision(
+        INCONCLUSIVE,
+        f"inconclusive: {where}, neither inside nor outside; {holm_p}; the narrowest "
+        f"margin this design establishes with power {power:g} at a true difference of 0: "
+        f"+-{mde:.4g}",
+        *values,
+    )
 
 
 def decide_family(claims: Sequence[PairedClaim], alpha: float = 0.05, power: float = POWER) -> list[Decision]:

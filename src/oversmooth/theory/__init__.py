@@ -1,4 +1,5 @@
-"""Simulate the theory behind the toolkit (Dovonon et al. 2025; Yu & Zhang 2023): the linear dynamics of attention layers.
+"""Simulate the theory behind the toolkit (Dovonon et al. 2025; Yu & Zhang 2023): the linear
+dynamics of attention layers.
 
 - ``simulate(x0, h, depth, LayerConfig(...), attention=A | query_key=M) -> Trajectory``:
   X <- X + A X H, optionally without residual, with pre/post LayerNorm (weight gamma), with
@@ -12,8 +13,7 @@
 - ``random_attention``, ``softmax_attention``, ``matrix_with_spectrum``: the samplers.
 """
 
-from oversmooth.theory.escalation import (VARIANTS, RateStudy, escalation_curves,
-                                          escalation_rates, fitted_rate)
+from oversmooth.theory.escalation import VARIANTS, RateStudy, escalation_curves, escalation_rates, fitted_rate
 from oversmooth.theory.experiment import CaseResult, Setup, run_preset
 from oversmooth.theory.outcome import Outcome, direction_drift, observe
 from oversmooth.theory.presets import THEORY_PRESETS, Case, preset_cases
@@ -21,8 +21,26 @@ from oversmooth.theory.sampling import matrix_with_spectrum, random_attention, s
 from oversmooth.theory.simulate import SIMULATED_NORMS, LayerConfig, Trajectory, layer_norm, simulate
 
 __all__ = [
-    "VARIANTS", "RateStudy", "escalation_curves", "escalation_rates", "fitted_rate",
-    "CaseResult", "Setup", "run_preset", "Outcome", "direction_drift", "observe", "THEORY_PRESETS",
-    "Case", "preset_cases", "matrix_with_spectrum", "random_attention", "softmax_attention",
-    "SIMULATED_NORMS", "LayerConfig", "Trajectory", "layer_norm", "simulate",
+    "VARIANTS",
+    "RateStudy",
+    "escalation_curves",
+    "escalation_rates",
+    "fitted_rate",
+    "CaseResult",
+    "Setup",
+    "run_preset",
+    "Outcome",
+    "direction_drift",
+    "observe",
+    "THEORY_PRESETS",
+    "Case",
+    "preset_cases",
+    "matrix_with_spectrum",
+    "random_attention",
+    "softmax_attention",
+    "SIMULATED_NORMS",
+    "LayerConfig",
+    "Trajectory",
+    "layer_norm",
+    "simulate",
 ]

@@ -35,17 +35,27 @@ VARIANTS = {
 LINEAR_VARIANTS = ("attention", "residual")
 
 
-def escalation_curves(tokens: int, dim: int, depth: int, generator: torch.Generator, *,
-                      sequences: int = 4, temperature: float = 2.0,
-                      taus: tuple[float, ...] = (0.0, 0.5, 1.0)) -> dict[str, pd.DataFrame]:
+def escalation_curves(
+    tokens: int,
+    dim: int,
+    depth: int,
+    generator: torch.Generator,
+    *,
+    sequences: int = 4,
+    temperature: float = 2.0,
+    taus: tuple[float, ...] = (0.0, 0.5, 1.0),
+) -> dict[str, pd.DataFrame]:
     """Metric tables for every variant x tau on one sampled A, keyed ``"<variant>, tau=<tau>"``."""
     attention = random_attention(tokens, generator, temperature=temperature)[0]
     x0 = torch.randn(sequences, tokens, dim, generator=generator, dtype=torch.float64)
     identity = torch.eye(dim, dtype=torch.float64)
-    return {f"{name}, tau={tau:g}": measure(
-                simulate(x0, identity, depth, replace(config, tau=tau), attention=attention).states,
-                hook="theory")
-            for name, config in VARIANTS.items() for tau in taus}
+    return {
+        f"{name}, tau={tau:g}": measure(
+            simulate(x0, identity, depth, replace(config, tau=tau), attention=attention).states, hook="theory"
+        )
+        for name, config in VARIANTS.items()
+        for tau in taus
+    }
 
 
 def fitted_rate(t_div_curve: Tensor, floor: float = 1e-12) -> Tensor:
@@ -73,8 +83,15 @@ class RateStudy:
     predicted: dict[str, Tensor]  # linear variants only
 
 
-def escalation_rates(tokens: int, dim: int, depth: int, generator: torch.Generator, *,
-                     draws: int = 48, temperatures: tuple[float, float] = (0.3, 6.0)) -> RateStudy:
+def escalation_rates(
+    tokens: int,
+    dim: int,
+    depth: int,
+    generator: torch.Generator,
+    *,
+    draws: int = 48,
+    temperatures: tuple[float, float] = (0.3, 6.0),
+) -> RateStudy:
     """Escalation rate against |lambda_2(A)| over ``draws`` attention matrices whose logit
     temperature is spread log-uniformly over ``temperatures``."""
     low, high = (math.log(t) for t in temperatures)
@@ -88,6 +105,10 @@ def escalation_rates(tokens: int, dim: int, depth: int, generator: torch.Generat
         measured[name] = fitted_rate(torch.stack([t_div(x) for x in states]))
         if name in LINEAR_VARIANTS:
             predicted[name] = torch.tensor(
-                [-2 * math.log(max(predict_dynamics(a, torch.ones(1), residual=config.residual)
-                                   .separation, 1e-300)) for a in attention], dtype=torch.float64)
+                [
+                    -2 * math.log(max(predict_dynamics(a, torch.ones(1), residual=config.residual).separation, 1e-300))
+                    for a in attention
+                ],
+                dtype=torch.float64,
+            )
     return RateStudy(attention_lambda2(attention[:, None]), measured, predicted)

@@ -9,8 +9,8 @@ import pandas as pd
 import torch
 
 from oversmooth.errors import FieldError, UsageError
-from oversmooth.seeds import check_seed
 from oversmooth.metrics import measure
+from oversmooth.seeds import check_seed
 from oversmooth.spectra import DynamicsPrediction, predict_dynamics, value_output_eigenvalues
 from oversmooth.theory.outcome import Outcome, observe
 from oversmooth.theory.presets import Case, preset_cases
@@ -34,8 +34,7 @@ class Setup:
 
     def __post_init__(self):
         if self.attention not in ATTENTION_KINDS:
-            raise UsageError(f"unknown attention {self.attention!r}; choose from "
-                             f"{', '.join(ATTENTION_KINDS)}")
+            raise UsageError(f"unknown attention {self.attention!r}; choose from {', '.join(ATTENTION_KINDS)}")
         for name in ("depth", "tokens", "sequences"):
             if getattr(self, name) < 2:
                 raise FieldError("{%s} must be at least 2, got {got}" % name, got=getattr(self, name))
@@ -62,21 +61,32 @@ class CaseResult:
         angle convergence and rank collapse too. (With LayerNorm the residual stream grows, the
         per-layer mu tend to 1 and direction and rank settle only polynomially in depth.)"""
         o = self.outcome
-        return [p.mode == o.mode[b] and (not self.linear or (
-                    p.angle_converges == bool(o.angle_converges[b])
-                    and p.rank_collapse == bool(o.rank_collapse[b])))
-                for b, p in enumerate(self.predictions)]
+        return [
+            p.mode == o.mode[b]
+            and (
+                not self.linear
+                or (p.angle_converges == bool(o.angle_converges[b]) and p.rank_collapse == bool(o.rank_collapse[b]))
+            )
+            for b, p in enumerate(self.predictions)
+        ]
 
     def summary_row(self) -> dict:
         """One CSV/table row: the case, sequence 0's prediction, the outcome, the agreement."""
         p, o = self.predictions[0], self.outcome
-        return {"preset": self.preset, "case": self.case.label, "norm": self.case.layer.norm,
-                **p.as_dict(), "predicted": self.predicted(), "simulated": self.simulated(),
-                "t_sim_first": self.table["t_sim"].iloc[0].item(),
-                "t_sim_last": self.table["t_sim"].iloc[-1].item(),
-                "direction_drift": float(o.direction_drift.max()),
-                "agree": sum(self.agreement()), "sequences": len(self.predictions),
-                "compared": "mode, angle, rank" if self.linear else "mode"}
+        return {
+            "preset": self.preset,
+            "case": self.case.label,
+            "norm": self.case.layer.norm,
+            **p.as_dict(),
+            "predicted": self.predicted(),
+            "simulated": self.simulated(),
+            "t_sim_first": self.table["t_sim"].iloc[0].item(),
+            "t_sim_last": self.table["t_sim"].iloc[-1].item(),
+            "direction_drift": float(o.direction_drift.max()),
+            "agree": sum(self.agreement()),
+            "sequences": len(self.predictions),
+            "compared": "mode, angle, rank" if self.linear else "mode",
+        }
 
     def predicted(self) -> str:
         return _majority(p.describe() for p in self.predictions)
@@ -84,9 +94,15 @@ class CaseResult:
     def simulated(self) -> str:
         o = self.outcome
         return _majority(
-            ", ".join([o.mode[b], "angle convergence" if o.angle_converges[b] else "no angle convergence",
-                       "rank collapse" if o.rank_collapse[b] else "no rank collapse"])
-            for b in range(len(o.mode)))
+            ", ".join(
+                [
+                    o.mode[b],
+                    "angle convergence" if o.angle_converges[b] else "no angle convergence",
+                    "rank collapse" if o.rank_collapse[b] else "no rank collapse",
+                ]
+            )
+            for b in range(len(o.mode))
+        )
 
 
 def _majority(texts) -> str:
@@ -101,22 +117,30 @@ def run_preset(name: str, setup: Setup) -> list[CaseResult]:
     cases = preset_cases(name, setup.dim)
     generator = torch.Generator().manual_seed(setup.seed)
     attention = random_attention(setup.tokens, generator, temperature=setup.temperature)[0]
-    query_key = setup.temperature * torch.randn(setup.dim, setup.dim, generator=generator,
-                                                dtype=torch.float64) / setup.dim ** 0.5
-    x0 = torch.randn(setup.sequences, setup.tokens, setup.dim, generator=generator,
-                     dtype=torch.float64)
+    query_key = (
+        setup.temperature * torch.randn(setup.dim, setup.dim, generator=generator, dtype=torch.float64) / setup.dim**0.5
+    )
+    x0 = torch.randn(setup.sequences, setup.tokens, setup.dim, generator=generator, dtype=torch.float64)
     basis_seed = int(torch.randint(0, 2**31 - 1, (1,), generator=generator))
     results = []
     for case in cases:
         h = matrix_with_spectrum(torch.tensor(case.h_eigenvalues), torch.Generator().manual_seed(basis_seed))
         fixed = setup.attention == "fixed"
-        trajectory = simulate(x0, h, setup.depth, case.layer, attention=attention if fixed else None,
-                              query_key=None if fixed else query_key)
+        trajectory = simulate(
+            x0,
+            h,
+            setup.depth,
+            case.layer,
+            attention=attention if fixed else None,
+            query_key=None if fixed else query_key,
+        )
         gamma = torch.tensor(case.layer.gamma) if case.layer.norm == "pre" and case.layer.gamma else None
         lambda_h = value_output_eigenvalues(h, torch.eye(setup.dim, dtype=torch.float64), gamma)
         last = trajectory.attentions[-1]
-        predictions = [predict_dynamics(last[b], lambda_h, residual=case.layer.residual)
-                       for b in range(setup.sequences)]
-        results.append(CaseResult(name, case, predictions, observe(trajectory.states),
-                                  measure(trajectory.states, hook="theory")))
+        predictions = [
+            predict_dynamics(last[b], lambda_h, residual=case.layer.residual) for b in range(setup.sequences)
+        ]
+        results.append(
+            CaseResult(name, case, predictions, observe(trajectory.states), measure(trajectory.states, hook="theory"))
+        )
     return results

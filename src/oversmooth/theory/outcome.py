@@ -16,8 +16,8 @@ redundant.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import torch
 from torch import Tensor
@@ -40,7 +40,7 @@ def direction_drift(states: Sequence[Tensor], window: int) -> Tensor:
     """``max_{l in last window} 1 - |cos(vec X_L, vec X_l)|``, ``[B]``."""
     last = states[-1].flatten(1)
     drifts = []
-    for x in states[-window - 1:-1]:
+    for x in states[-window - 1 : -1]:
         cosine = torch.nn.functional.cosine_similarity(last, x.flatten(1), dim=-1, eps=1e-300)
         drifts.append(1 - cosine.abs())
     return torch.stack(drifts).amax(dim=0)

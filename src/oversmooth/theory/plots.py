@@ -12,8 +12,9 @@ from oversmooth.theory.escalation import RateStudy
 PLOTTED = ("cos_sim", "t_sim", "centred_residual", "effective_rank")
 
 
-def plot_metrics_vs_depth(tables: dict[str, pd.DataFrame], title: str, path: Path,
-                          metrics: tuple[str, ...] = PLOTTED) -> None:
+def plot_metrics_vs_depth(
+    tables: dict[str, pd.DataFrame], title: str, path: Path, metrics: tuple[str, ...] = PLOTTED
+) -> None:
     """One panel per metric, one line per labelled ``metric_table`` (mean over sequences)."""
     plt, fig, axes = figure(1, len(metrics), 3.2 * len(metrics), 3.0)
     for ax, metric in zip(axes[0], metrics):
@@ -35,8 +36,14 @@ def plot_escalation_rates(study: RateStudy, path: Path) -> None:
     for name, rates in study.measured.items():
         line = ax.scatter(study.lambda2, rates, s=14, label=f"{name} (simulated)")
         if name in study.predicted:
-            ax.scatter(study.lambda2, study.predicted[name], s=30, marker="x",
-                       color=line.get_facecolor()[0], label=f"{name} (predicted)")
+            ax.scatter(
+                study.lambda2,
+                study.predicted[name],
+                s=30,
+                marker="x",
+                color=line.get_facecolor()[0],
+                label=f"{name} (predicted)",
+            )
     ax.set_xlabel("|lambda_2(A)|")
     ax.set_ylabel("escalation rate: -d ln t_div / d layer")
     ax.set_yscale("log")

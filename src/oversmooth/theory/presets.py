@@ -58,9 +58,8 @@ def preset_cases(name: str, dim: int) -> tuple[Case, ...]:
     if name == "rotating":
         return (Case("complex dominant pair", rotating_spectrum(dim), linear),)
     if name == "lnflip":
-        return tuple(Case(f"pre-LN, gamma={sign:+.0f}", smoothing_spectrum(dim),
-                          LayerConfig(norm="pre", gamma=(sign,) * dim)) for sign in (1.0, -1.0))
+        return tuple(
+            Case(f"pre-LN, gamma={sign:+.0f}", smoothing_spectrum(dim), LayerConfig(norm="pre", gamma=(sign,) * dim))
+            for sign in (1.0, -1.0)
+        )
     raise UsageError(f"unknown preset {name!r}; choose from {', '.join(THEORY_PRESETS)}")
-
-
-

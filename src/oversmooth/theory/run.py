@@ -59,20 +59,32 @@ def _presets(setup: Setup, names: tuple[str, ...], out: Path) -> str:
     summary, trajectories = [], []
     for name in tqdm(names, desc="theory presets"):
         results = experiment.run_preset(name, setup)
-        plot_metrics_vs_depth({r.case.label: r.table for r in results},
-                              f"{name}: X <- X + A X H ({setup.attention} A, n={setup.tokens}, "
-                              f"d={setup.dim})", out / f"{name}.png")
+        plot_metrics_vs_depth(
+            {r.case.label: r.table for r in results},
+            f"{name}: X <- X + A X H ({setup.attention} A, n={setup.tokens}, d={setup.dim})",
+            out / f"{name}.png",
+        )
         for r in results:
             summary.append(r.summary_row())
             trajectories += [{"preset": name, "case": r.case.label, **row} for row in r.table.to_dict("records")]
     _write_csv(out / "predictions.csv", summary)
     _write_csv(out / "trajectories.csv", trajectories)
-    return _table([["preset", "case", "dominant mu", "sep", "predicted", "simulated",
-                    "t_sim 0 -> L", "agree"]] + [[
-        row["preset"], row["case"], f"{complex(row['dominant_mu_real'], row['dominant_mu_imag']):.3f}",
-        f"{row['separation']:.3f}", row["predicted"], row["simulated"],
-        f"{row['t_sim_first']:.3f} -> {row['t_sim_last']:.3f}",
-        f"{row['agree']}/{row['sequences']} ({row['compared']})"] for row in summary])
+    return _table(
+        [["preset", "case", "dominant mu", "sep", "predicted", "simulated", "t_sim 0 -> L", "agree"]]
+        + [
+            [
+                row["preset"],
+                row["case"],
+                f"{complex(row['dominant_mu_real'], row['dominant_mu_imag']):.3f}",
+                f"{row['separation']:.3f}",
+                row["predicted"],
+                row["simulated"],
+                f"{row['t_sim_first']:.3f} -> {row['t_sim_last']:.3f}",
+                f"{row['agree']}/{row['sequences']} ({row['compared']})",
+            ]
+            for row in summary
+        ]
+    )
 
 
 def _escalation(setup: Setup, out: Path) -> str:
@@ -82,28 +94,45 @@ def _escalation(setup: Setup, out: Path) -> str:
     from oversmooth.theory.plots import plot_escalation_rates, plot_metrics_vs_depth
 
     generator = torch.Generator().manual_seed(setup.seed)
-    curves = escalation_curves(setup.tokens, setup.dim, setup.depth, generator,
-                               sequences=setup.sequences)
-    plot_metrics_vs_depth(curves, f"Yu & Zhang: repeated attention, H = I (n={setup.tokens}, "
-                          f"d={setup.dim}); tau = de-escalation", out / "escalation.png",
-                          metrics=("t_sim", "cos_sim"))
-    _write_csv(out / "escalation.csv",
-               [{"variant": label, **row} for label, table in curves.items() for row in table.to_dict("records")])
+    curves = escalation_curves(setup.tokens, setup.dim, setup.depth, generator, sequences=setup.sequences)
+    plot_metrics_vs_depth(
+        curves,
+        f"Yu & Zhang: repeated attention, H = I (n={setup.tokens}, d={setup.dim}); tau = de-escalation",
+        out / "escalation.png",
+        metrics=("t_sim", "cos_sim"),
+    )
+    _write_csv(
+        out / "escalation.csv",
+        [{"variant": label, **row} for label, table in curves.items() for row in table.to_dict("records")],
+    )
     marks = sorted({0, 1, setup.depth // 4, setup.depth // 2, setup.depth})
-    lines = [_table([["variant", *(f"t_sim@{m}" for m in marks)]] + [
-        [label, *(f"{table['t_sim'].iloc[m]:.3f}" for m in marks)] for label, table in curves.items()]), ""]
+    lines = [
+        _table(
+            [["variant", *(f"t_sim@{m}" for m in marks)]]
+            + [[label, *(f"{table['t_sim'].iloc[m]:.3f}" for m in marks)] for label, table in curves.items()]
+        ),
+        "",
+    ]
     study = escalation_rates(setup.tokens, setup.dim, min(setup.depth, 48), generator)
     plot_escalation_rates(study, out / "escalation_rates.png")
-    _write_csv(out / "escalation_rates.csv", [
-        {"lambda2": float(study.lambda2[k]),
-         **{f"{name}_measured": float(v[k]) for name, v in study.measured.items()},
-         **{f"{name}_predicted": float(v[k]) for name, v in study.predicted.items()}}
-        for k in range(study.lambda2.numel())])
+    _write_csv(
+        out / "escalation_rates.csv",
+        [
+            {
+                "lambda2": float(study.lambda2[k]),
+                **{f"{name}_measured": float(v[k]) for name, v in study.measured.items()},
+                **{f"{name}_predicted": float(v[k]) for name, v in study.predicted.items()},
+            }
+            for k in range(study.lambda2.numel())
+        ],
+    )
     for name, predicted in study.predicted.items():
         measured = study.measured[name]
         ok = ~measured.isnan()
         error = ((measured[ok] - predicted[ok]).abs() / predicted[ok]).median()
-        lines.append(f"escalation rate, {name}: median relative error of the prediction "
-                     f"{float(error):.3f} over {int(ok.sum())} attention matrices "
-                     f"(|lambda_2| {float(study.lambda2.min()):.2f}..{float(study.lambda2.max()):.2f})")
+        lines.append(
+            f"escalation rate, {name}: median relative error of the prediction "
+            f"{float(error):.3f} over {int(ok.sum())} attention matrices "
+            f"(|lambda_2| {float(study.lambda2.min()):.2f}..{float(study.lambda2.max()):.2f})"
+        )
     return "\n".join(lines)

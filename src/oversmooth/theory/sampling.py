@@ -8,8 +8,9 @@ from torch import Tensor
 from oversmooth.errors import UsageError
 
 
-def random_attention(tokens: int, generator: torch.Generator, *, batch: int = 1,
-                     temperature: float | Tensor = 1.0) -> Tensor:
+def random_attention(
+    tokens: int, generator: torch.Generator, *, batch: int = 1, temperature: float | Tensor = 1.0
+) -> Tensor:
     """``softmax(temperature * G)`` row-wise, G standard normal: ``[batch, tokens, tokens]``.
 
     Higher temperature gives peakier rows and a larger |lambda_2|. ``temperature`` may be a
@@ -31,8 +32,7 @@ def softmax_attention(x: Tensor, query_key: Tensor) -> Tensor:
     return torch.softmax(logits, dim=-1)
 
 
-def matrix_with_spectrum(eigenvalues: Tensor, generator: torch.Generator,
-                         *, orthogonal: bool = False) -> Tensor:
+def matrix_with_spectrum(eigenvalues: Tensor, generator: torch.Generator, *, orthogonal: bool = False) -> Tensor:
     """A real ``[d, d]`` matrix whose eigenvalues are ``eigenvalues: [d]`` (complex ones must come
     in conjugate pairs): ``P B P^-1`` with B block-diagonal (a 2x2 rotation-scaling block
     ``[[a, b], [-b, a]]`` per pair a +- ib) and P random (orthogonal if asked; else well
@@ -58,14 +58,16 @@ def matrix_with_spectrum(eigenvalues: Tensor, generator: torch.Generator,
             continue
         partner = [j for j in range(d) if not used[j] and abs(complex(eig[j] - value.conj())) <= 1e-9]
         if not partner:
-            raise UsageError(f"eigenvalue {complex(value)} has no conjugate partner: a real matrix "
-                             "needs complex eigenvalues in conjugate pairs")
+            raise UsageError(
+                f"eigenvalue {complex(value)} has no conjugate partner: a real matrix "
+                "needs complex eigenvalues in conjugate pairs"
+            )
         used[partner[0]] = True
-        block[k:k + 2, k:k + 2] = torch.tensor([[value.real, value.imag], [-value.imag, value.real]])
+        block[k : k + 2, k : k + 2] = torch.tensor([[value.real, value.imag], [-value.imag, value.real]])
         k += 2
     gaussian = torch.randn(d, d, generator=generator, dtype=torch.float64)
     if orthogonal:
         basis, _ = torch.linalg.qr(gaussian)
         return basis @ block @ basis.T
-    basis = torch.eye(d, dtype=torch.float64) + 0.3 * gaussian / d ** 0.5
+    basis = torch.eye(d, dtype=torch.float64) + 0.3 * gaussian / d**0.5
     return basis @ block @ torch.linalg.inv(basis)

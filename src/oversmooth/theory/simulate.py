@@ -58,8 +58,15 @@ def layer_norm(x: Tensor, gamma: tuple[float, ...] | None) -> Tensor:
     return F.layer_norm(x, x.shape[-1:], weight=weight, eps=1e-12)
 
 
-def simulate(x0: Tensor, h: Tensor, depth: int, config: LayerConfig = LayerConfig(), *,
-             attention: Tensor | None = None, query_key: Tensor | None = None) -> Trajectory:
+def simulate(
+    x0: Tensor,
+    h: Tensor,
+    depth: int,
+    config: LayerConfig = LayerConfig(),
+    *,
+    attention: Tensor | None = None,
+    query_key: Tensor | None = None,
+) -> Trajectory:
     """Run ``depth`` layers from ``x0: [B, n, d]`` with ``h: [d, d]`` or ``[B, d, d]``.
 
     Exactly one of ``attention`` (fixed A, ``[n, n]`` or ``[B, n, n]``) and ``query_key``

@@ -19,8 +19,17 @@ from oversmooth.errors import UsageError
 from oversmooth.json_files import NUMBER, check_table
 
 #: what ``loop._Run.checkpoint`` stores, and a resume reads.
-FIELDS = {"model": dict, "optimizer": dict, "scheduler": dict, "rng": dict, "step": int, "records": list,
-          "epoch_loss": torch.Tensor, "description": dict, "elapsed": NUMBER}
+FIELDS = {
+    "model": dict,
+    "optimizer": dict,
+    "scheduler": dict,
+    "rng": dict,
+    "step": int,
+    "records": list,
+    "epoch_loss": torch.Tensor,
+    "description": dict,
+    "elapsed": NUMBER,
+}
 
 FILENAME = "checkpoint.pt"
 

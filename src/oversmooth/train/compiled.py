@@ -10,7 +10,8 @@ one line says why, and that step and every later one run eagerly, exactly as wit
 from __future__ import annotations
 
 import sys
-from typing import Callable, TypeVar
+from collections.abc import Callable
+from typing import TypeVar
 
 import torch
 from torch import nn

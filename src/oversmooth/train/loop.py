@@ -68,8 +68,7 @@ class TrainConfig:
         on resume; ``max_steps`` and ``record_every`` only when set (runs that never set them keep
         the description they always had, so they still resume)."""
         unset = {"max_steps": None, "record_every": 0}
-        return {k: v for k, v in asdict(self).items()
-                if k not in _NOT_SETTINGS and not (k in unset and v == unset[k])}
+        return {k: v for k, v in asdict(self).items() if k not in _NOT_SETTINGS and not (k in unset and v == unset[k])}
 
 
 def _seed(*parts: Any) -> int:
@@ -104,14 +103,22 @@ def epoch_steps(task: SupervisedTask, batch_size: int) -> int:
     """Optimiser steps per epoch; FieldError when ``batch_size`` exceeds the training examples."""
     steps = task.size("train") // batch_size
     if steps < 1:
-        raise FieldError("{batch_size} {got} exceeds the {count} training examples; lower it",
-                         got=batch_size, count=task.size("train"))
+        raise FieldError(
+            "{batch_size} {got} exceeds the {count} training examples; lower it",
+            got=batch_size,
+            count=task.size("train"),
+        )
     return steps
 
 
 def train(
-    model: nn.Module, task: SupervisedTask, config: TrainConfig, out_dir: str | Path,
-    env: Distributed = Distributed(), resume: bool = False, description: dict | None = None,
+    model: nn.Module,
+    task: SupervisedTask,
+    config: TrainConfig,
+    out_dir: str | Path,
+    env: Distributed = Distributed(),
+    resume: bool = False,
+    description: dict | None = None,
 ) -> dict:
     """Train ``model`` on ``task``; return (and write) the results dict.
 
@@ -124,8 +131,11 @@ def train(
     out_dir = Path(out_dir)
     steps_per_epoch = epoch_steps(task, config.batch_size)
     if config.batch_size % env.world_size:
-        raise FieldError("{batch_size} {got} does not split over {count} processes; make it a multiple",
-                         got=config.batch_size, count=env.world_size)
+        raise FieldError(
+            "{batch_size} {got} does not split over {count} processes; make it a multiple",
+            got=config.batch_size,
+            count=env.world_size,
+        )
     if config.max_steps is not None and config.max_steps < 1:
         raise FieldError("{max_steps} must be at least 1, got {got}", got=config.max_steps)
     if config.record_every < 0:
@@ -156,8 +166,16 @@ class _Run:
     running ``epoch_loss`` = [sum of step losses, steps]) and its timing, in the order ``train``
     takes its steps: restore, then epochs, then results."""
 
-    def __init__(self, model: nn.Module, task: SupervisedTask, config: TrainConfig, out_dir: Path,
-                 env: Distributed, description: dict, steps_per_epoch: int):
+    def __init__(
+        self,
+        model: nn.Module,
+        task: SupervisedTask,
+        config: TrainConfig,
+        out_dir: Path,
+        env: Distributed,
+        description: dict,
+        steps_per_epoch: int,
+    ):
         self.model, self.task, self.config, self.out_dir, self.env = model, task, config, out_dir, env
         self.description, self.steps_per_epoch = description, steps_per_epoch
         self.total_steps = total_steps = config.total_steps(steps_per_epoch)
@@ -176,7 +194,9 @@ class _Run:
         forward = self.model
         if self.env.enabled:
             use_cuda = self.env.device.type == "cuda"
-            forward = nn.parallel.DistributedDataParallel(self.model, device_ids=[self.env.device.index] if use_cuda else None)
+            forward = nn.parallel.DistributedDataParallel(
+                self.model, device_ids=[self.env.device.index] if use_cuda else None
+            )
         runner = CompiledForward(forward, self.config.compile, quiet=not self.env.is_main)
         probe_size = min(self.config.probe_size, self.task.size("val"))
         probe_inputs = self.task.batch("val", torch.arange(probe_size))[0].to(self.env.device)
@@ -204,15 +224,21 @@ class _Run:
         if not path.is_file():
             return
         if not resume:
-            raise FieldError("{out} {path} already holds a run; pass {resume} auto to continue it or choose "
-                             "another {out}", path=self.out_dir)
+            raise FieldError(
+                "{out} {path} already holds a run; pass {resume} auto to continue it or choose another {out}",
+                path=self.out_dir,
+            )
         state = load_checkpoint(path)
         stored = _settings_only(state["description"])
         if stored != self.description:
-            changed = sorted(k for k in self.description.keys() | stored.keys()
-                             if self.description.get(k) != stored.get(k))
-            raise FieldError("{out} {path} holds a run with different settings ({changed}); use another {out}",
-                             path=self.out_dir, changed=", ".join(changed))
+            changed = sorted(
+                k for k in self.description.keys() | stored.keys() if self.description.get(k) != stored.get(k)
+            )
+            raise FieldError(
+                "{out} {path} holds a run with different settings ({changed}); use another {out}",
+                path=self.out_dir,
+                changed=", ".join(changed),
+            )
         self.model.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
@@ -220,17 +246,27 @@ class _Run:
         self.step, self.records, self.elapsed = state["step"], state["records"], state["elapsed"]
         self.epoch_loss = state["epoch_loss"]
         if self.env.is_main:
-            print(f"resuming {self.out_dir} at step {self.step} (epoch {self.step // self.steps_per_epoch + 1})",
-                  file=sys.stderr)
+            print(
+                f"resuming {self.out_dir} at step {self.step} (epoch {self.step // self.steps_per_epoch + 1})",
+                file=sys.stderr,
+            )
 
     def checkpoint(self) -> None:
         if self.env.is_main:
-            save_checkpoint(self.out_dir / FILENAME, {
-                "model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
-                "scheduler": self.scheduler.state_dict(), "rng": rng_state(), "step": self.step,
-                "records": self.records, "epoch_loss": self.epoch_loss, "description": self.description,
-                "elapsed": self.elapsed + time.perf_counter() - self.started,
-            })
+            save_checkpoint(
+                self.out_dir / FILENAME,
+                {
+                    "model": self.model.state_dict(),
+                    "optimizer": self.optimizer.state_dict(),
+                    "scheduler": self.scheduler.state_dict(),
+                    "rng": rng_state(),
+                    "step": self.step,
+                    "records": self.records,
+                    "epoch_loss": self.epoch_loss,
+                    "description": self.description,
+                    "elapsed": self.elapsed + time.perf_counter() - self.started,
+                },
+            )
         self.env.barrier()
 
     def train_epoch(self, epoch: int, runner: CompiledForward, probe_inputs: torch.Tensor, writer) -> str | None:
@@ -245,8 +281,9 @@ class _Run:
             for position in range(first, last):
                 step_started = time.perf_counter()
                 inputs, targets = training_batch(self.task, order, epoch, position, config, self.env)
-                mean_loss, diverged = optimizer_step(runner, self.model, self.task, inputs, targets, self.optimizer,
-                                                     config, self.env)
+                mean_loss, diverged = optimizer_step(
+                    runner, self.model, self.task, inputs, targets, self.optimizer, config, self.env
+                )
                 if diverged:
                     return f"{diverged} at step {self.step + 1}"
                 self.scheduler.step()
@@ -261,8 +298,7 @@ class _Run:
                     bar.update()
                 if config.record_every and (self.step % config.record_every == 0 or self.step == self.total_steps):
                     self.end_epoch(epoch, probe_inputs, writer)
-                elif (config.checkpoint_every and self.step % config.checkpoint_every == 0
-                        and position + 1 < last):
+                elif config.checkpoint_every and self.step % config.checkpoint_every == 0 and position + 1 < last:
                     self.checkpoint()
         finally:
             if bar is not None:
@@ -274,7 +310,9 @@ class _Run:
         then record it (``metrics.jsonl``, stderr, tensorboard)."""
         config, env = self.config, self.env
         record = {
-            "epoch": epoch + 1, "step": self.step, "lr": self.scheduler.get_last_lr()[0],
+            "epoch": epoch + 1,
+            "step": self.step,
+            "lr": self.scheduler.get_last_lr()[0],
             "train_loss": (self.epoch_loss[0] / self.epoch_loss[1]).item(),
             "val": evaluate(self.model, self.task, "val", config.eval_batch_size, env, config.bf16),
         }
@@ -295,32 +333,39 @@ class _Run:
         seconds = time.perf_counter() - self.started
         results = {
             "status": "diverged" if diverged else "completed",
-            "epochs": len(self.records), "steps": self.step,
+            "epochs": len(self.records),
+            "steps": self.step,
             "val": self.records[-1]["val"] if self.records else None,
-            "test": None if diverged else evaluate(self.model, self.task, "test", config.eval_batch_size, env,
-                                                   config.bf16),
+            "test": None
+            if diverged
+            else evaluate(self.model, self.task, "test", config.eval_batch_size, env, config.bf16),
             "wall_seconds": self.elapsed + seconds,
-            "train_examples_per_second": (self.session_steps * config.batch_size / self.step_seconds
-                                          if self.session_steps else None),
+            "train_examples_per_second": (
+                self.session_steps * config.batch_size / self.step_seconds if self.session_steps else None
+            ),
             "parameters": sum(p.numel() for p in self.model.parameters()),
             "compiled": compiled,
-            "device": str(env.device), "world_size": env.world_size, "description": self.description,
+            "device": str(env.device),
+            "world_size": env.world_size,
+            "description": self.description,
         }
         if diverged:
             results["diverged"] = diverged
             if env.is_main:
                 path = self.out_dir / FILENAME
                 kept = f"the last good checkpoint ({path}) is kept" if path.is_file() else "no checkpoint was reached"
-                print(f"diverged: {diverged}; stopping, {kept}; results.json records status 'diverged'",
-                      file=sys.stderr)
+                print(
+                    f"diverged: {diverged}; stopping, {kept}; results.json records status 'diverged'", file=sys.stderr
+                )
         if env.is_main:
             _write_results(self.out_dir, results)
         env.barrier()
         return results
 
 
-def training_batch(task: SupervisedTask, order: torch.Tensor, epoch: int, position: int, config: TrainConfig,
-                   env: Distributed) -> tuple[torch.Tensor, torch.Tensor]:
+def training_batch(
+    task: SupervisedTask, order: torch.Tensor, epoch: int, position: int, config: TrainConfig, env: Distributed
+) -> tuple[torch.Tensor, torch.Tensor]:
     """This process's share of batch ``position`` of ``epoch`` (``order``: ``epoch_order``), on its
     device; augmentation is seeded by (seed, epoch, position), so it is the same on resume."""
     rows = order[position * config.batch_size : (position + 1) * config.batch_size]
@@ -332,11 +377,18 @@ def training_batch(task: SupervisedTask, order: torch.Tensor, epoch: int, positi
 
 
 def optimizer_step(
-    runner: CompiledForward, model: nn.Module, task: SupervisedTask, inputs: torch.Tensor, targets: torch.Tensor,
-    optimizer: torch.optim.Optimizer, config: TrainConfig, env: Distributed,
+    runner: CompiledForward,
+    model: nn.Module,
+    task: SupervisedTask,
+    inputs: torch.Tensor,
+    targets: torch.Tensor,
+    optimizer: torch.optim.Optimizer,
+    config: TrainConfig,
+    env: Distributed,
 ) -> tuple[float, str | None]:
     """Forward, backward, clip, AdamW step. Returns the loss averaged over processes, and why
     the step was refused (a non-finite loss or gradient norm: every process agrees) or None."""
+
     def forward_backward(forward: nn.Module) -> tuple[float, str | None]:
         with autocast(env.device, config.bf16):
             loss = task.loss(forward(inputs), targets)
@@ -362,8 +414,14 @@ def _progress(config: TrainConfig, env: Distributed, epoch: int, total: int, ini
         return None
     from tqdm.auto import tqdm
 
-    return tqdm(total=total, initial=initial, desc=f"epoch {epoch + 1}/{config.epochs}", unit="step", leave=False,
-                mininterval=1.0)
+    return tqdm(
+        total=total,
+        initial=initial,
+        desc=f"epoch {epoch + 1}/{config.epochs}",
+        unit="step",
+        leave=False,
+        mininterval=1.0,
+    )
 
 
 def _summary(record: dict, epochs: int) -> str:

@@ -31,8 +31,11 @@ def model_config(spec: RunSpec, **geometry):
     from oversmooth.layers import MitigationConfig
     from oversmooth.models import CausalLMConfig, ViTConfig
 
-    shape = {k: getattr(spec, k) for k in ("depth", "width", "heads", "mlp_ratio", "norm", "ln_sign", "dropout")
-             if getattr(spec, k) is not None}
+    shape = {
+        k: getattr(spec, k)
+        for k in ("depth", "width", "heads", "mlp_ratio", "norm", "ln_sign", "dropout")
+        if getattr(spec, k) is not None
+    }
     shape["mitigation"] = MitigationConfig.parse(spec.method, causal=spec.model == "lm", **spec.knobs)
     family = ViTConfig if spec.model == "vit" else CausalLMConfig
     return family.preset(spec.preset or DEFAULT_SHAPE_PRESET[spec.model], **shape, **geometry)
@@ -52,6 +55,7 @@ def check_run(spec: RunSpec):
         raise FieldError.leading("out", str(error)) from None
     if spec.tensorboard:
         from oversmooth.train.tensorboard import summary_writer_class
+
         summary_writer_class()
     shape = model_config(spec)
     try:  # float32 weights, their gradients and AdamW's two moments: 16 bytes a weight
@@ -62,18 +66,34 @@ def check_run(spec: RunSpec):
 
 
 def data_options(spec: RunSpec) -> DataOptions:
-    return DataOptions(spec.data_dir, spec.val_size, spec.augment, spec.label_smoothing, spec.seq_len,
-                       spec.vocab_size, spec.passage_chars, spec.limit_train)
+    return DataOptions(
+        spec.data_dir,
+        spec.val_size,
+        spec.augment,
+        spec.label_smoothing,
+        spec.seq_len,
+        spec.vocab_size,
+        spec.passage_chars,
+        spec.limit_train,
+    )
 
 
 def train_config(spec: RunSpec, task: SupervisedTask, device: torch.device) -> TrainConfig:
     """The loop's settings; compile mode ``auto`` decided by ``compile_rule`` for this task's steps."""
     steps = spec.epochs * (task.size("train") // spec.batch_size)
     return TrainConfig(
-        epochs=spec.epochs, batch_size=spec.batch_size, lr=spec.lr, weight_decay=spec.weight_decay,
-        warmup_fraction=spec.warmup, grad_clip=spec.grad_clip, seed=spec.seed,
-        checkpoint_every=spec.checkpoint_every, probe_size=spec.probe_size, bf16=spec.bf16,
-        compile=should_compile(spec.compile, spec.model, steps, device.type), progress=spec.progress,
+        epochs=spec.epochs,
+        batch_size=spec.batch_size,
+        lr=spec.lr,
+        weight_decay=spec.weight_decay,
+        warmup_fraction=spec.warmup,
+        grad_clip=spec.grad_clip,
+        seed=spec.seed,
+        checkpoint_every=spec.checkpoint_every,
+        probe_size=spec.probe_size,
+        bf16=spec.bf16,
+        compile=should_compile(spec.compile, spec.model, steps, device.type),
+        progress=spec.progress,
         tensorboard=spec.tensorboard,
     )
 
@@ -104,11 +124,23 @@ def _run(spec: RunSpec, env: Distributed) -> dict | None:
     if env.is_main:
         env.barrier()
     model = build_model(spec, task)
-    description = {"task": spec.task, "model": spec.model, "model_config": model.cfg.to_dict(),
-                   "data": {**vars(options), "data_dir": None}, "method": model.cfg.mitigation.name}
+    description = {
+        "task": spec.task,
+        "model": spec.model,
+        "model_config": model.cfg.to_dict(),
+        "data": {**vars(options), "data_dir": None},
+        "method": model.cfg.mitigation.name,
+    }
     out = Path(spec.out)
-    results = train(model, task, train_config(spec, task, env.device), out, env, resume=spec.resume == "auto",
-                    description=description)
+    results = train(
+        model,
+        task,
+        train_config(spec, task, env.device),
+        out,
+        env,
+        resume=spec.resume == "auto",
+        description=description,
+    )
     if not env.is_main:
         return None
     if results["status"] == "completed":
@@ -143,9 +175,12 @@ def check_initial_outputs(model: torch.nn.Module, task: SupervisedTask, spec: Ru
     model.train()
     if not finite:
         knobs = "".join(" {%s} {value_%s}" % (k, k) for k in spec.knobs)
-        raise FieldError("with {method} {name}%s the freshly built model's outputs hold NaN or Inf before any "
-                         "training step: the knobs overflow its states; bring them closer to their defaults"
-                         % knobs, name=spec.method, **{f"value_{k}": v for k, v in spec.knobs.items()})
+        raise FieldError(
+            "with {method} {name}%s the freshly built model's outputs hold NaN or Inf before any "
+            "training step: the knobs overflow its states; bring them closer to their defaults" % knobs,
+            name=spec.method,
+            **{f"value_{k}": v for k, v in spec.knobs.items()},
+        )
 
 
 def _geometry(spec: RunSpec, task) -> dict:

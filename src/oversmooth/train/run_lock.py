@@ -11,8 +11,8 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from oversmooth.errors import UsageError
 
@@ -50,8 +50,9 @@ def acquire(folder: str | os.PathLike) -> int:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         os.close(fd)
-        raise UsageError(f"{folder} is in use by {_holder(path)}; wait for that run to end or choose "
-                         "another --out") from None
+        raise UsageError(
+            f"{folder} is in use by {_holder(path)}; wait for that run to end or choose another --out"
+        ) from None
     os.ftruncate(fd, 0)
     os.write(fd, f"{os.getpid()}\n".encode())
     return fd

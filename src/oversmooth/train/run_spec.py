@@ -41,8 +41,18 @@ RUN_OPTIONS = ("out", "resume", "checkpoint_every", "compile", "threads", "progr
 #: fields that tell apart runs of one training (``training_key``): method, knobs, norm, seed.
 VARIES = ("method", "knobs", "norm", "seed")
 CHOICES = {"resume": ("auto", "never"), "device": ("auto", "cpu", "cuda"), "compile": COMPILE_MODES}
-AT_LEAST_ONE = ("epochs", "batch_size", "seq_len", "vocab_size", "val_size", "passage_chars", "probe_size",
-                "threads", "limit_train", "patch_size")
+AT_LEAST_ONE = (
+    "epochs",
+    "batch_size",
+    "seq_len",
+    "vocab_size",
+    "val_size",
+    "passage_chars",
+    "probe_size",
+    "threads",
+    "limit_train",
+    "patch_size",
+)
 
 
 #: the groups of ``oversmooth train --help``, in its order.
@@ -51,13 +61,24 @@ GROUPS = MODEL, MITIGATION, DATA, OPTIMISATION, RUN = "task and model", "mitigat
 REQUIRED = ("task", "model", "epochs", "out")
 
 
-def option(default: Any = dataclasses.MISSING, help: str = "", *, group: str, bare: str | None = None,
-           factory: Any = dataclasses.MISSING, applies: tuple[str, ...] = ()) -> Any:
+def option(
+    default: Any = dataclasses.MISSING,
+    help: str = "",
+    *,
+    group: str,
+    bare: str | None = None,
+    factory: Any = dataclasses.MISSING,
+    applies: tuple[str, ...] = (),
+) -> Any:
     """A ``RunSpec`` field: its default (or ``factory``), its ``oversmooth train --help`` text and
     flag ``group``; ``bare``: the value of the flag given alone (``--compile`` is ``on``);
     ``applies``: the models or tasks that read it (``run_kinds``), if not every run does."""
-    meta = {"help": help, "group": group, **({"bare": bare} if bare is not None else {}),
-            **({"applies": applies} if applies else {})}
+    meta = {
+        "help": help,
+        "group": group,
+        **({"bare": bare} if bare is not None else {}),
+        **({"applies": applies} if applies else {}),
+    }
     return field(default=default, default_factory=factory, metadata=meta)
 
 
@@ -86,8 +107,9 @@ class RunSpec:
     method: str = option("softmax", f"softmax | {' | '.join(METHODS)} ('+' combines)", group=MITIGATION)
     knobs: dict[str, Any] = option(factory=dict, group=MITIGATION)
     # data
-    data_dir: str | None = option(None, "Fashion-MNIST IDX folder, or the unpacked janeaustenr package", group=DATA,
-                                  applies=("fmnist", "austen"))
+    data_dir: str | None = option(
+        None, "Fashion-MNIST IDX folder, or the unpacked janeaustenr package", group=DATA, applies=("fmnist", "austen")
+    )
     val_size: int = option(5000, "fmnist validation images (default 5000)", group=DATA, applies=("fmnist",))
     augment: bool = option(False, "fmnist: random shifts and flips", group=DATA, applies=("vit",))
     label_smoothing: float = option(0.1, group=DATA)
@@ -108,17 +130,23 @@ class RunSpec:
     checkpoint_every: int = option(0, "also checkpoint every K steps", group=RUN)  # 0: at epoch ends only
     device: str = option("auto", group=RUN)
     bf16: bool = option(True, "GPU: train in float32, not bf16 autocast", group=RUN)  # help of --no-bf16
-    compile: str = option("auto", "torch.compile the model: on (also a bare --compile), off, or auto (default): on "
-                          "only where benchmarks/bench_throughput.py measured it faster, a ViT of at least "
-                          f"{AUTO_MIN_STEPS} steps on a CPU. If it cannot compile, one line says so and the run "
-                          "trains eagerly", group=RUN, bare="on")
+    compile: str = option(
+        "auto",
+        "torch.compile the model: on (also a bare --compile), off, or auto (default): on "
+        "only where benchmarks/bench_throughput.py measured it faster, a ViT of at least "
+        f"{AUTO_MIN_STEPS} steps on a CPU. If it cannot compile, one line says so and the run "
+        "trains eagerly",
+        group=RUN,
+        bare="on",
+    )
     threads: int | None = option(None, "CPU threads for torch (default: torch's choice)", group=RUN)
     probe_size: int = option(32, "validation examples for layer metrics", group=RUN)
     progress: bool = option(True, "no progress bar", group=RUN)  # help of --no-progress
-    tensorboard: bool = option(False, "also log every epoch's scores and per-layer similarity to OUT/tensorboard",
-                               group=RUN)
+    tensorboard: bool = option(
+        False, "also log every epoch's scores and per-layer similarity to OUT/tensorboard", group=RUN
+    )
 
-    def check(self) -> "RunSpec":
+    def check(self) -> RunSpec:
         """Types, ranges and choices of every field, and that ``data_dir`` is a folder; returns
         ``self``. Raises ``FieldError`` naming the field. Writes nothing."""
         for name, kind in field_kinds().items():
@@ -141,14 +169,23 @@ class RunSpec:
                 raise FieldError("{%s} must lie in [0, 1), got {got}" % name, got=getattr(self, name))
         for name, choices in CHOICES.items():
             if getattr(self, name) not in choices:
-                raise FieldError("{%s} must be one of {choices}, got {got!r}" % name,
-                                 choices=" | ".join(choices), got=getattr(self, name))
+                raise FieldError(
+                    "{%s} must be one of {choices}, got {got!r}" % name,
+                    choices=" | ".join(choices),
+                    got=getattr(self, name),
+                )
         for f in dataclasses.fields(self):
-            if "applies" in f.metadata and getattr(self, f.name) != _default(f) and not set(f.metadata["applies"]) & \
-                    run_kinds(self):
-                raise FieldError("{%s} applies to %s runs only, not to {model} {model_name} on {task} {task_name}; "
-                                 "drop it" % (f.name, " and ".join(f.metadata["applies"])),
-                                 model_name=self.model, task_name=self.task)
+            if (
+                "applies" in f.metadata
+                and getattr(self, f.name) != _default(f)
+                and not set(f.metadata["applies"]) & run_kinds(self)
+            ):
+                raise FieldError(
+                    "{%s} applies to %s runs only, not to {model} {model_name} on {task} {task_name}; "
+                    "drop it" % (f.name, " and ".join(f.metadata["applies"])),
+                    model_name=self.model,
+                    task_name=self.task,
+                )
         if self.data_dir is not None and not Path(self.data_dir).is_dir():
             raise FieldError("{data_dir} {got} is not a folder; point it at your copy of the data", got=self.data_dir)
         return self
@@ -159,11 +196,12 @@ class RunSpec:
         return {k: v for k, v in self.to_dict().items() if k not in RUN_OPTIONS}
 
     def to_dict(self) -> dict[str, Any]:
-        return {f.name: dict(self.knobs) if f.name == "knobs" else getattr(self, f.name)
-                for f in dataclasses.fields(self)}
+        return {
+            f.name: dict(self.knobs) if f.name == "knobs" else getattr(self, f.name) for f in dataclasses.fields(self)
+        }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "RunSpec":
+    def from_dict(cls, data: dict[str, Any]) -> RunSpec:
         """The fields of ``to_dict``; unknown ones are refused, ``task``, ``model`` and ``epochs``
         are required. Values are checked by ``check``."""
         if not isinstance(data, dict):
@@ -183,13 +221,14 @@ class RunSpec:
             json.dump(self.to_dict(), handle, indent=2)
 
     @classmethod
-    def load(cls, path: str | Path) -> "RunSpec":
+    def load(cls, path: str | Path) -> RunSpec:
         """Read a spec written by ``save``; an unreadable or damaged file is a UsageError."""
         try:
             data = json.loads(Path(path).read_text())
         except OSError as error:
-            raise UsageError(f"cannot read run spec {path} ({error.strerror}); give a file written by "
-                             "RunSpec.save") from None
+            raise UsageError(
+                f"cannot read run spec {path} ({error.strerror}); give a file written by RunSpec.save"
+            ) from None
         except ValueError as error:
             raise UsageError(f"run spec {path} is not valid JSON ({error}); write it again") from None
         return cls.from_dict(data)
@@ -209,7 +248,7 @@ class RunSpec:
         return words
 
     @classmethod
-    def from_args(cls, args: list[str] | tuple[str, ...]) -> "RunSpec":
+    def from_args(cls, args: list[str] | tuple[str, ...]) -> RunSpec:
         """The spec of ``oversmooth train`` arguments as ``command_line`` writes them (and as older
         studies stored them in ``cell.json``): a flag that names no field is a knob; a knob without
         a value is True, a knob's value is read as an int, else a float, else kept as text."""
@@ -275,8 +314,11 @@ def field_kinds() -> dict[str, type]:
 
 
 def _default(f: dataclasses.Field) -> Any:
-    return f.default_factory() if f.default is dataclasses.MISSING and f.default_factory is not dataclasses.MISSING \
+    return (
+        f.default_factory()
+        if f.default is dataclasses.MISSING and f.default_factory is not dataclasses.MISSING
         else f.default
+    )
 
 
 def _check_type(name: str, value: Any, kind: type) -> None:

@@ -25,14 +25,14 @@ MODEL_KINDS = ("vit", "lm")
 class DataOptions:
     """How to load and cut the data. Split seeds are fixed so every run sees the same splits."""
 
-    data_dir: str | None = None      # IDX folder (fmnist) or unpacked janeaustenr package (austen)
-    val_size: int = 5000             # fmnist: validation images carved from train
-    augment: bool = False            # fmnist: random 2-pixel shifts and horizontal flips
-    label_smoothing: float = 0.1     # image tasks
-    seq_len: int = 64                # text: tokens per training sequence
-    vocab_size: int = 4096           # text: BPE vocabulary, trained on the training split
-    passage_chars: int = 8000        # text: documents are passages of at least this many characters
-    limit_train: int | None = None   # keep only the first N training examples (quick runs)
+    data_dir: str | None = None  # IDX folder (fmnist) or unpacked janeaustenr package (austen)
+    val_size: int = 5000  # fmnist: validation images carved from train
+    augment: bool = False  # fmnist: random 2-pixel shifts and horizontal flips
+    label_smoothing: float = 0.1  # image tasks
+    seq_len: int = 64  # text: tokens per training sequence
+    vocab_size: int = 4096  # text: BPE vocabulary, trained on the training split
+    passage_chars: int = 8000  # text: documents are passages of at least this many characters
+    limit_train: int | None = None  # keep only the first N training examples (quick runs)
 
 
 def task_model_kind(spec: str, model: str) -> None:
@@ -46,8 +46,9 @@ def task_model_kind(spec: str, model: str) -> None:
     if name == "text" and not spec[5:].strip():
         raise FieldError("{task} text: needs a file, e.g. text:notes.txt")
     if needs != model:
-        raise FieldError("task {name} trains a {needs} model, not {got}; make {model} {needs}",
-                         name=name, needs=needs, got=model)
+        raise FieldError(
+            "task {name} trains a {needs} model, not {got}; make {model} {needs}", name=name, needs=needs, got=model
+        )
 
 
 def make_task(
@@ -102,5 +103,7 @@ def _limit(splits: dict, options: DataOptions) -> dict:
     if options.limit_train < 1:
         raise FieldError("{limit_train} must be a positive number of examples, got {got}", got=options.limit_train)
     train = splits["train"]
-    limited = tuple(t[: options.limit_train] for t in train) if isinstance(train, tuple) else train[: options.limit_train]
+    limited = (
+        tuple(t[: options.limit_train] for t in train) if isinstance(train, tuple) else train[: options.limit_train]
+    )
     return {**splits, "train": limited}

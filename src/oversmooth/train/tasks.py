@@ -53,8 +53,12 @@ class ImageClassification(SupervisedTask):
     kind = "image"
 
     def __init__(
-        self, splits: dict[str, tuple[torch.Tensor, torch.Tensor]], classes: int,
-        label_smoothing: float = 0.1, augment: bool = False, shift: int = 2,
+        self,
+        splits: dict[str, tuple[torch.Tensor, torch.Tensor]],
+        classes: int,
+        label_smoothing: float = 0.1,
+        augment: bool = False,
+        shift: int = 2,
     ):
         self.splits = {name: images for name, (images, _) in splits.items()}
         self.labels = {name: labels for name, (_, labels) in splits.items()}

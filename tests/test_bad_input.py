@@ -314,3 +314,19 @@ def test_a_resume_from_a_truncated_checkpoint_or_results_file_names_it(finished_
         before = {p: p.read_bytes() for p in run.rglob("*") if p.is_file()}
         err = refused([*TINY_VIT, "--out", str(run), "--resume", "auto"], capsys, tmp_path, name, f"delete {run}")
         assert {p: p.read_bytes() for p in run.rglob("*") if p.is_file()} == before, err
+
+
+@pytest.mark.parametrize("flags", [["--max-length", "16"], ["--attention-tokens", "16"], ["--text", "a few words"]])
+def test_text_options_given_to_an_image_model_are_refused(tmp_path, capsys, flags):
+    """Options that only cut or feed text name themselves when the model reads images."""
+    from hf_tiny import save_tiny
+
+    from oversmooth.cli import main
+
+    model_dir = save_tiny("vit", tmp_path / "vit")
+    capsys.readouterr()
+    out = tmp_path / "out"
+    assert main(["analyze", str(model_dir), *flags, "--methods", "neutreno", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and flags[0] in err and ("text models only" in err or "cuts text only" in err), err
+    assert not out.exists()

@@ -28,6 +28,7 @@ from torch import Tensor
 from oversmooth.activations import ActivationCache, hook_name, stream_names
 from oversmooth.analyze.diagnose import LayerSpectrum, add_dynamics, spectra
 from oversmooth.analyze.frontier import FrontierPoint, Sweep
+from oversmooth.analyze.inputs import DEFAULT_TEXT_TOKENS
 from oversmooth.analyze.layerwise import LayerwiseMeasures
 from oversmooth.analyze.quality import Budget, Quality, QualityProbe
 from oversmooth.analyze.sublayers import METRICS as STAGE_METRICS
@@ -62,7 +63,7 @@ class AnalysisSettings:
     methods: tuple[str, ...] | None = None  # None: every method that can patch the model
     knobs: dict[str, dict] = field(default_factory=dict)
     attention_sequences: int = 2
-    attention_tokens: int = 128
+    attention_tokens: int | None = None  # text tokens per attention sequence; None: 128 (images are kept whole)
     exclude: tuple[int, ...] | None = None  # token positions left out; None: 0 for causal LMs, none otherwise
     rank_sequences: int | None = 8  # effective / stable rank on the first k sequences; None = all
     budget: Budget = Budget()
@@ -92,8 +93,14 @@ class AnalysisSettings:
             sweeps = tuple(s for s in self.sweeps if s.method in methods)
         else:
             methods, sweeps = self.methods, self.sweeps
-        exclude = self.exclude if self.exclude is not None else (0,) if layout(model).family.causal else ()
-        return replace(self, methods=methods, sweeps=sweeps, exclude=exclude)
+        family = layout(model).family
+        if self.attention_tokens is not None and family.modality != "text":
+            raise FieldError(
+                "{attention_tokens} cuts text only, and this is an image model (images are kept whole); drop it"
+            )
+        exclude = self.exclude if self.exclude is not None else (0,) if family.causal else ()
+        tokens = DEFAULT_TEXT_TOKENS if self.attention_tokens is None else self.attention_tokens
+        return replace(self, methods=methods, sweeps=sweeps, exclude=exclude, attention_tokens=tokens)
 
 
 @dataclass

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".webp", ".tif", ".tiff")
 SAMPLE = "austen_sample.txt"
+DEFAULT_TEXT_TOKENS = 128  # tokens per text chunk, and per sequence of the attention sample
 
 
 def sample_text() -> str:
@@ -151,29 +152,42 @@ def read_images(folder: str | None, count: int) -> tuple[list, str]:
     return [_open_image(p) for p in image_files(folder)[:count]], str(folder)
 
 
+def text_tokens(max_length: int | None) -> int | None:
+    """Tokens per text chunk for a ``max_length`` as given: None -> the default 128, 0 -> None (the
+    model's maximum), else itself."""
+    return DEFAULT_TEXT_TOKENS if max_length is None else max_length or None
+
+
 def analysis_inputs(
     loaded: Loaded,
     text: str | None = None,
     images: str | None = None,
     max_sequences: int = 8,
-    max_length: int | None = 128,
+    max_length: int | None = None,
 ) -> tuple[dict[str, Tensor], str]:
     """The batch an analysis of ``loaded`` measures, on its device, and where it came from. A text
     model takes ``text`` (a file or a string; None: the built-in sample) in up to ``max_sequences``
-    chunks of ``max_length`` tokens (capped at the model's maximum; None: that maximum): ``input_ids``
-    and ``attention_mask [B, n]``. A vision model takes up to ``max_sequences`` images of ``images``
-    (a folder; None: Fashion-MNIST test images): ``pixel_values [B, C, H, W]`` in the model's dtype.
-    FieldError when ``text`` is given to a vision model or ``images`` to a text model."""
+    chunks of ``max_length`` tokens (None: 128; 0: the model's maximum; capped at the maximum):
+    ``input_ids`` and ``attention_mask [B, n]``. A vision model takes up to ``max_sequences`` images
+    of ``images`` (a folder; None: Fashion-MNIST test images): ``pixel_values [B, C, H, W]`` in the
+    model's dtype. FieldError when ``text`` or ``max_length`` is given to a vision model or
+    ``images`` to a text model."""
     kind = f"({loaded.family.name})"
     if loaded.family.modality == "text":
         if images:
             raise FieldError("{model} is a text model {kind}; use {text}, not {images}", model=loaded.name, kind=kind)
         body, source = read_text(text)
         limit = model_max_length(loaded.tokenizer, loaded.model.config)
-        inputs = text_batch(loaded.tokenizer, body, min(max_length or limit, limit), max_sequences)
+        inputs = text_batch(loaded.tokenizer, body, min(text_tokens(max_length) or limit, limit), max_sequences)
     else:
-        if text:
-            raise FieldError("{model} is a vision model {kind}; use {images}, not {text}", model=loaded.name, kind=kind)
+        if text or max_length is not None:
+            field = "{text}" if text else "{max_length}"
+            raise FieldError(
+                f"{{model}} is a vision model {{kind}}; {field} applies to text models only: drop it"
+                + (" and give {images}" if text else ""),
+                model=loaded.name,
+                kind=kind,
+            )
         pictures, source = read_images(images, max_sequences)
         pixels = image_batch(pictures, loaded.image_size, loaded.image_mean, loaded.image_std, loaded.channels)
         inputs = {"pixel_values": pixels["pixel_values"].to(next(loaded.model.parameters()).dtype)}

@@ -69,7 +69,7 @@ def register(subparsers) -> None:
     parser.add_argument(
         "--max-length",
         type=_count,
-        default=128,
+        default=None,
         metavar="N",
         help="tokens per text chunk, capped at the model's maximum; 0 = the maximum (default 128)",
     )
@@ -83,7 +83,7 @@ def register(subparsers) -> None:
     parser.add_argument(
         "--attention-tokens",
         type=_count,
-        default=128,
+        default=None,
         metavar="N",
         help="text tokens per sequence for the attention measures (default 128)",
     )
@@ -217,7 +217,7 @@ def _analyze(args: argparse.Namespace) -> int:
     from transformers.utils import logging as hf_logging
 
     from oversmooth.analyze.analysis import AnalysisSettings, check_inputs, run_analysis
-    from oversmooth.analyze.inputs import analysis_inputs
+    from oversmooth.analyze.inputs import analysis_inputs, text_tokens
     from oversmooth.analyze.quality import Budget
     from oversmooth.analyze.report import format_frontier, format_table, write_report, written_files
     from oversmooth.errors import UsageError
@@ -245,7 +245,7 @@ def _analyze(args: argparse.Namespace) -> int:
         raise UsageError("--max-sequences must be at least 1")
     where = placement(args.device, args.dtype, args.device_map)
     hf_logging.disable_progress_bar()  # one progress bar: ours
-    loaded = load(args.model, args.max_sequences, args.max_length or None, where)
+    loaded = load(args.model, args.max_sequences, text_tokens(args.max_length), where)
     chosen = settings.for_model(loaded.model)  # what run_analysis will measure: methods, positions
     exclude = chosen.exclude
     exclude_note = (
@@ -259,7 +259,7 @@ def _analyze(args: argparse.Namespace) -> int:
             "measured as saved, no other method patched on top",
             file=sys.stderr,
         )
-    inputs, source = analysis_inputs(loaded, args.text, args.images, args.max_sequences, args.max_length or None)
+    inputs, source = analysis_inputs(loaded, args.text, args.images, args.max_sequences, args.max_length)
     check_inputs(inputs, exclude)  # before the progress bar: a refusal is one line
     steps = 1 + len(chosen.methods) + sum(len(s.values) for s in chosen.sweeps) + 1 + (args.attention_sequences > 0)
     with tqdm(total=steps, desc="analyze", unit="step", file=sys.stderr) as bar:

@@ -28,7 +28,7 @@ from oversmooth.study.protocol import SEEDS_A, SEEDS_B, SOFTMAX, VIT, VIT_GATE, 
 NAME = "fmnist-p7-adapt"
 STEPS, LR, WARMUP = 1430, 5e-4, 0.05
 LAMBDAS = (0.2, 0.6, 1.8)
-COMMAND = f"python -m oversmooth.study.adaptations --results results  (needs {VIT.name}'s trained softmax cells)"
+COMMAND = "python -m oversmooth.study.adaptations --results results --train-starts"
 RESULT_FILE = "adapt.json"
 #: the starting points: fmnist-p7's softmax cells, judged by the gate of their setting (V)
 STARTS = Protocol(

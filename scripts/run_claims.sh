@@ -12,7 +12,7 @@
 # (scripts/commit_results.sh, every 5 minutes and after each step). STUDY_FLAGS is passed to every
 # `oversmooth study`, e.g. STUDY_FLAGS="--executor slurm --wait --time 4:00:00" to run the cells on
 # a Slurm cluster (docs/slurm.md; --wait, since each gate reads the results of the study before it).
-STEPS="fmnist-p7 adaptations fmnist-p7-spectral depth-w32 austen-p2 claim3"
+STEPS="probes fmnist-p7 adaptations fmnist-p7-spectral depth-w32 austen-p2 claim3"
 #: a gated setting: its softmax cells and its 1.5x-epochs seed train first, and the script stops
 #: if the claims' gate fails on them (oversmooth.study.claims.baseline_gate, the report's own check).
 declare -A LONG=([fmnist-p7]=fmnist-p7-long [depth-w32]=depth-w32-long [austen-p2]=austen-p2-long)
@@ -49,6 +49,7 @@ step() {  # STEP: one step of the protocol; non-zero when a gate stops the proto
     case "$name" in
         adaptations) "$py" -m oversmooth.study.adaptations --results results --threads 1 --jobs "$jobs" --train-starts ;;
         claim3) PYTHONPATH=src "$py" benchmarks/bench_claim3.py --out results/claim3 ;;
+        probes) [ -f results/probes/probes.json ] || "$py" -m oversmooth.study.probes --out results/probes ;;
         *)
             if [ -n "${PILOT[$name]:-}" ]; then study "${PILOT[$name]}"; fi
             if [ -n "${LONG[$name]:-}" ]; then

@@ -15,6 +15,7 @@ from scipy import stats
 
 from oversmooth.analyze.quality import Quality, QualityRow
 from oversmooth.cli import main
+from oversmooth.errors import UsageError
 from oversmooth.study import STUDY_PRESETS
 from oversmooth.study.claims import CLAIMS, QUESTIONS, Inputs, baseline_gate, decide_claims
 from oversmooth.study.probes import CurvePair, Existence, Probes, random_init
@@ -519,8 +520,8 @@ def test_every_panel_names_its_methods_in_one_colour_each(tmp_path, monkeypatch)
 
 
 def test_docs_results_are_the_report_of_the_committed_results():
-    """docs/results/claims.json is what the committed results/ decide (make results regenerates
-    it); the claims that need the probes (1a, 1b, 5a, minutes of MiniLM) are left to make results."""
+    """docs/results/claims.json is what the committed results/ decide, archived probes included
+    (make results regenerates it)."""
     from oversmooth.study.folders import protocol_archives, read_folders
 
     root = Path(__file__).resolve().parents[1]
@@ -529,11 +530,27 @@ def test_docs_results_are_the_report_of_the_committed_results():
     if not archives or not committed.is_file():
         pytest.skip("no committed results/ or docs/results/claims.json in this checkout")
     found = read_folders(archives)
-    claims = decide_claims(found.cells, None, found.commands, adapted=found.adapted, benchmark=found.benchmark)
+    claims = decide_claims(found.cells, found.probes, found.commands, adapted=found.adapted, benchmark=found.benchmark)
     written = {row["id"]: row for row in json.loads(committed.read_text())}
+    assert sorted(written) == sorted(claim.id for claim in claims)
     for claim in claims:
-        if claim.id not in ("1a", "1b", "5a"):
-            assert json.loads(json.dumps(claim.to_json())) == written[claim.id], claim.id
+        assert json.loads(json.dumps(claim.to_json())) == written[claim.id], claim.id
+
+
+def test_archived_probes_read_back_as_they_were(tmp_path):
+    """probes.json round-trips: the Probes read back equal the ones written, tuples and all."""
+    from oversmooth.study.folders import read_folders
+    from oversmooth.study.probes import PROBES_FILE
+
+    broken = Quality((QualityRow("neutreno", "lam=0.6", "perplexity", 90.0, 30.0, 3.0, False),))
+    falls = Existence(5, 32, 0.03, [(0.34, 0.29), (0.33, 0.30)], "a model")
+    written = probes(broken, existence=falls)
+    (tmp_path / "probes").mkdir()
+    (tmp_path / "probes" / PROBES_FILE).write_text(json.dumps(written.to_json()))
+    assert read_folders([tmp_path / "probes"]).probes == written
+    (tmp_path / "probes" / PROBES_FILE).write_text('{"random_init": {}}')
+    with pytest.raises(UsageError, match="probes.json is damaged"):
+        read_folders([tmp_path / "probes"])
 
 
 @pytest.mark.parametrize("spread, seeds", [(1.0, range(2, 14)), (0.1, range(2, 10))])

@@ -31,7 +31,8 @@ def register(subparsers) -> None:
     parser.add_argument(
         "--no-probes",
         action="store_true",
-        help="skip the claims that need no training (no MiniLM, no untrained DeiT-tiny)",
+        help="skip the claims that need no training (no MiniLM, no untrained DeiT-tiny) unless their archive "
+        "(results/probes, from python -m oversmooth.study.probes) is among DIRS",
     )
     parser.add_argument("--title", default=TITLE, help="the report's heading")
     parser.set_defaults(run=run)
@@ -46,8 +47,8 @@ def run(args: argparse.Namespace) -> int:
 
     check_output_dir(args.out or args.dirs[0])
     found = read_folders(args.dirs)
-    probes = None
-    if not args.no_probes:
+    probes = found.probes  # archived probes (results/probes) are read, not run again
+    if probes is None and not args.no_probes:
         import torch
         from transformers.utils import logging as hf_logging
 

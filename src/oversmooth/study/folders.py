@@ -1,6 +1,6 @@
 """What ``oversmooth report DIR ...`` reads: study folders (or their archives), the archive of
-claim 8's adaptations (``results/fmnist-p7-adapt``) and claim 3's cost rounds (``results/claim3``),
-told apart by what they hold."""
+claim 8's adaptations (``results/fmnist-p7-adapt``), claim 3's cost rounds (``results/claim3``)
+and the archived probes (``results/probes``), told apart by what they hold."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from pathlib import Path
 from oversmooth.errors import UsageError
 from oversmooth.study.adaptations import NAME as ADAPTATIONS
 from oversmooth.study.adaptations import read_adaptations
+from oversmooth.study.probes import PROBES_FILE, Probes, read_probes
 from oversmooth.study.results import CellResult, read_study, study_info
 
 ROUNDS_FILE = "rounds.json"
@@ -28,6 +29,7 @@ PROTOCOL_ARCHIVES = (
     "austen-p2",
     "austen-p2-long",
     "claim3",
+    "probes",
 )
 
 
@@ -39,6 +41,7 @@ class Evidence:
     commands: dict[str, str] = field(default_factory=dict)
     adapted: list[dict] = field(default_factory=list)
     benchmark: dict | None = None
+    probes: Probes | None = None
 
 
 def read_benchmark(folder: Path) -> dict:
@@ -67,6 +70,8 @@ def read_folders(folders: list[str | Path]) -> Evidence:
     for folder in map(Path, folders):
         if (folder / ROUNDS_FILE).is_file():
             found.benchmark = read_benchmark(folder)
+        elif (folder / PROBES_FILE).is_file():
+            found.probes = read_probes(folder)
         elif folder.name == ADAPTATIONS:
             found.adapted += read_adaptations(folder.parent)
         else:

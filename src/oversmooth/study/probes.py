@@ -17,12 +17,17 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import argparse
+import json
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
 
 import torch
 
 from oversmooth.activations import stream_names
-from oversmooth.analyze import Quality
+from oversmooth.analyze import Quality, QualityRow
+from oversmooth.atomic import atomic_write
 from oversmooth.errors import UsageError
 from oversmooth.metrics import measure
 
@@ -42,6 +47,11 @@ class CurvePair:
     def mean(self, which: str) -> list[float]:
         runs = getattr(self, which)
         return [sum(values) / len(values) for values in zip(*runs)]
+
+    @classmethod
+    def from_json(cls, data: dict) -> CurvePair:
+        quality = data["quality"] and Quality(tuple(QualityRow(**row) for row in data["quality"]["rows"]))
+        return cls(**{**data, "quality": quality})
 
 
 @dataclass
@@ -77,6 +87,24 @@ class Probes:
     pretrained_blocks: list[dict]
     frontier: CurvePair | None = None
     existence: Existence | None = None
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict) -> Probes:
+        """The probes ``to_json`` wrote (JSON turns tuples into lists: they are turned back)."""
+        existence = data["existence"] and {
+            **data["existence"],
+            "values": [tuple(v) for v in data["existence"]["values"]],
+        }
+        return cls(
+            random_init=CurvePair.from_json(data["random_init"]),
+            pretrained=CurvePair.from_json(data["pretrained"]),
+            pretrained_blocks=data["pretrained_blocks"],
+            frontier=data["frontier"] and CurvePair.from_json(data["frontier"]),
+            existence=existence and Existence(**existence),
+        )
 
     def block_text(self, layer: int) -> str:
         """``"attention +0.012, mlp -0.030, norm -0.004"``: block ``layer``'s cos_sim changes."""
@@ -244,3 +272,42 @@ def run_probes() -> Probes:
     return Probes(
         random_init=random_init(), pretrained=pair, pretrained_blocks=blocks, frontier=frontier(), existence=existence()
     )
+
+
+PROBES_FILE = "probes.json"
+COMMAND = "python -m oversmooth.study.probes --out results/probes"
+
+
+def read_probes(folder: Path) -> Probes:
+    """The archived probes in ``folder/probes.json``; UsageError naming the file when damaged."""
+    path = Path(folder) / PROBES_FILE
+    try:
+        return Probes.from_json(json.loads(path.read_text()))
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise UsageError(f"{path} is damaged ({error}); rerun: {COMMAND}") from None
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the probes (a few CPU-minutes) and archive them, so that a report from results/ alone
+    decides the static claims and 5a without running them again."""
+    parser = argparse.ArgumentParser(prog="python -m oversmooth.study.probes", description=main.__doc__.split(",")[0])
+    parser.add_argument("--out", default="results/probes", help="the folder for probes.json (default results/probes)")
+    args = parser.parse_args(argv)
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        print(f"error: --out {out} is a file; give a folder", file=sys.stderr)
+        return 2
+    from transformers.utils import logging as hf_logging
+
+    torch.set_num_threads(1)
+    hf_logging.disable_progress_bar()
+    probes = run_probes()
+    out.mkdir(parents=True, exist_ok=True)
+    with atomic_write(out / PROBES_FILE) as handle:
+        json.dump(probes.to_json(), handle, indent=1)
+    print(f"wrote {out / PROBES_FILE}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

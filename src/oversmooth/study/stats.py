@@ -306,23 +306,10 @@ def _decide(
     holm_p = f"p {p:.3g}" if family_size == 1 else f"Holm-adjusted p {p_adjusted:.3g} over {family_size} claims"
     if p_adjusted < alpha:
         claimed = (test.mean > 0) == (test.direction == "higher")
-        if claimed:
-            return Decision(
-                HELD,
-                f"held: {where}, {holm_p} < {alpha:g}, in the claimed direction ({test.direction})",
-                test,
-                p_adjusted,
-                family_size,
-                level,
-                low,
-                high,
-                mde,
-                test.mean,
-                p,
-            )
+        verdict, way = (HELD, "in") if claimed else (CONTRADICTED, "against")
         return Decision(
-            CONTRADICTED,
-            f"contradicted: {where}, {holm_p} < {alpha:g}, against the claimed direction ({test.direction})",
+            verdict,
+            f"{verdict}: {where}, {holm_p} < {alpha:g}, {way} the claimed direction ({test.direction})",
             test,
             p_adjusted,
             family_size,

@@ -539,8 +539,8 @@ def test_docs_results_are_the_report_of_the_committed_results():
 
 def test_archived_probes_read_back_as_they_were(tmp_path):
     """probes.json round-trips: the Probes read back equal the ones written, tuples and all."""
+    from oversmooth.study.files import PROBES_FILE
     from oversmooth.study.folders import read_folders
-    from oversmooth.study.probes import PROBES_FILE
 
     broken = Quality((QualityRow("neutreno", "lam=0.6", "perplexity", 90.0, 30.0, 3.0, False),))
     falls = Existence(5, 32, 0.03, [(0.34, 0.29), (0.33, 0.30)], "a model")

@@ -7,12 +7,16 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from oversmooth.errors import UsageError
 from oversmooth.study.adaptations import NAME as ADAPTATIONS
 from oversmooth.study.adaptations import read_adaptations
-from oversmooth.study.probes import PROBES_FILE, Probes, read_probes
+from oversmooth.study.files import PROBES_FILE
 from oversmooth.study.results import CellResult, read_study, study_info
+
+if TYPE_CHECKING:
+    from oversmooth.study.probes import Probes
 
 ROUNDS_FILE = "rounds.json"
 #: what the claims report reads under results/: the second protocol's archives (the first
@@ -71,6 +75,8 @@ def read_folders(folders: list[str | Path]) -> Evidence:
         if (folder / ROUNDS_FILE).is_file():
             found.benchmark = read_benchmark(folder)
         elif (folder / PROBES_FILE).is_file():
+            from oversmooth.study.probes import read_probes  # torch: only where probes are archived
+
             found.probes = read_probes(folder)
         elif folder.name == ADAPTATIONS:
             found.adapted += read_adaptations(folder.parent)

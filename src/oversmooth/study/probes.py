@@ -30,6 +30,7 @@ from oversmooth.analyze import Quality, QualityRow
 from oversmooth.atomic import atomic_write
 from oversmooth.errors import UsageError
 from oversmooth.metrics import measure
+from oversmooth.study.files import PROBES_FILE
 
 
 @dataclass
@@ -274,7 +275,6 @@ def run_probes() -> Probes:
     )
 
 
-PROBES_FILE = "probes.json"
 COMMAND = "python -m oversmooth.study.probes --out results/probes"
 
 

@@ -520,21 +520,34 @@ def test_every_panel_names_its_methods_in_one_colour_each(tmp_path, monkeypatch)
 
 
 def test_docs_results_are_the_report_of_the_committed_results():
-    """docs/results/claims.json is what the committed results/ decide, archived probes included
-    (make results regenerates it)."""
+    """docs/results is what the committed results/ decide, archived probes included: claims.json and
+    report.md as `make results` writes them (scripts/run_claims.sh's last line), and no file the
+    report does not write (a stale figure would sit beside the text that no longer shows it)."""
+    import shlex
+
     from oversmooth.study.folders import protocol_archives, read_folders
+    from oversmooth.study.report import render_report
 
     root = Path(__file__).resolve().parents[1]
-    committed = root / "docs" / "results" / "claims.json"
+    docs = root / "docs" / "results"
     archives = protocol_archives(root / "results")
-    if not archives or not committed.is_file():
+    if not archives or not (docs / "claims.json").is_file():
         pytest.skip("no committed results/ or docs/results/claims.json in this checkout")
+    title = "oversmooth: the claims protocol at CPU scale"
+    assert f'--out docs/results --title "{title}"' in (root / "scripts" / "run_claims.sh").read_text()
+    relative = [str(Path(a).relative_to(root)) for a in archives]
+    command = shlex.join(["oversmooth", "report", *relative, "--out", "docs/results", "--title", title])
     found = read_folders(archives)
-    claims = decide_claims(found.cells, found.probes, found.commands, adapted=found.adapted, benchmark=found.benchmark)
-    written = {row["id"]: row for row in json.loads(committed.read_text())}
-    assert sorted(written) == sorted(claim.id for claim in claims)
-    for claim in claims:
+    report = render_report(
+        found.cells, found.probes, found.commands, title, command, adapted=found.adapted, benchmark=found.benchmark
+    )
+    written = {row["id"]: row for row in json.loads((docs / "claims.json").read_text())}
+    assert sorted(written) == sorted(claim.id for claim in report.claims)
+    for claim in report.claims:
         assert json.loads(json.dumps(claim.to_json())) == written[claim.id], claim.id
+    assert (docs / "report.md").read_text() == report.markdown
+    expected = {*report.figures, "report.md", "claims.json"} | ({"cells.csv"} if found.cells else set())
+    assert {f.name for f in docs.iterdir()} == expected
 
 
 def test_archived_probes_read_back_as_they_were(tmp_path):

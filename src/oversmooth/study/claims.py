@@ -318,15 +318,23 @@ class Inputs:
             self.decided.update(zip(ids, zip(found, decide_family(claims))))
 
     def command(self, preset_name: str) -> str:
-        """How to reproduce a claim of ``preset_name``: the command that ran it, less the flags that
-        keep only some of its methods or seeds (they cannot make the claim's pairs)."""
-        recorded = self.commands.get(preset_name)
-        if recorded is None:
-            return f"oversmooth study {preset_name} --out runs/studies/{preset_name} --results results"
-        words = shlex.split(recorded)
-        drop = {i for i, word in enumerate(words) if word.split("=")[0] in _NARROWING}
-        drop |= {i + 1 for i in drop if words[i] in _NARROWING}  # the flag's value, as a word of its own
-        return shlex.join(word for i, word in enumerate(words) if i not in drop)
+        """How to reproduce a claim of ``preset_name`` (``study_command``)."""
+        return study_command(preset_name, self.commands.get(preset_name))
+
+
+def study_command(name: str, recorded: str | None) -> str:
+    """How to run study ``name`` whole: the ``recorded`` command that last ran it, less the flags that
+    keep only some of its methods or seeds (a narrowed run cannot make a claim's pairs).
+
+    >>> study_command("fmnist-p7", "oversmooth study fmnist-p7 --out runs/x --seeds 6,7 --methods=softmax")
+    'oversmooth study fmnist-p7 --out runs/x'
+    """
+    if recorded is None:
+        return f"oversmooth study {name} --out runs/studies/{name} --results results"
+    words = shlex.split(recorded)
+    drop = {i for i, word in enumerate(words) if word.split("=")[0] in _NARROWING}
+    drop |= {i + 1 for i in drop if words[i] in _NARROWING}  # the flag's value, as a word of its own
+    return shlex.join(word for i, word in enumerate(words) if i not in drop)
 
 
 def _ours(question: Question, evidence: Evidence, decision: Decision) -> str:

@@ -15,13 +15,14 @@ import json
 import statistics
 from collections import defaultdict
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from matplotlib.ticker import MaxNLocator
 
 from oversmooth.atomic import atomic_directory
 from oversmooth.plotting import figure, save_png
-from oversmooth.study.claims import Claim, decide_claims
+from oversmooth.study.claims import Claim, decide_claims, study_command
 from oversmooth.study.measures import paired_score
 from oversmooth.study.probes import Probes
 from oversmooth.study.results import CellResult
@@ -230,8 +231,16 @@ def _detectable(c: Claim) -> str:
     return f"±{c.mde:.3g} (narrowest margin)" if c.margin is not None else f"{c.mde:.3g}"
 
 
+def _gate(c: Claim) -> str:
+    """The gate's outcome in a word; its full text is listed under the table."""
+    if c.gate.startswith("none"):
+        return "none"
+    return {True: "passed", False: "**failed**", None: "–"}[c.gate_passed]
+
+
 def claims_table(claims: list[Claim]) -> str:
-    """One table per Holm family (and one for the static claims); the reasons follow as a list."""
+    """One table per Holm family (and one for the static claims), then per claim its verdict's
+    reason, what it measured, its gate in full and the command that reproduces it."""
     lines = []
     for family, title in (
         ("primary", "Primary family (Holm, m = 7)"),
@@ -244,21 +253,22 @@ def claims_table(claims: list[Claim]) -> str:
         lines += [
             f"### {title}",
             "",
-            "| id | claim (as the paper states it) | paper | measure | ours | effect [CI] | n | p | Holm p | "
-            "detectable | gate | verdict | command |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+            "| id | claim (as the paper states it) | paper | ours | effect [CI at Holm's level] | n | p | Holm p "
+            "| detectable | gate | verdict |",
+            "|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         lines += [
-            f"| {c.id} | {c.statement} | {c.paper} | {c.measure} | {c.ours} | {_effect(c)} | {c.n} | "
-            f"{_num(c.p)} | {_num(c.p_holm)} | {_detectable(c)} | {c.gate} | **{c.verdict}** | `{c.command}` |"
+            f"| {c.id} | {c.statement} | {c.paper} | {c.ours} | {_effect(c)} | {c.n} | {_num(c.p)} | "
+            f"{_num(c.p_holm)} | {_detectable(c)} | {_gate(c)} | **{c.verdict}** |"
             for c in rows
         ]
         lines.append("")
-    lines += ["Why each verdict:", ""]
-    lines += [
-        f"- **{c.id}** {c.reason}." + (f" Deviations: {'; '.join(c.deviations)}." if c.deviations else "")
-        for c in claims
-    ]
+    lines += ["Why each verdict, what each claim measured, its gate and how to reproduce it:", ""]
+    for c in claims:
+        lines += [
+            f"- **{c.id}** {c.reason}." + (f" Deviations: {'; '.join(c.deviations)}." if c.deviations else ""),
+            f"  Measure: {c.measure}. Gate: {c.gate}. Command: `{c.command}`.",
+        ]
     return "\n".join(lines)
 
 
@@ -335,9 +345,13 @@ def _status_line(cells: list[CellResult]) -> str:
 def _study_section(
     name: str, cells: list[CellResult], files: dict[str, Callable[[Path], None]], command: str | None
 ) -> list[str]:
-    lines = [f"## Study `{name}`", "", f"Cells: {_status_line(cells)}."]
-    if command:
-        lines += ["", f"Command: `{command}`"]
+    lines = [
+        f"## Study `{name}`",
+        "",
+        f"Cells: {_status_line(cells)}.",
+        "",
+        f"Command: `{study_command(name, command)}`",
+    ]
     lines += [
         "",
         f"Test {cells[0].score_name} ("
@@ -397,22 +411,25 @@ def cell_rows(cells: list[CellResult]) -> list[dict]:
     return rows
 
 
-def write_report(
+@dataclass(frozen=True)
+class Rendered:
+    """A report before it is written: ``report.md``'s text, each figure's file name and drawing, the claims."""
+
+    markdown: str
+    figures: dict[str, Callable[[Path], None]]
+    claims: list[Claim]
+
+
+def render_report(
     cells: list[CellResult],
-    out: str | Path,
     probes: Probes | None = None,
     commands: dict[str, str] | None = None,
     title: str = "oversmooth study report",
     command: str | None = None,
     adapted: list[dict] | None = None,
     benchmark: dict | None = None,
-) -> list[Claim]:
-    """Write ``report.md``, the PNGs, ``cells.csv`` and ``claims.json`` into ``out``; return the claims.
-
-    ``commands``: study name -> the command that ran it (printed under its section); ``command``:
-    the one that wrote this report; ``adapted``: claim 8's adaptations (``study.adaptations``);
-    ``benchmark``: claim 3's rounds.
-    """
+) -> Rendered:
+    """The report of ``cells`` without writing it (arguments as ``write_report``'s)."""
     from oversmooth.study.protocol import DEPTH, SPECTRAL, protocol
 
     claims = decide_claims(cells, probes, commands, adapted=adapted, benchmark=benchmark)
@@ -481,8 +498,28 @@ def write_report(
         ]
     for name, group in _groups(cells).items():
         lines += _study_section(name, group, files, (commands or {}).get(name))
+    return Rendered("\n".join(lines), files, claims)
+
+
+def write_report(
+    cells: list[CellResult],
+    out: str | Path,
+    probes: Probes | None = None,
+    commands: dict[str, str] | None = None,
+    title: str = "oversmooth study report",
+    command: str | None = None,
+    adapted: list[dict] | None = None,
+    benchmark: dict | None = None,
+) -> list[Claim]:
+    """Write ``report.md``, the PNGs, ``cells.csv`` and ``claims.json`` into ``out``; return the claims.
+
+    ``commands``: study name -> the command that ran it (printed under its section); ``command``:
+    the one that wrote this report; ``adapted``: claim 8's adaptations (``study.adaptations``);
+    ``benchmark``: claim 3's rounds.
+    """
+    report = render_report(cells, probes, commands, title, command, adapted, benchmark)
     with atomic_directory(out) as staging:
-        for filename, draw in files.items():
+        for filename, draw in report.figures.items():
             draw(staging / filename)
         rows = cell_rows(cells)
         if rows:
@@ -490,6 +527,6 @@ def write_report(
                 writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
                 writer.writeheader()
                 writer.writerows(rows)
-        (staging / "claims.json").write_text(json.dumps([c.to_json() for c in claims], indent=1))
-        (staging / "report.md").write_text("\n".join(lines))
-    return claims
+        (staging / "claims.json").write_text(json.dumps([c.to_json() for c in report.claims], indent=1))
+        (staging / "report.md").write_text(report.markdown)
+    return report.claims

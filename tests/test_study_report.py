@@ -8,6 +8,7 @@ run on them; the expected p-values come from scipy, not from the code under test
 import csv
 import json
 import math
+import shutil
 from pathlib import Path
 
 import pytest
@@ -597,3 +598,41 @@ def test_claim_4s_seed_rule_needs_the_whole_pilot(tmp_path):
     make_cell(tmp_path, "depth-w32-pilot", "softmax", 0, 0.7, norm="pre", depth=8)
     with pytest.raises(ValueError, match="depth-w32-pilot has not finished"):
         depth_seeds(read_study(tmp_path / "depth-w32-pilot"))
+
+
+def test_a_report_refuses_a_mismatched_or_doubled_cell_instead_of_dropping_its_seed(tmp_path, capsys):
+    """A cell of a protocol study trained in another setting, a study folder given twice, and an
+    adaptation that is not the registered continuation: each is one line naming it, exit 2, and no
+    report (a seed silently left out of its pair would change n without a word)."""
+    from oversmooth.cli import main
+
+    make_cell(tmp_path, "fmnist-p7", "softmax", 0, 0.90)
+    make_cell(tmp_path, "fmnist-p7", "neutreno", 0, 0.91)
+    study, out = tmp_path / "fmnist-p7", tmp_path / "rep"
+    assert main(["report", str(study), "--no-probes", "--out", str(out)]) == 0
+    shutil.rmtree(out)
+
+    copy = tmp_path / "copy" / "fmnist-p7"
+    shutil.copytree(study, copy)
+    assert main(["report", str(study), str(copy), "--no-probes", "--out", str(out)]) == 2
+    assert "seed 0's softmax arm" in capsys.readouterr().err and not out.exists()
+
+    info = study / "fmnist-pre-d8-neutreno-s0" / "cell.json"
+    cell = json.loads(info.read_text())
+    cell["spec"]["lr"] = 0.01
+    info.write_text(json.dumps(cell))
+    assert main(["report", str(study), "--no-probes", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "fmnist-p7/fmnist-pre-d8-neutreno-s0 (its cell.json) was trained with lr=0.01" in err
+    assert len(err.splitlines()) == 1 and not out.exists()
+    shutil.rmtree(study)
+
+    from oversmooth.study.adaptations import LR, NAME, STEPS, WARMUP
+
+    record = adapted(0, 0.88, {0.6: 0.885})
+    record["config"] = {"seed": 0, "steps": STEPS // 2, "lr": LR, "warmup": WARMUP}
+    (tmp_path / NAME / "s0").mkdir(parents=True)
+    (tmp_path / NAME / "s0" / "adapt.json").write_text(json.dumps(record))
+    assert main(["report", str(tmp_path / NAME), "--no-probes", "--out", str(out)]) == 2
+    assert "s0/adapt.json is not the registered continuation of seed 0" in capsys.readouterr().err
+    assert not out.exists()

@@ -77,9 +77,17 @@ def read_adaptations(root: str | Path) -> list[dict]:
     records = []
     for path in sorted(folder.glob(f"s*/{RESULT_FILE}")):
         try:
-            records.append({"seed": int(path.parent.name[1:]), **json.loads(path.read_text())})
-        except (ValueError, OSError) as error:
+            record = {"seed": int(path.parent.name[1:]), **json.loads(path.read_text())}
+            config = record["config"]
+            ran = (config["seed"], config["steps"], config["lr"], config["warmup"])
+        except (ValueError, OSError, KeyError, TypeError) as error:
             raise UsageError(f"{path} is damaged ({error}); delete its folder and rerun: {COMMAND}") from None
+        if ran != (record["seed"], STEPS, LR, WARMUP):
+            raise UsageError(
+                f"{path} is not the registered continuation of seed {record['seed']} (seed, steps, lr, warm-up "
+                f"{ran}, not {(record['seed'], STEPS, LR, WARMUP)}); move it away and rerun: {COMMAND}"
+            )
+        records.append(record)
     return records
 
 

@@ -26,6 +26,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 
 from oversmooth.analyze import similarity_verdict
+from oversmooth.errors import UsageError
 from oversmooth.study import adaptations
 from oversmooth.study.config import StudyConfig
 from oversmooth.study.measures import Key
@@ -118,12 +119,31 @@ Groups = dict[tuple, dict[int, dict[Key, CellResult]]]  # setting -> seed -> (no
 
 
 def group_cells(protocol: Protocol, cells: list[CellResult]) -> dict[int, dict[Key, CellResult]]:
-    """The cells of ``protocol``'s setting by seed and arm (only the arms it reads)."""
+    """The cells of ``protocol``'s setting by seed and arm (only the arms it reads).
+
+    A UsageError, rather than a seed silently left out of its pair: a cell of the protocol's own
+    study trained in another setting, or two cells for one seed and arm (a folder read twice)."""
     seeds: dict[int, dict[Key, CellResult]] = {}
     for cell in cells:
         arm = (cell.norm, cell.label, cell.depth)
-        if arm in protocol.arms and protocol.key(cell) == protocol.training:
-            seeds.setdefault(cell.seed, {})[arm] = cell
+        if arm not in protocol.arms:
+            continue
+        if protocol.key(cell) != protocol.training:
+            if cell.study == protocol.preset.name:
+                differ = sorted(set(protocol.key(cell)) - set(protocol.training))
+                raise UsageError(
+                    f"cell {cell.study}/{cell.name} (its cell.json) was trained with {', '.join(f'{k}={v!r}' for k, v in differ)}, "
+                    f"not as preset {cell.study} trains it (claim {protocol.id} cannot pair it); "
+                    "move it out of the folders reported on and train it again"
+                )
+            continue
+        other = seeds.setdefault(cell.seed, {}).get(arm)
+        if other is not None:
+            raise UsageError(
+                f"two cells are seed {cell.seed}'s {cell.label} arm in one setting (claim {protocol.id}): "
+                f"{other.study}/{other.name} and {cell.study}/{cell.name}; report each study folder once"
+            )
+        seeds[cell.seed][arm] = cell
     return seeds
 
 
@@ -199,7 +219,10 @@ def _adaptation_evidence(measure: Callable[[dict], tuple[float, float] | None]) 
     baseline's (V), on the cells the adaptations started from."""
 
     def evidence(inputs: Inputs) -> Evidence:
-        found = {record["seed"]: record for record in inputs.adaptations}
+        found: dict[int, dict] = {}
+        for record in inputs.adaptations:
+            if found.setdefault(record["seed"], record) is not record:
+                raise UsageError(f"two adaptations of seed {record['seed']}: report the adaptations' folder once")
         values = tuple(
             (seed, *pair)
             for seed in adaptations.SEEDS[measure]

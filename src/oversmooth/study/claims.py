@@ -130,9 +130,9 @@ def group_cells(protocol: Protocol, cells: list[CellResult]) -> dict[int, dict[K
             continue
         if protocol.key(cell) != protocol.training:
             if cell.study == protocol.preset.name:
-                differ = sorted(set(protocol.key(cell)) - set(protocol.training))
+                differ = ", ".join(f"{k}={v!r}" for k, v in sorted(set(protocol.key(cell)) - set(protocol.training)))
                 raise UsageError(
-                    f"cell {cell.study}/{cell.name} (its cell.json) was trained with {', '.join(f'{k}={v!r}' for k, v in differ)}, "
+                    f"cell {cell.study}/{cell.name} (its cell.json) was trained with {differ}, "
                     f"not as preset {cell.study} trains it (claim {protocol.id} cannot pair it); "
                     "move it out of the folders reported on and train it again"
                 )

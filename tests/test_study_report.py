@@ -636,3 +636,17 @@ def test_a_report_refuses_a_mismatched_or_doubled_cell_instead_of_dropping_its_s
     assert main(["report", str(tmp_path / NAME), "--no-probes", "--out", str(out)]) == 2
     assert "s0/adapt.json is not the registered continuation of seed 0" in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_the_lambda_plot_shows_each_continuations_gain_over_its_control(tmp_path, monkeypatch):
+    """The bold line is the mean over seeds of (accuracy at lambda - control's), by hand; a seed
+    without a lambda counts only where it has one."""
+    from oversmooth.study import report
+
+    records = [adapted(0, 0.880, {0.2: 0.881, 0.6: 0.886, 1.8: 0.870}), adapted(1, 0.890, {0.6: 0.892})]
+    figures = []
+    monkeypatch.setattr(report, "save_png", lambda plt, fig, path: figures.append(fig))
+    report.plot_lambdas(records, tmp_path / "lambda.png")
+    bold = max(figures[0].axes[0].get_lines(), key=lambda line: line.get_linewidth())
+    assert list(bold.get_xdata()) == [0.2, 0.6, 1.8]
+    assert list(bold.get_ydata()) == pytest.approx([0.1, (0.6 + 0.2) / 2, -1.0])

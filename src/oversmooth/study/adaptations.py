@@ -46,7 +46,7 @@ STARTS = Protocol(
 )
 
 
-def _accuracy(record: dict, lam: float | None) -> float | None:
+def arm_accuracy(record: dict, lam: float | None) -> float | None:
     """Test accuracy (%) of the arm at ``lam`` (None: the control) in one seed's ``adapt.json``."""
     for name, arm in record["arms"].items():
         knobs = arm.get("knobs") or {}
@@ -57,13 +57,13 @@ def _accuracy(record: dict, lam: float | None) -> float | None:
 
 def neutreno_vs_control(record: dict) -> tuple[float, float] | None:
     """Claim 8: test accuracy of the NeuTRENO (lambda 0.6) continuation and of the control."""
-    pair = _accuracy(record, 0.6), _accuracy(record, None)
+    pair = arm_accuracy(record, 0.6), arm_accuracy(record, None)
     return None if None in pair else pair
 
 
 def middle_vs_extremes(record: dict) -> tuple[float, float] | None:
     """Claim 2c: test accuracy at lambda 0.6, and the better of lambda 0.2 and lambda 1.8."""
-    middle, low, high = (_accuracy(record, lam) for lam in (0.6, LAMBDAS[0], LAMBDAS[2]))
+    middle, low, high = (arm_accuracy(record, lam) for lam in (0.6, LAMBDAS[0], LAMBDAS[2]))
     return None if None in (middle, low, high) else (middle, max(low, high))
 
 

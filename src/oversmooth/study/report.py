@@ -323,6 +323,47 @@ def plot_depth(cells: list[CellResult], path: Path) -> None:
     save_png(plt, fig, path)
 
 
+def plot_lambdas(adapted: list[dict], path: Path) -> None:
+    """Claims 8 and 2c: per seed, test accuracy after each NeuTRENO continuation minus the control's
+    (thin), and the mean over seeds with its 95 % t interval (bold), by lambda."""
+    from oversmooth.study.adaptations import LAMBDAS, arm_accuracy
+
+    plt, fig, axes = figure(1, 1, 5, 3.2)
+    ax = axes[0][0]
+    by_lam: dict[float, list[float]] = defaultdict(list)
+    for record in adapted:
+        control = arm_accuracy(record, None)
+        gains = [(lam, acc - control) for lam in LAMBDAS if (acc := arm_accuracy(record, lam)) is not None]
+        if control is None or not gains:
+            continue
+        for lam, gain in gains:
+            by_lam[lam].append(gain)
+        ax.plot(*zip(*gains), color="grey", lw=0.6, alpha=0.5, marker=".", ms=3)
+    lams = sorted(by_lam)
+    tests = [paired_test(by_lam[lam], [0.0] * len(by_lam[lam]), "higher") for lam in lams]
+    ax.errorbar(
+        lams,
+        [t.mean for t in tests],
+        yerr=[
+            [t.mean - t.ci_low if _finite(t.ci_low) else 0.0 for t in tests],
+            [t.ci_high - t.mean if _finite(t.ci_high) else 0.0 for t in tests],
+        ],
+        marker="o",
+        capsize=3,
+        lw=2,
+        label="mean over seeds, 95 % CI (" + ", ".join(f"{lam:g}: n = {len(by_lam[lam])}" for lam in lams) + ")",
+    )
+    ax.axhline(0.0, color="black", lw=0.8)
+    ax.set_xscale("log")
+    ax.set_xticks(lams, [f"{lam:g}" for lam in lams])
+    ax.minorticks_off()
+    ax.set_xlabel("NeuTRENO lambda in the continuation")
+    ax.set_ylabel("test accuracy - control's (pp)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    save_png(plt, fig, path)
+
+
 def verdict_confusion(cells: list[CellResult]) -> str:
     """Claim 5b's table: attention sublayers by dynamics verdict and by the sign of their measured t_sim change."""
     counts = defaultdict(int)
@@ -464,6 +505,15 @@ def render_report(
             "mean over seeds with its 95 % t interval (seeds per arm in brackets):",
             "",
             "![test accuracy by depth](claim4_depth.png)",
+            "",
+        ]
+    if adapted:
+        files["claims_8_2c_lambda.png"] = lambda p: plot_lambdas(adapted, p)
+        lines += [
+            "Claims 8 and 2c (the continuations of fmnist-p7's softmax models): test accuracy after each "
+            "NeuTRENO continuation minus the control continuation's, by lambda (thin: each seed):",
+            "",
+            "![accuracy gain by lambda](claims_8_2c_lambda.png)",
             "",
         ]
     spectral = [

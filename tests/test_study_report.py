@@ -21,7 +21,7 @@ from oversmooth.study import STUDY_PRESETS
 from oversmooth.study.claims import CLAIMS, QUESTIONS, Inputs, baseline_gate, decide_claims
 from oversmooth.study.probes import CurvePair, Existence, Probes, random_init
 from oversmooth.study.protocol import FAMILIES
-from oversmooth.study.report import write_report
+from oversmooth.study.report import render_report
 from oversmooth.study.results import read_study
 
 SEEDS = range(14)
@@ -486,8 +486,9 @@ def test_archived_cells_load_and_follow_the_stream_numbering(tmp_path):
     for cell in measured:
         assert len(cell.analysis["stream"]["cos_sim"]) == cell.depth + 1
         assert [block["layer"] for block in cell.analysis["blocks"]] == list(range(1, cell.depth + 1))
-    claims = write_report(cells, tmp_path / "rep")
-    assert [c.id for c in claims] == list(CLAIMS)
+    report = render_report(cells)
+    report.write(tmp_path / "rep")
+    assert [c.id for c in report.claims] == list(CLAIMS)
     assert (tmp_path / "rep" / "report.md").is_file()
 
 

@@ -43,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
 
     from oversmooth.outputs import check_output_dir
     from oversmooth.study.folders import read_folders
-    from oversmooth.study.report import write_report
+    from oversmooth.study.report import render_report
 
     check_output_dir(args.out or args.dirs[0])
     found = read_folders(args.dirs)
@@ -66,9 +66,8 @@ def run(args: argparse.Namespace) -> int:
         *(["--no-probes"] if args.no_probes else []),
         *(["--title", args.title] if args.title != TITLE else []),
     ]
-    claims = write_report(
+    report = render_report(
         found.cells,
-        out,
         probes,
         found.commands,
         args.title,
@@ -76,6 +75,8 @@ def run(args: argparse.Namespace) -> int:
         adapted=found.adapted,
         benchmark=found.benchmark,
     )
+    report.write(out)
+    claims = report.claims
     width = max((len(c.id) for c in claims), default=1)
     for claim in claims:
         print(f"{claim.id:>{width}}  {claim.verdict:<13} {claim.statement}")

@@ -454,11 +454,26 @@ def cell_rows(cells: list[CellResult]) -> list[dict]:
 
 @dataclass(frozen=True)
 class Rendered:
-    """A report before it is written: ``report.md``'s text, each figure's file name and drawing, the claims."""
+    """A report before it is written: ``report.md``'s text, each figure's file name and drawing, the
+    claims (``claims.json``) and one row per cell (``cells.csv``)."""
 
     markdown: str
     figures: dict[str, Callable[[Path], None]]
     claims: list[Claim]
+    cells: list[dict]
+
+    def write(self, out: str | Path) -> None:
+        """Write ``report.md``, the PNGs, ``cells.csv`` and ``claims.json`` into ``out``, all or nothing."""
+        with atomic_directory(out) as staging:
+            for filename, draw in self.figures.items():
+                draw(staging / filename)
+            if self.cells:
+                with open(staging / "cells.csv", "w", newline="") as handle:
+                    writer = csv.DictWriter(handle, fieldnames=list(self.cells[0]))
+                    writer.writeheader()
+                    writer.writerows(self.cells)
+            (staging / "claims.json").write_text(json.dumps([c.to_json() for c in self.claims], indent=1))
+            (staging / "report.md").write_text(self.markdown)
 
 
 def render_report(
@@ -470,7 +485,12 @@ def render_report(
     adapted: list[dict] | None = None,
     benchmark: dict | None = None,
 ) -> Rendered:
-    """The report of ``cells`` without writing it (arguments as ``write_report``'s)."""
+    """The report of ``cells``, to write with ``Rendered.write``.
+
+    ``commands``: study name -> the command that ran it (printed under its section); ``command``:
+    the one that wrote this report; ``adapted``: claim 8's adaptations (``study.adaptations``);
+    ``benchmark``: claim 3's rounds.
+    """
     from oversmooth.study.protocol import DEPTH, SPECTRAL, protocol
 
     claims = decide_claims(cells, probes, commands, adapted=adapted, benchmark=benchmark)
@@ -548,35 +568,4 @@ def render_report(
         ]
     for name, group in _groups(cells).items():
         lines += _study_section(name, group, files, (commands or {}).get(name))
-    return Rendered("\n".join(lines), files, claims)
-
-
-def write_report(
-    cells: list[CellResult],
-    out: str | Path,
-    probes: Probes | None = None,
-    commands: dict[str, str] | None = None,
-    title: str = "oversmooth study report",
-    command: str | None = None,
-    adapted: list[dict] | None = None,
-    benchmark: dict | None = None,
-) -> list[Claim]:
-    """Write ``report.md``, the PNGs, ``cells.csv`` and ``claims.json`` into ``out``; return the claims.
-
-    ``commands``: study name -> the command that ran it (printed under its section); ``command``:
-    the one that wrote this report; ``adapted``: claim 8's adaptations (``study.adaptations``);
-    ``benchmark``: claim 3's rounds.
-    """
-    report = render_report(cells, probes, commands, title, command, adapted, benchmark)
-    with atomic_directory(out) as staging:
-        for filename, draw in report.figures.items():
-            draw(staging / filename)
-        rows = cell_rows(cells)
-        if rows:
-            with open(staging / "cells.csv", "w", newline="") as handle:
-                writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
-                writer.writeheader()
-                writer.writerows(rows)
-        (staging / "claims.json").write_text(json.dumps([c.to_json() for c in report.claims], indent=1))
-        (staging / "report.md").write_text(report.markdown)
-    return report.claims
+    return Rendered("\n".join(lines), files, claims, cell_rows(cells))

@@ -118,7 +118,8 @@ from hypothesis import strategies as st  # noqa: E402
 
 CORRUPT = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 WRONG = st.sampled_from([None, "x", -1.5, [], {}, True, [1, "a"]])
-REPORTED = ("study.json", "cell.json", "results.json", "metrics.jsonl")
+REPORTED = ("study.json", "cell.json", "results.json", "metrics.jsonl", "analysis.json")
+ONE_TABLE = ("study.json", "analysis.json")  # written on several lines: made one line to be damaged
 
 
 def corrupted(text: str, data) -> str:
@@ -158,7 +159,7 @@ def test_report_on_a_damaged_study_or_results_file_exits_2_naming_it(study_cell,
     original = path.read_text()
     out = study_cell.parent / "rep"
     try:
-        path.write_text(corrupted(original if name != "study.json" else json.dumps(json.loads(original)), data))
+        path.write_text(corrupted(original if name not in ONE_TABLE else json.dumps(json.loads(original)), data))
         capsys.readouterr()
         code = main(["report", str(study_cell), "--no-probes", "--out", str(out)])
         err = capsys.readouterr().err.strip()

@@ -100,6 +100,26 @@ VARIANT_FIELDS = {"label": str, "method": str}
 STUDY_FIELDS = {"name": str, "methods": list}
 
 
+def read_analysis(path: Path) -> dict:
+    """A cell's ``analysis.json`` (``study.cell_analysis``), checked for every field the claims
+    read: the stream, each block's verdict and t_sim change, the value-path flips, the reference."""
+    fix = "delete it to measure the model again"
+    analysis = read_table(path, {"stream": dict, "blocks": list}, fix)
+    check_table(analysis["stream"], f"{path} (its stream)", {"cos_sim": list}, fix)
+    for block in analysis["blocks"]:
+        check_table(block, f"{path} (a block)", {"layer": int, "verdict": dict, "attention": dict}, fix)
+        check_table(block["verdict"], f"{path} (a block's verdict)", {"verdict": str}, fix)
+        check_table(block["attention"], f"{path} (a block's attention)", {"t_sim_change": NUMBER}, fix)
+    flips = check_table(analysis, path, {"value_flip": list}, fix)["value_flip"] if "value_flip" in analysis else []
+    for flip in flips:
+        fields = {"t_sim_change": NUMBER, "t_sim_change_trained": NUMBER, "verdict": str, "verdict_trained": str}
+        check_table(flip, f"{path} (a value-path flip)", fields, fix)
+    if "reference" in analysis:
+        reference = check_table(analysis, path, {"reference": dict}, fix)["reference"]
+        check_table(reference, f"{path} (its reference model)", dict.fromkeys(reference, NUMBER), fix)
+    return analysis
+
+
 def read_cell(folder: Path) -> CellResult:
     """What the cell in ``folder`` is and has produced; a damaged file, or one that lacks a field
     the report reads (or holds it with a wrong type), is a UsageError naming it."""
@@ -125,11 +145,7 @@ def read_cell(folder: Path) -> CellResult:
             measures = {name: (*NUMBER, type(None)) for name in (row if isinstance(row, dict) else ())}
             check_table(row, f"{folder / METRICS_FILE} (a layer row)", {**measures, "layer": int}, fix)
     status = results["status"] if results else ("partial" if epochs else "pending")
-    analysis = (
-        read_table(folder / ANALYSIS_FILE, {}, "delete it to measure the model again")
-        if (folder / ANALYSIS_FILE).is_file()
-        else None
-    )
+    analysis = read_analysis(folder / ANALYSIS_FILE) if (folder / ANALYSIS_FILE).is_file() else None
     try:
         spec = stored_spec(info)
     except (UsageError, TypeError, KeyError) as error:

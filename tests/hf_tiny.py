@@ -144,49 +144,10 @@ def tiny_inputs(kind: str, seed: int = 1) -> dict[str, torch.Tensor]:
     return {"input_ids": ids, "attention_mask": mask}
 
 
-WORDS = [
-    "the",
-    "a",
-    "of",
-    "and",
-    "to",
-    "in",
-    "was",
-    "she",
-    "he",
-    "it",
-    "her",
-    "his",
-    "that",
-    "with",
-    "for",
-    "as",
-    "had",
-    "you",
-    "not",
-    "be",
-    "is",
-    "on",
-    "at",
-    "by",
-    "but",
-    "have",
-    "which",
-    "were",
-    "so",
-    "all",
-    "this",
-    "from",
-    "they",
-    "my",
-    "very",
-    "no",
-    "said",
-    "been",
-    "an",
-    "one",
-    "would",
-]
+WORDS = (
+    "the a of and to in was she he it her his that with for as had you not be is on at by but "
+    "have which were so all this from they my very no said been an one would"
+).split()
 
 
 def tiny_tokenizer():

@@ -279,17 +279,7 @@ def test_killed_adaptation_resumes_bit_identical(vit_run, tmp_path):
         "oversmooth",
         "adapt",
         str(vit_run),
-        "--steps",
-        "12",
-        "--record-every",
-        "3",
-        "--batch-size",
-        "16",
-        "--lam",
-        "0.6",
-        "--no-progress",
-        "--threads",
-        "1",
+        *"--steps 12 --record-every 3 --batch-size 16 --lam 0.6 --no-progress --threads 1".split(),
     ]
     subprocess.run([*command, "--out", str(tmp_path / "whole")], env=env, check=True, capture_output=True)
     out = tmp_path / "killed"

@@ -54,28 +54,10 @@ def refused(argv: list[str], capsys, root, *needles: str) -> str:
     return err
 
 
-TINY_VIT = [
-    "train",
-    "--task",
-    "synthetic",
-    "--model",
-    "vit",
-    "--epochs",
-    "1",
-    "--depth",
-    "2",
-    "--width",
-    "16",
-    "--heads",
-    "2",
-    "--limit-train",
-    "32",
-    "--batch-size",
-    "16",
-    "--no-progress",
-    "--compile",
-    "off",
-]
+TINY_VIT = (
+    "train --task synthetic --model vit --epochs 1 --depth 2 --width 16 --heads 2 --limit-train "
+    "32 --batch-size 16 --no-progress --compile off"
+).split()
 
 
 @pytest.mark.parametrize(

@@ -272,16 +272,7 @@ def test_refusals_leave_no_folder(world, capsys):
     assert (
         exit_code(
             [
-                "train",
-                "--task",
-                "synthetic",
-                "--model",
-                "vit",
-                "--epochs",
-                "1",
-                "--batch-size",
-                "100000",
-                "--out",
+                *"train --task synthetic --model vit --epochs 1 --batch-size 100000 --out".split(),
                 str(out),
             ]
         )

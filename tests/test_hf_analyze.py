@@ -210,14 +210,7 @@ def test_ranks_default_to_the_first_eight_sequences(bert_dir, tmp_path):
                     " ".join(WORDS * 6),
                     "--out",
                     str(out),
-                    "--methods",
-                    "none",
-                    "--attention-sequences",
-                    "0",
-                    "--max-sequences",
-                    "9",
-                    "--max-length",
-                    "16",
+                    *"--methods none --attention-sequences 0 --max-sequences 9 --max-length 16".split(),
                     *flags,
                 ]
             )

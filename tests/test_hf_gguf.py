@@ -44,15 +44,7 @@ def test_analyze_a_gguf_file(written, tmp_path, capsys):
                 str(path),
                 "--text",
                 TEXT,
-                "--methods",
-                "deescalate",
-                "--max-sequences",
-                "2",
-                "--max-length",
-                "16",
-                "--attention-sequences",
-                "1",
-                "--out",
+                *"--methods deescalate --max-sequences 2 --max-length 16 --attention-sequences 1 --out".split(),
                 str(out),
             ]
         )

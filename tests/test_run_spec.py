@@ -120,85 +120,21 @@ def test_every_run_field_has_one_train_flag_and_every_flag_is_a_field_or_a_knob(
 
 
 def test_train_flags_give_the_spec_built_by_hand():
-    words = [
-        "--task",
-        "text:a.txt,b.txt",
-        "--model",
-        "lm",
-        "--epochs",
-        "3",
-        "--depth",
-        "4",
-        "--mlp-ratio",
-        "2",
-        "--norm",
-        "post",
-        "--dropout",
-        "0.1",
-        "--method",
-        "neutreno+featscale",
-        "--lam",
-        "-0.25",
-        "--tau-learnable",
-        "--spectral",
-        "sharpen",
-        "--augment",
-        "--limit-train",
-        "100",
-        "--lr",
-        "2e-3",
-        "--seed",
-        "7",
-        "--out",
-        "/tmp/x",
-        "--resume",
-        "auto",
-        "--no-bf16",
-        "--compile",
-        "--threads",
-        "2",
-        "--no-progress",
-        "--tensorboard",
-    ]
+    words = (
+        "--task text:a.txt,b.txt --model lm --epochs 3 --depth 4 --mlp-ratio 2 --norm post "
+        "--dropout 0.1 --method neutreno+featscale --lam -0.25 --tau-learnable --spectral sharpen "
+        "--augment --limit-train 100 --lr 2e-3 --seed 7 --out /tmp/x --resume auto --no-bf16 "
+        "--compile --threads 2 --no-progress --tensorboard"
+    ).split()
     assert run_spec(build_parser().parse_args(["train", *words])) == BUSY
     fewest = build_parser().parse_args(["train", "--task", "fmnist", "--model", "vit", "--epochs", "2", "--out", "o"])
     assert run_spec(fewest) == RunSpec("fmnist", "vit", 2, out="o")
-    every_default = [
-        "--val-size",
-        "5000",
-        "--label-smoothing",
-        "0.1",
-        "--seq-len",
-        "64",
-        "--vocab-size",
-        "4096",
-        "--passage-chars",
-        "8000",
-        "--batch-size",
-        "128",
-        "--lr",
-        "0.001",
-        "--weight-decay",
-        "0.05",
-        "--warmup",
-        "0.05",
-        "--grad-clip",
-        "1",
-        "--seed",
-        "0",
-        "--resume",
-        "never",
-        "--checkpoint-every",
-        "0",
-        "--device",
-        "auto",
-        "--compile",
-        "auto",
-        "--probe-size",
-        "32",
-        "--method",
-        "softmax",
-    ]
+    every_default = (
+        "--val-size 5000 --label-smoothing 0.1 --seq-len 64 --vocab-size 4096 --passage-chars 8000 "
+        "--batch-size 128 --lr 0.001 --weight-decay 0.05 --warmup 0.05 --grad-clip 1 --seed 0 "
+        "--resume never --checkpoint-every 0 --device auto --compile auto --probe-size 32 --method "
+        "softmax"
+    ).split()
     explicit = build_parser().parse_args(
         ["train", "--task", "fmnist", "--model", "vit", "--epochs", "2", "--out", "o", *every_default]
     )

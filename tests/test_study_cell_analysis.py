@@ -60,23 +60,10 @@ def test_a_trained_cell_gets_its_analysis_file(tmp_path):
     assert (
         main(
             [
-                "train",
-                "--task",
-                "synthetic",
-                "--model",
-                "vit",
-                "--depth",
-                "2",
-                "--width",
-                "16",
-                "--heads",
-                "2",
-                "--epochs",
-                "1",
-                "--batch-size",
-                "32",
-                "--no-progress",
-                "--out",
+                *(
+                    "train --task synthetic --model vit --depth 2 --width 16 --heads 2 --epochs 1 --batch-size "
+                    "32 --no-progress --out"
+                ).split(),
                 str(out),
             ]
         )

@@ -93,15 +93,7 @@ def test_an_array_matches_the_local_executor(cluster, tmp_path, capsys):
                 path,
                 "--out",
                 str(tmp_path / "slurm"),
-                "--executor",
-                "slurm",
-                "--jobs",
-                "2",
-                "--partition",
-                "debug",
-                "--time",
-                "10",
-                "--wait",
+                *"--executor slurm --jobs 2 --partition debug --time 10 --wait".split(),
             ]
         )
         == 0

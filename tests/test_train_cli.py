@@ -45,17 +45,7 @@ def test_missing_fmnist_files_is_a_usage_error(tmp_path, capsys):
 
 def test_a_finished_run_is_not_overwritten_without_resume(tmp_path, capsys):
     args = [
-        "--task",
-        "synthetic",
-        "--model",
-        "lm",
-        "--depth",
-        "1",
-        "--width",
-        "16",
-        "--heads",
-        "2",
-        "--out",
+        *"--task synthetic --model lm --depth 1 --width 16 --heads 2 --out".split(),
         str(tmp_path / "run"),
     ]
     assert main([*BASE, *args]) == 0
@@ -76,23 +66,7 @@ def test_a_finished_run_is_not_overwritten_without_resume(tmp_path, capsys):
 
 def test_a_diverging_run_is_a_result_exit_0(tmp_path, capsys):
     args = [
-        "--task",
-        "synthetic",
-        "--model",
-        "lm",
-        "--depth",
-        "2",
-        "--width",
-        "16",
-        "--heads",
-        "2",
-        "--norm",
-        "post",
-        "--lr",
-        "1e30",
-        "--warmup",
-        "0",
-        "--out",
+        *"--task synthetic --model lm --depth 2 --width 16 --heads 2 --norm post --lr 1e30 --warmup 0 --out".split(),
         str(tmp_path / "run"),
     ]
     assert main([*BASE, *args]) == 0
@@ -109,20 +83,7 @@ def test_tensorboard_logs_the_same_numbers_as_metrics_jsonl(tmp_path, capsys):
 
     out = tmp_path / "run"
     args = [
-        "--task",
-        "synthetic",
-        "--model",
-        "vit",
-        "--depth",
-        "2",
-        "--width",
-        "16",
-        "--heads",
-        "2",
-        "--epochs",
-        "2",
-        "--tensorboard",
-        "--out",
+        *"--task synthetic --model vit --depth 2 --width 16 --heads 2 --epochs 2 --tensorboard --out".split(),
         str(out),
     ]
     assert main([*BASE[:1], *BASE[3:], *args]) == 0  # BASE without its --epochs 1

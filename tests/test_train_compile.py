@@ -11,36 +11,11 @@ from torch._dynamo.exc import TorchDynamoException
 import oversmooth.train.compiled as compiled
 from oversmooth.cli import main
 
-ARGS = [
-    "train",
-    "--task",
-    "synthetic",
-    "--model",
-    "vit",
-    "--depth",
-    "2",
-    "--width",
-    "16",
-    "--heads",
-    "2",
-    "--patch-size",
-    "4",
-    "--method",
-    "neutreno",
-    "--dropout",
-    "0.1",
-    "--epochs",
-    "2",
-    "--batch-size",
-    "32",
-    "--lr",
-    "3e-3",
-    "--seed",
-    "3",
-    "--threads",
-    "1",
-    "--no-progress",
-]
+ARGS = (
+    "train --task synthetic --model vit --depth 2 --width 16 --heads 2 --patch-size 4 --method "
+    "neutreno --dropout 0.1 --epochs 2 --batch-size 32 --lr 3e-3 --seed 3 --threads 1 "
+    "--no-progress"
+).split()
 
 
 def train_run(out, *extra) -> tuple[list[dict], dict, dict]:

@@ -14,34 +14,10 @@ import pytest
 from safetensors.torch import load_file
 
 SRC = Path(__file__).resolve().parents[1] / "src"
-TRAIN = [
-    "-m",
-    "oversmooth",
-    "train",
-    "--task",
-    "synthetic",
-    "--model",
-    "vit",
-    "--depth",
-    "2",
-    "--width",
-    "32",
-    "--heads",
-    "2",
-    "--method",
-    "featscale",
-    "--epochs",
-    "1",
-    "--batch-size",
-    "32",
-    "--lr",
-    "3e-3",
-    "--threads",
-    "1",
-    "--device",
-    "cpu",
-    "--no-progress",
-]
+TRAIN = (
+    "-m oversmooth train --task synthetic --model vit --depth 2 --width 32 --heads 2 --method "
+    "featscale --epochs 1 --batch-size 32 --lr 3e-3 --threads 1 --device cpu --no-progress"
+).split()
 
 
 def run(prefix, out):

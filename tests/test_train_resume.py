@@ -19,32 +19,11 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 STEPS_PER_EPOCH = 256 // 16  # synthetic train split / batch size
 COMMAND = [
     sys.executable,
-    "-m",
-    "oversmooth",
-    "train",
-    "--task",
-    "synthetic",
-    "--depth",
-    "2",
-    "--width",
-    "48",
-    "--heads",
-    "4",
-    "--epochs",
-    "4",
-    "--batch-size",
-    "16",
-    "--lr",
-    "3e-3",
-    "--seed",
-    "7",
-    "--checkpoint-every",
-    "5",
-    "--threads",
-    "1",
-    "--device",
-    "cpu",
-    "--no-progress",
+    *(
+        "-m oversmooth train --task synthetic --depth 2 --width 48 --heads 4 --epochs 4 "
+        "--batch-size 16 --lr 3e-3 --seed 7 --checkpoint-every 5 --threads 1 --device cpu "
+        "--no-progress"
+    ).split(),
 ]
 RUNS = {
     "lm-neutreno": ["--model", "lm", "--method", "neutreno"],

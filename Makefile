@@ -31,10 +31,10 @@ $(DATA): scripts/install_data.sh
 	bash scripts/install_data.sh .data
 	touch $@
 
-# The claims protocol behind docs/results/ (docs/studies.md): about 24 CPU-hours on one core of a
-# 2-core CPU (JOBS=2 trains two cells at once). Cells archived under results/ are skipped, so this
-# resumes where the last machine (or clone) stopped; it stops at a baseline that fails its gate
-# (on the committed results/: fmnist-vit, within minutes) and then rewrites docs/results/report.md.
+# The claims protocol behind docs/results/ (docs/studies.md, with its budget): JOBS=2 trains two
+# cells at once. Cells archived under results/ are skipped, so this resumes where the last machine
+# (or clone) stopped; a setting whose baseline fails its gate gets no method arms (austen-p2 on the
+# committed results/); then it rewrites docs/results/.
 results: setup
 	PY=$(BIN)/python scripts/run_claims.sh
 

@@ -9,6 +9,7 @@ import csv
 import json
 import math
 import shutil
+import statistics
 from pathlib import Path
 
 import pytest
@@ -651,3 +652,55 @@ def test_the_lambda_plot_shows_each_continuations_gain_over_its_control(tmp_path
     bold = max(figures[0].axes[0].get_lines(), key=lambda line: line.get_linewidth())
     assert list(bold.get_xdata()) == [0.2, 0.6, 1.8]
     assert list(bold.get_ydata()) == pytest.approx([0.1, (0.6 + 0.2) / 2, -1.0])
+
+
+def test_a_method_arm_that_has_not_plateaued_is_compared_at_equal_budget_and_says_so(tmp_path):
+    """DESIGN 9.3: method arms report gate (a) too; NeuTRENO's seed 3 ends 0.7 pp short of its best."""
+    fmnist(tmp_path, spectral=False)
+    shutil.rmtree(tmp_path / "fmnist-p7" / "fmnist-pre-d8-neutreno-s3")
+    make_cell(tmp_path, "fmnist-p7", "neutreno", 3, SOFTMAX_VAL[3] + NEUTRENO_GAIN[3], val=[0.89, 0.895, 0.888])
+    claims = claims_of(tmp_path)
+    assert "neutreno (pre-norm, depth 8) not plateaued (a), so compared at equal budget: seed 3 ended 0.70 pp" in (
+        claims["2a"].ours
+    )
+    assert claims["2a"].verdict == "held" and claims["2a"].gate_passed is True  # the baseline's gate still decides
+    assert "equal budget" not in claims["7"].ours
+
+
+def test_a_finished_seed_without_a_value_is_named_not_dropped(tmp_path):
+    """5c's seed 9 finished, but the flip turned no block's verdict: the row names the seed."""
+    fmnist(tmp_path, spectral=False)
+    folder = tmp_path / "fmnist-p7" / "fmnist-pre-d8-softmax-s9"
+    (folder / "analysis.json").write_text(json.dumps(analysis(flip=(0.03,) * 8) | {"value_flip": []}))
+    claim = claims_of(tmp_path)["5c"]
+    assert claim.verdict == "not tested" and claim.n == 9
+    assert "9 of 10 planned seed pairs finished; seed(s) 9 finished but give the measure no value" in claim.reason
+
+
+def test_claim_2cs_gate_reads_its_own_seeds_and_claims_without_a_gate_judge_none(tmp_path):
+    """A softmax start outside 2c's seeds (10) that had not plateaued fails claim 8's gate, not 2c's;
+    claims 3 and 5a have no gate, so none is judged."""
+    fmnist(tmp_path, spectral=False)
+    shutil.rmtree(tmp_path / "fmnist-p7" / "fmnist-pre-d8-softmax-s10")
+    make_cell(tmp_path, "fmnist-p7", "softmax", 10, SOFTMAX_VAL[10], val=[0.89, 0.895, 0.888])
+    records = [adapted(seed, 0.880, {0.2: 0.881, 0.6: 0.885 + 0.0005 * (seed % 2), 1.8: 0.870}) for seed in SEEDS]
+    rounds = [{"softmax": 1.0, "neutreno": 1.02 + 0.01 * (i % 3)} for i in range(20)]
+    claims = claims_of(tmp_path, adapted=records, benchmark={"rounds": rounds})
+    assert claims["8"].gate_passed is False and "seed 10 ended" in claims["8"].reason
+    assert claims["2c"].gate_passed is True and claims["2c"].verdict == "held"
+    assert claims["3"].gate_passed is None and claims["3"].verdict == "held"
+    ratio = math.exp(statistics.fmean(math.log(r["neutreno"]) for r in rounds))  # softmax's rounds take 1.0
+    assert f"as a ratio {ratio:.3f} [" in claims["3"].ours
+
+
+def test_claim_6_reports_free_beside_it_and_the_report_opens_with_the_verdicts(tmp_path):
+    from oversmooth.study.report import verdict_summary
+
+    fmnist(tmp_path)
+    claims = claims_of(tmp_path)
+    free = statistics.fmean(100 * SOFTMAX_VAL[seed] for seed in range(8))
+    assert f"free beside (not tested): mean test score {free:.4g} over 8 seeds" in claims["6"].ours
+    summary = verdict_summary(list(claims.values()))
+    assert summary.splitlines()[0] == "- **held** (4): 2a, 5b, 5c, 7"
+    assert {line.split("** (")[0][4:] for line in summary.splitlines()} == {c.verdict for c in claims.values()}
+    assert sum(int(line.split("(")[1].split(")")[0]) for line in summary.splitlines()) == len(claims)

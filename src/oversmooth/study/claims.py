@@ -23,7 +23,7 @@ import math
 import shlex
 import statistics
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 from oversmooth.analyze import similarity_verdict
 from oversmooth.errors import UsageError
@@ -40,6 +40,15 @@ _NARROWING = ("--methods", "--seeds")
 PROBES_COMMAND = "oversmooth report ... (the probes run in about a minute)"
 BENCH_COMMAND = "python benchmarks/bench_claim3.py --out results/claim3"
 COST_MARGIN = math.log(1.10)  # claim 3: "about what softmax costs", within 1.10x either way
+MEASURED_EARLY = (
+    "disclosed 2026-11-25: measured once while its code was written, before the second protocol was committed; "
+    "a deterministic measurement of a fixed model, its inputs and grid fixed in code, nothing tuned on it"
+)
+RETRAINED_STARTS = (
+    "disclosed 2026-11-25 18:50 UTC: a start whose weights were not on the machine (only results/ is kept) "
+    "was trained again from its recipe and seed before its continuations; both arms of a seed continue the "
+    "same start, so the pairing holds (docs/studies.md, Deviations)"
+)
 
 
 @dataclass(frozen=True)
@@ -108,6 +117,7 @@ class Question:
     evidence: Callable[[Inputs], Evidence]
     command: Callable[[Inputs], str]
     margin: float | None = None
+    log_ratio: bool = False  # the measure is the log of a ratio: "ours" gives the ratio too
     deviations: tuple[str, ...] = ()
 
     @property
@@ -152,7 +162,7 @@ def gather(protocol: Protocol, cells: list[CellResult]) -> Evidence:
     in the test, or before any pair the finished cells of the planned seeds (so a baseline that
     fails alone shows before any method trains), and may read all ``cells`` of the report."""
     seeds = group_cells(protocol, cells)
-    values, finished = [], []
+    values, finished, valueless = [], [], []
     for seed in protocol.seeds:
         group = seeds.get(seed, {})
         if protocol.needs <= group.keys():
@@ -160,6 +170,8 @@ def gather(protocol: Protocol, cells: list[CellResult]) -> Evidence:
             if pair is not None:
                 values.append((seed, *pair))
                 finished.append(group)
+            elif all(c.results is not None for c in group.values()):
+                valueless.append(seed)
     judged = finished or [
         group
         for seed in protocol.seeds
@@ -170,15 +182,28 @@ def gather(protocol: Protocol, cells: list[CellResult]) -> Evidence:
         if judged
         else None
     )
-    missing = len(protocol.seeds) - len(values)
-    note = protocol.note(finished, protocol.method) if protocol.note else ""
+    notes = [protocol.note(finished, protocol.method) if protocol.note else ""]
+    notes += [gate.equal_budget(finished, protocol.needs) for gate in protocol.gates]
     return Evidence(
         tuple(values),
         failed,
         bool(judged),
-        f"{len(values)} of {len(protocol.seeds)} planned seed pairs finished" if missing else None,
-        note,
+        _missing(len(values), len(protocol.seeds), "seed pairs", valueless),
+        "; ".join(filter(None, notes)),
     )
+
+
+def _missing(found: int, planned: int, what: str, valueless: list[int]) -> str | None:
+    """What has not finished, naming the seeds that finished without a value of the measure."""
+    if found == planned:
+        return None
+    text = f"{found} of {planned} planned {what} finished"
+    if valueless:
+        text += (
+            f"; seed(s) {', '.join(map(str, valueless))} finished but give the measure no value "
+            "(no analysis.json, no score, or no block the measure counts)"
+        )
+    return text
 
 
 def baseline_gate(preset: StudyConfig, cells: list[CellResult]) -> str | None:
@@ -209,8 +234,8 @@ def _from_protocol(protocol: Protocol) -> Question:
         "; ".join(gate.describe() for gate in protocol.gates) or "none",
         lambda inputs: gather(protocol, inputs.cells),
         _study_command(protocol.preset.name),
-        protocol.margin,
-        protocol.deviations,
+        margin=protocol.margin,
+        deviations=protocol.deviations,
     )
 
 
@@ -223,15 +248,14 @@ def _adaptation_evidence(measure: Callable[[dict], tuple[float, float] | None]) 
         for record in inputs.adaptations:
             if found.setdefault(record["seed"], record) is not record:
                 raise UsageError(f"two adaptations of seed {record['seed']}: report the adaptations' folder once")
-        values = tuple(
-            (seed, *pair)
-            for seed in adaptations.SEEDS[measure]
-            if seed in found and (pair := measure(found[seed])) is not None
+        seeds = adaptations.SEEDS[measure]
+        pairs = {seed: measure(found[seed]) for seed in seeds if seed in found}
+        values = tuple((seed, *pair) for seed, pair in pairs.items() if pair is not None)
+        valueless = [seed for seed, pair in pairs.items() if pair is None]
+        start = gather(replace(adaptations.STARTS, seeds=seeds), inputs.cells)  # the gate reads the tested seeds
+        return Evidence(
+            values, start.gate_failure, start.judged, _missing(len(values), len(seeds), "adaptations", valueless)
         )
-        start = gather(adaptations.STARTS, inputs.cells)
-        planned = len(adaptations.SEEDS[measure])
-        missing = None if len(values) == planned else f"{len(values)} of {planned} planned adaptations finished"
-        return Evidence(values, start.gate_failure, start.judged, missing)
 
     return evidence
 
@@ -243,7 +267,6 @@ def _cost_evidence(inputs: Inputs) -> Evidence:
     rounds = inputs.benchmark["rounds"]
     return Evidence(
         tuple((i, math.log(r["neutreno"]), math.log(r["softmax"])) for i, r in enumerate(rounds)),
-        judged=True,
         note=inputs.benchmark.get("note", ""),
     )
 
@@ -254,9 +277,7 @@ def _existence_evidence(inputs: Inputs) -> Evidence:
     if inputs.probes is None or inputs.probes.existence is None:
         return Evidence((), missing="the pretrained-model probe has not run")
     found = inputs.probes.existence
-    return Evidence(
-        tuple((i, after, before) for i, (before, after) in enumerate(found.values)), judged=True, note=found.text()
-    )
+    return Evidence(tuple((i, after, before) for i, (before, after) in enumerate(found.values)), note=found.text())
 
 
 QUESTIONS: dict[str, Question] = {protocol.id: _from_protocol(protocol) for protocol in PROTOCOLS}
@@ -269,21 +290,20 @@ QUESTIONS["8"] = Question(
     VIT_GATE.describe(),
     _adaptation_evidence(adaptations.neutreno_vs_control),
     lambda inputs: adaptations.COMMAND,
+    deviations=(RETRAINED_STARTS,),
 )
 QUESTIONS["2c"] = Question(
     "2c",
     "NeuTRENO's lambda has a sweet spot: too small or too large hurts",
     "ADE20K mIoU 35.72 (softmax); 34.94 at the smallest lambda, 37.54 best, 26.25 at the largest (Nguyen et al. "
     "2023, Table 13)",
-    "test accuracy after the continuation, pp: lam 0.6 - the better of lam 0.2 and lam 1.8",
+    "test accuracy after the continuation, pp: lam 0.6 - the better of lam 0.2 and lam 1.8 (the continuations "
+    "across lambda stand in for training from scratch per lambda, as pre-registered)",
     "higher",
     VIT_GATE.describe(),
     _adaptation_evidence(adaptations.middle_vs_extremes),
     lambda inputs: adaptations.COMMAND,
-    deviations=(
-        "tested through the adaptation path across lambda, not training from scratch per lambda "
-        "(pre-registered as such in docs/studies.md)",
-    ),
+    deviations=(RETRAINED_STARTS,),
 )
 QUESTIONS["3"] = Question(
     "3",
@@ -295,6 +315,7 @@ QUESTIONS["3"] = Question(
     _cost_evidence,
     lambda inputs: BENCH_COMMAND,
     margin=COST_MARGIN,
+    log_ratio=True,
 )
 QUESTIONS["5a"] = Question(
     "5a",
@@ -308,6 +329,9 @@ QUESTIONS["5a"] = Question(
     deviations=(
         "re-framed 2026-11-25 as an existence claim on a pretrained model, after the first protocol had "
         "measured 'last block vs peak' on its softmax cells (DESIGN 9.1)",
+        MEASURED_EARLY,
+        "clarified 2026-11-26: docs/studies.md's table wrote the difference the other way round; the measure "
+        "(after l + 1 - after l, lower) is the one decided since before the probe ran",
     ),
 )
 
@@ -361,13 +385,23 @@ def study_command(name: str, recorded: str | None) -> str:
 
 
 def _ours(question: Question, evidence: Evidence, decision: Decision) -> str:
+    """Both arms' means, the difference with its 95 % CI and n ("interim" while pairs are missing),
+    the ratio where the measure is a log ratio, and the evidence's note."""
     if not evidence.values:
         return "no finished pair yet"
     _, method, baseline = zip(*evidence.values)
     text = f"{statistics.fmean(method):.4g} vs {statistics.fmean(baseline):.4g}; difference {decision.test.mean:+.3g}"
     if decision.test.n >= 2:
         text += f", 95 % CI [{decision.test.ci_low:+.3g}, {decision.test.ci_high:+.3g}]"
-    return text + f", n = {decision.test.n}" + (f"; {evidence.note}" if evidence.note else "")
+    text += f", n = {decision.test.n}"
+    if evidence.missing:
+        text = f"interim, not decided: {text}"
+    if question.log_ratio and decision.verdict != NOT_TESTED:
+        low, high = math.exp(decision.ci_low), math.exp(decision.ci_high)
+        text += f"; as a ratio {math.exp(decision.effect):.3f} [{low:.3f}, {high:.3f}] at Holm's level"
+        if question.margin is not None:
+            text += f", margin [{math.exp(-question.margin):.3f}, {math.exp(question.margin):.3f}]"
+    return text + (f"; {evidence.note}" if evidence.note else "")
 
 
 def _number(x: float) -> float | None:
@@ -417,6 +451,7 @@ def decide_no_training(
     gate: str,
     curves: Callable[[Probes], CurvePair | None],
     beside: Callable[[Probes], CurvePair] | None = None,
+    deviations: tuple[str, ...] = (),
 ) -> Callable:
     """The rule of claims 1a / 1b (NeuTRENO App. G.3 / G.9): ``similarity_verdict`` on ``curves``,
     with ``beside`` (the paper's own knob, say) reported next to it."""
@@ -470,7 +505,7 @@ def decide_no_training(
             None if pair.quality is None else pair.quality.within_budget,
             verdict,
             sentence + " (oversmooth.analyze.quality.similarity_verdict; deterministic, no statistics)",
-            (),
+            deviations,
             PROBES_COMMAND,
         )
 
@@ -506,6 +541,7 @@ CLAIMS: dict[str, ClaimSpec] = {
         "decided at the largest lambda whose output stays within the quality budget (the frontier of analyze --sweep)",
         lambda probes: probes.frontier,
         beside=lambda probes: probes.pretrained,
+        deviations=(MEASURED_EARLY,),
     ),
     **{claim_id: decide_question(claim_id) for claim_id in sorted(QUESTIONS, key=_claim_order)},
 }

@@ -41,7 +41,6 @@ class EquivalenceTest:
     se: float
     margin: float
     p: float  # max of the two one-sided p-values: small when the mean lies inside the margin
-    p_beyond: float  # one-sided p of the nearer bound being exceeded: small when it lies outside
 
     def interval(self, alpha: float) -> tuple[float, float]:
         """The ``1 - 2 alpha`` t interval, the one TOST at level ``alpha`` inverts."""
@@ -67,17 +66,15 @@ def tost(method: Sequence[float], baseline: Sequence[float], margin: float) -> E
     n = int(d.size)
     mean = float(d.mean()) if n else math.nan
     if n < 2:
-        return EquivalenceTest(n, mean, math.nan, math.nan, margin, math.nan, math.nan)
+        return EquivalenceTest(n, mean, math.nan, math.nan, margin, math.nan)
     sd = float(d.std(ddof=1))
     se = sd / math.sqrt(n)
     df = n - 1
     if se == 0:
-        inside = abs(mean) < margin
-        return EquivalenceTest(n, mean, sd, se, margin, 0.0 if inside else 1.0, 1.0 if inside else 0.0)
+        return EquivalenceTest(n, mean, sd, se, margin, 0.0 if abs(mean) < margin else 1.0)
     p_above = float(stats.t.sf((mean + margin) / se, df))  # H0: mean <= -margin
     p_below = float(stats.t.cdf((mean - margin) / se, df))  # H0: mean >= +margin
-    beyond = float(stats.t.sf((abs(mean) - margin) / se, df))  # H0: |mean| <= margin, on the nearer side
-    return EquivalenceTest(n, mean, sd, se, margin, max(p_above, p_below), beyond)
+    return EquivalenceTest(n, mean, sd, se, margin, max(p_above, p_below))
 
 
 def narrowest_margin(n: int, sd: float, alpha: float, power: float = 0.8) -> float:

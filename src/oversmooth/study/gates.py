@@ -107,6 +107,19 @@ class PlateauGate:
             f"{self.long.name} (1.5x the epochs) gains {gain}; (c) {floor}"
         )
 
+    def equal_budget(self, groups: Sequence[Mapping[Key, CellResult]], arms: frozenset[Key]) -> str:
+        """DESIGN 9.3: the method ``arms`` report (a) too; one that has not plateaued on a seed is
+        compared there at equal budget, and this says so ("" when every arm plateaued)."""
+        short: dict[Key, list[str]] = {}
+        for group in groups:
+            for arm, cell in sorted(group.items()):
+                if arm in arms and arm != self.arm and cell.epochs and (why := _plateaued(cell, self.tolerance)):
+                    short.setdefault(arm, []).append(why)
+        return "; ".join(
+            f"{label} ({norm}-norm, depth {depth}) not plateaued (a), so compared at equal budget: {', '.join(whys)}"
+            for (norm, label, depth), whys in sorted(short.items())
+        )
+
     def failure(self, groups: Sequence[Mapping[Key, CellResult]], cells: Sequence[CellResult]) -> str | None:
         baseline = [group[self.arm] for group in groups if self.arm in group]
         if not baseline or any(c.status != "completed" or len(c.epochs) < 2 for c in baseline):

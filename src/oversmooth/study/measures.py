@@ -104,3 +104,16 @@ def value_flip_note(groups: list[Mapping[Key, CellResult]], arm: Key) -> str:
         f"over {len(flips)} blocks, the flip turned the verdict of {verdicts} and the sign of the measured "
         f"t_sim change of {signs}"
     )
+
+
+def arm_beside(arm: Key) -> Callable[[list[Mapping[Key, CellResult]], Key], str]:
+    """A note on another ``arm`` reported beside a claim, not tested (claim 6: spectral ``free``):
+    its mean test score over the seeds whose pairs finished."""
+
+    def note(groups: list[Mapping[Key, CellResult]], method: Key) -> str:
+        scores = [score for g in groups if arm in g and (score := paired_score(g[arm])) is not None]
+        if not scores:
+            return ""
+        return f"{arm[1]} beside (not tested): mean test score {statistics.fmean(scores):.4g} over {len(scores)} seeds"
+
+    return note

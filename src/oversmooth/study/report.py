@@ -238,6 +238,18 @@ def _gate(c: Claim) -> str:
     return {True: "passed", False: "**failed**", None: "–"}[c.gate_passed]
 
 
+def verdict_summary(claims: list[Claim]) -> str:
+    """One line per verdict: which claims it went to."""
+    by_verdict: dict[str, list[str]] = defaultdict(list)
+    for c in claims:
+        by_verdict[c.verdict].append(c.id)
+    return "\n".join(
+        f"- **{verdict}** ({len(by_verdict[verdict])}): {', '.join(by_verdict[verdict])}"
+        for verdict in ("held", "contradicted", "inconclusive", "not tested")
+        if by_verdict[verdict]
+    )
+
+
 def claims_table(claims: list[Claim]) -> str:
     """One table per Holm family (and one for the static claims), then per claim its verdict's
     reason, what it measured, its gate in full and the command that reproduces it."""
@@ -253,7 +265,7 @@ def claims_table(claims: list[Claim]) -> str:
         lines += [
             f"### {title}",
             "",
-            "| id | claim (as the paper states it) | paper | ours | effect [CI at Holm's level] | n | p | Holm p "
+            "| id | claim | paper | ours | effect [CI at Holm's level] | n | p | Holm p "
             "| detectable | gate | verdict |",
             "|---|---|---|---|---|---|---|---|---|---|---|",
         ]
@@ -267,7 +279,7 @@ def claims_table(claims: list[Claim]) -> str:
     for c in claims:
         lines += [
             f"- **{c.id}** {c.reason}." + (f" Deviations: {'; '.join(c.deviations)}." if c.deviations else ""),
-            f"  Measure: {c.measure}. Gate: {c.gate}. Command: `{c.command}`.",
+            f"  Tested as: {c.measure}. Gate: {c.gate}. Command: `{c.command}`.",
         ]
     return "\n".join(lines)
 
@@ -505,6 +517,8 @@ def render_report(
         + ". Each row's fields are in `claims.json`. "
         '"Not tested" names the gate that failed, with the seed and the margin, or what has not finished.',
         "",
+        verdict_summary(claims),
+        "",
         claims_table(claims),
         "",
         "Each tested claim's effect with its interval at Holm's level (grey: no effect; red: an equivalence margin):",
@@ -541,11 +555,13 @@ def render_report(
         for c in cells
         if protocol("5b").key(c) == protocol("5b").training
         and (c.norm, c.label, c.depth) in protocol("5b").arms
+        and c.seed in protocol("5b").seeds
         and c.analysis
     ]
     if spectral:
         lines += [
-            f"Claim 5b ({SPECTRAL.name} and softmax): attention sublayers by dynamics verdict and measured sign:",
+            f"Claim 5b ({SPECTRAL.name} and softmax, seeds {protocol('5b').seeds[0]}-{protocol('5b').seeds[-1]}): "
+            "attention sublayers by dynamics verdict and measured sign:",
             "",
             verdict_confusion(spectral),
             "",

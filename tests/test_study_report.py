@@ -704,3 +704,19 @@ def test_claim_6_reports_free_beside_it_and_the_report_opens_with_the_verdicts(t
     assert summary.splitlines()[0] == "- **held** (4): 2a, 5b, 5c, 7"
     assert {line.split("** (")[0][4:] for line in summary.splitlines()} == {c.verdict for c in claims.values()}
     assert sum(int(line.split("(")[1].split(")")[0]) for line in summary.splitlines()) == len(claims)
+
+
+def test_the_effects_plot_puts_the_papers_effect_beside_ours(tmp_path, monkeypatch):
+    """2a's panel holds our interval and the paper's +0.84 pp (Nguyen et al. 2023, Table 1); 6's,
+    whose paper states no number, only ours."""
+    from oversmooth.study import report
+
+    fmnist(tmp_path)
+    claims = claims_of(tmp_path)
+    figures = []
+    monkeypatch.setattr(report, "save_png", lambda plt, fig, path: figures.append(fig))
+    report.plot_effects(list(claims.values()), tmp_path / "claims.png")
+    panels = {ax.get_title().split(":")[0]: ax for ax in figures[0].axes}
+    stars = lambda ax: [line.get_ydata()[0] for line in ax.get_lines() if line.get_marker() == "*"]  # noqa: E731
+    assert stars(panels["2a"]) == [0.84] and claims["2a"].paper_effect == 0.84
+    assert stars(panels["6"]) == [] and claims["6"].paper_effect is None

@@ -75,6 +75,7 @@ class Claim:
     reason: str  # why: the test, Holm's level, the smallest detectable effect, or what failed
     deviations: tuple[str, ...]
     command: str  # how to reproduce it
+    paper_effect: float | None = None  # the paper's effect in our measure, where it states one
 
     def to_json(self) -> dict:
         """The JSON object of ``claims.json``: NaN and infinities become null."""
@@ -119,6 +120,7 @@ class Question:
     margin: float | None = None
     log_ratio: bool = False  # the measure is the log of a ratio: "ours" gives the ratio too
     deviations: tuple[str, ...] = ()
+    paper_effect: float | None = None  # the paper's effect in this claim's measure, where it states one
 
     @property
     def family(self) -> str:
@@ -236,6 +238,7 @@ def _from_protocol(protocol: Protocol) -> Question:
         _study_command(protocol.preset.name),
         margin=protocol.margin,
         deviations=protocol.deviations,
+        paper_effect=protocol.paper_effect,
     )
 
 
@@ -291,6 +294,7 @@ QUESTIONS["8"] = Question(
     _adaptation_evidence(adaptations.neutreno_vs_control),
     lambda inputs: adaptations.COMMAND,
     deviations=(RETRAINED_STARTS,),
+    paper_effect=0.46,
 )
 QUESTIONS["2c"] = Question(
     "2c",
@@ -440,6 +444,7 @@ def decide_question(claim_id: str) -> Callable[[Inputs], Claim]:
             decision.reason,
             question.deviations,
             question.command(inputs),
+            question.paper_effect,
         )
 
     return decide

@@ -285,16 +285,23 @@ def claims_table(claims: list[Claim]) -> str:
 
 
 def plot_effects(claims: list[Claim], path: Path) -> None:
-    """Each tested claim's effect with its interval at Holm's level, one panel per claim (units differ)."""
+    """Each tested claim's effect with its interval at Holm's level, one panel per claim (units
+    differ), the paper's effect beside it where the paper states one in the same measure."""
     tested = [c for c in claims if c.effect is not None and c.ci is not None and all(map(_finite, c.ci))]
-    plt, fig, axes = figure(1, max(len(tested), 1), 2.2 * max(len(tested), 1), 3.0)
+    plt, fig, axes = figure(1, max(len(tested), 1), 2.4 * max(len(tested), 1), 3.4)
     for ax, c in zip(axes[0], tested):
-        ax.errorbar([0], [c.effect], yerr=[[c.effect - c.ci[0]], [c.ci[1] - c.effect]], fmt="o", capsize=4)
+        ax.errorbar(
+            [0], [c.effect], yerr=[[c.effect - c.ci[0]], [c.ci[1] - c.effect]], fmt="o", capsize=4, label="ours"
+        )
+        if c.paper_effect is not None:
+            ax.plot([0.4], [c.paper_effect], "*", color="tab:orange", ms=9, label="paper")
+            ax.legend(fontsize=6, loc="best")
         ax.axhline(0.0, color="grey", lw=0.8)
         if c.margin is not None:
             for bound in (-c.margin, c.margin):
                 ax.axhline(bound, color="tab:red", ls="--", lw=0.8)
         ax.set_xticks([])
+        ax.set_xlim(-0.5, 0.9)
         ax.set_title(f"{c.id}: {c.verdict}", fontsize=8)
         ax.grid(alpha=0.3)
     save_png(plt, fig, path)
@@ -521,7 +528,9 @@ def render_report(
         "",
         claims_table(claims),
         "",
-        "Each tested claim's effect with its interval at Holm's level (grey: no effect; red: an equivalence margin):",
+        "Each tested claim's effect with its interval at Holm's level, in the claim's own measure (the tables name "
+        "it); the star is the paper's effect where the paper states one in that measure (grey: no effect; red: an "
+        "equivalence margin):",
         "",
         "![effects](claims.png)",
         "",

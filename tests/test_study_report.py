@@ -632,7 +632,14 @@ def test_a_report_refuses_a_mismatched_or_doubled_cell_instead_of_dropping_its_s
     from oversmooth.study.adaptations import LR, NAME, STEPS, WARMUP
 
     record = adapted(0, 0.88, {0.6: 0.885})
-    record["config"] = {"seed": 0, "steps": STEPS // 2, "lr": LR, "warmup": WARMUP}
+    record["config"] = {
+        "seed": 0,
+        "steps": STEPS // 2,
+        "lr": LR,
+        "warmup": WARMUP,
+        "method": "neutreno",
+        "objective": "task",
+    }
     (tmp_path / NAME / "s0").mkdir(parents=True)
     (tmp_path / NAME / "s0" / "adapt.json").write_text(json.dumps(record))
     assert main(["report", str(tmp_path / NAME), "--no-probes", "--out", str(out)]) == 2

@@ -79,13 +79,21 @@ def read_adaptations(root: str | Path) -> list[dict]:
         try:
             record = {"seed": int(path.parent.name[1:]), **json.loads(path.read_text())}
             config = record["config"]
-            ran = (config["seed"], config["steps"], config["lr"], config["warmup"])
+            ran = (
+                config["seed"],
+                config["steps"],
+                config["lr"],
+                config["warmup"],
+                config["method"],
+                config["objective"],
+            )
         except (ValueError, OSError, KeyError, TypeError) as error:
             raise UsageError(f"{path} is damaged ({error}); delete its folder and rerun: {COMMAND}") from None
-        if ran != (record["seed"], STEPS, LR, WARMUP):
+        registered = (record["seed"], STEPS, LR, WARMUP, "neutreno", "task")
+        if ran != registered:
             raise UsageError(
-                f"{path} is not the registered continuation of seed {record['seed']} (seed, steps, lr, warm-up "
-                f"{ran}, not {(record['seed'], STEPS, LR, WARMUP)}); move it away and rerun: {COMMAND}"
+                f"{path} is not the registered continuation of seed {record['seed']} (seed, steps, lr, warm-up, "
+                f"method, objective {ran}, not {registered}); move it away and rerun: {COMMAND}"
             )
         records.append(record)
     return records

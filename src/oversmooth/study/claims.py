@@ -121,6 +121,7 @@ class Question:
     log_ratio: bool = False  # the measure is the log of a ratio: "ours" gives the ratio too
     deviations: tuple[str, ...] = ()
     paper_effect: float | None = None  # the paper's effect in this claim's measure, where it states one
+    scope: str = ""  # what the test shows and what it does not, printed with any verdict
 
     @property
     def family(self) -> str:
@@ -239,6 +240,7 @@ def _from_protocol(protocol: Protocol) -> Question:
         margin=protocol.margin,
         deviations=protocol.deviations,
         paper_effect=protocol.paper_effect,
+        scope=protocol.scope,
     )
 
 
@@ -441,7 +443,7 @@ def decide_question(claim_id: str) -> Callable[[Inputs], Claim]:
             gate,
             gate_passed,
             decision.verdict,
-            decision.reason,
+            decision.reason + (f"; scope: {question.scope}" if question.scope else ""),
             question.deviations,
             question.command(inputs),
             question.paper_effect,

@@ -55,6 +55,7 @@ class Protocol:
     across: tuple[str, ...] = ()
     deviations: tuple[str, ...] = ()
     paper_effect: float | None = None  # the paper's effect in this claim's measure, where it states one
+    scope: str = ""  # what the test shows and what it does not, printed with any verdict
 
     def __post_init__(self) -> None:
         if not self.seeds:
@@ -241,6 +242,8 @@ PROTOCOLS: tuple[Protocol, ...] = (
         (VIT_GATE,),
         SEEDS_B,
         every_arm=True,
+        scope="the test asks whether the section-4 verdict predicts the sign of the measured change better than "
+        "always guessing the commoner sign; held would not show that the eigenvalues alone decide it",
     ),
     Protocol(
         "5c",
@@ -256,6 +259,8 @@ PROTOCOLS: tuple[Protocol, ...] = (
         (VIT_GATE,),
         SEEDS_C,
         note=measures.value_flip_note,
+        scope="the test asks whether the measured change moves the way the turned verdict says, not whether its "
+        "sign turns: how many blocks' measured sign turned is counted beside it",
         deviations=(
             REFRAMED,
             "its measure was fixed after the flip had been measured on the softmax pilot's "

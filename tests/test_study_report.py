@@ -727,3 +727,15 @@ def test_the_effects_plot_puts_the_papers_effect_beside_ours(tmp_path, monkeypat
     stars = lambda ax: [line.get_ydata()[0] for line in ax.get_lines() if line.get_marker() == "*"]  # noqa: E731
     assert stars(panels["2a"]) == [0.84] and claims["2a"].paper_effect == 0.84
     assert stars(panels["6"]) == [] and claims["6"].paper_effect is None
+
+
+def test_the_reason_says_where_the_papers_effect_lies_against_our_interval(tmp_path):
+    """2a (paper +0.84 pp) and 7 (paper +0.18 pp) against their intervals at Holm's level, by hand;
+    6 (the paper states no number) says nothing of it."""
+    fmnist(tmp_path)
+    claims = claims_of(tmp_path)
+    for claim_id, paper in (("2a", 0.84), ("7", 0.18)):
+        low, high = claims[claim_id].ci
+        where = "above" if paper > high else "below" if paper < low else "inside"
+        assert f"the paper's effect (+{paper:g}) lies {where} this interval" in claims[claim_id].reason
+    assert "paper's effect" not in claims["6"].reason

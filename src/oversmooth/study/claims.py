@@ -414,6 +414,15 @@ def _number(x: float) -> float | None:
     return None if x is None or (isinstance(x, float) and math.isnan(x)) else x
 
 
+def _beside_paper(question: Question, decision: Decision) -> str:
+    """Where the paper's effect lies against our interval at Holm's level ("" without either)."""
+    effect, low, high = question.paper_effect, decision.ci_low, decision.ci_high
+    if effect is None or decision.verdict == NOT_TESTED or not (math.isfinite(low) and math.isfinite(high)):
+        return ""
+    where = "above" if effect > high else "below" if effect < low else "inside"
+    return f"; the paper's effect ({effect:+g}) lies {where} this interval"
+
+
 def decide_question(claim_id: str) -> Callable[[Inputs], Claim]:
     """The rule of tested claim ``claim_id``: its family's decision on its evidence."""
 
@@ -443,7 +452,9 @@ def decide_question(claim_id: str) -> Callable[[Inputs], Claim]:
             gate,
             gate_passed,
             decision.verdict,
-            decision.reason + (f"; scope: {question.scope}" if question.scope else ""),
+            decision.reason
+            + _beside_paper(question, decision)
+            + (f"; scope: {question.scope}" if question.scope else ""),
             question.deviations,
             question.command(inputs),
             question.paper_effect,

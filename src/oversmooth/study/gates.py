@@ -112,7 +112,7 @@ class PlateauGate:
         compared there at equal budget, and this says so ("" when every arm plateaued)."""
         short: dict[Key, list[str]] = {}
         for group in groups:
-            for arm, cell in sorted(group.items()):
+            for arm, cell in group.items():
                 if arm in arms and arm != self.arm and cell.epochs and (why := _plateaued(cell, self.tolerance)):
                     short.setdefault(arm, []).append(why)
         return "; ".join(

@@ -311,6 +311,16 @@ def _finite(x: float) -> bool:
     return x == x and abs(x) != float("inf")
 
 
+def _mean_with_interval(ax, samples: dict[float, list[float]], **style) -> None:
+    """At each x of ``samples`` (x -> values), the mean with its 95 % one-sample t interval (the
+    values paired with zeros; one value: no interval), drawn as one error-bar line."""
+    xs = sorted(samples)
+    tests = [paired_test(samples[x], [0.0] * len(samples[x]), "higher") for x in xs]
+    below = [t.mean - t.ci_low if _finite(t.ci_low) else 0.0 for t in tests]
+    above = [t.ci_high - t.mean if _finite(t.ci_high) else 0.0 for t in tests]
+    ax.errorbar(xs, [t.mean for t in tests], yerr=[below, above], marker="o", capsize=3, **style)
+
+
 def plot_depth(cells: list[CellResult], path: Path) -> None:
     """Claim 4: test accuracy vs depth per arm (norm and method), the mean over seeds with its 95 % t interval."""
     arms = defaultdict(lambda: defaultdict(list))
@@ -321,19 +331,7 @@ def plot_depth(cells: list[CellResult], path: Path) -> None:
     ax = axes[0][0]
     for label, by_depth in sorted(arms.items()):
         depths = sorted(by_depth)
-        # a one-sample t interval: the arm's scores paired with zeros (one seed: no interval)
-        tests = [paired_test(by_depth[d], [0.0] * len(by_depth[d]), "higher") for d in depths]
-        below = [t.mean - t.ci_low if _finite(t.ci_low) else 0.0 for t in tests]
-        above = [t.ci_high - t.mean if _finite(t.ci_high) else 0.0 for t in tests]
-        ax.errorbar(
-            depths,
-            [t.mean for t in tests],
-            yerr=[below, above],
-            marker="o",
-            ms=3,
-            capsize=3,
-            label=f"{label} ({len(by_depth[depths[-1]])})",
-        )
+        _mean_with_interval(ax, by_depth, ms=3, label=f"{label} ({len(by_depth[depths[-1]])})")
     ax.set_xscale("log", base=2)
     ax.set_xlabel("depth (blocks)")
     ax.set_ylabel("test accuracy (%)")
@@ -359,16 +357,9 @@ def plot_lambdas(adapted: list[dict], path: Path) -> None:
             by_lam[lam].append(gain)
         ax.plot(*zip(*gains), color="grey", lw=0.6, alpha=0.5, marker=".", ms=3)
     lams = sorted(by_lam)
-    tests = [paired_test(by_lam[lam], [0.0] * len(by_lam[lam]), "higher") for lam in lams]
-    ax.errorbar(
-        lams,
-        [t.mean for t in tests],
-        yerr=[
-            [t.mean - t.ci_low if _finite(t.ci_low) else 0.0 for t in tests],
-            [t.ci_high - t.mean if _finite(t.ci_high) else 0.0 for t in tests],
-        ],
-        marker="o",
-        capsize=3,
+    _mean_with_interval(
+        ax,
+        by_lam,
         lw=2,
         label="mean over seeds, 95 % CI (" + ", ".join(f"{lam:g}: n = {len(by_lam[lam])}" for lam in lams) + ")",
     )

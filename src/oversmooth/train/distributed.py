@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import gc
 import os
 import signal
 import sys
@@ -76,5 +77,9 @@ def exit_with_parent() -> None:
 
 
 def teardown_distributed() -> None:
+    """Leave the process group while the interpreter is fully alive: objects that still hold it
+    (a DDP reducer in a reference cycle) are collected first, so gloo's worker threads are not
+    torn down during interpreter finalisation."""
     if dist.is_initialized():
+        gc.collect()
         dist.destroy_process_group()

@@ -109,7 +109,9 @@ def run(spec: RunSpec) -> dict | None:
         raise FieldError("{device} is cuda but no CUDA device is visible; make it auto or cpu")
     env = setup_distributed(spec.device)
     try:
-        return _run(spec, env)
+        results = _run(spec, env)
+        env.barrier()  # no process leaves the group while another (the main one, saving) still works in it
+        return results
     finally:
         teardown_distributed()
 

@@ -398,3 +398,17 @@ def test_an_equivalence_claim_is_held_inside_the_margin_and_contradicted_outside
     assert (held.verdict, contradicted.verdict, unknown.verdict) == (HELD, CONTRADICTED, INCONCLUSIVE)
     assert -0.5 < held.ci_low < held.ci_high < 0.5 and contradicted.ci_low > 0.5
     assert held.margin == 0.5 and "narrowest margin" in unknown.reason and math.isfinite(unknown.mde)
+
+
+def test_a_claim_whose_adjusted_p_is_capped_gets_its_holm_step_interval():
+    """One tested claim (p about 0.55) in a family of 7 whose other six enter with p = 1: Holm tests
+    it first, at alpha / 7, and its adjusted p is capped at 1; the interval is the t interval at
+    1 - 0.05 / 7 (scipy), not the 1 - 0.05 * p one that the capped ratio p_adjusted / p would give."""
+    diffs = np.array([0.3, -0.2, 0.1, 0.4, -0.3, 0.2, -0.1, 0.05])
+    tested = PairedClaim(tuple(diffs), (0.0,) * 8, "higher")
+    untested = PairedClaim((1.0, 2.0), (0.0, 0.0), "higher", failed_gate="unfinished")
+    decision = decide_family([untested] * 3 + [tested] + [untested] * 3)[3]
+    assert decision.p_adjusted == 1.0 and decision.family_size == 7
+    assert decision.ci_level == pytest.approx(1 - 0.05 / 7)
+    half = stats.t.ppf(1 - 0.05 / 14, len(diffs) - 1) * diffs.std(ddof=1) / math.sqrt(len(diffs))
+    assert (decision.ci_low, decision.ci_high) == pytest.approx((diffs.mean() - half, diffs.mean() + half))

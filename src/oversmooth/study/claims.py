@@ -25,7 +25,7 @@ import statistics
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 
-from oversmooth.analyze import similarity_verdict
+from oversmooth.analyze import Budget, similarity_verdict
 from oversmooth.errors import UsageError
 from oversmooth.study import adaptations
 from oversmooth.study.config import StudyConfig
@@ -33,11 +33,11 @@ from oversmooth.study.measures import Key
 from oversmooth.study.probes import CurvePair, Probes
 from oversmooth.study.protocol import FAMILIES, PROTOCOLS, VIT_GATE, Protocol
 from oversmooth.study.results import CellResult
-from oversmooth.study.stats import CONTRADICTED, HELD, NOT_TESTED, Decision, PairedClaim, decide_family
+from oversmooth.study.stats import CONTRADICTED, HELD, INCONCLUSIVE, NOT_TESTED, Decision, PairedClaim, decide_family
 
 #: `oversmooth study` flags that keep part of a study's grid (dropped from a claim's command)
 _NARROWING = ("--methods", "--seeds")
-PROBES_COMMAND = "oversmooth report ... (the probes run in about a minute)"
+PROBES_COMMAND = "python -m oversmooth.study.probes --out results/probes (about a minute)"
 BENCH_COMMAND = "python benchmarks/bench_claim3.py --out results/claim3"
 COST_MARGIN = math.log(1.10)  # claim 3: "about what softmax costs", within 1.10x either way
 MEASURED_EARLY = (
@@ -76,6 +76,7 @@ class Claim:
     deviations: tuple[str, ...]
     command: str  # how to reproduce it
     paper_effect: float | None = None  # the paper's effect in our measure, where it states one
+    mde_planned: float | None = None  # the smallest detectable effect registered before the runs
 
     def to_json(self) -> dict:
         """The JSON object of ``claims.json``: NaN and infinities become null."""
@@ -97,6 +98,7 @@ class Evidence:
     judged: bool = False
     missing: str | None = None
     note: str = ""
+    gate_measured: str = ""  # what a passed gate measured
 
     @property
     def not_tested(self) -> str | None:
@@ -119,8 +121,10 @@ class Question:
     command: Callable[[Inputs], str]
     margin: float | None = None
     log_ratio: bool = False  # the measure is the log of a ratio: "ours" gives the ratio too
+    units: str = "seeds"  # what the pairs are paired by
     deviations: tuple[str, ...] = ()
     paper_effect: float | None = None  # the paper's effect in this claim's measure, where it states one
+    planned_mde: float | None = None  # the smallest detectable effect docs/studies.md registered (pilot's SD)
     scope: str = ""  # what the test shows and what it does not, printed with any verdict
 
     @property
@@ -180,11 +184,8 @@ def gather(protocol: Protocol, cells: list[CellResult]) -> Evidence:
         for seed in protocol.seeds
         if (group := {arm: c for arm, c in seeds.get(seed, {}).items() if c.results is not None})
     ]
-    failed = (
-        next((why for gate in protocol.gates if (why := gate.failure(judged, cells)) is not None), None)
-        if judged
-        else None
-    )
+    outcomes = [gate.judge(judged, cells) for gate in protocol.gates] if judged else []
+    failed = next((why for why, _ in outcomes if why is not None), None)
     notes = [protocol.note(finished, protocol.method) if protocol.note else ""]
     notes += [gate.equal_budget(finished, protocol.needs) for gate in protocol.gates]
     return Evidence(
@@ -193,6 +194,7 @@ def gather(protocol: Protocol, cells: list[CellResult]) -> Evidence:
         bool(judged),
         _missing(len(values), len(protocol.seeds), "seed pairs", valueless),
         "; ".join(filter(None, notes)),
+        "" if failed else "; ".join(measured for _, measured in outcomes),
     )
 
 
@@ -240,13 +242,16 @@ def _from_protocol(protocol: Protocol) -> Question:
         margin=protocol.margin,
         deviations=protocol.deviations,
         paper_effect=protocol.paper_effect,
+        planned_mde=protocol.planned_mde,
         scope=protocol.scope,
     )
 
 
-def _adaptation_evidence(measure: Callable[[dict], tuple[float, float] | None]) -> Callable[[Inputs], Evidence]:
+def _adaptation_evidence(
+    measure: Callable[[dict], tuple[float, float] | None], note: Callable[[list[dict]], str] | None = None
+) -> Callable[[Inputs], Evidence]:
     """Claims 8 / 2c: ``measure`` on each planned seed's adaptation; the gate is the softmax
-    baseline's (V), on the cells the adaptations started from."""
+    baseline's (V), on the cells the adaptations started from; ``note``: more to say, from the records."""
 
     def evidence(inputs: Inputs) -> Evidence:
         found: dict[int, dict] = {}
@@ -258,9 +263,9 @@ def _adaptation_evidence(measure: Callable[[dict], tuple[float, float] | None]) 
         values = tuple((seed, *pair) for seed, pair in pairs.items() if pair is not None)
         valueless = [seed for seed, pair in pairs.items() if pair is None]
         start = gather(replace(adaptations.STARTS, seeds=seeds), inputs.cells)  # the gate reads the tested seeds
-        return Evidence(
-            values, start.gate_failure, start.judged, _missing(len(values), len(seeds), "adaptations", valueless)
-        )
+        missing = _missing(len(values), len(seeds), "adaptations", valueless)
+        said = note(list(found.values())) if note else ""
+        return Evidence(values, start.gate_failure, start.judged, missing, said, start.gate_measured)
 
     return evidence
 
@@ -297,6 +302,7 @@ QUESTIONS["8"] = Question(
     lambda inputs: adaptations.COMMAND,
     deviations=(RETRAINED_STARTS,),
     paper_effect=0.46,
+    planned_mde=0.45,
 )
 QUESTIONS["2c"] = Question(
     "2c",
@@ -307,9 +313,10 @@ QUESTIONS["2c"] = Question(
     "across lambda stand in for training from scratch per lambda, as pre-registered)",
     "higher",
     VIT_GATE.describe(),
-    _adaptation_evidence(adaptations.middle_vs_extremes),
+    _adaptation_evidence(adaptations.middle_vs_extremes, adaptations.extremes_note),
     lambda inputs: adaptations.COMMAND,
     deviations=(RETRAINED_STARTS,),
+    planned_mde=0.66,
 )
 QUESTIONS["3"] = Question(
     "3",
@@ -322,6 +329,9 @@ QUESTIONS["3"] = Question(
     lambda inputs: BENCH_COMMAND,
     margin=COST_MARGIN,
     log_ratio=True,
+    units="rounds",
+    scope="time only, of one training step of fmnist-p7's model (17 tokens, width 64) on a CPU; FLOPs and memory "
+    "are not measured, and at 17 tokens attention is a small share of a step",
 )
 QUESTIONS["5a"] = Question(
     "5a",
@@ -339,6 +349,7 @@ QUESTIONS["5a"] = Question(
         "clarified 2026-11-26: docs/studies.md's table wrote the difference the other way round; the measure "
         "(after l + 1 - after l, lower) is the one decided since before the probe ran",
     ),
+    units="sequences",
 )
 
 
@@ -400,6 +411,8 @@ def _ours(question: Question, evidence: Evidence, decision: Decision) -> str:
     if decision.test.n >= 2:
         text += f", 95 % CI [{decision.test.ci_low:+.3g}, {decision.test.ci_high:+.3g}]"
     text += f", n = {decision.test.n}"
+    if question.units == "seeds":
+        text += f" (seeds {_span([unit for unit, _, _ in evidence.values])})"
     if evidence.missing:
         text = f"interim, not decided: {text}"
     if question.log_ratio and decision.verdict != NOT_TESTED:
@@ -410,8 +423,26 @@ def _ours(question: Question, evidence: Evidence, decision: Decision) -> str:
     return text + (f"; {evidence.note}" if evidence.note else "")
 
 
+def _span(ids: list[int]) -> str:
+    """``[0, 1, 2, 5]`` -> ``"0-2, 5"``."""
+    runs: list[list[int]] = []
+    for i in sorted(ids):
+        if runs and i == runs[-1][-1] + 1:
+            runs[-1].append(i)
+        else:
+            runs.append([i])
+    return ", ".join(str(r[0]) if len(r) == 1 else f"{r[0]}-{r[-1]}" for r in runs)
+
+
 def _number(x: float) -> float | None:
     return None if x is None or (isinstance(x, float) and math.isnan(x)) else x
+
+
+def _planned(question: Question, decision: Decision) -> str:
+    """An inconclusive claim's detectable effect as registered before the runs, beside the measured one."""
+    if decision.verdict != INCONCLUSIVE or question.planned_mde is None:
+        return ""
+    return f"; registered before the runs (from the pilot's spread): {question.planned_mde:g}"
 
 
 def _beside_paper(question: Question, decision: Decision) -> str:
@@ -432,7 +463,11 @@ def decide_question(claim_id: str) -> Callable[[Inputs], Claim]:
         tested = decision.verdict != NOT_TESTED
         gate_passed = None if not evidence.judged else evidence.gate_failure is None
         gate = question.gate + (
-            "" if gate_passed is None else " (passed)" if gate_passed else f" (failed: {evidence.gate_failure})"
+            ""
+            if gate_passed is None
+            else f" (passed: {evidence.gate_measured})"
+            if gate_passed
+            else f" (failed: {evidence.gate_failure})"
         )
         return Claim(
             claim_id,
@@ -453,11 +488,13 @@ def decide_question(claim_id: str) -> Callable[[Inputs], Claim]:
             gate_passed,
             decision.verdict,
             decision.reason
+            + _planned(question, decision)
             + _beside_paper(question, decision)
             + (f"; scope: {question.scope}" if question.scope else ""),
             question.deviations,
             question.command(inputs),
             question.paper_effect,
+            question.planned_mde,
         )
 
     return decide
@@ -502,6 +539,8 @@ def decide_no_training(
         base, neut = pair.mean("baseline"), pair.mean("neutreno")
         rule, sentence = similarity_verdict(base, neut, pair.quality)
         verdict = rule if rule in (HELD, NOT_TESTED) else CONTRADICTED  # "model broken" is a reason (DESIGN 9.4)
+        if verdict != rule:  # the rule's own word ("did not hold", "model broken") becomes the reason
+            sentence = f"{verdict} (the claimed change does not happen within the quality budget): {sentence}"
         return Claim(
             claim_id,
             None,
@@ -556,7 +595,8 @@ CLAIMS: dict[str, ClaimSpec] = {
     "1b": decide_no_training(
         "1b",
         "pretrained BERT-base, Fig. 7: lower in every layer, no fine-tuning",
-        "decided at the largest lambda whose output stays within the quality budget (the frontier of analyze --sweep)",
+        "decided at the largest lambda whose output stays within the quality budget (for this sentence encoder: "
+        f"output cosine >= {Budget().cosine:g}; the frontier of analyze --sweep)",
         lambda probes: probes.frontier,
         beside=lambda probes: probes.pretrained,
         deviations=(MEASURED_EARLY,),

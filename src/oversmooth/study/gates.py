@@ -54,18 +54,29 @@ def _gain(cell: CellResult, before: float, after: float) -> float:
     return after - before if cell.model == "vit" else (before - after) / before
 
 
-def _plateaued(cell: CellResult, tolerance: float) -> str | None:
-    """Gate (a) on one cell: None, or why it had not plateaued."""
+def _shortfall(cell: CellResult) -> float | None:
+    """Gate (a)'s number for one cell: None when its validation loss reached its minimum at least
+    ``MIN_EPOCHS_BEFORE_END`` epochs before the end, else how far its final validation score lies
+    from the best of its last ``LAST_EVALUATIONS`` (``_gain``'s units)."""
     losses = [e["val"]["loss"] for e in cell.epochs]
     if len(losses) - 1 - losses.index(min(losses)) >= MIN_EPOCHS_BEFORE_END:
         return None
     scores = [val_score(cell, i) for i in range(len(cell.epochs))][-LAST_EVALUATIONS:]
     best = max(scores) if cell.model == "vit" else min(scores)
-    shortfall = _gain(cell, scores[-1], best)
-    if shortfall <= tolerance:
+    return _gain(cell, scores[-1], best)
+
+
+def _amount(cell: CellResult, gain: float) -> str:
+    return f"{gain:.2f} pp" if cell.model == "vit" else f"{100 * gain:.2f} % of NLL"
+
+
+def _plateaued(cell: CellResult, tolerance: float) -> str | None:
+    """Gate (a) on one cell: None, or why it had not plateaued."""
+    shortfall = _shortfall(cell)
+    if shortfall is None or shortfall <= tolerance:
         return None
-    unit = f"{shortfall:.2f} pp" if cell.model == "vit" else f"{100 * shortfall:.2f} % of NLL"
-    return f"seed {cell.seed} ended {unit} short of the best of its last {len(scores)} evaluations"
+    evaluations = min(LAST_EVALUATIONS, len(cell.epochs))
+    return f"seed {cell.seed} ended {_amount(cell, shortfall)} short of the best of its last {evaluations} evaluations"
 
 
 @dataclass(frozen=True)
@@ -121,34 +132,54 @@ class PlateauGate:
         )
 
     def failure(self, groups: Sequence[Mapping[Key, CellResult]], cells: Sequence[CellResult]) -> str | None:
+        """Why the baseline among ``groups`` (one arm -> cell mapping per seed) fails, or None."""
+        return self.judge(groups, cells)[0]
+
+    def judge(self, groups: Sequence[Mapping[Key, CellResult]], cells: Sequence[CellResult]) -> tuple[str | None, str]:
+        """``(failure, measured)``: why the baseline fails (the first of (a), (c), (b) to fail;
+        None when it passes) and, when it passes, the numbers each part measured."""
         baseline = [group[self.arm] for group in groups if self.arm in group]
         if not baseline or any(c.status != "completed" or len(c.epochs) < 2 for c in baseline):
-            return f"undertrained: {self.arm[1]} did not complete on every seed"
+            return f"undertrained: {self.arm[1]} did not complete on every seed", ""
         for cell in baseline:
             if (why := _plateaued(cell, self.tolerance)) is not None:
-                return f"not plateaued (a): {why}"
+                return f"not plateaued (a): {why}", ""
+        floor_failure, floor = self._floor(baseline)
+        if floor_failure:
+            return floor_failure, ""
+        long_failure, long = self._long(baseline, cells)
+        if long_failure:
+            return long_failure, ""
+        shortfalls = [x for c in baseline if (x := _shortfall(c)) is not None]
+        early = len(baseline) - len(shortfalls)
+        plateau = f"(a) {early} of {len(baseline)} seeds' val loss bottomed out >= 2 epochs before the end"
+        if shortfalls:
+            plateau += f", the others ended at most {_amount(baseline[0], max(shortfalls))} short of their recent best"
+        return None, f"{plateau}; (b) {long}; (c) {floor}"
+
+    def _floor(self, baseline: Sequence[CellResult]) -> tuple[str | None, str]:
+        """Gate (c): ``(failure, measured)``."""
         mean = statistics.fmean(val_score(c) for c in baseline)
         over = f" (mean of {len(baseline)} seeds)"
-        if self.floor is not None and mean < self.floor:
-            return f"undertrained (c): val accuracy {mean:.2f} %{over} < {self.floor:g} % ({self.source})"
-        if self.floor is None:
-            references = [score for c in baseline if (score := reference_score(c)) is not None]
-            name = REFERENCES[baseline[0].model][1]
-            if not references:
-                return f"undertrained (c): {name} has not been measured yet (the cells' analysis.json)"
-            reference = statistics.fmean(references)
-            if _gain(baseline[0], reference, mean) <= 0:
-                found = (
-                    f"val NLL {mean:.4f}{over} >= {name}'s {reference:.4f}"
-                    if baseline[0].model == "lm"
-                    else f"val accuracy {mean:.2f} %{over} <= {name}'s {reference:.2f} %"
-                )
-                return f"undertrained (c): {found}"
-        return self._long_failure(baseline, cells)
+        lm = baseline[0].model == "lm"
+        found = f"val NLL {mean:.4f}{over}" if lm else f"val accuracy {mean:.2f} %{over}"
+        if self.floor is not None:
+            if mean < self.floor:
+                return f"undertrained (c): {found} < {self.floor:g} % ({self.source})", ""
+            return None, f"{found} >= {self.floor:g} %"
+        references = [score for c in baseline if (score := reference_score(c)) is not None]
+        name = REFERENCES[baseline[0].model][1]
+        if not references:
+            return f"undertrained (c): {name} has not been measured yet (the cells' analysis.json)", ""
+        reference = statistics.fmean(references)
+        theirs = f"{name}'s {reference:.4f}" if lm else f"{name}'s {reference:.2f} %"
+        if _gain(baseline[0], reference, mean) <= 0:
+            return f"undertrained (c): {found} {'>=' if lm else '<='} {theirs}", ""
+        return None, f"{found} {'<' if lm else '>'} {theirs}"
 
-    def _long_failure(self, baseline: Sequence[CellResult], cells: Sequence[CellResult]) -> str | None:
-        """Gate (b), once per setting: the long run against the same seed of the baseline's setting
-        (among all ``cells``: the seed need not be one the claim tests)."""
+    def _long(self, baseline: Sequence[CellResult], cells: Sequence[CellResult]) -> tuple[str | None, str]:
+        """Gate (b), once per setting: ``(failure, measured)`` for the long run against the same seed of
+        the baseline's setting (among all ``cells``: the seed need not be one the claim tests)."""
         long_key = training_key(self.long.cells()[0].spec())
         long = [
             c
@@ -156,7 +187,7 @@ class PlateauGate:
             if c.training() == long_key and (c.norm, c.label, c.depth) == self.arm and c.status == "completed"
         ]
         if not long:
-            return f"not plateaued (b): {self.long.name} (1.5x the epochs) has not finished"
+            return f"not plateaued (b): {self.long.name} (1.5x the epochs) has not finished", ""
         setting = baseline[0].training()
         same = [
             c
@@ -167,9 +198,9 @@ class PlateauGate:
             and c.status == "completed"
         ]
         if not same:
-            return f"not plateaued (b): seed {long[0].seed} of the setting has not finished"
+            return f"not plateaued (b): seed {long[0].seed} of the setting has not finished", ""
         gain = _gain(same[0], val_score(same[0]), val_score(long[0]))
+        found = f"seed {same[0].seed} trained 1.5x as long gains {_amount(same[0], gain)}"
         if gain >= self.long_tolerance:
-            unit = f"{gain:.2f} pp" if same[0].model == "vit" else f"{100 * gain:.2f} % of NLL"
-            return f"not plateaued (b): seed {same[0].seed} trained 1.5x as long gains {unit} on validation"
-        return None
+            return f"not plateaued (b): {found} on validation", ""
+        return None, found

@@ -76,16 +76,26 @@ def value_flip(cells: Mapping[Key, CellResult], arms: tuple[Key, Key]) -> tuple[
     blocks whose dynamics verdict the value-path flip of their pre-attention gamma turns
     (smoothing <-> sharpening), the share whose measured ``t_sim`` change across the attention
     sublayer moves the way the new verdict says (up towards smoothing, down towards sharpening),
-    and 1/2, the share a verdict unrelated to the measured change would get."""
+    and the share a verdict unrelated to the change would get: with ``p``, the share of this
+    seed's blocks whose verdict did not turn that the flip moves up, ``p`` for a turn to
+    smoothing and ``1 - p`` for a turn to sharpening (the flip's own pull, not 1/2)."""
     analysis = cells[arms[0]].analysis
     if analysis is None or "value_flip" not in analysis:
         return None
-    judged = [
-        (b["verdict"] == "smoothing") == (b["t_sim_change"] > b["t_sim_change_trained"])
-        for b in analysis["value_flip"]
-        if {b["verdict"], b["verdict_trained"]} == {"smoothing", "sharpening"}
-    ]
-    return (statistics.fmean(judged), 0.5) if judged else None
+    blocks = analysis["value_flip"]
+    turned = [b for b in blocks if {b["verdict"], b["verdict_trained"]} == {"smoothing", "sharpening"}]
+    kept = [b for b in blocks if b["verdict"] == b["verdict_trained"]]
+    if not turned or not kept:
+        return None
+    rising = statistics.fmean(_moved_up(b) for b in kept)
+    share = statistics.fmean(_moved_up(b) == (b["verdict"] == "smoothing") for b in turned)
+    chance = statistics.fmean(rising if b["verdict"] == "smoothing" else 1 - rising for b in turned)
+    return share, chance
+
+
+def _moved_up(block: Mapping) -> bool:
+    """Did the value-path flip raise the block's measured ``t_sim`` change?"""
+    return block["t_sim_change"] > block["t_sim_change_trained"]
 
 
 def value_flip_note(groups: list[Mapping[Key, CellResult]], arm: Key) -> str:

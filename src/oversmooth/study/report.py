@@ -13,7 +13,8 @@ from __future__ import annotations
 import csv
 import json
 import statistics
-from collections import defaultdict
+import textwrap
+from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -226,9 +227,12 @@ def _effect(c: Claim) -> str:
 
 
 def _detectable(c: Claim) -> str:
+    """The smallest effect the design detects: at the spread measured, and as registered."""
+    planned = "" if c.mde_planned is None else f"planned {c.mde_planned:.3g}"
     if c.mde is None:
-        return "–"
-    return f"±{c.mde:.3g} (narrowest margin)" if c.margin is not None else f"{c.mde:.3g}"
+        return planned or "–"
+    found = f"±{c.mde:.3g} (narrowest margin)" if c.margin is not None else f"{c.mde:.3g}"
+    return f"{found}; {planned}" if planned else found
 
 
 def _gate(c: Claim) -> str:
@@ -239,15 +243,26 @@ def _gate(c: Claim) -> str:
 
 
 def verdict_summary(claims: list[Claim]) -> str:
-    """One line per verdict: which claims it went to."""
+    """One line per verdict: which claims it went to; "not tested" says which for a failed gate
+    and which because their runs have not finished."""
     by_verdict: dict[str, list[str]] = defaultdict(list)
     for c in claims:
         by_verdict[c.verdict].append(c.id)
-    return "\n".join(
-        f"- **{verdict}** ({len(by_verdict[verdict])}): {', '.join(by_verdict[verdict])}"
-        for verdict in ("held", "contradicted", "inconclusive", "not tested")
-        if by_verdict[verdict]
-    )
+    lines = []
+    for verdict in ("held", "contradicted", "inconclusive", "not tested"):
+        ids = by_verdict[verdict]
+        if not ids:
+            continue
+        listed = ", ".join(ids)
+        if verdict == "not tested":
+            failed = {c.id for c in claims if c.gate_passed is False}
+            why = (
+                ("a gate failed", [i for i in ids if i in failed]),
+                ("runs not finished", [i for i in ids if i not in failed]),
+            )
+            listed = "; ".join(f"{', '.join(group)} ({reason})" for reason, group in why if group)
+        lines.append(f"- **{verdict}** ({len(ids)}): {listed}")
+    return "\n".join(lines)
 
 
 def claims_table(claims: list[Claim]) -> str:
@@ -303,6 +318,8 @@ def plot_effects(claims: list[Claim], path: Path) -> None:
         ax.set_xticks([])
         ax.set_xlim(-0.5, 0.9)
         ax.set_title(f"{c.id}: {c.verdict}", fontsize=8)
+        ax.set_xlabel(f"{100 * c.ci_level:.4g} % CI" if c.ci_level else "", fontsize=7)
+        ax.set_ylabel(textwrap.shorten(c.measure, 48, placeholder=" ..."), fontsize=6)
         ax.grid(alpha=0.3)
     save_png(plt, fig, path)
 
@@ -338,6 +355,40 @@ def plot_depth(cells: list[CellResult], path: Path) -> None:
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
     save_png(plt, fig, path)
+
+
+def adaptation_table(adapted: list[dict]) -> str:
+    """Claims 8 and 2c, per continuation arm (mean ± sd over the seeds that ran it): validation
+    accuracy right after patching (step 0) and after the continuation, test accuracy after it, and
+    the last layer's token cos_sim before and after (DESIGN 10: what the continuation recovers)."""
+    by_arm: dict[str, list[dict]] = defaultdict(list)
+    for record in adapted:
+        for name, arm in record["arms"].items():
+            if arm.get("status", "completed") == "completed":
+                by_arm[name].append(arm)
+
+    columns: tuple[Callable[[dict], float], ...] = (
+        lambda arm: 100 * arm["start"]["accuracy"],
+        lambda arm: 100 * arm["val"]["accuracy"],
+        lambda arm: 100 * arm["test"]["accuracy"],
+        lambda arm: arm["start_cos_sim_last"],
+        lambda arm: arm["cos_sim_last"],
+    )
+
+    def cell(arms: list[dict], read: Callable[[dict], float]) -> str:
+        values = [read(arm) for arm in arms]
+        spread = f" ± {statistics.stdev(values):.2f}" if len(values) > 1 else ""
+        return f"{statistics.fmean(values):.2f}{spread}"
+
+    lines = [
+        "| arm | seeds | val accuracy at step 0 (%) | val accuracy after (%) | test accuracy after (%) "
+        "| last-layer cos_sim at step 0 | after |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for name in sorted(by_arm, key=lambda n: (n != "control", n)):
+        arms = by_arm[name]
+        lines.append(f"| {name} | {len(arms)} | " + " | ".join(cell(arms, read) for read in columns) + " |")
+    return "\n".join(lines)
 
 
 def plot_lambdas(adapted: list[dict], path: Path) -> None:
@@ -501,7 +552,7 @@ def render_report(
     the one that wrote this report; ``adapted``: claim 8's adaptations (``study.adaptations``);
     ``benchmark``: claim 3's rounds.
     """
-    from oversmooth.study.protocol import DEPTH, SPECTRAL, protocol
+    from oversmooth.study.protocol import DEPTH, protocol
 
     claims = decide_claims(cells, probes, commands, adapted=adapted, benchmark=benchmark)
     files: dict[str, Callable[[Path], None]] = {"claims.png": lambda p: plot_effects(claims, p)}
@@ -549,6 +600,11 @@ def render_report(
             "",
             "![accuracy gain by lambda](claims_8_2c_lambda.png)",
             "",
+            "Each continuation arm, mean ± sd over the seeds that ran it (step 0: the start with the arm's "
+            "method patched in, before any step):",
+            "",
+            adaptation_table(adapted),
+            "",
         ]
     spectral = [
         c
@@ -560,8 +616,10 @@ def render_report(
     ]
     if spectral:
         lines += [
-            f"Claim 5b ({SPECTRAL.name} and softmax, seeds {protocol('5b').seeds[0]}-{protocol('5b').seeds[-1]}): "
-            "attention sublayers by dynamics verdict and measured sign:",
+            f"Claim 5b (seeds {protocol('5b').seeds[0]}-{protocol('5b').seeds[-1]}; cells so far: "
+            + ", ".join(f"{label} {n}" for label, n in sorted(Counter(c.label for c in spectral).items()))
+            + "): attention sublayers by dynamics verdict and measured sign (mixed: the verdict is neither; "
+            "5b's test leaves those out):",
             "",
             verdict_confusion(spectral),
             "",

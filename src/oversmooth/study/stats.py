@@ -23,9 +23,11 @@ matching interval lies inside the margin, contradicted when it lies wholly outsi
 
 The interval beside a verdict (``Decision.ci_low``, ``ci_high``, at ``Decision.ci_level``) is the
 t interval at confidence ``1 - alpha / k``, where ``k = p_adjusted / p >= 1`` is the factor by
-which Holm inflated this claim's p-value (``k = 1`` for a lone claim: the usual 95 % interval).
-The t-test and its interval are dual, so this interval excludes 0 exactly when the adjusted p is
-below alpha (up to rounding at adjusted p = alpha itself): it never disagrees with the verdict.
+which Holm inflated this claim's p-value (``k = 1`` for a lone claim: the usual 95 % interval),
+or, where Holm's cap at 1 hides that factor, the claim's own step divisor (``m - j + 1`` for
+the j-th smallest p: the level Holm tested it at). The t-test and its interval are dual, so
+this interval excludes 0 exactly when the adjusted p is below alpha (up to rounding at adjusted
+p = alpha itself): it never disagrees with the verdict.
 It matches the decision; it is not a simultaneous-coverage interval (Bonferroni's, at
 ``1 - alpha / m``, would be, and is at least as wide since k <= m). The plain, unadjusted
 ``1 - alpha`` interval stays in ``Decision.test``; when it excludes 0 but Holm's does not, the
@@ -274,7 +276,13 @@ def _fmt(x: float) -> str:
 
 
 def _decide(
-    test: PairedTest, failed_gate: str | None, p_adjusted: float, family_size: int, alpha: float, power: float
+    test: PairedTest,
+    failed_gate: str | None,
+    p_adjusted: float,
+    family_size: int,
+    alpha: float,
+    power: float,
+    step: int = 1,
 ) -> Decision:
     nan = math.nan
     if failed_gate is not None:
@@ -298,9 +306,7 @@ def _decide(
     p = test.p_two_sided
     if not p * (1 - 1e-9) <= p_adjusted <= 1:
         raise ValueError(f"a Holm-adjusted p lies in [p, 1] = [{p:.6g}, 1], got {p_adjusted}")
-    # Holm tested this claim at alpha / k; with p == 0 (so p_adjusted == 0) any level gives the
-    # same point or far-from-0 interval: quote the strictest one, alpha / m.
-    level = 1 - (alpha * p / p_adjusted if p > 0 else alpha / family_size)
+    level = 1 - _level(p, p_adjusted, alpha, step)
     low, high = test.interval(level)
     where = f"mean difference {_fmt(test.mean)} over {test.n} pairs, {100 * level:.4g} % CI [{_fmt(low)}, {_fmt(high)}]"
     holm_p = f"p {p:.3g}" if family_size == 1 else f"Holm-adjusted p {p_adjusted:.3g} over {family_size} claims"
@@ -383,16 +389,18 @@ class PairedClaim:
         return paired_test(self.method, self.baseline, self.direction).p_two_sided
 
 
-def _level(p: float, p_adjusted: float, alpha: float, family_size: int) -> float:
-    """The alpha Holm tested this claim at: ``alpha * p / p_adjusted`` (``alpha / m`` when p is 0)."""
-    return alpha * p / p_adjusted if p > 0 else alpha / family_size
+def _level(p: float, p_adjusted: float, alpha: float, step: int) -> float:
+    """The alpha Holm tested this claim at: ``alpha / k``, ``k`` the factor by which Holm inflated
+    its p (``p_adjusted / p``), or its own step's divisor (``step``: m for the smallest p, ..., 1
+    for the largest) where the cap at 1 hides that factor or p is 0."""
+    return alpha / max(p_adjusted / p, step) if p > 0 else alpha / step
 
 
 def _decide_equivalence(
-    claim: PairedClaim, test: PairedTest, p_adjusted: float, family_size: int, alpha: float, power: float
+    claim: PairedClaim, test: PairedTest, p_adjusted: float, family_size: int, alpha: float, power: float, step: int
 ) -> Decision:
     equivalence = tost(claim.method, claim.baseline, claim.margin)
-    level = _level(equivalence.p, p_adjusted, alpha, family_size)
+    level = _level(equivalence.p, p_adjusted, alpha, step)
     low, high = equivalence.interval(level)
     margin = claim.margin
     mde = narrowest_margin(equivalence.n, equivalence.sd, alpha / family_size, power)
@@ -431,15 +439,18 @@ def decide_family(claims: Sequence[PairedClaim], alpha: float = 0.05, power: flo
     [('held', 3), ('inconclusive', 3), ('not tested', 3)]
     """
     _check_alpha(alpha)
-    adjusted = holm([claim.p_value() for claim in claims])
+    p_values = [claim.p_value() for claim in claims]
+    adjusted = holm(p_values)
     m = max(len(claims), 1)
+    steps = np.empty(len(claims), dtype=int)
+    steps[np.argsort(p_values, kind="stable")] = np.arange(len(claims), 0, -1)  # Holm's divisors m, ..., 1
     decisions = []
-    for claim, p_adjusted in zip(claims, adjusted):
+    for claim, p_adjusted, step in zip(claims, adjusted, steps.tolist()):
         test = paired_test(claim.method, claim.baseline, claim.direction, 1 - alpha)
         if claim.failed_gate is not None:
             decisions.append(_decide(test, claim.failed_gate, math.nan, m, alpha, power))
         elif claim.margin is not None:
-            decisions.append(_decide_equivalence(claim, test, p_adjusted, m, alpha, power))
+            decisions.append(_decide_equivalence(claim, test, p_adjusted, m, alpha, power, step))
         else:
-            decisions.append(_decide(test, None, p_adjusted, m, alpha, power))
+            decisions.append(_decide(test, None, p_adjusted, m, alpha, power, step))
     return decisions

@@ -367,7 +367,9 @@ def test_claims_8_and_2c_read_the_adaptations(tmp_path):
     assert claims["2c"].p < claims["2c"].p_holm <= 5 * claims["2c"].p  # Holm: at most m = 5 times its p
     # each extreme described beside the test: lam 0.6 averages 88.525 % over seeds 0-7, lam 0.2 88.1 %
     assert "n = 8 (seeds 0-7)" in claims["2c"].ours and "n = 14 (seeds 0-13)" in claims["8"].ours
-    assert "described, not tested: lam 0.6 - lam 0.2: +0.425 pp, 95 % CI [" in claims["2c"].ours
+    assert (
+        "described after the fact, not tested: lam 0.6 - lam 0.2: +0.425 pp, unadjusted 95 % CI [" in claims["2c"].ours
+    )
     claims = {c.id: c for c in decide_claims(cells, adapted=records[:5])}
     assert "5 of 14 planned adaptations finished" in claims["8"].reason
 
@@ -707,6 +709,9 @@ def test_a_finished_seed_without_a_value_is_named_not_dropped(tmp_path):
     (folder / "analysis.json").write_text(json.dumps(analysis() | {"value_flip": []}))
     claim = claims_of(tmp_path)["5c"]
     assert claim.verdict == "not tested" and claim.n == 9
+    from oversmooth.study.report import verdict_summary
+
+    assert "5c (a finished seed gave no value)" in verdict_summary([claim])
     assert "9 of 10 planned seed pairs finished; seed(s) 9 finished but give the measure no value" in claim.reason
 
 
@@ -812,8 +817,8 @@ def test_the_adaptation_table_gives_each_arms_recovery():
     ]
     rows = adaptation_table(records).splitlines()[2:]
     sd = math.sqrt(2) / 2  # two values 1 apart (pp): sample SD
-    assert rows[0] == "| control | 2 | 89.00 ± 0.00 | 89.00 ± 0.00 | 88.00 ± 0.00 | 0.30 ± 0.00 | 0.30 ± 0.00 |"
+    assert rows[0] == "| control | 0-1 | 89.00 ± 0.00 | 89.00 ± 0.00 | 88.00 ± 0.00 | 0.30 ± 0.00 | 0.30 ± 0.00 |"
     assert rows[1] == (
-        f"| neutreno-lam0.6 | 2 | 81.00 ± {2 * sd:.2f} | 89.50 ± {sd:.2f} | 87.50 ± {sd:.2f} | 0.10 ± 0.00 "
+        f"| neutreno-lam0.6 | 0-1 | 81.00 ± {2 * sd:.2f} | 89.50 ± {sd:.2f} | 87.50 ± {sd:.2f} | 0.10 ± 0.00 "
         f"| 0.30 ± {0.2 * sd:.2f} |"
     )

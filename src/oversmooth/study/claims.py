@@ -412,7 +412,7 @@ def _ours(question: Question, evidence: Evidence, decision: Decision) -> str:
         text += f", 95 % CI [{decision.test.ci_low:+.3g}, {decision.test.ci_high:+.3g}]"
     text += f", n = {decision.test.n}"
     if question.units == "seeds":
-        text += f" (seeds {_span([unit for unit, _, _ in evidence.values])})"
+        text += f" (seeds {seed_span([unit for unit, _, _ in evidence.values])})"
     if evidence.missing:
         text = f"interim, not decided: {text}"
     if question.log_ratio and decision.verdict != NOT_TESTED:
@@ -423,7 +423,7 @@ def _ours(question: Question, evidence: Evidence, decision: Decision) -> str:
     return text + (f"; {evidence.note}" if evidence.note else "")
 
 
-def _span(ids: list[int]) -> str:
+def seed_span(ids: list[int]) -> str:
     """``[0, 1, 2, 5]`` -> ``"0-2, 5"``."""
     runs: list[list[int]] = []
     for i in sorted(ids):

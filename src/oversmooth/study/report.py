@@ -23,7 +23,7 @@ from matplotlib.ticker import MaxNLocator
 
 from oversmooth.atomic import atomic_directory
 from oversmooth.plotting import figure, save_png
-from oversmooth.study.claims import Claim, decide_claims, study_command
+from oversmooth.study.claims import Claim, decide_claims, seed_span, study_command
 from oversmooth.study.measures import paired_score
 from oversmooth.study.probes import Probes
 from oversmooth.study.results import CellResult
@@ -228,7 +228,7 @@ def _effect(c: Claim) -> str:
 
 def _detectable(c: Claim) -> str:
     """The smallest effect the design detects: at the spread measured, and as registered."""
-    planned = "" if c.mde_planned is None else f"planned {c.mde_planned:.3g}"
+    planned = "" if c.mde_planned is None else f"planned {'±' if c.margin is not None else ''}{c.mde_planned:.3g}"
     if c.mde is None:
         return planned or "–"
     found = f"±{c.mde:.3g} (narrowest margin)" if c.margin is not None else f"{c.mde:.3g}"
@@ -255,14 +255,28 @@ def verdict_summary(claims: list[Claim]) -> str:
             continue
         listed = ", ".join(ids)
         if verdict == "not tested":
-            failed = {c.id for c in claims if c.gate_passed is False}
-            why = (
-                ("a gate failed", [i for i in ids if i in failed]),
-                ("runs not finished", [i for i in ids if i not in failed]),
-            )
-            listed = "; ".join(f"{', '.join(group)} ({reason})" for reason, group in why if group)
+            groups: dict[str, list[str]] = defaultdict(list)
+            for c in claims:
+                if c.verdict == verdict:
+                    groups[_why_not_tested(c)].append(c.id)
+            listed = "; ".join(f"{', '.join(groups[why])} ({why})" for why in _NOT_TESTED_WHY if groups[why])
         lines.append(f"- **{verdict}** ({len(ids)}): {listed}")
     return "\n".join(lines)
+
+
+_NOT_TESTED_WHY = ("a gate failed", "a finished seed gave no value", "runs not finished", "see its row")
+
+
+def _why_not_tested(c: Claim) -> str:
+    """A not-tested claim's reason in a few words: a failed gate, a finished seed without a value,
+    unfinished runs, or something else its row explains."""
+    if c.gate_passed is False:
+        return "a gate failed"
+    if "give the measure no value" in c.reason:
+        return "a finished seed gave no value"
+    if "planned" in c.reason or "not run" in c.reason:
+        return "runs not finished"
+    return "see its row"
 
 
 def claims_table(claims: list[Claim]) -> str:
@@ -365,7 +379,7 @@ def adaptation_table(adapted: list[dict]) -> str:
     for record in adapted:
         for name, arm in record["arms"].items():
             if arm.get("status", "completed") == "completed":
-                by_arm[name].append(arm)
+                by_arm[name].append({**arm, "seed": record["seed"]})
 
     columns: tuple[Callable[[dict], float], ...] = (
         lambda arm: 100 * arm["start"]["accuracy"],
@@ -375,8 +389,10 @@ def adaptation_table(adapted: list[dict]) -> str:
         lambda arm: arm["cos_sim_last"],
     )
 
-    def cell(arms: list[dict], read: Callable[[dict], float]) -> str:
-        values = [read(arm) for arm in arms]
+    def cell(arms: list[dict], read: Callable[[dict], float | None]) -> str:
+        values = [value for arm in arms if (value := _read(read, arm)) is not None]
+        if not values:
+            return "–"
         spread = f" ± {statistics.stdev(values):.2f}" if len(values) > 1 else ""
         return f"{statistics.fmean(values):.2f}{spread}"
 
@@ -387,8 +403,17 @@ def adaptation_table(adapted: list[dict]) -> str:
     ]
     for name in sorted(by_arm, key=lambda n: (n != "control", n)):
         arms = by_arm[name]
-        lines.append(f"| {name} | {len(arms)} | " + " | ".join(cell(arms, read) for read in columns) + " |")
+        seeds = seed_span([arm["seed"] for arm in arms])
+        lines.append(f"| {name} | {seeds} | " + " | ".join(cell(arms, read) for read in columns) + " |")
     return "\n".join(lines)
+
+
+def _read(read: Callable[[dict], float | None], arm: dict) -> float | None:
+    """``read(arm)``, None where the field is missing or null (an older or partial record)."""
+    try:
+        return read(arm)
+    except (KeyError, TypeError):
+        return None
 
 
 def plot_lambdas(adapted: list[dict], path: Path) -> None:

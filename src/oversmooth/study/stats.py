@@ -24,8 +24,8 @@ matching interval lies inside the margin, contradicted when it lies wholly outsi
 The interval beside a verdict (``Decision.ci_low``, ``ci_high``, at ``Decision.ci_level``) is the
 t interval at confidence ``1 - alpha / k``, where ``k = p_adjusted / p >= 1`` is the factor by
 which Holm inflated this claim's p-value (``k = 1`` for a lone claim: the usual 95 % interval),
-or, where Holm's cap at 1 hides that factor, the claim's own step divisor (``m - j + 1`` for
-the j-th smallest p: the level Holm tested it at). The t-test and its interval are dual, so
+or, where Holm's cap at 1 hides that factor, the claim's own step divisor (``k = m - j + 1`` for
+the j-th smallest p), unless that would exclude 0 (``_level``). The t-test and its interval are dual, so
 this interval excludes 0 exactly when the adjusted p is below alpha (up to rounding at adjusted
 p = alpha itself): it never disagrees with the verdict.
 It matches the decision; it is not a simultaneous-coverage interval (Bonferroni's, at
@@ -390,10 +390,14 @@ class PairedClaim:
 
 
 def _level(p: float, p_adjusted: float, alpha: float, step: int) -> float:
-    """The alpha Holm tested this claim at: ``alpha / k``, ``k`` the factor by which Holm inflated
-    its p (``p_adjusted / p``), or its own step's divisor (``step``: m for the smallest p, ..., 1
-    for the largest) where the cap at 1 hides that factor or p is 0."""
-    return alpha / max(p_adjusted / p, step) if p > 0 else alpha / step
+    """The alpha this claim's interval is drawn at: ``alpha * p / p_adjusted`` (Holm inflated its p
+    by ``p_adjusted / p``); where the cap at 1 hides that factor, ``alpha / step`` (``step``: the
+    divisor of its own step, m for the smallest p, ..., 1 for the largest), or p itself if that is
+    smaller, so that the interval never excludes 0 while the adjusted p does not; ``alpha / step``
+    when p is 0."""
+    if p == 0:
+        return alpha / step
+    return alpha * p / p_adjusted if p_adjusted < 1 else min(alpha / step, p)
 
 
 def _decide_equivalence(

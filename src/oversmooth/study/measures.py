@@ -124,6 +124,7 @@ def arm_beside(arm: Key) -> Callable[[list[Mapping[Key, CellResult]], Key], str]
         scores = [score for g in groups if arm in g and (score := paired_score(g[arm])) is not None]
         if not scores:
             return ""
-        return f"{arm[1]} beside (not tested): mean test score {statistics.fmean(scores):.4g} over {len(scores)} seeds"
+        seeds = f"{len(scores)} seed" + ("s" if len(scores) > 1 else "")
+        return f"{arm[1]} beside (not tested): mean test score {statistics.fmean(scores):.4g} over {seeds}"
 
     return note

@@ -120,11 +120,15 @@ def test_a_requeued_cell_resumes_bit_identically(cluster, tmp_path, capsys):
     wait_until(lambda: (cell / "checkpoint.pt").is_file(), "a first checkpoint")
     assert not (cell / "results.json").exists(), "the cell ended before it could be requeued; lengthen LONG"
     subprocess.run(["scontrol", "requeue", job_of(cell)], check=True)
+    requeued = time.time()
     wait_until(lambda: queued(job_of(cell)) == "PENDING", "the job to be queued again")
     capsys.readouterr()
     assert main(["study", path, "--out", str(out), "--status"]) == 0
     assert f"{cell.name}  preempted  job {job_of(cell)}" in capsys.readouterr().out
-    # Slurm holds a requeued job for about 2 minutes (BeginTime); let it start now
+    # Slurm holds a requeued job for about 2 minutes (BeginTime); let it start now, but not within
+    # the second of the requeue: slurmd revokes the killed run's credential with one-second
+    # resolution and refuses to launch the job again in that second ("Job credential revoked")
+    time.sleep(max(0.0, requeued + 2.0 - time.time()))
     subprocess.run(["scontrol", "update", f"JobId={job_of(cell)}", "StartTime=now"], check=True)
     wait_until(lambda: "resuming" in (cell / "train.log").read_text(), "the requeued job to resume")
     wait_until(lambda: (cell / "results.json").is_file(), "the requeued cell to finish")

@@ -86,6 +86,23 @@ class Claim:
         row["deviations"] = list(self.deviations)
         return {k: clean(v) for k, v in row.items()}
 
+    @property
+    def why_not_tested(self) -> str:
+        """A not-tested claim's reason in a few words (one of ``NOT_TESTED_WHY``), read from its
+        gate and from the wording ``_missing`` and the evidence functions give its reason."""
+        if self.gate_passed is False:
+            return "a gate failed"
+        if _NO_VALUE in self.reason:
+            return "a finished seed gave no value"
+        if "planned" in self.reason or "not run" in self.reason:
+            return "runs not finished"
+        return "see its row"
+
+
+#: the kinds of "not tested", in the order the report lists them
+NOT_TESTED_WHY = ("a gate failed", "a finished seed gave no value", "runs not finished", "see its row")
+_NO_VALUE = "finished but give the measure no value"
+
 
 @dataclass(frozen=True)
 class Evidence:
@@ -124,7 +141,7 @@ class Question:
     units: str = "seeds"  # what the pairs are paired by
     deviations: tuple[str, ...] = ()
     paper_effect: float | None = None  # the paper's effect in this claim's measure, where it states one
-    planned_mde: float | None = None  # the smallest detectable effect docs/studies.md registered (pilot's SD)
+    mde_planned: float | None = None  # the smallest detectable effect docs/studies.md registered (pilot's SD)
     scope: str = ""  # what the test shows and what it does not, printed with any verdict
 
     @property
@@ -205,7 +222,7 @@ def _missing(found: int, planned: int, what: str, valueless: list[int]) -> str |
     text = f"{found} of {planned} planned {what} finished"
     if valueless:
         text += (
-            f"; seed(s) {', '.join(map(str, valueless))} finished but give the measure no value "
+            f"; seed(s) {', '.join(map(str, valueless))} {_NO_VALUE} "
             "(no analysis.json, no score, or no block the measure counts)"
         )
     return text
@@ -242,7 +259,7 @@ def _from_protocol(protocol: Protocol) -> Question:
         margin=protocol.margin,
         deviations=protocol.deviations,
         paper_effect=protocol.paper_effect,
-        planned_mde=protocol.planned_mde,
+        mde_planned=protocol.mde_planned,
         scope=protocol.scope,
     )
 
@@ -302,7 +319,7 @@ QUESTIONS["8"] = Question(
     lambda inputs: adaptations.COMMAND,
     deviations=(RETRAINED_STARTS,),
     paper_effect=0.46,
-    planned_mde=0.45,
+    mde_planned=0.45,
 )
 QUESTIONS["2c"] = Question(
     "2c",
@@ -316,7 +333,7 @@ QUESTIONS["2c"] = Question(
     _adaptation_evidence(adaptations.middle_vs_extremes, adaptations.extremes_note),
     lambda inputs: adaptations.COMMAND,
     deviations=(RETRAINED_STARTS,),
-    planned_mde=0.66,
+    mde_planned=0.66,
 )
 QUESTIONS["3"] = Question(
     "3",
@@ -440,9 +457,9 @@ def _number(x: float) -> float | None:
 
 def _planned(question: Question, decision: Decision) -> str:
     """An inconclusive claim's detectable effect as registered before the runs, beside the measured one."""
-    if decision.verdict != INCONCLUSIVE or question.planned_mde is None:
+    if decision.verdict != INCONCLUSIVE or question.mde_planned is None:
         return ""
-    return f"; registered before the runs (from the pilot's spread): {question.planned_mde:g}"
+    return f"; registered before the runs (from the pilot's spread): {question.mde_planned:g}"
 
 
 def _beside_paper(question: Question, decision: Decision) -> str:
@@ -494,7 +511,7 @@ def decide_question(claim_id: str) -> Callable[[Inputs], Claim]:
             question.deviations,
             question.command(inputs),
             question.paper_effect,
-            question.planned_mde,
+            question.mde_planned,
         )
 
     return decide

@@ -1,9 +1,9 @@
 """The gates of the second claims protocol (DESIGN 9.3): did the baseline train, on validation only?
 
 A gate judges the baseline arm's cells of the seeds in a test (``groups``: one mapping of arm ->
-``CellResult`` per seed) and, where it needs them, the report's other cells. ``failure`` returns
-why it fails (a sentence naming the seed and the margin) or None. Every number is a validation
-number: the test split decides nothing.
+``CellResult`` per seed) and, where it needs them, the report's other cells. ``judge`` returns
+why it fails (a sentence naming the seed and the margin; None when it passes) and what it
+measured. Every number is a validation number: the test split decides nothing.
 
 - ``PlateauGate`` (a) every seed plateaued: its validation loss reached its minimum at least 2
   epochs before the end, or its final validation score is within a tolerance of the best of its
@@ -131,13 +131,10 @@ class PlateauGate:
             for (norm, label, depth), whys in sorted(short.items())
         )
 
-    def failure(self, groups: Sequence[Mapping[Key, CellResult]], cells: Sequence[CellResult]) -> str | None:
-        """Why the baseline among ``groups`` (one arm -> cell mapping per seed) fails, or None."""
-        return self.judge(groups, cells)[0]
-
     def judge(self, groups: Sequence[Mapping[Key, CellResult]], cells: Sequence[CellResult]) -> tuple[str | None, str]:
-        """``(failure, measured)``: why the baseline fails (the first of (a), (c), (b) to fail;
-        None when it passes) and, when it passes, the numbers each part measured."""
+        """``(failure, measured)`` on the baseline among ``groups`` (one arm -> cell mapping per
+        seed): why it fails (the first of (a), (c), (b) to fail; None when it passes) and, when it
+        passes, the numbers each part measured."""
         baseline = [group[self.arm] for group in groups if self.arm in group]
         if not baseline or any(c.status != "completed" or len(c.epochs) < 2 for c in baseline):
             return f"undertrained: {self.arm[1]} did not complete on every seed", ""

@@ -55,7 +55,7 @@ class Protocol:
     across: tuple[str, ...] = ()
     deviations: tuple[str, ...] = ()
     paper_effect: float | None = None  # the paper's effect in this claim's measure, where it states one
-    planned_mde: float | None = None  # the smallest detectable effect docs/studies.md registered (pilot's SD)
+    mde_planned: float | None = None  # the smallest detectable effect docs/studies.md registered (pilot's SD)
     scope: str = ""  # what the test shows and what it does not, printed with any verdict
 
     def __post_init__(self) -> None:
@@ -151,7 +151,7 @@ PROTOCOLS: tuple[Protocol, ...] = (
         (VIT_GATE,),
         SEEDS_A,
         paper_effect=0.84,
-        planned_mde=0.45,
+        mde_planned=0.45,
     ),
     Protocol(
         "2b",
@@ -170,7 +170,7 @@ PROTOCOLS: tuple[Protocol, ...] = (
             "run, so 2b was dropped for its cost: see docs/studies.md, Deviations",
         ),
         paper_effect=-0.017,
-        planned_mde=0.0166,
+        mde_planned=0.0166,
     ),
     Protocol(
         "4a",
@@ -187,7 +187,7 @@ PROTOCOLS: tuple[Protocol, ...] = (
         across=("depth",),
         reads=(("pre", "softmax", 48), ("pre", "softmax", 8)),
         deviations=(REDESIGNED,),
-        planned_mde=1.55,
+        mde_planned=1.55,
     ),
     Protocol(
         "4b",
@@ -216,7 +216,7 @@ PROTOCOLS: tuple[Protocol, ...] = (
         (VIT_GATE,),
         SEEDS_B,
         note=measures.arm_beside(("pre", "free", 8)),
-        planned_mde=0.70,
+        mde_planned=0.70,
     ),
     Protocol(
         "7",
@@ -232,7 +232,7 @@ PROTOCOLS: tuple[Protocol, ...] = (
         SEEDS_A,
         margin=0.5,
         paper_effect=0.18,
-        planned_mde=0.46,
+        mde_planned=0.46,
     ),
     Protocol(
         "5b",

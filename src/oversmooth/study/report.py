@@ -23,7 +23,7 @@ from matplotlib.ticker import MaxNLocator
 
 from oversmooth.atomic import atomic_directory
 from oversmooth.plotting import figure, save_png
-from oversmooth.study.claims import Claim, decide_claims, seed_span, study_command
+from oversmooth.study.claims import NOT_TESTED_WHY, Claim, decide_claims, seed_span, study_command
 from oversmooth.study.measures import paired_score
 from oversmooth.study.probes import Probes
 from oversmooth.study.results import CellResult
@@ -245,38 +245,23 @@ def _gate(c: Claim) -> str:
 def verdict_summary(claims: list[Claim]) -> str:
     """One line per verdict: which claims it went to; "not tested" says which for a failed gate
     and which because their runs have not finished."""
-    by_verdict: dict[str, list[str]] = defaultdict(list)
+    by_verdict: dict[str, list[Claim]] = defaultdict(list)
     for c in claims:
-        by_verdict[c.verdict].append(c.id)
+        by_verdict[c.verdict].append(c)
     lines = []
     for verdict in ("held", "contradicted", "inconclusive", "not tested"):
-        ids = by_verdict[verdict]
-        if not ids:
+        found = by_verdict[verdict]
+        if not found:
             continue
-        listed = ", ".join(ids)
+        listed = ", ".join(c.id for c in found)
         if verdict == "not tested":
-            groups: dict[str, list[str]] = defaultdict(list)
-            for c in claims:
-                if c.verdict == verdict:
-                    groups[_why_not_tested(c)].append(c.id)
-            listed = "; ".join(f"{', '.join(groups[why])} ({why})" for why in _NOT_TESTED_WHY if groups[why])
-        lines.append(f"- **{verdict}** ({len(ids)}): {listed}")
+            listed = "; ".join(
+                f"{', '.join(c.id for c in found if c.why_not_tested == why)} ({why})"
+                for why in NOT_TESTED_WHY
+                if any(c.why_not_tested == why for c in found)
+            )
+        lines.append(f"- **{verdict}** ({len(found)}): {listed}")
     return "\n".join(lines)
-
-
-_NOT_TESTED_WHY = ("a gate failed", "a finished seed gave no value", "runs not finished", "see its row")
-
-
-def _why_not_tested(c: Claim) -> str:
-    """A not-tested claim's reason in a few words: a failed gate, a finished seed without a value,
-    unfinished runs, or something else its row explains."""
-    if c.gate_passed is False:
-        return "a gate failed"
-    if "give the measure no value" in c.reason:
-        return "a finished seed gave no value"
-    if "planned" in c.reason or "not run" in c.reason:
-        return "runs not finished"
-    return "see its row"
 
 
 def claims_table(claims: list[Claim]) -> str:

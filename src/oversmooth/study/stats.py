@@ -173,12 +173,19 @@ def holm(p_values: Sequence[float]) -> list[float]:
     if ((p < 0) | (p > 1)).any():
         raise ValueError("p-values must lie in [0, 1]")
     adjusted = np.full(p.shape, math.nan)
+    divisors, order = _holm_steps(p)
+    adjusted[order] = np.maximum.accumulate(np.minimum(1.0, divisors[order] * p[order]))
+    return [float(a) for a in adjusted]
+
+
+def _holm_steps(p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Holm's divisor of each p (m for the smallest of the m non-NaN ones, ..., 1 for the largest;
+    ties in input order; NaN for NaN) and the non-NaN indices in ascending order of p."""
     tested = np.flatnonzero(~np.isnan(p))
     order = tested[np.argsort(p[tested], kind="stable")]
-    m = order.size
-    steps = np.minimum(1.0, (m - np.arange(m)) * p[order])
-    adjusted[order] = np.maximum.accumulate(steps)
-    return [float(a) for a in adjusted]
+    divisors = np.full(p.shape, math.nan)
+    divisors[order] = np.arange(order.size, 0, -1)
+    return divisors, order
 
 
 def power_paired(effect: float, n: int, sd: float, alpha: float = 0.05) -> float:
@@ -443,13 +450,12 @@ def decide_family(claims: Sequence[PairedClaim], alpha: float = 0.05, power: flo
     [('held', 3), ('inconclusive', 3), ('not tested', 3)]
     """
     _check_alpha(alpha)
-    p_values = [claim.p_value() for claim in claims]
+    p_values = [claim.p_value() for claim in claims]  # never NaN: an untested claim enters with 1
     adjusted = holm(p_values)
     m = max(len(claims), 1)
-    steps = np.empty(len(claims), dtype=int)
-    steps[np.argsort(p_values, kind="stable")] = np.arange(len(claims), 0, -1)  # Holm's divisors m, ..., 1
+    steps = [int(step) for step in _holm_steps(np.asarray(p_values, dtype=float))[0]]
     decisions = []
-    for claim, p_adjusted, step in zip(claims, adjusted, steps.tolist()):
+    for claim, p_adjusted, step in zip(claims, adjusted, steps):
         test = paired_test(claim.method, claim.baseline, claim.direction, 1 - alpha)
         if claim.failed_gate is not None:
             decisions.append(_decide(test, claim.failed_gate, math.nan, m, alpha, power))

@@ -822,3 +822,16 @@ def test_the_adaptation_table_gives_each_arms_recovery():
         f"| neutreno-lam0.6 | 0-1 | 81.00 ± {2 * sd:.2f} | 89.50 ± {sd:.2f} | 87.50 ± {sd:.2f} | 0.10 ± 0.00 "
         f"| 0.30 ± {0.2 * sd:.2f} |"
     )
+
+
+def test_a_gate_waits_for_its_baseline_before_judging(tmp_path):
+    """Only depth-w32's depth-8 cells of seed 2 have finished: claim 4's gate reads the pre-norm
+    softmax at depth 48, which has not run, so it is not judged (not failed) and the claim waits."""
+    from oversmooth.study.report import verdict_summary
+
+    make_cell(tmp_path, "depth-w32", "softmax", 2, 0.81, norm="pre", depth=8)
+    make_cell(tmp_path, "depth-w32", "softmax", 2, 0.80, norm="post", depth=8)
+    claims = claims_of(tmp_path)
+    for claim_id in ("4a", "4b"):
+        assert claims[claim_id].gate_passed is None and claims[claim_id].verdict == "not tested"
+    assert "4a, 4b (runs not finished)" in verdict_summary([claims["4a"], claims["4b"]])

@@ -183,8 +183,9 @@ def group_cells(protocol: Protocol, cells: list[CellResult]) -> dict[int, dict[K
 
 def gather(protocol: Protocol, cells: list[CellResult]) -> Evidence:
     """The protocol's pairs on its setting and the first gate that fails. A gate judges the seeds
-    in the test, or before any pair the finished cells of the planned seeds (so a baseline that
-    fails alone shows before any method trains), and may read all ``cells`` of the report."""
+    in the test, or before any pair the finished cells of the planned seeds whose baseline has
+    finished (so a baseline that fails alone shows before any method trains, and one that has not
+    run yet is not judged), and may read all ``cells`` of the report."""
     seeds = group_cells(protocol, cells)
     values, finished, valueless = [], [], []
     for seed in protocol.seeds:
@@ -196,10 +197,12 @@ def gather(protocol: Protocol, cells: list[CellResult]) -> Evidence:
                 finished.append(group)
             elif all(c.results is not None for c in group.values()):
                 valueless.append(seed)
+    gated = frozenset().union(*(gate.arms for gate in protocol.gates))
     judged = finished or [
         group
         for seed in protocol.seeds
         if (group := {arm: c for arm, c in seeds.get(seed, {}).items() if c.results is not None})
+        and gated <= group.keys()  # a seed whose baseline has not finished is not judged yet
     ]
     outcomes = [gate.judge(judged, cells) for gate in protocol.gates] if judged else []
     failed = next((why for why, _ in outcomes if why is not None), None)

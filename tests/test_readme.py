@@ -63,10 +63,44 @@ def test_a_made_up_flag_would_be_caught():
 
 @pytest.mark.parametrize("page, code", BLOCKS, ids=[f"{page.stem}{i}" for i, (page, _) in enumerate(BLOCKS)])
 def test_python_block_runs_and_prints(page, code, tmp_path, monkeypatch):
-    """Each example runs as written; one with ``print(...)`` prints something."""
+    """Each example runs as written; one with ``print(...)`` prints something, and the comment
+    lines right below a ``print(`` line are what it prints (``shown_output``)."""
     monkeypatch.chdir(tmp_path)
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         exec(compile(code, str(page), "exec"), {"__name__": "readme"})
     if "print(" in code:
         assert out.getvalue().strip()
+    printed = out.getvalue().splitlines()
+    for shown in shown_output(code):
+        start = next((i for i, line in enumerate(printed) if line.startswith(shown[0])), None)
+        assert start is not None, f"{page.name}: nothing printed starts with {shown[0]!r}"
+        for line, expected in zip(printed[start:], shown):
+            assert line.startswith(expected), f"{page.name}: printed {line!r}, the page shows {expected!r}"
+
+
+def shown_output(code: str) -> list[list[str]]:
+    """The output a block shows: per run of comment lines right below a ``print(`` line, the lines
+    it shows (``# ``-stripped; a ``#   `` line continues the one above it; a trailing ``...`` marks
+    the rest of that line as left out)."""
+    runs, lines = [], code.splitlines()
+    for i, line in enumerate(lines):
+        if "print(" not in line:
+            continue
+        shown: list[str] = []
+        for comment in lines[i + 1 :]:
+            if not comment.lstrip().startswith("#"):
+                break
+            text = comment.lstrip()[1:]
+            if text.startswith("   ") and shown:
+                shown[-1] += " " + text.strip()
+            else:
+                shown.append(text.strip())
+        if shown:
+            runs.append([s.removesuffix("...").rstrip(" ,") if s.endswith("...") else s for s in shown])
+    return runs
+
+
+def test_shown_output_reads_the_comments_below_a_print():
+    code = "for x in xs:\n    print(x)\n    # a | one,\n    #   two, ...\n    # b\ny = 1\n# not output\n"
+    assert shown_output(code) == [["a | one, two", "b"]]

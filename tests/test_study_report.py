@@ -469,6 +469,9 @@ def test_report_files_claims_json_and_every_declared_claim(tmp_path, capsys):
         "command",
     }
     assert all(fields <= set(row) for row in rows)
+    for row in rows:  # the plain 95 % interval holds the effect and lies inside the Holm-matched one
+        if row["ci95"] is not None and row["ci"] is not None:
+            assert row["ci"][0] <= row["ci95"][0] <= row["effect"] <= row["ci95"][1] <= row["ci"][1], row["id"]
     assert sorted(row["id"] for row in rows) == sorted(CLAIMS)  # 1a, 1b too: "not tested", the probes did not run
     assert {r["id"]: r["verdict"] for r in rows if r["id"] in ("1a", "1b")} == {"1a": "not tested", "1b": "not tested"}
     assert sorted(QUESTIONS) == sorted(claim_id for ids in FAMILIES.values() for claim_id in ids)
@@ -498,6 +501,20 @@ def test_a_damaged_file_is_one_line_naming_it(tmp_path, capsys, damaged):
     assert main(["report", str(study), "--no-probes", "--out", str(tmp_path / "rep")]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and f"{damaged} is damaged" in err
+    assert not (tmp_path / "rep").exists()
+
+
+def test_a_cell_folder_without_its_cell_json_is_named_not_skipped(tmp_path, capsys):
+    """A seed's folder whose cell.json was lost would otherwise vanish from its pair: exit 2, one
+    line naming the folder, no report written."""
+    make_cell(tmp_path, "fmnist-p7", "softmax", 0, 0.90)
+    make_cell(tmp_path, "fmnist-p7", "softmax", 1, 0.91)
+    study = tmp_path / "fmnist-p7"
+    lost = next(study.glob("*-s1"))
+    (lost / "cell.json").unlink()
+    assert main(["report", str(study), "--no-probes", "--out", str(tmp_path / "rep")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and lost.name in err and "without its cell.json" in err
     assert not (tmp_path / "rep").exists()
 
 
@@ -599,9 +616,10 @@ def test_archived_probes_read_back_as_they_were(tmp_path):
 
 @pytest.mark.parametrize("spread, seeds", [(1.0, range(2, 14)), (0.1, range(2, 10))])
 def test_claim_4s_seed_rule_by_hand(tmp_path, spread, seeds):
-    """The pilot's four arms, two seeds each, differ by 2, 2, 4 and 10 pp times ``spread``: the pooled
-    variance is the mean of d^2 / 2 over the arms; 4a's SD 2 sigma; the detectable effect of the
-    two-sided paired t-test at 0.05 / 7 with 8 seeds (power 0.8) from the noncentral t by hand."""
+    """The pilot's four arms, two seeds each, differ in validation accuracy by 2, 2, 4 and 10 pp times
+    ``spread`` (their test accuracies by much more, and are not read): the pooled variance is the
+    mean of d^2 / 2 over the arms; 4a's SD 2 sigma; the detectable effect of the two-sided paired
+    t-test at 0.05 / 7 with 8 seeds (power 0.8) from the noncentral t by hand."""
     from scipy import optimize
 
     from oversmooth.study.protocol import depth_seeds
@@ -609,9 +627,8 @@ def test_claim_4s_seed_rule_by_hand(tmp_path, spread, seeds):
     gaps = {("pre", 8): 2, ("pre", 48): 2, ("post", 8): 4, ("post", 48): 10}
     for (norm, depth), gap in gaps.items():
         for seed in (0, 1):
-            make_cell(
-                tmp_path, "depth-w32-pilot", "softmax", seed, 0.7 + seed * gap * spread / 100, norm=norm, depth=depth
-            )
+            val = 0.7 + seed * gap * spread / 100
+            make_cell(tmp_path, "depth-w32-pilot", "softmax", seed, 0.5 + seed * 0.3, val=[val], norm=norm, depth=depth)
     sigma = math.sqrt(sum((gap * spread) ** 2 / 2 for gap in gaps.values()) / 4)
     alpha, df = 0.05 / 7, 7
     critical = stats.t.isf(alpha / 2, df)
@@ -779,7 +796,7 @@ def test_the_effects_plot_puts_the_papers_effect_beside_ours(tmp_path, monkeypat
 
 
 def test_the_reason_says_where_the_papers_effect_lies_against_our_interval(tmp_path):
-    """2a (paper +0.84 pp) and 7 (paper +0.18 pp) against their intervals at Holm's level, by hand;
+    """2a (paper +0.84 pp) and 7 (paper +0.18 pp) against their Holm-matched intervals, by hand;
     6 (the paper states no number) says nothing of it."""
     fmnist(tmp_path)
     claims = claims_of(tmp_path)

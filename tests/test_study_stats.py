@@ -274,8 +274,8 @@ def test_holm_can_leave_an_unadjusted_significant_claim_inconclusive_and_says_so
         assert decision.test.ci_low > 0  # the plain 95 % CI excludes 0 ...
         assert decision.ci_low < 0 < decision.ci_high  # ... the one printed with the verdict does not
         assert "excludes 0" in decision.reason and "not after Holm" in decision.reason
-    # b is first in Holm's order: tested at alpha / 2, so its interval is the 97.5 % one.
-    assert decisions[1].ci_level == pytest.approx(0.975)
+    # Holm rejected neither, so both intervals are at 1 - alpha / 2 (Strassburger & Bretz's level).
+    assert [d.ci_level for d in decisions] == pytest.approx([0.975, 0.975])
     # decide with the adjusted p from holm() is the same decision.
     alone = decide(b.method, b.baseline, "higher", p_adjusted=decisions[1].p_adjusted, family_size=2)
     assert alone == decisions[1]
@@ -400,15 +400,20 @@ def test_an_equivalence_claim_is_held_inside_the_margin_and_contradicted_outside
     assert held.margin == 0.5 and "narrowest margin" in unknown.reason and math.isfinite(unknown.mde)
 
 
-def test_a_claim_whose_adjusted_p_is_capped_gets_its_holm_step_interval():
-    """One tested claim (p about 0.55) in a family of 7 whose other six enter with p = 1: Holm tests
-    it first, at alpha / 7, and its adjusted p is capped at 1; the interval is the t interval at
-    1 - 0.05 / 7 (scipy), not the 1 - 0.05 * p one that the capped ratio p_adjusted / p would give."""
+def test_a_claim_holm_keeps_gets_the_interval_at_alpha_over_the_claims_it_kept():
+    """A family of 7: one claim rejected (p about 1e-9), one tested claim kept (p about 0.55), five
+    entering with p = 1. Holm stopped after one rejection, so the kept claim's interval is the t
+    interval at 1 - 0.05 / 6 (scipy; Strassburger & Bretz 2008), not the 1 - 0.05 * p one that its
+    capped ratio p_adjusted / p would give, and the rejected one's interval excludes 0."""
     diffs = np.array([0.3, -0.2, 0.1, 0.4, -0.3, 0.2, -0.1, 0.05])
     tested = PairedClaim(tuple(diffs), (0.0,) * 8, "higher")
+    strong = PairedClaim(tuple(5 + diffs), (0.0,) * 8, "higher")
     untested = PairedClaim((1.0, 2.0), (0.0, 0.0), "higher", failed_gate="unfinished")
-    decision = decide_family([untested] * 3 + [tested] + [untested] * 3)[3]
-    assert decision.p_adjusted == 1.0 and decision.family_size == 7
-    assert decision.ci_level == pytest.approx(1 - 0.05 / 7)
-    half = stats.t.ppf(1 - 0.05 / 14, len(diffs) - 1) * diffs.std(ddof=1) / math.sqrt(len(diffs))
-    assert (decision.ci_low, decision.ci_high) == pytest.approx((diffs.mean() - half, diffs.mean() + half))
+    decisions = decide_family([untested] * 3 + [tested, strong] + [untested] * 2)
+    kept, rejected = decisions[3], decisions[4]
+    assert kept.p_adjusted == 1.0 and kept.family_size == 7 and rejected.verdict == HELD
+    assert kept.ci_level == pytest.approx(1 - 0.05 / 6)
+    half = stats.t.ppf(1 - 0.05 / 12, len(diffs) - 1) * diffs.std(ddof=1) / math.sqrt(len(diffs))
+    assert (kept.ci_low, kept.ci_high) == pytest.approx((diffs.mean() - half, diffs.mean() + half))
+    assert rejected.ci_low > 0
+    assert decide_family([untested] * 3 + [tested] + [untested] * 3)[3].ci_level == pytest.approx(1 - 0.05 / 7)

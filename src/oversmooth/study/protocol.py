@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from oversmooth.study import measures
 from oversmooth.study.config import StudyConfig
-from oversmooth.study.gates import PlateauGate
+from oversmooth.study.gates import PlateauGate, val_score
 from oversmooth.study.measures import Key, Measure
 from oversmooth.study.presets import STUDY_PRESETS
 from oversmooth.study.results import CellResult
@@ -217,6 +217,9 @@ PROTOCOLS: tuple[Protocol, ...] = (
         SEEDS_B,
         note=measures.arm_beside(("pre", "free", 8)),
         mde_planned=0.70,
+        scope="'can improve' is an existence statement: tested in one setting (fmnist-p7's recipe, smooth vs "
+        "sharpen at matched initial scale), where a contradiction says smoothing did worse there, not that it "
+        "never helps; the gate judges that recipe's softmax arm, not the two arms compared",
     ),
     Protocol(
         "7",
@@ -248,6 +251,12 @@ PROTOCOLS: tuple[Protocol, ...] = (
         (VIT_GATE,),
         SEEDS_B,
         every_arm=True,
+        deviations=(
+            "disclosed 2026-11-26: its detectable effect was to come 'from its first seeds' and was not computed "
+            "before the test ran (no registered number); DESIGN 8.5b lists a pretrained model among those "
+            "compared, but a test paired by seed has no seed for one: MiniLM's six blocks are described under "
+            "'Without training' (all smoothing, all rising), not tested",
+        ),
         scope="the test asks whether the section-4 verdict predicts the sign of the measured change better than "
         "always guessing the commoner sign; held would not show that the eigenvalues alone decide it",
     ),
@@ -304,11 +313,12 @@ DEPTH_GROW_ABOVE = 5.0
 
 def depth_seeds(cells: list[CellResult]) -> tuple[float, float, tuple[int, ...]]:
     """Claim 4's seed rule on the pilot ``depth-w32-pilot``'s cells (others among ``cells`` are
-    ignored): ``(sigma, detectable, seeds)``. ``sigma`` is the SD of test accuracy (pp) pooled
-    over the pilot's four arms (pre- and post-norm softmax at depths 8 and 48); a seed's 4a value
-    (four arms) has SD ``2 sigma``; ``detectable`` is 4a's smallest detectable effect (power 0.8,
+    ignored): ``(sigma, detectable, seeds)``. ``sigma`` is the SD of the last validation accuracy
+    (pp; DESIGN 9.2: the test split decides nothing, not even a seed count) pooled over the
+    pilot's four arms (pre- and post-norm softmax at depths 8 and 48); a seed's 4a value (four
+    arms) has SD ``2 sigma``; ``detectable`` is 4a's smallest detectable effect (power 0.8,
     the paired t-test at alpha / 7) with 8 seeds; above ``DEPTH_GROW_ABOVE`` pp the test has
-    seeds 2-13, else 2-9. ValueError while a pilot cell has no test score. Run once, after the pilot::
+    seeds 2-13, else 2-9. ValueError while a pilot cell has not completed. Run once, after the pilot::
 
         python -c "from oversmooth.study.folders import read_folders; from oversmooth.study.protocol import \\
         depth_seeds; print(depth_seeds(read_folders(['results/depth-w32-pilot']).cells))"
@@ -317,10 +327,12 @@ def depth_seeds(cells: list[CellResult]) -> tuple[float, float, tuple[int, ...]]
     arms: dict[Key, list[float]] = {}
     for cell in cells:
         if training_key(cell.spec, ("depth",)) == key and cell.seed in DEPTH_PILOT.seeds and cell.label == "softmax":
-            arms.setdefault((cell.norm, cell.label, cell.depth), []).append(measures.paired_score(cell))
+            arms.setdefault((cell.norm, cell.label, cell.depth), []).append(
+                val_score(cell) if cell.status == "completed" else None
+            )
     planned = {(c.norm, c.variant.label, c.depth) for c in DEPTH_PILOT.cells()}
     if arms.keys() != planned or any(len(s) != len(DEPTH_PILOT.seeds) or None in s for s in arms.values()):
-        raise ValueError(f"the pilot {DEPTH_PILOT.name} has not finished: every cell needs its test score")
+        raise ValueError(f"the pilot {DEPTH_PILOT.name} has not finished: every cell must complete")
     sigma = math.sqrt(statistics.fmean(statistics.variance(scores) for scores in arms.values()))
     family = len(FAMILIES[PRIMARY])
     detectable = min_detectable_effect(8, 2 * sigma, 0.05 / family)

@@ -279,8 +279,7 @@ def claims_table(claims: list[Claim]) -> str:
         lines += [
             f"### {title}",
             "",
-            "| id | claim | paper | ours | effect [CI at Holm's level] | n | p | Holm p "
-            "| detectable | gate | verdict |",
+            "| id | claim | paper | ours | effect [Holm-matched CI] | n | p | Holm p | detectable | gate | verdict |",
             "|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         lines += [
@@ -299,7 +298,7 @@ def claims_table(claims: list[Claim]) -> str:
 
 
 def plot_effects(claims: list[Claim], path: Path) -> None:
-    """Each tested claim's effect with its interval at Holm's level, one panel per claim (units
+    """Each tested claim's effect with its Holm-matched interval, one panel per claim (units
     differ), the paper's effect beside it where the paper states one in the same measure."""
     tested = [c for c in claims if c.effect is not None and c.ci is not None and all(map(_finite, c.ci))]
     plt, fig, axes = figure(1, max(len(tested), 1), 2.4 * max(len(tested), 1), 3.4)
@@ -574,13 +573,16 @@ def render_report(
         "unfinished claim counted with p = 1; gates on the baseline's validation scores)"
         + (f"; written by `{command}`" if command else "")
         + ". Each row's fields are in `claims.json`. "
-        '"Not tested" names the gate that failed, with the seed and the margin, or what has not finished.',
+        '"Not tested" names the gate that failed, with the seed and the margin, or what has not finished. '
+        "A Holm-matched interval is at 1 - 0.05 / (m - r) for a claim Holm kept, r being its family's rejections "
+        "(Strassburger & Bretz 2008), and at 1 - 0.05 p / p_Holm for a claim it rejected: it excludes 0 exactly "
+        'when the verdict is held or contradicted. The plain 95 % interval is in "ours".',
         "",
         verdict_summary(claims),
         "",
         claims_table(claims),
         "",
-        "Each tested claim's effect with its interval at Holm's level, in the claim's own measure (the tables name "
+        "Each tested claim's effect with its Holm-matched interval, in the claim's own measure (the tables name "
         "it); the star is the paper's effect where the paper states one in that measure (grey: no effect; red: an "
         "equivalence margin):",
         "",

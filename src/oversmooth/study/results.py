@@ -183,12 +183,20 @@ def study_info(folder: str | Path) -> dict:
 
 
 def read_study(folder: str | Path) -> list[CellResult]:
-    """Every cell that has its ``cell.json``, under ``folder/cells`` (a study folder) or right under
-    ``folder`` (its archive, ``results/<study>``), in the study's method order (then by task,
-    norm, depth and seed)."""
+    """Every cell folder under ``folder/cells`` (a study folder) or right under ``folder`` (its
+    archive, ``results/<study>``), in the study's method order (then by task, norm, depth and
+    seed). A folder there without its ``cell.json`` is a UsageError naming it: leaving it out would
+    drop a seed from its pair without a word."""
     folder = Path(folder)
     methods = study_info(folder)["methods"]
     cells = folder / CELLS_DIR if (folder / CELLS_DIR).is_dir() else folder
-    found = [read_cell(cell) for cell in sorted(cells.iterdir()) if (cell / CELL_FILE).is_file()]
+    found = []
+    for cell in sorted(path for path in cells.iterdir() if path.is_dir() and not path.name.startswith(".")):
+        if not (cell / CELL_FILE).is_file():
+            raise UsageError(
+                f"{cell} is a cell folder without its {CELL_FILE}: restore it, or delete {cell} "
+                "(its cell is then missing, and the report says so)"
+            )
+        found.append(read_cell(cell))
     rank = {method["label"]: index for index, method in enumerate(methods)}
     return sorted(found, key=lambda c: (rank.get(c.label, len(rank)), c.label, c.task, c.norm, c.depth, c.seed))

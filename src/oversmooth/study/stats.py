@@ -21,17 +21,19 @@ One other test shares this rule (``PairedClaim``): an equivalence claim ("change
 by less than a margin") is decided by TOST (``oversmooth.study.equivalence``): held when the
 matching interval lies inside the margin, contradicted when it lies wholly outside.
 
-The interval beside a verdict (``Decision.ci_low``, ``ci_high``, at ``Decision.ci_level``) is the
-t interval at confidence ``1 - alpha / k``, where ``k = p_adjusted / p >= 1`` is the factor by
-which Holm inflated this claim's p-value (``k = 1`` for a lone claim: the usual 95 % interval),
-or, where Holm's cap at 1 hides that factor, the claim's own step divisor (``k = m - j + 1`` for
-the j-th smallest p), unless that would exclude 0 (``_level``). The t-test and its interval are dual, so
-this interval excludes 0 exactly when the adjusted p is below alpha (up to rounding at adjusted
-p = alpha itself): it never disagrees with the verdict.
-It matches the decision; it is not a simultaneous-coverage interval (Bonferroni's, at
-``1 - alpha / m``, would be, and is at least as wide since k <= m). The plain, unadjusted
-``1 - alpha`` interval stays in ``Decision.test``; when it excludes 0 but Holm's does not, the
-reason says so.
+The interval beside a verdict (``Decision.ci_low``, ``ci_high``, at ``Decision.ci_level``) is
+matched to Holm's decisions in its family. A claim Holm did not reject gets the t interval at
+``1 - alpha / (m - r)`` (``r``: the claims the family rejected), the level of the step at which
+Holm stopped: Strassburger & Bretz (2008, "Compatible simultaneous lower confidence bounds for the
+Holm procedure and other Bonferroni-based closed tests", Stat. Med. 27) give the claims Holm keeps
+this level, and every
+such p is at least ``alpha / (m - r)``, so the interval contains 0. A rejected claim gets the level
+``1 - alpha * p / p_adjusted``, at which 0 sits on the interval's edge exactly when the adjusted p
+is alpha (``_level``): its interval excludes 0, as its verdict says, and is narrower than the
+one-sided bound at 0 that Strassburger & Bretz give a rejected claim, so the printed intervals are
+not jointly simultaneous. Bonferroni's, at ``1 - alpha / m``, would be, and is at least as wide.
+The plain, unadjusted ``1 - alpha`` interval stays in ``Decision.test``; when it excludes 0 but
+Holm's does not, the reason says so.
 """
 
 from __future__ import annotations
@@ -173,19 +175,11 @@ def holm(p_values: Sequence[float]) -> list[float]:
     if ((p < 0) | (p > 1)).any():
         raise ValueError("p-values must lie in [0, 1]")
     adjusted = np.full(p.shape, math.nan)
-    divisors, order = _holm_steps(p)
-    adjusted[order] = np.maximum.accumulate(np.minimum(1.0, divisors[order] * p[order]))
-    return [float(a) for a in adjusted]
-
-
-def _holm_steps(p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Holm's divisor of each p (m for the smallest of the m non-NaN ones, ..., 1 for the largest;
-    ties in input order; NaN for NaN) and the non-NaN indices in ascending order of p."""
     tested = np.flatnonzero(~np.isnan(p))
     order = tested[np.argsort(p[tested], kind="stable")]
-    divisors = np.full(p.shape, math.nan)
-    divisors[order] = np.arange(order.size, 0, -1)
-    return divisors, order
+    divisors = np.arange(order.size, 0, -1)  # m for the smallest p, ..., 1 for the largest
+    adjusted[order] = np.maximum.accumulate(np.minimum(1.0, divisors * p[order]))
+    return [float(a) for a in adjusted]
 
 
 def power_paired(effect: float, n: int, sd: float, alpha: float = 0.05) -> float:
@@ -289,7 +283,7 @@ def _decide(
     family_size: int,
     alpha: float,
     power: float,
-    step: int = 1,
+    unrejected: int | None = None,
 ) -> Decision:
     nan = math.nan
     if failed_gate is not None:
@@ -313,7 +307,7 @@ def _decide(
     p = test.p_two_sided
     if not p * (1 - 1e-9) <= p_adjusted <= 1:
         raise ValueError(f"a Holm-adjusted p lies in [p, 1] = [{p:.6g}, 1], got {p_adjusted}")
-    level = 1 - _level(p, p_adjusted, alpha, step)
+    level = 1 - _level(p, p_adjusted, alpha, family_size if unrejected is None else unrejected)
     low, high = test.interval(level)
     where = f"mean difference {_fmt(test.mean)} over {test.n} pairs, {100 * level:.4g} % CI [{_fmt(low)}, {_fmt(high)}]"
     holm_p = f"p {p:.3g}" if family_size == 1 else f"Holm-adjusted p {p_adjusted:.3g} over {family_size} claims"
@@ -358,8 +352,10 @@ def decide(
 
     ``failed_gate``: None when every gate passed, else what failed (then ``not tested``,
     whatever the data). ``p_adjusted``: this claim's Holm-adjusted p among ``family_size``
-    tested claims (see ``holm``); None for a lone claim (its own two-sided p). Use
-    ``decide_family`` to decide the claims of a report together.
+    tested claims (see ``holm``); None for a lone claim (its own two-sided p). Alone, it cannot
+    know how many of the family Holm rejected, so a claim it does not reject gets the interval of a
+    family that rejected none (``1 - alpha / family_size``): use ``decide_family`` to decide the
+    claims of a report together.
 
     >>> drug2 = [1.9, 0.8, 1.1, 0.1, -0.1, 4.4, 5.5, 1.6, 4.6, 3.4]
     >>> drug1 = [0.7, -1.6, -0.2, -1.2, -0.1, 3.4, 3.7, 0.8, 0.0, 2.0]
@@ -396,22 +392,26 @@ class PairedClaim:
         return paired_test(self.method, self.baseline, self.direction).p_two_sided
 
 
-def _level(p: float, p_adjusted: float, alpha: float, step: int) -> float:
-    """The alpha this claim's interval is drawn at: ``alpha * p / p_adjusted`` (Holm inflated its p
-    by ``p_adjusted / p``); where the cap at 1 hides that factor, ``alpha / step`` (``step``: the
-    divisor of its own step, m for the smallest p, ..., 1 for the largest), or p itself if that is
-    smaller, so that the interval never excludes 0 while the adjusted p does not; ``alpha / step``
-    when p is 0."""
-    if p == 0:
-        return alpha / step
-    return alpha * p / p_adjusted if p_adjusted < 1 else min(alpha / step, p)
+def _level(p: float, p_adjusted: float, alpha: float, unrejected: int) -> float:
+    """The alpha this claim's interval is drawn at (module docstring): ``alpha * p / p_adjusted``
+    when Holm rejected it, else (or when p is 0) ``alpha / unrejected``, ``unrejected`` being how
+    many claims of its family Holm did not reject (at least 1)."""
+    if p_adjusted >= alpha or p == 0:
+        return alpha / max(unrejected, 1)
+    return alpha * p / p_adjusted
 
 
 def _decide_equivalence(
-    claim: PairedClaim, test: PairedTest, p_adjusted: float, family_size: int, alpha: float, power: float, step: int
+    claim: PairedClaim,
+    test: PairedTest,
+    p_adjusted: float,
+    family_size: int,
+    alpha: float,
+    power: float,
+    unrejected: int,
 ) -> Decision:
     equivalence = tost(claim.method, claim.baseline, claim.margin)
-    level = _level(equivalence.p, p_adjusted, alpha, step)
+    level = _level(equivalence.p, p_adjusted, alpha, unrejected)
     low, high = equivalence.interval(level)
     margin = claim.margin
     mde = narrowest_margin(equivalence.n, equivalence.sd, alpha / family_size, power)
@@ -453,14 +453,14 @@ def decide_family(claims: Sequence[PairedClaim], alpha: float = 0.05, power: flo
     p_values = [claim.p_value() for claim in claims]  # never NaN: an untested claim enters with 1
     adjusted = holm(p_values)
     m = max(len(claims), 1)
-    steps = [int(step) for step in _holm_steps(np.asarray(p_values, dtype=float))[0]]
+    unrejected = sum(p_adjusted >= alpha for p_adjusted in adjusted)
     decisions = []
-    for claim, p_adjusted, step in zip(claims, adjusted, steps):
+    for claim, p_adjusted in zip(claims, adjusted):
         test = paired_test(claim.method, claim.baseline, claim.direction, 1 - alpha)
         if claim.failed_gate is not None:
             decisions.append(_decide(test, claim.failed_gate, math.nan, m, alpha, power))
         elif claim.margin is not None:
-            decisions.append(_decide_equivalence(claim, test, p_adjusted, m, alpha, power, step))
+            decisions.append(_decide_equivalence(claim, test, p_adjusted, m, alpha, power, unrejected))
         else:
-            decisions.append(_decide(test, None, p_adjusted, m, alpha, power, step))
+            decisions.append(_decide(test, None, p_adjusted, m, alpha, power, unrejected))
     return decisions

@@ -567,11 +567,14 @@ def test_every_panel_names_its_methods_in_one_colour_each(tmp_path, monkeypatch)
         assert colours["softmax"] != colours["deescalate"]
 
 
-def test_docs_results_are_the_report_of_the_committed_results():
+def test_docs_results_are_the_report_of_the_committed_results(tmp_path):
     """docs/results is what the committed results/ decide, archived probes included: claims.json and
-    report.md as `make results` writes them (scripts/run_claims.sh's last line), and no file the
-    report does not write (a stale figure would sit beside the text that no longer shows it)."""
+    report.md as `make results` writes them (scripts/run_claims.sh's last line), each figure as the
+    report draws it today (up to 0.1 % of its pixels, for a different CPU's rounding), and no file
+    the report does not write (a stale figure would sit beside the text that no longer shows it)."""
     import shlex
+
+    from matplotlib import image as plt_image
 
     from oversmooth.study.folders import protocol_archives, read_folders
     from oversmooth.study.report import render_report
@@ -596,6 +599,15 @@ def test_docs_results_are_the_report_of_the_committed_results():
     assert (docs / "report.md").read_text() == report.markdown
     expected = {*report.figures, "report.md", "claims.json"} | ({"cells.csv"} if found.cells else set())
     assert {f.name for f in docs.iterdir()} == expected
+    report.write(tmp_path / "now")
+    for name in expected - {"report.md", "claims.json"}:
+        now, committed = tmp_path / "now" / name, docs / name
+        if name.endswith(".png"):
+            now, committed = plt_image.imread(now), plt_image.imread(committed)
+            assert now.shape == committed.shape, name
+            assert (abs(now - committed) > 1 / 255).any(axis=-1).mean() < 0.001, name
+        else:
+            assert now.read_text() == committed.read_text(), name
 
 
 def test_archived_probes_read_back_as_they_were(tmp_path):

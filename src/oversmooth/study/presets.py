@@ -103,6 +103,11 @@ AUSTEN_P2 = {
     "epochs": 6,
     "checkpoint_every": 100,
 }
+#: claim 2b's LM after austen-p2 failed its gate (docs/studies.md, Deviations, 2026-11-26): the same
+#: body on the first 4 000 training sequences (256 000 tokens, a quarter of the split) for 16
+#: epochs (992 steps, about 8 core-minutes), where seed 0's validation NLL levels off; chosen on
+#: seed 0's validation curves alone.
+AUSTEN_P3 = {**AUSTEN_P2, "limit_train": 4000, "epochs": 16}
 SHARPEN = Variant("sharpen", "spectral", {"spectral": "sharpen"})
 SMOOTH = Variant("smooth", "spectral", {"spectral": "smooth"})
 
@@ -284,6 +289,30 @@ STUDY_PRESETS: dict[str, StudyConfig] = {
         seeds=(0,),
         train={**AUSTEN_P2, "epochs": 9},
         description="gate 9.3(b) of austen-p2: its softmax seed 0 trained for 1.5x the epochs (9)",
+    ),
+    "austen-p3": StudyConfig(
+        name="austen-p3",
+        model="lm",
+        tasks=("austen",),
+        norms=("pre",),
+        depths=(8,),
+        variants=(_M("softmax"), Variant("neutreno", "neutreno", {"lam": 0.4})),
+        seeds=tuple(range(12)),
+        train=AUSTEN_P3,
+        description="second protocol, claim 2b after austen-p2's failed gate: austen-p2's LM on the first 4 000 "
+        "training sequences for 16 epochs: softmax vs NeuTRENO (lam 0.4); seeds 0-3 are the softmax pilot, which "
+        "fixes how many more run (8, 10 or 12 in all)",
+    ),
+    "austen-p3-long": StudyConfig(
+        name="austen-p3-long",
+        model="lm",
+        tasks=("austen",),
+        norms=("pre",),
+        depths=(8,),
+        variants=(_M("softmax"),),
+        seeds=(0,),
+        train={**AUSTEN_P3, "epochs": 24},
+        description="gate 9.3(b) of austen-p3: its softmax seed 0 trained for 1.5x the epochs (24)",
     ),
     "quick": StudyConfig(
         name="quick",

@@ -12,10 +12,10 @@
 # (scripts/commit_results.sh, every 5 minutes and after each step). STUDY_FLAGS is passed to every
 # `oversmooth study`, e.g. STUDY_FLAGS="--executor slurm --wait --time 4:00:00" to run the cells on
 # a Slurm cluster (docs/slurm.md; --wait, since each gate reads the results of the study before it).
-STEPS="probes fmnist-p7 adaptations fmnist-p7-spectral depth-w32 austen-p2 claim3"
+STEPS="probes fmnist-p7 adaptations fmnist-p7-spectral depth-w32 austen-p3 claim3"
 #: a gated setting: its softmax cells and its 1.5x-epochs seed train first, and its method arms are
 #: skipped if the claims' gate fails on them (oversmooth.study.claims.baseline_gate, the report's own check).
-declare -A LONG=([fmnist-p7]=fmnist-p7-long [depth-w32]=depth-w32-long [austen-p2]=austen-p2-long)
+declare -A LONG=([fmnist-p7]=fmnist-p7-long [depth-w32]=depth-w32-long [austen-p3]=austen-p3-long)
 #: a study whose seeds a pilot fixes (claim 4): the pilot runs first.
 declare -A PILOT=([depth-w32]=depth-w32-pilot)
 

@@ -195,7 +195,8 @@ def test_known_paired_effects_give_the_known_verdicts(tmp_path):
     # (+0.02 -> -0.01) while the flip raises the other two: share 1 vs the flip's own pull, 0
     assert claims["5c"].verdict == "held" and claims["5c"].n == 10 and "turned the verdict of 60" in claims["5c"].ours
     assert "1 vs 0;" in claims["5c"].ours
-    assert claims["2b"].verdict == "not tested" and "0 of 10 planned seed pairs" in claims["2b"].reason
+    planned = len(STUDY_PRESETS["austen-p3"].seeds)
+    assert claims["2b"].verdict == "not tested" and f"0 of {planned} planned seed pairs" in claims["2b"].reason
     assert claims["8"].p_holm == 1.0 or claims["8"].p_holm is None
 
 
@@ -253,25 +254,25 @@ def test_unfinished_seeds_are_not_tested_and_stay_in_the_family(tmp_path):
 
 def test_the_language_model_claim_compares_nll_downwards_against_a_bigram_floor(tmp_path):
     nll = [4.00, 4.02, 3.99, 4.01] * 3
-    for seed in range(10):
+    for seed in range(12):
         make_cell(
             tmp_path,
-            "austen-p2",
+            "austen-p3",
             "softmax",
             seed,
             nll[seed],
             val=[4.2, nll[seed]],
             cell_analysis=analysis(reference=4.5),
         )
-        make_cell(tmp_path, "austen-p2", "neutreno", seed, nll[seed] - 0.02 - 0.002 * seed, cell_analysis=analysis())
-    make_cell(tmp_path, "austen-p2-long", "softmax", 0, 3.99, val=[4.2, 3.99])  # 0.25 % lower: plateaued
+        make_cell(tmp_path, "austen-p3", "neutreno", seed, nll[seed] - 0.02 - 0.002 * seed, cell_analysis=analysis())
+    make_cell(tmp_path, "austen-p3-long", "softmax", 0, 3.99, val=[4.2, 3.99])  # 0.25 % lower: plateaued
     claim = claims_of(tmp_path)["2b"]
-    assert claim.verdict == "held" and claim.effect == pytest.approx(-0.029) and claim.n == 10
+    assert claim.verdict == "held" and claim.effect == pytest.approx(-0.031) and claim.n == 12
     assert "passed" in claim.gate
-    for path in (tmp_path / "austen-p2").glob("*softmax*/analysis.json"):
+    for path in (tmp_path / "austen-p3").glob("*softmax*/analysis.json"):
         path.write_text(json.dumps(analysis(reference=3.9)))  # the bigram model beats the LM
     assert (
-        "undertrained (c): val NLL 4.0060 (mean of 10 seeds) >= the bigram reference's 3.9000"
+        "undertrained (c): val NLL 4.0050 (mean of 12 seeds) >= the bigram reference's 3.9000"
         in claims_of(tmp_path)["2b"].reason
     )
 
@@ -435,7 +436,7 @@ def test_a_claims_command_runs_the_whole_grid():
     ran = "oversmooth study fmnist-p7 --out 'runs/my studies' --methods softmax --seeds=0,1 --jobs 3"
     inputs = Inputs([], commands={"fmnist-p7": ran})
     assert inputs.command("fmnist-p7") == "oversmooth study fmnist-p7 --out 'runs/my studies' --jobs 3"
-    assert inputs.command("austen-p2") == "oversmooth study austen-p2 --out runs/studies/austen-p2 --results results"
+    assert inputs.command("austen-p3") == "oversmooth study austen-p3 --out runs/studies/austen-p3 --results results"
 
 
 def test_report_files_claims_json_and_every_declared_claim(tmp_path, capsys):
@@ -649,6 +650,34 @@ def test_claim_4s_seed_rule_by_hand(tmp_path, spread, seeds):
     found = depth_seeds(read_study(tmp_path / "depth-w32-pilot"))
     assert found[0] == pytest.approx(sigma) and found[1] == pytest.approx(detectable, rel=1e-6)
     assert found[2] == tuple(seeds) and (detectable > 5) == (len(seeds) == 12)
+
+
+@pytest.mark.parametrize("spread, count", [(0.004, 8), (0.006, 10), (0.007, 12), (0.02, 12)])
+def test_claim_2bs_seed_rule_by_hand(tmp_path, spread, count):
+    """The LM pilot's four softmax seeds end at validation NLL 4.5 + (-1.5, -0.5, 0.5, 1.5) x
+    ``spread`` (test NLL far off, and not read); sigma is their sample SD, a pair's SD sqrt(2)
+    sigma; the detectable effect of the two-sided paired t-test at 0.05 / 7 (power 0.8) from the
+    noncentral t by hand; the first of 8, 10, 12 seeds below 0.017 nats, else 12."""
+    from scipy import optimize
+
+    from oversmooth.study.protocol import lm_seeds
+
+    for seed, step in enumerate((-1.5, -0.5, 0.5, 1.5)):
+        make_cell(tmp_path, "austen-p3", "softmax", seed, 3.0 + seed, val=[4.9, 4.5 + step * spread])
+    sigma = spread * math.sqrt((2 * 1.5**2 + 2 * 0.5**2) / 3)
+    found = lm_seeds(read_study(tmp_path / "austen-p3"))
+    assert found[0] == pytest.approx(sigma)
+
+    def power(d: float, n: int) -> float:  # both tails of the noncentral t at 0.05 / 7
+        critical = stats.t.isf(0.05 / 14, n - 1)
+        return stats.nct.sf(critical, n - 1, d * math.sqrt(n)) + stats.nct.sf(critical, n - 1, -d * math.sqrt(n))
+
+    for n in (8, 10, 12):
+        detectable = math.sqrt(2) * sigma * optimize.brentq(lambda d, n=n: power(d, n) - 0.8, 0.1, 2.5)
+        assert found[1][n] == pytest.approx(detectable, rel=1e-6)
+    assert found[2] == tuple(range(count))
+    with pytest.raises(ValueError, match="has not finished"):
+        lm_seeds(read_study(tmp_path / "austen-p3")[:3])
 
 
 def test_claim_4s_seed_rule_needs_the_whole_pilot(tmp_path):

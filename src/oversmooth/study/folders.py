@@ -32,6 +32,8 @@ PROTOCOL_ARCHIVES = (
     "depth-w32",
     "austen-p2",
     "austen-p2-long",
+    "austen-p3",
+    "austen-p3-long",
     "claim3",
     "probes",
 )

@@ -12,7 +12,8 @@ it, about 40 CPU-hours on a shared 2-core machine):
 - ``depth-w32-pilot`` then ``depth-w32`` (and ``depth-w32-long``, its gate (b)): claim 4, a width-32
   ViT, pre- and post-norm at depths 8 and 48; ``depth-p7-pilot``, claim 4's first pilot, stays as
   the evidence for its redesign (docs/studies.md, Deviations);
-- ``austen-p2`` and ``austen-p2-long``: the Jane Austen LM (claim 2b).
+- ``austen-p3`` and ``austen-p3-long``: the Jane Austen LM on a quarter of its tokens (claim 2b);
+  ``austen-p2`` and ``austen-p2-long``, the registered LM, stay as the evidence of its failed gate.
 
 The first protocol's presets (``fmnist-vit``, ``fmnist-featscale``, ``austen-lm``,
 ``postnorm-pilot``, ``postnorm-pilot-2``, ``postnorm-deesc``) stay, so their archives under

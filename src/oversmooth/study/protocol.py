@@ -94,7 +94,7 @@ def _preset(name: str) -> StudyConfig:
     return STUDY_PRESETS[name]
 
 
-VIT, SPECTRAL, LM, DEPTH = (_preset(name) for name in ("fmnist-p7", "fmnist-p7-spectral", "austen-p2", "depth-w32"))
+VIT, SPECTRAL, LM, DEPTH = (_preset(name) for name in ("fmnist-p7", "fmnist-p7-spectral", "austen-p3", "depth-w32"))
 SOFTMAX = ("pre", "softmax", 8)  # the baseline arm of every setting at depth 8
 SEEDS_A = tuple(range(14))  # 2a, 7, 8: NeuTRENO, FeatScale and softmax (fmnist-p7's seeds)
 SEEDS_C = tuple(range(4, 14))  # 5c: seeds 0-3 were its pilot (their flip was measured before 5c was fixed)
@@ -113,7 +113,7 @@ LM_GATE = PlateauGate(
     SOFTMAX,
     None,
     "a reference model run in the same study",
-    _preset("austen-p2-long"),
+    _preset("austen-p3-long"),
     tolerance=0.005,
     long_tolerance=0.01,
 )
@@ -165,12 +165,12 @@ PROTOCOLS: tuple[Protocol, ...] = (
         "lower",
         (LM_GATE,),
         deviations=(
-            "2026-11-25: no NeuTRENO arm ran after the gate failed; a recipe that plateaus "
-            "(about 27 epochs) would cost about 18 CPU-hours for 10 seed pairs and its long "
-            "run, so 2b was dropped for its cost: see docs/studies.md, Deviations",
+            "2026-11-25: the registered recipe austen-p2 failed gate (b) (seed 0 trained 1.5x as long gained 4.5 % "
+            "of NLL) before any NeuTRENO arm ran; 2026-11-26: reinstated on austen-p3, the same LM on a quarter of "
+            "the training tokens for 16 epochs (a data-limited regime), chosen on seed 0's validation curves before "
+            "any NeuTRENO arm ran: see docs/studies.md, Deviations",
         ),
         paper_effect=-0.017,
-        mde_planned=0.0166,
     ),
     Protocol(
         "4a",
@@ -337,3 +337,39 @@ def depth_seeds(cells: list[CellResult]) -> tuple[float, float, tuple[int, ...]]
     family = len(FAMILIES[PRIMARY])
     detectable = min_detectable_effect(8, 2 * sigma, 0.05 / family)
     return sigma, detectable, tuple(range(2, 14 if detectable > DEPTH_GROW_ABOVE else 10))
+
+
+#: claim 2b's seed rule (docs/studies.md, "Claims 2b and 4"; applied to austen-p3 since 2026-11-26):
+#: the smallest of these seed counts whose detectable effect at alpha / 7 is below the paper's 0.017
+#: nats, else the largest
+LM_SEED_COUNTS = (8, 10, 12)
+LM_PILOT_SEEDS = (0, 1, 2, 3)
+
+
+def lm_seeds(cells: list[CellResult]) -> tuple[float, dict[int, float], tuple[int, ...]]:
+    """Claim 2b's seed rule on its softmax pilot (``LM_PILOT_SEEDS`` of the LM setting; other cells
+    are ignored): ``(sigma, detectable, seeds)``. ``sigma`` is the SD of the last validation NLL
+    (nats) over the pilot's seeds; a pair's difference has SD ``sqrt(2) sigma``; ``detectable[n]``
+    is 2b's smallest detectable effect (power 0.8, the paired t-test at alpha / 7) with n seeds.
+    ValueError while a pilot cell has not completed. Run once, after the pilot::
+
+        python -c "from oversmooth.study.folders import read_folders; from oversmooth.study.protocol import \\
+        lm_seeds; print(lm_seeds(read_folders(['results/austen-p3']).cells))"
+    """
+    question = protocol("2b")
+    scores = {
+        cell.seed: val_score(cell)
+        for cell in cells
+        if question.key(cell) == question.training
+        and (cell.norm, cell.label, cell.depth) == question.baseline
+        and cell.seed in LM_PILOT_SEEDS
+        and cell.status == "completed"
+    }
+    if sorted(scores) != list(LM_PILOT_SEEDS):
+        raise ValueError(f"the pilot of {question.preset.name} (softmax, seeds 0-3) has not finished")
+    sigma = statistics.stdev(scores.values())
+    alpha = 0.05 / len(FAMILIES[PRIMARY])
+    detectable = {n: min_detectable_effect(n, math.sqrt(2) * sigma, alpha) for n in LM_SEED_COUNTS}
+    bar = abs(question.paper_effect)
+    count = next((n for n in LM_SEED_COUNTS if detectable[n] < bar), LM_SEED_COUNTS[-1])
+    return sigma, detectable, tuple(range(count))

@@ -109,6 +109,25 @@ AUSTEN_P2 = {
 #: epochs (992 steps, about 8 core-minutes), where seed 0's validation NLL levels off; chosen on
 #: seed 0's validation curves alone.
 AUSTEN_P3 = {**AUSTEN_P2, "limit_train": 4000, "epochs": 16}
+
+
+def _long(name: str, model: str, task: str, depth: int, train: dict) -> StudyConfig:
+    """Gate 9.3 (b) of preset ``name``: its pre-norm softmax seed 0 at ``depth``, trained for 1.5x the epochs."""
+    epochs = train["epochs"] * 3 // 2
+    return StudyConfig(
+        name=f"{name}-long",
+        model=model,
+        tasks=(task,),
+        norms=("pre",),
+        depths=(depth,),
+        variants=(_M("softmax"),),
+        seeds=(0,),
+        train={**train, "epochs": epochs},
+        description=f"gate 9.3(b) of {name}: its pre-norm softmax seed 0 at depth {depth}, trained for 1.5x the "
+        f"epochs ({epochs})",
+    )
+
+
 SHARPEN = Variant("sharpen", "spectral", {"spectral": "sharpen"})
 SMOOTH = Variant("smooth", "spectral", {"spectral": "smooth"})
 
@@ -209,17 +228,7 @@ STUDY_PRESETS: dict[str, StudyConfig] = {
         description="second protocol, claims 6 and 5b: fmnist-p7's setting with spectral W_V W_O, eigenvalues in "
         "(0, 1) (smooth), [-1, 0) (sharpen) or free; 8 seeds, paired with fmnist-p7's softmax",
     ),
-    "fmnist-p7-long": StudyConfig(
-        name="fmnist-p7-long",
-        model="vit",
-        tasks=("fmnist",),
-        norms=("pre",),
-        depths=(8,),
-        variants=(_M("softmax"),),
-        seeds=(0,),
-        train={**FMNIST_P7, "epochs": 15},
-        description="gate 9.3(b) of fmnist-p7: its softmax seed 0 trained for 1.5x the epochs (15)",
-    ),
+    "fmnist-p7-long": _long("fmnist-p7", "vit", "fmnist", 8, FMNIST_P7),
     "depth-p7-pilot": StudyConfig(
         name="depth-p7-pilot",
         model="vit",
@@ -244,17 +253,7 @@ STUDY_PRESETS: dict[str, StudyConfig] = {
         description="pilot of claim 4 (second protocol, redesigned): pre- vs post-norm softmax, width-32 ViT at "
         "depths 8 and 48, 16 epochs of 10 000 images; seeds 0-1: the spread that fixes the seeds",
     ),
-    "depth-w32-long": StudyConfig(
-        name="depth-w32-long",
-        model="vit",
-        tasks=("fmnist",),
-        norms=("pre",),
-        depths=(48,),
-        variants=(_M("softmax"),),
-        seeds=(0,),
-        train={**DEPTH_W32, "epochs": 24},
-        description="gate 9.3(b) of depth-w32: pre-norm softmax at depth 48, seed 0, 1.5x the epochs (24)",
-    ),
+    "depth-w32-long": _long("depth-w32", "vit", "fmnist", 48, DEPTH_W32),
     "depth-w32": StudyConfig(
         name="depth-w32",
         model="vit",
@@ -280,17 +279,7 @@ STUDY_PRESETS: dict[str, StudyConfig] = {
         description="second protocol, claim 2b: pre-norm causal LM 8 x 64, MLP x2, vocabulary 2 048, 6 epochs: "
         "softmax vs NeuTRENO (lam 0.4); 10 seeds (the softmax pilot: seeds 0-3)",
     ),
-    "austen-p2-long": StudyConfig(
-        name="austen-p2-long",
-        model="lm",
-        tasks=("austen",),
-        norms=("pre",),
-        depths=(8,),
-        variants=(_M("softmax"),),
-        seeds=(0,),
-        train={**AUSTEN_P2, "epochs": 9},
-        description="gate 9.3(b) of austen-p2: its softmax seed 0 trained for 1.5x the epochs (9)",
-    ),
+    "austen-p2-long": _long("austen-p2", "lm", "austen", 8, AUSTEN_P2),
     "austen-p3": StudyConfig(
         name="austen-p3",
         model="lm",
@@ -304,17 +293,7 @@ STUDY_PRESETS: dict[str, StudyConfig] = {
         "training sequences for 16 epochs: softmax vs NeuTRENO (lam 0.4); seeds 0-3 are the softmax pilot, which "
         "fixes how many more run (8, 10 or 12 in all)",
     ),
-    "austen-p3-long": StudyConfig(
-        name="austen-p3-long",
-        model="lm",
-        tasks=("austen",),
-        norms=("pre",),
-        depths=(8,),
-        variants=(_M("softmax"),),
-        seeds=(0,),
-        train={**AUSTEN_P3, "epochs": 24},
-        description="gate 9.3(b) of austen-p3: its softmax seed 0 trained for 1.5x the epochs (24)",
-    ),
+    "austen-p3-long": _long("austen-p3", "lm", "austen", 8, AUSTEN_P3),
     "quick": StudyConfig(
         name="quick",
         model="vit",

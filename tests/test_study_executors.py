@@ -90,6 +90,23 @@ def test_a_folder_begun_with_another_grid_is_refused(tmp_path, capsys):
     assert before == sorted(p.name for p in out.rglob("*"))
 
 
+@pytest.mark.parametrize("damaged", ["study.json", "cell.json"])
+@pytest.mark.parametrize("content", ['{"name": "ti', '["a list"]', '{"spec": 3}'])
+def test_a_damaged_study_or_cell_file_in_the_folder_is_named(tmp_path, capsys, damaged, content):
+    """Truncated, the wrong kind of JSON, or a table without what it must hold: one line naming
+    the file, exit 2, nothing written (the folder is as it was)."""
+    out = tmp_path / "out"
+    assert main(["study", _write(tmp_path, TINY), "--out", str(out)]) == 0
+    capsys.readouterr()
+    path = out / damaged if damaged == "study.json" else next(out.glob(f"cells/*/{damaged}"))
+    path.write_text(content)
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    assert main(["study", _write(tmp_path, TINY), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{path} is damaged" in err, err
+    assert before == {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+
+
 def test_status_of_a_study_not_begun_writes_nothing(tmp_path, capsys):
     out = tmp_path / "out"
     assert main(["study", _write(tmp_path, TINY), "--out", str(out), "--status"]) == 0

@@ -246,6 +246,16 @@ def test_finished_cells_are_archived_and_an_archived_cell_is_never_trained_again
     assert main(["study", str(changed), "--out", str(tmp_path / "c"), "--results", str(archive)]) == 2
     assert "was trained with other settings" in capsys.readouterr().err and not (tmp_path / "c").exists()
 
+    # a damaged archived file is named before anything is written (skipping the cell as finished
+    # would drop its seed from every pair later)
+    results = archive / "tiny" / "synthetic-pre-d1-softmax-s0" / "results.json"
+    intact = results.read_text()
+    results.write_text(intact[:-20])
+    assert main(["study", str(study), "--out", str(tmp_path / "d"), "--results", str(archive)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{results} is damaged" in err and not (tmp_path / "d").exists()
+    results.write_text(intact)
+
     # a cell archived before its model was measured is measured from the local weights, not retrained
     (archive / "tiny" / "synthetic-pre-d1-neutreno-s0" / "analysis.json").unlink()
     stamp = (tmp_path / "a" / "cells" / "synthetic-pre-d1-neutreno-s0" / "results.json").stat().st_mtime_ns

@@ -846,6 +846,8 @@ def test_the_reason_says_where_the_papers_effect_lies_against_our_interval(tmp_p
         where = "above" if paper > high else "below" if paper < low else "inside"
         assert f"the paper's effect (+{paper:g}) lies {where} this interval" in claims[claim_id].reason
     assert "paper's effect" not in claims["6"].reason
+    no_number = [c for c in claims.values() if c.verdict == "inconclusive" and c.paper_effect is None]
+    assert no_number and all("the paper states no effect in this measure" in c.reason for c in no_number)
 
 
 def test_the_adaptation_table_gives_each_arms_recovery():

@@ -471,8 +471,11 @@ def _planned(question: Question, decision: Decision) -> str:
 
 
 def _beside_paper(question: Question, decision: Decision) -> str:
-    """Where the paper's effect lies against our Holm-matched interval ("" without either)."""
+    """Where the paper's effect lies against our Holm-matched interval; for an inconclusive claim
+    whose paper states no effect in our measure, that it does not ("" otherwise)."""
     effect, low, high = question.paper_effect, decision.ci_low, decision.ci_high
+    if effect is None and decision.verdict == INCONCLUSIVE:
+        return "; the paper states no effect in this measure to set beside it"
     if effect is None or decision.verdict == NOT_TESTED or not (math.isfinite(low) and math.isfinite(high)):
         return ""
     where = "above" if effect > high else "below" if effect < low else "inside"

@@ -30,6 +30,7 @@ from pathlib import Path
 
 from oversmooth.atomic import atomic_write
 from oversmooth.errors import UsageError
+from oversmooth.json_files import read_json, read_table
 from oversmooth.study import slurm
 from oversmooth.study.archive import archive_study, archived, is_archived
 from oversmooth.study.cell_job import CellJob
@@ -38,6 +39,7 @@ from oversmooth.study.config import Cell, StudyConfig, stored_spec
 from oversmooth.study.executor_settings import ExecutorSettings
 from oversmooth.study.executors import make_executor, run_local, submit_array
 from oversmooth.study.files import ANALYSIS_FILE, CELL_FILE, CELLS_DIR, MODEL_DIR, RESULTS_FILE, SPEC_FILE, STUDY_FILE
+from oversmooth.study.results import read_cell
 from oversmooth.train.run_spec import RunSpec
 
 WAIT_POLL_SECONDS = 2.0  # how often --wait looks at a Slurm study's cells
@@ -101,33 +103,45 @@ def _unmeasured(folder: Path, target: Path | None) -> bool:
 
 
 def check_archive(study: StudyConfig, archive: Path) -> None:
-    """Refuse (UsageError) when a cell archived under ``archive`` was trained in another setting
-    (``RunSpec.setting``) than the study's cell of that name: it would be skipped as finished,
-    wrongly. Cells archived with ``train_args`` instead of a spec are read back (``stored_spec``)."""
+    """Refuse (UsageError) when a cell archived under ``archive`` is damaged or lacks a file the
+    report reads (``read_cell`` names it: it would be skipped as finished, and its seed dropped
+    later), or was trained in another setting (``RunSpec.setting``) than the study's cell of that
+    name (it would be skipped as finished, wrongly). Cells archived with ``train_args`` instead of
+    a spec are read back (``stored_spec``)."""
     for cell in study.cells():
-        info = archived(archive, cell.study, cell.name) / CELL_FILE
-        if info.is_file() and stored_spec(json.loads(info.read_text())).setting() != cell.spec().setting():
+        folder = archived(archive, cell.study, cell.name)
+        if folder.is_dir() and read_cell(folder).spec.setting() != cell.spec().setting():
             raise UsageError(
-                f"{info.parent} was trained with other settings than this study's {cell.name}; "
+                f"{folder} was trained with other settings than this study's {cell.name}; "
                 "move it away or use another --results folder"
             )
 
 
 def check_folder(study: StudyConfig, out: Path) -> None:
     """Refuse (UsageError) a study folder begun with another study, or holding a cell of this name
-    trained in another setting: its checkpoint would be refused, or its results taken for ours."""
+    trained in another setting: its checkpoint would be refused, or its results taken for ours. A
+    damaged ``study.json`` or ``cell.json`` there is a UsageError naming it."""
     info = out / STUDY_FILE
-    if info.is_file() and json.loads(info.read_text()).get("name") != study.name:
-        raise UsageError(
-            f"{out} holds study {json.loads(info.read_text()).get('name')!r}, not {study.name!r}; choose another --out"
-        )
+    fix = "restore it, or choose another --out"
+    name = read_table(info, {"name": str}, fix)["name"] if info.is_file() else study.name
+    if name != study.name:
+        raise UsageError(f"{out} holds study {name!r}, not {study.name!r}; choose another --out")
     for cell in study.cells():
         info = cell_dir(out, cell) / CELL_FILE
-        if info.is_file() and stored_spec(json.loads(info.read_text())).setting() != cell.spec().setting():
+        fix = f"delete {info.parent} to begin that cell again"
+        if info.is_file() and _stored_setting(read_json(info, fix), info, fix) != cell.spec().setting():
             raise UsageError(
                 f"{info.parent} was begun with another grid (other settings than this study's "
                 f"{cell.name}); choose another --out or move that folder away"
             )
+
+
+def _stored_setting(info: object, path: Path, fix: str) -> tuple:
+    """The training setting of a ``cell.json``'s contents; UsageError naming ``path`` if it holds none."""
+    try:
+        return stored_spec(info).setting()
+    except (UsageError, TypeError, KeyError, AttributeError) as error:
+        raise UsageError(f"{path} is damaged (its run spec: {error}); {fix}") from None
 
 
 def check_study(study: StudyConfig, out: Path, archive: Path | None, executor: ExecutorSettings) -> None:

@@ -151,7 +151,7 @@ def test_only_the_baselines_of_a_reference_floor_pay_for_the_reference_model():
 
     assert needed("depth-w32") == ({("pre", "softmax", 48)}, 48)
     assert needed("depth-w32-pilot") == ({("pre", "softmax", 48)}, 8)
-    assert needed("austen-p3") == ({("pre", "softmax", 8)}, 24)
+    assert needed("austen-p3") == ({("pre", "softmax", 8)}, 16)
     presets = ("fmnist-p7", "fmnist-p7-spectral", "depth-w32-long", "austen-p3-long", "depth-p7-pilot", "austen-p2")
     for preset in presets:
         assert needed(preset)[0] == set(), preset

@@ -253,8 +253,8 @@ def test_unfinished_seeds_are_not_tested_and_stay_in_the_family(tmp_path):
 
 
 def test_the_language_model_claim_compares_nll_downwards_against_a_bigram_floor(tmp_path):
-    nll = [4.00, 4.02, 3.99, 4.01] * 3
-    for seed in range(12):
+    nll = [4.00, 4.02, 3.99, 4.01] * 2
+    for seed in range(8):
         make_cell(
             tmp_path,
             "austen-p3",
@@ -267,12 +267,12 @@ def test_the_language_model_claim_compares_nll_downwards_against_a_bigram_floor(
         make_cell(tmp_path, "austen-p3", "neutreno", seed, nll[seed] - 0.02 - 0.002 * seed, cell_analysis=analysis())
     make_cell(tmp_path, "austen-p3-long", "softmax", 0, 3.99, val=[4.2, 3.99])  # 0.25 % lower: plateaued
     claim = claims_of(tmp_path)["2b"]
-    assert claim.verdict == "held" and claim.effect == pytest.approx(-0.031) and claim.n == 12
+    assert claim.verdict == "held" and claim.effect == pytest.approx(-0.027) and claim.n == 8
     assert "passed" in claim.gate
     for path in (tmp_path / "austen-p3").glob("*softmax*/analysis.json"):
         path.write_text(json.dumps(analysis(reference=3.9)))  # the bigram model beats the LM
     assert (
-        "undertrained (c): val NLL 4.0050 (mean of 12 seeds) >= the bigram reference's 3.9000"
+        "undertrained (c): val NLL 4.0050 (mean of 8 seeds) >= the bigram reference's 3.9000"
         in claims_of(tmp_path)["2b"].reason
     )
 

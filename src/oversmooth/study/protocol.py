@@ -171,6 +171,7 @@ PROTOCOLS: tuple[Protocol, ...] = (
             "any NeuTRENO arm ran: see docs/studies.md, Deviations",
         ),
         paper_effect=-0.017,
+        mde_planned=0.0099,
     ),
     Protocol(
         "4a",

@@ -230,6 +230,8 @@ def test_the_long_run_must_have_finished(tmp_path):
         path.unlink()
     claim = claims_of(tmp_path)["2a"]
     assert claim.verdict == "not tested" and "fmnist-p7-long (1.5x the epochs) has not finished" in claim.reason
+    # the gate has not failed: it waits (before, an unfinished long run read as a failed gate)
+    assert claim.gate_passed is None and "failed" not in claim.gate and claim.why_not_tested == "runs not finished"
 
 
 def test_the_runner_stops_on_the_gate_the_report_would_name(tmp_path):
@@ -239,7 +241,8 @@ def test_the_runner_stops_on_the_gate_the_report_would_name(tmp_path):
     for seed in SEEDS:
         make_cell(tmp_path, "fmnist-p7", "softmax", seed, SOFTMAX_VAL[seed])
     cells = read_study(tmp_path / "fmnist-p7")
-    assert baseline_gate(preset, cells) == "not plateaued (b): fmnist-p7-long (1.5x the epochs) has not finished"
+    waits = "gate (b) not judged yet: fmnist-p7-long (1.5x the epochs) has not finished"
+    assert baseline_gate(preset, cells) == waits  # the runner does not go on while the gate waits
     make_cell(tmp_path, "fmnist-p7-long", "softmax", 0, SOFTMAX_VAL[0])
     assert baseline_gate(preset, cells + read_study(tmp_path / "fmnist-p7-long")) is None
 

@@ -96,7 +96,7 @@ class Claim:
             return "a gate failed"
         if _NO_VALUE in self.reason:
             return "a finished seed gave no value"
-        if "planned" in self.reason or "not run" in self.reason:
+        if any(words in self.reason for words in ("planned", "not run", "not judged yet")):
             return "runs not finished"
         return "see its row"
 
@@ -110,7 +110,8 @@ _NO_VALUE = "finished but give the measure no value"
 class Evidence:
     """A question's data: ``values[i] = (unit, method, baseline)`` (unit: a seed, a round, a
     sequence), the first gate that failed (None: all passed; None too while nothing was
-    judged), whether any gate was judged, what is still missing, and a note."""
+    judged), whether every gate was judged, what is still missing, a note, what a passed gate
+    measured, and what a gate still waits for."""
 
     values: tuple[tuple[int, float, float], ...]
     gate_failure: str | None = None
@@ -118,11 +119,12 @@ class Evidence:
     missing: str | None = None
     note: str = ""
     gate_measured: str = ""  # what a passed gate measured
+    gate_waiting: str | None = None  # what a gate waits for before it can be judged (a long run)
 
     @property
     def not_tested(self) -> str | None:
         """Why the claim is not tested: a failed gate first (it decides), then what has not finished."""
-        parts = [part for part in (self.gate_failure, self.missing) if part]
+        parts = [part for part in (self.gate_failure, self.gate_waiting, self.missing) if part]
         return "; ".join(parts) or None
 
 
@@ -207,16 +209,18 @@ def gather(protocol: Protocol, cells: list[CellResult]) -> Evidence:
         and gated <= group.keys()  # a seed whose baseline has not finished is not judged yet
     ]
     outcomes = [gate.judge(judged, cells) for gate in protocol.gates] if judged else []
-    failed = next((why for why, _ in outcomes if why is not None), None)
+    failed = next((o.failure for o in outcomes if o.failure), None)
+    waiting = None if failed else next((o.waiting for o in outcomes if o.waiting), None)
     notes = [protocol.note(finished, protocol.method) if protocol.note else ""]
     notes += [gate.equal_budget(finished, protocol.needs) for gate in protocol.gates]
     return Evidence(
         tuple(values),
         failed,
-        bool(judged),
+        bool(judged) and waiting is None,
         _missing(len(values), len(protocol.seeds), "seed pairs", valueless),
         "; ".join(filter(None, notes)),
-        "" if failed else "; ".join(measured for _, measured in outcomes),
+        "" if failed or waiting else "; ".join(o.measured for o in outcomes),
+        waiting,
     )
 
 
@@ -241,7 +245,7 @@ def baseline_gate(preset: StudyConfig, cells: list[CellResult]) -> str | None:
     if not gated:
         return None
     found = [gather(protocol, cells) for protocol in gated]
-    failure = next((e.gate_failure for e in found if e.gate_failure), None)
+    failure = next((e.gate_failure or e.gate_waiting for e in found if e.gate_failure or e.gate_waiting), None)
     if failure is None and not any(e.judged for e in found):
         return f"undertrained: no finished cell of {preset.name}"
     return failure
@@ -287,7 +291,9 @@ def _adaptation_evidence(
         start = gather(replace(adaptations.STARTS, seeds=seeds), inputs.cells)  # the gate reads the tested seeds
         missing = _missing(len(values), len(seeds), "adaptations", valueless)
         said = note(list(found.values())) if note else ""
-        return Evidence(values, start.gate_failure, start.judged, missing, said, start.gate_measured)
+        return Evidence(
+            values, start.gate_failure, start.judged, missing, said, start.gate_measured, start.gate_waiting
+        )
 
     return evidence
 

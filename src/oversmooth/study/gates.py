@@ -80,6 +80,16 @@ def _plateaued(cell: CellResult, tolerance: float) -> str | None:
 
 
 @dataclass(frozen=True)
+class Judgement:
+    """A gate's word on a baseline: why it failed (None: it did not), what it still waits for
+    before it can be judged (None: nothing), and, when it passed, what each part measured."""
+
+    failure: str | None = None
+    waiting: str | None = None
+    measured: str = ""
+
+
+@dataclass(frozen=True)
 class PlateauGate:
     """DESIGN 9.3 on the baseline ``arm``: (a) each seed plateaued within ``tolerance`` (pp, or a
     share of the NLL); (b) ``long``'s seed gains less than ``long_tolerance`` over the same seed
@@ -131,28 +141,27 @@ class PlateauGate:
             for (norm, label, depth), whys in sorted(short.items())
         )
 
-    def judge(self, groups: Sequence[Mapping[Key, CellResult]], cells: Sequence[CellResult]) -> tuple[str | None, str]:
-        """``(failure, measured)`` on the baseline among ``groups`` (one arm -> cell mapping per
-        seed): why it fails (the first of (a), (c), (b) to fail; None when it passes) and, when it
-        passes, the numbers each part measured."""
+    def judge(self, groups: Sequence[Mapping[Key, CellResult]], cells: Sequence[CellResult]) -> Judgement:
+        """The gate on the baseline among ``groups`` (one arm -> cell mapping per seed): the first
+        of (a), (c), (b) to fail, else what (b) still waits for, else the numbers each part measured."""
         baseline = [group[self.arm] for group in groups if self.arm in group]
         if not baseline or any(c.status != "completed" or len(c.epochs) < 2 for c in baseline):
-            return f"undertrained: {self.arm[1]} did not complete on every seed", ""
+            return Judgement(f"undertrained: {self.arm[1]} did not complete on every seed")
         for cell in baseline:
             if (why := _plateaued(cell, self.tolerance)) is not None:
-                return f"not plateaued (a): {why}", ""
+                return Judgement(f"not plateaued (a): {why}")
         floor_failure, floor = self._floor(baseline)
         if floor_failure:
-            return floor_failure, ""
-        long_failure, long = self._long(baseline, cells)
-        if long_failure:
-            return long_failure, ""
+            return Judgement(floor_failure)
+        long = self._long(baseline, cells)
+        if long.failure or long.waiting:
+            return long
         shortfalls = [x for c in baseline if (x := _shortfall(c)) is not None]
         early = len(baseline) - len(shortfalls)
         plateau = f"(a) {early} of {len(baseline)} seeds' val loss bottomed out >= 2 epochs before the end"
         if shortfalls:
             plateau += f", the others ended at most {_amount(baseline[0], max(shortfalls))} short of their recent best"
-        return None, f"{plateau}; (b) {long}; (c) {floor}"
+        return Judgement(measured=f"{plateau}; (b) {long.measured}; (c) {floor}")
 
     def _floor(self, baseline: Sequence[CellResult]) -> tuple[str | None, str]:
         """Gate (c): ``(failure, measured)``."""
@@ -174,9 +183,10 @@ class PlateauGate:
             return f"undertrained (c): {found} {'>=' if lm else '<='} {theirs}", ""
         return None, f"{found} {'<' if lm else '>'} {theirs}"
 
-    def _long(self, baseline: Sequence[CellResult], cells: Sequence[CellResult]) -> tuple[str | None, str]:
-        """Gate (b), once per setting: ``(failure, measured)`` for the long run against the same seed of
-        the baseline's setting (among all ``cells``: the seed need not be one the claim tests)."""
+    def _long(self, baseline: Sequence[CellResult], cells: Sequence[CellResult]) -> Judgement:
+        """Gate (b), once per setting: the long run against the same seed of the baseline's setting
+        (among all ``cells``: the seed need not be one the claim tests); it waits while either has
+        not finished."""
         long_key = training_key(self.long.cells()[0].spec())
         long = [
             c
@@ -184,7 +194,7 @@ class PlateauGate:
             if c.training() == long_key and (c.norm, c.label, c.depth) == self.arm and c.status == "completed"
         ]
         if not long:
-            return f"not plateaued (b): {self.long.name} (1.5x the epochs) has not finished", ""
+            return Judgement(waiting=f"gate (b) not judged yet: {self.long.name} (1.5x the epochs) has not finished")
         setting = baseline[0].training()
         same = [
             c
@@ -195,9 +205,9 @@ class PlateauGate:
             and c.status == "completed"
         ]
         if not same:
-            return f"not plateaued (b): seed {long[0].seed} of the setting has not finished", ""
+            return Judgement(waiting=f"gate (b) not judged yet: seed {long[0].seed} of the setting has not finished")
         gain = _gain(same[0], val_score(same[0]), val_score(long[0]))
         found = f"seed {same[0].seed} trained 1.5x as long gains {_amount(same[0], gain)}"
         if gain >= self.long_tolerance:
-            return f"not plateaued (b): {found} on validation", ""
-        return None, found
+            return Judgement(f"not plateaued (b): {found} on validation")
+        return Judgement(measured=found)

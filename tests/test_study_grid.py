@@ -183,7 +183,8 @@ def test_study_runs_skips_finished_and_resumes_interrupted_cells(tmp_path, capsy
 
 
 def test_sigterm_stops_the_running_cells_and_keeps_their_checkpoints(tmp_path):
-    study = _write(tmp_path, {**TINY, "train": {**TINY["train"], "epochs": 500}})
+    # a checkpoint within seconds, and no way to finish before the signal however loaded the machine
+    study = _write(tmp_path, {**TINY, "train": {**TINY["train"], "epochs": 100_000, "checkpoint_every": 5}})
     out = tmp_path / "out"
     process = subprocess.Popen(
         [sys.executable, "-m", "oversmooth", "study", str(study), "--out", str(out)],

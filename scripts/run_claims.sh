@@ -57,7 +57,7 @@ step() {  # STEP: one step of the protocol; non-zero when a failed gate skips it
                 study "${LONG[$name]}"
                 [ -z "$watcher" ] || scripts/commit_results.sh
                 if ! gate "$name"; then
-                    echo "$(date -Is) $name: the softmax baseline failed its gate; see docs/studies.md before the rest"
+                    echo "$(date -Is) $name: the softmax baseline did not pass its gate (failed, or not judged yet: the line above says which); see docs/studies.md before the rest"
                     return 1
                 fi
             fi

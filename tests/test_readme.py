@@ -73,16 +73,19 @@ def test_python_block_runs_and_prints(page, code, tmp_path, monkeypatch):
         assert out.getvalue().strip()
     printed = out.getvalue().splitlines()
     for shown in shown_output(code):
-        start = next((i for i, line in enumerate(printed) if line.startswith(shown[0])), None)
-        assert start is not None, f"{page.name}: nothing printed starts with {shown[0]!r}"
-        for line, expected in zip(printed[start:], shown):
-            assert line.startswith(expected), f"{page.name}: printed {line!r}, the page shows {expected!r}"
+        first = shown[0][0]
+        start = next((i for i, line in enumerate(printed) if line.startswith(first)), None)
+        assert start is not None, f"{page.name}: nothing printed starts with {first!r}"
+        assert len(printed) - start >= len(shown), f"{page.name}: the page shows more lines than were printed"
+        for line, (expected, cut) in zip(printed[start:], shown):
+            same = line.startswith(expected) if cut else line == expected
+            assert same, f"{page.name}: printed {line!r}, the page shows {expected!r}"
 
 
-def shown_output(code: str) -> list[list[str]]:
+def shown_output(code: str) -> list[list[tuple[str, bool]]]:
     """The output a block shows: per run of comment lines right below a ``print(`` line, the lines
-    it shows (``# ``-stripped; a ``#   `` line continues the one above it; a trailing ``...`` marks
-    the rest of that line as left out)."""
+    it shows (``# ``-stripped; a ``#   `` line continues the one above it), each with whether it is
+    cut (a trailing ``...``: the rest of that line is left out; else the printed line is exactly it)."""
     runs, lines = [], code.splitlines()
     for i, line in enumerate(lines):
         if "print(" not in line:
@@ -97,10 +100,12 @@ def shown_output(code: str) -> list[list[str]]:
             else:
                 shown.append(text.strip())
         if shown:
-            runs.append([s.removesuffix("...").rstrip(" ,") if s.endswith("...") else s for s in shown])
+            runs.append(
+                [(s.removesuffix("...").rstrip(" ,"), True) if s.endswith("...") else (s, False) for s in shown]
+            )
     return runs
 
 
 def test_shown_output_reads_the_comments_below_a_print():
     code = "for x in xs:\n    print(x)\n    # a | one,\n    #   two, ...\n    # b\ny = 1\n# not output\n"
-    assert shown_output(code) == [["a | one, two", "b"]]
+    assert shown_output(code) == [[("a | one, two", True), ("b", False)]]

@@ -238,17 +238,20 @@ def _missing(found: int, planned: int, what: str, valueless: list[int]) -> str |
 
 
 def baseline_gate(preset: StudyConfig, cells: list[CellResult]) -> str | None:
-    """Why ``preset``'s baseline, among ``cells``, fails a gate of the claims trained on that
-    preset, as the report judges it (``gather``); None when every gate passes. The claims runner
-    (scripts/run_claims.sh) trains the baselines first and stops on a failure."""
+    """Why the method arms of ``preset`` must not run yet, as the report judges its baseline among
+    ``cells`` (``gather``): a gate of a claim trained on it failed (first), or waits for a long
+    run, or some claim has no finished baseline cell to judge; None when every gate of every such
+    claim passed. The claims runner (scripts/run_claims.sh) trains the baselines first and stops
+    on anything but None."""
     gated = [p for p in PROTOCOLS if p.preset is preset and p.gates]
     if not gated:
         return None
     found = [gather(protocol, cells) for protocol in gated]
-    failure = next((e.gate_failure or e.gate_waiting for e in found if e.gate_failure or e.gate_waiting), None)
-    if failure is None and not any(e.judged for e in found):
-        return f"undertrained: no finished cell of {preset.name}"
-    return failure
+    failure = next((e.gate_failure for e in found if e.gate_failure), None)
+    waiting = next((e.gate_waiting for e in found if e.gate_waiting), None)
+    if failure is None and waiting is None and not all(e.judged for e in found):
+        return f"not judged yet: not every claim trained on {preset.name} has a finished baseline cell"
+    return failure or waiting
 
 
 def _study_command(preset_name: str) -> Callable[[Inputs], str]:
@@ -347,7 +350,7 @@ QUESTIONS["2c"] = Question(
     mde_planned=0.66,
     scope="the better extreme is taken per seed on test accuracy, as registered: the larger of two noisy scores, "
     "which biases the difference against the claim; the paper's +2.6 mIoU over its better extreme is in another "
-    "measure, so no paper effect is drawn",
+    "measure",
 )
 QUESTIONS["3"] = Question(
     "3",

@@ -28,6 +28,7 @@ from typing import Any
 from oversmooth.errors import UsageError
 from oversmooth.mitigations.registry import knob_owners
 from oversmooth.study.executor_settings import ExecutorSettings
+from oversmooth.study.files import CELL_FILE
 from oversmooth.train.run_spec import RunSpec
 
 #: knobs a variant may set, by their ``RunSpec.knobs`` names (the registry's; ``oversmooth train --help``).
@@ -131,10 +132,14 @@ class Cell:
         }
 
 
-def stored_spec(info: dict[str, Any]) -> RunSpec:
-    """The ``RunSpec`` of a ``cell.json``: its ``spec``, or for cells archived before there were
-    specs, their ``train_args`` (``oversmooth train`` arguments) read back with ``RunSpec.from_args``."""
-    return RunSpec.from_dict(info["spec"]) if "spec" in info else RunSpec.from_args(info["train_args"])
+def stored_spec(info: Any, path: str | Path = CELL_FILE, fix: str = "") -> RunSpec:
+    """The ``RunSpec`` of a ``cell.json``'s contents ``info``: its ``spec``, or for cells archived
+    before there were specs, their ``train_args`` (``oversmooth train`` arguments) read back with
+    ``RunSpec.from_args``. Anything else is a UsageError naming ``path`` and ``fix``."""
+    try:
+        return RunSpec.from_dict(info["spec"]) if "spec" in info else RunSpec.from_args(info["train_args"])
+    except (UsageError, TypeError, KeyError, AttributeError, ValueError) as error:
+        raise UsageError(f"{path} is damaged (its run spec: {error}); {fix}") from None
 
 
 def _tuple(value: Any, name: str, kind: type | tuple[type, ...], what: str) -> tuple:

@@ -1,9 +1,10 @@
 """The gates of the second claims protocol (DESIGN 9.3): did the baseline train, on validation only?
 
 A gate judges the baseline arm's cells of the seeds in a test (``groups``: one mapping of arm ->
-``CellResult`` per seed) and, where it needs them, the report's other cells. ``judge`` returns
-why it fails (a sentence naming the seed and the margin; None when it passes) and what it
-measured. Every number is a validation number: the test split decides nothing.
+``CellResult`` per seed) and, where it needs them, the report's other cells. ``judge`` returns a
+``Judgement``: why it fails (a sentence naming the seed and the margin), or what it still waits
+for (a long run that has not finished), or what it measured when it passed. Every number is a
+validation number: the test split decides nothing.
 
 - ``PlateauGate`` (a) every seed plateaued: its validation loss reached its minimum at least 2
   epochs before the end, or its final validation score is within a tolerance of the best of its
@@ -186,12 +187,12 @@ class PlateauGate:
     def _long(self, baseline: Sequence[CellResult], cells: Sequence[CellResult]) -> Judgement:
         """Gate (b), once per setting: the long run against the same seed of the baseline's setting
         (among all ``cells``: the seed need not be one the claim tests); it waits while either has
-        not finished."""
+        not finished, and fails if either diverged."""
         long_key = training_key(self.long.cells()[0].spec())
         long = [
             c
             for c in cells
-            if c.training() == long_key and (c.norm, c.label, c.depth) == self.arm and c.status == "completed"
+            if c.training() == long_key and (c.norm, c.label, c.depth) == self.arm and c.results is not None
         ]
         if not long:
             return Judgement(waiting=f"gate (b) not judged yet: {self.long.name} (1.5x the epochs) has not finished")
@@ -202,10 +203,13 @@ class PlateauGate:
             if c.training() == setting
             and (c.norm, c.label, c.depth) == self.arm
             and c.seed == long[0].seed
-            and c.status == "completed"
+            and c.results is not None
         ]
         if not same:
             return Judgement(waiting=f"gate (b) not judged yet: seed {long[0].seed} of the setting has not finished")
+        for cell, what in ((long[0], f"{self.long.name} (1.5x the epochs)"), (same[0], f"seed {same[0].seed}")):
+            if cell.status != "completed":
+                return Judgement(f"not plateaued (b): {what} {cell.status}")
         gain = _gain(same[0], val_score(same[0]), val_score(long[0]))
         found = f"seed {same[0].seed} trained 1.5x as long gains {_amount(same[0], gain)}"
         if gain >= self.long_tolerance:

@@ -574,9 +574,10 @@ def render_report(
         + (f"; written by `{command}`" if command else "")
         + ". Each row's fields are in `claims.json`. "
         '"Not tested" names the gate that failed, with the seed and the margin, or what has not finished. '
-        "A Holm-matched interval is at 1 - 0.05 / (m - r) for a claim Holm kept, r being its family's rejections "
-        "(Strassburger & Bretz 2008), and at 1 - 0.05 p / p_Holm for a claim it rejected: it excludes 0 exactly "
-        'when the verdict is held or contradicted. The plain 95 % interval is in "ours".',
+        "A Holm-matched interval is at 1 - a' with a' = 0.05 / (m - r) for a claim Holm kept, r being its "
+        "family's rejections (Strassburger & Bretz 2008), and a' = 0.05 p / p_Holm for a claim it rejected: it "
+        "excludes 0 exactly when the verdict is held or contradicted. An equivalence claim's (TOST) is at "
+        '1 - 2a\', and lies inside its margin exactly when held. The plain 95 % interval is in "ours".',
         "",
         verdict_summary(claims),
         "",

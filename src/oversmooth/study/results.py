@@ -146,10 +146,7 @@ def read_cell(folder: Path) -> CellResult:
             check_table(row, f"{folder / METRICS_FILE} (a layer row)", {**measures, "layer": int}, fix)
     status = results["status"] if results else ("partial" if epochs else "pending")
     analysis = read_analysis(folder / ANALYSIS_FILE) if (folder / ANALYSIS_FILE).is_file() else None
-    try:
-        spec = stored_spec(info)
-    except (UsageError, TypeError, KeyError) as error:
-        raise UsageError(f"{folder / CELL_FILE} is damaged (its run spec: {error}); {fix}") from None
+    spec = stored_spec(info, folder / CELL_FILE, fix)
     return CellResult(
         study=info["study"],
         name=info["name"],
@@ -185,18 +182,20 @@ def study_info(folder: str | Path) -> dict:
 def read_study(folder: str | Path) -> list[CellResult]:
     """Every cell folder under ``folder/cells`` (a study folder) or right under ``folder`` (its
     archive, ``results/<study>``), in the study's method order (then by task, norm, depth and
-    seed). A folder there without its ``cell.json`` is a UsageError naming it: leaving it out would
-    drop a seed from its pair without a word."""
+    seed). A folder there that holds files but not its ``cell.json`` is a UsageError naming it:
+    leaving it out would drop a seed from its pair without a word (an empty one, left by a study
+    stopped while it made the folder, holds nothing and is passed over)."""
     folder = Path(folder)
     methods = study_info(folder)["methods"]
     cells = folder / CELLS_DIR if (folder / CELLS_DIR).is_dir() else folder
     found = []
     for cell in sorted(path for path in cells.iterdir() if path.is_dir() and not path.name.startswith(".")):
-        if not (cell / CELL_FILE).is_file():
+        if not (cell / CELL_FILE).is_file() and any(cell.iterdir()):
             raise UsageError(
                 f"{cell} is a cell folder without its {CELL_FILE}: restore it, or delete {cell} "
                 "(its cell is then missing, and the report says so)"
             )
-        found.append(read_cell(cell))
+        if (cell / CELL_FILE).is_file():
+            found.append(read_cell(cell))
     rank = {method["label"]: index for index, method in enumerate(methods)}
     return sorted(found, key=lambda c: (rank.get(c.label, len(rank)), c.label, c.task, c.norm, c.depth, c.seed))

@@ -129,19 +129,11 @@ def check_folder(study: StudyConfig, out: Path) -> None:
     for cell in study.cells():
         info = cell_dir(out, cell) / CELL_FILE
         fix = f"delete {info.parent} to begin that cell again"
-        if info.is_file() and _stored_setting(read_json(info, fix), info, fix) != cell.spec().setting():
+        if info.is_file() and stored_spec(read_json(info, fix), info, fix).setting() != cell.spec().setting():
             raise UsageError(
                 f"{info.parent} was begun with another grid (other settings than this study's "
                 f"{cell.name}); choose another --out or move that folder away"
             )
-
-
-def _stored_setting(info: object, path: Path, fix: str) -> tuple:
-    """The training setting of a ``cell.json``'s contents; UsageError naming ``path`` if it holds none."""
-    try:
-        return stored_spec(info).setting()
-    except (UsageError, TypeError, KeyError, AttributeError) as error:
-        raise UsageError(f"{path} is damaged (its run spec: {error}); {fix}") from None
 
 
 def check_study(study: StudyConfig, out: Path, archive: Path | None, executor: ExecutorSettings) -> None:

@@ -26,12 +26,14 @@ matched to Holm's decisions in its family. A claim Holm did not reject gets the 
 ``1 - alpha / (m - r)`` (``r``: the claims the family rejected), the level of the step at which
 Holm stopped: Strassburger & Bretz (2008, "Compatible simultaneous lower confidence bounds for the
 Holm procedure and other Bonferroni-based closed tests", Stat. Med. 27) give the claims Holm keeps
-this level, and every
-such p is at least ``alpha / (m - r)``, so the interval contains 0. A rejected claim gets the level
-``1 - alpha * p / p_adjusted``, at which 0 sits on the interval's edge exactly when the adjusted p
-is alpha (``_level``): its interval excludes 0, as its verdict says, and is narrower than the
-one-sided bound at 0 that Strassburger & Bretz give a rejected claim, so the printed intervals are
-not jointly simultaneous. Bonferroni's, at ``1 - alpha / m``, would be, and is at least as wide.
+this level, and every such p is at least ``alpha / (m - r)``, so the interval contains 0. A
+rejected claim gets the level ``1 - alpha * p / p_adjusted``, at which 0 sits on the interval's
+edge exactly when the adjusted p is alpha (``_level``): its interval excludes 0, as its verdict
+says, and is narrower than the one-sided bound at 0 that Strassburger & Bretz give a rejected
+claim, so the printed intervals are not jointly simultaneous. Bonferroni's, at
+``1 - alpha / m``, would be, and is at least as wide. An equivalence claim (TOST) takes the same
+alpha' for each of its two one-sided tests, so its interval is at ``1 - 2 alpha'``: it lies inside
+the margin exactly when held, and wholly outside it when contradicted.
 The plain, unadjusted ``1 - alpha`` interval stays in ``Decision.test``; when it excludes 0 but
 Holm's does not, the reason says so.
 """
@@ -252,8 +254,9 @@ class Decision:
     ``test`` is the paired test, its own interval at ``1 - alpha`` (unadjusted); ``p_adjusted``
     the Holm-adjusted two-sided p among ``family_size`` tested claims (NaN when not tested or
     no test was possible). ``(ci_low, ci_high)`` is the interval at ``ci_level`` that matches
-    the verdict (see the module docstring): it excludes 0 exactly when the verdict is held or
-    contradicted. ``mde`` is the smallest effect detected with power 0.8 at level
+    the verdict (see the module docstring): for a paired t claim it excludes 0 exactly when the
+    verdict is held or contradicted; for an equivalence claim it lies inside the margin exactly
+    when held. ``mde`` is the smallest effect detected with power 0.8 at level
     ``alpha / family_size``: Holm rejects every p below that whatever the other claims show, so
     the power holds for any of them (``inf`` with fewer than 2 pairs, NaN when not tested).
     """

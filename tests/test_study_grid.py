@@ -196,7 +196,7 @@ def test_sigterm_stops_the_running_cells_and_keeps_their_checkpoints(tmp_path):
     while not list(out.glob("cells/*/checkpoint.pt")) and time.time() < deadline:
         time.sleep(0.2)
     process.send_signal(signal.SIGTERM)
-    _, err = process.communicate(timeout=60)
+    _, err = process.communicate(timeout=300)  # stopping saves a checkpoint: slow on a loaded machine
     assert process.returncode == 130 and "interrupted" in err
     (cell,) = [p for p in out.glob("cells/*") if (p / "checkpoint.pt").is_file()]
     assert not (cell / "results.json").exists()  # unfinished: a re-run resumes it

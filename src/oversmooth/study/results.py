@@ -190,12 +190,12 @@ def read_study(folder: str | Path) -> list[CellResult]:
     cells = folder / CELLS_DIR if (folder / CELLS_DIR).is_dir() else folder
     found = []
     for cell in sorted(path for path in cells.iterdir() if path.is_dir() and not path.name.startswith(".")):
-        if not (cell / CELL_FILE).is_file() and any(cell.iterdir()):
+        if (cell / CELL_FILE).is_file():
+            found.append(read_cell(cell))
+        elif any(cell.iterdir()):
             raise UsageError(
                 f"{cell} is a cell folder without its {CELL_FILE}: restore it, or delete {cell} "
                 "(its cell is then missing, and the report says so)"
             )
-        if (cell / CELL_FILE).is_file():
-            found.append(read_cell(cell))
     rank = {method["label"]: index for index, method in enumerate(methods)}
     return sorted(found, key=lambda c: (rank.get(c.label, len(rank)), c.label, c.task, c.norm, c.depth, c.seed))

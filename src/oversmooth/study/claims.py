@@ -78,6 +78,7 @@ class Claim:
     paper_effect: float | None = None  # the paper's effect in our measure, where it states one
     mde_planned: float | None = None  # the smallest detectable effect registered before the runs
     ci95: tuple[float, float] | None = None  # the plain, unadjusted 95 % interval of the effect
+    why_not_tested: str | None = None  # a not-tested claim's kind of reason, one of NOT_TESTED_WHY
 
     def to_json(self) -> dict:
         """The JSON object of ``claims.json``: NaN and infinities become null."""
@@ -88,20 +89,8 @@ class Claim:
         row["deviations"] = list(self.deviations)
         return {k: clean(v) for k, v in row.items()}
 
-    @property
-    def why_not_tested(self) -> str:
-        """A not-tested claim's reason in a few words (one of ``NOT_TESTED_WHY``), read from its
-        gate and from the wording ``_missing`` and the evidence functions give its reason."""
-        if self.gate_passed is False:
-            return "a gate failed"
-        if _NO_VALUE in self.reason:
-            return "a finished seed gave no value"
-        if any(words in self.reason for words in ("planned", "not run", "not judged yet")):
-            return "runs not finished"
-        return "see its row"
 
-
-#: the kinds of "not tested", in the order the report lists them
+#: the kinds of "not tested" (``Claim.why_not_tested``), in the order the report lists them
 NOT_TESTED_WHY = ("a gate failed", "a finished seed gave no value", "runs not finished", "see its row")
 _NO_VALUE = "finished but give the measure no value"
 
@@ -111,7 +100,7 @@ class Evidence:
     """A question's data: ``values[i] = (unit, method, baseline)`` (unit: a seed, a round, a
     sequence), the first gate that failed (None: all passed; None too while nothing was
     judged), whether every gate was judged, what is still missing, a note, what a passed gate
-    measured, and what a gate still waits for."""
+    measured, what a gate still waits for, and the seeds that finished without a value."""
 
     values: tuple[tuple[int, float, float], ...]
     gate_failure: str | None = None
@@ -120,12 +109,22 @@ class Evidence:
     note: str = ""
     gate_measured: str = ""  # what a passed gate measured
     gate_waiting: str | None = None  # what a gate waits for before it can be judged (a long run)
+    valueless: tuple[int, ...] = ()  # finished seeds that gave the measure no value
 
     @property
     def not_tested(self) -> str | None:
         """Why the claim is not tested: a failed gate first (it decides), then what has not finished."""
         parts = [part for part in (self.gate_failure, self.gate_waiting, self.missing) if part]
         return "; ".join(parts) or None
+
+    @property
+    def why_not_tested(self) -> str | None:
+        """``not_tested`` in a few words (one of ``NOT_TESTED_WHY``); None when nothing stops the test."""
+        if self.gate_failure:
+            return "a gate failed"
+        if self.valueless:
+            return "a finished seed gave no value"
+        return "runs not finished" if self.gate_waiting or self.missing else None
 
 
 @dataclass(frozen=True)
@@ -221,6 +220,7 @@ def gather(protocol: Protocol, cells: list[CellResult]) -> Evidence:
         "; ".join(filter(None, notes)),
         "" if failed or waiting else "; ".join(o.measured for o in outcomes),
         waiting,
+        tuple(valueless),
     )
 
 
@@ -295,7 +295,14 @@ def _adaptation_evidence(
         missing = _missing(len(values), len(seeds), "adaptations", valueless)
         said = note(list(found.values())) if note else ""
         return Evidence(
-            values, start.gate_failure, start.judged, missing, said, start.gate_measured, start.gate_waiting
+            values,
+            start.gate_failure,
+            start.judged,
+            missing,
+            said,
+            start.gate_measured,
+            start.gate_waiting,
+            tuple(valueless),
         )
 
     return evidence
@@ -533,6 +540,7 @@ def decide_question(claim_id: str) -> Callable[[Inputs], Claim]:
             question.paper_effect,
             question.mde_planned,
             (decision.test.ci_low, decision.test.ci_high) if tested and decision.test.n >= 2 else None,
+            None if tested else evidence.why_not_tested or "see its row",
         )
 
     return decide
@@ -573,6 +581,7 @@ def decide_no_training(
                 "not tested: the probes have not run (oversmooth report without --no-probes runs them)",
                 (),
                 PROBES_COMMAND,
+                why_not_tested="runs not finished",
             )
         base, neut = pair.mean("baseline"), pair.mean("neutreno")
         rule, sentence = similarity_verdict(base, neut, pair.quality)
@@ -602,6 +611,7 @@ def decide_no_training(
             sentence + " (oversmooth.analyze.quality.similarity_verdict; deterministic, no statistics)",
             deviations,
             PROBES_COMMAND,
+            why_not_tested="see its row" if verdict == NOT_TESTED else None,
         )
 
     return decide

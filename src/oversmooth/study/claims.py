@@ -36,7 +36,7 @@ from oversmooth.study.results import CellResult
 from oversmooth.study.stats import CONTRADICTED, HELD, INCONCLUSIVE, NOT_TESTED, Decision, PairedClaim, decide_family
 
 #: `oversmooth study` flags that keep part of a study's grid (dropped from a claim's command)
-_NARROWING = ("--methods", "--seeds")
+_NARROWING = ("--methods", "--seeds", "--depths")
 PROBES_COMMAND = "python -m oversmooth.study.probes --out results/probes (about a minute)"
 BENCH_COMMAND = "python benchmarks/bench_claim3.py --out results/claim3"
 COST_MARGIN = math.log(1.10)  # claim 3: "about what softmax costs", within 1.10x either way
@@ -429,10 +429,12 @@ class Inputs:
 
 def study_command(name: str, recorded: str | None) -> str:
     """How to run study ``name`` whole: the ``recorded`` command that last ran it, less the flags that
-    keep only some of its methods or seeds (a narrowed run cannot make a claim's pairs).
+    keep only some of its methods, seeds or depths (a narrowed run cannot make a claim's pairs).
 
     >>> study_command("fmnist-p7", "oversmooth study fmnist-p7 --out runs/x --seeds 6,7 --methods=softmax")
     'oversmooth study fmnist-p7 --out runs/x'
+    >>> study_command("depth-w32", "oversmooth study depth-w32 --out runs/y --depths 48 --jobs 2")
+    'oversmooth study depth-w32 --out runs/y --jobs 2'
     """
     if recorded is None:
         return f"oversmooth study {name} --out runs/studies/{name} --results results"

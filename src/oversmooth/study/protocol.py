@@ -189,6 +189,10 @@ PROTOCOLS: tuple[Protocol, ...] = (
         reads=(("pre", "softmax", 48), ("pre", "softmax", 8)),
         deviations=(REDESIGNED,),
         mde_planned=1.55,
+        scope="one setting (width 32, 16 epochs of 10 000 Fashion-MNIST images, 5 % warm-up, gradient clipping "
+        "at 1), where pre-norm at depth 48 only just beats the logistic-regression reference on validation "
+        "(gate (c)); a contradiction says post-norm did not fall further behind with depth there, not that it "
+        "never does at larger width, data or learning rate (scope written 2026-11-26 after the verdict)",
     ),
     Protocol(
         "4b",

@@ -206,7 +206,13 @@ PROTOCOLS: tuple[Protocol, ...] = (
         "higher",
         (DEPTH_GATE,),
         across=("depth",),
-        deviations=(REDESIGNED,),
+        deviations=(
+            REDESIGNED,
+            "disclosed 2026-11-26 14:00 UTC: no detectable effect had been registered for 4b (the seed rule computed "
+            "4a's only); registered then, after two of its de-escalation cells had been archived but before any "
+            "of its values was read: 0.80 pp (the pilot's sigma 0.332 pp, sqrt(2) sigma, 8 seeds, alpha / 7)",
+        ),
+        mde_planned=0.80,
     ),
     Protocol(
         "6",

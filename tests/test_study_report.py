@@ -178,7 +178,8 @@ def test_known_paired_effects_give_the_known_verdicts(tmp_path):
     # a passed gate shows what it measured: SOFTMAX_VAL's mean, seed 0's long run 0.1 pp up
     mean = 100 * statistics.fmean(SOFTMAX_VAL)
     assert (
-        f"(b) seed 0 trained 1.5x as long gains 0.10 pp; (c) val accuracy {mean:.2f} % (mean of 14 seeds)" in two_a.gate
+        f"(b) seed 0 trained 1.5x as long gains 0.10 pp at its end, 0.10 pp at its best epoch (bar 0.50 pp); "
+        f"(c) val accuracy {mean:.2f} % (mean of 14 seeds) >= 87 % (by {mean - 87:.2f} pp)" in two_a.gate
     )
     assert two_a.command == "oversmooth study fmnist-p7 --out runs/studies/fmnist-p7 --results results"
     # 7: FeatScale within +-0.2 pp: the TOST interval lies inside +-0.5 pp
@@ -190,11 +191,11 @@ def test_known_paired_effects_give_the_known_verdicts(tmp_path):
     # 6: smooth - sharpen alternates +-0.2 pp: inconclusive, with the smallest detectable effect
     assert claims["6"].verdict == "inconclusive" and claims["6"].mde > 0.2 and "detects" in claims["6"].reason
     # 5b: every verdict matches its sign (share 1) vs the majority (rising) share 3/4: held
-    assert claims["5b"].verdict == "held" and "1 vs 0.75" in claims["5b"].ours
+    assert claims["5b"].verdict == "held" and "verdict right 1 vs majority sign right 0.75" in claims["5b"].ours
     # 5c (seeds 4-13): 6 of 8 blocks' verdicts turn to sharpening and their t_sim change falls
     # (+0.02 -> -0.01) while the flip raises the other two: share 1 vs the flip's own pull, 0
     assert claims["5c"].verdict == "held" and claims["5c"].n == 10 and "turned the verdict of 60" in claims["5c"].ours
-    assert "1 vs 0;" in claims["5c"].ours
+    assert "says 1 vs the flip's own pull 0;" in claims["5c"].ours
     planned = len(STUDY_PRESETS["austen-p3"].seeds)
     assert claims["2b"].verdict == "not tested" and f"0 of {planned} planned seed pairs" in claims["2b"].reason
     assert claims["8"].p_holm == 1.0 or claims["8"].p_holm is None
@@ -347,6 +348,30 @@ def test_claim_4s_gate_is_a_logistic_regression_on_the_same_images(tmp_path, ref
     for claim_id in ("4a", "4b"):
         claim = claims_of(tmp_path)[claim_id]
         assert claim.verdict == "not tested" and why in claim.reason, claim.reason
+
+
+@pytest.mark.parametrize(
+    "reference, long_gain, said",
+    [
+        (
+            0.80,
+            0.001,
+            "(bar 0.50 pp); (c) val accuracy 82.00 % (mean of 8 seeds) > the logistic-regression "
+            "reference's 80.00 % (by 2.00 pp)",
+        ),
+        # 0.05 pp above the reference and 0.05 pp under (b)'s bar: both under a quarter of (a)'s 0.5 pp
+        (
+            0.8195,
+            0.0045,
+            "(bar 0.50 pp, narrowly); (c) val accuracy 82.00 % (mean of 8 seeds) > the "
+            "logistic-regression reference's 81.95 % (by 0.05 pp, narrowly)",
+        ),
+    ],
+)
+def test_a_gate_passed_close_to_its_bar_says_narrowly(tmp_path, reference, long_gain, said):
+    depth_cells(tmp_path, reference=reference, long_gain=long_gain)
+    claim = claims_of(tmp_path)["4a"]
+    assert claim.gate_passed is True and said in claim.gate, claim.gate
 
 
 def test_claim_4s_long_run_is_depth_w32_long(tmp_path):
@@ -808,7 +833,8 @@ def test_claim_5cs_chance_level_is_the_flips_own_pull(tmp_path):
         (folder / "analysis.json").write_text(json.dumps(rising))
     claim = claims_of(tmp_path)["5c"]
     assert claim.n == 10 and claim.verdict != "held" and claim.effect == 0
-    assert "1 vs 1;" in claim.ours
+    assert "moved as the new verdict says 1 vs the flip's own pull 1;" in claim.ours
+    assert "the flip turned the verdict of 50 (50 sharpening to smoothing)" in claim.ours
 
 
 def test_claim_2cs_gate_reads_its_own_seeds_and_claims_without_a_gate_judge_none(tmp_path):
@@ -850,7 +876,7 @@ def test_the_effects_plot_puts_the_papers_effect_beside_ours(tmp_path, monkeypat
     figures = []
     monkeypatch.setattr(report, "save_png", lambda plt, fig, path: figures.append(fig))
     report.plot_effects(list(claims.values()), tmp_path / "claims.png")
-    panels = {ax.get_title().split(":")[0]: ax for ax in figures[0].axes}
+    panels = {ax.get_title().split(" ")[0]: ax for ax in figures[0].axes if ax.get_visible()}
     stars = lambda ax: [line.get_ydata()[0] for line in ax.get_lines() if line.get_marker() == "*"]  # noqa: E731
     assert stars(panels["2a"]) == [0.84] and claims["2a"].paper_effect == 0.84
     assert stars(panels["6"]) == [] and claims["6"].paper_effect is None

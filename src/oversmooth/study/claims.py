@@ -146,6 +146,7 @@ class Question:
     paper_effect: float | None = None  # the paper's effect in this claim's measure, where it states one
     mde_planned: float | None = None  # the smallest detectable effect docs/studies.md registered (pilot's SD)
     scope: str = ""  # what the test shows and what it does not, printed with any verdict
+    sides: tuple[str, str] = ("", "")  # what the two means in "ours" are: (method side, baseline side)
 
     @property
     def family(self) -> str:
@@ -273,6 +274,7 @@ def _from_protocol(protocol: Protocol) -> Question:
         paper_effect=protocol.paper_effect,
         mde_planned=protocol.mde_planned,
         scope=protocol.scope,
+        sides=protocol.sides or (protocol.method[1], protocol.baseline[1]),
     )
 
 
@@ -341,6 +343,7 @@ QUESTIONS["8"] = Question(
     deviations=(RETRAINED_STARTS,),
     paper_effect=0.46,
     mde_planned=0.45,
+    sides=("NeuTRENO", "control"),
 )
 QUESTIONS["2c"] = Question(
     "2c",
@@ -355,6 +358,7 @@ QUESTIONS["2c"] = Question(
     lambda inputs: adaptations.COMMAND,
     deviations=(RETRAINED_STARTS,),
     mde_planned=0.66,
+    sides=("lam 0.6", "better extreme"),
     scope="the better extreme is taken per seed on test accuracy, as registered: the larger of two noisy scores, "
     "which biases the difference against the claim; the paper's +2.6 mIoU over its better extreme is in another "
     "measure",
@@ -371,6 +375,7 @@ QUESTIONS["3"] = Question(
     margin=COST_MARGIN,
     log_ratio=True,
     units="rounds",
+    sides=("NeuTRENO", "softmax"),
     scope="time only, of one training step of fmnist-p7's model (17 tokens, width 64) on a CPU; FLOPs and memory "
     "are not measured, and at 17 tokens attention is a small share of a step",
 )
@@ -391,6 +396,7 @@ QUESTIONS["5a"] = Question(
         "(after l + 1 - after l, lower) is the one decided since before the probe ran",
     ),
     units="sequences",
+    sides=("after l + 1", "after l"),
 )
 
 
@@ -450,7 +456,9 @@ def _ours(question: Question, evidence: Evidence, decision: Decision) -> str:
     if not evidence.values:
         return "no finished pair yet"
     _, method, baseline = zip(*evidence.values)
-    text = f"{statistics.fmean(method):.4g} vs {statistics.fmean(baseline):.4g}; difference {decision.test.mean:+.3g}"
+    ours, theirs = (f"{side} " if side else "" for side in question.sides)
+    text = f"{ours}{statistics.fmean(method):.4g} vs {theirs}{statistics.fmean(baseline):.4g}"
+    text += f"; difference {decision.test.mean:+.3g}"
     if decision.test.n >= 2:
         text += f", 95 % CI [{decision.test.ci_low:+.3g}, {decision.test.ci_high:+.3g}]"
     text += f", n = {decision.test.n}"

@@ -10,7 +10,8 @@ validation number: the test split decides nothing.
   epochs before the end, or its final validation score is within a tolerance of the best of its
   last 5 evaluations; (b) one seed trained for 1.5x the epochs (``long``, a preset of its own)
   gains less than a tolerance; (c) the mean validation score meets a cited floor, or beats a
-  reference model run in the same study on the same data (``REFERENCES``).
+  reference model run in the same study on the same data (``REFERENCES``). A passed part whose
+  margin to its bar is under a quarter of (a)'s tolerance (``NARROW``) says "narrowly".
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ from oversmooth.train.run_spec import training_key
 MIN_EPOCHS_BEFORE_END = 2
 #: ... or the final score this close to the best of the last this-many evaluations
 LAST_EVALUATIONS = 5
+#: a passed part of a gate closer to its bar than this share of (a)'s tolerance passed "narrowly"
+NARROW = 0.25
 #: (c) with no cited floor: the reference model each baseline cell's analysis records
 #: (``analysis.json["reference"]``, ``oversmooth.study.reference``), by model kind: its field, its name
 REFERENCES = {
@@ -131,12 +134,17 @@ class PlateauGate:
 
     def equal_budget(self, groups: Sequence[Mapping[Key, CellResult]], arms: frozenset[Key]) -> str:
         """DESIGN 9.3: the method ``arms`` report (a) too; one that has not plateaued on a seed is
-        compared there at equal budget, and this says so ("" when every arm plateaued)."""
+        compared there at equal budget, and this says so; that every other arm plateaued, when
+        they all did ("" with no other arm)."""
         short: dict[Key, list[str]] = {}
+        methods = {arm for group in groups for arm in group if arm in arms and arm != self.arm}
         for group in groups:
             for arm, cell in group.items():
-                if arm in arms and arm != self.arm and cell.epochs and (why := _plateaued(cell, self.tolerance)):
+                if arm in methods and cell.epochs and (why := _plateaued(cell, self.tolerance)):
                     short.setdefault(arm, []).append(why)
+        if methods and not short:
+            names = ", ".join(f"{label} ({norm}-norm, depth {depth})" for norm, label, depth in sorted(methods))
+            return f"{names} also plateaued by (a) on every seed"
         return "; ".join(
             f"{label} ({norm}-norm, depth {depth}) not plateaued (a), so compared at equal budget: {', '.join(whys)}"
             for (norm, label, depth), whys in sorted(short.items())
@@ -161,8 +169,16 @@ class PlateauGate:
         early = len(baseline) - len(shortfalls)
         plateau = f"(a) {early} of {len(baseline)} seeds' val loss bottomed out >= 2 epochs before the end"
         if shortfalls:
-            plateau += f", the others ended at most {_amount(baseline[0], max(shortfalls))} short of their recent best"
+            others, worst = "every seed" if early == 0 else "the others", _amount(baseline[0], max(shortfalls))
+            plateau += (
+                f"; {others} passed on ending at most {worst} short of the best of their last {LAST_EVALUATIONS} "
+                f"evaluations (tolerance {_amount(baseline[0], self.tolerance)})"
+            )
         return Judgement(measured=f"{plateau}; (b) {long.measured}; (c) {floor}")
+
+    def _narrowly(self, margin: float) -> str:
+        """ ", narrowly" when a passed part's ``margin`` to its bar is under ``NARROW`` of (a)'s tolerance."""
+        return ", narrowly" if margin < NARROW * self.tolerance else ""
 
     def _floor(self, baseline: Sequence[CellResult]) -> tuple[str | None, str]:
         """Gate (c): ``(failure, measured)``."""
@@ -173,16 +189,19 @@ class PlateauGate:
         if self.floor is not None:
             if mean < self.floor:
                 return f"undertrained (c): {found} < {self.floor:g} % ({self.source})", ""
-            return None, f"{found} >= {self.floor:g} %"
+            margin = mean - self.floor
+            return None, f"{found} >= {self.floor:g} % (by {margin:.2f} pp{self._narrowly(margin)})"
         references = [score for c in baseline if (score := reference_score(c)) is not None]
         name = REFERENCES[baseline[0].model][1]
         if not references:
             return f"undertrained (c): {name} has not been measured yet (the cells' analysis.json)", ""
         reference = statistics.fmean(references)
         theirs = f"{name}'s {reference:.4f}" if lm else f"{name}'s {reference:.2f} %"
-        if _gain(baseline[0], reference, mean) <= 0:
+        margin = _gain(baseline[0], reference, mean)
+        if margin <= 0:
             return f"undertrained (c): {found} {'>=' if lm else '<='} {theirs}", ""
-        return None, f"{found} {'<' if lm else '>'} {theirs}"
+        by = f"by {_amount(baseline[0], margin)}{self._narrowly(margin)}"
+        return None, f"{found} {'<' if lm else '>'} {theirs} ({by})"
 
     def _long(self, baseline: Sequence[CellResult], cells: Sequence[CellResult]) -> Judgement:
         """Gate (b), once per setting: the long run against the same seed of the baseline's setting
@@ -214,4 +233,10 @@ class PlateauGate:
         found = f"seed {same[0].seed} trained 1.5x as long gains {_amount(same[0], gain)}"
         if gain >= self.long_tolerance:
             return Judgement(f"not plateaued (b): {found} on validation")
-        return Judgement(measured=found)
+        scores = [val_score(long[0], i) for i in range(len(long[0].epochs))]
+        best = _gain(same[0], val_score(same[0]), max(scores) if same[0].model == "vit" else min(scores))
+        margin = self.long_tolerance - gain
+        return Judgement(
+            measured=f"{found} at its end, {_amount(same[0], best)} at its best epoch "
+            f"(bar {_amount(same[0], self.long_tolerance)}{self._narrowly(margin)})"
+        )

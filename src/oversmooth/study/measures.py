@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections import Counter
 from collections.abc import Callable, Mapping
 
 from oversmooth.study.results import CellResult
@@ -108,11 +109,12 @@ def value_flip_note(groups: list[Mapping[Key, CellResult]], arm: Key) -> str:
     ]
     if not flips:
         return ""
-    verdicts = sum(b["verdict"] != b["verdict_trained"] for b in flips)
+    turns = Counter(f"{b['verdict_trained']} to {b['verdict']}" for b in flips if b["verdict"] != b["verdict_trained"])
     signs = sum((b["t_sim_change"] > 0) != (b["t_sim_change_trained"] > 0) for b in flips)
+    kinds = f" ({', '.join(f'{n} {turn}' for turn, n in turns.most_common())})" if turns else ""
     return (
-        f"over {len(flips)} blocks, the flip turned the verdict of {verdicts} and the sign of the measured "
-        f"t_sim change of {signs}"
+        f"over {len(flips)} blocks, the flip turned the verdict of {turns.total()}{kinds} and the sign of the "
+        f"measured t_sim change of {signs}"
     )
 
 

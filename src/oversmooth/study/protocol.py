@@ -57,6 +57,7 @@ class Protocol:
     paper_effect: float | None = None  # the paper's effect in this claim's measure, where it states one
     mde_planned: float | None = None  # the smallest detectable effect docs/studies.md registered (pilot's SD)
     scope: str = ""  # what the test shows and what it does not, printed with any verdict
+    sides: tuple[str, str] | None = None  # what the two means are (None: the method's and baseline's labels)
 
     def __post_init__(self) -> None:
         if not self.seeds:
@@ -152,6 +153,7 @@ PROTOCOLS: tuple[Protocol, ...] = (
         SEEDS_A,
         paper_effect=0.84,
         mde_planned=0.45,
+        sides=("NeuTRENO lam 0.6", "softmax"),
     ),
     Protocol(
         "2b",
@@ -169,9 +171,17 @@ PROTOCOLS: tuple[Protocol, ...] = (
             "of NLL) before any NeuTRENO arm ran; 2026-11-26: reinstated on austen-p3, the same LM on a quarter of "
             "the training tokens for 16 epochs (a data-limited regime), chosen on seed 0's validation curves before "
             "any NeuTRENO arm ran: see docs/studies.md, Deviations",
+            "disclosed 2026-11-26 13:48 UTC, when it was decided: its registered detectable effect (0.0099) rested "
+            "on a 4-seed sigma and on sqrt(2) sigma; the pairs' measured SD is 0.0154 nats, at which 8 pairs detect "
+            "0.026, above the paper's 0.017: this design could not have seen the paper's effect. 14 pairs would (a "
+            "new registration on fresh seeds, about 4.1 CPU-hours), not run; seeds were not added after the test",
         ),
         paper_effect=-0.017,
         mde_planned=0.0099,
+        scope="one small LM (8 x 64, a 2 048-token vocabulary) on a quarter of the Jane Austen corpus, a "
+        "data-limited regime (train loss 3.83 against val NLL 4.49 at the end): NeuTRENO's effect here includes any "
+        "effect on overfitting",
+        sides=("NeuTRENO lam 0.4", "softmax"),
     ),
     Protocol(
         "4a",
@@ -193,6 +203,7 @@ PROTOCOLS: tuple[Protocol, ...] = (
         "at 1), where pre-norm at depth 48 only just beats the logistic-regression reference on validation "
         "(gate (c)); a contradiction says post-norm did not fall further behind with depth there, not that it "
         "never does at larger width, data or learning rate (scope written 2026-11-26 after the verdict)",
+        sides=("deficit at depth 48", "at depth 8"),
     ),
     Protocol(
         "4b",
@@ -247,6 +258,8 @@ PROTOCOLS: tuple[Protocol, ...] = (
         margin=0.5,
         paper_effect=0.18,
         mde_planned=0.46,
+        scope="equivalence within +-0.5 pp, a margin wider than the paper's +0.18: held does not tell +0.18 from 0",
+        sides=("FeatScale", "softmax"),
     ),
     Protocol(
         "5b",
@@ -270,6 +283,7 @@ PROTOCOLS: tuple[Protocol, ...] = (
         ),
         scope="the test asks whether the section-4 verdict predicts the sign of the measured change better than "
         "always guessing the commoner sign; held would not show that the eigenvalues alone decide it",
+        sides=("verdict right", "majority sign right"),
     ),
     Protocol(
         "5c",
@@ -286,6 +300,7 @@ PROTOCOLS: tuple[Protocol, ...] = (
         (VIT_GATE,),
         SEEDS_C,
         note=measures.value_flip_note,
+        sides=("moved as the new verdict says", "the flip's own pull"),
         scope="the test asks whether the measured change moves the way the turned verdict says more often than "
         "the flip moves it anyway, not whether its sign turns: how many blocks' measured sign turned is counted "
         "beside it",

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import statistics
 import textwrap
 from collections import Counter, defaultdict
@@ -299,10 +300,16 @@ def claims_table(claims: list[Claim]) -> str:
 
 def plot_effects(claims: list[Claim], path: Path) -> None:
     """Each tested claim's effect with its Holm-matched interval, one panel per claim (units
-    differ), the paper's effect beside it where the paper states one in the same measure."""
+    differ), the primary family's first, up to 4 a row; the paper's effect beside it where the
+    paper states one in the same measure."""
     tested = [c for c in claims if c.effect is not None and c.ci is not None and all(map(_finite, c.ci))]
-    plt, fig, axes = figure(1, max(len(tested), 1), 2.4 * max(len(tested), 1), 3.4)
-    for ax, c in zip(axes[0], tested):
+    tested.sort(key=lambda c: c.family != "primary")  # stable: each family keeps the claims' order
+    cols = min(max(len(tested), 1), 4)
+    rows = max(math.ceil(len(tested) / cols), 1)
+    plt, fig, axes = figure(rows, cols, 2.6 * cols, 3.0 * rows)
+    for ax in axes.flat[len(tested) :]:
+        ax.set_visible(False)
+    for ax, c in zip(axes.flat, tested):
         ax.errorbar(
             [0], [c.effect], yerr=[[c.effect - c.ci[0]], [c.ci[1] - c.effect]], fmt="o", capsize=4, label="ours"
         )
@@ -315,9 +322,9 @@ def plot_effects(claims: list[Claim], path: Path) -> None:
                 ax.axhline(bound, color="tab:red", ls="--", lw=0.8)
         ax.set_xticks([])
         ax.set_xlim(-0.5, 0.9)
-        ax.set_title(f"{c.id}: {c.verdict}", fontsize=8)
+        ax.set_title(f"{c.id} ({c.family}): {c.verdict}", fontsize=8)
         ax.set_xlabel(f"{100 * c.ci_level:.4g} % CI" if c.ci_level else "", fontsize=7)
-        ax.set_ylabel(textwrap.shorten(c.measure, 48, placeholder=" ..."), fontsize=6)
+        ax.set_ylabel(textwrap.fill(textwrap.shorten(c.measure, 72, placeholder=" ..."), 36), fontsize=6)
         ax.grid(alpha=0.3)
     save_png(plt, fig, path)
 
@@ -348,6 +355,9 @@ def plot_depth(cells: list[CellResult], path: Path) -> None:
         depths = sorted(by_depth)
         _mean_with_interval(ax, by_depth, ms=3, label=f"{label} ({len(by_depth[depths[-1]])})")
     ax.set_xscale("log", base=2)
+    depths = sorted({depth for by_depth in arms.values() for depth in by_depth})
+    ax.set_xticks(depths, [str(d) for d in depths])
+    ax.minorticks_off()
     ax.set_xlabel("depth (blocks)")
     ax.set_ylabel("test accuracy (%)")
     ax.grid(alpha=0.3)
@@ -564,6 +574,7 @@ def render_report(
     from oversmooth.study.protocol import DEPTH, protocol
 
     claims = decide_claims(cells, probes, commands, adapted=adapted, benchmark=benchmark)
+    equivalence = " and ".join(c.id for c in claims if c.margin is not None)
     files: dict[str, Callable[[Path], None]] = {"claims.png": lambda p: plot_effects(claims, p)}
     lines = [
         f"# {title}",
@@ -575,9 +586,12 @@ def render_report(
         + ". Each row's fields are in `claims.json`. "
         '"Not tested" names the gate that failed, with the seed and the margin, or what has not finished. '
         "A Holm-matched interval is at 1 - a' with a' = 0.05 / (m - r) for a claim Holm kept, r being its "
-        "family's rejections (Strassburger & Bretz 2008), and a' = 0.05 p / p_Holm for a claim it rejected: it "
-        "excludes 0 exactly when the verdict is held or contradicted. An equivalence claim's (TOST) is at "
-        '1 - 2a\', and lies inside its margin exactly when held. The plain 95 % interval is in "ours".',
+        "family's rejections (Strassburger & Bretz 2008), and a' = 0.05 p / p_Holm for a claim it rejected: a "
+        "paired t-test's interval excludes 0 exactly when the verdict is held or contradicted. An equivalence "
+        f"claim's ({equivalence}: TOST, whose p the p column holds) is at 1 - 2a', and lies inside its margin exactly "
+        'when held. The plain 95 % interval is in "ours". "Detectable" is the smallest effect the design '
+        "detects with power 0.8 at its Holm level, from the spread of the pairs measured (for an equivalence "
+        'claim: the narrowest margin it could establish), beside the one registered from the pilot ("planned").',
         "",
         verdict_summary(claims),
         "",

@@ -8,6 +8,7 @@ run on them; the expected p-values come from scipy, not from the code under test
 import csv
 import json
 import math
+import re
 import shutil
 import statistics
 from pathlib import Path
@@ -524,7 +525,14 @@ def test_report_files_claims_json_and_every_declared_claim(tmp_path, capsys):
         assert f"| {row['id']} | {row['statement']} |" in report and f"**{row['verdict']}**" in report
     for png in ("claims.png", "claim4_depth.png", "fmnist-p7_curves.png"):
         assert (tmp_path / "rep" / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png in report
-    assert "| smoothing | " in report  # 5b's confusion table
+    # 5b's confusion table: per model, then all together (each model's sublayers counted once more)
+    per_model = re.findall(r"^\| (\w+) \| (\w+) \| (\d+) \| (\d+) \|$", report, re.MULTILINE)
+    models = {model for model, *_ in per_model} - {"all"}
+    assert {"softmax", "smooth", "sharpen", "free"} <= models, per_model
+    for verdict in {v for _, v, *_ in per_model}:
+        for column in (2, 3):
+            pooled = [int(row[column]) for row in per_model if row[:2] == ("all", verdict)]
+            assert pooled == [sum(int(row[column]) for row in per_model if row[1] == verdict and row[0] in models)]
     assert len(list(csv.DictReader(open(tmp_path / "rep" / "cells.csv")))) > 0
 
 

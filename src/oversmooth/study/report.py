@@ -445,14 +445,19 @@ def plot_lambdas(adapted: list[dict], path: Path) -> None:
 
 
 def verdict_confusion(cells: list[CellResult]) -> str:
-    """Claim 5b's table: attention sublayers by dynamics verdict and by the sign of their measured t_sim change."""
-    counts = defaultdict(int)
+    """Claim 5b's table: attention sublayers by model (the cells' method), dynamics verdict and the
+    sign of their measured t_sim change, then all models together."""
+    counts: dict[tuple[str, str], Counter] = defaultdict(Counter)
     for c in cells:
         for block in (c.analysis or {}).get("blocks", []):
-            counts[(block["verdict"]["verdict"], "rises" if block["attention"]["t_sim_change"] > 0 else "falls")] += 1
-    verdicts = sorted({v for v, _ in counts})
-    lines = ["| verdict \\ measured t_sim change | rises | falls |", "|---|---|---|"]
-    lines += [f"| {v} | {counts[(v, 'rises')]} | {counts[(v, 'falls')]} |" for v in verdicts]
+            sign = "rises" if block["attention"]["t_sim_change"] > 0 else "falls"
+            for model in (c.label, "all"):
+                counts[(model, block["verdict"]["verdict"])][sign] += 1
+    order = sorted(counts, key=lambda key: (key[0] == "all", key))
+    lines = ["| model | verdict \\ measured t_sim change | rises | falls |", "|---|---|---|---|"]
+    lines += [
+        f"| {model} | {v} | {counts[(model, v)]['rises']} | {counts[(model, v)]['falls']} |" for model, v in order
+    ]
     return "\n".join(lines)
 
 
@@ -645,7 +650,7 @@ def render_report(
         lines += [
             f"Claim 5b (seeds {protocol('5b').seeds[0]}-{protocol('5b').seeds[-1]}; cells so far: "
             + ", ".join(f"{label} {n}" for label, n in sorted(Counter(c.label for c in spectral).items()))
-            + "): attention sublayers by dynamics verdict and measured sign (mixed: the verdict is neither; "
+            + "): attention sublayers by model, dynamics verdict and measured sign (mixed: the verdict is neither; "
             "5b's test leaves those out):",
             "",
             verdict_confusion(spectral),

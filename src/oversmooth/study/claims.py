@@ -493,7 +493,7 @@ def _planned(question: Question, decision: Decision) -> str:
     """An inconclusive claim's detectable effect as registered before the runs, beside the measured one."""
     if decision.verdict != INCONCLUSIVE or question.mde_planned is None:
         return ""
-    return f"; registered before the runs (from the pilot's spread): {question.mde_planned:g}"
+    return f"; registered from the pilot's spread: {question.mde_planned:g}"
 
 
 def _beside_paper(question: Question, decision: Decision) -> str:

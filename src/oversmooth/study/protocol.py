@@ -224,6 +224,10 @@ PROTOCOLS: tuple[Protocol, ...] = (
             "of its values was read: 0.80 pp (the pilot's sigma 0.332 pp, sqrt(2) sigma, 8 seeds, alpha / 7)",
         ),
         mde_planned=0.80,
+        scope="post-norm did not fail at depth 48 in this setting (4a: it ended ahead of pre-norm there), so the "
+        "test asks whether de-escalation improves a post-norm model that trains, not whether it rescues one that "
+        "fails (scope written 2026-11-26, after 4a's verdict)",
+        sides=("de-escalation", "softmax"),
     ),
     Protocol(
         "6",

@@ -484,10 +484,16 @@ def test_report_files_claims_json_and_every_declared_claim(tmp_path, capsys):
     the Holm families are the pre-registered ones (a hidden claim would change m)."""
     fmnist(tmp_path)
     depth_cells(tmp_path)
+    deep = list((tmp_path / "depth-w32").glob("*/results.json"))
+    for path in deep:  # half an hour each (the other fixture cells: 1 s)
+        path.write_text(json.dumps({**json.loads(path.read_text()), "wall_seconds": 1800.0}))
     dirs = [str(p) for p in sorted(tmp_path.iterdir()) if p.is_dir()]
     assert main(["report", *dirs, "--no-probes", "--out", str(tmp_path / "rep")]) == 0
     assert "wrote" in capsys.readouterr().out
     report = (tmp_path / "rep" / "report.md").read_text()
+    others = len(list(tmp_path.glob("*/*/results.json"))) - len(deep)
+    assert f"trained for {len(deep) / 2 + others / 3600:.1f} hours in all" in report
+    assert f"Cells: {len(deep)} completed; {len(deep) / 2:.2f} hours of training" in report
     rows = json.loads((tmp_path / "rep" / "claims.json").read_text())
     fields = {
         "id",

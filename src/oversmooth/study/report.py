@@ -468,13 +468,23 @@ def _status_line(cells: list[CellResult]) -> str:
     return ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
 
 
+def cell_hours(cells: list[CellResult]) -> float:
+    """The hours the finished ``cells`` trained: the sum of their ``wall_seconds`` (each cell's own clock)."""
+    return sum((c.results or {}).get("wall_seconds", 0.0) for c in cells) / 3600
+
+
+def adaptation_hours(adapted: list[dict]) -> float:
+    """The hours the adaptations' arms ran: the sum of their ``wall_seconds``."""
+    return sum(arm.get("wall_seconds", 0.0) for record in adapted for arm in record["arms"].values()) / 3600
+
+
 def _study_section(
     name: str, cells: list[CellResult], files: dict[str, Callable[[Path], None]], command: str | None
 ) -> list[str]:
     lines = [
         f"## Study `{name}`",
         "",
-        f"Cells: {_status_line(cells)}.",
+        f"Cells: {_status_line(cells)}; {cell_hours(cells):.2f} hours of training (their wall_seconds).",
         "",
         f"Command: `{study_command(name, command)}`",
     ]
@@ -596,7 +606,9 @@ def render_report(
         f"claim's ({equivalence}: TOST, whose p the p column holds) is at 1 - 2a', and lies inside its margin exactly "
         'when held. The plain 95 % interval is in "ours". "Detectable" is the smallest effect the design '
         "detects with power 0.8 at its Holm level, from the spread of the pairs measured (for an equivalence "
-        'claim: the narrowest margin it could establish), beside the one registered from the pilot ("planned").',
+        'claim: the narrowest margin it could establish), beside the one registered from the pilot ("planned"). '
+        f"The cells and adaptations below trained for {cell_hours(cells) + adaptation_hours(adapted or []):.1f} "
+        "hours in all (the sum of their own wall clocks).",
         "",
         verdict_summary(claims),
         "",
@@ -633,7 +645,8 @@ def render_report(
             "![accuracy gain by lambda](claims_8_2c_lambda.png)",
             "",
             "Each continuation arm, mean ± sd over the seeds that ran it (step 0: the start with the arm's "
-            "method patched in, before any step):",
+            f"method patched in, before any step); {adaptation_hours(adapted):.2f} hours of training in all (the "
+            "arms' wall_seconds):",
             "",
             adaptation_table(adapted),
             "",

@@ -668,6 +668,9 @@ def test_docs_results_are_the_report_of_the_committed_results(tmp_path):
             assert (abs(now - committed) > 1 / 255).any(axis=-1).mean() < 0.001, name
         else:
             assert now.read_text() == committed.read_text(), name
+    # docs/studies.md quotes the report's total hours of training
+    hours = re.search(r"trained for ([0-9.]+) hours in all", report.markdown)[1]
+    assert f"**{hours} hours**" in (root / "docs" / "studies.md").read_text()
 
 
 def test_archived_probes_read_back_as_they_were(tmp_path):

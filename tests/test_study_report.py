@@ -516,6 +516,9 @@ def test_report_files_claims_json_and_every_declared_claim(tmp_path, capsys):
         "command",
     }
     assert all(fields <= set(row) for row in rows)
+    tests = {r["id"]: r["test"] for r in rows}
+    assert tests["7"] == tests["3"] == "TOST" and tests["1a"] == tests["1b"] == "deterministic rule"
+    assert tests["2a"] == tests["4b"] == tests["5c"] == "paired t"
     checked = 0
     for row in rows:  # a paired t claim's plain 95 % interval lies inside its Holm-matched one
         if row["ci95"] is not None and row["ci"] is not None and row["margin"] is None:

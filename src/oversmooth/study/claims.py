@@ -79,6 +79,7 @@ class Claim:
     mde_planned: float | None = None  # the smallest detectable effect registered before the runs
     ci95: tuple[float, float] | None = None  # the plain, unadjusted 95 % interval of the effect
     why_not_tested: str | None = None  # a not-tested claim's kind of reason, one of NOT_TESTED_WHY
+    test: str = "paired t"  # what decided it: "paired t", "TOST" (equivalence) or "deterministic rule"
 
     def to_json(self) -> dict:
         """The JSON object of ``claims.json``: NaN and infinities become null."""
@@ -93,6 +94,7 @@ class Claim:
 #: the kinds of "not tested" (``Claim.why_not_tested``), in the order the report lists them
 NOT_TESTED_WHY = ("a gate failed", "a finished seed gave no value", "runs not finished", "see its row")
 _NO_VALUE = "finished but give the measure no value"
+RULE = "deterministic rule"  # the static claims' test (no p-value)
 
 
 @dataclass(frozen=True)
@@ -551,6 +553,7 @@ def decide_question(claim_id: str) -> Callable[[Inputs], Claim]:
             question.mde_planned,
             (decision.test.ci_low, decision.test.ci_high) if tested and decision.test.n >= 2 else None,
             None if tested else evidence.why_not_tested or "see its row",
+            "paired t" if question.margin is None else "TOST",
         )
 
     return decide
@@ -592,6 +595,7 @@ def decide_no_training(
                 (),
                 PROBES_COMMAND,
                 why_not_tested="runs not finished",
+                test=RULE,
             )
         base, neut = pair.mean("baseline"), pair.mean("neutreno")
         rule, sentence = similarity_verdict(base, neut, pair.quality)
@@ -622,6 +626,7 @@ def decide_no_training(
             deviations,
             PROBES_COMMAND,
             why_not_tested="see its row" if verdict == NOT_TESTED else None,
+            test=RULE,
         )
 
     return decide

@@ -298,16 +298,7 @@ def _adaptation_evidence(
         start = gather(replace(adaptations.STARTS, seeds=seeds), inputs.cells)  # the gate reads the tested seeds
         missing = _missing(len(values), len(seeds), "adaptations", valueless)
         said = note(list(found.values())) if note else ""
-        return Evidence(
-            values,
-            start.gate_failure,
-            start.judged,
-            missing,
-            said,
-            start.gate_measured,
-            start.gate_waiting,
-            tuple(valueless),
-        )
+        return replace(start, values=values, missing=missing, note=said, valueless=tuple(valueless))
 
     return evidence
 

@@ -66,8 +66,17 @@ def _shortfall(cell: CellResult) -> float | None:
     if len(losses) - 1 - losses.index(min(losses)) >= MIN_EPOCHS_BEFORE_END:
         return None
     scores = [val_score(cell, i) for i in range(len(cell.epochs))][-LAST_EVALUATIONS:]
-    best = max(scores) if cell.model == "vit" else min(scores)
-    return _gain(cell, scores[-1], best)
+    return _gain(cell, scores[-1], _best(cell, scores))
+
+
+def _best(cell: CellResult, scores: list[float]) -> float:
+    """The best of ``val_score``s of ``cell``'s model: the highest accuracy, or the lowest NLL."""
+    return max(scores) if cell.model == "vit" else min(scores)
+
+
+def _arm_name(arm: Key) -> str:
+    norm, label, depth = arm
+    return f"{label} ({norm}-norm, depth {depth})"
 
 
 def _amount(cell: CellResult, gain: float) -> str:
@@ -126,9 +135,8 @@ class PlateauGate:
         gain = (
             f"< {100 * self.long_tolerance:g} % lower val NLL" if lm else f"< {self.long_tolerance:g} pp val accuracy"
         )
-        norm, label, depth = self.arm
         return (
-            f"{label} ({norm}-norm, depth {depth}), on validation: (a) plateaued on every seed; (b) "
+            f"{_arm_name(self.arm)}, on validation: (a) plateaued on every seed; (b) "
             f"{self.long.name} (1.5x the epochs) gains {gain}; (c) {floor}"
         )
 
@@ -143,11 +151,10 @@ class PlateauGate:
                 if arm in methods and cell.epochs and (why := _plateaued(cell, self.tolerance)):
                     short.setdefault(arm, []).append(why)
         if methods and not short:
-            names = ", ".join(f"{label} ({norm}-norm, depth {depth})" for norm, label, depth in sorted(methods))
-            return f"{names} also plateaued by (a) on every seed"
+            return f"{', '.join(map(_arm_name, sorted(methods)))} also plateaued by (a) on every seed"
         return "; ".join(
-            f"{label} ({norm}-norm, depth {depth}) not plateaued (a), so compared at equal budget: {', '.join(whys)}"
-            for (norm, label, depth), whys in sorted(short.items())
+            f"{_arm_name(arm)} not plateaued (a), so compared at equal budget: {', '.join(whys)}"
+            for arm, whys in sorted(short.items())
         )
 
     def judge(self, groups: Sequence[Mapping[Key, CellResult]], cells: Sequence[CellResult]) -> Judgement:
@@ -234,7 +241,7 @@ class PlateauGate:
         if gain >= self.long_tolerance:
             return Judgement(f"not plateaued (b): {found} on validation")
         scores = [val_score(long[0], i) for i in range(len(long[0].epochs))]
-        best = _gain(same[0], val_score(same[0]), max(scores) if same[0].model == "vit" else min(scores))
+        best = _gain(same[0], val_score(same[0]), _best(same[0], scores))
         margin = self.long_tolerance - gain
         return Judgement(
             measured=f"{found} at its end, {_amount(same[0], best)} at its best epoch "

@@ -6,7 +6,8 @@ in an order shuffled afresh each round (``oversmooth.bench.timing`` explains why
 median over rounds of each case's ratio to the same round's bare forward, with a bootstrap 95 %
 CI. A worker times its calls in **process CPU time** (every thread of the worker, the analysis's
 background thread included): the CPU is shared with other jobs, whose time slices wall time
-would count. Cases:
+would count. The wall-time ratio of the same rounds is printed beside it (what a user waits;
+noisy on a shared machine). Cases:
 
 - ``forward``: ``model(**inputs)`` under no_grad (the model's default attention);
 - ``analyze``: baseline only, default settings (``--methods none``): capture of the stream, every
@@ -14,7 +15,8 @@ would count. Cases:
   and predicted mode (2 sequences x 128 tokens); the target is <= 1.3x the bare forward;
 - ``ranks-all``, ``attention-64``, ``no-attention``: the same with the ranks over all 64
   sequences, the attention sample cut to 64 tokens, and no attention sample (what each costs);
-- ``methods``: all four methods, five patched / unpatched passes (its ratio is to five forwards).
+- ``methods``: every method that patches the model, one pass each beside the unpatched one (its
+  ratio is to as many forwards as passes: 1 + the methods, which the worker reports).
 
 ``--against SRC`` adds a second worker that imports the package from another checkout's ``src``
 (e.g. ``git worktree add /tmp/before <commit>``), so that old and new code are timed in the same
@@ -41,7 +43,6 @@ CASES = {
     "no-attention": {"attention_sequences": 0},
     "methods": None,
 }  # None: every method
-FORWARDS = {"methods": 5}  # bare forwards a case's ratio is taken to (default 1)
 
 
 def serve(threads: int) -> None:
@@ -75,11 +76,11 @@ def serve(threads: int) -> None:
         settings = AnalysisSettings() if overrides is None else AnalysisSettings(methods=(), **overrides)
         runs[name] = lambda settings=settings: run_analysis(model, inputs, settings)
     forward()  # warm-up
-    print("ready", flush=True)
+    print("ready", 1 + len(AnalysisSettings().for_model(model).methods), flush=True)  # the passes of `methods`
     for line in sys.stdin:
-        start = time.process_time()
+        cpu, wall = time.process_time(), time.perf_counter()
         runs[line.strip()]()
-        print(time.process_time() - start, flush=True)
+        print(time.process_time() - cpu, time.perf_counter() - wall, flush=True)
 
 
 class Worker:
@@ -94,12 +95,16 @@ class Worker:
             text=True,
             env=env,
         )
-        assert self.process.stdout.readline().strip() == "ready", f"worker on {src} did not start"
+        ready, passes = self.process.stdout.readline().split()
+        assert ready == "ready", f"worker on {src} did not start"
+        self.forwards = {"methods": int(passes)}  # bare forwards a case's ratio is taken to (default 1)
 
-    def seconds(self, case: str) -> float:
+    def seconds(self, case: str) -> tuple[float, float]:
+        """(CPU seconds, wall seconds) of one call of ``case``."""
         self.process.stdin.write(case + "\n")
         self.process.stdin.flush()
-        return float(self.process.stdout.readline())
+        cpu, wall = self.process.stdout.readline().split()
+        return float(cpu), float(wall)
 
     def close(self) -> None:
         self.process.stdin.close()
@@ -140,17 +145,20 @@ def main() -> None:
         worker.close()
     print(
         f"all-MiniLM-L6-v2, {SEQUENCES} x {TOKENS} tokens, {args.threads} torch thread(s), process CPU time, "
-        f"{args.rounds} interleaved rounds; median [95 % CI] of the per-round ratio to the bare forward"
+        f"{args.rounds} interleaved rounds; median [95 % CI] of the per-round ratio to the bare forward "
+        "(wall time: the same rounds)"
     )
     for label, src in sources.items():
         forward = seconds[label, "forward"]
-        print(f"{label} ({src}): bare forward {sorted(forward)[len(forward) // 2]:.2f} CPU-s (median)")
+        cpu, wall = (sorted(f[i] for f in forward)[len(forward) // 2] for i in (0, 1))
+        print(f"{label} ({src}): bare forward {cpu:.2f} CPU-s, {wall:.2f} wall-s (median)")
         for case in cases:
-            ratios = [t / (FORWARDS.get(case, 1) * f) for t, f in zip(seconds[label, case], forward)]
-            per = f" x {FORWARDS[case]} forwards" if case in FORWARDS else ""
+            times = workers[label].forwards.get(case, 1)
+            ratios = [[t[i] / (times * f[i]) for t, f in zip(seconds[label, case], forward)] for i in (0, 1)]
+            per = f" x {times} forwards" if times > 1 else ""
             print(
-                f"  {case:<14}{bootstrap_median(ratios).format('.3f')}{per}  (min {min(ratios):.3f}, "
-                f"max {max(ratios):.3f})"
+                f"  {case:<14}{bootstrap_median(ratios[0]).format('.3f')}{per}  (min {min(ratios[0]):.3f}, "
+                f"max {max(ratios[0]):.3f}); wall {bootstrap_median(ratios[1]).format('.3f')}"
             )
 
 

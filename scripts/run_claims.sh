@@ -13,11 +13,9 @@
 # `oversmooth study`, e.g. STUDY_FLAGS="--executor slurm --wait --time 4:00:00" to run the cells on
 # a Slurm cluster (docs/slurm.md; --wait, since each gate reads the results of the study before it).
 STEPS="probes fmnist-p7 adaptations fmnist-p7-spectral depth-w32 austen-p3 claim3"
-#: a gated setting: its softmax cells and its 1.5x-epochs seed train first, and its method arms are
-#: skipped if the claims' gate fails on them (oversmooth.study.claims.baseline_gate, the report's own check).
-declare -A LONG=([fmnist-p7]=fmnist-p7-long [depth-w32]=depth-w32-long [austen-p3]=austen-p3-long)
-#: a study whose seeds a pilot fixes (claim 4): the pilot runs first.
-declare -A PILOT=([depth-w32]=depth-w32-pilot)
+# A setting whose seeds a pilot fixes (claim 4) trains the pilot first; a gated setting trains its
+# softmax cells and its 1.5x-epochs seed first, and skips its method arms if the claims' gate fails
+# on them (oversmooth.study.claims.baseline_gate, the report's own check).
 
 study() {  # PRESET [FLAGS...]: one study, started again (cells resume) if a cell failed
     local preset="$1"; shift
@@ -40,6 +38,10 @@ print(failure or "the baseline passed its gates")
 sys.exit(1 if failure else 0)' "$1" $(archives)
 }
 
+before() {  # PRESET pilot|long: the study trained before the setting (oversmooth.study.protocol.runs_before), or nothing
+    "$py" -c 'import sys; from oversmooth.study.protocol import runs_before; print(runs_before(sys.argv[1])[sys.argv[2]])' "$1" "$2"
+}
+
 archives() {  # the second protocol's archives under results/ (oversmooth.study.folders.PROTOCOL_ARCHIVES)
     "$py" -c 'from oversmooth.study.folders import protocol_archives; print(*protocol_archives())'
 }
@@ -51,10 +53,12 @@ step() {  # STEP: one step of the protocol; non-zero when a failed gate skips it
         claim3) [ -f results/claim3/rounds.json ] || PYTHONPATH=src "$py" benchmarks/bench_claim3.py --out results/claim3 ;;
         probes) [ -f results/probes/probes.json ] || "$py" -m oversmooth.study.probes --out results/probes ;;
         *)
-            if [ -n "${PILOT[$name]:-}" ]; then study "${PILOT[$name]}"; fi
-            if [ -n "${LONG[$name]:-}" ]; then
+            local pilot long
+            pilot=$(before "$name" pilot) long=$(before "$name" long)
+            if [ -n "$pilot" ]; then study "$pilot"; fi
+            if [ -n "$long" ]; then
                 study "$name" --methods softmax
-                study "${LONG[$name]}"
+                study "$long"
                 [ -z "$watcher" ] || scripts/commit_results.sh
                 if ! gate "$name"; then
                     echo "$(date -Is) $name: the softmax baseline did not pass its gate (failed, or not judged yet: the line above says which); see docs/studies.md before the rest"

@@ -100,7 +100,7 @@ from hypothesis import strategies as st  # noqa: E402
 
 CORRUPT = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 WRONG = st.sampled_from([None, "x", -1.5, [], {}, True, [1, "a"]])
-REPORTED = ("study.json", "cell.json", "results.json", "metrics.jsonl", "analysis.json")
+REPORTED = ("study.json", "cell.json", "results.json", "metrics.jsonl", "analysis.json", "adapt.json")
 ONE_TABLE = ("study.json", "analysis.json")  # written on several lines: made one line to be damaged
 
 
@@ -128,6 +128,23 @@ def study_cell(tmp_path_factory):
     root = tmp_path_factory.mktemp("damaged")
     make_cell(root, "fmnist-p7", "softmax", 0, 0.90, cell_analysis=analysis())
     make_cell(root, "fmnist-p7", "neutreno", 0, 0.91, cell_analysis=analysis())
+    from test_study_report import adapted
+
+    from oversmooth.study.adaptations import LR, NAME, RESULT_FILE, STEPS, WARMUP
+
+    record = adapted(0, 0.90, {0.6: 0.91})
+    record["config"] = {
+        "seed": 0,
+        "steps": STEPS,
+        "lr": LR,
+        "warmup": WARMUP,
+        "method": "neutreno",
+        "objective": "task",
+    }
+    for arm in record["arms"].values():
+        arm.update(status="completed", wall_seconds=1.0, start={"accuracy": 0.9}, val={"accuracy": 0.9})
+    (root / NAME / "s0").mkdir(parents=True)
+    (root / NAME / "s0" / RESULT_FILE).write_text(json.dumps(record))
     return root / "fmnist-p7"
 
 
@@ -137,13 +154,18 @@ def test_report_on_a_damaged_study_or_results_file_exits_2_naming_it(study_cell,
     from oversmooth.cli import main
 
     name = data.draw(st.sampled_from(REPORTED))
-    path = study_cell / name if name == "study.json" else sorted(study_cell.glob(f"*/{name}"))[0]
+    adaptations = study_cell.parent / "fmnist-p7-adapt"
+    path = (
+        study_cell / name
+        if name == "study.json"
+        else sorted([*study_cell.glob(f"*/{name}"), *adaptations.glob(f"*/{name}")])[0]
+    )
     original = path.read_text()
     out = study_cell.parent / "rep"
     try:
         path.write_text(corrupted(original if name not in ONE_TABLE else json.dumps(json.loads(original)), data))
         capsys.readouterr()
-        code = main(["report", str(study_cell), "--no-probes", "--out", str(out)])
+        code = main(["report", str(study_cell), str(adaptations), "--no-probes", "--out", str(out)])
         err = capsys.readouterr().err.strip()
         if code == 0:  # the damage was harmless (a field the report does not read)
             return

@@ -48,7 +48,8 @@ def test_text_analysis_writes_every_output(kind, tmp_path, capsys):
     assert len(dynamics["heads"]) == 4 and len(dynamics["o"]) == 2
     for name in ("cos_sim.png", "t_sim.png", "attn_lambda2.png", "sublayers.png", "report.md"):
         assert (out / name).stat().st_size > 0
-    assert "NeuTRENO (lam=0.6)" in (out / "report.md").read_text()
+    report = (out / "report.md").read_text()
+    assert "lam=0.6" in report and "App. G.9" not in report  # the knobs, and no claim (the claims report decides it)
 
 
 def test_image_folder_analysis(tmp_path):

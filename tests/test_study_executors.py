@@ -54,7 +54,7 @@ def test_a_study_file_sets_the_executor_and_flags_override_it(tmp_path):
         (["--executor", "cloud"], "unknown executor 'cloud'; choose local or slurm"),
         (["--time", "soon"], "time limit 'soon' does not parse"),
         (["--executor", "slurm", "--time", "soon"], "time limit 'soon' does not parse"),
-        (["--partition", "gpu"], "--partition and --sbatch are Slurm settings; add --executor slurm"),
+        (["--partition", "gpu"], "--partition is a Slurm setting: drop it, or run on Slurm (--executor slurm)"),
         (["--executor", "slurm", "--sbatch", "qos=low"], "is not of the form --name or --name=value"),
         (["--tasks-per-node", "0"], "tasks_per_node must be a whole number of at least 1"),
     ],

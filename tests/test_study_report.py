@@ -245,6 +245,20 @@ def test_a_diverged_long_run_fails_the_gate_instead_of_waiting_for_it(tmp_path):
     assert claim.gate_passed is False and "fmnist-p7-long (1.5x the epochs) diverged" in claim.gate
 
 
+def test_the_runner_trains_each_settings_pilot_and_long_run_first():
+    """scripts/run_claims.sh reads what comes before a setting from the protocol (docs/studies.md,
+    "Running it"): claim 4's pilot, and the 1.5x-epochs runs of the three gated baselines."""
+    from oversmooth.study.protocol import runs_before
+
+    assert {name: runs_before(name) for name in ("fmnist-p7", "fmnist-p7-spectral", "depth-w32", "austen-p3")} == {
+        "fmnist-p7": {"pilot": "", "long": "fmnist-p7-long"},
+        "fmnist-p7-spectral": {"pilot": "", "long": ""},  # gated on fmnist-p7's softmax, trained there
+        "depth-w32": {"pilot": "depth-w32-pilot", "long": "depth-w32-long"},
+        "austen-p3": {"pilot": "", "long": "austen-p3-long"},
+    }
+    assert "runs_before" in (Path(__file__).parents[1] / "scripts" / "run_claims.sh").read_text()
+
+
 def test_the_runner_stops_on_the_gate_the_report_would_name(tmp_path):
     """scripts/run_claims.sh trains the softmax cells first and asks ``baseline_gate`` whether to go on."""
     preset = STUDY_PRESETS["fmnist-p7"]
@@ -264,6 +278,8 @@ def test_unfinished_seeds_are_not_tested_and_stay_in_the_family(tmp_path):
     fmnist(tmp_path, seeds=(0, 1, 2), spectral=False)
     claims = claims_of(tmp_path)
     assert claims["2a"].verdict == "not tested" and "3 of 14 planned seed pairs finished" in claims["2a"].reason
+    assert "seed(s) 3-13 lack neutreno (pre-norm, depth 8), softmax (pre-norm, depth 8)" in claims["2a"].reason
+    assert "seed(s) 0-13 lack their adaptation" in claims["8"].reason
     assert "difference +1" in claims["2a"].ours  # the interim numbers are shown
     assert all(c.verdict == "not tested" for c in claims.values())
 
@@ -772,7 +788,7 @@ def test_a_report_refuses_a_mismatched_or_doubled_cell_instead_of_dropping_its_s
 
     info = study / "fmnist-pre-d8-neutreno-s0" / "cell.json"
     cell = json.loads(info.read_text())
-    cell["spec"]["lr"] = 0.01
+    cell["spec"]["lr"], cell["command"] = 0.01, cell["command"].replace("--lr 0.002", "--lr 0.01")
     info.write_text(json.dumps(cell))
     assert main(["report", str(study), "--no-probes", "--out", str(out)]) == 2
     err = capsys.readouterr().err.strip()
@@ -780,7 +796,62 @@ def test_a_report_refuses_a_mismatched_or_doubled_cell_instead_of_dropping_its_s
     assert len(err.splitlines()) == 1 and not out.exists()
     shutil.rmtree(study)
 
+
+@pytest.mark.parametrize(
+    "edit, named",
+    [
+        (lambda cell, results: cell["spec"]["knobs"].update(lam=0.2), "cell.json's knobs {'lam': 0.6}"),
+        (
+            lambda cell, results: cell.update(command=cell["command"].replace("0.6", "0.2")),
+            "command is not the one its spec makes",
+        ),
+        (lambda cell, results: results.update(description=DESCRIBED(lam=0.2)), "results.json's lam 0.2"),
+        (lambda cell, results: results.update(description=DESCRIBED(epochs=12)), "results.json's epochs 12"),
+        (lambda cell, results: AT_LAMBDA_0_2(cell, results), "lam=0.2, not as preset fmnist-p7 trains it"),
+    ],
+    ids=["spec-knob", "command", "recorded-knob", "recorded-epochs", "not-the-presets-knob"],
+)
+def test_a_cell_trained_at_another_knob_is_refused_not_paired(tmp_path, capsys, edit, named):
+    """A NeuTRENO arm whose files disagree on lambda (its spec, its command, or the configuration
+    its run recorded), or that agree on a lambda its preset does not train, is not paired as if it
+    were the registered arm: one line naming the cell, exit 2, no report."""
+    from oversmooth.cli import main
+
+    make_cell(tmp_path, "fmnist-p7", "softmax", 0, 0.90)
+    make_cell(tmp_path, "fmnist-p7", "neutreno", 0, 0.91)
+    folder, out = tmp_path / "fmnist-p7" / "fmnist-pre-d8-neutreno-s0", tmp_path / "rep"
+    cell, results = json.loads((folder / "cell.json").read_text()), json.loads((folder / "results.json").read_text())
+    results["description"] = DESCRIBED()
+    (folder / "results.json").write_text(json.dumps(results))
+    assert main(["report", str(tmp_path / "fmnist-p7"), "--no-probes", "--out", str(out)]) == 0
+    shutil.rmtree(out)
+    edit(cell, results)
+    (folder / "cell.json").write_text(json.dumps(cell))
+    (folder / "results.json").write_text(json.dumps(results))
+    assert main(["report", str(tmp_path / "fmnist-p7"), "--no-probes", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "fmnist-pre-d8-neutreno-s0" in err and named in err and len(err.splitlines()) == 1, err
+    assert not out.exists()
+
+
+def AT_LAMBDA_0_2(cell: dict, results: dict) -> None:
+    """Every file of the cell says lambda 0.2, which fmnist-p7 does not train."""
+    cell["variant"]["lam"] = cell["spec"]["knobs"]["lam"] = 0.2
+    cell["command"] = cell["command"].replace("--lam 0.6", "--lam 0.2")
+    results["description"] = DESCRIBED(lam=0.2)
+
+
+def DESCRIBED(lam: float = 0.6, epochs: int = 10) -> dict:
+    """The part of results.json's ``description`` that says how fmnist-p7's NeuTRENO seed 0 trained."""
+    mitigation = {"methods": ["neutreno"], "lam": lam}
+    return {"method": "neutreno", "model_config": {"mitigation": mitigation}, "train": {"seed": 0, "epochs": epochs}}
+
+
+def test_an_adaptation_that_is_not_the_registered_continuation_is_refused(tmp_path, capsys):
+    from oversmooth.cli import main
     from oversmooth.study.adaptations import LR, NAME, STEPS, WARMUP
+
+    out = tmp_path / "rep"
 
     record = adapted(0, 0.88, {0.6: 0.885})
     record["config"] = {

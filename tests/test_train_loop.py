@@ -65,7 +65,7 @@ def test_same_seed_same_run_and_existing_runs_are_protected(tmp_path):
         train(model, image_task(), CONFIG, tmp_path / "a")
     (tmp_path / "a" / "results.json").unlink()  # an unfinished run
     other = TrainConfig(epochs=2, batch_size=32, lr=5e-3, progress=False)
-    with pytest.raises(UsageError, match="different settings.*train"):
+    with pytest.raises(UsageError, match=r"different settings \(lr 0.01, now 0.005\)"):
         train(model, image_task(), other, tmp_path / "a", resume=True)
 
 

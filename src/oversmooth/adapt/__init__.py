@@ -4,11 +4,19 @@ arm, report how much came back (``docs/adapt.md``).
 ``adapt(AdaptConfig(model=..., method="neutreno", knobs=({"lam": 0.6},), steps=200, out=...))``
 returns an ``AdaptResult`` and writes ``adapt.json``, ``adapt.csv``, ``adapt.png``, ``report.md``
 and one adapted model per arm. Stands above ``train`` (its loop, checkpoints, resume, progress)
-and ``hf`` (loading, patching, capture); neither imports this package.
+and ``hf`` (loading, patching, capture); neither imports this package. ``adapt`` (and torch) is
+imported on first use: the config alone (``oversmooth adapt --help``) needs no torch.
 """
 
 from oversmooth.adapt.config import AdaptConfig
 from oversmooth.adapt.result import AdaptResult, ArmResult
-from oversmooth.adapt.run import adapt
 
 __all__ = ["AdaptConfig", "AdaptResult", "ArmResult", "adapt"]
+
+
+def __getattr__(name: str):
+    if name == "adapt":
+        from oversmooth.adapt.run import adapt
+
+        return adapt
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

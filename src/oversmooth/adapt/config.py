@@ -1,5 +1,6 @@
 """``AdaptConfig``: one adaptation (a model, a mitigation at one or more knob settings, a schedule)
-described as data. JSON-able and checked by ``check()`` without loading anything; imports no torch.
+described as data. JSON-able and checked by ``check()`` without loading anything (errors name its
+fields: ``FieldError``, which a CLI maps to its flags); imports no torch.
 """
 
 from __future__ import annotations
@@ -11,8 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from oversmooth.errors import UsageError
+from oversmooth.errors import FieldError, UsageError
 from oversmooth.seeds import check_seed
+from oversmooth.train.run_spec import option
 
 OBJECTIVES = {
     "auto": "the model's own job: a train run's task, causal LM, masked LM, else distill",
@@ -27,6 +29,10 @@ DEVICES, DTYPES = ("auto", "cpu", "cuda"), ("float32", "bfloat16")
 CONTROL = "control"
 
 
+#: the flag groups of ``oversmooth adapt --help`` (``MAIN``: the command's own options).
+MAIN, KNOBS, SCHEDULE, RUN = "", "knobs", "schedule", "run"
+
+
 @dataclass(frozen=True)
 class AdaptConfig:
     """Every setting of one adaptation. Arms: one ``control`` (method unchanged), and one patched
@@ -37,33 +43,49 @@ class AdaptConfig:
     ``None`` settings take the source's default: a train run's own batch size, weight decay and
     gradient clip, and a tenth of its peak lr; for a pretrained model batch 8, lr 1e-4 (whole
     model) or 1e-3 (LoRA), weight decay 0.01, clip 1.0.
+
+    Each field's help and group (``option``) make its ``oversmooth adapt`` flag; ``%(default)s``
+    in a help is the field's default.
     """
 
-    model: str | None = None  # HF folder, .gguf, model package, or a train run folder; None: MiniLM
-    out: str = "runs/adapt"
-    method: str = "neutreno"
-    knobs: tuple[dict[str, Any], ...] = ({},)
-    objective: str = "auto"
-    text: str = "austen"  # pretrained text models: austen | sample | text:FILE[,FILE...]
-    steps: int = 200
-    batch_size: int | None = None
-    seq_len: int = 128  # pretrained text models: tokens per sequence
-    lr: float | None = None
-    warmup: float = 0.1
-    weight_decay: float | None = None
-    grad_clip: float | None = None
-    seed: int = 0
-    record_every: int | None = None  # steps between held-out evaluations; None: steps // 8
-    eval_sequences: int = 64  # pretrained models: held-out sequences of val and of test
-    lora: int = 0  # LoRA rank through peft; 0: fine-tune the whole model
-    device: str = "auto"
-    dtype: str = "float32"
-    gradient_checkpointing: bool = False
-    threads: int | None = None
-    progress: bool = True
+    model: str | None = option(
+        None,
+        "a Hugging Face folder, a .gguf file, an installed model package, or an `oversmooth train` "
+        "run folder (default: the bundled all-MiniLM-L6-v2)",
+        group=MAIN,
+    )
+    out: str = option("runs/adapt", "output folder", group=MAIN)
+    method: str = option("neutreno", "the mitigation to patch in (default %(default)s)", group=MAIN)
+    knobs: tuple[dict[str, Any], ...] = option(
+        ({},),
+        "one patched arm per value: --lam 0.2,0.6,1.0 makes three (several knobs with lists: every combination)",
+        group=KNOBS,
+    )
+    objective: str = option("auto", f"{' | '.join(OBJECTIVES)} (default %(default)s)", group=MAIN)
+    text: str = option("austen", f"pretrained text models: {' | '.join(TEXTS)} (default %(default)s)", group=MAIN)
+    steps: int = option(200, "optimiser steps per arm (default %(default)s)", group=SCHEDULE)
+    batch_size: int | None = option(None, "default: 8, or the train run's", group=SCHEDULE)
+    seq_len: int = option(128, "pretrained text models: tokens per sequence", group=SCHEDULE)
+    lr: float | None = option(
+        None, "peak lr (default 1e-4 whole model, 1e-3 LoRA, a tenth of a train run's)", group=SCHEDULE
+    )
+    warmup: float = option(0.1, "warm-up share of the steps (default %(default)s)", group=SCHEDULE)
+    weight_decay: float | None = option(None, group=SCHEDULE)
+    grad_clip: float | None = option(None, group=SCHEDULE)
+    seed: int = option(0, group=SCHEDULE)
+    record_every: int | None = option(None, "steps between held-out evaluations (default steps/8)", group=SCHEDULE)
+    eval_sequences: int = option(
+        64, "pretrained models: held-out sequences per split (default %(default)s)", group=SCHEDULE
+    )
+    lora: int = option(0, "LoRA rank through peft (0: whole model)", group=RUN)
+    device: str = option("auto", " | ".join(DEVICES), group=RUN)
+    dtype: str = option("float32", " | ".join(DTYPES), group=RUN)
+    gradient_checkpointing: bool = option(False, "families that support it", group=RUN)
+    threads: int | None = option(None, "CPU threads for torch", group=RUN)
+    progress: bool = option(True, "no progress bar", group=RUN)  # help of --no-progress
 
     def check(self) -> AdaptConfig:
-        """Ranges and choices of the fields (UsageError naming the field and the fix); returns self."""
+        """Ranges and choices of the fields (``FieldError`` naming the field and the fix); returns self."""
         for name in ("steps", "seq_len", "eval_sequences"):
             _at_least(name, getattr(self, name), 1)
         for name in ("batch_size", "record_every", "threads"):
@@ -74,16 +96,20 @@ class AdaptConfig:
         for name in ("lr", "grad_clip"):
             value = getattr(self, name)
             if value is not None and not (_number(value) and value > 0):
-                raise UsageError(f"{name} must be a number > 0, got {value!r}")
+                raise FieldError("{%s} must be a number > 0, got {got!r}" % name, got=value)
         if self.weight_decay is not None and not (_number(self.weight_decay) and self.weight_decay >= 0):
-            raise UsageError(f"weight_decay must be a number >= 0, got {self.weight_decay!r}")
+            raise FieldError("{weight_decay} must be a number >= 0, got {got!r}", got=self.weight_decay)
         if not (_number(self.warmup) and 0 <= self.warmup < 1):
-            raise UsageError(f"warmup is a share of the steps in [0, 1), got {self.warmup!r}")
+            raise FieldError("{warmup} is a share of the steps in [0, 1), got {got!r}", got=self.warmup)
         for name, choices in (("objective", tuple(OBJECTIVES)), ("device", DEVICES), ("dtype", DTYPES)):
             if getattr(self, name) not in choices:
-                raise UsageError(f"{name} must be one of {' | '.join(choices)}, got {getattr(self, name)!r}")
+                raise FieldError(
+                    "{%s} must be one of {choices}, got {got!r}" % name,
+                    choices=" | ".join(choices),
+                    got=getattr(self, name),
+                )
         if not (self.text in ("austen", "sample") or (self.text.startswith("text:") and self.text[5:].strip())):
-            raise UsageError(f"text must be one of {' | '.join(TEXTS)}, got {self.text!r}")
+            raise FieldError("{text} must be one of {choices}, got {got!r}", choices=" | ".join(TEXTS), got=self.text)
         if not self.knobs or not all(isinstance(k, dict) for k in self.knobs):
             raise UsageError(
                 f"knobs is a list of knob settings, one per patched arm, e.g. [{{'lam': 0.6}}]; got {self.knobs!r}"
@@ -140,4 +166,4 @@ def _number(value: Any) -> bool:
 
 def _at_least(name: str, value: Any, low: int) -> None:
     if not isinstance(value, int) or isinstance(value, bool) or value < low:
-        raise UsageError(f"{name} must be a whole number >= {low}, got {value!r}")
+        raise FieldError("{%s} must be a whole number >= {low}, got {got!r}" % name, low=low, got=value)

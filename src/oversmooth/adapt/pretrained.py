@@ -138,6 +138,12 @@ class PretrainedSource:
             patch(base, self.config.method, **knobs)
         return self._module(model, base)
 
+    def knob_defaults(self) -> dict:
+        """The method's knobs when not given (a patch keeps one default)."""
+        from oversmooth.hf.patch import resolve_knobs
+
+        return resolve_knobs(self.config.method, {})
+
     def save(self, module: HFModule, folder: Path, knobs: dict | None) -> None:
         """``save_pretrained`` (LoRA merged into the weights) with the tokenizer; a patched arm's
         patch recorded in its config."""

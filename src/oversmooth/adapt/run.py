@@ -25,7 +25,8 @@ import torch
 from oversmooth.adapt.config import AdaptConfig, setting
 from oversmooth.adapt.result import AdaptResult, ArmResult
 from oversmooth.atomic import atomic_write
-from oversmooth.errors import UsageError
+from oversmooth.errors import FieldError, UsageError
+from oversmooth.mitigations import registry
 from oversmooth.outputs import check_output_dir
 from oversmooth.train.checkpoint import rng_state, set_rng_state
 from oversmooth.train.distributed import setup_distributed
@@ -53,21 +54,25 @@ def open_source(config: AdaptConfig):
 
 def check_out(config: AdaptConfig) -> Path:
     """``out`` must be writable and hold no other adaptation (nothing is created here)."""
-    out = check_output_dir(config.out, "out")
+    try:
+        out = check_output_dir(config.out, "out")
+    except UsageError as error:
+        raise FieldError.leading("out", str(error)) from None
     stored = out / CONFIG_FILE
     if stored.is_file():
         try:
             other = AdaptConfig.from_dict(json.loads(stored.read_text()))
         except (ValueError, TypeError, UsageError):
-            raise UsageError(f"out {out} holds a damaged {CONFIG_FILE}; choose another out") from None
+            raise FieldError("{out} {got} holds a damaged %s; choose another {out}" % CONFIG_FILE, got=out) from None
         if setting(other) != setting(config):
             changed = sorted(k for k, v in setting(config).items() if setting(other).get(k) != v)
-            raise UsageError(
-                f"out {out} holds another adaptation (it differs in {', '.join(changed)}); "
-                "choose another out, or rerun with that adaptation's settings to resume it"
+            raise FieldError(
+                "{out} {got} holds another adaptation (it differs in %s); choose another {out}, or rerun "
+                "with that adaptation's settings to resume it" % ", ".join("{%s}" % k for k in changed),
+                got=out,
             )
     elif out.is_dir() and any(out.iterdir()):
-        raise UsageError(f"out {out} is a folder with other files in it; choose a new or empty out")
+        raise FieldError("{out} {got} is a folder with other files in it; choose a new or empty {out}", got=out)
     return out
 
 
@@ -80,7 +85,7 @@ def adapt(config: AdaptConfig) -> AdaptResult:
     if int(os.environ.get("WORLD_SIZE", "1")) > 1:
         raise UsageError("adapt runs in one process (its arms run one after the other); start it without torchrun")
     if config.device == "cuda" and not torch.cuda.is_available():
-        raise UsageError("device is cuda but no CUDA device is visible; make it auto or cpu")
+        raise FieldError("{device} is cuda but no CUDA device is visible; make it auto or cpu")
     if config.threads is not None:
         torch.set_num_threads(config.threads)
     source = open_source(config)
@@ -91,10 +96,12 @@ def adapt(config: AdaptConfig) -> AdaptResult:
     config = replace(config, **{k: v for k, v in source.defaults.items() if getattr(config, k) is None})
     task = source.task()  # the data's own refusals (too little text for a sequence) come before any write
     if task.size("train") < config.batch_size:
-        raise UsageError(
-            f"batch_size {config.batch_size} exceeds the {task.size('train')} training examples; "
-            "lower it or give more data"
+        raise FieldError(
+            "{batch_size} {got} exceeds the {size} training examples; lower it or give more data",
+            got=config.batch_size,
+            size=task.size("train"),
         )
+    check_overflow(config, source, task)
     out.mkdir(parents=True, exist_ok=True)
     if not (out / CONFIG_FILE).is_file():
         given.save(out / CONFIG_FILE)  # as given: a rerun compares its own settings with these
@@ -109,6 +116,40 @@ def adapt(config: AdaptConfig) -> AdaptResult:
     with atomic_write(out / RESULT_FILE) as handle:
         json.dump(result.to_dict(), handle, indent=2)
     return result
+
+
+def check_overflow(config: AdaptConfig, source, task) -> None:
+    """Each patched arm on a few validation examples: NaN or Inf in its outputs or stream states,
+    where the unpatched model's are finite, come from its knobs (far out of scale), so they are
+    refused (``FieldError`` naming the knobs and their defaults) before anything is written."""
+    with torch.no_grad():  # a distillation batch runs the teacher
+        inputs = task.batch("val", torch.arange(min(4, task.size("val"))))[0]  # overflow shows on any example
+    for knobs, given in zip(source.knobs, config.knobs):
+        if _finite(source.arm(knobs), inputs):
+            continue
+        if not _finite(source.arm(None), inputs):
+            raise UsageError(
+                "the model's outputs or states hold NaN or Inf before any step, unpatched too; check its weights"
+            )
+        names = {registry.method(config.method).flag(k): k for k in given}  # flag -> knob field
+        fix = "bring the knobs closer to their defaults (%s)" % ", ".join("{%s} {default_%s}" % (n, n) for n in names)
+        raise FieldError(
+            "with {method} {method_name}%s this model's states overflow (NaN or Inf before any step; "
+            "unpatched they are finite); %s"
+            % ("".join(" {%s} {value_%s}" % (n, n) for n in names), fix if names else "choose another {method}"),
+            method_name=config.method,
+            **{f"value_{n}": given[k] for n, k in names.items()},
+            **{f"default_{n}": source.knob_defaults()[k] for n, k in names.items()},
+        )
+
+
+def _finite(model: torch.nn.Module, inputs: torch.Tensor) -> bool:
+    """Whether ``model``'s outputs and stream states on ``inputs`` are all finite."""
+    model.eval()
+    inputs = inputs.to(next(model.parameters()).device)
+    with torch.no_grad():
+        outputs, (_, cache) = model(inputs), model.run_with_cache(inputs)
+    return all(bool(torch.isfinite(t).all()) for t in (outputs, *cache.stream()))
 
 
 def train_config(config: AdaptConfig, steps_per_epoch: int) -> TrainConfig:

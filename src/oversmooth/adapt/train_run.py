@@ -95,10 +95,18 @@ class TrainRunSource:
             return model
         return self._patched(knobs)
 
+    def knob_defaults(self) -> dict:
+        """The method's knobs when not given (a causal LM's where they differ)."""
+        from oversmooth.mitigations.registry import knob_dict, make_knobs
+
+        return knob_dict(make_knobs(self.config.method, {}, causal=self.run["model"] == "lm"))
+
     def _patched(self, knobs: dict) -> nn.Module:
         from oversmooth.layers import MitigationConfig
+        from oversmooth.mitigations.registry import method
 
-        mitigation = MitigationConfig.parse(self.config.method, causal=self.run["model"] == "lm", **knobs)
+        named = {method(self.config.method).flag(k): v for k, v in knobs.items()}  # a config names knobs globally
+        mitigation = MitigationConfig.parse(self.config.method, causal=self.run["model"] == "lm", **named)
         cfg = type(self.saved.cfg).from_dict({**self.saved.cfg.to_dict(), "mitigation": mitigation.to_dict()})
         model = type(self.saved)(cfg)
         missing, unexpected = model.load_state_dict(self.saved.state_dict(), strict=False)

@@ -20,87 +20,28 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import pandas as pd
 from torch import Tensor
 
 from oversmooth.activations import ActivationCache, hook_name, stream_names
 from oversmooth.analyze.diagnose import LayerSpectrum, add_dynamics, spectra
-from oversmooth.analyze.frontier import FrontierPoint, Sweep
-from oversmooth.analyze.inputs import DEFAULT_TEXT_TOKENS
+from oversmooth.analyze.frontier import FrontierPoint
+from oversmooth.analyze.inputs import check_model_inputs
 from oversmooth.analyze.layerwise import LayerwiseMeasures
-from oversmooth.analyze.quality import Budget, Quality, QualityProbe
+from oversmooth.analyze.quality import Quality, QualityProbe
+from oversmooth.analyze.settings import AnalysisSettings, Budget
 from oversmooth.analyze.sublayers import METRICS as STAGE_METRICS
 from oversmooth.analyze.sublayers import StageChange, changes_from_rows, stage_hooks, stage_states
 from oversmooth.errors import FieldError, UsageError
-from oversmooth.hf import METHODS as PATCHABLE
-from oversmooth.hf import (
-    Layout,
-    Task,
-    capture,
-    check_method,
-    layout,
-    patched,
-    patched_method,
-    resolve_knobs,
-    setting_text,
-    supported_methods,
-)
+from oversmooth.hf import Layout, Task, capture, layout, patched, setting_text
 from oversmooth.metrics import METRICS, measure
 from oversmooth.metrics.attention import counted_eigenvalues
 from oversmooth.metrics.tokens import valid_tokens
 from oversmooth.threads import single_thread, thread_map
 
 BASELINE = "baseline"
-
-
-@dataclass(frozen=True)
-class AnalysisSettings:
-    """Which methods (with knob overrides) to compare, and how much data the attention pass sees.
-    ``methods`` and ``exclude`` left None take the model's defaults (``for_model``)."""
-
-    methods: tuple[str, ...] | None = None  # None: every method that can patch the model
-    knobs: dict[str, dict] = field(default_factory=dict)
-    attention_sequences: int = 2
-    attention_tokens: int | None = None  # text tokens per attention sequence; None: 128 (images are kept whole)
-    exclude: tuple[int, ...] | None = None  # token positions left out; None: 0 for causal LMs, none otherwise
-    rank_sequences: int | None = 8  # effective / stable rank on the first k sequences; None = all
-    budget: Budget = Budget()
-    sweeps: tuple[Sweep, ...] = ()  # the frontier's curves; () = no sweep
-
-    def __post_init__(self) -> None:
-        if self.rank_sequences is not None and self.rank_sequences < 1:
-            raise UsageError(f"rank_sequences must be at least 1 (or None for all), got {self.rank_sequences}")
-
-    def resolved_knobs(self) -> dict[str, dict]:
-        """Each method's knobs, its defaults overridden by ``knobs`` (methods None: every patchable
-        one); UsageError on an unknown method or knob, or a value out of range."""
-        return {
-            m: resolve_knobs(check_method(m), self.knobs.get(m, {}))
-            for m in (PATCHABLE if self.methods is None else self.methods)
-        }
-
-    def for_model(self, model) -> AnalysisSettings:
-        """These settings for ``model``, defaults filled in: methods None -> every method that can
-        patch it (and the sweeps of those only); exclude None -> position 0 for a causal LM, whose
-        first token is a huge-norm attention sink, else none. A model that carries a patch already
-        (an adapted model, loaded with its patch) is measured as it is: no method or sweep on top."""
-        if patched_method(model) is not None:
-            methods, sweeps = (), ()
-        elif self.methods is None:
-            methods = supported_methods(model)
-            sweeps = tuple(s for s in self.sweeps if s.method in methods)
-        else:
-            methods, sweeps = self.methods, self.sweeps
-        family = layout(model).family
-        if self.attention_tokens is not None and family.modality != "text":
-            raise FieldError(
-                "{attention_tokens} cuts text only, and this is an image model (images are kept whole); drop it"
-            )
-        exclude = self.exclude if self.exclude is not None else (0,) if family.causal else ()
-        tokens = DEFAULT_TEXT_TOKENS if self.attention_tokens is None else self.attention_tokens
-        return replace(self, methods=methods, sweeps=sweeps, exclude=exclude, attention_tokens=tokens)
 
 
 @dataclass
@@ -220,16 +161,46 @@ def _sweep(
     return points
 
 
-def check_inputs(inputs: dict[str, Tensor], exclude: tuple[int, ...]) -> None:
-    """FieldError unless every text sequence keeps at least 2 tokens to compare after ``exclude``."""
-    if (
-        "input_ids" in inputs
-        and int(valid_tokens(inputs["input_ids"], inputs["attention_mask"], exclude).sum(dim=1).max()) < 2
-    ):
+def _first_short(inputs: dict[str, Tensor], exclude: tuple[int, ...], least: int) -> tuple[int, int] | None:
+    """``(sequence, tokens counted)`` of the first text sequence with fewer than ``least`` tokens
+    counted after ``exclude``, or None."""
+    kept = valid_tokens(inputs["input_ids"], inputs.get("attention_mask"), exclude).sum(dim=1).tolist()
+    return next(((i, k) for i, k in enumerate(kept) if k < least), None)
+
+
+def check_inputs(inputs: dict[str, Tensor], settings: AnalysisSettings) -> None:
+    """UsageError unless ``inputs`` is a dict of tensors a model takes; FieldError unless, after
+    ``settings.exclude`` (``settings`` as ``for_model`` gives them), every text sequence keeps at
+    least 2 tokens to compare and every sequence of the attention sample at least 1."""
+    check_model_inputs(inputs)
+    if "input_ids" not in inputs:
+        return
+    exclude = settings.exclude
+    after = " after {exclude} " + ",".join(map(str, exclude)) if exclude else ""
+    short = _first_short(inputs, exclude, 2)
+    if short:
+        sequence, kept = short
+        last = len(inputs["input_ids"]) - 1
+        fix = (
+            "pass {max_sequences} %d to leave it out, or more text" % sequence
+            if sequence == last > 0
+            else "raise {max_length} or pass more text" + (", or exclude fewer positions" if exclude else "")
+        )
         raise FieldError(
-            "{exclude} {got} leaves fewer than 2 tokens per sequence to compare; exclude fewer "
-            "positions or raise {max_length}",
-            got=",".join(map(str, exclude)),
+            "sequence %d keeps %d token(s) to compare%s, and every sequence needs 2: %s" % (sequence, kept, after, fix)
+        )
+    if not settings.attention_sequences:
+        return
+    try:
+        short = _first_short(
+            attention_subset(inputs, settings.attention_sequences, settings.attention_tokens), exclude, 1
+        )
+    except UsageError:  # the cut holds only excluded positions, or not all of them
+        short = (0, 0)
+    if short:
+        raise FieldError(
+            "{attention_tokens} %d leaves the attention sample a sequence with no token to measure%s; "
+            "raise {attention_tokens}" % (settings.attention_tokens, after)
         )
 
 
@@ -249,7 +220,7 @@ def run_analysis(
     ``settings`` take the model's defaults first (``AnalysisSettings.for_model``).
     """
     settings = settings.for_model(model)
-    check_inputs(inputs, settings.exclude)
+    check_inputs(inputs, settings)
     lay = layout(model)
     knobs = settings.resolved_knobs()
     probe = QualityProbe.for_model(model, inputs, tokenizer)

@@ -9,11 +9,12 @@ without fine-tuning is the largest setting that stays within the quality budget.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from oversmooth.analyze.quality import Quality
-from oversmooth.errors import UsageError
-from oversmooth.hf import DEFAULT_KNOBS, SWEEP_GRIDS, ZERO_KNOBS, check_method, resolve_knobs
+from oversmooth.errors import FieldError, UsageError
+from oversmooth.hf import DEFAULT_KNOBS, METHODS, SWEEP_GRIDS, ZERO_KNOBS, check_method, resolve_knobs
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,20 @@ def parse_sweep(text: str) -> Sweep:
     for value in grid:
         sweep.knobs(value)  # a value the method refuses fails here, before any work
     return sweep
+
+
+def parse_sweeps(specs: Sequence[str], methods: tuple[str, ...] | None) -> tuple[Sweep, ...]:
+    """``analyze --sweep`` values -> Sweeps, each once: ``""`` is the default grid of each of
+    ``methods`` (None: every patchable method), else ``parse_sweep``. FieldError naming ``sweep``
+    when ``""`` finds no method.
+
+    >>> parse_sweeps(["", "neutreno:lam=0.1"], ("neutreno",))[-1]
+    Sweep(method='neutreno', knob='lam', values=(0.1,))
+    """
+    grids = default_sweeps(METHODS if methods is None else methods)
+    if "" in specs and not grids:
+        raise FieldError("{sweep} alone sweeps the methods of {methods}, and there are none; name some")
+    return tuple(dict.fromkeys(s for spec in specs for s in ((parse_sweep(spec),) if spec else grids)))
 
 
 @dataclass(frozen=True)

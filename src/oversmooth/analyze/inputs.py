@@ -9,6 +9,7 @@ images; resized to the model's size, normalised with its mean / std.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -17,14 +18,21 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from oversmooth.analyze.settings import DEFAULT_SEQUENCES, DEFAULT_TEXT_TOKENS, check_sequences
 from oversmooth.errors import FieldError, UsageError
+from oversmooth.tensors import check_tensor
 
 if TYPE_CHECKING:
     from oversmooth.hf import Loaded
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".webp", ".tif", ".tiff")
 SAMPLE = "austen_sample.txt"
-DEFAULT_TEXT_TOKENS = 128  # tokens per text chunk, and per sequence of the attention sample
+#: the shape of each model input the toolkit makes (any other: at least a batch dimension)
+INPUT_SHAPES = {
+    "input_ids": "[batch, tokens]",
+    "attention_mask": "[batch, tokens]",
+    "pixel_values": "[batch, channels, height, width]",
+}
 
 
 def sample_text() -> str:
@@ -32,9 +40,14 @@ def sample_text() -> str:
 
 
 def read_text(source: str | None) -> tuple[str, str]:
-    """``(text, description)`` from a file path, a literal string, or None (the built-in sample)."""
+    """``(text, description)`` from a file path, a literal string, or None (the built-in sample);
+    FieldError naming ``text`` when it is empty."""
     if source is None:
         return sample_text(), f"built-in sample ({SAMPLE})"
+    if not source.strip():
+        raise FieldError(
+            "{text} is empty; pass a text file or a quoted string, or leave it out for the built-in sample"
+        )
     path = Path(source).expanduser()
     if _is_file(path):
         try:
@@ -158,11 +171,30 @@ def text_tokens(max_length: int | None) -> int | None:
     return DEFAULT_TEXT_TOKENS if max_length is None else max_length or None
 
 
+def check_model_inputs(inputs: Mapping[str, Tensor]) -> None:
+    """UsageError naming the input unless ``inputs`` is a dict of tensors of the shapes a model
+    takes (``INPUT_SHAPES``), the mask one value per token."""
+    if not isinstance(inputs, Mapping):
+        raise UsageError(
+            f"inputs are a {type(inputs).__name__}; pass a dict of torch tensors, as a tokenizer "
+            "(input_ids, attention_mask) or an image processor (pixel_values) returns"
+        )
+    for name, value in inputs.items():
+        check_tensor(value, f"inputs[{name!r}]", INPUT_SHAPES.get(name, "[batch, ...]"))
+    if "attention_mask" in inputs and "input_ids" in inputs:
+        ids, mask = inputs["input_ids"].shape, inputs["attention_mask"].shape
+        if ids != mask:
+            raise UsageError(
+                f"inputs['attention_mask'] has shape {tuple(mask)} but inputs['input_ids'] {tuple(ids)}; "
+                "pass one mask value per token"
+            )
+
+
 def analysis_inputs(
     loaded: Loaded,
     text: str | None = None,
     images: str | None = None,
-    max_sequences: int = 8,
+    max_sequences: int = DEFAULT_SEQUENCES,
     max_length: int | None = None,
 ) -> tuple[dict[str, Tensor], str]:
     """The batch an analysis of ``loaded`` measures, on its device, and where it came from. A text
@@ -171,7 +203,8 @@ def analysis_inputs(
     ``input_ids`` and ``attention_mask [B, n]``. A vision model takes up to ``max_sequences`` images
     of ``images`` (a folder; None: Fashion-MNIST test images): ``pixel_values [B, C, H, W]`` in the
     model's dtype. FieldError when ``text`` or ``max_length`` is given to a vision model or
-    ``images`` to a text model."""
+    ``images`` to a text model, or ``max_sequences`` below 1."""
+    check_sequences(max_sequences)
     kind = f"({loaded.family.name})"
     if loaded.family.modality == "text":
         if images:

@@ -14,75 +14,27 @@ is also scored on the model's task, on the same passages:
   outputs (``last_hidden_state`` mean-pooled over valid tokens, as a sentence encoder pools),
   mean over inputs.
 
-``Budget`` says how much of that may be lost (default: perplexity at most 1.05x the unpatched
-model's, KL at most 0.05 nats, agreement and cosine at least 0.95); a patched method is within
-budget only when every measure of its task is.
+``Budget`` (``oversmooth.analyze.settings``) says how much of that may be lost (default: perplexity
+at most 1.05x the unpatched model's, KL at most 0.05 nats, agreement and cosine at least 0.95); a
+patched method is within budget only when every measure of its task is.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor, nn
 
+from oversmooth.analyze.inputs import check_model_inputs
+from oversmooth.analyze.settings import Budget
 from oversmooth.errors import UsageError
 from oversmooth.hf import Task, task_of
 
 MASK_RATE = 0.15
 MASK_SEED = 0
-
-
-@dataclass(frozen=True)
-class Budget:
-    """The quality a patched model may lose and still count as working."""
-
-    perplexity: float = 1.05  # max ratio to the unpatched perplexity (also bounds nll - nll_base)
-    kl: float = 0.05  # max KL(unpatched || patched), nats
-    agreement: float = 0.95  # min top-1 agreement with the unpatched model
-    cosine: float = 0.95  # min cosine between unpatched and patched outputs
-
-    def __post_init__(self) -> None:
-        for field in fields(self):
-            value = getattr(self, field.name)
-            if not math.isfinite(value) or value < 0:
-                raise UsageError(f"budget {field.name}={value} must be a finite number >= 0")
-        if self.perplexity < 1:
-            raise UsageError(
-                f"budget perplexity={self.perplexity} is a ratio to the unpatched model; "
-                "pass a value >= 1, e.g. perplexity=1.05"
-            )
-        if self.agreement > 1 or self.cosine > 1:
-            raise UsageError("budget agreement and cosine are at most 1")
-
-    @classmethod
-    def parse(cls, text: str) -> Budget:
-        """``"perplexity=1.1,kl=0.1"``: the named bounds changed, the rest at their defaults.
-
-        >>> Budget.parse("perplexity=1.1").perplexity, Budget.parse("kl=0.2").agreement
-        (1.1, 0.95)
-        """
-        names = [f.name for f in fields(cls)]
-        changes = {}
-        for item in filter(None, (part.strip() for part in text.split(","))):
-            name, _, value = item.partition("=")
-            if name.strip() not in names or not value:
-                raise UsageError(f"bad budget item {item!r}; write NAME=VALUE with NAME one of {', '.join(names)}")
-            try:
-                changes[name.strip()] = float(value)
-            except ValueError:
-                raise UsageError(f"budget {name.strip()}={value!r} is not a number") from None
-        return replace(cls(), **changes)
-
-    def describe(self, task: Task) -> str:
-        return {
-            "causal_lm": f"perplexity <= {self.perplexity:g} x unpatched",
-            "masked_lm": f"masked-token perplexity <= {self.perplexity:g} x unpatched",
-            "classifier": f"top-1 agreement >= {self.agreement:g} and KL <= {self.kl:g} nats",
-            "encoder": f"output cosine to the unpatched model >= {self.cosine:g}",
-        }[task]
 
 
 @dataclass(frozen=True)
@@ -145,6 +97,7 @@ def mask_tokens(
     >>> int((labels != -100).sum()), masked["input_ids"][labels != -100].tolist()
     (1, [103])
     """
+    check_model_inputs(inputs)
     ids = inputs["input_ids"]
     valid = inputs.get("attention_mask", torch.ones_like(ids)).bool()
     ordinary = valid & ~torch.isin(ids, torch.tensor(sorted(special_ids), dtype=ids.dtype, device=ids.device))
@@ -249,31 +202,3 @@ class QualityProbe:
 
 def _exp(nll: float) -> float:
     return math.exp(nll) if nll < 700 else math.inf
-
-
-def similarity_verdict(base: list[float], patched: list[float], quality: Quality | None) -> tuple[str, str]:
-    """The one rule for "a mitigation lowers token similarity with no training" (NeuTRENO App. G.3/G.9).
-
-    ``base`` / ``patched``: per-layer similarity, layer 0 = embeddings. Held only when the
-    patched model is lower at every layer after the first block (where NeuTRENO starts acting)
-    *and* stays within the quality budget (``quality=None``: an untrained model, which has no job
-    to keep, judged on similarity alone). Returns ``(verdict, sentence)``, the sentence saying
-    what happened, e.g. ``'similarity lower, model broken (perplexity x70,000): not held'``.
-
-    >>> ok = Quality((QualityRow("neutreno", "lam=0.6", "output_cosine", 0.99, 1.0, None, True),))
-    >>> similarity_verdict([0.1, 0.2, 0.3], [0.1, 0.2, 0.25], ok)
-    ('held', 'held: similarity lower at every layer after block 1, output cosine 0.99 within budget')
-    """
-    later = range(2, len(base))
-    if not later:
-        return "not tested", "not tested: the model has one block, and NeuTRENO acts from the second on"
-    if any(math.isnan(values[layer]) for values in (base, patched) for layer in later):
-        return "not tested", "not tested: similarity is undefined (no counted tokens) at some layer"
-    lower = sum(patched[layer] < base[layer] for layer in later)
-    if lower < len(later):
-        return "did not hold", f"did not hold: similarity lower at {lower} of {len(later)} layers after block 1"
-    if quality is None:
-        return "held", "held: similarity lower at every layer after block 1 (untrained model: no quality to keep)"
-    if not quality.within_budget:
-        return "model broken", f"similarity lower, model broken ({quality.headline()}): not held"
-    return "held", f"held: similarity lower at every layer after block 1, {quality.headline()} within budget"

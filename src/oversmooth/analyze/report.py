@@ -13,7 +13,7 @@ from pathlib import Path
 
 from oversmooth.analyze.analysis import BASELINE, Analysis
 from oversmooth.analyze.frontier import best_within_budget, frontier_rows, quality_loss
-from oversmooth.analyze.quality import QualityRow, ratio_text, similarity_verdict
+from oversmooth.analyze.quality import QualityRow, ratio_text
 from oversmooth.analyze.sublayers import block_totals
 from oversmooth.atomic import atomic_directory
 from oversmooth.hf import setting_text
@@ -91,9 +91,7 @@ def format_table(analysis: Analysis) -> str:
                 *_sublayer_cells(analysis, layer),
             ]
         )
-    parts = [_aligned(header, lines), "", format_quality(analysis)]
-    claim = late_layer_claim(analysis)
-    return "\n".join([*parts, claim] if claim else parts)
+    return "\n".join([_aligned(header, lines), "", format_quality(analysis)])
 
 
 def format_quality(analysis: Analysis) -> str:
@@ -180,19 +178,6 @@ def plot_metric(analysis: Analysis, metric: str, path: Path) -> None:
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     save_png(plt, fig, path)
-
-
-def late_layer_claim(analysis: Analysis) -> str | None:
-    """NeuTRENO App. G.9: does patched NeuTRENO lower every later layer's cos_sim of a pretrained
-    model, with the model still within its quality budget? (``quality.similarity_verdict``)"""
-    if "neutreno" not in analysis.tables:
-        return None
-    base, neut = analysis.tables[BASELINE]["cos_sim"].tolist(), analysis.tables["neutreno"]["cos_sim"].tolist()
-    _, sentence = similarity_verdict(base, neut, analysis.quality["neutreno"])
-    return (
-        f"NeuTRENO (lam={analysis.knobs['neutreno']['lam']}) with no fine-tuning (NeuTRENO App. G.9), "
-        f"last layer cos_sim {base[-1]:.3f} -> {neut[-1]:.3f}: {sentence}"
-    )
 
 
 def format_frontier(analysis: Analysis) -> str:

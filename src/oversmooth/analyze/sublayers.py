@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from torch import Tensor
 
 from oversmooth.activations import hook_name
+from oversmooth.analyze.inputs import check_model_inputs
 from oversmooth.analyze.layerwise import LayerwiseMeasures
 from oversmooth.hf import Family, capture, layout
 
@@ -121,6 +122,7 @@ def sublayer_changes(model, inputs: Mapping[str, Tensor], exclude: Sequence[int]
     >>> rows[0].t_sim_after == rows[1].t_sim_before
     True
     """
+    check_model_inputs(inputs)
     lay = layout(model)
     mask = inputs.get("attention_mask")
     measures = LayerwiseMeasures(

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
+
+from oversmooth.train.run_spec import flag
 
 
 def finite_float(text: str) -> float:
@@ -61,3 +64,26 @@ def knob_flags(args: argparse.Namespace, scope: str) -> dict[str, object]:
     from oversmooth.mitigations.registry import knob_owners
 
     return {flag: getattr(args, flag) for flag in knob_owners(scope) if getattr(args, flag, None) is not None}
+
+
+def add_field(
+    group, f: dataclasses.Field, kind: type, *, required: bool = False, positional: bool = False, **options
+) -> None:
+    """The argument of a config dataclass's field ``f`` (``RunSpec``, ``AdaptConfig``) of type
+    ``kind``, from its default and ``metadata["help"]``: a switch for a bool (``--no-FIELD`` for
+    one on by default), else a value (``metadata["bare"]``: the value of the flag given alone);
+    ``positional``: the field's own name, optional. ``required`` only marks the help: the caller
+    says what is missing (a saved spec may stand in). ``options``: more of ``add_argument``'s."""
+    text = " ".join(part for part in (f.metadata["help"], "(required)" if required else "") if part)
+    if kind is bool:
+        name = flag(f.name) if f.default is False else flag("no_" + f.name)
+        group.add_argument(name, dest=f.name, action="store_true" if f.default is False else "store_false", help=text)
+        return
+    default = None if f.default is dataclasses.MISSING else f.default  # required: None until given
+    options = {"type": finite_float if kind is float else kind, "default": default, "help": text or None, **options}
+    if "bare" in f.metadata:
+        options.update(nargs="?", const=f.metadata["bare"])
+    if positional:
+        group.add_argument(f.name, nargs="?", **options)
+    else:
+        group.add_argument(flag(f.name), **options)

@@ -4,11 +4,16 @@ unpatched control arm, and report how much of the damage came back (``oversmooth
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import itertools
 
-from oversmooth.cli._arguments import finite_float
-from oversmooth.errors import UsageError
-from oversmooth.train.run_spec import literal
+from oversmooth.adapt.config import MAIN, AdaptConfig
+from oversmooth.cli._arguments import add_field
+from oversmooth.errors import FieldError, UsageError
+from oversmooth.train.run_spec import field_kinds, flag, literal
+
+#: ``oversmooth adapt``'s presentation of some fields: the positional, the required, the metavars.
+_POSITIONAL, _REQUIRED, _METAVARS = "model", ("out",), {"model": "MODEL", "out": "DIR", "lora": "RANK"}
 
 
 def _values(text: str) -> tuple:
@@ -34,101 +39,59 @@ def register(subparsers) -> None:
         "without the patch as a control. Writes adapt.json, adapt.csv, adapt.png, report.md "
         "and each arm's adapted model. Resumable: rerun the same command. See docs/adapt.md.",
     )
-    parser.add_argument(
-        "model",
-        nargs="?",
-        default=None,
-        metavar="MODEL",
-        help="a Hugging Face folder, a .gguf file, an installed model package, or an "
-        "`oversmooth train` run folder (default: the bundled all-MiniLM-L6-v2)",
-    )
-    parser.add_argument("--out", required=True, metavar="DIR", help="output folder (required)")
-    parser.add_argument("--method", default="neutreno", help="the mitigation to patch in (default neutreno)")
-    knobs = parser.add_argument_group(
-        "knobs",
-        "one patched arm per value: --lam 0.2,0.6,1.0 makes three (several knobs with lists: every combination)",
-    )
-    for flag, (method, _) in _knob_flags().items():
-        knobs.add_argument(
-            f"--{flag.replace('_', '-')}", dest=f"knob_{flag}", type=_values, metavar="V[,V...]", help=f"{method} knob"
-        )
-    parser.add_argument("--objective", default="auto", help="auto (default) | task | causal_lm | masked_lm | distill")
-    parser.add_argument(
-        "--text", default="austen", help="pretrained text models: austen (default) | sample | text:FILE[,FILE...]"
-    )
-    opt = parser.add_argument_group("schedule")
-    opt.add_argument("--steps", type=int, default=200, help="optimiser steps per arm (default 200)")
-    opt.add_argument("--batch-size", type=int, help="default: 8, or the train run's")
-    opt.add_argument("--seq-len", type=int, default=128, help="pretrained text models: tokens per sequence")
-    opt.add_argument(
-        "--lr", type=finite_float, help="peak lr (default 1e-4 whole model, 1e-3 LoRA, a tenth of a train run's)"
-    )
-    opt.add_argument("--warmup", type=finite_float, default=0.1, help="warm-up share of the steps (default 0.1)")
-    opt.add_argument("--weight-decay", type=finite_float)
-    opt.add_argument("--grad-clip", type=finite_float)
-    opt.add_argument("--seed", type=int, default=0)
-    opt.add_argument("--record-every", type=int, help="steps between held-out evaluations (default steps/8)")
-    opt.add_argument(
-        "--eval-sequences", type=int, default=64, help="pretrained models: held-out sequences per split (default 64)"
-    )
-    run = parser.add_argument_group("run")
-    run.add_argument("--lora", type=int, default=0, metavar="RANK", help="LoRA rank through peft (0: whole model)")
-    run.add_argument("--device", default="auto", help="auto | cpu | cuda")
-    run.add_argument("--dtype", default="float32", help="float32 | bfloat16")
-    run.add_argument("--gradient-checkpointing", action="store_true", help="families that support it")
-    run.add_argument("--threads", type=int, help="CPU threads for torch")
-    run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    groups = {MAIN: parser}
+    for f in dataclasses.fields(AdaptConfig):
+        name = f.metadata["group"]
+        if name not in groups:
+            groups[name] = parser.add_argument_group(name, f.metadata["help"] if f.name == "knobs" else None)
+        if f.name == "knobs":
+            for knob, (method, _) in _knob_flags().items():
+                groups[name].add_argument(
+                    flag(knob), dest=f"knob_{knob}", type=_values, metavar="V[,V...]", help=f"{method} knob"
+                )
+        else:
+            where = {"positional": f.name == _POSITIONAL, "required": f.name in _REQUIRED}
+            add_field(groups[name], f, field_kinds(AdaptConfig)[f.name], metavar=_METAVARS.get(f.name), **where)
     parser.set_defaults(run=run_adapt)
+
+
+def _named(name: str) -> str:
+    """How a message names field (or knob) ``name``: its flag (``--batch-size``), ``MODEL``, ``knobs``."""
+    return {_POSITIONAL: _METAVARS[_POSITIONAL], "knobs": "knobs"}.get(name, flag(name))
 
 
 def knob_arms(args: argparse.Namespace) -> tuple[dict, ...]:
     """The patched arms the knob flags ask for: every combination of the given values."""
     owners = _knob_flags()
-    given = {flag: getattr(args, f"knob_{flag}") for flag in owners if getattr(args, f"knob_{flag}") is not None}
-    for flag in given:
-        if owners[flag][0] != args.method:
+    given = {knob: getattr(args, f"knob_{knob}") for knob in owners if getattr(args, f"knob_{knob}") is not None}
+    for knob in given:
+        if owners[knob][0] != args.method:
             raise UsageError(
-                f"--{flag.replace('_', '-')} sets {owners[flag][0]}, not --method {args.method}; "
-                "drop it or change --method"
+                f"{flag(knob)} sets {owners[knob][0]}, not --method {args.method}; drop it or change --method"
             )
-    fields = [owners[flag][1] for flag in given]
+    fields = [owners[knob][1] for knob in given]
     return tuple(dict(zip(fields, combo)) for combo in itertools.product(*given.values())) or ({},)
 
 
-def config_of(args: argparse.Namespace):
-    from oversmooth.adapt import AdaptConfig
-
-    return AdaptConfig(
-        model=args.model,
-        out=args.out,
-        method=args.method,
-        knobs=knob_arms(args),
-        objective=args.objective,
-        text=args.text,
-        steps=args.steps,
-        batch_size=args.batch_size,
-        seq_len=args.seq_len,
-        lr=args.lr,
-        warmup=args.warmup,
-        weight_decay=args.weight_decay,
-        grad_clip=args.grad_clip,
-        seed=args.seed,
-        record_every=args.record_every,
-        eval_sequences=args.eval_sequences,
-        lora=args.lora,
-        device=args.device,
-        dtype=args.dtype,
-        gradient_checkpointing=args.gradient_checkpointing,
-        threads=args.threads,
-        progress=not args.no_progress,
-    )
+def config_of(args: argparse.Namespace) -> AdaptConfig:
+    missing = [flag(name) for name in _REQUIRED if getattr(args, name) is None]
+    if missing:
+        raise UsageError(f"the following arguments are required: {', '.join(missing)}")
+    fields = {f.name: getattr(args, f.name) for f in dataclasses.fields(AdaptConfig) if f.name != "knobs"}
+    return AdaptConfig(**fields, knobs=knob_arms(args))
 
 
 def run_adapt(args: argparse.Namespace) -> int:
+    from transformers.utils import logging as hf_logging
+
     from oversmooth.adapt import adapt
     from oversmooth.adapt.verdict import judge
 
-    result = adapt(config_of(args))
+    hf_logging.disable_progress_bar()  # one progress bar: ours (a refusal: one line)
+    try:
+        result = adapt(config_of(args))
+    except FieldError as error:  # the library names fields and knobs; name our flags
+        raise UsageError(error.message(_named)) from None
     for arm in result.patched:
         print(judge(result, arm).words())
     print(f"wrote {args.out}/: adapt.json, adapt.csv, adapt.png, report.md, arms/<arm>/model")

@@ -8,6 +8,13 @@ import argparse
 import shlex
 import sys
 
+from oversmooth.analyze.settings import (
+    DEFAULT_SEQUENCES,
+    DEFAULT_TEXT_TOKENS,
+    AnalysisSettings,
+    Budget,
+    check_sequences,
+)
 from oversmooth.cli._arguments import add_knob_flags, knob_flags, positions
 from oversmooth.mitigations.registry import knob_owners, patchable
 
@@ -62,38 +69,39 @@ def register(subparsers) -> None:
     parser.add_argument(
         "--max-sequences",
         type=_count,
-        default=8,
+        default=DEFAULT_SEQUENCES,
         metavar="N",
-        help="sequences (text chunks or images) to measure (default 8)",
+        help=f"sequences (text chunks or images) to measure (default {DEFAULT_SEQUENCES})",
     )
     parser.add_argument(
         "--max-length",
         type=_count,
         default=None,
         metavar="N",
-        help="tokens per text chunk, capped at the model's maximum; 0 = the maximum (default 128)",
+        help=f"tokens per text chunk, capped at the model's maximum; 0 = the maximum (default {DEFAULT_TEXT_TOKENS})",
     )
     parser.add_argument(
         "--attention-sequences",
         type=_count,
-        default=2,
+        default=AnalysisSettings.attention_sequences,
         metavar="N",
-        help="sequences for the attention measures and predicted mode; 0 = skip (default 2)",
+        help="sequences for the attention measures and predicted mode; 0 = skip "
+        f"(default {AnalysisSettings.attention_sequences})",
     )
     parser.add_argument(
         "--attention-tokens",
         type=_count,
         default=None,
         metavar="N",
-        help="text tokens per sequence for the attention measures (default 128)",
+        help=f"text tokens per sequence for the attention measures (default {DEFAULT_TEXT_TOKENS})",
     )
     parser.add_argument(
         "--rank-sequences",
         type=_count,
-        default=8,
+        default=AnalysisSettings.rank_sequences,
         metavar="N",
         help="effective / stable rank (a full eigensolve per sequence, the costly "
-        "part) on the first N sequences only; 0 = every sequence (default 8)",
+        f"part) on the first N sequences only; 0 = every sequence (default {AnalysisSettings.rank_sequences})",
     )
     parser.add_argument(
         "--exclude",
@@ -108,9 +116,10 @@ def register(subparsers) -> None:
         "--budget",
         default="",
         metavar="NAME=V,...",
-        help="quality a patched model may lose and still count as working: perplexity "
-        "(ratio to unpatched, default 1.05), kl (nats, 0.05), agreement (top-1, "
-        "0.95), cosine (output cosine, 0.95); e.g. --budget perplexity=1.1",
+        help="quality a patched model may lose and still count as working, the bound of its task: "
+        f"perplexity (language models: ratio to unpatched, default {Budget.perplexity:g}), kl (classifiers: "
+        f"nats, {Budget.kl:g}), agreement (classifiers: top-1, {Budget.agreement:g}), cosine (encoders: "
+        f"output cosine, {Budget.cosine:g}); e.g. --budget perplexity=1.1",
     )
     parser.add_argument(
         "--sweep",
@@ -146,18 +155,6 @@ def register(subparsers) -> None:
     parser.set_defaults(run=run)
 
 
-def parse_sweeps(specs: list[str] | None, methods: tuple[str, ...] | None):
-    """``--sweep`` values -> Sweeps: an empty one means the default grid of each of ``methods``
-    (None: every patchable method)."""
-    from oversmooth.analyze.frontier import default_sweeps, parse_sweep
-
-    if specs is None:
-        return ()
-    methods = patchable() if methods is None else methods
-    sweeps = [s for spec in specs for s in (default_sweeps(methods) if not spec else (parse_sweep(spec),))]
-    return tuple(dict.fromkeys(sweeps))
-
-
 def parse_methods(text: str | None) -> tuple[str, ...] | None:
     """``--methods`` -> method names; None (not given): the library's default."""
     from oversmooth.hf.patch import check_method
@@ -169,15 +166,12 @@ def parse_methods(text: str | None) -> tuple[str, ...] | None:
     return tuple(check_method(m.strip()) for m in text.split(",") if m.strip())
 
 
-def knob_overrides(args: argparse.Namespace, methods: tuple[str, ...] | None) -> dict[str, dict]:
-    from oversmooth.errors import UsageError
-
+def knob_overrides(args: argparse.Namespace) -> dict[str, dict]:
+    """The knob flags given, as ``AnalysisSettings.knobs``: method -> knob -> value."""
     knobs: dict[str, dict] = {}
     owners = knob_owners("patch")
     for flag, value in knob_flags(args, "patch").items():
         method, field = owners[flag]
-        if methods is not None and method not in methods:
-            raise UsageError(f"--{flag.replace('_', '-')} sets {method}, which is not in --methods")
         knobs.setdefault(method, {})[field] = value
     return knobs
 
@@ -216,33 +210,27 @@ def _analyze(args: argparse.Namespace) -> int:
     from tqdm import tqdm
     from transformers.utils import logging as hf_logging
 
-    from oversmooth.analyze.analysis import AnalysisSettings, check_inputs, run_analysis
+    from oversmooth.analyze.analysis import check_inputs, run_analysis
+    from oversmooth.analyze.frontier import parse_sweeps
     from oversmooth.analyze.inputs import analysis_inputs, text_tokens
-    from oversmooth.analyze.quality import Budget
     from oversmooth.analyze.report import format_frontier, format_table, write_report, written_files
-    from oversmooth.errors import UsageError
     from oversmooth.hf.load import load
     from oversmooth.hf.placement import placement
     from oversmooth.outputs import check_output_dir
 
     check_output_dir(args.out)
     methods = parse_methods(args.methods)
-    sweeps = parse_sweeps(args.sweep, methods)
-    if args.sweep is not None and not sweeps:
-        raise UsageError("--sweep alone sweeps the methods of --methods, and there are none; name some")
     settings = AnalysisSettings(
         methods=methods,
-        knobs=knob_overrides(args, methods),
+        knobs=knob_overrides(args),
         attention_sequences=args.attention_sequences,
         attention_tokens=args.attention_tokens,
         rank_sequences=args.rank_sequences or None,
         exclude=args.exclude,
         budget=Budget.parse(args.budget),
-        sweeps=sweeps,
+        sweeps=parse_sweeps(args.sweep or (), methods),
     )
-    settings.resolved_knobs()  # bad knob values fail before any loading
-    if args.max_sequences < 1:
-        raise UsageError("--max-sequences must be at least 1")
+    check_sequences(args.max_sequences)  # analysis_inputs checks it too; here it fails before the load
     where = placement(args.device, args.dtype, args.device_map)
     hf_logging.disable_progress_bar()  # one progress bar: ours
     loaded = load(args.model, args.max_sequences, text_tokens(args.max_length), where)
@@ -260,7 +248,7 @@ def _analyze(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     inputs, source = analysis_inputs(loaded, args.text, args.images, args.max_sequences, args.max_length)
-    check_inputs(inputs, exclude)  # before the progress bar: a refusal is one line
+    check_inputs(inputs, chosen)  # before the progress bar: a refusal is one line
     steps = 1 + len(chosen.methods) + sum(len(s.values) for s in chosen.sweeps) + 1 + (args.attention_sequences > 0)
     with tqdm(total=steps, desc="analyze", unit="step", file=sys.stderr) as bar:
 

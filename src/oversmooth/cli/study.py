@@ -81,7 +81,7 @@ def register(subparsers) -> None:
         help="local (default: processes on this machine) or slurm (one job array; returns once submitted)",
     )
     slurm.add_argument("--wait", action="store_true", help="slurm: wait until the submitted cells have ended")
-    slurm.add_argument("--partition", help="slurm partition (default: the cluster's)")
+    slurm.add_argument("--partition", help="slurm: partition (default: the cluster's)")
     slurm.add_argument(
         "--time",
         metavar="LIMIT",
@@ -101,7 +101,7 @@ def register(subparsers) -> None:
         action="append",
         default=[],
         metavar="OPTION",
-        help="extra sbatch option, e.g. --sbatch=--qos=low (repeatable)",
+        help="slurm: extra sbatch option, e.g. --sbatch=--qos=low (repeatable)",
     )
     parser.set_defaults(run=run)
 
@@ -121,7 +121,7 @@ def resolve_study(args: argparse.Namespace):
     """The preset or file, with the command-line overrides applied."""
     from pathlib import Path
 
-    from oversmooth.errors import UsageError
+    from oversmooth.errors import FieldError, UsageError
     from oversmooth.study import StudyConfig, study_preset
 
     is_file = args.study.endswith((".json", ".toml")) or Path(args.study).is_file()
@@ -133,9 +133,12 @@ def resolve_study(args: argparse.Namespace):
             raise UsageError(f"--set takes FLAG=VALUE, got {item!r}")
         train[key.strip().lstrip("-").replace("-", "_")] = literal(text.strip())
     labels = tuple(m.strip() for m in (args.methods or "").split(",") if m.strip())
-    return study.narrowed(
-        seeds=_ints(args.seeds, "--seeds"), depths=_ints(args.depths, "--depths"), labels=labels, train=train
-    )
+    try:
+        return study.narrowed(
+            seeds=_ints(args.seeds, "--seeds"), depths=_ints(args.depths, "--depths"), labels=labels, train=train
+        )
+    except FieldError as error:  # a list given twice over: name our flag
+        raise UsageError(error.message(lambda name: f"--{name}")) from None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -195,7 +198,6 @@ def run(args: argparse.Namespace) -> int:
             command=command_line(args),
             archive=args.results,
             executor=executor,
-            wait=args.wait,
         )
     finally:
         bar.close()
@@ -217,23 +219,33 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def executor_settings(args: argparse.Namespace, study):
-    """The study file's executor settings with the flags given on the command line."""
-    settings = study.executor.updated(
-        kind=args.executor,
-        jobs=args.jobs,
-        time=args.time,
-        partition=args.partition,
-        cpus_per_task=args.cpus_per_task,
-        gpus_per_node=args.gpus_per_node,
-        tasks_per_node=args.tasks_per_node,
-        sbatch=tuple(args.sbatch) or None,
-    )
-    if settings.kind == "local" and (settings.partition or settings.sbatch):
-        from oversmooth.errors import UsageError
+SETTINGS = ("jobs", "time", "partition", "cpus_per_task", "gpus_per_node", "tasks_per_node", "sbatch", "wait")
+#: ExecutorSettings field -> the ``args`` attribute of its flag
+EXECUTOR_FLAGS = {"kind": "executor", **{name: name for name in SETTINGS}}
 
-        raise UsageError("--partition and --sbatch are Slurm settings; add --executor slurm or drop them")
-    return settings
+
+def executor_settings(args: argparse.Namespace, study):
+    """The study file's executor settings with the flags given on the command line. A setting
+    refused is named as it was given: its flag, or its key in the file's ``[executor]`` table."""
+    from oversmooth.errors import FieldError, UsageError
+
+    given = {field: _given(getattr(args, name)) for field, name in EXECUTOR_FLAGS.items()}
+
+    def named(field: str) -> str:
+        flag = "--" + EXECUTOR_FLAGS[field].replace("_", "-")
+        return flag if field == "kind" or given[field] is not None else f"[executor] {field}"
+
+    try:
+        return study.executor.updated(**given)
+    except FieldError as error:
+        raise UsageError(error.message(named)) from None
+
+
+def _given(value):
+    """A flag's value as a setting; None where the flag was not given (a switch left off, no repeats)."""
+    if value is False or value == []:
+        return None
+    return tuple(value) if isinstance(value, list) else value
 
 
 def print_status(study, out, results: str | None) -> int:

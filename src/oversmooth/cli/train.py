@@ -6,7 +6,7 @@ import argparse
 import dataclasses
 from pathlib import Path
 
-from oversmooth.cli._arguments import add_knob_flags, finite_float, knob_flags
+from oversmooth.cli._arguments import add_field, add_knob_flags, knob_flags
 from oversmooth.errors import FieldError, UsageError
 from oversmooth.train.run_spec import CHOICES, GROUPS, REQUIRED, RunSpec, field_kinds, flag
 
@@ -37,25 +37,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             if f.metadata["group"] == name and f.name == "knobs":
                 add_knob_flags(group, "train")
             elif f.metadata["group"] == name:
-                _add_field(group, f)
-
-
-def _add_field(group: argparse._ArgumentGroup, f: dataclasses.Field) -> None:
-    """The flag of RunSpec field ``f``: ``--no-FIELD`` for a bool that is on by default, a switch
-    for one that is off, else a value of the field's type (or its ``CHOICES``)."""
-    text = " ".join(part for part in (f.metadata["help"], "(required)" if f.name in REQUIRED else "") if part)
-    kind = field_kinds()[f.name]
-    if kind is bool:
-        name = flag(f.name) if f.default is False else flag("no_" + f.name)
-        group.add_argument(name, dest=f.name, action="store_true" if f.default is False else "store_false", help=text)
-        return
-    default = None if f.default is dataclasses.MISSING else f.default  # required: None until given
-    options = {"type": finite_float if kind is float else kind, "default": default, "help": text or None}
-    if f.name in CHOICES:
-        options["choices"] = CHOICES[f.name]
-    if "bare" in f.metadata:
-        options.update(nargs="?", const=f.metadata["bare"])
-    group.add_argument(flag(f.name), **options)
+                choices = {"choices": CHOICES[f.name]} if f.name in CHOICES else {}
+                add_field(group, f, field_kinds()[f.name], required=f.name in REQUIRED, **choices)
 
 
 def run_spec(args: argparse.Namespace) -> RunSpec:

@@ -7,8 +7,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from oversmooth.errors import UsageError
-from oversmooth.layers.config_fields import from_fields
+from oversmooth.errors import FieldError
+from oversmooth.layers.config_fields import check_positive_ints, from_fields
 from oversmooth.layers.mitigation_config import MitigationConfig
 from oversmooth.layers.norm import LN_SIGNS
 
@@ -18,6 +18,7 @@ NORM_PLACEMENTS = ("pre", "post")
 @dataclass
 class StackConfig:
     """Depth, width, heads, MLP ratio, norm placement, LN weight sign, dropout and mitigations.
+    A bad value is a ``FieldError`` naming its field (``oversmooth train`` names its flag).
 
     ``mitigation`` also accepts a string (``"neutreno+featscale"``) or a dict, for CLIs and JSON.
     """
@@ -39,23 +40,26 @@ class StackConfig:
             self.mitigation = MitigationConfig.parse(self.mitigation)
         elif isinstance(self.mitigation, dict):
             self.mitigation = MitigationConfig.from_dict(self.mitigation)
-        for name in ("depth", "width", "heads"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or value < 1:
-                raise UsageError(f"{name} must be a positive integer, got {value!r}")
+        check_positive_ints(self, "depth", "width", "heads")
         if self.width % self.heads:
-            raise UsageError(
-                f"heads ({self.heads}) must divide width ({self.width}); "
-                f"pick heads from {[h for h in range(1, min(self.width, 1024) + 1) if self.width % h == 0][:12]}"
+            raise FieldError(
+                "{heads} ({got}) must divide width ({width_value}); pick {heads} from {fits}",
+                got=self.heads,
+                width_value=self.width,
+                fits=[h for h in range(1, min(self.width, 1024) + 1) if self.width % h == 0][:12],
             )
         if not (math.isfinite(self.mlp_ratio) and self.mlp_ratio > 0):
-            raise UsageError(f"mlp_ratio must be > 0, got {self.mlp_ratio}")
+            raise FieldError("{mlp_ratio} must be > 0, got {got}", got=self.mlp_ratio)
         if self.norm not in NORM_PLACEMENTS:
-            raise UsageError(f"norm {self.norm!r} unknown; choose from {', '.join(NORM_PLACEMENTS)}")
+            raise FieldError(
+                "{norm} {got!r} unknown; choose from {choices}", got=self.norm, choices=", ".join(NORM_PLACEMENTS)
+            )
         if self.ln_sign not in LN_SIGNS:
-            raise UsageError(f"ln_sign {self.ln_sign!r} unknown; choose from {', '.join(LN_SIGNS)}")
+            raise FieldError(
+                "{ln_sign} {got!r} unknown; choose from {choices}", got=self.ln_sign, choices=", ".join(LN_SIGNS)
+            )
         if not 0.0 <= self.dropout < 1.0:
-            raise UsageError(f"dropout must lie in [0, 1), got {self.dropout}")
+            raise FieldError("{dropout} must lie in [0, 1), got {got}", got=self.dropout)
 
     @property
     def mlp_hidden(self) -> int:
@@ -81,5 +85,9 @@ class StackConfig:
     def preset(cls, name: str, **overrides: Any):
         """A named setting from ``SHAPE_PRESETS``, with any field overridden."""
         if name not in cls.SHAPE_PRESETS:
-            raise UsageError(f"unknown {cls.__name__} preset {name!r}; choose from {', '.join(cls.SHAPE_PRESETS)}")
+            raise FieldError(
+                "{preset} {got!r} is no %s preset; choose from {choices}" % cls.__name__,
+                got=name,
+                choices=", ".join(cls.SHAPE_PRESETS),
+            )
         return cls.from_dict({**cls.SHAPE_PRESETS[name], **overrides})

@@ -12,7 +12,8 @@ import torch
 from torch import Tensor
 
 from oversmooth.errors import UsageError
-from oversmooth.metrics.tokens import check_tensor, valid_tokens
+from oversmooth.metrics.tokens import valid_tokens
+from oversmooth.tensors import check_tensor
 
 
 def _check(attn: Tensor) -> None:

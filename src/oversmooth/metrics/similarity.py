@@ -13,6 +13,7 @@ import torch
 from torch import Tensor
 
 from oversmooth.metrics.tokens import count, token_sum, valid_tokens, working
+from oversmooth.tensors import check_tensor
 
 
 def cos_sim(x: Tensor, mask: Tensor | None = None, exclude: Sequence[int] = ()) -> Tensor:
@@ -24,7 +25,7 @@ def cos_sim(x: Tensor, mask: Tensor | None = None, exclude: Sequence[int] = ()) 
     >>> cos_sim(torch.tensor([[[1.0, 0.0], [0.0, 2.0], [3.0, 0.0]]])).tolist()
     [0.3333333333333333]
     """
-    valid = valid_tokens(x, mask, exclude)
+    valid = valid_tokens(check_tensor(x, "states"), mask, exclude)
     xs = working(x)
     norms = torch.linalg.vector_norm(xs, dim=-1)
     counted = valid & (norms > 0)
@@ -44,7 +45,7 @@ def t_sim(x: Tensor, mask: Tensor | None = None, exclude: Sequence[int] = ()) ->
     >>> t_sim(torch.tensor([[[1.0, 1.0], [1.0, 1.0]], [[1.0, 0.0], [-1.0, 0.0]]])).tolist()
     [1.0, 0.0]
     """
-    valid = valid_tokens(x, mask, exclude)
+    valid = valid_tokens(check_tensor(x, "states"), mask, exclude)
     xs = working(x)
     n = count(valid)
     energy = torch.linalg.vector_norm(xs, dim=-1).to(torch.float64).pow(2).mul(valid).sum(dim=1)

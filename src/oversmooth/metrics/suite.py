@@ -15,7 +15,8 @@ from oversmooth.errors import UsageError
 from oversmooth.metrics.attention import attention_entropy, attention_lambda2, attention_similarity
 from oversmooth.metrics.rank import centred_residual, effective_rank, rank_measures, stable_rank
 from oversmooth.metrics.similarity import cos_sim, t_div, t_sim
-from oversmooth.metrics.tokens import check_finite, check_tensor
+from oversmooth.metrics.tokens import check_counted, check_finite
+from oversmooth.tensors import check_tensor
 from oversmooth.threads import thread_map
 
 STATE_METRICS: dict[str, Callable[..., Tensor]] = {
@@ -112,6 +113,7 @@ def measure(
     features]`` tensor); ``attentions``: optional per layer ``[batch, heads, tokens, tokens]``,
     which adds attention entropy, |lambda_2| and the similarity to the previous layer's map;
     ``attention_eigenvalues``: per layer, their ``counted_eigenvalues`` if the caller has them.
+    UsageError on a sequence with no token counted (``check_counted``).
     Layers are measured side by side on torch's threads (``oversmooth.threads.thread_map``).
 
     >>> states = [torch.randn(2, 5, 8) for _ in range(3)]
@@ -128,6 +130,8 @@ def measure(
         check_finite(check_tensor(states, f"layer {layer} states"), f"layer {layer} states")
         if attentions is not None:
             check_finite(attentions[layer], f"layer {layer} attention maps")
+    if len(hidden_states):
+        check_counted(hidden_states[0], mask, exclude)
     names = tuple(metrics) + (ATTENTION_METRICS if attentions is not None else ())
 
     def row(layer: int) -> dict[str, float]:

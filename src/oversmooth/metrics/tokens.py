@@ -8,25 +8,7 @@ import torch
 from torch import Tensor
 
 from oversmooth.errors import NonFiniteError, UsageError
-
-
-def check_tensor(x: object, what: str, shape: str = "[batch, tokens, features]") -> Tensor:
-    """``x`` if it is a torch tensor with the dimensions ``shape`` names (at least those before a
-    trailing ``...``), each of size at least 1;
-    else one UsageError naming ``what`` and the fix (the Python API's guard for lists, arrays and
-    empty sizes, which would otherwise fail deep inside a metric).
-
-    >>> check_tensor([[1.0]], "states")
-    Traceback (most recent call last):
-    ...
-    oversmooth.errors.UsageError: states are a list; pass a torch tensor [batch, tokens, features] (torch.as_tensor)
-    """
-    if not isinstance(x, Tensor):
-        raise UsageError(f"{what} are a {type(x).__name__}; pass a torch tensor {shape} (torch.as_tensor)")
-    dims = shape.count(",") + 1
-    if (x.dim() < dims - 1 if shape.endswith("...]") else x.dim() != dims) or 0 in x.shape:
-        raise UsageError(f"{what} have shape {tuple(x.shape)}; pass {shape} with every size at least 1")
-    return x
+from oversmooth.tensors import check_tensor
 
 
 def valid_tokens(x: Tensor, mask: Tensor | None = None, exclude: Sequence[int] = ()) -> Tensor:
@@ -66,6 +48,26 @@ def valid_tokens(x: Tensor, mask: Tensor | None = None, exclude: Sequence[int] =
             "tokens; exclude fewer positions"
         )
     return valid
+
+
+def check_counted(x: Tensor, mask: Tensor | None = None, exclude: Sequence[int] = ()) -> None:
+    """UsageError naming the first sequence of ``x`` with no token counted (``valid_tokens``): a
+    mean over sequences would leave it out unsaid.
+
+    >>> check_counted(torch.zeros(2, 3, 4), torch.tensor([[1, 1, 0], [0, 0, 0]]))
+    Traceback (most recent call last):
+    ...
+    oversmooth.errors.UsageError: sequence 1 has no token to measure: its mask is all 0 (padding only); ...
+    """
+    counted = valid_tokens(x, mask, exclude).any(dim=1)
+    if bool(counted.all()):
+        return
+    sequence = int((~counted).nonzero()[0])
+    if mask is not None and not bool(mask[sequence].any()):
+        why = "its mask is all 0 (padding only); drop the sequence or mark its real tokens 1 in the mask"
+    else:
+        why = f"positions {list(exclude)} are excluded and it has no other; exclude fewer positions or drop it"
+    raise UsageError(f"sequence {sequence} has no token to measure: {why}")
 
 
 def masked_float64(x: Tensor, valid: Tensor) -> Tensor:

@@ -13,6 +13,7 @@ from torch import Tensor, nn
 from oversmooth.mitigations.base import LayerShape, Patcher, PatchTarget, SiteLayer
 from oversmooth.mitigations.registry import DeescalationKnobs
 from oversmooth.mitigations.token_mean import token_mean
+from oversmooth.tensors import check_tensor
 
 
 def deescalate(
@@ -24,6 +25,7 @@ def deescalate(
     >>> deescalate(torch.tensor([[[1.0], [3.0]]]), 1.0).flatten().tolist()
     [-1.0, 1.0]
     """
+    check_tensor(x, "the tokens x", "[batch, tokens, ...]")
     return x - tau * (token_mean(x, mask, causal) if mean is None else mean)
 
 

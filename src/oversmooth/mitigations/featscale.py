@@ -14,6 +14,7 @@ from torch import Tensor, nn
 from oversmooth.mitigations.base import LayerShape, Patcher, PatchTarget, SiteLayer, per_unit
 from oversmooth.mitigations.registry import FeatScaleKnobs
 from oversmooth.mitigations.token_mean import token_mean
+from oversmooth.tensors import check_tensor
 
 
 def featscale(
@@ -21,6 +22,7 @@ def featscale(
 ) -> Tensor:
     """``z + s_dc * DC + s_hc * HC`` for ``z: [batch, tokens, d]``, ``s_dc, s_hc: [d]`` (``mean``:
     DC when the caller has it, e.g. a prefix mean carried across calls)."""
+    check_tensor(z, "the tokens z", "[batch, tokens, ...]")
     dc = token_mean(z, mask, causal) if mean is None else mean
     s_dc, s_hc = s_dc.to(z.dtype), s_hc.to(z.dtype)
     # = (1 + s_hc) z + (s_dc - s_hc) DC: two full-size passes instead of four.

@@ -10,6 +10,7 @@ from torch import Tensor, nn
 
 from oversmooth.errors import UsageError
 from oversmooth.layers import StackConfig, signed_layer_norm
+from oversmooth.layers.config_fields import check_positive_ints
 from oversmooth.models.hooked import HookedTransformer
 
 
@@ -33,10 +34,7 @@ class CausalLMConfig(StackConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        for name in ("vocab_size", "context"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or value < 1:
-                raise UsageError(f"{name} must be a positive integer, got {value!r}")
+        check_positive_ints(self, "vocab_size", "context")
 
 
 class CausalLM(HookedTransformer):

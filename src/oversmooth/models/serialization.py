@@ -42,6 +42,10 @@ def load_model(directory: str | os.PathLike, device: str = "cpu") -> HookedTrans
             f"expected one of {', '.join(MODEL_CLASSES)}"
         )
     config_cls, model_cls = MODEL_CLASSES[saved["family"]]
-    model = model_cls(config_cls.from_dict(saved["config"]))
+    try:
+        config = config_cls.from_dict(saved["config"])
+    except UsageError as error:  # not a FieldError: it names the file's keys, no command's flags
+        raise UsageError(f"{directory / CONFIG} is damaged ({error}); save the model again") from None
+    model = model_cls(config)
     model.load_state_dict(load_file(str(directory / WEIGHTS), device="cpu"))
     return model.to(device).eval()

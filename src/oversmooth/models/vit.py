@@ -8,8 +8,9 @@ from typing import Any, ClassVar
 import torch
 from torch import Tensor, nn
 
-from oversmooth.errors import UsageError
+from oversmooth.errors import FieldError, UsageError
 from oversmooth.layers import StackConfig, signed_layer_norm
+from oversmooth.layers.config_fields import check_positive_ints
 from oversmooth.models.hooked import HookedTransformer
 
 
@@ -42,12 +43,14 @@ class ViTConfig(StackConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        for name in ("image_size", "patch_size", "channels", "num_classes"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or value < 1:
-                raise UsageError(f"{name} must be a positive integer, got {value!r}")
+        check_positive_ints(self, "image_size", "patch_size", "channels", "num_classes")
         if self.image_size % self.patch_size:
-            raise UsageError(f"patch_size ({self.patch_size}) must divide image_size ({self.image_size})")
+            raise FieldError(
+                "{patch_size} ({got}) must divide the image size ({size}); pick {patch_size} from {fits}",
+                got=self.patch_size,
+                size=self.image_size,
+                fits=[p for p in range(1, self.image_size + 1) if self.image_size % p == 0],
+            )
 
     @property
     def tokens(self) -> int:

@@ -33,6 +33,7 @@ import torch
 from torch import Tensor
 
 from oversmooth.errors import UsageError
+from oversmooth.tensors import check_tensor
 
 MODES = ("smoothing", "sharpening", "mixed")
 
@@ -96,6 +97,7 @@ def mode_eigenvalues(lambda_a: Tensor, lambda_h: Tensor, residual: bool = True) 
 
 def attention_eigenvalues(attention: Tensor, atol: float = 1e-6) -> Tensor:
     """Eigenvalues (complex128 ``[..., n]``) of row-stochastic ``attention: [..., n, n]``."""
+    check_tensor(attention, "attention maps", "[..., n, n]")
     if attention.dim() < 2 or attention.shape[-1] != attention.shape[-2]:
         raise UsageError(
             f"attention shape {tuple(attention.shape)} is not [..., n, n]: pass "
@@ -141,9 +143,10 @@ def predict_dynamics(
     >>> p.mode, p.dominant, p.describe()
     ('smoothing', (1.5+0j), 'smoothing, angle convergence, rank collapse')
     """
+    check_tensor(lambda_h, "lambda_h (the eigenvalues of H)", "[k, ...]")
     lambda_a = (
         attention_eigenvalues(attention, atol)
-        if attention.dim() == 2
+        if check_tensor(attention, "attention (A [n, n], or its eigenvalues [n])", "[n, ...]").dim() == 2
         else attention.detach().to(torch.complex128).flatten()
     )
     one = int(constant_mode(lambda_a, atol))

@@ -16,6 +16,7 @@ import torch
 from torch import Tensor
 
 from oversmooth.errors import UsageError
+from oversmooth.tensors import check_tensor
 
 
 def effective_matrix(w_v: Tensor, w_o: Tensor, gamma: Tensor | None = None) -> Tensor:
@@ -57,6 +58,10 @@ def value_output_eigenvalues(w_v: Tensor, w_o: Tensor, gamma: Tensor | None = No
 
 
 def _check_shapes(w_v: Tensor, w_o: Tensor, gamma: Tensor | None) -> None:
+    check_tensor(w_v, "the weights W_V", "[d, d_v]")
+    check_tensor(w_o, "the weights W_O", "[d_v, d]")
+    if gamma is not None:
+        check_tensor(gamma, "the LayerNorm weights gamma", "[d]")
     if w_v.dim() != 2 or w_o.dim() != 2 or w_v.shape[1] != w_o.shape[0] or w_o.shape[1] != w_v.shape[0]:
         raise UsageError(
             f"W_V {tuple(w_v.shape)} and W_O {tuple(w_o.shape)} do not chain: "

@@ -14,7 +14,6 @@ lambda 0.2, 0.6 and 1.8 (the last two only for the seeds of 2c). Each seed's sma
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import sys
 from concurrent.futures import ProcessPoolExecutor
@@ -22,6 +21,7 @@ from multiprocessing import get_context
 from pathlib import Path
 
 from oversmooth.errors import UsageError
+from oversmooth.json_files import NUMBER, check_table, read_table
 from oversmooth.study import measures
 from oversmooth.study.protocol import SEEDS_A, SEEDS_B, SOFTMAX, VIT, VIT_GATE, Protocol
 from oversmooth.study.stats import paired_test
@@ -94,19 +94,10 @@ def read_adaptations(root: str | Path) -> list[dict]:
     folder = Path(root) / NAME
     records = []
     for path in sorted(folder.glob(f"s*/{RESULT_FILE}")):
-        try:
-            record = {"seed": int(path.parent.name[1:]), **json.loads(path.read_text())}
-            config = record["config"]
-            ran = (
-                config["seed"],
-                config["steps"],
-                config["lr"],
-                config["warmup"],
-                config["method"],
-                config["objective"],
-            )
-        except (ValueError, OSError, KeyError, TypeError) as error:
-            raise UsageError(f"{path} is damaged ({error}); delete its folder and rerun: {COMMAND}") from None
+        if not path.parent.name[1:].isdigit():
+            raise UsageError(f"{path} is in no seed's folder (s<seed>); move it away and rerun: {COMMAND}")
+        record = {"seed": int(path.parent.name[1:]), **_checked(path)}
+        ran = tuple(record["config"][k] for k in ("seed", "steps", "lr", "warmup", "method", "objective"))
         registered = (record["seed"], STEPS, LR, WARMUP, "neutreno", "task")
         if ran != registered:
             raise UsageError(
@@ -115,6 +106,25 @@ def read_adaptations(root: str | Path) -> list[dict]:
             )
         records.append(record)
     return records
+
+
+def _checked(path: Path) -> dict:
+    """One ``adapt.json``, checked for every field the claims and the report read; a damaged one is
+    a UsageError naming it."""
+    fix = f"delete its folder and rerun: {COMMAND}"
+    record = read_table(path, {"config": dict, "arms": dict}, fix)
+    config = {"seed": int, "steps": int, "lr": NUMBER, "warmup": NUMBER, "method": str, "objective": str}
+    check_table(record["config"], f"{path} (its config)", config, fix)
+    none = type(None)
+    read = {"status": str, "knobs": (dict, none), "wall_seconds": NUMBER, "start": (dict, none), "val": (dict, none)}
+    read |= {"test": (dict, none), "start_cos_sim_last": (*NUMBER, none), "cos_sim_last": (*NUMBER, none)}
+    for name, arm in record["arms"].items():
+        where = f"{path} (its arm {name})"
+        check_table(check_table(arm, where, {}, fix), where, {k: kind for k, kind in read.items() if k in arm}, fix)
+        for scores in ("start", "val", "test"):
+            if arm.get(scores):
+                check_table(arm[scores], where, {"accuracy": NUMBER}, fix)
+    return record
 
 
 def adapt_seed(

@@ -25,14 +25,16 @@ import statistics
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 
-from oversmooth.analyze import Budget, similarity_verdict
+from oversmooth.analyze import Budget
 from oversmooth.errors import UsageError
 from oversmooth.study import adaptations
 from oversmooth.study.config import StudyConfig
+from oversmooth.study.gates import arm_name
 from oversmooth.study.measures import Key
 from oversmooth.study.probes import CurvePair, Probes
 from oversmooth.study.protocol import FAMILIES, PROTOCOLS, VIT_GATE, Protocol
 from oversmooth.study.results import CellResult
+from oversmooth.study.similarity_claim import similarity_verdict
 from oversmooth.study.stats import CONTRADICTED, HELD, INCONCLUSIVE, NOT_TESTED, Decision, PairedClaim, decide_family
 
 #: `oversmooth study` flags that keep part of a study's grid (dropped from a claim's command)
@@ -47,7 +49,10 @@ MEASURED_EARLY = (
 RETRAINED_STARTS = (
     "disclosed 2026-11-25 18:50 UTC: a start whose weights were not on the machine (only results/ is kept) "
     "was trained again from its recipe and seed before its continuations; both arms of a seed continue the "
-    "same start, so the pairing holds (docs/studies.md, Deviations)"
+    "same start, so the pairing holds (docs/studies.md, Deviations); corrected 2026-11-26 15:35: seeds 1-5's "
+    "retrained starts differ from their archived cells by -0.46 to +0.90 pp of validation accuracy, and gate V "
+    "was judged on the archived cells: the five models continued pass its floor (c) (89.14 % and above), "
+    "(a) was not checked on them"
 )
 
 
@@ -168,9 +173,9 @@ def group_cells(protocol: Protocol, cells: list[CellResult]) -> dict[int, dict[K
         arm = (cell.norm, cell.label, cell.depth)
         if arm not in protocol.arms:
             continue
-        if protocol.key(cell) != protocol.training:
+        differ = _trained_otherwise(protocol, cell)
+        if differ:
             if cell.study == protocol.preset.name:
-                differ = ", ".join(f"{k}={v!r}" for k, v in sorted(set(protocol.key(cell)) - set(protocol.training)))
                 raise UsageError(
                     f"cell {cell.study}/{cell.name} (its cell.json) was trained with {differ}, "
                     f"not as preset {cell.study} trains it (claim {protocol.id} cannot pair it); "
@@ -185,6 +190,17 @@ def group_cells(protocol: Protocol, cells: list[CellResult]) -> dict[int, dict[K
             )
         seeds[cell.seed][arm] = cell
     return seeds
+
+
+def _trained_otherwise(protocol: Protocol, cell: CellResult) -> str:
+    """How ``cell`` was trained otherwise than ``protocol``'s preset trains its arm: its setting,
+    or the method and knobs of the preset's variant of that label ('' where it was not)."""
+    differ = dict(set(protocol.key(cell)) - set(protocol.training))
+    variant = next((v for v in protocol.preset.variants if v.label == cell.label), None)
+    if variant is not None:
+        meant, got = {"method": variant.method, **variant.knobs}, {"method": cell.method, **cell.knobs}
+        differ |= {k: got.get(k) for k in meant.keys() | got.keys() if got.get(k) != meant.get(k)}
+    return ", ".join(f"{k}={v!r}" for k, v in sorted(differ.items()))
 
 
 def gather(protocol: Protocol, cells: list[CellResult]) -> Evidence:
@@ -203,6 +219,12 @@ def gather(protocol: Protocol, cells: list[CellResult]) -> Evidence:
                 finished.append(group)
             elif all(c.results is not None for c in group.values()):
                 valueless.append(seed)
+    done = {seed for seed, *_ in values} | set(valueless)
+    lacking = {  # seed -> the arms it has not finished
+        seed: ", ".join(arm_name(arm) for arm in sorted(protocol.needs) if not _finished(seeds.get(seed, {}).get(arm)))
+        for seed in protocol.seeds
+        if seed not in done
+    }
     gated = frozenset().union(*(gate.arms for gate in protocol.gates))
     judged = finished or [
         group
@@ -219,7 +241,7 @@ def gather(protocol: Protocol, cells: list[CellResult]) -> Evidence:
         tuple(values),
         failed,
         bool(judged) and waiting is None,
-        _missing(len(values), len(protocol.seeds), "seed pairs", valueless),
+        _missing(len(values), len(protocol.seeds), "seed pairs", valueless, lacking),
         "; ".join(filter(None, notes)),
         "" if failed or waiting else "; ".join(o.measured for o in outcomes),
         waiting,
@@ -227,11 +249,20 @@ def gather(protocol: Protocol, cells: list[CellResult]) -> Evidence:
     )
 
 
-def _missing(found: int, planned: int, what: str, valueless: list[int]) -> str | None:
-    """What has not finished, naming the seeds that finished without a value of the measure."""
+def _finished(cell: CellResult | None) -> bool:
+    return cell is not None and cell.results is not None
+
+
+def _missing(found: int, planned: int, what: str, valueless: list[int], lacking: Mapping[int, str]) -> str | None:
+    """What has not finished: the seeds that lack something (``lacking``: seed -> what it lacks),
+    and the seeds that finished without a value of the measure."""
     if found == planned:
         return None
     text = f"{found} of {planned} planned {what} finished"
+    seeds_by_lack: dict[str, list[int]] = {}
+    for seed, lack in lacking.items():
+        seeds_by_lack.setdefault(lack, []).append(seed)
+    text += "".join(f"; seed(s) {seed_span(seeds)} lack {lack}" for lack, seeds in seeds_by_lack.items() if lack)
     if valueless:
         text += (
             f"; seed(s) {', '.join(map(str, valueless))} {_NO_VALUE} "
@@ -296,7 +327,8 @@ def _adaptation_evidence(
         values = tuple((seed, *pair) for seed, pair in pairs.items() if pair is not None)
         valueless = [seed for seed, pair in pairs.items() if pair is None]
         start = gather(replace(adaptations.STARTS, seeds=seeds), inputs.cells)  # the gate reads the tested seeds
-        missing = _missing(len(values), len(seeds), "adaptations", valueless)
+        lacking = dict.fromkeys((seed for seed in seeds if seed not in found), "their adaptation")
+        missing = _missing(len(values), len(seeds), "adaptations", valueless, lacking)
         said = note(list(found.values())) if note else ""
         return replace(start, values=values, missing=missing, note=said, valueless=tuple(valueless))
 
@@ -354,7 +386,7 @@ QUESTIONS["2c"] = Question(
     sides=("lam 0.6", "better extreme"),
     scope="the better extreme is taken per seed on test accuracy, as registered: the larger of two noisy scores, "
     "which biases the difference against the claim; the paper's +2.6 mIoU over its better extreme is in another "
-    "measure",
+    "measure (scope written 2026-11-26 10:54, after its values were in)",
 )
 QUESTIONS["3"] = Question(
     "3",
@@ -370,7 +402,8 @@ QUESTIONS["3"] = Question(
     units="rounds",
     sides=("NeuTRENO", "softmax"),
     scope="time only, of one training step of fmnist-p7's model (17 tokens, width 64) on a CPU; FLOPs and memory "
-    "are not measured, and at 17 tokens attention is a small share of a step",
+    "are not measured, and at 17 tokens attention is a small share of a step (scope written 2026-11-26 07:27, "
+    "after its values were in)",
 )
 QUESTIONS["5a"] = Question(
     "5a",
@@ -613,7 +646,7 @@ def decide_no_training(
             gate,
             None if pair.quality is None else pair.quality.within_budget,
             verdict,
-            sentence + " (oversmooth.analyze.quality.similarity_verdict; deterministic, no statistics)",
+            sentence + " (oversmooth.study.similarity_claim.similarity_verdict; deterministic, no statistics)",
             deviations,
             PROBES_COMMAND,
             why_not_tested="see its row" if verdict == NOT_TESTED else None,

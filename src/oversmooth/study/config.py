@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from oversmooth.errors import UsageError
+from oversmooth.errors import FieldError, UsageError
 from oversmooth.mitigations.registry import knob_owners
 from oversmooth.study.executor_settings import ExecutorSettings
 from oversmooth.study.files import CELL_FILE
@@ -153,6 +153,8 @@ def _tuple(value: Any, name: str, kind: type | tuple[type, ...], what: str) -> t
 class StudyConfig:
     """A grid of training runs. ``train`` holds every other ``RunSpec`` field (``width``,
     ``heads``, ``epochs``, ``lr``, ``batch_size``, ``limit_train``, ``compile``...), shared by all cells.
+    A list that names one value twice (seeds, depths, tasks, norms, method labels) is a ``FieldError``
+    naming it: a study file's key, or the CLI's flag.
     """
 
     name: str
@@ -178,9 +180,14 @@ class StudyConfig:
             raise UsageError(f"study model must be vit or lm, got {self.model!r}")
         if not self.variants:
             raise UsageError("a study needs at least one method")
-        labels = [v.label for v in self.variants]
-        if len(set(labels)) != len(labels):
-            raise UsageError(f"method labels must be unique, got {', '.join(labels)}")
+        lists = {name: getattr(self, name) for name in ("tasks", "norms", "depths", "seeds")}
+        for name, values in {**lists, "methods": [v.label for v in self.variants]}.items():
+            twice = list(dict.fromkeys(v for v in values if values.count(v) > 1))
+            if twice:
+                raise FieldError(
+                    "{%s}%s must be unique; %s given more than once"
+                    % (name, " labels" if name == "methods" else "", ", ".join(map(str, twice)))
+                )
         for variant in self.variants:
             stray = sorted(set(variant.norms or ()) - set(self.norms))
             if stray:
@@ -236,14 +243,17 @@ class StudyConfig:
         if not isinstance(data.get("train", {}), dict):
             raise UsageError("study field 'train' must be a table of oversmooth train flags")
         rest = {k: v for k, v in data.items() if k not in ("methods", "name", "executor")}
-        return cls(
-            name=str(data.get("name", default_name)),
-            executor=ExecutorSettings.from_dict(data.get("executor", {})),
-            variants=tuple(
-                Variant.parse(m) for m in _tuple(data["methods"], "methods", (str, dict), "method names or tables")
-            ),
-            **rest,
-        )
+        try:
+            return cls(
+                name=str(data.get("name", default_name)),
+                executor=ExecutorSettings.from_dict(data.get("executor", {})),
+                variants=tuple(
+                    Variant.parse(m) for m in _tuple(data["methods"], "methods", (str, dict), "method names or tables")
+                ),
+                **rest,
+            )
+        except FieldError as error:
+            raise UsageError(error.message(lambda name: f"study field {name!r}")) from None
 
     def narrowed(
         self,

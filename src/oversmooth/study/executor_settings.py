@@ -19,9 +19,11 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from oversmooth.errors import UsageError
+from oversmooth.errors import FieldError, UsageError
 
 KINDS = ("local", "slurm")
+#: settings only a Slurm job array reads: refused with the local executor, which would drop them
+SLURM_ONLY = ("partition", "sbatch", "cpus_per_task", "wait")
 LOCAL_MINUTES = 60 * 24 * 365  # a local cell has no time limit unless one is given
 
 
@@ -48,8 +50,12 @@ def slurm_minutes(text: str) -> int:
 class ExecutorSettings:
     """``kind`` local (processes on this machine) or slurm (a job array); ``jobs`` cells at once
     (local processes, or the array's ``%jobs``); per cell: ``time`` limit (Slurm's forms),
-    ``cpus_per_task``, ``gpus_per_node``, ``tasks_per_node`` (> 1: one DDP process each);
-    Slurm only: ``partition`` and extra ``sbatch`` options (``--qos=high``)."""
+    ``gpus_per_node``, ``tasks_per_node`` (> 1: one DDP process each, and one GPU each if any);
+    Slurm only (``SLURM_ONLY``): ``cpus_per_task``, ``partition``, extra ``sbatch`` options
+    (``--qos=high``) and ``wait`` (the submitting call returns once the cells have ended).
+
+    A Slurm-only setting with the local executor, or more processes than GPUs, is a ``FieldError``
+    naming the settings: a CLI names its flags, a study file its keys."""
 
     kind: str = "local"
     jobs: int = 1
@@ -59,6 +65,7 @@ class ExecutorSettings:
     tasks_per_node: int = 1
     partition: str | None = None
     sbatch: tuple[str, ...] = ()
+    wait: bool = False
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -69,6 +76,20 @@ class ExecutorSettings:
                 raise UsageError(f"executor {name} must be a whole number of at least 1, got {value!r}")
         if not isinstance(self.gpus_per_node, int) or self.gpus_per_node < 0:
             raise UsageError(f"executor gpus_per_node must be a whole number, got {self.gpus_per_node!r}")
+        if not isinstance(self.wait, bool):
+            raise FieldError("{wait} must be true or false, got {got!r}", got=self.wait)
+        if self.gpus_per_node and self.tasks_per_node > self.gpus_per_node:
+            raise FieldError(
+                "{tasks_per_node} {tasks} with {gpus_per_node} {gpus}: each process takes a GPU of its own; "
+                "give {gpus_per_node} {tasks}, or 0 to train on CPUs",
+                tasks=self.tasks_per_node,
+                gpus=self.gpus_per_node,
+            )
+        given = [
+            f.name for f in dataclasses.fields(self) if f.name in SLURM_ONLY and getattr(self, f.name) != f.default
+        ]
+        if given and self.kind == "local":
+            raise FieldError("{%s} is a Slurm setting: drop it, or run on Slurm ({kind} slurm)" % given[0])
         if self.time is not None:
             slurm_minutes(self.time)
         bad = [option for option in self.sbatch if not re.fullmatch(r"--[A-Za-z][A-Za-z0-9-]*(=.+)?", option)]
@@ -88,13 +109,17 @@ class ExecutorSettings:
         return options
 
     def updated(self, **changes: Any) -> ExecutorSettings:
-        """These settings with the given ones (None: unchanged), checked again."""
+        """These settings with the given ones (None: unchanged), checked again. A change of ``kind``
+        to local drops the Slurm-only settings it had (a Slurm study file run here); any given
+        with it are refused."""
         given = {name: value for name, value in changes.items() if value is not None}
+        if given.get("kind") == "local":
+            given = {f.name: f.default for f in dataclasses.fields(self) if f.name in SLURM_ONLY} | given
         return dataclasses.replace(self, **given) if given else self
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ExecutorSettings:
-        """From a study file's ``[executor]`` table."""
+        """From a study file's ``[executor]`` table; errors name its keys (``[executor] partition``)."""
         if not isinstance(data, dict):
             raise UsageError("study field 'executor' must be a table of executor settings")
         fields = {f.name for f in dataclasses.fields(cls)}
@@ -103,4 +128,7 @@ class ExecutorSettings:
             raise UsageError(f"unknown executor setting(s) {', '.join(unknown)}; valid: {', '.join(sorted(fields))}")
         if "sbatch" in data:
             data = {**data, "sbatch": tuple(data["sbatch"]) if isinstance(data["sbatch"], list) else (data["sbatch"],)}
-        return cls(**data)
+        try:
+            return cls(**data)
+        except FieldError as error:
+            raise UsageError(error.message(lambda name: f"[executor] {name}")) from None

@@ -93,8 +93,9 @@ def run_local(
 
 
 def _result(handle: submitit.Job) -> tuple[str, int]:
+    """Task 0's ``CellJob`` result (with ``tasks_per_node`` > 1 the others are DDP workers)."""
     try:
-        return handle.result()
+        return handle.results()[0]
     except Exception as error:  # the job process itself failed: its log is in DIR/submitit/
         return "failed", getattr(error, "returncode", 1)
 

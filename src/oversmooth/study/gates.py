@@ -74,7 +74,7 @@ def _best(cell: CellResult, scores: list[float]) -> float:
     return max(scores) if cell.model == "vit" else min(scores)
 
 
-def _arm_name(arm: Key) -> str:
+def arm_name(arm: Key) -> str:
     norm, label, depth = arm
     return f"{label} ({norm}-norm, depth {depth})"
 
@@ -136,7 +136,7 @@ class PlateauGate:
             f"< {100 * self.long_tolerance:g} % lower val NLL" if lm else f"< {self.long_tolerance:g} pp val accuracy"
         )
         return (
-            f"{_arm_name(self.arm)}, on validation: (a) plateaued on every seed; (b) "
+            f"{arm_name(self.arm)}, on validation: (a) plateaued on every seed; (b) "
             f"{self.long.name} (1.5x the epochs) gains {gain}; (c) {floor}"
         )
 
@@ -151,9 +151,9 @@ class PlateauGate:
                 if arm in methods and cell.epochs and (why := _plateaued(cell, self.tolerance)):
                     short.setdefault(arm, []).append(why)
         if methods and not short:
-            return f"{', '.join(map(_arm_name, sorted(methods)))} also plateaued by (a) on every seed"
+            return f"{', '.join(map(arm_name, sorted(methods)))} also plateaued by (a) on every seed"
         return "; ".join(
-            f"{_arm_name(arm)} not plateaued (a), so compared at equal budget: {', '.join(whys)}"
+            f"{arm_name(arm)} not plateaued (a), so compared at equal budget: {', '.join(whys)}"
             for arm, whys in sorted(short.items())
         )
 

@@ -76,7 +76,7 @@ FMNIST_P7 = {
 #: claim 4's first pilot (``depth-p7-pilot``, kept as the evidence for the redesign): fmnist-p7's
 #: body and optimiser, 2 epochs of the first 10 000 training images (156 steps).
 DEPTH_P7 = {**FMNIST_P7, "epochs": 2, "limit_train": 10000, "checkpoint_every": 100}
-#: claim 4 of the second protocol, as redesigned (docs/studies.md, Deviations, 2026-11-25 10:50):
+#: claim 4 of the second protocol, as redesigned (docs/studies.md, Deviations, 2026-11-25 10:37):
 #: width 32, 4 heads, MLP x2, 7 x 7 patches, 16 epochs of the first 10 000 training images (1 248
 #: steps) at batch 128 and lr 2e-3 (5 % warm-up, cosine decay, as every preset); a depth-48 step
 #: costs about 0.44 s on one core, so a checkpoint every 200 steps is about 90 s of CPU.

@@ -79,11 +79,12 @@ class Protocol:
     @property
     def arms(self) -> frozenset[Key]:
         """The arms the measure and gates may read: the preset's own, the baseline, the gates' baselines."""
-        return frozenset(
-            {(c.norm, c.variant.label, c.depth) for c in self.preset.cells()}
-            | {self.baseline}
-            | {arm for gate in self.gates for arm in gate.arms}
-        )
+        return frozenset(self.own_arms | {self.baseline} | {arm for gate in self.gates for arm in gate.arms})
+
+    @property
+    def own_arms(self) -> frozenset[Key]:
+        """The arms the preset trains itself."""
+        return frozenset((c.norm, c.variant.label, c.depth) for c in self.preset.cells())
 
     @property
     def needs(self) -> frozenset[Key]:
@@ -180,7 +181,7 @@ PROTOCOLS: tuple[Protocol, ...] = (
         mde_planned=0.0099,
         scope="one small LM (8 x 64, a 2 048-token vocabulary) on a quarter of the Jane Austen corpus, a "
         "data-limited regime (train loss 3.83 against val NLL 4.49 at the end): NeuTRENO's effect here includes any "
-        "effect on overfitting",
+        "effect on overfitting (scope written 2026-11-26 14:06, after its values were in)",
         sides=("NeuTRENO lam 0.4", "softmax"),
     ),
     Protocol(
@@ -202,7 +203,7 @@ PROTOCOLS: tuple[Protocol, ...] = (
         scope="one setting (width 32, 16 epochs of 10 000 Fashion-MNIST images, 5 % warm-up, gradient clipping "
         "at 1), where pre-norm at depth 48 only just beats the logistic-regression reference on validation "
         "(gate (c)); a contradiction says post-norm did not fall further behind with depth there, not that it "
-        "never does at larger width, data or learning rate (scope written 2026-11-26 after the verdict)",
+        "never does at larger width, data or learning rate (scope written 2026-11-26 13:51, after the verdict)",
         sides=("deficit at depth 48", "at depth 8"),
     ),
     Protocol(
@@ -219,7 +220,7 @@ PROTOCOLS: tuple[Protocol, ...] = (
         across=("depth",),
         deviations=(
             REDESIGNED,
-            "disclosed 2026-11-26 14:00 UTC: no detectable effect had been registered for 4b (the seed rule computed "
+            "disclosed 2026-11-26 13:59 UTC: no detectable effect had been registered for 4b (the seed rule computed "
             "4a's only); registered then, after two of its de-escalation cells had been archived but before any "
             "of its values was read: 0.80 pp (the pilot's sigma 0.332 pp, sqrt(2) sigma, 8 seeds, alpha / 7)",
         ),
@@ -245,7 +246,8 @@ PROTOCOLS: tuple[Protocol, ...] = (
         mde_planned=0.70,
         scope="'can improve' is an existence statement: tested in one setting (fmnist-p7's recipe, smooth vs "
         "sharpen at matched initial scale), where a contradiction says smoothing did worse there, not that it "
-        "never helps; the gate judges that recipe's softmax arm, not the two arms compared",
+        "never helps; the gate judges that recipe's softmax arm, not the two arms compared (scope written "
+        "2026-11-26 10:54, after its values were in)",
     ),
     Protocol(
         "7",
@@ -262,7 +264,8 @@ PROTOCOLS: tuple[Protocol, ...] = (
         margin=0.5,
         paper_effect=0.18,
         mde_planned=0.46,
-        scope="equivalence within +-0.5 pp, a margin wider than the paper's +0.18: held does not tell +0.18 from 0",
+        scope="equivalence within +-0.5 pp, a margin wider than the paper's +0.18: held does not tell +0.18 from 0 "
+        "(scope written 2026-11-26 14:06, after its values were in)",
         sides=("FeatScale", "softmax"),
     ),
     Protocol(
@@ -286,7 +289,8 @@ PROTOCOLS: tuple[Protocol, ...] = (
             "'Without training' (all smoothing, all rising), not tested",
         ),
         scope="the test asks whether the section-4 verdict predicts the sign of the measured change better than "
-        "always guessing the commoner sign; held would not show that the eigenvalues alone decide it",
+        "always guessing the commoner sign; held would not show that the eigenvalues alone decide it (scope written "
+        "2026-11-26 04:47, before its cells ran)",
         sides=("verdict right", "majority sign right"),
     ),
     Protocol(
@@ -307,7 +311,7 @@ PROTOCOLS: tuple[Protocol, ...] = (
         sides=("moved as the new verdict says", "the flip's own pull"),
         scope="the test asks whether the measured change moves the way the turned verdict says more often than "
         "the flip moves it anyway, not whether its sign turns: how many blocks' measured sign turned is counted "
-        "beside it",
+        "beside it (scope written 2026-11-26 07:27, after its values were in)",
         deviations=(
             REFRAMED,
             "its measure was fixed after the flip had been measured on the softmax pilot's "
@@ -320,6 +324,17 @@ PROTOCOLS: tuple[Protocol, ...] = (
         ),
     ),
 )
+
+
+def runs_before(preset_name: str) -> dict[str, str]:
+    """What the claims runner (scripts/run_claims.sh) trains before a setting's method arms:
+    ``pilot``, the study whose seed rule fixes its seeds, and ``long``, the 1.5x-epochs run of the
+    gate on a baseline the setting trains itself ('' where it has none)."""
+    gates = [g for p in PROTOCOLS if p.preset.name == preset_name for g in p.gates if g.arm in p.own_arms]
+    return {
+        "pilot": DEPTH_PILOT.name if preset_name == DEPTH.name else "",
+        "long": gates[0].long.name if gates else "",
+    }
 
 
 def protocol(claim_id: str) -> Protocol:
@@ -336,7 +351,7 @@ def reference_needed(cell: CellResult) -> bool:
     )
 
 
-#: claim 4's seed rule (docs/studies.md, Deviations, 2026-11-25 10:50): grow to 2-13 if 4a's detectable
+#: claim 4's seed rule (docs/studies.md, Deviations, 2026-11-25 10:37): grow to 2-13 if 4a's detectable
 #: effect at alpha / 7 with seeds 2-9 exceeds this many pp
 DEPTH_GROW_ABOVE = 5.0
 

@@ -75,6 +75,8 @@ def score_table(cells: list[CellResult]) -> str:
     ]
     for task, norm in _panels(cells):
         for label in _labels(cells):
+            if not any((c.task, c.norm, c.label) == (task, norm, label) for c in cells):
+                continue  # a method the study trains under other norms only
             row = []
             for depth in depths:
                 group = [
@@ -607,8 +609,9 @@ def render_report(
         'when held. The plain 95 % interval is in "ours". "Detectable" is the smallest effect the design '
         "detects with power 0.8 at its Holm level, from the spread of the pairs measured (for an equivalence "
         'claim: the narrowest margin it could establish), beside the one registered from the pilot ("planned"). '
+        "A row's scope says what its test can and cannot show, and when it was written; it is no part of the test. "
         f"The cells and adaptations below trained for {cell_hours(cells) + adaptation_hours(adapted or []):.1f} "
-        "hours in all (the sum of their own wall clocks).",
+        "hours in all (the sum of the wall clocks they recorded).",
         "",
         verdict_summary(claims),
         "",
@@ -661,7 +664,7 @@ def render_report(
     ]
     if spectral:
         lines += [
-            f"Claim 5b (seeds {protocol('5b').seeds[0]}-{protocol('5b').seeds[-1]}; cells so far: "
+            f"Claim 5b (seeds {protocol('5b').seeds[0]}-{protocol('5b').seeds[-1]}; cells read: "
             + ", ".join(f"{label} {n}" for label, n in sorted(Counter(c.label for c in spectral).items()))
             + "): attention sublayers by model, dynamics verdict and measured sign (mixed: the verdict is neither; "
             "5b's test leaves those out):",

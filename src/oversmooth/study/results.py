@@ -8,6 +8,7 @@ last good epoch).
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -132,9 +133,18 @@ def read_cell(folder: Path) -> CellResult:
         )
     scores = {"loss": NUMBER, SCORES[info["model"]][0]: NUMBER}
     results = read_table(folder / RESULTS_FILE, RESULTS_FIELDS, fix) if (folder / RESULTS_FILE).is_file() else None
+    if results is not None:  # the report sums the one and prints the other
+        timings = {k: NUMBER for k in ("wall_seconds", "train_examples_per_second") if k in results}
+        check_table(results, folder / RESULTS_FILE, timings, fix)
     if results is not None and results["status"] == "completed":
         check_table(results, folder / RESULTS_FILE, {"test": dict}, fix)
         check_table(results["test"], f"{folder / RESULTS_FILE} (its test scores)", scores, fix)
+    if results is not None and "description" in results:  # how the run says it was trained
+        recorded = check_table(results, folder / RESULTS_FILE, {"description": dict}, fix)["description"]
+        where = f"{folder / RESULTS_FILE} (its description)"
+        check_table(recorded, where, {"method": str, "train": dict, "model_config": dict}, fix)
+        check_table(recorded["train"], where, {"seed": int, "epochs": int}, fix)
+        check_table(recorded["model_config"], where, {"mitigation": dict}, fix)
     epochs = read_jsonl(folder / METRICS_FILE, fix)
     for epoch in epochs:
         check_table(
@@ -147,6 +157,10 @@ def read_cell(folder: Path) -> CellResult:
     status = results["status"] if results else ("partial" if epochs else "pending")
     analysis = read_analysis(folder / ANALYSIS_FILE) if (folder / ANALYSIS_FILE).is_file() else None
     spec = stored_spec(info, folder / CELL_FILE, fix)
+    knobs = {k: v for k, v in variant.items() if k not in ("label", "method", "norms")}
+    disagree = _disagreement(info, {"method": variant["method"], "knobs": knobs}, spec, results)
+    if disagree:
+        raise UsageError(f"{folder} contradicts itself ({disagree}): it cannot be paired; {fix}")
     return CellResult(
         study=info["study"],
         name=info["name"],
@@ -156,7 +170,7 @@ def read_cell(folder: Path) -> CellResult:
         depth=info["depth"],
         label=variant["label"],
         method=variant["method"],
-        knobs={k: v for k, v in variant.items() if k not in ("label", "method", "norms")},
+        knobs=knobs,
         seed=info["seed"],
         status=status,
         epochs=epochs,
@@ -164,6 +178,32 @@ def read_cell(folder: Path) -> CellResult:
         spec=spec,
         analysis=analysis,
     )
+
+
+def _disagreement(info: dict, variant: dict, spec: RunSpec, results: dict | None) -> str:
+    """Where a cell's files disagree on how it was trained ('' where they agree): ``cell.json``'s
+    fields and ``variant`` against its run spec, its ``command`` against the one the spec makes,
+    and the configuration ``results.json`` recorded against the spec."""
+    said = {**{k: info[k] for k in ("model", "task", "norm", "depth", "seed")}, **variant}
+    found = [
+        f"cell.json's {k} {v!r}, its spec's {getattr(spec, k)!r}" for k, v in said.items() if getattr(spec, k) != v
+    ]
+    if "spec" in info and info.get("command", "") not in (
+        "",
+        shlex.join(["oversmooth", "train", *spec.command_line()]),
+    ):
+        found.append("cell.json's command is not the one its spec makes")
+    if results is not None and "description" in results:
+        recorded = results["description"]
+        ran = {"method": recorded["method"], "seed": recorded["train"]["seed"], "epochs": recorded["train"]["epochs"]}
+        ran |= {k: recorded["model_config"].get("mitigation", {}).get(k) for k in spec.knobs}
+        meant = {"method": spec.method, "seed": spec.seed, "epochs": spec.epochs, **spec.knobs}
+        found += [
+            f"results.json's {k} {ran[k]!r}, the spec's {meant[k]!r}"
+            for k in ran
+            if meant[k] is not None and ran[k] != meant[k]
+        ]
+    return "; ".join(found)
 
 
 def study_info(folder: str | Path) -> dict:

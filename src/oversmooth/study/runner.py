@@ -198,13 +198,12 @@ def run_study(
     command: str = "",
     archive: str | Path | None = None,
     executor: ExecutorSettings | None = None,
-    wait: bool = True,
 ) -> list[CellOutcome]:
     """Run every cell that is not finished or in hand elsewhere, with ``threads`` torch threads each.
 
     ``executor``: where (default: local processes, ``jobs`` at a time). Locally the call returns
-    when the cells have ended; on Slurm once the array is submitted, or with ``wait`` when its
-    cells have ended (finished, failed or preempted and left the queue).
+    when the cells have ended; on Slurm once the array is submitted, or with ``executor.wait`` when
+    its cells have ended (finished, failed or preempted and left the queue).
     ``command`` (the command line that started the study) is kept in ``study.json`` for the report.
     ``archive``: the root of the tracked copy (``results/``): cells archived there are skipped,
     finished ones are measured and copied there.
@@ -254,7 +253,7 @@ def run_study(
             if (CellState.read(folder) or CellState("")).job != job_id:  # unless the job already began
                 CellState("submitted", "slurm", job_id).write(folder)
             outcomes[index] = CellOutcome(cells[index], "submitted")
-        if wait:
+        if executor.wait:
             _wait_for(out, {i: cells[i] for i in todo}, outcomes, on_done)
     return [outcomes[index] for index in range(len(cells))]
 

@@ -33,6 +33,7 @@ VARIANTS = {
     "post-LN": LayerConfig(norm="post"),
 }
 LINEAR_VARIANTS = ("attention", "residual")
+RATE_DRAWS = 48  # attention matrices of the rate study
 
 
 def escalation_curves(
@@ -89,7 +90,7 @@ def escalation_rates(
     depth: int,
     generator: torch.Generator,
     *,
-    draws: int = 48,
+    draws: int = RATE_DRAWS,
     temperatures: tuple[float, float] = (0.3, 6.0),
 ) -> RateStudy:
     """Escalation rate against |lambda_2(A)| over ``draws`` attention matrices whose logit

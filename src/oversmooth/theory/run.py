@@ -11,11 +11,41 @@ from pathlib import Path
 
 import torch
 
-from oversmooth.errors import UsageError
+from oversmooth.errors import FieldError, UsageError
+from oversmooth.memory import check_memory
+from oversmooth.theory.escalation import RATE_DRAWS
 from oversmooth.theory.experiment import Setup
 from oversmooth.theory.presets import THEORY_PRESETS
 
 RUNS = ("all", *THEORY_PRESETS, "escalation")
+ROW_BYTES = 10 * 2**10  # the table and CSV rows of one layer, all cases together (measured: about 7 KiB)
+RATE_DEPTH = 48  # the most layers of the escalation rate study
+
+
+def needed_bytes(setup: Setup) -> float:
+    """About the most memory a run holds, in bytes: per layer, one case's states (and softmax
+    attention) twice over and its table rows; besides, the attention and states of the rate
+    study's draws and the d x d matrices (measured peaks stay under this, by up to 2x)."""
+    n, d, b = setup.tokens, setup.dim, setup.sequences
+    per_layer = 2 * 8 * b * n * (d + (n if setup.attention == "softmax" else 0)) + ROW_BYTES
+    fixed = 16 * (RATE_DRAWS * n * (n + (RATE_DEPTH + 1) * d) + b * n * n + 10 * d * d)
+    return (setup.depth + 1) * per_layer + fixed
+
+
+def check_size(setup: Setup) -> None:
+    """FieldError when a run would not fit in memory, naming the sizes set above their defaults."""
+    try:
+        check_memory(
+            needed_bytes(setup),
+            f"a run of depth {setup.depth} ({setup.sequences} sequences, {setup.tokens} tokens, {setup.dim} features)",
+            "",
+        )
+    except UsageError as error:
+        sizes = ("depth", "sequences", "tokens", "dim")
+        raised = [name for name in sizes if getattr(setup, name) > getattr(Setup, name)] or sizes
+        raise FieldError(
+            "{needs}; lower %s" % " or ".join("{%s}" % name for name in raised), needs=str(error).rstrip("; ")
+        ) from None
 
 
 def run_theory(which: str, setup: Setup, out: str | Path) -> str:
@@ -25,6 +55,7 @@ def run_theory(which: str, setup: Setup, out: str | Path) -> str:
 
     if which not in RUNS:
         raise UsageError(f"unknown theory run {which!r}; choose from {', '.join(RUNS)}")
+    check_size(setup)
     presets = THEORY_PRESETS if which == "all" else () if which == "escalation" else (which,)
     tables = []
     with atomic.atomic_directory(out) as staging:
@@ -113,7 +144,7 @@ def _escalation(setup: Setup, out: Path) -> str:
         ),
         "",
     ]
-    study = escalation_rates(setup.tokens, setup.dim, min(setup.depth, 48), generator)
+    study = escalation_rates(setup.tokens, setup.dim, min(setup.depth, RATE_DEPTH), generator)
     plot_escalation_rates(study, out / "escalation_rates.png")
     _write_csv(
         out / "escalation_rates.csv",

@@ -9,6 +9,7 @@ refused, ``oversmooth.train.run_lock``).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import math
@@ -87,6 +88,44 @@ def _settings_only(description: dict | None) -> dict | None:
     if not description or not isinstance(description.get("train"), dict):
         return description
     return {**description, "train": {k: v for k, v in description["train"].items() if k not in _NOT_SETTINGS}}
+
+
+def _differences(stored: Any, now: Any, path: str = "") -> list[tuple[str, Any, Any]]:
+    """``(path, stored value, value now)`` of each leaf where two descriptions differ; tables
+    are compared key by key (``train.epochs``), anything else as a whole."""
+    if not (isinstance(stored, dict) and isinstance(now, dict)):
+        return [] if stored == now else [(path, stored, now)]
+    return [
+        difference
+        for key in [*stored, *(k for k in now if k not in stored)]
+        for difference in _differences(stored.get(key), now.get(key), f"{path}.{key}" if path else key)
+    ]
+
+
+def _changed(out_dir: Path, stored: dict | None, now: dict, shown: int = 4) -> FieldError:
+    """The refusal to resume the run in ``out_dir`` with other settings: each setting that differs
+    (a run field or knob by name, so a CLI names its flag; else its path in the description),
+    with its value in the run and now."""
+    from oversmooth.mitigations.registry import knob_owners
+    from oversmooth.train.run_spec import RunSpec
+
+    names = {f.name for f in dataclasses.fields(RunSpec)} | set(knob_owners())
+    parts, values, seen = [], {}, set()
+    for path, old, new in _differences(stored, now):
+        key = path.rpartition(".")[2]
+        if key in seen:  # e.g. data.vocab_size and model_config.vocab_size: one is enough
+            continue
+        seen.add(key)
+        values.update({f"old{len(parts)}": old, f"new{len(parts)}": new})
+        name = "{%s}" % key if key in names else path or "description"
+        parts.append(name + " {old%d}, now {new%d}" % (len(parts), len(parts)))
+    more = f"; {len(parts) - shown} more" if len(parts) > shown else ""
+    return FieldError(
+        "{out} {path} holds a run with different settings (" + "; ".join(parts[:shown]) + more + "); "
+        "give the same ones to resume it, or another {out}",
+        path=out_dir,
+        **values,
+    )
 
 
 def _write_records(out_dir: Path, records: list[dict]) -> None:
@@ -231,14 +270,7 @@ class _Run:
         state = load_checkpoint(path)
         stored = _settings_only(state["description"])
         if stored != self.description:
-            changed = sorted(
-                k for k in self.description.keys() | stored.keys() if self.description.get(k) != stored.get(k)
-            )
-            raise FieldError(
-                "{out} {path} holds a run with different settings ({changed}); use another {out}",
-                path=self.out_dir,
-                changed=", ".join(changed),
-            )
+            raise _changed(self.out_dir, stored, self.description)
         self.model.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])

@@ -111,9 +111,11 @@ class RunSpec:
         None, "Fashion-MNIST IDX folder, or the unpacked janeaustenr package", group=DATA, applies=("fmnist", "austen")
     )
     val_size: int = option(5000, "fmnist validation images (default 5000)", group=DATA, applies=("fmnist",))
-    augment: bool = option(False, "fmnist: random shifts and flips", group=DATA, applies=("vit",))
-    label_smoothing: float = option(0.1, group=DATA)
-    seq_len: int = option(64, "text: tokens per sequence (default 64)", group=DATA, applies=("lm",))
+    augment: bool = option(
+        False, "vit: random 2-pixel shifts and horizontal flips of the training images", group=DATA, applies=("vit",)
+    )
+    label_smoothing: float = option(0.1, "vit: label smoothing of the loss (default 0.1)", group=DATA, applies=("vit",))
+    seq_len: int = option(64, "lm: tokens per sequence (default 64)", group=DATA, applies=("lm",))
     vocab_size: int = option(4096, "text: BPE vocabulary (default 4096)", group=DATA, applies=("austen", "text"))
     passage_chars: int = option(8000, "text: characters per document", group=DATA, applies=("austen", "text"))
     limit_train: int | None = option(None, "use only the first N training examples", group=DATA)
@@ -303,10 +305,10 @@ def training_key(spec: RunSpec, across: tuple[str, ...] = ()) -> tuple:
 
 
 @functools.cache
-def field_kinds() -> dict[str, type]:
-    """Each field's type, ``X | None`` as ``X``."""
+def field_kinds(config: type | None = None) -> dict[str, type]:
+    """Each field's type of dataclass ``config`` (default ``RunSpec``), ``X | None`` as ``X``."""
     kinds = {}
-    for name, hint in typing.get_type_hints(RunSpec).items():
+    for name, hint in typing.get_type_hints(config or RunSpec).items():
         if isinstance(hint, types.UnionType):
             hint = next(arg for arg in typing.get_args(hint) if arg is not type(None))
         kinds[name] = typing.get_origin(hint) or hint

@@ -1,0 +1,238 @@
+"""More classes of bad input, each refused with one line naming the option as it was given (a
+flag, or a study file's key) and the fix, exit code 2, and nothing written; and the Python API's
+own names for the same refusals."""
+
+import json
+
+import pytest
+import torch
+
+from oversmooth import memory
+from oversmooth.cli import main
+from oversmooth.errors import FieldError, UsageError
+from oversmooth.layers import StackConfig
+from oversmooth.metrics.similarity import cos_sim
+from oversmooth.mitigations.deescalation import deescalate
+from oversmooth.mitigations.featscale import featscale
+from oversmooth.models import ViTConfig, load_model
+from oversmooth.spectra.dynamics import attention_eigenvalues, predict_dynamics
+from oversmooth.spectra.value_output import value_output_eigenvalues
+from oversmooth.study import StudyConfig
+from oversmooth.study.executor_settings import ExecutorSettings
+from oversmooth.theory import run as theory_run
+from oversmooth.theory.experiment import Setup
+from oversmooth.theory.run import needed_bytes
+from oversmooth.train.run_spec import RunSpec
+
+TINY = {
+    "name": "tiny",
+    "model": "vit",
+    "tasks": ["synthetic"],
+    "depths": [1],
+    "methods": ["softmax"],
+    "train": {"width": 8, "heads": 2, "epochs": 1, "batch_size": 32, "probe_size": 8},
+}
+TRAIN = "train --task synthetic --model vit --depth 1 --width 8 --heads 2 --batch-size 32 --threads 1 --no-progress"
+
+
+def _write(tmp_path, study, name="study.json"):
+    path = tmp_path / name
+    path.write_text(json.dumps(study))
+    return str(path)
+
+
+def _files(folder):
+    return {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+
+def refused(args, capsys, *named):
+    """``oversmooth ARGS`` exits 2 with one line on stderr that holds every one of ``named``."""
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and all(text in err for text in named), err
+    return err
+
+
+@pytest.mark.parametrize(
+    "args, flag",
+    [
+        (["--cpus-per-task", "2"], "--cpus-per-task"),
+        (["--wait"], "--wait"),
+        (["--partition", "gpu"], "--partition"),
+        (["--sbatch=--qos=low"], "--sbatch"),
+        (["--executor", "local", "--time", "5", "--cpus-per-task", "2"], "--cpus-per-task"),
+    ],
+)
+def test_slurm_only_flags_with_the_local_executor_are_refused(tmp_path, capsys, args, flag):
+    out = tmp_path / "out"
+    refused(
+        ["study", _write(tmp_path, TINY), "--out", str(out), *args],
+        capsys,
+        f"{flag} is a Slurm setting",
+        "--executor slurm",
+    )
+    assert not out.exists()
+
+
+def test_a_study_files_slurm_settings_need_kind_slurm_there(tmp_path, capsys):
+    """In the file they are named as its keys; with ``--executor local`` a Slurm study file runs
+    here without them, and a Slurm flag given with it is still refused."""
+    out = tmp_path / "out"
+    local = _write(tmp_path, {**TINY, "executor": {"cpus_per_task": 4}}, "local.json")
+    refused(["study", local, "--out", str(out)], capsys, "[executor] cpus_per_task is a Slurm setting", "kind slurm")
+    slurm = _write(tmp_path, {**TINY, "executor": {"kind": "slurm", "partition": "cpu", "wait": True}}, "slurm.json")
+    assert main(["study", slurm, "--out", str(out), "--executor", "local", "--dry-run"]) == 0
+    refused(["study", slurm, "--out", str(out), "--executor", "local", "--wait"], capsys, "--wait is a Slurm setting")
+    assert not out.exists()
+
+
+def test_executor_settings_refuse_slurm_settings_locally_by_one_rule():
+    for setting in ({"partition": "cpu"}, {"sbatch": ("--qos=low",)}, {"cpus_per_task": 2}, {"wait": True}):
+        name = next(iter(setting))
+        with pytest.raises(FieldError, match=f"^{name} is a Slurm setting"):
+            ExecutorSettings(**setting)
+        assert ExecutorSettings("slurm", **setting).kind == "slurm"
+    slurm = ExecutorSettings("slurm", partition="cpu", cpus_per_task=2, sbatch=("--qos=low",), wait=True)
+    assert slurm.updated(kind="local") == ExecutorSettings(jobs=slurm.jobs)
+    with pytest.raises(FieldError, match="^partition is a Slurm setting"):
+        slurm.updated(kind="local", partition="gpu")
+    with pytest.raises(UsageError, match="wait must be true or false"):
+        ExecutorSettings.from_dict({"kind": "slurm", "wait": "yes"})
+
+
+def test_more_processes_than_gpus_per_cell_is_refused(tmp_path, capsys):
+    out = tmp_path / "out"
+    args = ["study", _write(tmp_path, TINY), "--out", str(out), "--tasks-per-node", "2", "--gpus-per-node", "1"]
+    refused(args, capsys, "--tasks-per-node 2 with --gpus-per-node 1", "give --gpus-per-node 2, or 0")
+    assert not out.exists()
+
+
+@pytest.mark.slow
+def test_a_local_cell_of_two_ddp_processes_trains_and_is_reported_completed(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main(["study", _write(tmp_path, TINY), "--out", str(out), "--tasks-per-node", "2"]) == 0
+    assert "tiny: 1 completed" in capsys.readouterr().out
+    assert main(["study", _write(tmp_path, TINY), "--out", str(out), "--status"]) == 0
+    assert "synthetic-pre-d1-softmax-s0  completed" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("field, values", [("seeds", [0, 0]), ("depths", [1, 2, 1]), ("tasks", ["synthetic"] * 2)])
+def test_a_study_list_naming_a_value_twice_is_refused(tmp_path, capsys, field, values):
+    out = tmp_path / "out"
+    refused(
+        ["study", _write(tmp_path, {**TINY, field: values}), "--out", str(out)],
+        capsys,
+        f"study field '{field}' must be unique; {values[0]} given more than once",
+    )
+    grid = {"tasks": ("synthetic",), "depths": (1,), "variants": ("softmax",), field: tuple(values)}
+    with pytest.raises(FieldError, match=f"^{field} must be unique"):
+        StudyConfig("x", "vit", **grid)
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("flag, value", [("--seeds", "0,1,0"), ("--depths", "2,2")])
+def test_a_list_flag_naming_a_value_twice_is_refused(tmp_path, capsys, flag, value):
+    out = tmp_path / "out"
+    refused(
+        ["study", _write(tmp_path, TINY), "--out", str(out), flag, value, "--dry-run"], capsys, f"{flag} must be unique"
+    )
+    assert not out.exists()
+
+
+def test_method_labels_given_twice_are_named(tmp_path, capsys):
+    study = {**TINY, "methods": ["softmax", {"label": "softmax", "method": "neutreno"}]}
+    refused(
+        ["study", _write(tmp_path, study), "--out", str(tmp_path / "out")], capsys, "'methods' labels must be unique"
+    )
+
+
+@pytest.mark.parametrize(
+    "args, flag",
+    [(["--depth", "100000000"], "lower --depth"), (["--tokens", "100000", "--depth", "2"], "lower --tokens")],
+)
+def test_a_theory_run_too_large_for_memory_is_refused_up_front(tmp_path, capsys, monkeypatch, args, flag):
+    monkeypatch.setattr(memory, "available_bytes", lambda: 8 * 2**30)
+    for stage in ("_presets", "_escalation"):  # without the check, fail at once instead of running for days
+        monkeypatch.setattr(theory_run, stage, lambda *args: pytest.fail("the run started"))
+    out = tmp_path / "theory"
+    err = refused(["theory", *args, "--out", str(out)], capsys, "needs about", "8.0 GiB is free", flag)
+    assert " or " not in err.rpartition("lower")[2]  # only the size that was raised is named
+    assert not out.exists()
+
+
+def test_theory_memory_grows_with_every_size():
+    base = needed_bytes(Setup())
+    for change in ({"depth": 640}, {"tokens": 80}, {"dim": 80}, {"sequences": 40}, {"attention": "softmax"}):
+        assert needed_bytes(Setup(**change)) > base, change
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        ("--width 0", "--width must be a positive integer, got 0"),
+        ("--depth 0", "--depth must be a positive integer, got 0"),
+        ("--dropout 1.5", "--dropout must lie in [0, 1), got 1.5"),
+        ("--heads 3", "--heads (3) must divide width (8); pick --heads from [1, 2, 4, 8]"),
+        ("--mlp-ratio 0", "--mlp-ratio must be > 0"),
+        ("--norm mid", "--norm 'mid' unknown; choose from pre, post"),
+        ("--ln-sign up", "--ln-sign 'up' unknown"),
+        ("--patch-size 3", "--patch-size (3) must divide the image size (8); pick --patch-size from [1, 2, 4, 8]"),
+        ("--preset lm-cpu", "--preset 'lm-cpu' is no ViTConfig preset"),
+        ("--model lm --label-smoothing 0.2", "--label-smoothing applies to vit runs only"),
+        ("--model lm --augment", "--augment applies to vit runs only"),
+    ],
+)
+def test_model_settings_are_named_by_their_train_flags(tmp_path, capsys, args, message):
+    out = tmp_path / "run"
+    refused([*TRAIN.split(), "--epochs", "1", "--out", str(out), *args.split()], capsys, message)
+    assert not out.exists()
+
+
+def test_the_python_api_names_the_config_fields():
+    with pytest.raises(FieldError, match=r"^width must be a positive integer, got 0$"):
+        StackConfig(width=0)
+    with pytest.raises(FieldError, match=r"^dropout must lie in \[0, 1\)"):
+        ViTConfig(dropout=1.0)
+    assert RunSpec("synthetic", "vit", 1, augment=True).check()  # synthetic images are augmented too
+
+
+def test_a_damaged_saved_model_config_names_its_file(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps({"family": "vit", "config": {"width": 0}}))
+    (tmp_path / "model.safetensors").write_bytes(b"")
+    with pytest.raises(UsageError, match=r"config.json is damaged \(width must be a positive integer") as caught:
+        load_model(tmp_path)
+    assert not isinstance(caught.value, FieldError)  # names the file's key, never a command's flag
+
+
+def test_resuming_with_other_settings_names_each_flag_and_both_values(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main([*TRAIN.split(), "--epochs", "1", "--out", str(out)]) == 0
+    capsys.readouterr()
+    before = _files(out)
+    refused(
+        [*TRAIN.split(), "--epochs", "2", "--lr", "0.002", "--out", str(out), "--resume", "auto"],
+        capsys,
+        f"--out {out} holds a run with different settings (--epochs 1, now 2; --lr 0.001, now 0.002)",
+        "give the same ones to resume it, or another --out",
+    )
+    assert _files(out) == before
+
+
+@pytest.mark.parametrize(
+    "call, named",
+    [
+        (lambda: deescalate([[1.0]], 1.0), "the tokens x are a list; pass a torch tensor"),
+        (lambda: featscale([[[1.0]]], torch.ones(1), torch.ones(1)), "the tokens z are a list; pass a torch tensor"),
+        (lambda: value_output_eigenvalues([[1.0]], torch.eye(1)), "the weights W_V are a list; pass a torch tensor"),
+        (lambda: attention_eigenvalues([[1.0]]), "attention maps are a list; pass a torch tensor"),
+        (lambda: predict_dynamics(torch.eye(2), [0.5]), "lambda_h (the eigenvalues of H) are a list"),
+        (lambda: cos_sim(torch.ones(3, 4)), "states have shape (3, 4); pass [batch, tokens, features]"),
+    ],
+    ids=["deescalate", "featscale", "value-output", "attention-eigenvalues", "predict-dynamics", "cos-sim-2d"],
+)
+def test_the_python_api_names_an_argument_that_is_not_the_tensor_it_takes(call, named):
+    """A list, or a tensor of the wrong rank, is one UsageError naming the argument, not an
+    AttributeError or a RuntimeError from deep inside the computation."""
+    with pytest.raises(UsageError) as error:
+        call()
+    assert named in str(error.value)

@@ -6,6 +6,7 @@ import json
 
 import pytest
 import torch
+from test_study_executors import TINY  # a one-cell study of seconds
 
 from oversmooth import memory
 from oversmooth.cli import main
@@ -24,14 +25,6 @@ from oversmooth.theory.experiment import Setup
 from oversmooth.theory.run import needed_bytes
 from oversmooth.train.run_spec import RunSpec
 
-TINY = {
-    "name": "tiny",
-    "model": "vit",
-    "tasks": ["synthetic"],
-    "depths": [1],
-    "methods": ["softmax"],
-    "train": {"width": 8, "heads": 2, "epochs": 1, "batch_size": 32, "probe_size": 8},
-}
 TRAIN = "train --task synthetic --model vit --depth 1 --width 8 --heads 2 --batch-size 32 --threads 1 --no-progress"
 
 

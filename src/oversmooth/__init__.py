@@ -2,13 +2,7 @@
 
 __version__ = "0.1.0"
 
-_LAZY = {"patch": "oversmooth.hf.patch", "unpatch": "oversmooth.hf.patch"}
+from oversmooth.lazy import lazy_exports
 
-
-def __getattr__(name: str):
-    """``oversmooth.patch`` / ``oversmooth.unpatch`` import torch and transformers on first use only."""
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'oversmooth' has no attribute {name!r}")
+#: ``oversmooth.patch`` / ``oversmooth.unpatch`` import torch and transformers on first use only
+__getattr__ = lazy_exports(__name__, {"patch": "hf.patch", "unpatch": "hf.patch"})

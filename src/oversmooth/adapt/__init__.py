@@ -10,13 +10,9 @@ imported on first use: the config alone (``oversmooth adapt --help``) needs no t
 
 from oversmooth.adapt.config import AdaptConfig
 from oversmooth.adapt.result import AdaptResult, ArmResult
+from oversmooth.lazy import lazy_exports
 
 __all__ = ["AdaptConfig", "AdaptResult", "ArmResult", "adapt"]
 
 
-def __getattr__(name: str):
-    if name == "adapt":
-        from oversmooth.adapt.run import adapt
-
-        return adapt
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_exports(__name__, {"adapt": "run"})

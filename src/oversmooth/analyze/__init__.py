@@ -4,6 +4,8 @@ keeps, and the report ``oversmooth analyze`` writes. Models are seen only throug
 The names below import torch on first use only, so that ``settings`` (read by ``--help``) stays torch-free.
 """
 
+from oversmooth.lazy import lazy_exports
+
 _LAZY = {
     "BASELINE": "analysis",
     "Analysis": "analysis",
@@ -30,10 +32,4 @@ _LAZY = {
 __all__ = list(_LAZY)
 
 
-def __getattr__(name: str):
-    """``from oversmooth.analyze import run_analysis`` imports ``oversmooth.analyze.analysis`` (and torch) then."""
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(f"oversmooth.analyze.{_LAZY[name]}"), name)
-    raise AttributeError(f"module 'oversmooth.analyze' has no attribute {name!r}")
+__getattr__ = lazy_exports(__name__, _LAZY)

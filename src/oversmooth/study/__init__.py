@@ -7,7 +7,7 @@ The names below are imported on first use, so a cell's job process (``oversmooth
 which starts its own train process) does not pay for torch.
 """
 
-import importlib
+from oversmooth.lazy import lazy_exports
 
 _WHERE = {
     "Cell": "config",
@@ -23,7 +23,4 @@ _WHERE = {
 __all__ = sorted(_WHERE)
 
 
-def __getattr__(name: str):
-    if name not in _WHERE:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)
+__getattr__ = lazy_exports(__name__, _WHERE)

@@ -6,6 +6,8 @@ loop together for a ``oversmooth.train.run_spec.RunSpec``; ``oversmooth train`` 
 The names below import torch on first use only, so that ``run_spec`` (read by ``--help``) stays torch-free.
 """
 
+from oversmooth.lazy import lazy_exports
+
 _LAZY = {
     "load_checkpoint": "checkpoint",
     "save_checkpoint": "checkpoint",
@@ -29,10 +31,4 @@ _LAZY = {
 __all__ = list(_LAZY)
 
 
-def __getattr__(name: str):
-    """``from oversmooth.train import train`` imports ``oversmooth.train.loop`` (and torch) then."""
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(f"oversmooth.train.{_LAZY[name]}"), name)
-    raise AttributeError(f"module 'oversmooth.train' has no attribute {name!r}")
+__getattr__ = lazy_exports(__name__, _LAZY)

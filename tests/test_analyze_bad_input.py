@@ -173,3 +173,23 @@ def test_metrics_refuses_a_sequence_with_no_counted_token(tmp_path):
         "drop the sequence or mark its real tokens 1 in the mask"
     ]
     assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    "settings, named",
+    [
+        (AnalysisSettings(knobs={"neutreno": {"lam": 0.2}}), "lam does not apply"),
+        (AnalysisSettings(methods=("featscale",)), "methods does not apply"),
+        (AnalysisSettings(sweeps=default_sweeps(("neutreno",))), "sweep does not apply"),
+    ],
+    ids=["knob", "methods", "sweep"],
+)
+def test_a_model_that_carries_its_patch_refuses_what_would_patch_it_again(settings, named):
+    """An adapted model is measured as saved: a knob, a method or a sweep on top is refused,
+    not dropped without a word."""
+    from oversmooth.hf.patch import patch
+
+    model = patch(tiny_model("bert"), "neutreno", lam=0.6)
+    assert AnalysisSettings().for_model(model).methods == ()  # nothing asked: measured as saved
+    with pytest.raises(FieldError, match=named + ".*neutreno"):
+        settings.for_model(model)

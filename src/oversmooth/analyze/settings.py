@@ -172,6 +172,13 @@ class AnalysisSettings:
 
         knobs = self.knobs
         if patched_method(model) is not None:
+            given = next((_knob_name(m, v) for m, v in knobs.items() if v), None)
+            given = given or ("methods" if self.methods else "sweep" if self.sweeps else None)
+            if given:
+                raise FieldError(
+                    "{%s} does not apply: this model carries its adaptation's patch (%s) and is measured as "
+                    "saved; drop it, or analyze the unpatched model" % (given, patched_method(model))
+                )
             methods, sweeps, knobs = (), (), {}
         elif self.methods is None:
             methods = supported_methods(model)

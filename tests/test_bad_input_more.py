@@ -72,7 +72,9 @@ def test_a_study_files_slurm_settings_need_kind_slurm_there(tmp_path, capsys):
     here without them, and a Slurm flag given with it is still refused."""
     out = tmp_path / "out"
     local = _write(tmp_path, {**TINY, "executor": {"cpus_per_task": 4}}, "local.json")
-    refused(["study", local, "--out", str(out)], capsys, "[executor] cpus_per_task is a Slurm setting", "kind slurm")
+    refused(
+        ["study", local, "--out", str(out)], capsys, "[executor] cpus_per_task is a Slurm setting", "--executor slurm"
+    )
     slurm = _write(tmp_path, {**TINY, "executor": {"kind": "slurm", "partition": "cpu", "wait": True}}, "slurm.json")
     assert main(["study", slurm, "--out", str(out), "--executor", "local", "--dry-run"]) == 0
     refused(["study", slurm, "--out", str(out), "--executor", "local", "--wait"], capsys, "--wait is a Slurm setting")
@@ -83,8 +85,13 @@ def test_executor_settings_refuse_slurm_settings_locally_by_one_rule():
     for setting in ({"partition": "cpu"}, {"sbatch": ("--qos=low",)}, {"cpus_per_task": 2}, {"wait": True}):
         name = next(iter(setting))
         with pytest.raises(FieldError, match=f"^{name} is a Slurm setting"):
-            ExecutorSettings(**setting)
-        assert ExecutorSettings("slurm", **setting).kind == "slurm"
+            ExecutorSettings(**setting).checked()
+        with pytest.raises(FieldError, match=f"^{name} is a Slurm setting"):
+            ExecutorSettings(**setting).updated()  # what the command line makes of a file's table
+        assert ExecutorSettings("slurm", **setting).checked().kind == "slurm"
+        # a file's table without kind, run with --executor slurm: the flag decides, not the file alone
+        table = {name: list(value) if isinstance(value, tuple) else value for name, value in setting.items()}
+        assert ExecutorSettings.from_dict(table).updated(kind="slurm").kind == "slurm"
     slurm = ExecutorSettings("slurm", partition="cpu", cpus_per_task=2, sbatch=("--qos=low",), wait=True)
     assert slurm.updated(kind="local") == ExecutorSettings(jobs=slurm.jobs)
     with pytest.raises(FieldError, match="^partition is a Slurm setting"):
@@ -229,3 +236,18 @@ def test_the_python_api_names_an_argument_that_is_not_the_tensor_it_takes(call, 
     with pytest.raises(UsageError) as error:
         call()
     assert named in str(error.value)
+
+
+def test_a_refused_resume_names_the_setting_given_not_what_the_model_derived_from_it(tmp_path):
+    """The LM's vocabulary is given (data.vocab_size) and reached (model_config.vocab_size, one
+    more here): the message shows the values given."""
+    from oversmooth.train.loop import _changed
+
+    stored = {"model_config": {"vocab_size": 301}, "data": {"vocab_size": 300}}
+    now = {"model_config": {"vocab_size": 401}, "data": {"vocab_size": 400}}
+    assert "vocab_size 300, now 400" in str(_changed(tmp_path, stored, now))
+
+
+def test_theory_counts_the_escalation_studys_memory_only_when_it_runs():
+    setup = Setup(tokens=2000)
+    assert needed_bytes(setup, escalation=False) < needed_bytes(setup) / 10

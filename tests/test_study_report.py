@@ -847,6 +847,15 @@ def DESCRIBED(lam: float = 0.6, epochs: int = 10) -> dict:
     return {"method": "neutreno", "model_config": {"mitigation": mitigation}, "train": {"seed": 0, "epochs": epochs}}
 
 
+def test_a_resumed_run_that_trained_no_step_is_read_not_called_damaged(tmp_path):
+    """A run killed after its last checkpoint and resumed records no speed (null): it is finished."""
+    make_cell(tmp_path, "fmnist-p7", "softmax", 0, 0.90)
+    path = tmp_path / "fmnist-p7" / "fmnist-pre-d8-softmax-s0" / "results.json"
+    path.write_text(json.dumps({**json.loads(path.read_text()), "train_examples_per_second": None}))
+    (cell,) = read_study(tmp_path / "fmnist-p7")
+    assert cell.status == "completed" and cell.examples_per_second is None
+
+
 def test_an_adaptation_that_is_not_the_registered_continuation_is_refused(tmp_path, capsys):
     from oversmooth.cli import main
     from oversmooth.study.adaptations import LR, NAME, STEPS, WARMUP

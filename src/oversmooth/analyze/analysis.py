@@ -175,7 +175,7 @@ def check_inputs(inputs: dict[str, Tensor], settings: AnalysisSettings) -> None:
     check_model_inputs(inputs)
     if "input_ids" not in inputs:
         return
-    exclude = settings.exclude
+    exclude = settings.exclude or ()  # None: settings not yet resolved for a model, nothing excluded
     after = " after {exclude} " + ",".join(map(str, exclude)) if exclude else ""
     short = _first_short(inputs, exclude, 2)
     if short:

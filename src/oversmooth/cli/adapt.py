@@ -51,6 +51,7 @@ def register(subparsers) -> None:
                 )
         else:
             where = {"positional": f.name == _POSITIONAL, "required": f.name in _REQUIRED}
+            where |= {"default": None} if f.name in _REQUIRED else {}  # None until given: config_of names it
             add_field(groups[name], f, field_kinds(AdaptConfig)[f.name], metavar=_METAVARS.get(f.name), **where)
     parser.set_defaults(run=run_adapt)
 

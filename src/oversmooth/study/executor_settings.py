@@ -55,7 +55,8 @@ class ExecutorSettings:
     (``--qos=high``) and ``wait`` (the submitting call returns once the cells have ended).
 
     A Slurm-only setting with the local executor, or more processes than GPUs, is a ``FieldError``
-    naming the settings: a CLI names its flags, a study file its keys."""
+    naming the settings (``checked``, once the flags have overridden the file): a CLI names its
+    flags, a study file its keys."""
 
     kind: str = "local"
     jobs: int = 1
@@ -78,18 +79,6 @@ class ExecutorSettings:
             raise UsageError(f"executor gpus_per_node must be a whole number, got {self.gpus_per_node!r}")
         if not isinstance(self.wait, bool):
             raise FieldError("{wait} must be true or false, got {got!r}", got=self.wait)
-        if self.gpus_per_node and self.tasks_per_node > self.gpus_per_node:
-            raise FieldError(
-                "{tasks_per_node} {tasks} with {gpus_per_node} {gpus}: each process takes a GPU of its own; "
-                "give {gpus_per_node} {tasks}, or 0 to train on CPUs",
-                tasks=self.tasks_per_node,
-                gpus=self.gpus_per_node,
-            )
-        given = [
-            f.name for f in dataclasses.fields(self) if f.name in SLURM_ONLY and getattr(self, f.name) != f.default
-        ]
-        if given and self.kind == "local":
-            raise FieldError("{%s} is a Slurm setting: drop it, or run on Slurm ({kind} slurm)" % given[0])
         if self.time is not None:
             slurm_minutes(self.time)
         bad = [option for option in self.sbatch if not re.fullmatch(r"--[A-Za-z][A-Za-z0-9-]*(=.+)?", option)]
@@ -108,6 +97,24 @@ class ExecutorSettings:
             options[name.replace("-", "_")] = value if sep else True
         return options
 
+    def checked(self) -> ExecutorSettings:
+        """These settings if they fit together (a FieldError if not): no Slurm-only setting with
+        the local executor, no more processes per cell than GPUs. Checked once the command line
+        has overridden the study file (``updated``), and by ``run_study``."""
+        if self.gpus_per_node and self.tasks_per_node > self.gpus_per_node:
+            raise FieldError(
+                "{tasks_per_node} {tasks} with {gpus_per_node} {gpus}: each process takes a GPU of its own; "
+                "give {gpus_per_node} {tasks}, or 0 to train on CPUs",
+                tasks=self.tasks_per_node,
+                gpus=self.gpus_per_node,
+            )
+        given = [
+            f.name for f in dataclasses.fields(self) if f.name in SLURM_ONLY and getattr(self, f.name) != f.default
+        ]
+        if given and self.kind == "local":
+            raise FieldError("{%s} is a Slurm setting: drop it, or run on Slurm ({kind} slurm)" % given[0])
+        return self
+
     def updated(self, **changes: Any) -> ExecutorSettings:
         """These settings with the given ones (None: unchanged), checked again. A change of ``kind``
         to local drops the Slurm-only settings it had (a Slurm study file run here); any given
@@ -115,7 +122,7 @@ class ExecutorSettings:
         given = {name: value for name, value in changes.items() if value is not None}
         if given.get("kind") == "local":
             given = {f.name: f.default for f in dataclasses.fields(self) if f.name in SLURM_ONLY} | given
-        return dataclasses.replace(self, **given) if given else self
+        return (dataclasses.replace(self, **given) if given else self).checked()
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ExecutorSettings:

@@ -133,8 +133,9 @@ def read_cell(folder: Path) -> CellResult:
         )
     scores = {"loss": NUMBER, SCORES[info["model"]][0]: NUMBER}
     results = read_table(folder / RESULTS_FILE, RESULTS_FIELDS, fix) if (folder / RESULTS_FILE).is_file() else None
-    if results is not None:  # the report sums the one and prints the other
-        timings = {k: NUMBER for k in ("wall_seconds", "train_examples_per_second") if k in results}
+    if results is not None:  # the report sums the one and prints the other (null: a resume that ran no step)
+        timings = {"wall_seconds": NUMBER, "train_examples_per_second": (*NUMBER, type(None))}
+        timings = {k: kind for k, kind in timings.items() if k in results}
         check_table(results, folder / RESULTS_FILE, timings, fix)
     if results is not None and results["status"] == "completed":
         check_table(results, folder / RESULTS_FILE, {"test": dict}, fix)

@@ -138,6 +138,7 @@ def check_folder(study: StudyConfig, out: Path) -> None:
 
 def check_study(study: StudyConfig, out: Path, archive: Path | None, executor: ExecutorSettings) -> None:
     """Everything that can refuse the study, before anything is written or submitted."""
+    executor.checked()
     check_folder(study, out)
     if archive is not None:
         check_archive(study, archive)

@@ -22,21 +22,23 @@ ROW_BYTES = 10 * 2**10  # the table and CSV rows of one layer, all cases togethe
 RATE_DEPTH = 48  # the most layers of the escalation rate study
 
 
-def needed_bytes(setup: Setup) -> float:
+def needed_bytes(setup: Setup, escalation: bool = True) -> float:
     """About the most memory a run holds, in bytes: per layer, one case's states (and softmax
-    attention) twice over and its table rows; besides, the attention and states of the rate
-    study's draws and the d x d matrices (measured peaks stay under this, by up to 2x)."""
+    attention) twice over and its table rows; besides, the d x d matrices and, with
+    ``escalation`` (the rate study runs too), its draws' attention and states (measured peaks stay
+    under this, by up to 2x)."""
     n, d, b = setup.tokens, setup.dim, setup.sequences
     per_layer = 2 * 8 * b * n * (d + (n if setup.attention == "softmax" else 0)) + ROW_BYTES
-    fixed = 16 * (RATE_DRAWS * n * (n + (RATE_DEPTH + 1) * d) + b * n * n + 10 * d * d)
+    rate = RATE_DRAWS * n * (n + (RATE_DEPTH + 1) * d) if escalation else 0
+    fixed = 16 * (rate + b * n * n + 10 * d * d)
     return (setup.depth + 1) * per_layer + fixed
 
 
-def check_size(setup: Setup) -> None:
+def check_size(setup: Setup, escalation: bool = True) -> None:
     """FieldError when a run would not fit in memory, naming the sizes set above their defaults."""
     try:
         check_memory(
-            needed_bytes(setup),
+            needed_bytes(setup, escalation),
             f"a run of depth {setup.depth} ({setup.sequences} sequences, {setup.tokens} tokens, {setup.dim} features)",
             "",
         )
@@ -55,7 +57,7 @@ def run_theory(which: str, setup: Setup, out: str | Path) -> str:
 
     if which not in RUNS:
         raise UsageError(f"unknown theory run {which!r}; choose from {', '.join(RUNS)}")
-    check_size(setup)
+    check_size(setup, escalation=which in ("all", "escalation"))
     presets = THEORY_PRESETS if which == "all" else () if which == "escalation" else (which,)
     tables = []
     with atomic.atomic_directory(out) as staging:

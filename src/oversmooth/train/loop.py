@@ -111,7 +111,8 @@ def _changed(out_dir: Path, stored: dict | None, now: dict, shown: int = 4) -> F
 
     names = {f.name for f in dataclasses.fields(RunSpec)} | set(knob_owners())
     parts, values, seen = [], {}, set()
-    for path, old, new in _differences(stored, now):
+    differences = sorted(_differences(stored, now), key=lambda d: d[0].startswith("model_config."))
+    for path, old, new in differences:  # the settings given before what the model derived from them
         key = path.rpartition(".")[2]
         if key in seen:  # e.g. data.vocab_size and model_config.vocab_size: one is enough
             continue

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import shlex
 import signal
 import sys
 
+from oversmooth.study.executor_settings import ExecutorSettings
 from oversmooth.train.compile_rule import COMPILE_MODES
 from oversmooth.train.run_spec import literal
 
@@ -168,7 +170,7 @@ def run(args: argparse.Namespace) -> int:
         check_study(study, out.absolute(), Path(args.results).absolute() if args.results else None, executor)
         for cell in cells:
             spec = worker_spec(cell, cell_dir(out, cell), args.threads)
-            print(f"{cell.name}: " + shlex.join(["oversmooth", "train", *spec.command_line()]))
+            print(f"{cell.name}: {spec.command()}")
         print(f"{len(cells)} cells")
         return 0
 
@@ -219,9 +221,8 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-SETTINGS = ("jobs", "time", "partition", "cpus_per_task", "gpus_per_node", "tasks_per_node", "sbatch", "wait")
-#: ExecutorSettings field -> the ``args`` attribute of its flag
-EXECUTOR_FLAGS = {"kind": "executor", **{name: name for name in SETTINGS}}
+#: ExecutorSettings field -> the ``args`` attribute of its flag (each field's own name, but ``kind``'s)
+EXECUTOR_FLAGS = {f.name: "executor" if f.name == "kind" else f.name for f in dataclasses.fields(ExecutorSettings)}
 
 
 def executor_settings(args: argparse.Namespace, study):

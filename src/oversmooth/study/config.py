@@ -19,7 +19,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-import shlex
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -128,7 +127,7 @@ class Cell:
             "variant": self.variant.to_dict(),
             "seed": self.seed,
             "spec": spec.to_dict(),
-            "command": shlex.join(["oversmooth", "train", *spec.command_line()]),
+            "command": spec.command(),
         }
 
 

@@ -8,7 +8,6 @@ last good epoch).
 
 from __future__ import annotations
 
-import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -189,15 +188,12 @@ def _disagreement(info: dict, variant: dict, spec: RunSpec, results: dict | None
     found = [
         f"cell.json's {k} {v!r}, its spec's {getattr(spec, k)!r}" for k, v in said.items() if getattr(spec, k) != v
     ]
-    if "spec" in info and info.get("command", "") not in (
-        "",
-        shlex.join(["oversmooth", "train", *spec.command_line()]),
-    ):
+    if "spec" in info and info.get("command", "") not in ("", spec.command()):
         found.append("cell.json's command is not the one its spec makes")
     if results is not None and "description" in results:
         recorded = results["description"]
         ran = {"method": recorded["method"], "seed": recorded["train"]["seed"], "epochs": recorded["train"]["epochs"]}
-        ran |= {k: recorded["model_config"].get("mitigation", {}).get(k) for k in spec.knobs}
+        ran |= {k: recorded["model_config"]["mitigation"].get(k) for k in spec.knobs}
         meant = {"method": spec.method, "seed": spec.seed, "epochs": spec.epochs, **spec.knobs}
         found += [
             f"results.json's {k} {ran[k]!r}, the spec's {meant[k]!r}"

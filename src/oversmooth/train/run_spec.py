@@ -23,6 +23,7 @@ import dataclasses
 import functools
 import json
 import math
+import shlex
 import types
 import typing
 from dataclasses import dataclass, field
@@ -248,6 +249,10 @@ class RunSpec:
             elif value != _default(f):
                 words += _flag_words(flag(f.name) if value is not False else flag("no_" + f.name), value)
         return words
+
+    def command(self) -> str:
+        """The ``oversmooth train`` command that runs this spec, as one shell line."""
+        return shlex.join(["oversmooth", "train", *self.command_line()])
 
     @classmethod
     def from_args(cls, args: list[str] | tuple[str, ...]) -> RunSpec:

@@ -109,6 +109,10 @@ AUSTEN_P2 = {
 #: epochs (992 steps, about 8 core-minutes), where seed 0's validation NLL levels off; chosen on
 #: seed 0's validation curves alone.
 AUSTEN_P3 = {**AUSTEN_P2, "limit_train": 4000, "epochs": 16}
+#: the third protocol's search for a trained regime that oversmooths (docs/studies.md, "The third
+#: protocol"): depth-w32's schedule (16 epochs of the first 10 000 training images) on a width-64
+#: ViT with 4 x 4 patches (49 + CLS tokens, as DeiT's CLS), chosen on cost before any result.
+REGIME_P4 = {**DEPTH_W32, "width": 64, "patch_size": 4}
 
 
 def _long(name: str, model: str, task: str, depth: int, train: dict) -> StudyConfig:
@@ -266,6 +270,30 @@ STUDY_PRESETS: dict[str, StudyConfig] = {
         description="claims 4a / 4b (second protocol): pre-norm softmax, post-norm softmax and post-norm "
         "de-escalation (tau 1), width-32 ViT at depths 8 and 48, 16 epochs of 10 000 images; seeds 2-9 "
         "(0-1 ran the pilot)",
+    ),
+    "depth-w32-d96-pilot": StudyConfig(
+        name="depth-w32-d96-pilot",
+        model="vit",
+        tasks=("fmnist",),
+        norms=("post", "pre"),
+        depths=(96,),
+        variants=(_M("softmax"),),
+        seeds=(0, 1),
+        train=DEPTH_W32,
+        description="third protocol, claim 4's pilot: depth-w32's plateau recipe at depth 96, post- and pre-norm "
+        "softmax, seeds 0-1: does post-norm fail (val accuracy < 20 %) on at least one seed?",
+    ),
+    "regime-pilot": StudyConfig(
+        name="regime-pilot",
+        model="vit",
+        tasks=("fmnist",),
+        norms=("pre",),
+        depths=(12, 24),
+        variants=(_M("softmax"),),
+        seeds=(0,),
+        train=REGIME_P4,
+        description="third protocol: where does a trained softmax ViT oversmooth? width 64, 4 x 4 patches (50 "
+        "tokens with CLS), depths 12 and 24, 16 epochs of 10 000 images, seed 0: last-layer cos_sim >= 0.5?",
     ),
     "austen-p2": StudyConfig(
         name="austen-p2",

@@ -4,14 +4,25 @@ import pytest
 import torch
 
 from oversmooth.layers import METHODS, Block, MitigationConfig, StackConfig
+from oversmooth.layers.mitigation_config import split_methods
+from oversmooth.mitigations.registry import METHODS as REGISTRY
 from oversmooth.models import CausalLM, CausalLMConfig
 
-CASES = [
+SPECS = [
     *((m, "attn_out") for m in METHODS),
     ("deescalate", "stream"),
     ("neutreno+featscale+attnscale+deescalate+value_residual", "stream"),
 ]
+#: every spec in each norm placement where all its methods are defined (DeepNorm: post only)
+CASES = [
+    (spec, placement, norm)
+    for spec, placement in SPECS
+    for norm in ("pre", "post")
+    if all(norm in REGISTRY[m].norms for m in split_methods(spec))
+]
 T = 5
+#: learned scales that start at 0 (the method then does nothing yet): set non-zero for the check
+SCALES = ("omega", "s_dc", "s_hc", "alpha")
 
 
 def leaks(run, x, changed):
@@ -22,12 +33,11 @@ def leaks(run, x, changed):
 def make_scales_nonzero(model):
     with torch.no_grad():
         for name, p in model.named_parameters():
-            if name.endswith(("omega", "s_dc", "s_hc")):
+            if any(part in SCALES for part in name.split(".")):
                 p.uniform_(0.5, 1.0)
 
 
-@pytest.mark.parametrize("norm", ["pre", "post"])
-@pytest.mark.parametrize("spec, placement", CASES)
+@pytest.mark.parametrize("spec, placement, norm", CASES)
 def test_lm_is_causal(spec, placement, norm):
     mitigation = MitigationConfig.parse(spec, **({"deescalate_at": placement} if "deescalate" in spec else {}))
     lm = CausalLM(CausalLMConfig.preset("lm-cpu", depth=3, norm=norm, mitigation=mitigation)).eval()
@@ -41,7 +51,7 @@ def test_lm_is_causal(spec, placement, norm):
         assert not leaks(lm, tokens, changed)
 
 
-@pytest.mark.parametrize("spec", ["deescalate", "featscale", "attnscale"])
+@pytest.mark.parametrize("spec", ["deescalate", "featscale", "attnscale", "mv_split"])
 def test_the_leak_check_catches_a_non_causal_block(spec):
     """Control: the same check flags the non-causal (full-mean) form of each method."""
     cfg = StackConfig(depth=1, width=16, heads=2, mitigation=spec)

@@ -25,7 +25,10 @@ def test_docs_table_lists_exactly_the_registry_with_its_defaults():
         for f in m.fields():
             assert f"`{f.name}`" in knob_column, (name, f.name)
             if not isinstance(f.default, bool):
-                default = f'"{f.default}"' if isinstance(f.default, str) else f"{f.default:g}"
+                if f.default is None:
+                    default = "unset"
+                else:
+                    default = f'"{f.default}"' if isinstance(f.default, str) else f"{f.default:g}"
                 assert (
                     re.search(rf"`{f.name}`[^|]*?\({re.escape(default)}", knob_column)
                     or f"({re.escape(default)}" in knob_column
@@ -63,6 +66,11 @@ MODULE_OF = {
     "featscale": "featscale",
     "deescalate": "deescalation",
     "contranorm": "contranorm",
+    "layerscale": "layerscale",
+    "rezero": "rezero",
+    "mv_split": "mv_split",
+    "deepnorm": "deepnorm",
+    "sigma_reparam": "sigma_reparam",
 }
 MODULES = [
     f"oversmooth.mitigations.{name}"
@@ -75,6 +83,11 @@ MODULES = [
         "attnscale",
         "symmetric",
         "value_residual",
+        "layerscale",
+        "rezero",
+        "mv_split",
+        "deepnorm",
+        "sigma_reparam",
         "base",
         "knobs",
         "token_mean",
@@ -104,7 +117,8 @@ def fresh_python(code: str) -> str:
 @pytest.mark.parametrize("first", [[], MODULES, MODULES[::-1]], ids=["registry-first", "modules-first", "reversed"])
 def test_every_method_is_found_by_name_whatever_was_imported_first(first):
     found = eval(fresh_python(LOOKUP.format(first=first, names=list(MODULE_OF))))
-    unpatchable = {"symmetric", "spectral", "value_residual"}
+    unpatchable = {"symmetric", "spectral", "value_residual", "layerscale", "rezero", "mv_split", "deepnorm"}
+    unpatchable |= {"sigma_reparam"}
     assert found == {
         name: (f"oversmooth.mitigations.{module}", None if name in unpatchable else f"oversmooth.mitigations.{module}")
         for name, module in MODULE_OF.items()

@@ -12,9 +12,10 @@ ALL = ["softmax", *METHODS, "neutreno+featscale", "symmetric+neutreno+deescalate
 
 @pytest.mark.parametrize("method", ALL)
 def test_every_method_runs_in_both_models(method):
-    vit = ViT(ViTConfig.preset("vit-cpu", depth=2, mitigation=method))
+    norm = "post" if method == "deepnorm" else "pre"  # DeepNorm is post-LN only
+    vit = ViT(ViTConfig.preset("vit-cpu", depth=2, norm=norm, mitigation=method))
     assert vit(torch.randn(3, 1, 28, 28)).shape == (3, 10)
-    lm = CausalLM(CausalLMConfig.preset("lm-cpu", depth=2, mitigation=method))
+    lm = CausalLM(CausalLMConfig.preset("lm-cpu", depth=2, norm=norm, mitigation=method))
     assert lm(torch.randint(0, 256, (2, 9))).shape == (2, 9, 256)
 
 

@@ -13,7 +13,7 @@ from typing import Any
 from oversmooth.errors import UsageError
 from oversmooth.mitigations.knobs import Knobs
 from oversmooth.mitigations.registry import METHODS as REGISTRY
-from oversmooth.mitigations.registry import knob_dict, knob_owners, make_knobs, method
+from oversmooth.mitigations.registry import check_methods, knob_dict, knob_owners, make_knobs, method
 
 #: name -> one-line description (formula, source).
 METHODS: dict[str, str] = {name: f"{m.formula} ({m.paper})" for name, m in REGISTRY.items()}
@@ -49,6 +49,7 @@ class MitigationConfig:
             method(name)
         if len(set(methods)) != len(methods):
             raise UsageError(f"mitigation listed twice in {'+'.join(methods)}; give each once")
+        check_methods(methods)
         owners = knob_owners("train")
         unknown = sorted(set(flat) - set(owners))
         if unknown:

@@ -11,6 +11,7 @@ from oversmooth.errors import FieldError
 from oversmooth.layers.config_fields import check_positive_ints, from_fields
 from oversmooth.layers.mitigation_config import MitigationConfig
 from oversmooth.layers.norm import LN_SIGNS
+from oversmooth.mitigations.registry import METHODS
 
 NORM_PLACEMENTS = ("pre", "post")
 
@@ -54,6 +55,13 @@ class StackConfig:
             raise FieldError(
                 "{norm} {got!r} unknown; choose from {choices}", got=self.norm, choices=", ".join(NORM_PLACEMENTS)
             )
+        for name in self.mitigation.methods:
+            m = METHODS[name]
+            if self.norm not in m.norms:
+                raise FieldError(
+                    "{norm} {got!r} does not fit %s: %s; use {norm} %s" % (name, m.norms_why, " or ".join(m.norms)),
+                    got=self.norm,
+                )
         if self.ln_sign not in LN_SIGNS:
             raise FieldError(
                 "{ln_sign} {got!r} unknown; choose from {choices}", got=self.ln_sign, choices=", ".join(LN_SIGNS)

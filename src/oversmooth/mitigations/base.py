@@ -33,6 +33,7 @@ class LayerShape:
     width: int
     heads: int
     causal: bool
+    depth: int = 1  # blocks in the stack (DeepNorm's alpha and beta, LayerScale's eps depend on it)
 
 
 class SiteLayer(nn.Module):
@@ -42,6 +43,8 @@ class SiteLayer(nn.Module):
 
     #: keys = queries (no key projection).
     ties_keys: ClassVar[bool] = False
+    #: the block keeps its LayerNorms (ReZero drops them).
+    keeps_norms: ClassVar[bool] = True
     #: acts on the attention sub-layer output (``output``) / the stream after the add (``stream``).
     on_output: bool = False
     on_stream: bool = False
@@ -80,6 +83,16 @@ class SiteLayer(nn.Module):
     def stream(self, x: Tensor) -> Tensor:
         """The residual stream after the attention residual add (post-norm: before that norm)."""
         return x
+
+    def residual(self, x: Tensor, f: Tensor, branch: int) -> Tensor:
+        """The stream after branch ``branch`` (0: attention, 1: MLP) adds its output ``f`` to ``x``
+        (post-norm: before the norm that follows). One method per block at most owns it."""
+        return x + f
+
+    def reweight(self, linears: dict[str, nn.Linear]) -> None:
+        """Once, after the model drew its weights: rescale or reparametrise the block's linear
+        layers, by role (``query``, ``key``, ``value``, ``output``, ``mlp_in``, ``mlp_out``; a role
+        a method replaced, e.g. ``key`` under ``symmetric``, is absent)."""
 
 
 @dataclass(frozen=True)

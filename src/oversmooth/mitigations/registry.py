@@ -26,9 +26,12 @@ if TYPE_CHECKING:
 
 #: Where a method acts, in the order a block meets them: the layer's own weights (structure), the
 #: values before ``A V``, the per-head context ``A V``, the attention sub-layer output before the
-#: residual add, or the residual stream after the attention residual add.
-Site = Literal["structure", "values", "context", "output", "stream"]
-SITES: tuple[Site, ...] = ("structure", "values", "context", "output", "stream")
+#: residual add, the residual stream after the attention residual add, the residual add itself
+#: (how each branch joins the stream; one method at most), or the block's linear weights as
+#: the model's init leaves them (weights).
+Site = Literal["structure", "values", "context", "output", "stream", "residual", "weights"]
+SITES: tuple[Site, ...] = ("structure", "values", "context", "output", "stream", "residual", "weights")
+NORMS = ("pre", "post")
 
 
 @dataclass(frozen=True)
@@ -46,6 +49,8 @@ class Method:
     patch_at: str = ""  # "module:name" of its ``Patcher``; "" if it has none
     unpatchable: str = ""  # why there is no patch
     zero: dict[str, Any] = dataclasses.field(default_factory=dict)  # knobs at which it is the baseline
+    norms: tuple[str, ...] = NORMS  # the block norm placements where it is defined
+    norms_why: str = ""  # why not in the others
     sweep: dict[str, tuple[float, ...]] = dataclasses.field(default_factory=dict)  # analyze --sweep grid
     short: str = ""  # short label in tables
 
@@ -208,6 +213,53 @@ class ContraNormKnobs(Knobs):
             raise UsageError("ContraNorm tau must be > 0 (a softmax temperature), got 0")
 
 
+@dataclass(frozen=True)
+class LayerScaleKnobs(Knobs):
+    method = "layerscale"
+    eps: float | None = knob(
+        None,
+        "LayerScale: initial gamma of every channel of each residual branch (unset: CaiT's epsilon by depth, "
+        "0.1 up to 18 blocks, 1e-5 up to 24, 1e-6 deeper)",
+        low=0.0,
+        flag="layerscale_eps",
+        scope=("train",),
+        label="LayerScale eps",
+    )
+
+
+@dataclass(frozen=True)
+class ReZeroKnobs(Knobs):
+    method = "rezero"
+    alpha: float = knob(
+        0.0,
+        "ReZero: initial residual weight of each block (paper: 0; its 'ReZero alpha = 1' row: 1)",
+        flag="rezero_alpha",
+        scope=("train",),
+        label="ReZero alpha",
+    )
+
+
+@dataclass(frozen=True)
+class MVSplitKnobs(Knobs):
+    method = "mv_split"
+    alpha: float = knob(
+        0.0, "MV-split: initial per-channel gain of the mean mode (paper: 0)", flag="mv_alpha", scope=("train",)
+    )
+    beta: float = knob(
+        0.03, "MV-split: initial per-channel gain of the variation (paper: 0.03)", flag="mv_beta", scope=("train",)
+    )
+
+
+@dataclass(frozen=True)
+class DeepNormKnobs(Knobs):
+    method = "deepnorm"
+
+
+@dataclass(frozen=True)
+class SigmaReparamKnobs(Knobs):
+    method = "sigma_reparam"
+
+
 METHODS: dict[str, Method] = {
     m.name: m
     for m in (
@@ -309,6 +361,70 @@ METHODS: dict[str, Method] = {
             sweep={"s": (0.05, 0.1, 0.2, 0.5, 1.0)},
             short="contra",
         ),
+        Method(
+            "layerscale",
+            "Touvron et al., ICCV 2021 (CaiT), LayerScale",
+            "x <- x + diag(gamma) f(x) on each residual branch, gamma per channel, init eps by depth",
+            LayerScaleKnobs,
+            "residual",
+            "layerscale:LayerScale",
+            "layerscale",
+            in_block=True,
+            unpatchable="not implemented for pretrained models yet (gamma = 1 is exact there)",
+        ),
+        Method(
+            "rezero",
+            "Bachlechner et al., UAI 2021 (ReZero is All You Need)",
+            "x <- x + alpha f(x), one scalar alpha per block (init 0), no LayerNorm in the block",
+            ReZeroKnobs,
+            "residual",
+            "rezero:ReZero",
+            "rezero",
+            in_block=True,
+            unpatchable="it removes the block's LayerNorms and starts every block at the identity, "
+            "so a pretrained model's function is lost",
+        ),
+        Method(
+            "mv_split",
+            'Lu 2026, "Mean Mode Screaming: Mean-Variance Split Residuals" (arXiv 2605.06169)',
+            "x <- x + beta * (f - mean_t f) + alpha * (mean_t f - mean_t x), alpha, beta per channel",
+            MVSplitKnobs,
+            "residual",
+            "mv_split:MVSplit",
+            "mv_split",
+            in_block=True,
+            unpatchable="no setting of alpha and beta gives back x + f(x) (the mean mode is replaced, not "
+            "added to), so it cannot start from a pretrained model's function",
+        ),
+        Method(
+            "deepnorm",
+            "Wang et al. 2022 (DeepNet: Scaling Transformers to 1,000 Layers), DeepNorm",
+            "x <- LN(alpha x + f(x)), W_V, W_O and the MLP's weights initialised scaled by beta; "
+            "alpha = (2N)^(1/4), beta = (8N)^(-1/4)",
+            DeepNormKnobs,
+            "residual",
+            "deepnorm:DeepNorm",
+            "deepnorm",
+            in_block=True,
+            unpatchable="it is an initialisation (beta) with a residual scale (alpha) that the "
+            "pretrained weights were not trained with",
+            norms=("post",),
+            norms_why="it is a post-LN residual, LN(alpha x + f(x))",
+        ),
+        Method(
+            "sigma_reparam",
+            "Zhai et al., ICML 2023 (sigmaReparam), 'Stabilizing Transformer Training by Preventing "
+            "Attention Entropy Collapse'",
+            "W_hat = (gamma / sigma(W)) W for every linear layer of a block, sigma by one power-iteration "
+            "step per training step, gamma learned, init sigma(W)",
+            SigmaReparamKnobs,
+            "weights",
+            "sigma_reparam:layer",
+            "sigma_reparam",
+            in_block=True,
+            unpatchable="not implemented for pretrained models yet (gamma = sigma(W) is exact there)",
+            short="sigmaR",
+        ),
     )
 }
 
@@ -320,6 +436,13 @@ def method(name: str) -> Method:
             f"unknown mitigation {name!r}; choose from {', '.join(METHODS)} (or none for the softmax baseline)"
         )
     return METHODS[name]
+
+
+def check_methods(names: tuple[str, ...]) -> None:
+    """UsageError unless the methods ``names`` can act together: one residual add at most."""
+    adds = [name for name in names if method(name).site == "residual"]
+    if len(adds) > 1:
+        raise UsageError(f"{' and '.join(adds)} each replace the residual add; use one of them")
 
 
 def patchable() -> tuple[str, ...]:

@@ -50,7 +50,9 @@ class HookedTransformer(nn.Module):
 
     def init_weights(self) -> None:
         """Linear/conv/embedding weights and the model's own tensors (positions, CLS) ~ N(0, 0.02),
-        biases 0, spectral maps at the baseline's scale; norms and mitigations keep theirs.
+        biases 0, spectral maps at the baseline's scale; norms and mitigations keep theirs; then
+        each block's methods rescale or reparametrise what was drawn (``Block.reweight``: DeepNorm,
+        sigmaReparam). Called once, by the constructor.
 
         Each tensor is drawn from its own generator, seeded by torch's seed
         (``torch.initial_seed()``, set by ``torch.manual_seed``) and the tensor's name. So two
@@ -68,6 +70,8 @@ class HookedTransformer(nn.Module):
                 module.reset_parameters(INIT_STD, named_generator(seed, name))
         for name, tensor in self.named_parameters(recurse=False):
             nn.init.normal_(tensor, std=INIT_STD, generator=named_generator(seed, name))
+        for block in self.blocks:
+            block.reweight()
 
     def hook_names(self) -> list[str]:
         return [name for name, module in self.named_modules() if isinstance(module, HookPoint)]

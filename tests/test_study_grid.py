@@ -2,6 +2,7 @@
 
 import fcntl
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -264,3 +265,30 @@ def test_finished_cells_are_archived_and_an_archived_cell_is_never_trained_again
     assert main(["study", str(study), "--out", str(tmp_path / "a"), "--results", str(archive)]) == 0
     assert (archive / "tiny" / "synthetic-pre-d1-neutreno-s0" / "analysis.json").is_file()
     assert stamp == (tmp_path / "a" / "cells" / "synthetic-pre-d1-neutreno-s0" / "results.json").stat().st_mtime_ns
+
+
+@pytest.mark.slow
+def test_depth_fixes_preset_trains_every_fix_and_reports_them_by_depth(tmp_path, capsys):
+    """The depth-fixes comparison end to end on a tiny grid: every arm trains at two depths, and the
+    report's depth table and plot hold each arm with its last-layer cos_sim and time per step."""
+    from oversmooth.data import FASHION_MNIST_DIR
+
+    if not FASHION_MNIST_DIR.is_dir():
+        pytest.skip(f"Fashion-MNIST not installed in {FASHION_MNIST_DIR} (make installs it)")
+    out = tmp_path / "fixes"
+    tiny = ["width=8", "heads=2", "limit_train=128", "epochs=1", "val_size=64", "batch_size=32", "probe_size=8"]
+    argv = ["study", "depth-fixes", "--out", str(out), "--jobs", "2", "--depths", "1,2", "--seeds", "0"]
+    assert main([*argv, *(a for pair in (("--set", t) for t in tiny) for a in pair)]) == 0
+    assert main(["report", str(out), "--no-probes"]) == 0
+    report = (out / "report.md").read_text()
+    arms = [("pre", "softmax")] + [
+        ("post", m) for m in ("softmax", "deescalate", "deepnorm", "layerscale", "rezero", "sigma_reparam", "mv_split")
+    ]
+    for norm, method in arms:
+        for depth in (1, 2):
+            row = re.search(rf"^\| fmnist \| {norm} \| {method} \| {depth} \| 1 \| ([^|]+)\|([^|]+)\|([^|]+)\|([^|]+)\|$",
+                            report, flags=re.M)
+            assert row, (norm, method, depth)
+            accuracy, cos_sim, escalation, step = (float(v.strip()) for v in row.groups())
+            assert 0 <= accuracy <= 100 and -1 <= cos_sim <= 1 and -1 <= escalation <= 1 and step > 0
+    assert (out / "depth-fixes_scores.png").is_file()

@@ -28,6 +28,8 @@ COMMAND = [
 RUNS = {
     "lm-neutreno": ["--model", "lm", "--method", "neutreno"],
     "vit-spectral-augment": ["--model", "vit", "--method", "spectral", "--spectral", "sharpen", "--augment"],
+    # sigmaReparam's power-iteration vector is a buffer that every training step moves
+    "vit-sigma-reparam": ["--model", "vit", "--method", "sigma_reparam"],
 }
 
 

@@ -132,6 +132,10 @@ def _long(name: str, model: str, task: str, depth: int, train: dict) -> StudyCon
     )
 
 
+#: the depth fixes (docs/methods.md), each in post-norm blocks: the ones deep post-norm needs
+DEPTH_FIXES = tuple(
+    Variant(name, name, norms=("post",)) for name in ("deepnorm", "layerscale", "rezero", "sigma_reparam", "mv_split")
+)
 SHARPEN = Variant("sharpen", "spectral", {"spectral": "sharpen"})
 SMOOTH = Variant("smooth", "spectral", {"spectral": "smooth"})
 
@@ -282,6 +286,23 @@ STUDY_PRESETS: dict[str, StudyConfig] = {
         train=DEPTH_W32,
         description="third protocol, claim 4's pilot: depth-w32's plateau recipe at depth 96, post- and pre-norm "
         "softmax, seeds 0-1: does post-norm fail (val accuracy < 20 %) on at least one seed?",
+    ),
+    "depth-fixes": StudyConfig(
+        name="depth-fixes",
+        model="vit",
+        tasks=("fmnist",),
+        norms=("pre", "post"),
+        depths=(8, 96),
+        variants=(
+            _M("softmax"),
+            Variant("deescalate", "deescalate", {"tau": 1.0}, norms=("post",)),
+            *DEPTH_FIXES,
+        ),
+        seeds=(10, 11, 12, 13),
+        train=DEPTH_W32,
+        description="the depth fixes side by side (claim 4, third protocol): depth-w32's recipe at depth 8 and at "
+        "depth 96, where post-norm softmax fails: pre- and post-norm softmax, and in post-norm blocks "
+        "de-escalation (tau 1), DeepNorm, LayerScale, ReZero, sigmaReparam and MV-split; seeds 10-13",
     ),
     "regime-pilot": StudyConfig(
         name="regime-pilot",

@@ -95,38 +95,6 @@ def score_table(cells: list[CellResult]) -> str:
     return "\n".join(lines)
 
 
-def plot_scores(cells: list[CellResult], path: Path) -> None:
-    """Score vs depth (log 2), one panel per task x norm, one line per method, std over seeds as bars."""
-    panels, colours = _panels(cells), _colours(cells)
-    plt, fig, axes = figure(1, len(panels), 4.2 * len(panels), 3.4)
-    for ax, (task, norm) in zip(axes[0], panels):
-        for label in _labels(cells):
-            points = defaultdict(list)
-            for c in cells:
-                if (c.task, c.norm, c.label) == (task, norm, label) and c.score is not None:
-                    points[c.depth].append(c.score)
-            if points:
-                depths = sorted(points)
-                stats = [_mean_std(points[d]) for d in depths]
-                ax.errorbar(
-                    depths,
-                    [m for m, _ in stats],
-                    yerr=[s for _, s in stats],
-                    marker="o",
-                    ms=3,
-                    capsize=2,
-                    label=label,
-                    color=colours[label],
-                )
-        ax.set_xscale("log", base=2)
-        ax.set_xlabel("depth (blocks)")
-        ax.set_ylabel(cells[0].score_name)
-        ax.set_title(f"{task}, {norm}-norm", fontsize=9)
-        ax.grid(alpha=0.3)
-    _legends(axes[0])
-    save_png(plt, fig, path)
-
-
 def _seeds_and_mean(ax, runs: list[list[float]], x: list, color: str, label: str) -> None:
     """Each run a thin line, their mean (over the runs that reach each point) bold."""
     for run in runs:
@@ -331,6 +299,65 @@ def plot_effects(claims: list[Claim], path: Path) -> None:
     save_png(plt, fig, path)
 
 
+def escalation(layers: list[dict]) -> float | None:
+    """Yu & Zhang's token-similarity escalation of one model: ``t_sim`` after the last block minus
+    ``t_sim`` of the embeddings (layer 0), on the validation probe; None without both."""
+    first = next((row["t_sim"] for row in layers if row["layer"] == 0), None)
+    return None if first is None or len(layers) < 2 else layers[-1]["t_sim"] - first
+
+
+def seconds_per_step(cell: CellResult) -> float | None:
+    """Training seconds per optimiser step (batch size over the run's measured examples per
+    second; a study's wall clocks on a shared machine: ``bench_overhead.py`` gives ratios)."""
+    speed = cell.examples_per_second
+    return None if not speed or cell.spec is None else cell.spec.batch_size / speed
+
+
+#: what the depth table and plot read per cell: name -> (reader, format)
+ARM_MEASURES: dict[str, tuple[Callable[[CellResult], float | None], str]] = {
+    "last-layer cos_sim": (lambda c: c.final_layers[-1]["cos_sim"] if c.final_layers else None, ".3f"),
+    "t_sim escalation": (lambda c: escalation(c.final_layers), "+.3f"),
+    "s / step": (seconds_per_step, ".3g"),
+}
+
+
+def _arms(cells: list[CellResult]) -> dict[tuple, list[CellResult]]:
+    """(task, norm, label, depth) -> its cells, in the study's order of methods."""
+    arms: dict[tuple, list[CellResult]] = defaultdict(list)
+    order = {label: i for i, label in enumerate(_labels(cells))}
+    for c in sorted(cells, key=lambda c: (c.task, c.norm != "pre", order[c.label], c.depth, c.seed)):
+        arms[(c.task, c.norm, c.label, c.depth)].append(c)
+    return dict(arms)
+
+
+def _with_interval(values: list[float], spec: str) -> str:
+    """``mean [lo, hi]``: the 95 % one-sample t interval (one value: the value alone)."""
+    test = paired_test(values, [0.0] * len(values), "higher")
+    if len(values) < 2 or not _finite(test.ci_low):
+        return format(test.mean, spec)
+    return f"{test.mean:{spec}} [{test.ci_low:{spec}}, {test.ci_high:{spec}}]"
+
+
+def arm_table(cells: list[CellResult]) -> str:
+    """Markdown: one row per task x norm x method x depth, with the finished seeds' score (95 % t
+    interval), last-layer cos_sim and t_sim escalation of the validation probe, and seconds per step."""
+    lm = cells[0].model == "lm"
+    lines = [
+        f"| task | norm | method | depth | n | test {'NLL (nats)' if lm else 'accuracy (%)'} | "
+        + " | ".join(ARM_MEASURES)
+        + " |",
+        "|---|---|---|---|---|---|" + "---|" * len(ARM_MEASURES),
+    ]
+    for (task, norm, label, depth), group in _arms(cells).items():
+        scores = [s for c in group if (s := paired_score(c)) is not None]
+        row = [task, norm, label, str(depth), str(len(scores)), _with_interval(scores, ".2f") if scores else "–"]
+        for read, spec in ARM_MEASURES.values():
+            values = [v for c in group if (v := read(c)) is not None]
+            row.append(format(statistics.fmean(values), spec) if values else "–")
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines)
+
+
 def _finite(x: float) -> bool:
     return x == x and abs(x) != float("inf")
 
@@ -345,25 +372,34 @@ def _mean_with_interval(ax, samples: dict[float, list[float]], **style) -> None:
     ax.errorbar(xs, [t.mean for t in tests], yerr=[below, above], marker="o", capsize=3, **style)
 
 
-def plot_depth(cells: list[CellResult], path: Path) -> None:
-    """Claim 4: test accuracy vs depth per arm (norm and method), the mean over seeds with its 95 % t interval."""
-    arms = defaultdict(lambda: defaultdict(list))
-    for c in cells:
-        if (score := paired_score(c)) is not None:
-            arms[f"{c.norm}-norm {c.label}"][c.depth].append(score)
-    plt, fig, axes = figure(1, 1, 5, 3.2)
-    ax = axes[0][0]
-    for label, by_depth in sorted(arms.items()):
-        depths = sorted(by_depth)
-        _mean_with_interval(ax, by_depth, ms=3, label=f"{label} ({len(by_depth[depths[-1]])})")
-    ax.set_xscale("log", base=2)
-    depths = sorted({depth for by_depth in arms.values() for depth in by_depth})
-    ax.set_xticks(depths, [str(d) for d in depths])
-    ax.minorticks_off()
-    ax.set_xlabel("depth (blocks)")
-    ax.set_ylabel("test accuracy (%)")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
+def plot_depth(cells: list[CellResult], path: Path, title: str) -> None:
+    """The finished seeds' test score and last-layer cos_sim (validation probe) vs depth, one line
+    per arm (norm and method), the mean over seeds with its 95 % t interval; seeds in brackets."""
+    read_cos = ARM_MEASURES["last-layer cos_sim"][0]
+    lm = cells[0].model == "lm"
+    panels = (
+        (paired_score, "test NLL (nats per token)" if lm else "test accuracy (%)"),
+        (read_cos, "last-layer cos_sim (validation probe)"),
+    )
+    several_tasks = len({c.task for c in cells}) > 1
+    plt, fig, axes = figure(1, 2, 10, 3.6)
+    for ax, (read, ylabel) in zip(axes[0], panels):
+        by_arm: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
+        for (task, norm, label, depth), group in _arms(cells).items():
+            arm = f"{task} " * several_tasks + f"{norm}-norm {label}"
+            by_arm[arm][depth] += [v for c in group if c.status == "completed" and (v := read(c)) is not None]
+        for index, (arm, by_depth) in enumerate(by_arm.items()):
+            by_depth = {d: v for d, v in by_depth.items() if v}
+            if by_depth:
+                seeds = "/".join(str(len(by_depth[d])) for d in sorted(by_depth))
+                _mean_with_interval(ax, by_depth, ms=3, color=f"C{index % 10}", label=f"{arm} ({seeds})")
+        depths = sorted({c.depth for c in cells})
+        ax.set_xticks(depths, [str(d) for d in depths])
+        ax.set_xlabel("depth (blocks)")
+        ax.set_ylabel(ylabel)
+        ax.grid(alpha=0.3)
+    axes[0][0].legend(fontsize=6)
+    fig.suptitle(title, fontsize=9)
     save_png(plt, fig, path)
 
 
@@ -500,8 +536,16 @@ def _study_section(
         "",
     ]
     if len({c.depth for c in cells}) > 1:
-        files[f"{name}_scores.png"] = lambda p: plot_scores(cells, p)
-        lines += [f"![{cells[0].score_name} vs depth]({name}_scores.png)", ""]
+        lines += [
+            "Each arm at each depth: the finished seeds' test score with its 95 % t interval, and the mean "
+            "over its seeds of the validation probe's last-layer cos_sim, its t_sim escalation (after the last "
+            "block minus the embeddings': Yu & Zhang's measure) and the seconds per training step:",
+            "",
+            arm_table(cells),
+            "",
+        ]
+        files[f"{name}_scores.png"] = lambda p: plot_depth(cells, p, f"{name}: by depth")
+        lines += [f"![{cells[0].score_name} and last-layer cos_sim vs depth]({name}_scores.png)", ""]
     if any(c.final_layers for c in cells):
         files[f"{name}_layers.png"] = lambda p: plot_layers(cells, p)
         lines += [
@@ -631,12 +675,14 @@ def render_report(
         if depth.key(c) == depth.training and c.seed in depth.seeds and (c.norm, c.label, c.depth) in depth.arms
     ]
     if depth_cells:
-        files["claim4_depth.png"] = lambda p: plot_depth(depth_cells, p)
+        files["claim4_depth.png"] = lambda p: plot_depth(
+            depth_cells, p, f"claim 4: {DEPTH.name}, seeds {depth.seeds[0]}-{depth.seeds[-1]}"
+        )
         lines += [
-            f"Claim 4 ({DEPTH.name}, seeds {depth.seeds[0]}-{depth.seeds[-1]}): test accuracy by depth, the "
-            "mean over seeds with its 95 % t interval (seeds per arm in brackets):",
+            f"Claim 4 ({DEPTH.name}, seeds {depth.seeds[0]}-{depth.seeds[-1]}): test accuracy and last-layer "
+            "cos_sim by depth, the mean over seeds with its 95 % t interval (seeds per arm and depth in brackets):",
             "",
-            "![test accuracy by depth](claim4_depth.png)",
+            "![test accuracy and last-layer cos_sim by depth](claim4_depth.png)",
             "",
         ]
     if adapted:

@@ -32,10 +32,21 @@ import torch.nn.functional as F
 from oversmooth.bench.cost import flops, peak_bytes, traffic_bytes
 from oversmooth.bench.timing import allow_compiled_models, interleaved_rounds, median_seconds, ratio, step_clock
 from oversmooth.layers import METHODS, MitigationConfig
+from oversmooth.mitigations.registry import METHODS as REGISTRY
 from oversmooth.models import CausalLM, CausalLMConfig, ViT, ViTConfig
 
 Step = Callable[[], None]
-DEFAULT_METHODS = ("neutreno", "deescalate", "attnscale", "featscale")
+DEFAULT_METHODS = (
+    "neutreno",
+    "deescalate",
+    "attnscale",
+    "featscale",
+    "layerscale",
+    "rezero",
+    "mv_split",
+    "deepnorm",
+    "sigma_reparam",
+)
 #: a second, identical softmax model: its "overhead" is what two instances of one model differ by
 #: on this machine (memory placement, noise the rounds do not remove), the resolution of the table.
 CONTROL = "softmax (copy)"
@@ -52,10 +63,14 @@ class Shape:
     overrides: tuple[tuple[str, object], ...] = ()
 
     def model(self, method: str) -> torch.nn.Module:
+        """Pre-norm, but post-norm for a method defined only there (DeepNorm: compared with the
+        pre-norm softmax, whose blocks do the same work)."""
         mitigation = MitigationConfig.parse(method)
+        norm = "pre" if all("pre" in REGISTRY[m].norms for m in mitigation.methods) else "post"
+        overrides = {"norm": norm, **dict(self.overrides)}
         if self.family == "vit":
-            return ViT(ViTConfig.preset(self.preset, mitigation=mitigation, **dict(self.overrides)))
-        return CausalLM(CausalLMConfig.preset(self.preset, mitigation=mitigation, **dict(self.overrides)))
+            return ViT(ViTConfig.preset(self.preset, mitigation=mitigation, **overrides))
+        return CausalLM(CausalLMConfig.preset(self.preset, mitigation=mitigation, **overrides))
 
     def batch_of(self, model: torch.nn.Module, device: str) -> tuple[torch.Tensor, torch.Tensor]:
         cfg = model.cfg

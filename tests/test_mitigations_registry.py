@@ -141,3 +141,11 @@ def test_the_package_exports_no_method_and_listing_methods_imports_no_torch():
 def test_a_patch_is_declared_exactly_where_no_reason_against_one_is_given():
     for name, m in METHODS.items():
         assert bool(m.patch_at) != bool(m.unpatchable), name
+
+
+def test_readme_methods_table_lists_exactly_the_registry_and_which_patch():
+    readme = (Path(__file__).parent.parent / "README.md").read_text().split("## Methods")[1].split("\n## ")[0]
+    rows = dict(re.findall(r"^\| `(\w+)` \|.*\| (yes|no) \|$", readme, flags=re.M))
+    assert set(rows) == set(METHODS)
+    for name, m in METHODS.items():
+        assert rows[name] == ("yes" if m.patch_at else "no"), name

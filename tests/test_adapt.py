@@ -426,3 +426,39 @@ def test_masked_lm_objective_scores_as_transformers_does(text_file, tmp_path):
     first = task.batch("train", torch.arange(4), torch.Generator().manual_seed(1))[1]
     second = task.batch("train", torch.arange(4), torch.Generator().manual_seed(2))[1]
     assert not torch.equal(first, second)
+
+
+def test_a_sigma_reparam_adaptation_starts_as_the_model_and_saves_what_it_learned(text_file, tmp_path):
+    """sigmaReparam patched into a tiny GPT-2 (Conv1D weights) starts exactly where the control does;
+    its saved model holds plain weights (gamma / sigma W folded in) and, loaded with its recorded
+    patch, scores what the arm scored at its last step."""
+    from safetensors.torch import load_file
+
+    from oversmooth.adapt.text_blocks import documents, token_blocks
+    from oversmooth.hf.load import load
+    from oversmooth.hf.patch import patched_method
+
+    model_dir = save_tiny_with_head("gpt2", tmp_path / "gpt2")
+    config = small(tmp_path / "a", model_dir, text=f"text:{text_file}", seq_len=16, eval_sequences=6)
+    config = AdaptConfig(**{**config.to_dict(), "method": "sigma_reparam", "knobs": [{}]})
+    result = adapt(config)
+    (arm,) = result.patched
+    assert arm.start["loss"] == result.control.start["loss"]
+    saved = tmp_path / "a" / "arms" / arm.name / "model"
+    assert not any("parametrizations" in key for key in load_file(str(saved / "model.safetensors")))
+    again = load(str(saved), 6)
+    assert patched_method(again.model) == "sigma_reparam"
+    blocks = token_blocks(again.tokenizer, documents(f"text:{text_file}")["val"], 16, extra=1, limit=6)
+    with torch.no_grad():
+        logits = again.model(input_ids=blocks[:, :-1]).logits
+    loss = F.cross_entropy(logits.flatten(0, 1), blocks[:, 1:].flatten())
+    assert loss.item() == pytest.approx(arm.val["loss"], rel=1e-5)
+    assert arm.val["loss"] != result.control.val["loss"]
+
+
+def test_lora_is_refused_for_a_patch_that_reparametrises_the_weights(text_file, tmp_path):
+    model_dir = save_tiny_with_head("gpt2", tmp_path / "gpt2")
+    config = small(tmp_path / "a", model_dir, text=f"text:{text_file}", seq_len=16, lora=2)
+    with pytest.raises(UsageError, match="sigma_reparam reparametrises the weights that LoRA adapts"):
+        adapt(AdaptConfig(**{**config.to_dict(), "method": "sigma_reparam", "knobs": [{}]}))
+    assert not (tmp_path / "a").exists()

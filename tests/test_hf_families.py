@@ -141,6 +141,20 @@ def test_values_context_and_output_projection(loaded):
         torch.testing.assert_close(out, cache.layer_stack("attn_out")[layer], atol=ATOL, rtol=0)
 
 
+#: knobs at which a patch whose defaults are the identity changes the model
+LIVE_KNOBS = {"layerscale": {"gamma": 0.5}}
+
+
+def move_sigma_reparam_gammas(model, factor=0.9):
+    """What adaptation does to sigmaReparam: its gammas move away from sigma(W)."""
+    from oversmooth.mitigations.sigma_reparam import SpectralScale
+
+    with torch.no_grad():
+        for module in model.modules():
+            if isinstance(module, SpectralScale):
+                module.gamma.mul_(factor)
+
+
 def test_zero_knobs_are_exact_and_unpatch_restores(loaded):
     _, model, inputs = loaded
     baseline = outputs(model, inputs)
@@ -148,7 +162,8 @@ def test_zero_knobs_are_exact_and_unpatch_restores(loaded):
         patch(model, method, **ZERO_KNOBS[method])
         assert torch.equal(outputs(model, inputs), baseline), method
         unpatch(model)
-        patch(model, method)
+        patch(model, method, **LIVE_KNOBS.get(method, {}))
+        move_sigma_reparam_gammas(model)
         assert not torch.allclose(outputs(model, inputs), baseline), f"{method} at defaults changes nothing"
         unpatch(model)
         assert torch.equal(outputs(model, inputs), baseline), f"{method}: unpatch did not restore"
@@ -244,3 +259,98 @@ def test_refused_models_say_why():
         layout(t5)
     with pytest.raises(UsageError, match="not a Hugging Face transformers model"):
         layout(torch.nn.Linear(2, 2))
+
+
+def test_the_mlp_branch_is_found(loaded):
+    """The module found as ``mlp_out`` returns what the block adds to the stream after attention:
+    pre-LN and parallel blocks output resid_mid + it, post-LN blocks their last norm of it plus the
+    mid norm's output (resid_mid is the sum before that norm)."""
+    kind, model, inputs = loaded
+    lay = layout(model)
+    branches = []  # in call order, i.e. by layer (a shared block, as ALBERT's, is one module)
+    modules = dict.fromkeys(lay.module(layer, "mlp_out") for layer in range(lay.depth))
+    handles = [module.register_forward_hook(lambda module, args, out: branches.append(out)) for module in modules]
+    try:
+        _, cache = capture(model, inputs)
+    finally:
+        for handle in handles:
+            handle.remove()
+    for layer, (mid, post) in enumerate(zip(cache.layer_stack("resid_mid"), cache.layer_stack("resid_post"))):
+        mlp = branches[layer].reshape(mid.shape)
+        with torch.no_grad():
+            if kind in POST:
+                expected = lay.module(layer, "out_norm")(lay.module(layer, "mid_norm")(mid) + mlp)
+            else:
+                expected = mid + mlp
+        torch.testing.assert_close(expected, post, atol=ATOL, rtol=0)
+
+
+def test_layerscale_scales_both_branches(loaded):
+    """LayerScale (CaiT) patched with a per-channel gamma: the attention branch is gamma times the
+    unpatched branch, and the block adds gamma times the MLP branch where the plain block adds it."""
+    kind, model, inputs = loaded
+    lay = layout(model)
+    _, plain = capture(model, inputs)
+    gamma = torch.linspace(0.3, 1.7, lay.hidden)
+    raw = []  # in call order, i.e. by layer (a shared block, as ALBERT's, is one module)
+    modules = dict.fromkeys(lay.module(layer, "mlp_out") for layer in range(lay.depth))
+    handles = [  # registered before the patch's hooks: they see the branch before it is scaled
+        module.register_forward_hook(lambda module, args, out: raw.append(out)) for module in modules
+    ]
+    patch(model, "layerscale", gamma=gamma)
+    try:
+        _, cache = capture(model, inputs)
+    finally:
+        unpatch(model)
+        for handle in handles:
+            handle.remove()
+    torch.testing.assert_close(
+        cache.layer_stack("attn_out")[0], gamma * plain.layer_stack("attn_out")[0], atol=ATOL, rtol=0
+    )
+    for layer, (mid, post) in enumerate(zip(cache.layer_stack("resid_mid"), cache.layer_stack("resid_post"))):
+        scaled = gamma * raw[layer].reshape(mid.shape)
+        with torch.no_grad():
+            if kind in POST:
+                expected = lay.module(layer, "out_norm")(lay.module(layer, "mid_norm")(mid) + scaled)
+            else:
+                expected = mid + scaled
+        torch.testing.assert_close(expected, post, atol=ATOL, rtol=0)
+
+
+def test_sigma_reparam_is_each_weight_over_its_spectral_norm_and_saves_as_plain_weights(loaded):
+    """sigmaReparam (Zhai et al. 2023): every linear weight of the blocks becomes gamma / sigma W with
+    sigma = v^T W u after one power step from the kept u, written out here; unpatch(keep=True)
+    leaves those weights plain, and patching them again changes nothing."""
+    import copy
+
+    from transformers.pytorch_utils import Conv1D
+
+    from oversmooth.mitigations.sigma_reparam import SpectralScale
+
+    _, model, inputs = loaded
+    reference = copy.deepcopy(model)
+    patch(model, "sigma_reparam")
+    move_sigma_reparam_gammas(model, 0.8)
+    patched = outputs(model, inputs)
+    ours = dict(model.named_modules())
+    with torch.no_grad():
+        count = 0
+        for name, module in reference.named_modules():
+            if isinstance(module, (torch.nn.Linear, Conv1D)) and hasattr(ours[name], "parametrizations"):
+                scale = next(m for m in ours[name].parametrizations.weight if isinstance(m, SpectralScale))
+                w = module.weight.double()
+                v = w @ scale.u.double()
+                v = v / v.norm()
+                u = w.T @ v
+                u = u / u.norm()
+                module.weight.mul_(scale.gamma.double() / (v @ w @ u)).float()
+                count += 1
+    assert count > 0
+    torch.testing.assert_close(outputs(reference, inputs), patched, atol=ATOL, rtol=1e-5)
+    unpatch(model, keep=True)
+    assert not any(isinstance(m, SpectralScale) for m in model.modules())
+    torch.testing.assert_close(outputs(model, inputs), patched, atol=ATOL, rtol=1e-6)
+    kept = outputs(model, inputs)
+    patch(model, "sigma_reparam")
+    torch.testing.assert_close(outputs(model, inputs), kept, atol=1e-6, rtol=1e-6)
+    unpatch(model)

@@ -26,7 +26,8 @@ def fit(model, inputs, loss_of) -> tuple[float, float]:
 @pytest.mark.parametrize("method", ["softmax", *METHODS])
 def test_vit_overfits_one_batch(method):
     torch.manual_seed(0)
-    model = ViT(ViTConfig(image_size=8, patch_size=4, channels=1, num_classes=10, mitigation=method, **TINY))
+    norm = "post" if method == "deepnorm" else "pre"  # DeepNorm is post-LN only
+    model = ViT(ViTConfig(image_size=8, patch_size=4, channels=1, num_classes=10, norm=norm, mitigation=method, **TINY))
     images, labels = torch.randn(16, 1, 8, 8), torch.randint(0, 10, (16,))
     first, last = fit(model, images, lambda logits: F.cross_entropy(logits, labels))
     assert last <= 0.1 * first, (first, last)
@@ -35,7 +36,8 @@ def test_vit_overfits_one_batch(method):
 @pytest.mark.parametrize("method", ["softmax", *METHODS])
 def test_lm_overfits_one_batch(method):
     torch.manual_seed(0)
-    model = CausalLM(CausalLMConfig(vocab_size=16, context=12, mitigation=method, **TINY))
+    norm = "post" if method == "deepnorm" else "pre"
+    model = CausalLM(CausalLMConfig(vocab_size=16, context=12, norm=norm, mitigation=method, **TINY))
     tokens = torch.randint(0, 16, (8, 13))
     first, last = fit(
         model, tokens[:, :-1], lambda logits: F.cross_entropy(logits.flatten(0, 1), tokens[:, 1:].flatten())

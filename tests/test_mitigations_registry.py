@@ -117,8 +117,7 @@ def fresh_python(code: str) -> str:
 @pytest.mark.parametrize("first", [[], MODULES, MODULES[::-1]], ids=["registry-first", "modules-first", "reversed"])
 def test_every_method_is_found_by_name_whatever_was_imported_first(first):
     found = eval(fresh_python(LOOKUP.format(first=first, names=list(MODULE_OF))))
-    unpatchable = {"symmetric", "spectral", "value_residual", "layerscale", "rezero", "mv_split", "deepnorm"}
-    unpatchable |= {"sigma_reparam"}
+    unpatchable = {"symmetric", "spectral", "value_residual", "rezero", "mv_split", "deepnorm"}
     assert found == {
         name: (f"oversmooth.mitigations.{module}", None if name in unpatchable else f"oversmooth.mitigations.{module}")
         for name, module in MODULE_OF.items()

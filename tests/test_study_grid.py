@@ -286,8 +286,11 @@ def test_depth_fixes_preset_trains_every_fix_and_reports_them_by_depth(tmp_path,
     ]
     for norm, method in arms:
         for depth in (1, 2):
-            row = re.search(rf"^\| fmnist \| {norm} \| {method} \| {depth} \| 1 \| ([^|]+)\|([^|]+)\|([^|]+)\|([^|]+)\|$",
-                            report, flags=re.M)
+            row = re.search(
+                rf"^\| fmnist \| {norm} \| {method} \| {depth} \| 1 \| ([^|]+)\|([^|]+)\|([^|]+)\|([^|]+)\|$",
+                report,
+                flags=re.M,
+            )
             assert row, (norm, method, depth)
             accuracy, cos_sim, escalation, step = (float(v.strip()) for v in row.groups())
             assert 0 <= accuracy <= 100 and -1 <= cos_sim <= 1 and -1 <= escalation <= 1 and step > 0

@@ -48,6 +48,7 @@ class PretrainedSource:
         from oversmooth.hf.patch import check_method, resolve_knobs, supports
         from oversmooth.hf.placement import placement
         from oversmooth.hf.saved_patch import split_record
+        from oversmooth.mitigations.registry import method
 
         self.config = config
         checkpoint = resolve(config.model)
@@ -63,6 +64,11 @@ class PretrainedSource:
         self.knobs = [resolve_knobs(config.method, k) for k in config.knobs]
         if config.lora and importlib.util.find_spec("peft") is None:
             raise UsageError(f"lora needs the peft package: pip install {PEFT_PIN}")
+        if config.lora and method(config.method).patcher.site == "weights":
+            raise UsageError(
+                f"{config.method} reparametrises the weights that LoRA adapts, and the two cannot merge; "
+                "fine-tune the whole model (lora 0)"
+            )
         self.where = placement(config.device, config.dtype)
         self._load = lambda: load(config.model, 8, config.seq_len, self.where)
         self.loaded = self._load()
@@ -146,10 +152,14 @@ class PretrainedSource:
 
     def save(self, module: HFModule, folder: Path, knobs: dict | None) -> None:
         """``save_pretrained`` (LoRA merged into the weights) with the tokenizer; a patched arm's
-        patch recorded in its config."""
+        patch recorded in its config (a weights patch left in the plain weights first: loading
+        re-patches it, exactly). The arm is done with: it may be left unpatched."""
         from oversmooth.atomic import atomic_directory
+        from oversmooth.hf.patch import unpatch
         from oversmooth.hf.saved_patch import record_patch
 
+        if knobs is not None:
+            unpatch(module.base, keep=True)
         model = module.model.merge_and_unload() if self.config.lora else module.model
         with atomic_directory(folder) as staging:
             model.save_pretrained(staging)

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING
 
 from oversmooth.errors import FieldError, UsageError
-from oversmooth.mitigations.registry import make_knobs, method, patchable
+from oversmooth.mitigations.registry import default_patches, make_knobs, method
 
 if TYPE_CHECKING:
     from oversmooth.analyze.frontier import Sweep
@@ -142,7 +142,7 @@ class AnalysisSettings:
         check_count("attention_sequences", self.attention_sequences, 0)
         check_count("attention_tokens", self.attention_tokens, 1)
         check_count("rank_sequences", self.rank_sequences, 1)
-        chosen = patchable() if self.methods is None else self.methods
+        chosen = default_patches() if self.methods is None else self.methods
         for name, values in self.knobs.items():
             make_knobs(name, values, scope="patch")  # an unknown method or knob, or a value out of range
             if values and name not in chosen:
@@ -152,20 +152,21 @@ class AnalysisSettings:
                 )
 
     def resolved_knobs(self) -> dict[str, dict]:
-        """Each method's knobs, its defaults overridden by ``knobs`` (methods None: every patchable
-        one); UsageError on an unknown method or knob, or a value out of range."""
+        """Each method's knobs, its defaults overridden by ``knobs`` (methods None: ``default_patches``);
+        UsageError on an unknown method or knob, or a value out of range."""
         from oversmooth.hf import check_method, resolve_knobs
 
         return {
             m: resolve_knobs(check_method(m), self.knobs.get(m, {}))
-            for m in (patchable() if self.methods is None else self.methods)
+            for m in (default_patches() if self.methods is None else self.methods)
         }
 
     def for_model(self, model) -> AnalysisSettings:
-        """These settings for ``model``, defaults filled in: methods None -> every method that can
-        patch it (and the sweeps of those only); exclude None -> position 0 for a causal LM, whose
-        first token is a huge-norm attention sink, else none. A model that carries a patch already
-        (an adapted model, loaded with its patch) is measured as it is: no method or sweep on top.
+        """These settings for ``model``, defaults filled in: methods None -> every default patch
+        (``default_patches``) that can patch it (and the sweeps of those only); exclude None ->
+        position 0 for a causal LM, whose first token is a huge-norm attention sink, else none. A
+        model that carries a patch already (an adapted model, loaded with its patch) is measured as
+        it is: no method or sweep on top.
         FieldError on a setting that does not apply to it (a knob of a method that cannot patch
         it, text tokens for an image model, a budget bound its task is not judged by)."""
         from oversmooth.hf import layout, patched_method, supported_methods, task_of
@@ -181,7 +182,7 @@ class AnalysisSettings:
                 )
             methods, sweeps, knobs = (), (), {}
         elif self.methods is None:
-            methods = supported_methods(model)
+            methods = tuple(m for m in supported_methods(model) if m in default_patches())
             sweeps = tuple(s for s in self.sweeps if s.method in methods)
             unfit = next(((m, values) for m, values in knobs.items() if values and m not in methods), None)
             if unfit:

@@ -16,9 +16,11 @@ from oversmooth.analyze.settings import (
     check_sequences,
 )
 from oversmooth.cli._arguments import add_knob_flags, knob_flags, positions
-from oversmooth.mitigations.registry import knob_owners, patchable
+from oversmooth.mitigations.registry import default_patches, knob_owners, patchable
 
-DEFAULT_METHODS = ",".join(patchable())
+DEFAULT_METHODS = ",".join(default_patches())
+#: patches that leave the model as it is at their defaults: measured only when named
+IDENTITY_PATCHES = ", ".join(m for m in patchable() if m not in default_patches())
 
 
 def _count(text: str) -> int:
@@ -63,7 +65,8 @@ def register(subparsers) -> None:
         "--methods",
         metavar="LIST",
         help=f"comma-separated mitigations to compare, or 'none' (default: those of "
-        f"{DEFAULT_METHODS} that can patch the model)",
+        f"{DEFAULT_METHODS} that can patch the model; {IDENTITY_PATCHES}, the model as it is at their "
+        "defaults, only when named)",
     )
     add_knob_flags(parser, "patch")
     parser.add_argument(

@@ -19,6 +19,7 @@
 from __future__ import annotations
 
 import inspect
+from collections import Counter
 from dataclasses import dataclass
 
 import torch
@@ -69,6 +70,7 @@ class Wiring:
     pre_norm: str | None
     mid_norm: str | None
     out_norm: str | None
+    mlp_out: str  # the module whose output is the MLP branch, before its residual add
 
 
 class Refused(Exception):
@@ -140,6 +142,7 @@ def _discover(model: nn.Module, note: FamilyNote) -> Layout:
         pre_norm=wiring.pre_norm,
         mid_norm=wiring.mid_norm,
         out_norm=wiring.out_norm,
+        mlp_out=wiring.mlp_out,
         final_norm=final_norm,
         causal=any(flags),
         modality="image" if model.main_input_name == "pixel_values" else "text",
@@ -381,18 +384,44 @@ def wiring_of(calls: list[Call], x: Tensor, y: Tensor, out_proj: str, tolerance:
     pre_norm = next((c.path for c in calls[:start] if is_norm(c.module) and close(c.input, x, tolerance)), None)
     readers = [c for c in later if close(c.input, mid, tolerance)]
     mid_norm = next((c for c in readers if is_norm(c.module)), None)
+
+    uses = Counter(id(c.module) for c in calls)
+
+    def mlp_out(among: list[Call], stream: Tensor | None, total: Tensor | None) -> str | None:
+        """The last module to run whose output, added to ``stream``, gives ``total`` (compared at
+        the stream's scale, so that a low precision's rounding of the sum does not hide a small
+        branch), among those the block calls once (Phi's ``resid_dropout`` ends both branches)."""
+        if stream is None or total is None:
+            return None
+        return next(
+            (
+                c.path
+                for c in reversed(among)
+                if uses[id(c.module)] == 1
+                and c.output is not None
+                and c.output.numel() == stream.numel()
+                and close(stream + c.output.reshape(stream.shape), total, tolerance)
+            ),
+            None,
+        )
+
     if mid_norm is None:
         if readers:
             raise Refused(f"the stream after the attention add is read by {readers[0].path}, not by a norm")
-        if not any(close(c.output, y - mid, tolerance) for c in later):
+        mlp = mlp_out(later, mid, y)
+        if mlp is None:
             raise Refused("its block output is neither a norm's output nor the attention sum plus one branch")
-        return Wiring("parallel", calls[end].path, pre_norm, None, None)
+        return Wiring("parallel", calls[end].path, pre_norm, None, None, mlp)
     after_mid = later[later.index(mid_norm) + 1 :]
     norms = [c for c in after_mid if is_norm(c.module)]
     if norms and close(norms[-1].output, y, tolerance):
-        return Wiring("post", calls[end].path, pre_norm, mid_norm.path, norms[-1].path)
-    if any(close(c.output, y - mid, tolerance) for c in after_mid):
-        return Wiring("pre", calls[end].path, pre_norm, mid_norm.path, None)
+        mlp = mlp_out(after_mid[: after_mid.index(norms[-1])], mid_norm.output, norms[-1].input)
+        if mlp is None:
+            raise Refused(f"no module's output is the MLP branch that {norms[-1].path} adds to the stream")
+        return Wiring("post", calls[end].path, pre_norm, mid_norm.path, norms[-1].path, mlp)
+    mlp = mlp_out(after_mid, mid, y)
+    if mlp is not None:
+        return Wiring("pre", calls[end].path, pre_norm, mid_norm.path, None, mlp)
     raise Refused(f"after {mid_norm.path} its block output is neither a norm's output nor the stream plus one branch")
 
 

@@ -114,6 +114,7 @@ class Family:
     pre_norm: str | None
     mid_norm: str | None
     out_norm: str | None
+    mlp_out: str  # the module whose output is the MLP branch, before its residual add (its norm, post-LN)
     final_norm: str | None
     causal: bool
     modality: Literal["text", "image"]

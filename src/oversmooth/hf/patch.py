@@ -10,7 +10,10 @@ our own layers; this module hooks the edit at the method's site:
 - ``output``: on the attention branch's output (``Family.attn_out``, before the residual add);
 - ``stream``: on the stream after the attention residual add: post-LN, the input of the norm after
   the add; pre-LN, the attention branch becomes ``x_mid + delta - resid_pre``. Parallel blocks
-  (GPT-NeoX, Phi) have no such stream and are refused.
+  (GPT-NeoX, Phi) have no such stream and are refused;
+- ``branches``: on the attention branch's output and the MLP branch's (``Family.mlp_out``);
+- ``weights``: on the weight of every linear map in the blocks (a parametrisation, not a hook);
+  ``unpatch(model, keep=True)`` leaves what it does in the plain weights, for saving.
 
 Means run over the valid tokens of the call's ``attention_mask``; causal models use prefix means
 (token t: the mean of the valid tokens s <= t). With a KV cache (``generate``) each call sees only
@@ -23,11 +26,12 @@ patched into a pretrained model they take fixed values. Every method is the iden
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import torch
 from torch import Tensor, nn
+from transformers.pytorch_utils import Conv1D
 
 from oversmooth.errors import NonFiniteError, UsageError
 from oversmooth.hf.capture import merge_heads, split_heads
@@ -54,6 +58,13 @@ class PatchState:
     entries: tuple[nn.Module, ...]  # the modules a forward pass enters by: the model, its base model
     hooks: HookSet = field(default_factory=HookSet)
     carried: list[_Means | _History] = field(default_factory=list)
+    undo: list[Callable[[bool], None]] = field(default_factory=list)  # a weights edit's, per module
+
+    def remove(self, keep: bool = False) -> None:
+        """Hooks off and weight edits undone (``keep``: their effect left in the plain weights)."""
+        self.hooks.remove()
+        while self.undo:
+            self.undo.pop()(keep)
 
     def means(self, lay: Layout) -> _Means:
         """Token means over the valid tokens of each call (causal: carried prefix means)."""
@@ -112,7 +123,7 @@ def patch(model: nn.Module, method: str, **knobs) -> nn.Module:
     try:
         _install(lay, state)
     except BaseException:  # e.g. a knob of the wrong length: leave no half-installed hooks behind
-        state.hooks.remove()
+        state.remove()
         raise
     model.__dict__[_ATTRIBUTE] = state
     if state.carried:
@@ -167,11 +178,13 @@ def _reorder_cache(model: nn.Module, state: PatchState):
     return reorder
 
 
-def unpatch(model: nn.Module) -> nn.Module:
-    """Remove a patch (no-op on an unpatched model); returns the model."""
+def unpatch(model: nn.Module, keep: bool = False) -> nn.Module:
+    """Remove a patch (no-op on an unpatched model); returns the model. ``keep``: a weights patch
+    (sigmaReparam) leaves its reparametrised weights as plain ones, so that a model adapted with
+    it saves as a plain checkpoint that re-patching gives back exactly."""
     state = model.__dict__.pop(_ATTRIBUTE, None)
     if state is not None:
-        state.hooks.remove()
+        state.remove(keep)
         model.__dict__.pop("_reorder_cache", None)
     return model
 
@@ -295,6 +308,14 @@ def _install(lay: Layout, state: PatchState) -> None:
         )
     elif patcher.site == "output":
         lay.hook(hooks, "attn_out", lambda layer, module, args, out: edit(layer, out))
+    elif patcher.site == "branches":
+        lay.hook(hooks, "attn_out", lambda layer, module, args, out: edit(layer, 0, out))
+        lay.hook(hooks, "mlp_out", lambda layer, module, args, out: edit(layer, 1, out))
+    elif patcher.site == "weights":
+        for block in dict.fromkeys(lay.blocks):  # a shared block (ALBERT) once
+            for module in block.modules():
+                if isinstance(module, (nn.Linear, Conv1D)):
+                    state.undo.append(edit(module))
     else:
         _on_stream(lay, hooks, edit)
 

@@ -118,8 +118,12 @@ class Patcher:
       (``v_first`` None in block 0);
     - ``output``: ``edit(layer, out) -> out`` on the attention branch output;
     - ``stream``: ``edit(layer, x) -> delta`` with the new stream ``x + delta`` after the attention
-      residual add (``delta`` exactly 0 at the zero setting).
+      residual add (``delta`` exactly 0 at the zero setting);
+    - ``branches``: ``edit(layer, branch, out) -> out`` on the attention (0) and MLP (1) branch
+      outputs, before their residual adds;
+    - ``weights``: ``edit(linear) -> undo`` on every linear map of every block, once (a shared block
+      once); ``undo(keep)`` takes the edit off, ``keep`` leaving its effect in the plain weight.
     """
 
-    site: Literal["context", "output", "stream"]
+    site: Literal["context", "output", "stream", "branches", "weights"]
     build: Callable[[Any, PatchTarget], Callable]

@@ -7,6 +7,9 @@ for depth 24, 1e-6 deeper; the paper names no value between 19 and 23, which we 
 The official code (facebookresearch/deit, ``cait_models.py``, ``LayerScale_Block``) scales
 pre-norm branches; in a post-norm block the branch is scaled before the add, inside the norm.
 ``gamma = 1`` is the baseline exactly. Each gamma is one-dimensional, so it is not decayed.
+
+Patched into a pretrained model, gamma is a fixed knob (one number or one per channel) on the
+attention and MLP branch outputs of every block; at 1, its default, the model is as it was.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from oversmooth.mitigations.base import LayerShape, SiteLayer
+from oversmooth.mitigations.base import LayerShape, Patcher, PatchTarget, SiteLayer, per_unit
 from oversmooth.mitigations.registry import LayerScaleKnobs
 
 
@@ -40,3 +43,12 @@ class LayerScale(SiteLayer):
 
     def residual(self, x: Tensor, f: Tensor, branch: int) -> Tensor:
         return x + self.gamma[branch] * f
+
+
+def patch_edit(knobs: LayerScaleKnobs, target: PatchTarget):
+    """``gamma * out`` on both branches of every block."""
+    gamma = per_unit(knobs.gamma, target.hidden, "LayerScale gamma")
+    return lambda layer, branch, out: out * gamma.to(out)
+
+
+PATCHER = Patcher("branches", patch_edit)

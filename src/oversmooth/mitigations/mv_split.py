@@ -28,7 +28,7 @@ def mv_split_update(x: Tensor, f: Tensor, alpha: Tensor, beta: Tensor, causal: b
 
     >>> x, f = torch.tensor([[[1.0], [3.0]]]), torch.tensor([[[4.0], [8.0]]])
     >>> mv_split_update(x, f, torch.tensor([0.5]), torch.tensor([1.0])).flatten().tolist()
-    [2.0, 8.0]
+    [1.0, 7.0]
     """
     mean_f = token_mean(f, causal=causal)
     return x + beta * (f - mean_f) + alpha * (mean_f - token_mean(x, causal=causal))

@@ -51,6 +51,9 @@ class Method:
     zero: dict[str, Any] = dataclasses.field(default_factory=dict)  # knobs at which it is the baseline
     norms: tuple[str, ...] = NORMS  # the block norm placements where it is defined
     norms_why: str = ""  # why not in the others
+    #: patched at its defaults it is the model as it was (adaptation moves it from there), so
+    #: ``analyze`` patches it only when asked
+    patch_is_identity: bool = False
     sweep: dict[str, tuple[float, ...]] = dataclasses.field(default_factory=dict)  # analyze --sweep grid
     short: str = ""  # short label in tables
 
@@ -225,6 +228,16 @@ class LayerScaleKnobs(Knobs):
         scope=("train",),
         label="LayerScale eps",
     )
+    gamma: float = knob(
+        1.0,
+        "LayerScale gamma of both branches for every channel (or one per channel), fixed when patched "
+        "(1: the model as it is)",
+        low=0.0,
+        flag="layerscale_gamma",
+        scope=("patch",),
+        per="channel",
+        label="LayerScale gamma",
+    )
 
 
 @dataclass(frozen=True)
@@ -370,7 +383,9 @@ METHODS: dict[str, Method] = {
             "layerscale:LayerScale",
             "layerscale",
             in_block=True,
-            unpatchable="not implemented for pretrained models yet (gamma = 1 is exact there)",
+            patch_at="layerscale:PATCHER",
+            zero={"gamma": 1.0},
+            patch_is_identity=True,
         ),
         Method(
             "rezero",
@@ -422,7 +437,8 @@ METHODS: dict[str, Method] = {
             "sigma_reparam:layer",
             "sigma_reparam",
             in_block=True,
-            unpatchable="not implemented for pretrained models yet (gamma = sigma(W) is exact there)",
+            patch_at="sigma_reparam:PATCHER",
+            patch_is_identity=True,
             short="sigmaR",
         ),
     )
@@ -448,6 +464,12 @@ def check_methods(names: tuple[str, ...]) -> None:
 def patchable() -> tuple[str, ...]:
     """The methods that can be patched into a pretrained model."""
     return tuple(name for name, m in METHODS.items() if m.patch_at)
+
+
+def default_patches() -> tuple[str, ...]:
+    """What ``analyze`` patches when no method is named: every patchable method whose patch at its
+    defaults changes the model."""
+    return tuple(name for name in patchable() if not METHODS[name].patch_is_identity)
 
 
 def knob_owners(scope: Scope | None = None) -> dict[str, tuple[str, str]]:

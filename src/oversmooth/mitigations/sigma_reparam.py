@@ -15,6 +15,12 @@ Not Dovonon et al.'s ``spectral``: that one fixes the *eigenvalues* of the produ
 sign range (it decides smoothing vs sharpening); sigmaReparam bounds each matrix's largest
 *singular value* by a learned scale (it bounds attention logits and update sizes) and says
 nothing about signs.
+
+Patched into a pretrained model, every linear map of every block (``nn.Linear``, and GPT-2's
+``Conv1D`` whose weight is stored transposed: sigma is the same) gets the same parametrisation;
+gamma = sigma(W) keeps the model as it was, and ``adapt`` trains gamma with the weights. Saving
+folds ``gamma / sigma(W) W`` into the plain weight (``undo(keep=True)``), and loading re-patches
+it with gamma = sigma of that weight: the same function.
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.nn.utils import parametrize
 
-from oversmooth.mitigations.base import LayerShape, SiteLayer
+from oversmooth.mitigations.base import LayerShape, Patcher, PatchTarget, SiteLayer
 from oversmooth.mitigations.registry import SigmaReparamKnobs
 
 
@@ -63,3 +69,16 @@ class SigmaReparam(SiteLayer):
 
 def layer(knobs: SigmaReparamKnobs, shape: LayerShape) -> SigmaReparam:
     return SigmaReparam()
+
+
+def patch_edit(knobs: SigmaReparamKnobs, target: PatchTarget):
+    """Parametrise one linear map's weight; returns ``undo(keep)``."""
+
+    def edit(linear: nn.Module):
+        parametrize.register_parametrization(linear, "weight", SpectralScale(linear.weight), unsafe=True)
+        return lambda keep: parametrize.remove_parametrizations(linear, "weight", leave_parametrized=keep)
+
+    return edit
+
+
+PATCHER = Patcher("weights", patch_edit)

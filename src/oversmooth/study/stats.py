@@ -247,6 +247,32 @@ def min_detectable_effect(n: int, sd: float, alpha: float = 0.05, power: float =
     return sd * _unit_mde(int(n), float(alpha), float(power))
 
 
+def sd_upper_limit(sd: float, n: int, level: float = 0.8) -> float:
+    """The one-sided ``level`` upper confidence limit of a normal population's SD estimated as
+    ``sd`` from ``n`` values: ``sd * sqrt((n - 1) / chi2_(1 - level)(n - 1))``. The third
+    protocol's seed rule (DESIGN 9.8) plans on it at 80 %, so that a pilot's lucky small spread
+    does not under-size the test. ``inf`` below 2 values.
+
+    >>> round(sd_upper_limit(1.0, 2), 3)  # chi2(1) 20th percentile 0.06418 (tables): sqrt(1 / 0.06418)
+    3.947
+    """
+    if not 0 < level < 1:
+        raise ValueError(f"level must lie in (0, 1), got {level}")
+    if n < 2:
+        return math.inf
+    return sd * math.sqrt((n - 1) / stats.chi2.ppf(1 - level, n - 1))
+
+
+def seeds_needed(effect: float, sd: float, alpha: float, most: int, power: float = POWER) -> int | None:
+    """The fewest pairs (2 to ``most``) whose two-sided paired t-test at ``alpha`` detects
+    ``|effect|`` with ``power`` when the differences have SD ``sd``; None when even ``most`` cannot.
+
+    >>> seeds_needed(1.0, 1.0, 0.05, 40)  # min_detectable_effect(10, 1) = 0.996, (9, 1) = 1.07
+    10
+    """
+    return next((n for n in range(2, most + 1) if min_detectable_effect(n, sd, alpha, power) <= abs(effect)), None)
+
+
 @dataclass(frozen=True)
 class Decision:
     """The verdict on one claim, with the reason a report prints beside it.

@@ -10,9 +10,10 @@ tokens]`` (True = real token) and ``exclude`` positions, and return ``[batch]`` 
 ([1.0, 1.0], [1.0, 1.0])
 """
 
-from oversmooth.metrics.attention import attention_entropy, attention_lambda2, attention_similarity
+from oversmooth.metrics.attention import attention_entropy, attention_lambda2, attention_similarity, sink_mass
+from oversmooth.metrics.cka import CKA
 from oversmooth.metrics.rank import centred_residual, effective_rank, stable_rank
-from oversmooth.metrics.similarity import cos_sim, t_div, t_sim
+from oversmooth.metrics.similarity import angular_distance, anisotropy, block_influence, cos_sim, t_div, t_sim
 from oversmooth.metrics.suite import ATTENTION_METRICS, METRICS, measure, metric_table
 from oversmooth.metrics.tokens import valid_tokens
 
@@ -20,6 +21,11 @@ __all__ = [
     "cos_sim",
     "t_sim",
     "t_div",
+    "anisotropy",
+    "block_influence",
+    "angular_distance",
+    "CKA",
+    "sink_mass",
     "centred_residual",
     "effective_rank",
     "stable_rank",

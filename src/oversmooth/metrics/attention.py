@@ -108,3 +108,32 @@ def attention_similarity(
     b = torch.where(pairs, attn_b.to(torch.float64), 0.0).flatten(2)
     value = torch.nn.functional.cosine_similarity(a, b, dim=-1, eps=1e-300)
     return _head_mean(value.clamp(-1.0, 1.0), per_head)
+
+
+def sink_mass(
+    attn: Tensor,
+    mask: Tensor | None = None,
+    exclude: Sequence[int] = (),
+    per_head: bool = False,
+    sinks: Sequence[int] = (0,),
+) -> Tensor:
+    """The attention share on the sink positions ``sinks`` (default: the first token, Xiao et al.
+    2023, StreamingLLM), averaged over counted queries: ``[batch]`` (mean over heads) or ``[batch,
+    heads]``. Sinks are keys whatever ``exclude`` says (a causal LM's first token is excluded from
+    the similarity measures because it is the sink); queries are the counted tokens.
+
+    >>> a = torch.tensor([[[[1.0, 0.0], [0.75, 0.25]]]])
+    >>> sink_mass(a).tolist()  # queries 0 and 1 put 1 and 0.75 on token 0
+    [0.875]
+    """
+    _check(attn)
+    n = attn.shape[-1]
+    for position in sinks:
+        if not -n <= position < n:
+            raise UsageError(f"sink position {position} is outside sequences of {n} tokens")
+    keys = torch.zeros(n, dtype=torch.bool, device=attn.device)
+    keys[list(sinks)] = True
+    queries = valid_tokens(attn[:, 0], mask, exclude).to(torch.float64)[:, None, :]  # [batch, 1, n]
+    share = attn.to(torch.float64)[..., keys].sum(dim=-1)  # [batch, heads, n]
+    value = (share * queries).sum(-1) / queries.sum(-1).clamp_min(1)
+    return _head_mean(value, per_head)

@@ -1,17 +1,22 @@
-"""Token-similarity measures, O(tokens x features): cos_sim, t_sim, t_div.
+"""Token-similarity measures, O(tokens x features): cos_sim, t_sim, t_div, anisotropy, and the
+block influence between two layers.
 
 Conventions (documented, tested): a sequence with one counted token is fully collapsed
 (cos_sim = t_sim = 1); a zero-norm token has cosine 0 with every other token; a sequence of
-only zero tokens has t_sim = 1 (all tokens are equal); a sequence with no counted token is NaN.
+only zero tokens has t_sim = 1 (all tokens are equal); a sequence with no counted token is NaN;
+anisotropy is NaN in a batch of fewer than two sequences (no pair of sequences).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor
 
+from oversmooth.errors import UsageError
 from oversmooth.metrics.tokens import count, token_sum, valid_tokens, working
 from oversmooth.tensors import check_tensor
 
@@ -58,3 +63,69 @@ def t_sim(x: Tensor, mask: Tensor | None = None, exclude: Sequence[int] = ()) ->
 def t_div(x: Tensor, mask: Tensor | None = None, exclude: Sequence[int] = ()) -> Tensor:
     """``1 - t_sim``: the high-frequency share ``|X - 1 xbar^T|_F^2 / |X|_F^2``, ``[batch]``."""
     return 1.0 - t_sim(x, mask, exclude)
+
+
+def _unit_sums(x: Tensor, valid: Tensor) -> tuple[Tensor, Tensor]:
+    """Per sequence, the sum of its counted tokens' unit vectors ``[batch, features]`` (zero-norm
+    tokens add nothing) and its count of counted tokens ``[batch]``, float64."""
+    xs = working(x)
+    norms = torch.linalg.vector_norm(xs, dim=-1)
+    weights = torch.where(valid & (norms > 0), 1.0 / norms.clamp_min(torch.finfo(norms.dtype).tiny), 0.0)
+    return token_sum(weights, xs), count(valid)
+
+
+def anisotropy(x: Tensor, mask: Tensor | None = None, exclude: Sequence[int] = ()) -> Tensor:
+    """Ethayarajh's anisotropy, per sequence ``[batch]`` (float64): the mean cosine between each
+    counted token of the sequence and every counted token of the *other* sequences of the batch.
+
+    Exact over all such pairs, O(tokens x features): with S_b the sum of sequence b's unit
+    tokens and S their total, ``S_b . (S - S_b) / (n_b (N - n_b))``; with equal counts the mean
+    over sequences is the mean over all cross-sequence pairs. Read it beside ``cos_sim``: what a
+    sequence's tokens share beyond what every token shares is oversmoothing.
+
+    >>> x = torch.tensor([[[1.0, 0.0], [0.0, 1.0]], [[1.0, 0.0], [1.0, 0.0]]])
+    >>> anisotropy(x).tolist()  # sequence 0 vs 1: cosines 1, 1, 0, 0
+    [0.5, 0.5]
+    """
+    valid = valid_tokens(check_tensor(x, "states"), mask, exclude)
+    sums, n = _unit_sums(x, valid)
+    others, other_n = sums.sum(dim=0) - sums, n.sum() - n
+    value = (sums * others).sum(dim=-1) / (n * other_n).clamp_min(1)
+    return torch.where((n == 0) | (other_n == 0), torch.nan, value)
+
+
+def block_influence(before: Tensor, after: Tensor, mask: Tensor | None = None, exclude: Sequence[int] = ()) -> Tensor:
+    """ShortGPT's block influence ``1 - mean_i cos(before_i, after_i)`` per sequence ``[batch]``
+    (float64), over counted tokens: 0 when a block leaves every token's direction as it was, 1
+    when it turns each by 90 degrees, 2 when it flips each (Men et al. 2024, arXiv 2403.03853).
+    A zero-norm token has cosine 0. ``before, after: [batch, tokens, features]``.
+
+    >>> block_influence(torch.tensor([[[1.0, 0.0], [0.0, 1.0]]]), torch.tensor([[[2.0, 0.0], [1.0, 0.0]]])).tolist()
+    [0.5]
+    """
+    if check_tensor(before, "states before the block").shape != check_tensor(after, "states after the block").shape:
+        raise UsageError(
+            f"states before {tuple(before.shape)} and after {tuple(after.shape)} the block differ in shape"
+        )
+    valid = valid_tokens(before, mask, exclude)
+    cosine = F.cosine_similarity(working(before), working(after), dim=-1, eps=torch.finfo(torch.float32).tiny)
+    n = count(valid)
+    value = 1.0 - torch.where(valid, cosine.to(torch.float64), 0.0).sum(dim=1) / n.clamp_min(1)
+    return torch.where(n == 0, torch.nan, value)
+
+
+def angular_distance(before: Tensor, after: Tensor, mask: Tensor | None = None, exclude: Sequence[int] = ()) -> Tensor:
+    """Gromov et al.'s angular distance ``mean_i arccos(cos(before_i, after_i)) / pi`` in [0, 1]
+    per sequence ``[batch]`` (arXiv 2403.17887; they read it between layers l and l + n).
+
+    >>> angular_distance(torch.tensor([[[1.0, 0.0]]]), torch.tensor([[[0.0, 3.0]]])).tolist()
+    [0.5]
+    """
+    if check_tensor(before, "states at layer l").shape != check_tensor(after, "states at layer l + n").shape:
+        raise UsageError(f"states {tuple(before.shape)} and {tuple(after.shape)} differ in shape")
+    valid = valid_tokens(before, mask, exclude)
+    cosine = F.cosine_similarity(working(before), working(after), dim=-1, eps=torch.finfo(torch.float32).tiny)
+    angle = torch.arccos(cosine.to(torch.float64).clamp(-1.0, 1.0)) / math.pi
+    n = count(valid)
+    value = torch.where(valid, angle, 0.0).sum(dim=1) / n.clamp_min(1)
+    return torch.where(n == 0, torch.nan, value)

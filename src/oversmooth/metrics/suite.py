@@ -12,9 +12,9 @@ from torch import Tensor
 
 from oversmooth.atomic import atomic_write
 from oversmooth.errors import UsageError
-from oversmooth.metrics.attention import attention_entropy, attention_lambda2, attention_similarity
+from oversmooth.metrics.attention import attention_entropy, attention_lambda2, attention_similarity, sink_mass
 from oversmooth.metrics.rank import centred_residual, effective_rank, rank_measures, stable_rank
-from oversmooth.metrics.similarity import cos_sim, t_div, t_sim
+from oversmooth.metrics.similarity import anisotropy, block_influence, cos_sim, t_div, t_sim
 from oversmooth.metrics.tokens import check_counted, check_finite
 from oversmooth.tensors import check_tensor
 from oversmooth.threads import thread_map
@@ -23,13 +23,16 @@ STATE_METRICS: dict[str, Callable[..., Tensor]] = {
     "cos_sim": cos_sim,
     "t_sim": t_sim,
     "t_div": t_div,
+    "anisotropy": anisotropy,
     "centred_residual": centred_residual,
     "effective_rank": effective_rank,
     "stable_rank": stable_rank,
 }
+#: measures of what a block did: (states before, states after) -> [batch]; NaN at layer 0
+BLOCK_METRICS: dict[str, Callable[..., Tensor]] = {"block_influence": block_influence}
 RANK_METRICS = ("effective_rank", "stable_rank")  # full spectra, O(n d min(n, d)); computed together
-ATTENTION_METRICS = ("attn_entropy", "attn_lambda2", "attn_similarity")
-METRICS = tuple(STATE_METRICS)
+ATTENTION_METRICS = ("attn_entropy", "attn_lambda2", "attn_similarity", "sink_mass")
+METRICS = (*STATE_METRICS, *BLOCK_METRICS)
 
 
 def metric_table(
@@ -110,8 +113,10 @@ def measure(
     """Every metric at every layer, as a ``metric_table``.
 
     ``hidden_states``: per layer ``[batch, tokens, features]`` (or one ``[layers, batch, tokens,
-    features]`` tensor); ``attentions``: optional per layer ``[batch, heads, tokens, tokens]``,
-    which adds attention entropy, |lambda_2| and the similarity to the previous layer's map;
+    features]`` tensor); the block measures (block influence) compare each layer with the one
+    before it (NaN at layer 0); ``attentions``: optional per layer ``[batch, heads, tokens,
+    tokens]``, which adds attention entropy, |lambda_2|, the similarity to the previous layer's map
+    and the sink mass on the first token;
     ``attention_eigenvalues``: per layer, their ``counted_eigenvalues`` if the caller has them.
     UsageError on a sequence with no token counted (``check_counted``).
     Layers are measured side by side on torch's threads (``oversmooth.threads.thread_map``).
@@ -121,7 +126,7 @@ def measure(
     >>> len(table["t_sim"]), table.attrs["metrics"]
     (3, ('cos_sim', 't_sim'))
     """
-    unknown = [m for m in metrics if m not in STATE_METRICS]
+    unknown = [m for m in metrics if m not in METRICS]
     if unknown:
         raise UsageError(f"unknown metric {unknown[0]!r}; choose from {', '.join(METRICS)}")
     if attentions is not None and len(attentions) != len(hidden_states):
@@ -139,7 +144,13 @@ def measure(
         values = (
             dict(zip(RANK_METRICS, rank_measures(states, mask, exclude))) if set(RANK_METRICS) <= set(metrics) else {}
         )
-        values.update({name: STATE_METRICS[name](states, mask, exclude) for name in metrics if name not in values})
+        values.update({name: STATE_METRICS[name](states, mask, exclude) for name in metrics if name in STATE_METRICS})
+        for name in (m for m in metrics if m in BLOCK_METRICS):
+            values[name] = (
+                BLOCK_METRICS[name](hidden_states[layer - 1], states, mask, exclude)
+                if layer > 0
+                else torch.full((states.shape[0],), math.nan, dtype=torch.float64)
+            )
         if attentions is not None:
             attn = attentions[layer]
             values["attn_entropy"] = attention_entropy(attn, mask, exclude)
@@ -150,6 +161,7 @@ def measure(
                 if layer > 0
                 else torch.full((attn.shape[0],), math.nan, dtype=torch.float64)
             )
+            values["sink_mass"] = sink_mass(attn, mask, exclude)
         out: dict[str, float] = {"layer": layer}
         for name in names:
             out[name], out[f"{name}_std"] = _stats(values[name])

@@ -77,7 +77,7 @@ def _stream_table(
     wanted.update({name: METRICS for name in names})
     mask = inputs.get("attention_mask")
     measures = LayerwiseMeasures(
-        wanted, None if mask is None else mask.bool(), settings.exclude, settings.rank_sequences
+        wanted, None if mask is None else mask.bool(), settings.exclude, settings.rank_sequences, stream=tuple(names)
     )
     hooks = ("resid_pre", "resid_post", *(stage_hooks(lay.family) if stages else ()))
     outputs, _ = capture(model, inputs, hooks=hooks, sink=measures)

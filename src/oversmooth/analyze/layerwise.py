@@ -5,7 +5,8 @@ they arrive (``oversmooth.metrics.measure``, float64), as many side by side as t
 (``thread_map``: small eigensolves run on one thread each), and only the numbers are kept; call
 ``finish()`` after the forward pass for the last ones. Peak memory is that of a bare forward plus
 a few states and their measures, where keeping the states would cost one ``[batch, tokens, d]``
-tensor per layer and hook.
+tensor per layer and hook. The block measures (block influence) of a ``stream`` state compare it
+with the stream state before it, kept until the next one arrives.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import torch
 from torch import Tensor
 
 from oversmooth.metrics import measure, metric_table
-from oversmooth.metrics.suite import RANK_METRICS
+from oversmooth.metrics.suite import BLOCK_METRICS, RANK_METRICS
 from oversmooth.metrics.tokens import check_finite
 from oversmooth.threads import thread_map
 
@@ -33,16 +34,27 @@ class LayerwiseMeasures:
     mask: Tensor | None
     exclude: tuple[int, ...] = ()
     rank_sequences: int | None = None
+    stream: tuple[str, ...] = ()  # the stream's hook names in layer order (for the block measures)
     rows: dict[str, dict[str, float]] = field(default_factory=dict)
     sequences: int = 0
     tokens: int = 0
     _pending: list[tuple[str, Tensor]] = field(default_factory=list, repr=False)
+    _blocks: dict[str, dict[str, float]] = field(default_factory=dict, repr=False)
+    _stream_state: Tensor | None = field(default=None, repr=False)
 
     def __call__(self, name: str, state: Tensor) -> None:
         """The sink: queue ``state [B, n, d]`` if ``name`` is wanted; measure the queue once it holds
-        one state per thread."""
+        one state per thread. A stream state's block measures are taken at once (O(tokens d))."""
         if name in self.metrics_of:
             self.sequences, self.tokens = state.shape[0], state.shape[1]
+            blocks = [m for m in self.metrics_of[name] if m in BLOCK_METRICS]
+            if name in self.stream and blocks:
+                before, self._stream_state = self._stream_state, state
+                if before is not None:
+                    states = [before, state]
+                    self._blocks[name] = measure(states, self.mask, exclude=self.exclude, metrics=blocks).to_dict(
+                        "records"
+                    )[1]
             self._pending.append((name, state))
             if len(self._pending) >= torch.get_num_threads():
                 self.finish()
@@ -51,7 +63,7 @@ class LayerwiseMeasures:
         """Measure the queued states and let them go."""
         pending, self._pending = self._pending, []
         for name, row in zip([name for name, _ in pending], thread_map(self._measure, pending)):
-            self.rows[name] = row
+            self.rows[name] = {**row, **{k: v for k, v in self._blocks.pop(name, {}).items() if k != "layer"}}
 
     def _measure(self, item: tuple[str, Tensor]) -> dict[str, float]:
         name, state = item

@@ -28,9 +28,9 @@ def test_layerwise_rows_equal_measures_of_kept_states(kind, rank_sequences):
     assert tokens == stream[0].shape[1] and table.attrs["sequences"] == 2
     assert table["layer"].tolist() == list(range(len(stream)))
     for metric in METRICS:
-        assert table[metric].tolist() == pytest.approx(
-            expected[metric].tolist(), rel=1e-12, abs=1e-12, nan_ok=True
-        ), metric
+        assert table[metric].tolist() == pytest.approx(expected[metric].tolist(), rel=1e-12, abs=1e-12, nan_ok=True), (
+            metric
+        )
     assert ("rank_sequences" in table.attrs["notes"]) == bool(rank_sequences)
 
 

@@ -217,6 +217,8 @@ def test_refusals_write_nothing(vit_run, tmp_path):
         (small(out, vit_run, steps=0), "steps"),
         (small(out, vit_run, knobs=({"lam": -1.0},)), "lambda"),
         (small(out, vit_run, method="spectral"), "re-parameterises"),
+        *((small(out, vit_run, method=m), "from its own initialisation") for m in ("layerscale", "rezero")),
+        *((small(out, vit_run, method=m), "from its own initialisation") for m in ("mv_split", "sigma_reparam")),
         (small(out, vit_run, objective="masked_lm"), "own task"),
         (small(out, tmp_path / "nothing-here"), "neither"),
         (small(out, vit_run, batch_size=10_000), "exceeds"),

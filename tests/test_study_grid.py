@@ -281,8 +281,8 @@ def test_depth_fixes_preset_trains_every_fix_and_reports_them_by_depth(tmp_path,
     assert main([*argv, *(a for pair in (("--set", t) for t in tiny) for a in pair)]) == 0
     assert main(["report", str(out), "--no-probes"]) == 0
     report = (out / "report.md").read_text()
-    arms = [("pre", "softmax")] + [
-        ("post", m) for m in ("softmax", "deescalate", "deepnorm", "layerscale", "rezero", "sigma_reparam", "mv_split")
+    arms = [("pre", "softmax"), ("pre", "layerscale")] + [
+        ("post", m) for m in ("softmax", "deescalate", "deepnorm", "rezero", "sigma_reparam", "mv_split")
     ]
     for norm, method in arms:
         for depth in (1, 2):

@@ -4,5 +4,6 @@ __version__ = "0.1.0"
 
 from oversmooth.lazy import lazy_exports
 
-#: ``oversmooth.patch`` / ``oversmooth.unpatch`` import torch and transformers on first use only
-__getattr__ = lazy_exports(__name__, {"patch": "hf.patch", "unpatch": "hf.patch"})
+#: ``oversmooth.patch`` / ``oversmooth.unpatch`` / ``oversmooth.watch`` import torch and
+#: transformers on first use only
+__getattr__ = lazy_exports(__name__, {"patch": "hf.patch", "unpatch": "hf.patch", "watch": "analyze.watch"})

@@ -105,7 +105,19 @@ class TrainRunSource:
         from oversmooth.layers import MitigationConfig
         from oversmooth.mitigations.registry import method
 
-        named = {method(self.config.method).flag(k): v for k, v in knobs.items()}  # a config names knobs globally
+        chosen = method(self.config.method)
+        if chosen.site in ("residual", "weights"):
+            what = (
+                "changes how each block's output joins the stream"
+                if chosen.site == "residual"
+                else ("reparametrises every block weight")
+            )
+            raise UsageError(
+                f"{self.config.method} {what} from its own initialisation, so a run's trained model would not "
+                f"be where it starts; train with --method {self.config.method} instead, or continue with a method "
+                "that keeps the run's function (neutreno, attnscale, featscale, deescalate, contranorm)"
+            )
+        named = {chosen.flag(k): v for k, v in knobs.items()}  # a config names knobs globally
         mitigation = MitigationConfig.parse(self.config.method, causal=self.run["model"] == "lm", **named)
         cfg = type(self.saved.cfg).from_dict({**self.saved.cfg.to_dict(), "mitigation": mitigation.to_dict()})
         model = type(self.saved)(cfg)

@@ -28,6 +28,8 @@ _LAZY = {
     "mask_tokens": "quality",
     "block_totals": "sublayers",
     "sublayer_changes": "sublayers",
+    "Watch": "watch",
+    "watch": "watch",
 }
 __all__ = list(_LAZY)
 

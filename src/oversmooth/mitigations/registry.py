@@ -245,7 +245,9 @@ class ReZeroKnobs(Knobs):
     method = "rezero"
     alpha: float = knob(
         0.0,
-        "ReZero: initial residual weight of each block (paper: 0; its 'ReZero alpha = 1' row: 1)",
+        "ReZero: initial residual weight of each block, in [0, 1] (paper: 0; its 'ReZero alpha = 1' row: 1)",
+        low=0.0,
+        high=1.0,
         flag="rezero_alpha",
         scope=("train",),
         label="ReZero alpha",
@@ -256,10 +258,22 @@ class ReZeroKnobs(Knobs):
 class MVSplitKnobs(Knobs):
     method = "mv_split"
     alpha: float = knob(
-        0.0, "MV-split: initial per-channel gain of the mean mode (paper: 0)", flag="mv_alpha", scope=("train",)
+        0.0,
+        "MV-split: initial per-channel gain of the mean mode, in [0, 1]: the share of the branch's mean "
+        "that replaces the stream's (paper: 0)",
+        low=0.0,
+        high=1.0,
+        flag="mv_alpha",
+        scope=("train",),
+        label="MV-split alpha",
     )
     beta: float = knob(
-        0.03, "MV-split: initial per-channel gain of the variation (paper: 0.03)", flag="mv_beta", scope=("train",)
+        0.03,
+        "MV-split: initial per-channel gain of the variation, >= 0 (paper: 0.03)",
+        low=0.0,
+        flag="mv_beta",
+        scope=("train",),
+        label="MV-split beta",
     )
 
 

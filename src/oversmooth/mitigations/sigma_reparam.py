@@ -6,8 +6,8 @@ MLP's two), with ``sigma(W) = v^T W u`` from one power-iteration step per forwar
 normalize(W u)``, ``u = normalize(W^T v)`` under no_grad, the new ``u`` kept (a buffer) only in
 training; the gradient reaches W through sigma. ``u`` starts at W's top right singular vector and
 ``gamma`` (one scalar per layer) at the sigma this step computes, so the model starts exactly as the
-weights it was built with (as the official ``SNLinear``, apple/ml-sigma-reparam,
-``vision/layers.py``, which also starts gamma at sigma(W_0)). Biases are kept as they are. The
+weights it was built with (the official ``SNLinear``, apple/ml-sigma-reparam, ``vision/layers.py``,
+starts gamma at the SVD's top singular value: the same number to rounding). Biases are kept as they are. The
 official vision models also reparametrise the patch embedding and drop every LayerNorm; we keep
 the block's norms and the embeddings, so it composes with either norm placement.
 

@@ -132,9 +132,15 @@ def _long(name: str, model: str, task: str, depth: int, train: dict) -> StudyCon
     )
 
 
-#: the depth fixes (docs/methods.md), each in post-norm blocks: the ones deep post-norm needs
-DEPTH_FIXES = tuple(
-    Variant(name, name, norms=("post",)) for name in ("deepnorm", "layerscale", "rezero", "sigma_reparam", "mv_split")
+#: the depth fixes (docs/methods.md), each in its paper's placement: LayerScale in pre-norm blocks
+#: (CaiT), DeepNorm, sigmaReparam (its post-LN experiments) and MV-split (its post-norm blocks) in
+#: post-norm ones, ReZero in blocks without norms (post: no final norm either, as the paper)
+DEPTH_FIXES = (
+    Variant("deepnorm", "deepnorm", norms=("post",)),
+    Variant("layerscale", "layerscale", norms=("pre",)),
+    Variant("rezero", "rezero", norms=("post",)),
+    Variant("sigma_reparam", "sigma_reparam", norms=("post",)),
+    Variant("mv_split", "mv_split", norms=("post",)),
 )
 SHARPEN = Variant("sharpen", "spectral", {"spectral": "sharpen"})
 SMOOTH = Variant("smooth", "spectral", {"spectral": "smooth"})
@@ -300,9 +306,10 @@ STUDY_PRESETS: dict[str, StudyConfig] = {
         ),
         seeds=(10, 11, 12, 13),
         train=DEPTH_W32,
-        description="the depth fixes side by side (claim 4, third protocol): depth-w32's recipe at depth 8 and at "
-        "depth 96, where post-norm softmax fails: pre- and post-norm softmax, and in post-norm blocks "
-        "de-escalation (tau 1), DeepNorm, LayerScale, ReZero, sigmaReparam and MV-split; seeds 10-13",
+        description="the depth fixes side by side (claim 4, third protocol): depth-w32's recipe at depths 8 and 96 "
+        "(the depth-96 pilot decides whether post-norm fails there): pre- and post-norm softmax, post-norm "
+        "de-escalation (tau 1), and each fix in its paper's placement: DeepNorm, sigmaReparam, MV-split post-norm, "
+        "LayerScale pre-norm, ReZero without norms; seeds 10-13",
     ),
     "regime-pilot": StudyConfig(
         name="regime-pilot",

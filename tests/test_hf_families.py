@@ -261,20 +261,23 @@ def test_refused_models_say_why():
         layout(torch.nn.Linear(2, 2))
 
 
-def test_the_mlp_branch_is_found(loaded):
-    """The module found as ``mlp_out`` returns what the block adds to the stream after attention:
-    pre-LN and parallel blocks output resid_mid + it, post-LN blocks their last norm of it plus the
-    mid norm's output (resid_mid is the sum before that norm)."""
-    kind, model, inputs = loaded
-    lay = layout(model)
-    branches = []  # in call order, i.e. by layer (a shared block, as ALBERT's, is one module)
+def mlp_branches(lay, run) -> tuple[list, object]:
+    """``run()``'s result and what each block's ``mlp_out`` module returned, in call order, i.e. by
+    layer (a shared block, as ALBERT's, is one module); hooked before anything ``run`` adds."""
+    branches = []
     modules = dict.fromkeys(lay.module(layer, "mlp_out") for layer in range(lay.depth))
     handles = [module.register_forward_hook(lambda module, args, out: branches.append(out)) for module in modules]
     try:
-        _, cache = capture(model, inputs)
+        return branches, run()
     finally:
         for handle in handles:
             handle.remove()
+
+
+def check_mlp_adds(kind, lay, cache, branches) -> None:
+    """Each block's output is resid_mid plus its MLP branch ``branches[layer]`` (pre-LN, parallel)
+    or the last norm of that branch plus the mid norm's output (post-LN: resid_mid is the sum
+    before that norm)."""
     for layer, (mid, post) in enumerate(zip(cache.layer_stack("resid_mid"), cache.layer_stack("resid_post"))):
         mlp = branches[layer].reshape(mid.shape)
         with torch.no_grad():
@@ -285,6 +288,14 @@ def test_the_mlp_branch_is_found(loaded):
         torch.testing.assert_close(expected, post, atol=ATOL, rtol=0)
 
 
+def test_the_mlp_branch_is_found(loaded):
+    """The module found as ``mlp_out`` returns what the block adds to the stream after attention."""
+    kind, model, inputs = loaded
+    lay = layout(model)
+    branches, (_, cache) = mlp_branches(lay, lambda: capture(model, inputs))
+    check_mlp_adds(kind, lay, cache, branches)
+
+
 def test_layerscale_scales_both_branches(loaded):
     """LayerScale (CaiT) patched with a per-channel gamma: the attention branch is gamma times the
     unpatched branch, and the block adds gamma times the MLP branch where the plain block adds it."""
@@ -292,29 +303,19 @@ def test_layerscale_scales_both_branches(loaded):
     lay = layout(model)
     _, plain = capture(model, inputs)
     gamma = torch.linspace(0.3, 1.7, lay.hidden)
-    raw = []  # in call order, i.e. by layer (a shared block, as ALBERT's, is one module)
-    modules = dict.fromkeys(lay.module(layer, "mlp_out") for layer in range(lay.depth))
-    handles = [  # registered before the patch's hooks: they see the branch before it is scaled
-        module.register_forward_hook(lambda module, args, out: raw.append(out)) for module in modules
-    ]
-    patch(model, "layerscale", gamma=gamma)
-    try:
-        _, cache = capture(model, inputs)
-    finally:
-        unpatch(model)
-        for handle in handles:
-            handle.remove()
+
+    def patched_run():
+        patch(model, "layerscale", gamma=gamma)
+        try:
+            return capture(model, inputs)
+        finally:
+            unpatch(model)
+
+    raw, (_, cache) = mlp_branches(lay, patched_run)
     torch.testing.assert_close(
         cache.layer_stack("attn_out")[0], gamma * plain.layer_stack("attn_out")[0], atol=ATOL, rtol=0
     )
-    for layer, (mid, post) in enumerate(zip(cache.layer_stack("resid_mid"), cache.layer_stack("resid_post"))):
-        scaled = gamma * raw[layer].reshape(mid.shape)
-        with torch.no_grad():
-            if kind in POST:
-                expected = lay.module(layer, "out_norm")(lay.module(layer, "mid_norm")(mid) + scaled)
-            else:
-                expected = mid + scaled
-        torch.testing.assert_close(expected, post, atol=ATOL, rtol=0)
+    check_mlp_adds(kind, lay, cache, [gamma * branch.reshape(-1, gamma.numel()) for branch in raw])
 
 
 def test_sigma_reparam_is_each_weight_over_its_spectral_norm_and_saves_as_plain_weights(loaded):

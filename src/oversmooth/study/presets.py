@@ -142,6 +142,25 @@ DEPTH_FIXES = (
     Variant("sigma_reparam", "sigma_reparam", norms=("post",)),
     Variant("mv_split", "mv_split", norms=("post",)),
 )
+
+
+def _depth_pilot(depth: int, question: str) -> StudyConfig:
+    """Claim 4's pilot of the third protocol at ``depth``: depth-w32's plateau recipe, post- and
+    pre-norm softmax, seeds 0-1."""
+    return StudyConfig(
+        name=f"depth-w32-d{depth}-pilot",
+        model="vit",
+        tasks=("fmnist",),
+        norms=("post", "pre"),
+        depths=(depth,),
+        variants=(_M("softmax"),),
+        seeds=(0, 1),
+        train=DEPTH_W32,
+        description=f"third protocol, claim 4's pilot: depth-w32's plateau recipe at depth {depth}, post- and pre-norm "
+        f"softmax, seeds 0-1: {question}",
+    )
+
+
 SHARPEN = Variant("sharpen", "spectral", {"spectral": "sharpen"})
 SMOOTH = Variant("smooth", "spectral", {"spectral": "smooth"})
 
@@ -281,18 +300,7 @@ STUDY_PRESETS: dict[str, StudyConfig] = {
         "de-escalation (tau 1), width-32 ViT at depths 8 and 48, 16 epochs of 10 000 images; seeds 2-9 "
         "(0-1 ran the pilot)",
     ),
-    "depth-w32-d96-pilot": StudyConfig(
-        name="depth-w32-d96-pilot",
-        model="vit",
-        tasks=("fmnist",),
-        norms=("post", "pre"),
-        depths=(96,),
-        variants=(_M("softmax"),),
-        seeds=(0, 1),
-        train=DEPTH_W32,
-        description="third protocol, claim 4's pilot: depth-w32's plateau recipe at depth 96, post- and pre-norm "
-        "softmax, seeds 0-1: does post-norm fail (val accuracy < 20 %) on at least one seed?",
-    ),
+    "depth-w32-d96-pilot": _depth_pilot(96, "does post-norm fail (val accuracy < 20 %) on at least one seed?"),
     "depth-fixes": StudyConfig(
         name="depth-fixes",
         model="vit",
@@ -311,6 +319,7 @@ STUDY_PRESETS: dict[str, StudyConfig] = {
         "de-escalation (tau 1), and each fix in its paper's placement: DeepNorm, sigmaReparam, MV-split post-norm, "
         "LayerScale pre-norm, ReZero without norms; seeds 10-13",
     ),
+    "depth-w32-d192-pilot": _depth_pilot(192, "one step deeper, as its rule says when depth 96 finds no failure"),
     "regime-pilot": StudyConfig(
         name="regime-pilot",
         model="vit",

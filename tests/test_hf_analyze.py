@@ -5,7 +5,7 @@ import json
 
 import pytest
 import torch
-from hf_tiny import WORDS, save_tiny, tiny_model, tiny_tokenizer, write_images
+from hf_tiny import WORDS, save_tiny, tiny_inputs, tiny_model, tiny_tokenizer, write_images
 
 from oversmooth.cli import main
 from oversmooth.hf.patch import supported_methods
@@ -323,3 +323,38 @@ def test_the_python_api_with_defaults_patches_only_what_fits_and_leaves_out_a_ca
     analysis = run_analysis(tiny_model("phi"), tiny_inputs("phi"))
     assert set(analysis.tables) == {BASELINE, *PARALLEL}
     assert analysis.tables[BASELINE].attrs["exclude"] == (0,)
+
+
+@pytest.mark.parametrize("kind", ["bert", "llama"])
+def test_the_null_is_the_mean_over_fresh_random_inits_and_the_excess_is_beside_it(kind, tmp_path):
+    """``--null 3``: each measure on three models of the same config drawn afresh (seeds 0-2,
+    transformers' init), same inputs and positions; the CSV's excess is measured minus that mean;
+    the caller's RNG is left as it was."""
+    import math
+
+    import transformers as tf
+
+    from oversmooth.analyze import AnalysisSettings, run_analysis
+    from oversmooth.analyze.report import csv_rows
+    from oversmooth.hf import capture
+    from oversmooth.metrics import measure
+
+    model = tiny_model(kind)
+    inputs = tiny_inputs(kind)
+    settings = AnalysisSettings(methods=(), null_inits=3, attention_sequences=0)
+    torch.manual_seed(123)
+    analysis = run_analysis(model, inputs, settings)
+    assert torch.rand(1).item() == (torch.manual_seed(123), torch.rand(1).item())[1]  # RNG untouched
+    exclude = settings.for_model(model).exclude
+    tables = []
+    for seed in range(3):
+        torch.manual_seed(seed)
+        fresh = tf.AutoModel.from_config(model.config).eval()
+        _, cache = capture(fresh, inputs, hooks=("resid_pre", "resid_post"))
+        tables.append(measure(cache.stream(), cache.mask, exclude=exclude, metrics=("cos_sim", "anisotropy")))
+    for metric in ("cos_sim", "anisotropy"):
+        values = torch.tensor([t[metric].tolist() for t in tables], dtype=torch.float64)  # [inits, layers]
+        assert analysis.null[f"{metric}_null"].tolist() == pytest.approx(values.mean(0).tolist(), rel=1e-9)
+        assert analysis.null[f"{metric}_null_sd"].tolist() == pytest.approx(values.std(0).tolist(), rel=1e-9)
+    row = csv_rows(analysis)[-1]
+    assert math.isclose(row["cos_sim_excess"], row["cos_sim"] - row["cos_sim_null"])

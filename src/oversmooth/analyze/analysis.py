@@ -23,6 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import pandas as pd
+import torch
 from torch import Tensor
 
 from oversmooth.activations import ActivationCache, hook_name, stream_names
@@ -63,6 +64,7 @@ class Analysis:
     quality: dict[str, Quality]  # BASELINE and each method
     sublayers: list[StageChange]  # unpatched: similarity before / after each sublayer and norm
     frontier: list[FrontierPoint] = field(default_factory=list)
+    null: pd.DataFrame | None = None  # per layer, each measure's mean and spread over random inits
 
 
 def _stream_table(
@@ -168,6 +170,40 @@ def _first_short(inputs: dict[str, Tensor], exclude: tuple[int, ...], least: int
     return next(((i, k) for i, k in enumerate(kept) if k < least), None)
 
 
+def random_init(model, seed: int):
+    """A model of ``model``'s architecture and config with weights drawn afresh (``torch.manual_seed
+    (seed)``; transformers' own init), on its device and dtype, in eval mode."""
+    torch.manual_seed(seed)
+    parameter = next(model.parameters())
+    fresh = type(model)(model.config).to(device=parameter.device, dtype=parameter.dtype)
+    return fresh.eval()
+
+
+def _null(model, inputs: dict[str, Tensor], settings: AnalysisSettings, step: Callable[[str], None]) -> pd.DataFrame:
+    """Per layer, each measure's mean (``<m>_null``) and spread (``<m>_null_sd``, over inits) on
+    ``settings.null_inits`` random initialisations of the same architecture, same inputs and positions:
+    what the architecture gives with no training. The RNG is restored afterwards."""
+    saved = torch.random.get_rng_state()
+    try:
+        tables = []
+        for seed in range(settings.null_inits):
+            fresh = random_init(model, seed)
+            tables.append(_stream_table(fresh, inputs, settings)[0])
+            del fresh
+    finally:
+        torch.random.set_rng_state(saved)
+    step("null")
+    stacked = pd.concat(tables)
+    grouped = stacked.groupby("layer")[list(METRICS)]
+    mean, spread = grouped.mean(), grouped.std(ddof=1)  # one init: no spread (NaN)
+    out = pd.DataFrame({"layer": mean.index})
+    for metric in METRICS:
+        out[f"{metric}_null"] = mean[metric].to_numpy()
+        out[f"{metric}_null_sd"] = spread[metric].to_numpy()
+    out.attrs["inits"] = settings.null_inits
+    return out
+
+
 def check_inputs(inputs: dict[str, Tensor], settings: AnalysisSettings) -> None:
     """UsageError unless ``inputs`` is a dict of tensors a model takes; FieldError unless, after
     ``settings.exclude`` (``settings`` as ``for_model`` gives them), every text sequence keeps at
@@ -240,6 +276,7 @@ def run_analysis(
             quality[method] = probe.judge(method, setting_text(knobs[method]), seen, base_seen, settings.budget)
             step(method)
         frontier = _sweep(model, inputs, settings, probe, base_seen, baseline, step)
+        null = _null(model, inputs, settings, step) if settings.null_inits else None
         diagnosis, attention = diagnosing.result()
     step("spectra")
     if sample is not None:
@@ -260,4 +297,5 @@ def run_analysis(
         quality=quality,
         sublayers=sublayers,
         frontier=frontier,
+        null=null,
     )

@@ -91,7 +91,21 @@ def format_table(analysis: Analysis) -> str:
                 *_sublayer_cells(analysis, layer),
             ]
         )
-    return "\n".join([_aligned(header, lines), "", format_quality(analysis)])
+    return "\n".join([_aligned(header, lines), *format_null(analysis), "", format_quality(analysis)])
+
+
+def format_null(analysis: Analysis) -> list[str]:
+    """With a null: the last layer's cos_sim and anisotropy beside their random-init means."""
+    if analysis.null is None:
+        return []
+    last, null = analysis.tables[BASELINE].iloc[-1], analysis.null.iloc[-1]
+    parts = [
+        f"{m} {last[m]:.3f} vs {null[f'{m}_null']:.3f} ± {null[f'{m}_null_sd']:.3f} "
+        f"(excess {last[m] - null[f'{m}_null']:+.3f})"
+        for m in ("cos_sim", "anisotropy")
+    ]
+    inits = analysis.null.attrs["inits"]
+    return [f"last layer against the null ({inits} random inits of the same architecture): " + "; ".join(parts)]
 
 
 def format_quality(analysis: Analysis) -> str:
@@ -128,15 +142,25 @@ def _quality_value(row: QualityRow) -> str:
 
 
 def csv_rows(analysis: Analysis) -> list[dict]:
-    """One row per method x layer; attention columns filled for the baseline only."""
+    """One row per method x layer; attention columns filled for the baseline only; with a null
+    (``analyze --null N``), each measure's null mean and spread over the random inits and the
+    row's excess over that mean."""
     columns = [c for m in METRICS for c in (m, f"{m}_std")]
     attention_columns = [c for m in ATTENTION_METRICS for c in (m, f"{m}_std")]
+    null = {} if analysis.null is None else {int(r["layer"]): r for r in analysis.null.to_dict("records")}
     rows = []
     for method, table in analysis.tables.items():
         for row in table.to_dict("records"):
             out = {"method": method, "layer": row["layer"], **{c: row.get(c) for c in columns}}
             attention = _attention_row(analysis, row["layer"]) if method == BASELINE else {}
             out.update({c: attention.get(c) for c in attention_columns})
+            if null:
+                base = null[int(row["layer"])]
+                for m in METRICS:
+                    out.update(
+                        {f"{m}_null": base[f"{m}_null"], f"{m}_null_sd": base[f"{m}_null_sd"]},
+                        **{f"{m}_excess": row[m] - base[f"{m}_null"]},
+                    )
             rows.append(out)
     return rows
 

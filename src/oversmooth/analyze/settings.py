@@ -135,6 +135,7 @@ class AnalysisSettings:
     attention_tokens: int | None = None  # text tokens per attention sequence; None: DEFAULT_TEXT_TOKENS (images: whole)
     exclude: tuple[int, ...] | None = None  # token positions left out; None: 0 for causal LMs, none otherwise
     rank_sequences: int | None = 8  # effective / stable rank on the first k sequences; None = all
+    null_inits: int = 0  # the null: each measure on this many random inits of the architecture (0: none)
     budget: Budget = Budget()
     sweeps: tuple[Sweep, ...] = ()  # the frontier's curves; () = no sweep
 
@@ -142,6 +143,7 @@ class AnalysisSettings:
         check_count("attention_sequences", self.attention_sequences, 0)
         check_count("attention_tokens", self.attention_tokens, 1)
         check_count("rank_sequences", self.rank_sequences, 1)
+        check_count("null_inits", self.null_inits, 0)
         chosen = default_patches() if self.methods is None else self.methods
         for name, values in self.knobs.items():
             make_knobs(name, values, scope="patch")  # an unknown method or knob, or a value out of range

@@ -107,6 +107,14 @@ def register(subparsers) -> None:
         f"part) on the first N sequences only; 0 = every sequence (default {AnalysisSettings.rank_sequences})",
     )
     parser.add_argument(
+        "--null",
+        type=_count,
+        default=AnalysisSettings.null_inits,
+        metavar="N",
+        help="the null: measure N random initialisations of the same architecture on the same inputs and "
+        "add each measure's null mean, spread and the excess over it to metrics.csv (default 0: none)",
+    )
+    parser.add_argument(
         "--exclude",
         type=positions,
         default=None,
@@ -229,6 +237,7 @@ def _analyze(args: argparse.Namespace) -> int:
         attention_sequences=args.attention_sequences,
         attention_tokens=args.attention_tokens,
         rank_sequences=args.rank_sequences or None,
+        null_inits=args.null,
         exclude=args.exclude,
         budget=Budget.parse(args.budget),
         sweeps=parse_sweeps(args.sweep or (), methods),

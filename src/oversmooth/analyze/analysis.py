@@ -32,6 +32,7 @@ from oversmooth.analyze.frontier import FrontierPoint
 from oversmooth.analyze.inputs import check_model_inputs
 from oversmooth.analyze.layerwise import LayerwiseMeasures
 from oversmooth.analyze.quality import Quality, QualityProbe
+from oversmooth.analyze.representation import layer_cka
 from oversmooth.analyze.settings import AnalysisSettings, Budget
 from oversmooth.analyze.sublayers import METRICS as STAGE_METRICS
 from oversmooth.analyze.sublayers import StageChange, changes_from_rows, stage_hooks, stage_states
@@ -65,6 +66,8 @@ class Analysis:
     sublayers: list[StageChange]  # unpatched: similarity before / after each sublayer and norm
     frontier: list[FrontierPoint] = field(default_factory=list)
     null: pd.DataFrame | None = None  # per layer, each measure's mean and spread over random inits
+    cka: Tensor | None = None  # [layers, layers] linear CKA of the model's stream (``settings.cka``)
+    cka_compare: Tensor | None = None  # [layers, other's layers] with the compared model
 
 
 def _stream_table(
@@ -246,6 +249,7 @@ def run_analysis(
     settings: AnalysisSettings = AnalysisSettings(),
     step: Callable[[str], None] = lambda name: None,
     tokenizer=None,
+    other=None,
 ) -> Analysis:
     """Measure the baseline and each method, their quality, spectra and attention, and the sweeps;
     ``step(name)`` after each part. ``tokenizer`` is needed for masked LMs (their mask token).
@@ -253,7 +257,8 @@ def run_analysis(
     The spectra and the attention sample's eigen-work depend on neither the batch nor the patched
     methods, so they run on a background thread beside the forward passes, in the cycles a forward
     leaves idle (``benchmarks/bench_analyze.py``; docs/analyze.md has the numbers).
-    ``settings`` take the model's defaults first (``AnalysisSettings.for_model``).
+    ``settings`` take the model's defaults first (``AnalysisSettings.for_model``). ``other``: a
+    model to compare layer by layer (CKA) on the same inputs.
     """
     settings = settings.for_model(model)
     check_inputs(inputs, settings)
@@ -277,6 +282,8 @@ def run_analysis(
             step(method)
         frontier = _sweep(model, inputs, settings, probe, base_seen, baseline, step)
         null = _null(model, inputs, settings, step) if settings.null_inits else None
+        cka = layer_cka(model, inputs, settings.exclude) if settings.cka else None
+        compared = None if other is None else layer_cka(model, inputs, settings.exclude, other)
         diagnosis, attention = diagnosing.result()
     step("spectra")
     if sample is not None:
@@ -298,4 +305,6 @@ def run_analysis(
         sublayers=sublayers,
         frontier=frontier,
         null=null,
+        cka=cka,
+        cka_compare=compared,
     )

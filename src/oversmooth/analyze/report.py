@@ -14,6 +14,7 @@ from pathlib import Path
 from oversmooth.analyze.analysis import BASELINE, Analysis
 from oversmooth.analyze.frontier import best_within_budget, frontier_rows, quality_loss
 from oversmooth.analyze.quality import QualityRow, ratio_text
+from oversmooth.analyze.representation import cka_rows, plot_cka
 from oversmooth.analyze.sublayers import block_totals
 from oversmooth.atomic import atomic_directory
 from oversmooth.hf import setting_text
@@ -330,12 +331,16 @@ def plotted_metrics(analysis: Analysis) -> list[str]:
 def written_files(analysis: Analysis) -> list[str]:
     """Every file ``write_report`` writes, in order."""
     frontier = ["frontier.csv", "frontier.png"] if analysis.frontier else []
+    cka = ["cka.csv", "cka.png"] if analysis.cka is not None else []
+    compare = ["cka_compare.csv", "cka_compare.png"] if analysis.cka_compare is not None else []
     return [
         "metrics.csv",
         "quality.csv",
         "sublayers.csv",
         "spectrum.json",
         *frontier,
+        *cka,
+        *compare,
         "sublayers.png",
         *(f"{m}.png" for m in plotted_metrics(analysis)),
         "report.md",
@@ -387,6 +392,13 @@ def write_report(analysis: Analysis, out: str | Path, meta: dict) -> Path:
         if analysis.frontier:
             _write_csv(staging / "frontier.csv", frontier_rows(analysis.frontier))
             plot_frontier(analysis, staging / "frontier.png")
+        if analysis.cka is not None:
+            _write_csv(staging / "cka.csv", cka_rows(analysis.cka))
+            plot_cka(analysis.cka, staging / "cka.png", f"{meta['model']}: layer x layer", "layer", "layer")
+        if analysis.cka_compare is not None:
+            _write_csv(staging / "cka_compare.csv", cka_rows(analysis.cka_compare))
+            title = f"{meta['model']} vs {meta['compare']}"
+            plot_cka(analysis.cka_compare, staging / "cka_compare.png", title, f"layer of {meta['compare']}", "layer")
         for metric in plotted_metrics(analysis):
             plot_metric(analysis, metric, staging / f"{metric}.png")
         (staging / "report.md").write_text(report_markdown(analysis, meta))

@@ -136,6 +136,7 @@ class AnalysisSettings:
     exclude: tuple[int, ...] | None = None  # token positions left out; None: 0 for causal LMs, none otherwise
     rank_sequences: int | None = 8  # effective / stable rank on the first k sequences; None = all
     null_inits: int = 0  # the null: each measure on this many random inits of the architecture (0: none)
+    cka: bool = False  # linear CKA between every pair of the model's layers
     budget: Budget = Budget()
     sweeps: tuple[Sweep, ...] = ()  # the frontier's curves; () = no sweep
 

@@ -115,6 +115,17 @@ def register(subparsers) -> None:
         "add each measure's null mean, spread and the excess over it to metrics.csv (default 0: none)",
     )
     parser.add_argument(
+        "--cka",
+        action="store_true",
+        help="linear CKA (unbiased) between every pair of layers: cka.csv and the cka.png heatmap",
+    )
+    parser.add_argument(
+        "--compare",
+        metavar="OTHER",
+        help="another model of the same tokenizer (or image size), e.g. an adapted arm's model/ folder: "
+        "CKA between each of this model's layers and each of OTHER's on the same inputs (cka_compare.csv, .png)",
+    )
+    parser.add_argument(
         "--exclude",
         type=positions,
         default=None,
@@ -225,6 +236,7 @@ def _analyze(args: argparse.Namespace) -> int:
     from oversmooth.analyze.frontier import parse_sweeps
     from oversmooth.analyze.inputs import analysis_inputs, text_tokens
     from oversmooth.analyze.report import format_frontier, format_table, write_report, written_files
+    from oversmooth.analyze.representation import check_comparable
     from oversmooth.hf.load import load
     from oversmooth.hf.placement import placement
     from oversmooth.outputs import check_output_dir
@@ -238,6 +250,7 @@ def _analyze(args: argparse.Namespace) -> int:
         attention_tokens=args.attention_tokens,
         rank_sequences=args.rank_sequences or None,
         null_inits=args.null,
+        cka=args.cka,
         exclude=args.exclude,
         budget=Budget.parse(args.budget),
         sweeps=parse_sweeps(args.sweep or (), methods),
@@ -261,6 +274,10 @@ def _analyze(args: argparse.Namespace) -> int:
         )
     inputs, source = analysis_inputs(loaded, args.text, args.images, args.max_sequences, args.max_length)
     check_inputs(inputs, chosen)  # before the progress bar: a refusal is one line
+    other = None
+    if args.compare is not None:
+        other = load(args.compare, args.max_sequences, text_tokens(args.max_length), where)
+        check_comparable(loaded, other, inputs, args.compare)
     steps = 1 + len(chosen.methods) + sum(len(s.values) for s in chosen.sweeps) + 1 + (args.attention_sequences > 0)
     with tqdm(total=steps, desc="analyze", unit="step", file=sys.stderr) as bar:
 
@@ -268,13 +285,21 @@ def _analyze(args: argparse.Namespace) -> int:
             bar.set_postfix_str(name)
             bar.update()
 
-        analysis = run_analysis(loaded.model, inputs, settings, step, tokenizer=loaded.tokenizer)
+        analysis = run_analysis(
+            loaded.model,
+            inputs,
+            settings,
+            step,
+            tokenizer=loaded.tokenizer,
+            other=None if other is None else other.model,
+        )
     meta = {
         "model": loaded.name,
         "path": str(loaded.path),
         "source": source,
         "command": command_line(args),
         "exclude_note": exclude_note,
+        "compare": None if other is None else other.name,
     }
     write_report(analysis, args.out, meta)
     left_out = f"; positions {','.join(map(str, exclude))} left out{exclude_note}" if exclude else ""
@@ -286,5 +311,7 @@ def _analyze(args: argparse.Namespace) -> int:
     print(format_table(analysis))
     if analysis.frontier:
         print(format_frontier(analysis))
-    print(f"wrote {args.out}/: {', '.join(written_files(analysis)[:4])}, report.md, one PNG per metric")
+    extra = [name for name in written_files(analysis)[4:] if not name.endswith(".png") or "cka" in name]
+    shown = ", ".join([*written_files(analysis)[:4], *(n for n in extra if n != "report.md")])
+    print(f"wrote {args.out}/: {shown}, report.md, one PNG per metric")
     return 0

@@ -2,6 +2,7 @@
 
 import csv
 import json
+import pathlib
 
 import pytest
 import torch
@@ -101,7 +102,7 @@ def expect_usage_error(capsys, argv, out, match):
 
 def test_bad_inputs_exit_2_and_write_nothing(bert_dir, tmp_path, capsys, monkeypatch):
     out = tmp_path / "out"
-    expect_usage_error(capsys, [str(tmp_path / "missing")], out, "neither a directory, a .gguf file nor an installed")
+    expect_usage_error(capsys, [str(tmp_path / "missing")], out, "missing: no such file or folder")
     (tmp_path / "empty_dir").mkdir()
     expect_usage_error(capsys, [str(tmp_path / "empty_dir")], out, "not a transformer checkpoint")
     (tmp_path / "blank.txt").write_text("  \n")
@@ -393,3 +394,33 @@ def test_compare_refuses_a_model_of_another_tokenizer_or_kind(tmp_path, capsys):
         err = capsys.readouterr().err.strip()
         assert len(err.splitlines()) == 1 and "--compare" in err and words in err, err
         assert not out.exists()
+
+
+def test_a_model_is_found_by_its_hugging_face_name_in_the_cache(tmp_path):
+    """A name resolves as from_pretrained does: the cache under HF_HOME (the hub's own layout,
+    ``models--org--name/snapshots/<commit>`` with ``refs/main``), with the hub switched off by the
+    test (HF_HUB_OFFLINE=1), never by the tool. A name in no cache fails in one line."""
+    import os
+    import subprocess
+    import sys
+
+    repo = tmp_path / "home" / "hub" / "models--tiny-org--tiny-bert"
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    save_tiny("bert", repo / "snapshots" / commit)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(commit)
+    env = {**os.environ, "HF_HOME": str(tmp_path / "home"), "HF_HUB_OFFLINE": "1"}
+    env.pop("HF_HUB_CACHE", None)
+    src = str(pathlib.Path(__file__).resolve().parents[1] / "src")
+    env["PYTHONPATH"] = src + os.pathsep + env.get("PYTHONPATH", "")
+
+    def analyze(name: str, out: str):
+        argv = [sys.executable, "-m", "oversmooth", "analyze", name, "--text", TEXT, "--out", out, "--methods", "none"]
+        return subprocess.run([*argv, *FAST], env=env, capture_output=True, text=True, cwd=tmp_path, timeout=600)
+
+    found = analyze("tiny-org/tiny-bert", "found")
+    assert found.returncode == 0, found.stderr
+    assert (tmp_path / "found" / "metrics.csv").is_file() and "tiny-org/tiny-bert" in found.stdout
+    missing = analyze("tiny-org/not-cached", "missing")
+    assert missing.returncode == 2 and "HF_HUB_OFFLINE is set" in missing.stderr
+    assert len(missing.stderr.strip().splitlines()) == 1 and not (tmp_path / "missing").exists()

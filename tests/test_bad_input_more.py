@@ -251,3 +251,22 @@ def test_a_refused_resume_names_the_setting_given_not_what_the_model_derived_fro
 def test_theory_counts_the_escalation_studys_memory_only_when_it_runs():
     setup = Setup(tokens=2000)
     assert needed_bytes(setup, escalation=False) < needed_bytes(setup) / 10
+
+
+@pytest.mark.parametrize(
+    "argv, hint",
+    [
+        (["train", "--task", "synthetic", "--model", "vit", "--epochs", "1", "--method", "neutrino"], "'neutreno'"),
+        (["study", "quik"], "'quick'"),
+        (["analyze", "--methods", "featscal"], "'featscale'"),
+    ],
+)
+def test_a_mistyped_name_gets_a_did_you_mean(tmp_path, capsys, argv, hint):
+    from oversmooth.cli import main
+
+    out = tmp_path / "out"
+    capsys.readouterr()
+    assert main([*argv, "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"(did you mean {hint}?)" in err, err
+    assert not out.exists()

@@ -48,3 +48,15 @@ class FieldError(UsageError):
         """The message with each field written as ``name(field)``."""
         fields = {f for _, f, _, _ in string.Formatter().parse(self.template) if f and f not in self.values}
         return self.template.format(**{f: name(f) for f in fields}, **self.values)
+
+
+def did_you_mean(given: str, choices) -> str:
+    """`` (did you mean 'x'?)`` for the choice closest to a mistyped ``given``, or ``""``.
+
+    >>> did_you_mean("neutrino", ["neutreno", "featscale"])
+    " (did you mean 'neutreno'?)"
+    """
+    import difflib
+
+    close = difflib.get_close_matches(given, list(choices), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""

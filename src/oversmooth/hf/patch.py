@@ -33,7 +33,7 @@ import torch
 from torch import Tensor, nn
 from transformers.pytorch_utils import Conv1D
 
-from oversmooth.errors import NonFiniteError, UsageError
+from oversmooth.errors import NonFiniteError, UsageError, did_you_mean
 from oversmooth.hf.capture import merge_heads, split_heads
 from oversmooth.hf.discover import layout
 from oversmooth.hf.families import Layout
@@ -86,7 +86,7 @@ def patched_method(model: nn.Module) -> str | None:
 def check_method(name: str) -> str:
     """``name`` if it can be patched into a pretrained model; UsageError otherwise."""
     if name not in REGISTRY:
-        raise UsageError(f"unknown method {name!r}; choose from {', '.join(METHODS)}")
+        raise UsageError(f"unknown method {name!r}{did_you_mean(name, METHODS)}; choose from {', '.join(METHODS)}")
     if method(name).patcher is None:
         raise UsageError(
             f"{name} cannot be patched into a pretrained model: {REGISTRY[name].unpatchable}; "

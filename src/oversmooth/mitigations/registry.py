@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from oversmooth.errors import UsageError
+from oversmooth.errors import UsageError, did_you_mean
 from oversmooth.mitigations.knobs import Knobs, Scope, knob
 
 if TYPE_CHECKING:
@@ -463,7 +463,8 @@ def method(name: str) -> Method:
     """The registry entry ``name``; UsageError naming the choices."""
     if name not in METHODS:
         raise UsageError(
-            f"unknown mitigation {name!r}; choose from {', '.join(METHODS)} (or none for the softmax baseline)"
+            f"unknown mitigation {name!r}{did_you_mean(name, METHODS)}; choose from {', '.join(METHODS)} "
+            "(or none for the softmax baseline)"
         )
     return METHODS[name]
 

@@ -22,7 +22,7 @@ results/ still read; docs/studies.md tells what they found.
 
 from __future__ import annotations
 
-from oversmooth.errors import UsageError
+from oversmooth.errors import UsageError, did_you_mean
 from oversmooth.study.config import StudyConfig, Variant
 
 _M = Variant.parse
@@ -385,6 +385,7 @@ STUDY_PRESETS: dict[str, StudyConfig] = {
 def study_preset(name: str) -> StudyConfig:
     if name not in STUDY_PRESETS:
         raise UsageError(
-            f"unknown study preset {name!r}; choose from {', '.join(STUDY_PRESETS)} or give a .json/.toml file"
+            f"unknown study preset {name!r}{did_you_mean(name, STUDY_PRESETS)}; choose from "
+            f"{', '.join(STUDY_PRESETS)} or give a .json/.toml file"
         )
     return STUDY_PRESETS[name]

@@ -4,6 +4,9 @@ keeps, and the report ``oversmooth analyze`` writes. Models are seen only throug
 The names below import torch on first use only, so that ``settings`` (read by ``--help``) stays torch-free.
 """
 
+import sys
+import types
+
 from oversmooth.lazy import lazy_exports
 
 _LAZY = {
@@ -35,3 +38,17 @@ __all__ = list(_LAZY)
 
 
 __getattr__ = lazy_exports(__name__, _LAZY)
+
+
+class _CallablePackage(types.ModuleType):
+    """``oversmooth.analyze`` is this package *and* the notebook's ``analyze(model, ...)``
+    (``oversmooth.analyze.notebook.analyze``): once the package is imported, the attribute
+    ``oversmooth.analyze`` is the package, so calling it must call the function."""
+
+    def __call__(self, *args, **kwargs):
+        from oversmooth.analyze.notebook import analyze
+
+        return analyze(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallablePackage

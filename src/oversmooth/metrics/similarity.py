@@ -13,7 +13,6 @@ import math
 from collections.abc import Sequence
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor
 
 from oversmooth.errors import UsageError
@@ -94,6 +93,24 @@ def anisotropy(x: Tensor, mask: Tensor | None = None, exclude: Sequence[int] = (
     return torch.where((n == 0) | (other_n == 0), torch.nan, value)
 
 
+def token_cosines(before: Tensor, after: Tensor) -> Tensor:
+    """``cos(before_i, after_i)`` per token, ``[batch, tokens]`` float64 (a zero-norm token: 0);
+    one dot product and two norms per token, in the states' working precision."""
+    if check_tensor(before, "states before").shape != check_tensor(after, "states after").shape:
+        raise UsageError(f"states {tuple(before.shape)} and {tuple(after.shape)} differ in shape")
+    a, b = working(before), working(after)
+    norms = (torch.linalg.vector_norm(a, dim=-1) * torch.linalg.vector_norm(b, dim=-1)).to(torch.float64)
+    dots = torch.linalg.vecdot(a, b).to(torch.float64)
+    return torch.where(norms > 0, dots / norms.clamp_min(torch.finfo(torch.float64).tiny), 0.0).clamp(-1.0, 1.0)
+
+
+def _token_mean(values: Tensor, valid: Tensor) -> Tensor:
+    """Mean of ``values [batch, tokens]`` over the counted tokens, NaN for a sequence with none."""
+    n = count(valid)
+    value = torch.where(valid, values, 0.0).sum(dim=1) / n.clamp_min(1)
+    return torch.where(n == 0, torch.nan, value)
+
+
 def block_influence(before: Tensor, after: Tensor, mask: Tensor | None = None, exclude: Sequence[int] = ()) -> Tensor:
     """ShortGPT's block influence ``1 - mean_i cos(before_i, after_i)`` per sequence ``[batch]``
     (float64), over counted tokens: 0 when a block leaves every token's direction as it was, 1
@@ -103,15 +120,8 @@ def block_influence(before: Tensor, after: Tensor, mask: Tensor | None = None, e
     >>> block_influence(torch.tensor([[[1.0, 0.0], [0.0, 1.0]]]), torch.tensor([[[2.0, 0.0], [1.0, 0.0]]])).tolist()
     [0.5]
     """
-    if check_tensor(before, "states before the block").shape != check_tensor(after, "states after the block").shape:
-        raise UsageError(
-            f"states before {tuple(before.shape)} and after {tuple(after.shape)} the block differ in shape"
-        )
-    valid = valid_tokens(before, mask, exclude)
-    cosine = F.cosine_similarity(working(before), working(after), dim=-1, eps=torch.finfo(torch.float32).tiny)
-    n = count(valid)
-    value = 1.0 - torch.where(valid, cosine.to(torch.float64), 0.0).sum(dim=1) / n.clamp_min(1)
-    return torch.where(n == 0, torch.nan, value)
+    cosine = token_cosines(before, after)
+    return 1.0 - _token_mean(cosine, valid_tokens(before, mask, exclude))
 
 
 def angular_distance(before: Tensor, after: Tensor, mask: Tensor | None = None, exclude: Sequence[int] = ()) -> Tensor:
@@ -121,11 +131,5 @@ def angular_distance(before: Tensor, after: Tensor, mask: Tensor | None = None, 
     >>> angular_distance(torch.tensor([[[1.0, 0.0]]]), torch.tensor([[[0.0, 3.0]]])).tolist()
     [0.5]
     """
-    if check_tensor(before, "states at layer l").shape != check_tensor(after, "states at layer l + n").shape:
-        raise UsageError(f"states {tuple(before.shape)} and {tuple(after.shape)} differ in shape")
-    valid = valid_tokens(before, mask, exclude)
-    cosine = F.cosine_similarity(working(before), working(after), dim=-1, eps=torch.finfo(torch.float32).tiny)
-    angle = torch.arccos(cosine.to(torch.float64).clamp(-1.0, 1.0)) / math.pi
-    n = count(valid)
-    value = torch.where(valid, angle, 0.0).sum(dim=1) / n.clamp_min(1)
-    return torch.where(n == 0, torch.nan, value)
+    angle = torch.arccos(token_cosines(before, after)) / math.pi
+    return _token_mean(angle, valid_tokens(before, mask, exclude))

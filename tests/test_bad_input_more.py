@@ -270,3 +270,13 @@ def test_a_mistyped_name_gets_a_did_you_mean(tmp_path, capsys, argv, hint):
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and f"(did you mean {hint}?)" in err, err
     assert not out.exists()
+
+
+def test_status_of_a_study_that_does_not_exist_is_refused(tmp_path, capsys):
+    from oversmooth.cli import main
+
+    capsys.readouterr()
+    assert main(["study", "quick", "--out", str(tmp_path / "none"), "--status"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "holds no study" in err and "oversmooth study quick" in err
+    assert not (tmp_path / "none").exists()

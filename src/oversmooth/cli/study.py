@@ -163,6 +163,11 @@ def run(args: argparse.Namespace) -> int:
     study = resolve_study(args)
     executor = executor_settings(args, study)
     if args.status:
+        if not out.exists() and not args.results:
+            raise UsageError(
+                f"--status: {out} holds no study (it does not exist); start one with "
+                f"`oversmooth study {args.study} --out {out}`, or give --results where its cells were archived"
+            )
         return print_status(study, out, args.results)
     cells = study.cells()
     if args.dry_run:  # (run_study makes the same checks)

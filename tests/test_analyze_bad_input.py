@@ -193,3 +193,15 @@ def test_a_model_that_carries_its_patch_refuses_what_would_patch_it_again(settin
     assert AnalysisSettings().for_model(model).methods == ()  # nothing asked: measured as saved
     with pytest.raises(FieldError, match=named + ".*neutreno"):
         settings.for_model(model)
+
+
+def test_a_tiny_sample_is_measured_with_a_warning(tmp_path, capsys):
+    """`--text "Hi there"`: one sequence of a few tokens is analysed, and stderr says why its
+    numbers say little; the built-in sample (8 x 128 tokens) gets no such warning."""
+    from oversmooth.analyze.inputs import small_sample_warning
+
+    assert main(["analyze", "--text", "Hi there", "--methods", "none", "--out", str(tmp_path / "hi")]) == 0
+    err = capsys.readouterr().err
+    assert "warning: a small sample: 1 sequence(s)" in err and "anisotropy" in err
+    ids = torch.ones(8, 128, dtype=torch.long)
+    assert small_sample_warning({"input_ids": ids, "attention_mask": ids}) is None

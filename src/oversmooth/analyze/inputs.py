@@ -225,3 +225,28 @@ def analysis_inputs(
         pixels = image_batch(pictures, loaded.image_size, loaded.image_mean, loaded.image_std, loaded.channels)
         inputs = {"pixel_values": pixels["pixel_values"].to(next(loaded.model.parameters()).dtype)}
     return {name: tensor.to(loaded.device) for name, tensor in inputs.items()}, source
+
+
+#: below these, the analysis's spreads and means say little
+FEW_SEQUENCES, FEW_TOKENS = 2, 16
+
+
+def small_sample_warning(inputs: dict[str, Tensor]) -> str | None:
+    """A one-line warning when the batch is too small for the statistics the analysis prints (one
+    sequence: no spread over sequences and no anisotropy; a few tokens: means over a handful of
+    pairs), or None."""
+    if "input_ids" not in inputs:
+        return (
+            None if len(inputs["pixel_values"]) >= FEW_SEQUENCES else "one image: no spread over images, no anisotropy"
+        )
+    mask = inputs.get("attention_mask")
+    counts = (
+        [int(m.sum()) for m in mask] if mask is not None else [inputs["input_ids"].shape[1]] * len(inputs["input_ids"])
+    )
+    if len(counts) >= FEW_SEQUENCES and min(counts) >= FEW_TOKENS:
+        return None
+    return (
+        f"a small sample: {len(counts)} sequence(s) of {min(counts)} to {max(counts)} tokens; the std columns and "
+        f"anisotropy need {FEW_SEQUENCES} sequences or more, and means over fewer than {FEW_TOKENS} tokens say little: "
+        "give more text"
+    )

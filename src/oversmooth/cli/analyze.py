@@ -235,7 +235,7 @@ def _analyze(args: argparse.Namespace) -> int:
 
     from oversmooth.analyze.analysis import check_inputs, run_analysis
     from oversmooth.analyze.frontier import parse_sweeps
-    from oversmooth.analyze.inputs import analysis_inputs, text_tokens
+    from oversmooth.analyze.inputs import analysis_inputs, small_sample_warning, text_tokens
     from oversmooth.analyze.report import format_frontier, format_table, write_report, written_files
     from oversmooth.analyze.representation import check_comparable
     from oversmooth.hf.load import load
@@ -275,6 +275,9 @@ def _analyze(args: argparse.Namespace) -> int:
         )
     inputs, source = analysis_inputs(loaded, args.text, args.images, args.max_sequences, args.max_length)
     check_inputs(inputs, chosen)  # before the progress bar: a refusal is one line
+    warning = small_sample_warning(inputs)
+    if warning:
+        print(f"warning: {warning}", file=sys.stderr)
     other = None
     if args.compare is not None:
         other = load(args.compare, args.max_sequences, text_tokens(args.max_length), where)

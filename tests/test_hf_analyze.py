@@ -424,3 +424,12 @@ def test_a_model_is_found_by_its_hugging_face_name_in_the_cache(tmp_path):
     missing = analyze("tiny-org/not-cached", "missing")
     assert missing.returncode == 2 and "HF_HUB_OFFLINE is set" in missing.stderr
     assert len(missing.stderr.strip().splitlines()) == 1 and not (tmp_path / "missing").exists()
+
+
+def test_no_progress_leaves_stderr_without_a_bar(tmp_path, capsys):
+    model_dir = save_tiny("bert", tmp_path / "model")
+    argv = ["analyze", str(model_dir), "--text", TEXT, "--methods", "none", *FAST]
+    assert main([*argv, "--out", str(tmp_path / "a")]) == 0
+    assert "analyze: 100%" in capsys.readouterr().err
+    assert main([*argv, "--out", str(tmp_path / "b"), "--no-progress"]) == 0
+    assert "analyze:" not in capsys.readouterr().err

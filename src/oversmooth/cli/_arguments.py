@@ -87,3 +87,8 @@ def add_field(
         group.add_argument(f.name, nargs="?", **options)
     else:
         group.add_argument(flag(f.name), **options)
+
+
+def add_progress_flag(parser) -> None:
+    """``--no-progress``: no progress bar (``args.progress`` False), for logs and scripts."""
+    parser.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")

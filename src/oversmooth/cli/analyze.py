@@ -15,7 +15,7 @@ from oversmooth.analyze.settings import (
     Budget,
     check_sequences,
 )
-from oversmooth.cli._arguments import add_knob_flags, knob_flags, positions
+from oversmooth.cli._arguments import add_knob_flags, add_progress_flag, knob_flags, positions
 from oversmooth.mitigations.registry import default_patches, knob_owners, patchable
 
 DEFAULT_METHODS = ",".join(default_patches())
@@ -175,6 +175,7 @@ def register(subparsers) -> None:
         help="auto: spread a model that fits no single device over GPUs, CPU and disk (accelerate)",
     )
     parser.add_argument("--out", default="runs/analyze", metavar="DIR", help="output folder (default runs/analyze)")
+    add_progress_flag(parser)
     parser.set_defaults(run=run)
 
 
@@ -283,7 +284,7 @@ def _analyze(args: argparse.Namespace) -> int:
         other = load(args.compare, args.max_sequences, text_tokens(args.max_length), where)
         check_comparable(loaded, other, inputs, args.compare)
     steps = 1 + len(chosen.methods) + sum(len(s.values) for s in chosen.sweeps) + 1 + (args.attention_sequences > 0)
-    with tqdm(total=steps, desc="analyze", unit="step", file=sys.stderr) as bar:
+    with tqdm(total=steps, desc="analyze", unit="step", file=sys.stderr, disable=not args.progress) as bar:
 
         def step(name: str) -> None:
             bar.set_postfix_str(name)

@@ -8,6 +8,7 @@ import shlex
 import signal
 import sys
 
+from oversmooth.cli._arguments import add_progress_flag
 from oversmooth.study.executor_settings import ExecutorSettings
 from oversmooth.train.compile_rule import COMPILE_MODES
 from oversmooth.train.run_spec import literal
@@ -105,6 +106,7 @@ def register(subparsers) -> None:
         metavar="OPTION",
         help="slurm: extra sbatch option, e.g. --sbatch=--qos=low (repeatable)",
     )
+    add_progress_flag(parser)
     parser.set_defaults(run=run)
 
 
@@ -181,7 +183,9 @@ def run(args: argparse.Namespace) -> int:
 
     counts: dict[str, int] = {}
     # shown from the first cell's end: a study refused by run_study's checks prints its one line alone
-    bar = tqdm(total=len(cells), desc=study.name, unit="cell", file=sys.stderr, delay=float("inf"))
+    bar = tqdm(
+        total=len(cells), desc=study.name, unit="cell", file=sys.stderr, delay=float("inf"), disable=not args.progress
+    )
 
     def done(outcome) -> None:
         bar.delay = 0

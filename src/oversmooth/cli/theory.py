@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from oversmooth.cli._arguments import add_progress_flag
+
 CHOICES = ("all", "smoothing", "sharpening", "rotating", "lnflip", "escalation")
 
 
@@ -29,6 +31,7 @@ def register(subparsers) -> None:
         help="a sampled fixed A, or data-dependent softmax(X M X^T / sqrt d)",
     )
     parser.add_argument("--out", default="theory-out", help="output folder (default theory-out)")
+    add_progress_flag(parser)
     parser.set_defaults(run=run)
 
 
@@ -51,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
             sequences=args.sequences,
             attention=args.attention,
         )
-        print(run_theory(args.preset, setup, args.out))
+        print(run_theory(args.preset, setup, args.out, progress=args.progress))
     except FieldError as error:  # the library names Setup's fields; name our flags
         raise UsageError(error.message(lambda field: "--" + field)) from None
     print(f"wrote {args.out}/")

@@ -50,9 +50,9 @@ def check_size(setup: Setup, escalation: bool = True) -> None:
         ) from None
 
 
-def run_theory(which: str, setup: Setup, out: str | Path) -> str:
+def run_theory(which: str, setup: Setup, out: str | Path, progress: bool = True) -> str:
     """Run ``which`` (one of ``RUNS``) with ``setup``; write its files into ``out`` all at once
-    (atomically) and return its tables as text."""
+    (atomically) and return its tables as text; ``progress``: a bar over the presets."""
     from oversmooth import atomic
 
     if which not in RUNS:
@@ -62,7 +62,7 @@ def run_theory(which: str, setup: Setup, out: str | Path) -> str:
     tables = []
     with atomic.atomic_directory(out) as staging:
         if presets:
-            tables.append(_presets(setup, presets, staging))
+            tables.append(_presets(setup, presets, staging, progress))
         if which in ("all", "escalation"):
             tables.append(_escalation(setup, staging))
     return "\n\n".join(tables)
@@ -82,7 +82,7 @@ def _write_csv(path: Path, rows: list[dict]) -> None:
         writer.writerows(rows)
 
 
-def _presets(setup: Setup, names: tuple[str, ...], out: Path) -> str:
+def _presets(setup: Setup, names: tuple[str, ...], out: Path, progress: bool = True) -> str:
     """Run the presets: one PNG each, predictions.csv, trajectories.csv; returns the table."""
     from tqdm import tqdm
 
@@ -90,7 +90,7 @@ def _presets(setup: Setup, names: tuple[str, ...], out: Path) -> str:
     from oversmooth.theory.plots import plot_metrics_vs_depth
 
     summary, trajectories = [], []
-    for name in tqdm(names, desc="theory presets"):
+    for name in tqdm(names, desc="theory presets", disable=not progress):
         results = experiment.run_preset(name, setup)
         plot_metrics_vs_depth(
             {r.case.label: r.table for r in results},

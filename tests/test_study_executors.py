@@ -107,7 +107,7 @@ def test_a_damaged_study_or_cell_file_in_the_folder_is_named(tmp_path, capsys, d
     assert before == {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
 
 
-def test_status_of_a_study_not_begun_writes_nothing(tmp_path, capsys):
+def test_status_of_a_study_not_begun_is_refused_and_writes_nothing(tmp_path, capsys):
     out = tmp_path / "out"
-    assert main(["study", _write(tmp_path, TINY), "--out", str(out), "--status"]) == 0
-    assert "synthetic-pre-d1-softmax-s0  pending" in capsys.readouterr().out and not out.exists()
+    assert main(["study", _write(tmp_path, TINY), "--out", str(out), "--status"]) == 2
+    assert "holds no study" in capsys.readouterr().err and not out.exists()

@@ -10,8 +10,9 @@ from pathlib import Path
 import torch
 from torch import Tensor, nn
 
+from oversmooth.analyze.watch import stream_of
 from oversmooth.errors import UsageError
-from oversmooth.hf import Loaded, capture
+from oversmooth.hf import Loaded
 from oversmooth.metrics import CKA
 from oversmooth.plotting import figure, save_png
 
@@ -22,8 +23,8 @@ POOLING = "tokens"
 def stream(model: nn.Module, inputs: dict[str, Tensor]) -> tuple[list[Tensor], Tensor | None]:
     """The residual stream (layer 0 = embeddings, i = after block i) and its token mask."""
     with torch.no_grad():
-        _, cache = capture(model, inputs, hooks=("resid_pre", "resid_post"))
-    return cache.stream(), cache.mask
+        states, mask, _ = stream_of(model, inputs)
+    return states, mask
 
 
 def layer_cka(

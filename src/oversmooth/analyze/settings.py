@@ -123,6 +123,12 @@ def _knob_name(name: str, values: dict) -> str:
     return method(name).flag(next(iter(values)))
 
 
+def default_exclude(causal: bool) -> tuple[int, ...]:
+    """The positions left out of the similarity measures unless asked otherwise: a causal LM's
+    first token (a huge-norm attention sink), none for other models."""
+    return (0,) if causal else ()
+
+
 @dataclass(frozen=True)
 class AnalysisSettings:
     """Which methods (with knob overrides) to compare, and how much data the attention pass sees.
@@ -200,6 +206,6 @@ class AnalysisSettings:
                 "{attention_tokens} cuts text only, and this is an image model (images are kept whole); drop it"
             )
         self.budget.check_task(task_of(model))
-        exclude = self.exclude if self.exclude is not None else (0,) if family.causal else ()
+        exclude = self.exclude if self.exclude is not None else default_exclude(family.causal)
         tokens = DEFAULT_TEXT_TOKENS if self.attention_tokens is None else self.attention_tokens
         return replace(self, methods=methods, knobs=knobs, sweeps=sweeps, exclude=exclude, attention_tokens=tokens)

@@ -36,6 +36,7 @@ import torch
 from torch import Tensor, nn
 
 from oversmooth.activations import stream_names
+from oversmooth.analyze.settings import default_exclude
 from oversmooth.errors import UsageError
 from oversmooth.hf import capture, layout
 from oversmooth.metrics import measure
@@ -59,7 +60,7 @@ def stream_of(model: nn.Module, probe) -> tuple[list[Tensor], Tensor | None, tup
         )
     lay = layout(model)  # UsageError naming the model when no family matches
     _, cache = capture(model, dict(probe), hooks=("resid_pre", "resid_post"))
-    return cache.stream(), cache.mask, (0,) if lay.family.causal else ()
+    return cache.stream(), cache.mask, default_exclude(lay.family.causal)
 
 
 def _on_device(probe, model: nn.Module):

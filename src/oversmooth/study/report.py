@@ -330,9 +330,14 @@ def _arms(cells: list[CellResult]) -> dict[tuple, list[CellResult]]:
     return dict(arms)
 
 
+def _one_sample(values: list[float]):
+    """The mean of ``values`` with its 95 % one-sample t interval (the values paired with zeros)."""
+    return paired_test(values, [0.0] * len(values), "higher")
+
+
 def _with_interval(values: list[float], spec: str) -> str:
     """``mean [lo, hi]``: the 95 % one-sample t interval (one value: the value alone)."""
-    test = paired_test(values, [0.0] * len(values), "higher")
+    test = _one_sample(values)
     if len(values) < 2 or not _finite(test.ci_low):
         return format(test.mean, spec)
     return f"{test.mean:{spec}} [{test.ci_low:{spec}}, {test.ci_high:{spec}}]"
@@ -366,7 +371,7 @@ def _mean_with_interval(ax, samples: dict[float, list[float]], **style) -> None:
     """At each x of ``samples`` (x -> values), the mean with its 95 % one-sample t interval (the
     values paired with zeros; one value: no interval), drawn as one error-bar line."""
     xs = sorted(samples)
-    tests = [paired_test(samples[x], [0.0] * len(samples[x]), "higher") for x in xs]
+    tests = [_one_sample(samples[x]) for x in xs]
     below = [t.mean - t.ci_low if _finite(t.ci_low) else 0.0 for t in tests]
     above = [t.ci_high - t.mean if _finite(t.ci_high) else 0.0 for t in tests]
     ax.errorbar(xs, [t.mean for t in tests], yerr=[below, above], marker="o", capsize=3, **style)

@@ -113,6 +113,9 @@ AUSTEN_P3 = {**AUSTEN_P2, "limit_train": 4000, "epochs": 16}
 #: protocol"): depth-w32's schedule (16 epochs of the first 10 000 training images) on a width-64
 #: ViT with 4 x 4 patches (49 + CLS tokens, as DeiT's CLS), chosen on cost before any result.
 REGIME_P4 = {**DEPTH_W32, "width": 64, "patch_size": 4}
+#: the regime pilot's follow-up, fixed by its rule before it ran: 2 x 2 patches (196 + CLS tokens,
+#: DeiT-tiny's token count) on the same body
+REGIME_P2 = {**REGIME_P4, "patch_size": 2}
 
 
 def _long(name: str, model: str, task: str, depth: int, train: dict) -> StudyConfig:
@@ -331,6 +334,18 @@ STUDY_PRESETS: dict[str, StudyConfig] = {
         train=REGIME_P4,
         description="third protocol: where does a trained softmax ViT oversmooth? width 64, 4 x 4 patches (50 "
         "tokens with CLS), depths 12 and 24, 16 epochs of 10 000 images, seed 0: last-layer cos_sim >= 0.5?",
+    ),
+    "regime-pilot-p2": StudyConfig(
+        name="regime-pilot-p2",
+        model="vit",
+        tasks=("fmnist",),
+        norms=("pre",),
+        depths=(12,),
+        variants=(_M("softmax"),),
+        seeds=(0,),
+        train=REGIME_P2,
+        description="third protocol, the regime pilot's follow-up by its rule: width 64, 2 x 2 patches (197 tokens "
+        "with CLS, as DeiT-tiny), depth 12, 16 epochs of 10 000 images, seed 0: last-layer cos_sim >= 0.5?",
     ),
     "austen-p2": StudyConfig(
         name="austen-p2",

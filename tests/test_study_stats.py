@@ -5,6 +5,7 @@ References: Student's sleep data as R's ``t.test(..., paired = TRUE)`` prints it
 and by its closed-testing definition; ``scipy.stats.ttest_rel``.
 """
 
+import dataclasses
 import itertools
 import math
 
@@ -17,12 +18,18 @@ from scipy import stats
 from oversmooth.study.stats import (
     CONTRADICTED,
     HELD,
+    HELD_SMALLER,
     INCONCLUSIVE,
+    NOT_SHOWN,
     NOT_TESTED,
+    SMALLER,
     PairedClaim,
+    PaperEffect,
     decide,
     decide_family,
+    existence,
     holm,
+    in_magnitude,
     min_detectable_effect,
     paired_test,
     power_paired,
@@ -417,3 +424,87 @@ def test_a_claim_holm_keeps_gets_the_interval_at_alpha_over_the_claims_it_kept()
     assert (kept.ci_low, kept.ci_high) == pytest.approx((diffs.mean() - half, diffs.mean() + half))
     assert rejected.ci_low > 0
     assert decide_family([untested] * 3 + [tested] + [untested] * 3)[3].ci_level == pytest.approx(1 - 0.05 / 7)
+
+
+# --- the third protocol's verdicts (DESIGN 9.8) ---------------------------------------------------
+
+
+def test_the_papers_effect_is_carried_to_our_measure_by_hand():
+    """2a: 72.17 -> 73.01 % removes 0.8400 of the 27.83 pp of error, 0.03018; at our softmax's
+    88.64 % (11.36 pp of error) that is 0.3429 pp. 8: 72.17 -> 72.63, 0.46 / 27.83 of 11.35 pp is
+    0.1876 pp. 2b: ln(33.70 / 34.29) = ln(1 - x), x = 0.59 / 34.29 = 0.0172062, by its series
+    -(x + x^2/2 + x^3/3 + x^4/4) = -0.0173559 nats per token, whatever our baseline."""
+    neutreno = PaperEffect(72.17, 73.01, "accuracy")
+    assert neutreno.error_removed == pytest.approx(0.03018, abs=5e-6)
+    assert neutreno.transferred(88.64) == pytest.approx(0.3429, abs=5e-5)
+    assert neutreno.transferred(72.17) == pytest.approx(0.84)  # at the paper's baseline: its own +0.84
+    assert neutreno.transferred(100.0) == 0  # no error left to remove
+    assert PaperEffect(72.17, 72.63, "accuracy").transferred(88.65) == pytest.approx(0.1876, abs=5e-5)
+    lm = PaperEffect(34.29, 33.70, "perplexity")
+    assert lm.transferred(4.45) == lm.transferred(3.0) == pytest.approx(-0.0173559, abs=5e-8)
+    for bad in (
+        lambda: PaperEffect(100.0, 100.0, "accuracy").transferred(90.0),
+        lambda: neutreno.transferred(120.0),
+        lambda: PaperEffect(0.0, 33.7, "perplexity").transferred(4.0),
+        lambda: lm.error_removed,
+    ):
+        with pytest.raises(ValueError):
+            bad()
+
+
+def interval(verdict: str, low: float, high: float, direction: str = "higher"):
+    """A decision of ``verdict`` whose Holm-matched interval is ``[low, high]`` (built by hand)."""
+    return dataclasses.replace(decide(DRUG2, DRUG1, direction), verdict=verdict, ci_low=low, ci_high=high)
+
+
+@pytest.mark.parametrize(
+    "verdict, low, high, direction, effect, read",
+    [
+        # 2a's Holm-matched interval against its paper's +0.84 carried to our measure (+0.343)
+        (INCONCLUSIVE, -0.131, 0.178, "higher", 0.343, SMALLER),
+        (HELD, 0.05, 0.30, "higher", 0.343, HELD_SMALLER),  # present, but smaller
+        (HELD, 0.05, 0.343, "higher", 0.343, HELD),  # reaches the effect: not smaller
+        (INCONCLUSIVE, -0.131, 0.343, "higher", 0.343, INCONCLUSIVE),
+        (INCONCLUSIVE, -0.1, 0.5, "higher", 0.343, INCONCLUSIVE),  # covers it
+        (HELD, 0.4, 0.9, "higher", 0.343, HELD),  # wholly above it
+        (CONTRADICTED, -0.9, -0.15, "higher", 0.343, CONTRADICTED),  # short of it, but the other way
+        (INCONCLUSIVE, -math.inf, math.inf, "higher", 0.343, INCONCLUSIVE),  # fewer than 2 pairs
+        (NOT_TESTED, math.nan, math.nan, "higher", 0.343, NOT_TESTED),
+        # 2b (lower is the claim): its interval reaches -0.0174; a narrower one would not
+        (INCONCLUSIVE, -0.0323, 0.0041, "lower", -0.0174, INCONCLUSIVE),
+        (INCONCLUSIVE, -0.012, 0.004, "lower", -0.0174, SMALLER),
+        (HELD, -0.015, -0.002, "lower", -0.0174, HELD_SMALLER),
+        (HELD, -0.0174, -0.002, "lower", -0.0174, HELD),
+    ],
+)
+def test_smaller_than_claimed_when_the_interval_lies_short_of_the_papers_effect(
+    verdict, low, high, direction, effect, read
+):
+    assert in_magnitude(interval(verdict, low, high, direction), effect) == read
+
+
+def test_the_sleep_datas_interval_against_an_effect_beyond_and_inside_it():
+    """Student's sleep data, held at 95 % with R's interval [0.7001, 2.4599]: smaller than an effect
+    of 2.5 hours, not smaller than one of 2.4 (inside it)."""
+    held = decide(DRUG2, DRUG1, "higher")
+    assert (held.ci_low, held.ci_high) == pytest.approx((0.7001142, 2.4598858), abs=1e-6)
+    assert in_magnitude(held, 2.5) == HELD_SMALLER and in_magnitude(held, 2.4) == HELD
+
+
+def test_no_magnitude_verdict_for_an_effect_on_the_wrong_side_or_an_equivalence_claim():
+    with pytest.raises(ValueError, match="claimed side"):
+        in_magnitude(interval(INCONCLUSIVE, -0.1, 0.1), -0.3)
+    with pytest.raises(ValueError, match="claimed side"):
+        in_magnitude(interval(INCONCLUSIVE, -0.1, 0.1, "lower"), 0.3)
+    equivalence = decide_family([PairedClaim((0.1, -0.1, 0.05, 0.0), (0.0,) * 4, "higher", margin=0.5)])[0]
+    with pytest.raises(ValueError, match="equivalence"):
+        in_magnitude(equivalence, 0.18)
+
+
+def test_an_existence_claim_is_held_or_not_shown_never_contradicted():
+    assert [existence(v) for v in (HELD, CONTRADICTED, INCONCLUSIVE, NOT_TESTED)] == [
+        HELD,
+        NOT_SHOWN,
+        NOT_SHOWN,
+        NOT_TESTED,
+    ]

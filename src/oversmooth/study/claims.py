@@ -15,6 +15,13 @@ comes from:
 The questions of each Holm family (``protocol.FAMILIES``) are decided together, once, in
 ``Inputs`` (``stats.decide_family``: m is fixed; an unfinished claim enters with p = 1). The
 static claims 1a and 1b (``decide_no_training``) keep their deterministic rule and carry no p.
+
+Each row keeps its registered verdict and adds the third protocol's reading of the same data
+(DESIGN 9.8, ``_reading``): in magnitude where the paper states an effect, as an existence claim
+where it is one, with a measure chosen after the data where one was (``Question.reread``), and
+exploratory where the outcome was seen before its rule was written; a trained claim's row says
+where it was tested (``regime``: its softmax arm's last-layer cos_sim beside the same architecture
+at random init, and whether that baseline oversmooths).
 """
 
 from __future__ import annotations
@@ -32,10 +39,21 @@ from oversmooth.study.config import StudyConfig
 from oversmooth.study.gates import arm_name
 from oversmooth.study.measures import Key
 from oversmooth.study.probes import CurvePair, Probes
-from oversmooth.study.protocol import FAMILIES, PROTOCOLS, VIT_GATE, Protocol
+from oversmooth.study.protocol import FAMILIES, OVERSMOOTHS, PROTOCOLS, VIT_GATE, Protocol
 from oversmooth.study.results import CellResult
 from oversmooth.study.similarity_claim import similarity_verdict
-from oversmooth.study.stats import CONTRADICTED, HELD, INCONCLUSIVE, NOT_TESTED, Decision, PairedClaim, decide_family
+from oversmooth.study.stats import (
+    CONTRADICTED,
+    HELD,
+    INCONCLUSIVE,
+    NOT_TESTED,
+    Decision,
+    PairedClaim,
+    PaperEffect,
+    decide_family,
+    existence,
+    in_magnitude,
+)
 
 #: `oversmooth study` flags that keep part of a study's grid (dropped from a claim's command)
 _NARROWING = ("--methods", "--seeds", "--depths")
@@ -54,6 +72,22 @@ RETRAINED_STARTS = (
     "was judged on the archived cells: the five models continued pass its floor (c) (89.14 % and above), "
     "(a) was not checked on them"
 )
+
+
+@dataclass(frozen=True)
+class Regime:
+    """Where a trained claim was tested (DESIGN 9.8): its softmax arm's last-layer cos_sim on the
+    validation probe at the end of training, the mean over the claim's seeds that finished it,
+    beside the same architecture's at random init (``oversmooth.study.null``; None: not computed)."""
+
+    arm: str  # which softmax arm (``Protocol.softmax_arm``), of which studies' cells
+    cos_sim: float | None  # None: no seed of the claim has finished it
+    seeds: int
+    null_mean: float | None
+    null_sd: float | None
+    null_inits: int | None
+    oversmooths: bool | None  # cos_sim >= OVERSMOOTHS (None: no value)
+    text: str  # the row's words for it
 
 
 @dataclass(frozen=True)
@@ -85,6 +119,11 @@ class Claim:
     ci95: tuple[float, float] | None = None  # the plain, unadjusted 95 % interval of the effect
     why_not_tested: str | None = None  # a not-tested claim's kind of reason, one of NOT_TESTED_WHY
     test: str = "paired t"  # what decided it: "paired t", "TOST" (equivalence) or "deterministic rule"
+    reading: str = ""  # the third protocol's verdict on these same data (DESIGN 9.8)
+    reading_reason: str = ""  # why it reads them so, where it says more than the registered verdict
+    paper_transferred: float | None = None  # the paper's effect carried to our measure (DESIGN 9.8)
+    direction: str | None = None  # the claimed sign of the effect, "higher" or "lower" (None: static claims)
+    regime: Regime | None = None  # where a trained claim was tested (DESIGN 9.8; None: no trained model)
 
     def to_json(self) -> dict:
         """The JSON object of ``claims.json``: NaN and infinities become null."""
@@ -154,6 +193,11 @@ class Question:
     mde_planned: float | None = None  # the smallest detectable effect docs/studies.md registered (pilot's SD)
     scope: str = ""  # what the test shows and what it does not, printed with any verdict
     sides: tuple[str, str] = ("", "")  # what the two means in "ours" are: (method side, baseline side)
+    paper_numbers: PaperEffect | None = None  # the paper's two numbers: its effect carried to ours (DESIGN 9.8)
+    existence: bool = False  # an existence claim: held or not shown here (DESIGN 9.8)
+    reread: Callable[[Inputs], Evidence] | None = None  # evidence by a measure chosen after the data
+    reread_reference: str = ""  # what that measure compares against, in words
+    softmax: Protocol | None = None  # whose softmax arm says where it was tested (``regime``; None: no trained model)
 
     @property
     def family(self) -> str:
@@ -253,6 +297,43 @@ def _finished(cell: CellResult | None) -> bool:
     return cell is not None and cell.results is not None
 
 
+def regime(protocol: Protocol, cells: list[CellResult]) -> Regime:
+    """Where ``protocol``'s claim was tested (DESIGN 9.8): the last-layer cos_sim of its softmax arm
+    (``Protocol.softmax_arm``) in the last record of each of its seeds that finished it, their
+    mean, beside that arm's random-init null; below ``OVERSMOOTHS`` the words say that the claim was
+    tested where the baseline does not oversmooth."""
+    arm = protocol.softmax_arm
+    seeds = group_cells(protocol, cells)
+    found = [cell for seed in protocol.seeds if _finished(cell := seeds.get(seed, {}).get(arm)) and cell.final_layers]
+    if not found:
+        return Regime(arm_name(arm), None, 0, None, None, None, None, "no finished cell yet")
+    null = next((cell.null for cell in found if cell.null is not None), None)
+    studies = ", ".join(sorted({cell.study for cell in found}))
+    value = statistics.fmean(cell.final_layers[-1]["cos_sim"] for cell in found)
+    text = f"{value:.3f} ({len(found)} seeds) vs "
+    if null is None:
+        text += "random init: null not computed"
+    else:
+        spread = "" if null["sd"] is None else f" ± {null['sd']:.3f}"
+        text += f"{null['mean']:.3f}{spread} at random init ({null['inits']} inits)"
+    oversmooths = value >= OVERSMOOTHS
+    text += (
+        f": the baseline oversmooths (>= {OVERSMOOTHS:g})"
+        if oversmooths
+        else f": tested where the baseline does not oversmooth (< {OVERSMOOTHS:g})"
+    )
+    return Regime(
+        f"{studies} {arm_name(arm)}",
+        value,
+        len(found),
+        None if null is None else null["mean"],
+        None if null is None else null["sd"],
+        None if null is None else null["inits"],
+        oversmooths,
+        text,
+    )
+
+
 def _missing(found: int, planned: int, what: str, valueless: list[int], lacking: Mapping[int, str]) -> str | None:
     """What has not finished: the seeds that lack something (``lacking``: seed -> what it lacks),
     and the seeds that finished without a value of the measure."""
@@ -308,7 +389,19 @@ def _from_protocol(protocol: Protocol) -> Question:
         mde_planned=protocol.mde_planned,
         scope=protocol.scope,
         sides=protocol.sides or (protocol.method[1], protocol.baseline[1]),
+        paper_numbers=protocol.paper_numbers,
+        existence=protocol.existence,
+        reread=None
+        if protocol.reread is None
+        else lambda inputs: gather(replace(protocol, measure=protocol.reread), inputs.cells),
+        reread_reference=protocol.reread_reference,
+        softmax=protocol,
     )
+
+
+def _starts(measure: Callable[[dict], tuple[float, float] | None]) -> Protocol:
+    """Claims 8 / 2c: the softmax cells their continuations of ``measure`` start from, at its seeds."""
+    return replace(adaptations.STARTS, seeds=adaptations.SEEDS[measure])
 
 
 def _adaptation_evidence(
@@ -322,11 +415,12 @@ def _adaptation_evidence(
         for record in inputs.adaptations:
             if found.setdefault(record["seed"], record) is not record:
                 raise UsageError(f"two adaptations of seed {record['seed']}: report the adaptations' folder once")
-        seeds = adaptations.SEEDS[measure]
+        starts = _starts(measure)
+        seeds = starts.seeds
         pairs = {seed: measure(found[seed]) for seed in seeds if seed in found}
         values = tuple((seed, *pair) for seed, pair in pairs.items() if pair is not None)
         valueless = [seed for seed, pair in pairs.items() if pair is None]
-        start = gather(replace(adaptations.STARTS, seeds=seeds), inputs.cells)  # the gate reads the tested seeds
+        start = gather(starts, inputs.cells)  # the gate reads the tested seeds
         lacking = dict.fromkeys((seed for seed in seeds if seed not in found), "their adaptation")
         missing = _missing(len(values), len(seeds), "adaptations", valueless, lacking)
         said = note(list(found.values())) if note else ""
@@ -369,6 +463,8 @@ QUESTIONS["8"] = Question(
     paper_effect=0.46,
     mde_planned=0.45,
     sides=("NeuTRENO", "control"),
+    paper_numbers=PaperEffect(72.17, 72.63, "accuracy"),
+    softmax=_starts(adaptations.neutreno_vs_control),
 )
 QUESTIONS["2c"] = Question(
     "2c",
@@ -387,6 +483,7 @@ QUESTIONS["2c"] = Question(
     scope="the better extreme is taken per seed on test accuracy, as registered: the larger of two noisy scores, "
     "which biases the difference against the claim; the paper's +2.6 mIoU over its better extreme is in another "
     "measure (scope written 2026-11-26 10:54, after its values were in)",
+    softmax=_starts(adaptations.middle_vs_extremes),
 )
 QUESTIONS["3"] = Question(
     "3",
@@ -423,6 +520,7 @@ QUESTIONS["5a"] = Question(
     ),
     units="sequences",
     sides=("after l + 1", "after l"),
+    existence=True,
 )
 
 
@@ -430,7 +528,9 @@ QUESTIONS["5a"] = Question(
 class Inputs:
     """What the claims are decided on: the cells, the probes (None: not run), the adaptations'
     records, the cost benchmark's rounds (None: not run), the command of each study preset by name;
-    and each question's evidence and decision, decided once per Holm family."""
+    each question's evidence and decision, decided once per Holm family; and, for a question with
+    a measure chosen after its data (``Question.reread``), its evidence and decision by that
+    measure, its family otherwise as registered."""
 
     cells: list[CellResult]
     probes: Probes | None = None
@@ -438,25 +538,36 @@ class Inputs:
     benchmark: dict | None = None
     commands: Mapping[str, str] = field(default_factory=dict)
     decided: dict[str, tuple[Evidence, Decision]] = field(default_factory=dict)
+    reread: dict[str, tuple[Evidence, Decision]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for ids in FAMILIES.values():
             found = [QUESTIONS[claim_id].evidence(self) for claim_id in ids]
-            claims = [
-                PairedClaim(
-                    tuple(m for _, m, _ in e.values),
-                    tuple(b for _, _, b in e.values),
-                    QUESTIONS[claim_id].direction,
-                    e.not_tested,
-                    QUESTIONS[claim_id].margin,
-                )
-                for claim_id, e in zip(ids, found)
-            ]
-            self.decided.update(zip(ids, zip(found, decide_family(claims))))
+            self.decided.update(zip(ids, zip(found, _decide(ids, found))))
+            for index, claim_id in enumerate(ids):
+                reread = QUESTIONS[claim_id].reread
+                if reread is not None:
+                    again = [*found[:index], reread(self), *found[index + 1 :]]
+                    self.reread[claim_id] = again[index], _decide(ids, again)[index]
 
     def command(self, preset_name: str) -> str:
         """How to reproduce a claim of ``preset_name`` (``study_command``)."""
         return study_command(preset_name, self.commands.get(preset_name))
+
+
+def _decide(ids: tuple[str, ...], found: list[Evidence]) -> list[Decision]:
+    """The decisions of one Holm family's questions ``ids`` on their evidence ``found``."""
+    claims = [
+        PairedClaim(
+            tuple(m for _, m, _ in e.values),
+            tuple(b for _, _, b in e.values),
+            QUESTIONS[claim_id].direction,
+            e.not_tested,
+            QUESTIONS[claim_id].margin,
+        )
+        for claim_id, e in zip(ids, found)
+    ]
+    return decide_family(claims)
 
 
 def study_command(name: str, recorded: str | None) -> str:
@@ -534,6 +645,60 @@ def _beside_paper(question: Question, decision: Decision) -> str:
     return f"; the paper's effect ({effect:+g}) lies {where} this interval"
 
 
+SEEN_FIRST = "exploratory: its outcome was seen before its rule was written"
+
+
+def _reading(question: Question, inputs: Inputs) -> tuple[str, str, float | None]:
+    """The third protocol's verdict on a tested claim's data (DESIGN 9.8), why it reads them so
+    ("" where nothing is added to the registered verdict), and the paper's effect carried to our
+    measure (None where the paper states none, or the claim is not tested)."""
+    evidence, decision = inputs.decided[question.id]
+    if decision.verdict == NOT_TESTED:
+        return NOT_TESTED, "", None
+    why, transferred = [], None
+    if question.id in inputs.reread:
+        decision = inputs.reread[question.id][1]
+        found = (
+            decision.reason
+            if decision.verdict == NOT_TESTED
+            else f"mean difference {decision.effect:+.3g}, Holm-matched {100 * decision.ci_level:.4g} % CI "
+            f"[{decision.ci_low:+.3g}, {decision.ci_high:+.3g}], Holm p {decision.p_adjusted:.3g}"
+        )
+        why.append(
+            f"read against {question.reread_reference}, a reference chosen after its data (exploratory): "
+            f"{found}; fresh seeds decide"
+        )
+    verdict = decision.verdict
+    if question.existence:
+        verdict = existence(verdict)
+        if verdict != decision.verdict:
+            why.append("an existence claim: a setting where it did not show cannot contradict it")
+    if question.paper_numbers is not None and question.margin is None:
+        ours = statistics.fmean(b for _, _, b in evidence.values)
+        transferred = question.paper_numbers.transferred(ours)
+        verdict = in_magnitude(decision, transferred)
+        if decision.verdict != CONTRADICTED:  # contradicted stays: its interval lies beyond 0 the other way
+            where = "lies entirely short of it" if verdict != decision.verdict else "reaches it"
+            why.append(
+                f"the paper's effect carried to our measure is {transferred:+.3g} ({_transfer(question, ours)}); "
+                f"the Holm-matched interval [{decision.ci_low:+.3g}, {decision.ci_high:+.3g}] {where}"
+            )
+    if MEASURED_EARLY in question.deviations:
+        why.append(SEEN_FIRST)
+    return verdict, "; ".join(why), transferred
+
+
+def _transfer(question: Question, ours: float) -> str:
+    """How DESIGN 9.8 carries the paper's effect to our measure, in words."""
+    numbers = question.paper_numbers
+    if numbers.scale == "perplexity":
+        return f"nats per token: ln({numbers.method:g} / {numbers.baseline:g})"
+    return (
+        f"{100 * numbers.error_removed:.3g} % of the paper's error removed, of our {question.sides[1]}'s "
+        f"{100 - ours:.4g} % error"
+    )
+
+
 def decide_question(claim_id: str) -> Callable[[Inputs], Claim]:
     """The rule of tested claim ``claim_id``: its family's decision on its evidence."""
 
@@ -541,6 +706,7 @@ def decide_question(claim_id: str) -> Callable[[Inputs], Claim]:
         question = QUESTIONS[claim_id]
         evidence, decision = inputs.decided[claim_id]
         tested = decision.verdict != NOT_TESTED
+        reading, reading_reason, transferred = _reading(question, inputs)
         gate_passed = None if not evidence.judged else evidence.gate_failure is None
         gate = question.gate + (
             ""
@@ -578,6 +744,11 @@ def decide_question(claim_id: str) -> Callable[[Inputs], Claim]:
             (decision.test.ci_low, decision.test.ci_high) if tested and decision.test.n >= 2 else None,
             None if tested else evidence.why_not_tested or "see its row",
             "paired t" if question.margin is None else "TOST",
+            reading,
+            reading_reason,
+            transferred,
+            question.direction,
+            None if question.softmax is None else regime(question.softmax, inputs.cells),
         )
 
     return decide
@@ -620,6 +791,7 @@ def decide_no_training(
                 PROBES_COMMAND,
                 why_not_tested="runs not finished",
                 test=RULE,
+                reading=NOT_TESTED,
             )
         base, neut = pair.mean("baseline"), pair.mean("neutreno")
         rule, sentence = similarity_verdict(base, neut, pair.quality)
@@ -651,6 +823,8 @@ def decide_no_training(
             PROBES_COMMAND,
             why_not_tested="see its row" if verdict == NOT_TESTED else None,
             test=RULE,
+            reading=verdict,
+            reading_reason=SEEN_FIRST if MEASURED_EARLY in deviations and verdict != NOT_TESTED else "",
         )
 
     return decide

@@ -73,25 +73,41 @@ def verdict_vs_majority(cells: Mapping[Key, CellResult], arms: tuple[Key, Key]) 
 
 
 def value_flip(cells: Mapping[Key, CellResult], arms: tuple[Key, Key]) -> tuple[float, float] | None:
-    """Claim 5c (DESIGN 8.5c: does a block's measured change flip with its verdict?): over the
-    blocks whose dynamics verdict the value-path flip of their pre-attention gamma turns
+    """Claim 5c as registered (DESIGN 8.5c: does a block's measured change flip with its verdict?):
+    over the blocks whose dynamics verdict the value-path flip of their pre-attention gamma turns
     (smoothing <-> sharpening), the share whose measured ``t_sim`` change across the attention
     sublayer moves the way the new verdict says (up towards smoothing, down towards sharpening),
-    and the share a verdict unrelated to the change would get: with ``p``, the share of this
-    seed's blocks whose verdict did not turn that the flip moves up, ``p`` for a turn to
-    smoothing and ``1 - p`` for a turn to sharpening (the flip's own pull, not 1/2)."""
+    against 1/2."""
+    found = _flip_shares(cells, arms)
+    return None if found is None else (found[0], 0.5)
+
+
+def value_flip_pull(cells: Mapping[Key, CellResult], arms: tuple[Key, Key]) -> tuple[float, float] | None:
+    """Claim 5c against the reference chosen after its data (docs/studies.md, Deviations,
+    2026-11-26 07:27): ``value_flip``'s share, against the share a verdict unrelated to the change
+    would get: with ``p``, the share of this seed's blocks whose verdict did not turn that the flip
+    moves up, ``p`` for a turn to smoothing and ``1 - p`` for a turn to sharpening (the flip's own
+    pull). None for a seed without such a block."""
+    found = _flip_shares(cells, arms)
+    return None if found is None or found[1] is None else (found[0], found[1])
+
+
+def _flip_shares(cells: Mapping[Key, CellResult], arms: tuple[Key, Key]) -> tuple[float, float | None] | None:
+    """``(share moved as the new verdict says, the flip's own pull)`` of 5c; the pull is None
+    without a block whose verdict did not turn; None without a turned block."""
     analysis = cells[arms[0]].analysis
     if analysis is None or "value_flip" not in analysis:
         return None
     blocks = analysis["value_flip"]
     turned = [b for b in blocks if {b["verdict"], b["verdict_trained"]} == {"smoothing", "sharpening"}]
     kept = [b for b in blocks if b["verdict"] == b["verdict_trained"]]
-    if not turned or not kept:
+    if not turned:
         return None
-    rising = statistics.fmean(_moved_up(b) for b in kept)
     share = statistics.fmean(_moved_up(b) == (b["verdict"] == "smoothing") for b in turned)
-    chance = statistics.fmean(rising if b["verdict"] == "smoothing" else 1 - rising for b in turned)
-    return share, chance
+    if not kept:
+        return share, None
+    rising = statistics.fmean(_moved_up(b) for b in kept)
+    return share, statistics.fmean(rising if b["verdict"] == "smoothing" else 1 - rising for b in turned)
 
 
 def _moved_up(block: Mapping) -> bool:

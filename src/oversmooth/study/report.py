@@ -24,13 +24,28 @@ from matplotlib.ticker import MaxNLocator
 
 from oversmooth.atomic import atomic_directory
 from oversmooth.plotting import figure, save_png
-from oversmooth.study.claims import NOT_TESTED_WHY, Claim, decide_claims, seed_span, study_command
+from oversmooth.study.claims import NOT_TESTED_WHY, SEEN_FIRST, Claim, decide_claims, seed_span, study_command
 from oversmooth.study.measures import paired_score
 from oversmooth.study.probes import Probes
+from oversmooth.study.protocol import OVERSMOOTHS
 from oversmooth.study.results import CellResult
 from oversmooth.study.stats import paired_test
 
 MARK = {"diverged": "†", "partial": "*"}
+#: every file a report may write (``render_report``'s figures: the claims' and three per study); one
+#: a report does not write is removed from its folder, e.g. the figures of a study no longer in it
+OUTPUTS = (
+    "report.md",
+    "cells.csv",
+    "claims.json",
+    "claims.png",
+    "claim4_depth.png",
+    "claims_8_2c_lambda.png",
+    "probes.png",
+    "*_scores.png",
+    "*_layers.png",
+    "*_curves.png",
+)
 
 
 def _mean_std(values: list[float]) -> tuple[float, float]:
@@ -146,16 +161,17 @@ def plot_curves(cells: list[CellResult], path: Path) -> None:
             runs = [c for c in chosen if c.depth == depth and c.label == label]
             if runs:
                 longest = max(len(c.epochs) for c in runs)
+                scale = 100.0 if chosen[0].score_name == "accuracy" else 1.0  # percent, as the tables
                 _seeds_and_mean(
                     ax,
-                    [[e["val"][c.score_name] for e in c.epochs] for c in runs],
+                    [[scale * e["val"][c.score_name] for e in c.epochs] for c in runs],
                     list(range(1, longest + 1)),
                     colours[label],
                     label,
                 )
         ax.set_xlabel("epoch")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        ax.set_ylabel(f"val {chosen[0].score_name}")
+        ax.set_ylabel(f"val {chosen[0].score_name}" + (" (%)" if chosen[0].score_name == "accuracy" else ""))
         ax.set_title(f"{task}, {norm}-norm, depth {depth}", fontsize=9)
         ax.grid(alpha=0.3)
     _legends(axes[0])
@@ -235,6 +251,43 @@ def verdict_summary(claims: list[Claim]) -> str:
     return "\n".join(lines)
 
 
+def reading_summary(claims: list[Claim]) -> str:
+    """One line: the claims the third protocol reads otherwise than their registered verdict, by
+    reading, and those it calls exploratory as they stand."""
+    moved: dict[str, list[str]] = defaultdict(list)
+    for c in claims:
+        if c.reading != c.verdict:
+            moved[c.reading].append(c.id)
+    parts = [f"{', '.join(ids)} **{reading}**" for reading, ids in moved.items()]
+    seen = [c.id for c in claims if c.reading == c.verdict and SEEN_FIRST in c.reading_reason]
+    if seen:
+        parts.append(f"{', '.join(seen)} as registered, exploratory (seen before their rules were written)")
+    return "- *third protocol's reading* (exploratory): " + "; ".join(parts + ["the others as registered"])
+
+
+def regime_summary(claims: list[Claim]) -> str:
+    """One line (DESIGN 9.8): the trained claims tested where their softmax baseline does not
+    oversmooth, and those where it does or has no value yet."""
+    where = {False: "tested where the baseline does not oversmooth", True: "the baseline oversmooths"}
+    groups: dict[str, list[str]] = defaultdict(list)
+    for c in claims:
+        if c.regime is not None:
+            groups[where.get(c.regime.oversmooths, "no finished baseline yet")].append(c.id)
+    parts = [f"{where}: {', '.join(ids)}" for where, ids in groups.items()]
+    return (
+        "- *where the problem exists* (DESIGN §9.8: a softmax baseline oversmooths where its last-layer cos_sim "
+        f"on the validation probe is at least {OVERSMOOTHS:g}; each row's regime column gives it beside the same "
+        "architecture's at random init): " + "; ".join(parts)
+    )
+
+
+def _reading(c: Claim) -> str:
+    """The table's third-protocol cell: the reading where it differs, else "same"."""
+    if c.reading != c.verdict:
+        return f"*{c.reading}*"
+    return "same, exploratory" if SEEN_FIRST in c.reading_reason else "same"
+
+
 def claims_table(claims: list[Claim]) -> str:
     """One table per Holm family (and one for the static claims), then per claim its verdict's
     reason, what it measured, its gate in full and the command that reproduces it."""
@@ -250,12 +303,14 @@ def claims_table(claims: list[Claim]) -> str:
         lines += [
             f"### {title}",
             "",
-            "| id | claim | paper | ours | effect [Holm-matched CI] | n | p | Holm p | detectable | gate | verdict |",
-            "|---|---|---|---|---|---|---|---|---|---|---|",
+            "| id | claim | paper | ours | effect [Holm-matched CI] | n | p | Holm p | detectable | gate | verdict "
+            "| third protocol's reading | regime: softmax last-layer cos_sim, trained vs random init |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         lines += [
             f"| {c.id} | {c.statement} | {c.paper} | {c.ours} | {_effect(c)} | {c.n} | {_num(c.p)} | "
-            f"{_num(c.p_holm)} | {_detectable(c)} | {_gate(c)} | **{c.verdict}** |"
+            f"{_num(c.p_holm)} | {_detectable(c)} | {_gate(c)} | **{c.verdict}** | {_reading(c)} | "
+            f"{'–' if c.regime is None else c.regime.text} |"
             for c in rows
         ]
         lines.append("")
@@ -265,18 +320,27 @@ def claims_table(claims: list[Claim]) -> str:
             f"- **{c.id}** {c.reason}." + (f" Deviations: {'; '.join(c.deviations)}." if c.deviations else ""),
             f"  Tested as: {c.measure}. Gate: {c.gate}. Command: `{c.command}`.",
         ]
+        if c.reading_reason:
+            lines.append(f"  Third protocol's reading: **{c.reading}**: {c.reading_reason}.")
+        if c.regime is not None:
+            lines.append(
+                f"  Regime: last-layer cos_sim of {c.regime.arm} on the validation probe after training, "
+                f"{c.regime.text}."
+            )
     return "\n".join(lines)
 
 
 def plot_effects(claims: list[Claim], path: Path) -> None:
-    """Each tested claim's effect with its Holm-matched interval, one panel per claim (units
-    differ), the primary family's first, up to 4 a row; the paper's effect beside it where the
-    paper states one in the same measure."""
+    """Each tested claim's effect with its Holm-matched interval and n, one panel per claim (units
+    differ, each named in full), the primary family's first, up to 4 a row: the claimed side
+    shaded (an equivalence claim's: inside its margin), the paper's effect as it states it (star)
+    and carried to our measure (DESIGN 9.8, dotted) where it states one, and the third protocol's
+    reading under the verdict where the two differ."""
     tested = [c for c in claims if c.effect is not None and c.ci is not None and all(map(_finite, c.ci))]
     tested.sort(key=lambda c: c.family != "primary")  # stable: each family keeps the claims' order
     cols = min(max(len(tested), 1), 4)
     rows = max(math.ceil(len(tested) / cols), 1)
-    plt, fig, axes = figure(rows, cols, 2.6 * cols, 3.0 * rows)
+    plt, fig, axes = figure(rows, cols, 3.3 * cols, 3.8 * rows)
     for ax in axes.flat[len(tested) :]:
         ax.set_visible(False)
     for ax, c in zip(axes.flat, tested):
@@ -284,19 +348,46 @@ def plot_effects(claims: list[Claim], path: Path) -> None:
             [0], [c.effect], yerr=[[c.effect - c.ci[0]], [c.ci[1] - c.effect]], fmt="o", capsize=4, label="ours"
         )
         if c.paper_effect is not None:
-            ax.plot([0.4], [c.paper_effect], "*", color="tab:orange", ms=9, label="paper")
-            ax.legend(fontsize=6, loc="best")
+            ax.plot([0.5], [c.paper_effect], "*", color="tab:orange", ms=9, label="paper")
+        if c.paper_transferred is not None:
+            ax.axhline(c.paper_transferred, color="tab:orange", ls=":", lw=1.2, label="paper, transferred")
+        if c.paper_effect is not None or c.paper_transferred is not None:  # in the corner away from the claim
+            ax.legend(fontsize=6, loc="upper right" if c.direction == "lower" else "lower right")
         ax.axhline(0.0, color="grey", lw=0.8)
         if c.margin is not None:
             for bound in (-c.margin, c.margin):
                 ax.axhline(bound, color="tab:red", ls="--", lw=0.8)
+        claimed = _shade_claimed(ax, c)
         ax.set_xticks([])
-        ax.set_xlim(-0.5, 0.9)
-        ax.set_title(f"{c.id} ({c.family}): {c.verdict}", fontsize=8)
-        ax.set_xlabel(f"{100 * c.ci_level:.4g} % CI" if c.ci_level else "", fontsize=7)
-        ax.set_ylabel(textwrap.fill(textwrap.shorten(c.measure, 72, placeholder=" ..."), 36), fontsize=6)
+        ax.set_xlim(-0.5, 1.5)
+        title = f"{c.id} ({c.family}): {c.verdict}"
+        if c.reading != c.verdict:
+            title += f"\nthird protocol: {c.reading}"
+        ax.set_title(title, fontsize=8)
+        level = f"{100 * c.ci_level:.4g} % CI, " if c.ci_level else ""
+        ax.set_xlabel(f"claimed: {claimed} (shaded)\n{level}n = {c.n}", fontsize=7)
+        ax.set_ylabel(textwrap.fill(c.measure, 62), fontsize=6)
         ax.grid(alpha=0.3)
     save_png(plt, fig, path)
+
+
+def _shade_claimed(ax, c: Claim) -> str:
+    """Shade the side of 0 a claim states (inside the margin for an equivalence claim), widening
+    the view so that at least a sixth of it shows; the claimed side in words."""
+    low, high = ax.get_ylim()
+    if c.margin is not None:
+        ax.axhspan(-c.margin, c.margin, color="tab:green", alpha=0.08, lw=0)
+        ax.set_ylim(low, high)
+        return f"inside +-{c.margin:.3g}"
+    room = (high - low) / 6
+    if c.direction == "higher":
+        high = max(high, room)
+        ax.axhspan(0, high, color="tab:green", alpha=0.08, lw=0)
+    else:
+        low = min(low, -room)
+        ax.axhspan(low, 0, color="tab:green", alpha=0.08, lw=0)
+    ax.set_ylim(low, high)
+    return f"{c.direction} than 0"
 
 
 def escalation(layers: list[dict]) -> float | None:
@@ -374,7 +465,7 @@ def _mean_with_interval(ax, samples: dict[float, list[float]], **style) -> None:
     tests = [_one_sample(samples[x]) for x in xs]
     below = [t.mean - t.ci_low if _finite(t.ci_low) else 0.0 for t in tests]
     above = [t.ci_high - t.mean if _finite(t.ci_high) else 0.0 for t in tests]
-    ax.errorbar(xs, [t.mean for t in tests], yerr=[below, above], marker="o", capsize=3, **style)
+    ax.errorbar(xs, [t.mean for t in tests], yerr=[below, above], **{"marker": "o", "capsize": 3, **style})
 
 
 def plot_depth(cells: list[CellResult], path: Path, title: str) -> None:
@@ -455,32 +546,46 @@ def _read(read: Callable[[dict], float | None], arm: dict) -> float | None:
 
 def plot_lambdas(adapted: list[dict], path: Path) -> None:
     """Claims 8 and 2c: per seed, test accuracy after each NeuTRENO continuation minus the control's
-    (thin), and the mean over seeds with its 95 % t interval (bold), by lambda."""
+    (thin), by lambda; the mean over the seeds that ran every lambda with its 95 % t interval (bold),
+    and beside it, for a lambda more seeds ran, the mean over all of them (squares): one n a line."""
     from oversmooth.study.adaptations import LAMBDAS, arm_accuracy
 
-    plt, fig, axes = figure(1, 1, 5, 3.2)
+    plt, fig, axes = figure(1, 1, 5.5, 3.4)
     ax = axes[0][0]
-    by_lam: dict[float, list[float]] = defaultdict(list)
+    by_seed: dict[int, dict[float, float]] = {}
     for record in adapted:
         control = arm_accuracy(record, None)
-        gains = [(lam, acc - control) for lam in LAMBDAS if (acc := arm_accuracy(record, lam)) is not None]
+        gains = {lam: acc - control for lam in LAMBDAS if (acc := arm_accuracy(record, lam)) is not None}
         if control is None or not gains:
             continue
-        for lam, gain in gains:
-            by_lam[lam].append(gain)
-        ax.plot(*zip(*gains), color="grey", lw=0.6, alpha=0.5, marker=".", ms=3)
-    lams = sorted(by_lam)
-    _mean_with_interval(
-        ax,
-        by_lam,
-        lw=2,
-        label="mean over seeds, 95 % CI (" + ", ".join(f"{lam:g}: n = {len(by_lam[lam])}" for lam in lams) + ")",
-    )
+        by_seed[record["seed"]] = gains
+        ax.plot(list(gains), list(gains.values()), color="grey", lw=0.6, alpha=0.5, marker=".", ms=3)
+    lams = sorted({lam for gains in by_seed.values() for lam in gains})
+    every = [gains for gains in by_seed.values() if len(gains) == len(lams)]
+    if every:
+        _mean_with_interval(
+            ax,
+            {lam: [gains[lam] for gains in every] for lam in lams},
+            lw=2,
+            color="C0",
+            label=f"mean over the seeds that ran every lambda (n = {len(every)}), 95 % CI",
+        )
+    for lam in lams:
+        values = [gains[lam] for gains in by_seed.values() if lam in gains]
+        if len(values) > len(every):
+            _mean_with_interval(
+                ax,
+                {lam * 1.12: values},  # beside its lambda, not on it
+                ls="none",
+                marker="s",
+                color="C1",
+                label=f"lambda {lam:g}: mean over every seed that ran it (n = {len(values)}), 95 % CI",
+            )
     ax.axhline(0.0, color="black", lw=0.8)
     ax.set_xscale("log")
     ax.set_xticks(lams, [f"{lam:g}" for lam in lams])
     ax.minorticks_off()
-    ax.set_xlabel("NeuTRENO lambda in the continuation")
+    ax.set_xlabel("NeuTRENO lambda in the continuation (thin: each seed)")
     ax.set_ylabel("test accuracy - control's (pp)")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
@@ -609,8 +714,9 @@ class Rendered:
     cells: list[dict]
 
     def write(self, out: str | Path) -> None:
-        """Write ``report.md``, the PNGs, ``cells.csv`` and ``claims.json`` into ``out``, all or nothing."""
-        with atomic_directory(out) as staging:
+        """Write ``report.md``, the PNGs, ``cells.csv`` and ``claims.json`` into ``out``, all or nothing,
+        replacing those of an earlier report (``OUTPUTS``)."""
+        with atomic_directory(out, replaces=OUTPUTS) as staging:
             for filename, draw in self.figures.items():
                 draw(staging / filename)
             if self.cells:
@@ -662,13 +768,27 @@ def render_report(
         f"The cells and adaptations below trained for {cell_hours(cells) + adaptation_hours(adapted or []):.1f} "
         "hours in all (the sum of the wall clocks they recorded).",
         "",
+        "The verdict is the second protocol's, by the rules registered before its data (a rule changed after "
+        "them never decides it: 5c is decided by its registered reference, the flaw disclosed in its scope). "
+        "Beside it, the third protocol (DESIGN §9.8) reads the same data by rules written after they were seen, "
+        "so where it differs it is exploratory, for fresh seeds to test: **smaller than claimed** where the "
+        "Holm-matched interval covers 0 and lies entirely short of the paper's effect carried to our measure (an "
+        "accuracy claim carries the share of the paper's error its method removed, of our baseline's error; a "
+        "language model its nats per token), **held, smaller than claimed** where the interval excludes 0 too; "
+        "an existence claim is held or **not shown here**, never contradicted by one setting; a measure chosen "
+        "after its data reads them beside the registered one; and a claim whose outcome was seen before its rule "
+        "was written is exploratory.",
+        "",
         verdict_summary(claims),
+        reading_summary(claims),
+        regime_summary(claims),
         "",
         claims_table(claims),
         "",
-        "Each tested claim's effect with its Holm-matched interval, in the claim's own measure (the tables name "
-        "it); the star is the paper's effect where the paper states one in that measure (grey: no effect; red: an "
-        "equivalence margin):",
+        "Each tested claim's effect with its Holm-matched interval and n, in the claim's own measure (named on "
+        "each panel's axis); shaded: the side the claim states (an equivalence claim: inside its margin, red); "
+        "the star is the paper's effect where the paper states one, the dotted line the same carried to our "
+        "measure (DESIGN §9.8):",
         "",
         "![effects](claims.png)",
         "",
@@ -694,7 +814,8 @@ def render_report(
         files["claims_8_2c_lambda.png"] = lambda p: plot_lambdas(adapted, p)
         lines += [
             "Claims 8 and 2c (the continuations of fmnist-p7's softmax models): test accuracy after each "
-            "NeuTRENO continuation minus the control continuation's, by lambda (thin: each seed):",
+            "NeuTRENO continuation minus the control continuation's, by lambda (thin: each seed; bold: the mean over "
+            "the seeds that ran every lambda; squares: the mean over every seed that ran a lambda, where more did):",
             "",
             "![accuracy gain by lambda](claims_8_2c_lambda.png)",
             "",

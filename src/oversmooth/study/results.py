@@ -23,6 +23,7 @@ from oversmooth.study.files import (
     RESULTS_FILE,
     STUDY_FILE,
 )
+from oversmooth.study.null import read_null
 from oversmooth.train.run_spec import RunSpec, training_key
 
 #: the score reported per model kind, and whether higher is better.
@@ -48,6 +49,7 @@ class CellResult:
     results: dict | None  # results.json, once finished
     spec: RunSpec | None = None  # how it was trained (cell.json: its spec, or older cells' train_args)
     analysis: dict | None = None  # analysis.json: measurements on the trained model, once made
+    null: dict | None = None  # its arm at random init (its study's null.json); None: not computed
 
     @property
     def score_name(self) -> str:
@@ -219,7 +221,8 @@ def study_info(folder: str | Path) -> dict:
 def read_study(folder: str | Path) -> list[CellResult]:
     """Every cell folder under ``folder/cells`` (a study folder) or right under ``folder`` (its
     archive, ``results/<study>``), in the study's method order (then by task, norm, depth and
-    seed). A folder there that holds files but not its ``cell.json`` is a UsageError naming it:
+    seed), each with its arm's random-init null where ``folder/null.json`` has it. A folder there
+    that holds files but not its ``cell.json`` is a UsageError naming it:
     leaving it out would drop a seed from its pair without a word (an empty one, left by a study
     stopped while it made the folder, holds nothing and is passed over)."""
     folder = Path(folder)
@@ -234,5 +237,8 @@ def read_study(folder: str | Path) -> list[CellResult]:
                 f"{cell} is a cell folder without its {CELL_FILE}: restore it, or delete {cell} "
                 "(its cell is then missing, and the report says so)"
             )
+    nulls = read_null(folder)
+    for cell in found:
+        cell.null = nulls.get((cell.task, cell.norm, cell.label, cell.depth))
     rank = {method["label"]: index for index, method in enumerate(methods)}
     return sorted(found, key=lambda c: (rank.get(c.label, len(rank)), c.label, c.task, c.norm, c.depth, c.seed))

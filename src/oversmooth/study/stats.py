@@ -36,6 +36,17 @@ alpha' for each of its two one-sided tests, so its interval is at ``1 - 2 alpha'
 the margin exactly when held, and wholly outside it when contradicted.
 The plain, unadjusted ``1 - alpha`` interval stays in ``Decision.test``; when it excludes 0 but
 Holm's does not, the reason says so.
+
+The third protocol (DESIGN 9.8) reads a decision in magnitude and an existence claim as one:
+
+- ``smaller than claimed``: the Holm-matched interval covers 0 and lies entirely short of the
+  paper's effect on the claimed side, the effect carried to our measure by ``PaperEffect``;
+  ``held, smaller than claimed`` when the claim held (its interval excludes 0 on the claimed
+  side) and the interval still lies short of the paper's effect: present, but smaller. An
+  interval that reaches the effect is not smaller; a contradicted claim stays contradicted
+  (``in_magnitude``);
+- an existence claim ("need not", "can improve") is ``held`` or ``not shown here``: one setting
+  where it did not show never contradicts it (``existence``).
 """
 
 from __future__ import annotations
@@ -52,11 +63,22 @@ from scipy import optimize, stats
 from oversmooth.study.equivalence import narrowest_margin, paired_differences, tost
 
 Direction = Literal["higher", "lower"]
-Verdict = Literal["held", "contradicted", "inconclusive", "not tested"]
+Verdict = Literal[
+    "held",
+    "contradicted",
+    "inconclusive",
+    "not tested",
+    "held, smaller than claimed",
+    "smaller than claimed",
+    "not shown here",
+]
 HELD: Verdict = "held"
 CONTRADICTED: Verdict = "contradicted"
 INCONCLUSIVE: Verdict = "inconclusive"
 NOT_TESTED: Verdict = "not tested"
+HELD_SMALLER: Verdict = "held, smaller than claimed"  # the third protocol's (DESIGN 9.8)
+SMALLER: Verdict = "smaller than claimed"
+NOT_SHOWN: Verdict = "not shown here"
 POWER = 0.8  # the power at which the minimum detectable effect is quoted
 
 
@@ -493,3 +515,71 @@ def decide_family(claims: Sequence[PairedClaim], alpha: float = 0.05, power: flo
         else:
             decisions.append(_decide(test, None, p_adjusted, m, alpha, power, unrejected))
     return decisions
+
+
+@dataclass(frozen=True)
+class PaperEffect:
+    """A paper's two numbers for one claim, its baseline's and its method's, on ``scale``: an
+    ``accuracy`` in % or a ``perplexity``. ``transferred`` carries the effect to our measure by
+    the rule DESIGN 9.8 fixes."""
+
+    baseline: float
+    method: float
+    scale: Literal["accuracy", "perplexity"]
+
+    def transferred(self, ours: float) -> float:
+        """The paper's effect in our measure, at our baseline's mean ``ours``. Accuracy: the share of
+        the paper's error removed, ``(method - baseline) / (100 - baseline)``, of our baseline's
+        error ``100 - ours`` (pp; ``ours`` in %). Perplexity: nats per token, ``ln(method /
+        baseline)``, whatever ``ours``.
+
+        >>> round(PaperEffect(72.17, 73.01, "accuracy").transferred(90.0), 4)  # 0.84 / 27.83 of 10 pp
+        0.3018
+        """
+        if self.scale == "perplexity":
+            if not (self.baseline > 0 and self.method > 0):
+                raise ValueError(f"perplexities must be > 0, got {self.baseline}, {self.method}")
+            return math.log(self.method / self.baseline)
+        if not 0 <= ours <= 100:
+            raise ValueError(f"our baseline's accuracy lies in [0, 100] %, got {ours}")
+        return self.error_removed * (100 - ours)
+
+    @property
+    def error_removed(self) -> float:
+        """An accuracy claim's share of the paper's error that its method removed (negative: added)."""
+        if self.scale != "accuracy" or not (0 <= self.baseline < 100 and 0 <= self.method <= 100):
+            raise ValueError(f"the share of error removed needs two accuracies in %, got {self}")
+        return (self.method - self.baseline) / (100 - self.baseline)
+
+
+def in_magnitude(decision: Decision, effect: float) -> Verdict:
+    """The third protocol's verdict on a paired t claim whose paper states ``effect`` (in our
+    measure, on the claimed side of 0): ``held, smaller than claimed`` or ``smaller than claimed``
+    when the Holm-matched interval of a held or inconclusive ``decision`` lies entirely short of
+    ``effect`` on the claimed side; otherwise the decision's own verdict.
+
+    >>> drug2 = [1.9, 0.8, 1.1, 0.1, -0.1, 4.4, 5.5, 1.6, 4.6, 3.4]
+    >>> drug1 = [0.7, -1.6, -0.2, -1.2, -0.1, 3.4, 3.7, 0.8, 0.0, 2.0]
+    >>> held = decide(drug2, drug1, "higher")  # 95 % CI [0.70, 2.46]
+    >>> in_magnitude(held, 3.0), in_magnitude(held, 2.0)
+    ('held, smaller than claimed', 'held')
+    """
+    if decision.margin is not None:
+        raise ValueError("an equivalence claim (a margin) has no magnitude verdict")
+    sign = 1 if decision.test.direction == "higher" else -1
+    if not sign * effect > 0:
+        raise ValueError(f"the paper's effect {effect:+g} is not on the claimed side ({decision.test.direction})")
+    reach = decision.ci_high if sign > 0 else decision.ci_low  # the interval's end on the claimed side
+    if decision.verdict not in (HELD, INCONCLUSIVE) or not sign * reach < sign * effect:
+        return decision.verdict
+    return HELD_SMALLER if decision.verdict == HELD else SMALLER
+
+
+def existence(verdict: Verdict) -> Verdict:
+    """The third protocol's verdict on an existence claim decided ``verdict``: held and not tested
+    stay; any other is ``not shown here``, never contradicted.
+
+    >>> existence("held"), existence("contradicted"), existence("inconclusive")
+    ('held', 'not shown here', 'not shown here')
+    """
+    return verdict if verdict in (HELD, NOT_TESTED) else NOT_SHOWN

@@ -1,6 +1,9 @@
-"""Tiny random Hugging Face models of every supported family, built in code (no downloads)."""
+"""Tiny random Hugging Face models of every supported family, built in code (no downloads), and
+text in their tiny vocabulary."""
 
 from __future__ import annotations
+
+import random
 
 import torch
 import transformers as tf
@@ -148,6 +151,23 @@ WORDS = (
     "the a of and to in was she he it her his that with for as had you not be is on at by but "
     "have which were so all this from they my very no said been an one would"
 ).split()
+
+
+def prose(paragraph_words: list[int], seed: int = 0) -> str:
+    """Paragraphs of WORDS (one per count, that many words), joined by blank lines; each word
+    follows from the one before by one of three steps: structure a tiny LM can learn."""
+    rng, paragraphs = random.Random(seed), []
+    for count in paragraph_words:
+        word, words = rng.choice(WORDS), []
+        for _ in range(count):
+            words.append(word)
+            word = WORDS[(WORDS.index(word) * 7 + rng.choice((1, 2, 3))) % len(WORDS)]
+        paragraphs.append(" ".join(words))
+    return "\n\n".join(paragraphs)
+
+
+#: a short essay's worth (about 17 kB, twelve paragraphs)
+ESSAY_WORDS = [150, 420, 300, 520, 260, 480, 350, 400, 290, 450, 330, 400]
 
 
 def tiny_tokenizer():

@@ -4,7 +4,6 @@ a hand-written forward and loss, transformers' own loss, peft's own merge."""
 
 import json
 import os
-import random
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 import torch.nn.functional as F
-from hf_tiny import WORDS, save_tiny, save_tiny_with_head
+from hf_tiny import ESSAY_WORDS, prose, save_tiny, save_tiny_with_head
 
 from oversmooth.adapt import AdaptConfig, adapt
 from oversmooth.errors import UsageError
@@ -47,15 +46,8 @@ def vit_run(tmp_path_factory):
 @pytest.fixture(scope="module")
 def text_file(tmp_path_factory):
     """~23 kB of in-vocabulary text with structure a tiny LM can learn."""
-    rng, paragraphs = random.Random(0), []
-    for _ in range(40):
-        word, words = rng.choice(WORDS), []
-        for _ in range(150):
-            words.append(word)
-            word = WORDS[(WORDS.index(word) * 7 + rng.choice((1, 2, 3))) % len(WORDS)]
-        paragraphs.append(" ".join(words))
     path = tmp_path_factory.mktemp("text") / "text.txt"
-    path.write_text("\n\n".join(paragraphs))
+    path.write_text(prose([150] * 40))
     return path
 
 
@@ -77,6 +69,15 @@ def test_train_run_arms_share_weights_schedule_and_report_everything(vit_run, tm
         assert set(arm["test"]) == {"loss", "accuracy"} and arm["cos_sim_last"] is not None
         assert arm["wall_seconds"] > 0
     assert stored["config"]["lr"] == pytest.approx(1e-4)  # a tenth of the run's 1e-3
+    # a finished arm keeps its model, not its training checkpoint (resume needs it only while it runs)
+    arms = sorted((tmp_path / "a" / "arms").iterdir())
+    assert [a.name for a in arms] == ["control", "neutreno-lam0.6", "neutreno-lam1"]
+    assert all((a / "model" / "model.safetensors").is_file() for a in arms)
+    assert not [p.name for p in (tmp_path / "a").rglob("*.pt")]
+    from oversmooth.data import synthetic_images
+
+    # the run's own splits, counted from the data set itself: images, no tokens
+    assert stored["data"] == {split: {"examples": len(images.images)} for split, images in synthetic_images().items()}
 
     # independent reference: the patched arm's start is the run's weights in a NeuTRENO ViT,
     # scored by hand on the run's own validation split
@@ -194,6 +195,34 @@ def test_distillation_of_a_headless_encoder_starts_where_the_patch_left_it(text_
     assert result.arms["neutreno-lam1"].start["loss"] == pytest.approx(
         (1 - F.cosine_similarity(s, t, dim=-1)).mean().item(), rel=1e-4
     )
+    # the control is its own teacher, at its objective's minimum: it stays the model, bit for bit
+    # (AdamW would step on rounding noise), while the patched arm trains
+    assert [r["val_output_cosine"] for r in result.control.rows] == pytest.approx([1.0] * 3, abs=1e-6)
+    from safetensors.torch import load_file
+
+    original = load_file(model_dir / "model.safetensors")
+    control, adapted = (load_file(tmp_path / "a" / "arms" / a / "model" / "model.safetensors") for a in result.arms)
+    assert all(torch.equal(original[k], control[k]) for k in original)
+    assert not all(torch.equal(original[k], adapted[k]) for k in original)
+
+
+def test_a_short_text_is_split_by_characters_and_the_report_counts_its_tokens(tmp_path):
+    """A 17 kB essay used to make three 8 kB passages, one per split (train: the remainder, too
+    little for one batch of 8); now train holds about 90 % of it and val and test 5 % each."""
+    essay = tmp_path / "essay.txt"
+    essay.write_text(prose(ESSAY_WORDS))
+    model_dir = save_tiny_with_head("gpt2", tmp_path / "gpt2")
+    config = small(tmp_path / "a", model_dir, text=f"text:{essay}", seq_len=16, eval_sequences=1000, batch_size=8)
+    result = adapt(config)
+    # reference: the tiny tokenizer is word-level, so the essay holds as many tokens as words, and a
+    # sequence of 16 wraps 14 of them in [CLS] ... [SEP]
+    words = len(essay.read_text().split())
+    shares = {split: sizes["examples"] * 14 / words for split, sizes in result.data.items()}
+    assert 0.87 <= shares["train"] <= 0.93 and all(0.03 <= shares[s] <= 0.07 for s in ("val", "test")), shares
+    assert all(sizes["tokens"] == 16 * sizes["examples"] for sizes in result.data.values())
+    report = (tmp_path / "a" / "report.md").read_text()
+    assert "train {tokens:,} tokens ({examples:,} sequences)".format(**result.data["train"]) in report
+    assert "test {tokens:,} tokens".format(**result.data["test"]) in report
 
 
 def test_lora_trains_adapters_only_and_saves_them_merged(text_file, tmp_path):
@@ -297,7 +326,10 @@ def test_killed_adaptation_resumes_bit_identical(vit_run, tmp_path):
     from oversmooth.train import load_checkpoint
 
     assert load_checkpoint(target)["step"] < 12 and not (out / "adapt.json").exists()
+    # the finished control arm holds its model only; the cut arm its checkpoint, to resume from
+    assert (out / "arms" / "control" / "model").is_dir() and not (out / "arms" / "control" / "checkpoint.pt").exists()
     subprocess.run([*command, "--out", str(out)], env=env, check=True, capture_output=True)
+    assert not [p.name for p in out.rglob("*.pt")]
     from safetensors.torch import load_file
 
     for arm in ("control", "neutreno-lam0.6"):

@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from hf_tiny import ESSAY_WORDS, prose
 
 from oversmooth.data import (
     END_OF_TEXT,
@@ -14,6 +15,7 @@ from oversmooth.data import (
     passages,
     read_text_files,
     split_documents,
+    split_text,
     token_stream,
     train_tokenizer,
 )
@@ -38,6 +40,8 @@ def test_austen_loader_yields_the_six_novels():
     assert pride.startswith("PRIDE AND PREJUDICE")
     assert "It is a truth universally acknowledged, that a single man in possession" in pride
     assert 3.5e6 < sum(len(d.text) for d in novels) < 4.5e6  # "4.0 M characters" (README)
+    splits = split_text(novels, 8000)
+    assert [len(splits[k]) for k in ("train", "val", "test")] == [430, 24, 24]  # docs/training.md
 
 
 def test_austen_loader_missing_folder_is_a_usage_error(tmp_path):
@@ -53,16 +57,46 @@ def test_passages_cut_at_paragraph_breaks_and_concatenate_back():
     assert len({p.name for p in pieces}) == len(pieces)
 
 
-def test_document_splits_are_disjoint_and_cover_everything():
-    documents = [Document(f"d{i}", f"text {i}") for i in range(40)]
+def test_document_splits_are_disjoint_cover_everything_and_follow_the_characters():
+    equal = [Document(f"d{i}", f"text {i:02d}") for i in range(40)]
+    splits = split_documents(equal, (0.8, 0.1, 0.1), seed=1)
+    assert [len(splits[k]) for k in ("train", "val", "test")] == [32, 4, 4]
+    assert split_documents(equal, (0.8, 0.1, 0.1), seed=1) == splits
+    documents = [Document(f"d{i}", "x" * (10 + 37 * i % 90)) for i in range(40)]  # 10 to 99 characters
     splits = split_documents(documents, (0.8, 0.1, 0.1), seed=1)
     names = {k: {d.name for d in v} for k, v in splits.items()}
-    assert [len(names[k]) for k in ("train", "val", "test")] == [32, 4, 4]
     assert not (names["train"] & names["val"] or names["train"] & names["test"] or names["val"] & names["test"])
     assert set().union(*names.values()) == {d.name for d in documents}
-    assert split_documents(documents, (0.8, 0.1, 0.1), seed=1) == splits
+    # by hand: each split ends within half a document (at most 99 characters) of its share
+    chars = {k: sum(len(d.text) for d in v) for k, v in splits.items()}
+    total = sum(len(d.text) for d in documents)
+    assert abs(chars["train"] - 0.8 * total) <= 99 / 2 and abs(chars["test"] - 0.1 * total) <= 99 / 2, chars
+    one_long = split_documents([Document("a", "x" * 1000), Document("b", "y"), Document("c", "z")])
+    assert all(len(v) == 1 for v in one_long.values())
     with pytest.raises(UsageError, match="at least 3 documents"):
         split_documents(documents[:2])
+
+
+@pytest.mark.parametrize("paragraphs", [True, False])
+def test_a_short_text_is_cut_smaller_and_split_in_proportion_of_its_characters(paragraphs):
+    """A 17 kB essay (with or without paragraph breaks) would make two or three passages of 8000
+    characters; it is cut smaller, and train gets about 90 % of its characters."""
+    text = prose(ESSAY_WORDS) if paragraphs else " ".join(prose(ESSAY_WORDS).split())
+    assert 16_000 < len(text) < 18_000
+    splits = split_text([Document("essay", text)], 8000)
+    ordered = sorted((int(p.name.split("#")[1]), p.text) for docs in splits.values() for p in docs)
+    assert "".join(piece for _, piece in ordered) == text  # every character once
+    shares = {k: sum(len(p.text) for p in v) / len(text) for k, v in splits.items()}
+    assert 0.88 <= shares["train"] <= 0.92 and all(0.03 <= shares[k] <= 0.07 for k in ("val", "test")), shares
+
+
+def test_train_on_a_short_text_file_gets_the_same_proportions(tmp_path):
+    from oversmooth.train.task_factory import DataOptions, make_task
+
+    (tmp_path / "essay.txt").write_text(prose(ESSAY_WORDS))
+    task, _ = make_task(f"text:{tmp_path / 'essay.txt'}", "lm", DataOptions(seq_len=16, vocab_size=300), tmp_path)
+    blocks = {k: task.size(k) for k in ("train", "val", "test")}
+    assert 0.86 <= blocks["train"] / sum(blocks.values()) <= 0.94, blocks
 
 
 def test_text_files_are_read_and_reflowed(tmp_path):

@@ -56,8 +56,14 @@ def markdown(result: AdaptResult) -> str:
         f"Objective `{result.objective}`; {cfg['steps']} steps, batch {cfg['batch_size']}, peak lr "
         f"{cfg['lr']:g} (warm-up {cfg['warmup']:g} of the steps, cosine decay), seed {cfg['seed']}"
         f"{', LoRA rank ' + str(cfg['lora']) if cfg['lora'] else ', whole model'}. Every arm starts from the "
-        "same weights with the same data order and schedule; the control arm keeps the method unchanged.",
+        "same weights with the same data order and schedule; the control arm keeps the method unchanged"
+        + (
+            " and takes no step (lr 0): it is its own teacher, at its objective's minimum from the start."
+            if result.objective == "distill"
+            else "."
+        ),
         "",
+        *_data(result.data),
         "## Verdict (validation split, last step)",
         "",
     ]
@@ -82,6 +88,16 @@ def markdown(result: AdaptResult) -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+def _data(data: dict[str, dict[str, int]]) -> list[str]:
+    """``Data, as trained and scored: train 3,456 tokens (27 sequences), ...`` (images: examples)."""
+    unit = "tokens" if "tokens" in data["train"] else "examples"
+    words = [
+        f"{split} {sizes[unit]:,} {unit}" + (f" ({sizes['examples']:,} sequences)" if unit == "tokens" else "")
+        for split, sizes in data.items()
+    ]
+    return [f"Data, as trained and scored: {', '.join(words)}.", ""]
 
 
 def _scores(scores: dict | None) -> str:

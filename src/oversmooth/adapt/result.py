@@ -65,13 +65,15 @@ class ArmResult:
 
 @dataclass
 class AdaptResult:
-    """The whole adaptation: its config (defaults filled in), what was adapted, the objective and
-    the arms by name (``control`` first)."""
+    """The whole adaptation: its config (defaults filled in), what was adapted, the objective, the
+    arms by name (``control`` first) and ``data``: per split, the ``examples`` trained or scored on
+    and, for text, the ``tokens`` they hold (``adapt.run.sizes``)."""
 
     config: dict
     source: dict
     objective: str
     arms: dict[str, ArmResult]
+    data: dict[str, dict[str, int]]
 
     @property
     def control(self) -> ArmResult:
@@ -87,6 +89,7 @@ class AdaptResult:
             "source": self.source,
             "objective": self.objective,
             "arms": {name: asdict(arm) for name, arm in self.arms.items()},
+            "data": self.data,
         }
 
     @classmethod
@@ -96,4 +99,5 @@ class AdaptResult:
             data["source"],
             data["objective"],
             {name: ArmResult(**arm) for name, arm in data["arms"].items()},
+            data.get("data", {}),  # adaptations written before it was recorded have none
         )

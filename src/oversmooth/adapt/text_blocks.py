@@ -1,7 +1,8 @@
-"""Held-out-safe token blocks for a pretrained text model: the text is cut into documents, the
-documents split into train / val / test (``oversmooth.data.split_documents``, whole documents, fixed
-seed), and each split's documents tokenized with the model's own tokenizer into fixed-length blocks.
-No padding: every token of a block is valid.
+"""Held-out-safe token blocks for a pretrained text model: the text is cut into passages, the
+passages split into train / val / test in proportions of the characters
+(``oversmooth.data.split_text``, whole passages, fixed seed), and each split's passages tokenized
+with the model's own tokenizer into fixed-length blocks. No padding: every token of a block is
+valid.
 """
 
 from __future__ import annotations
@@ -12,26 +13,22 @@ import torch
 from oversmooth import data
 from oversmooth.errors import UsageError
 
-SAMPLE_PASSAGE_CHARS = 1500  # the built-in sample (11 kB) makes 7 documents at this size
 PASSAGE_CHARS = 8000
 
 
 def documents(text: str, data_dir: str | None = None) -> dict[str, list[data.Document]]:
-    """``austen``, ``sample`` or ``text:FILE[,FILE...]`` -> train / val / test documents."""
+    """``austen``, ``sample`` or ``text:FILE[,FILE...]`` -> train / val / test passages."""
     if text == "austen":
-        sources, size = data.load_austen(data_dir), PASSAGE_CHARS
+        sources = data.load_austen(data_dir)
     elif text == "sample":
         from oversmooth.analyze import sample_text
 
-        sources, size = [data.Document("sample", sample_text())], SAMPLE_PASSAGE_CHARS
+        sources = [data.Document("sample", sample_text())]
     else:
         from pathlib import Path
 
-        sources, size = data.read_text_files([Path(p) for p in text[5:].split(",") if p]), PASSAGE_CHARS
-    passages = [p for source in sources for p in data.passages(source, size)]
-    if len(passages) < 3:
-        passages = [p for source in sources for p in data.passages(source, SAMPLE_PASSAGE_CHARS)]
-    return data.split_documents(passages)
+        sources = data.read_text_files([Path(p) for p in text[5:].split(",") if p])
+    return data.split_text(sources, PASSAGE_CHARS)
 
 
 def token_blocks(

@@ -5,7 +5,15 @@ This package knows nothing of models or training: it returns arrays and document
 """
 
 from oversmooth.data.austen import NOVELS, default_austen_dir, load_austen
-from oversmooth.data.documents import SPLITS, Document, passages, read_text_files, reflow, split_documents
+from oversmooth.data.documents import (
+    SPLITS,
+    Document,
+    passages,
+    read_text_files,
+    reflow,
+    split_documents,
+    split_text,
+)
 from oversmooth.data.fashion_mnist import CLASSES, ImageSplit, load_fashion_mnist
 from oversmooth.data.fashion_mnist import DEFAULT_DIR as FASHION_MNIST_DIR
 from oversmooth.data.idx import read_idx
@@ -23,6 +31,7 @@ __all__ = [
     "read_text_files",
     "reflow",
     "split_documents",
+    "split_text",
     "CLASSES",
     "FASHION_MNIST_DIR",
     "ImageSplit",

@@ -1,4 +1,5 @@
-"""Text documents: reading user files, cutting long texts into passages, splitting by document.
+"""Text documents: reading user files, cutting long texts into passages, splitting by document
+(in proportions of the characters).
 
 A *document* is the unit that never straddles two splits: train, validation and test share no
 passage, so a model is never scored on text it saw in training.
@@ -17,6 +18,8 @@ import numpy as np
 from oversmooth.errors import UsageError
 
 SPLITS = ("train", "val", "test")
+FRACTIONS = (0.9, 0.05, 0.05)  # of the characters, per split
+PARAGRAPH_BREAKS, WORD_BREAKS = r"(?<=\n)", r"(?<=\s)"  # cut after a newline / after any whitespace
 
 
 @dataclass(frozen=True)
@@ -63,15 +66,18 @@ def read_text_files(paths: Sequence[str | os.PathLike]) -> list[Document]:
     return documents
 
 
-def passages(document: Document, min_chars: int) -> list[Document]:
-    """Cut a document at paragraph breaks into passages of at least ``min_chars`` characters.
+def passages(document: Document, min_chars: int, breaks: str = PARAGRAPH_BREAKS) -> list[Document]:
+    """Cut a document at ``breaks`` (paragraph breaks; ``WORD_BREAKS``: between words) into
+    passages of at least ``min_chars`` characters.
 
     The last passage takes whatever remains, so the passages concatenate back to the text.
 
     >>> [p.name for p in passages(Document("a", "x" * 5 + "\\n" + "y" * 5 + "\\n" + "z"), 4)]
     ['a#0', 'a#1', 'a#2']
+    >>> [p.text for p in passages(Document("a", "one two three"), 5, WORD_BREAKS)]
+    ['one two ', 'three']
     """
-    pieces = re.split(r"(?<=\n)", document.text)
+    pieces = re.split(breaks, document.text)
     out, current = [], ""
     for piece in pieces:
         current += piece
@@ -83,10 +89,30 @@ def passages(document: Document, min_chars: int) -> list[Document]:
     return [Document(f"{document.name}#{i}", text) for i, text in enumerate(out)]
 
 
-def split_documents(
-    documents: Sequence[Document], fractions: tuple[float, float, float] = (0.9, 0.05, 0.05), seed: int = 0
+def split_text(
+    sources: Sequence[Document], passage_chars: int, fractions: tuple[float, float, float] = FRACTIONS, seed: int = 0
 ) -> dict[str, list[Document]]:
-    """Assign whole documents to train/val/test at random (fixed ``seed``), in the given fractions.
+    """``sources`` cut into passages, split train / val / test in ``fractions`` of their characters
+    (:func:`split_documents`).
+
+    Passages are cut at paragraph breaks, at least ``passage_chars`` each. Where one passage would
+    outweigh the smallest split's share (a short text), they are cut between words instead, each
+    half that share: every split then gets close to its share in whole passages.
+    """
+    cut = [p for source in sources for p in passages(source, passage_chars)]
+    smallest = min(fractions) * sum(len(d.text) for d in cut)
+    if max(len(d.text) for d in cut) > smallest:
+        cut = [p for source in sources for p in passages(source, max(1, round(smallest / 2)), WORD_BREAKS)]
+    return split_documents(cut, fractions, seed)
+
+
+def split_documents(
+    documents: Sequence[Document], fractions: tuple[float, float, float] = FRACTIONS, seed: int = 0
+) -> dict[str, list[Document]]:
+    """Assign whole documents to train/val/test at random (fixed ``seed``), in the given fractions
+    of the characters: in a random order of the documents, train ends at the document boundary
+    nearest to ``fractions[0]`` of the text and val at the one nearest to ``fractions[0] +
+    fractions[1]``.
 
     Every split gets at least one document; the draw does not depend on the training seed.
     """
@@ -98,10 +124,12 @@ def split_documents(
     if len({d.name for d in documents}) != len(documents):
         raise UsageError("document names must be unique; rename the duplicate files")
     order = np.random.default_rng(seed).permutation(len(documents))
-    n_val = max(1, round(fractions[1] * len(documents)))
-    n_test = max(1, round(fractions[2] * len(documents)))
-    n_train = len(documents) - n_val - n_test
-    if n_train < 1:
-        raise UsageError(f"fractions {fractions} leave no training document; give more text")
-    bounds = {"train": (0, n_train), "val": (n_train, n_train + n_val), "test": (n_train + n_val, len(documents))}
+    ends = np.cumsum([0, *(len(documents[i].text) for i in order)])  # characters before each boundary
+
+    def boundary(share: float, low: int, high: int) -> int:
+        return int(np.clip(np.argmin(np.abs(ends - share * ends[-1])), low, high))
+
+    n_train = boundary(fractions[0], 1, len(documents) - 2)
+    n_seen = boundary(fractions[0] + fractions[1], n_train + 1, len(documents) - 1)
+    bounds = {"train": (0, n_train), "val": (n_train, n_seen), "test": (n_seen, len(documents))}
     return {split: [documents[i] for i in sorted(order[a:b])] for split, (a, b) in bounds.items()}

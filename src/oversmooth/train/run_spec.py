@@ -118,7 +118,9 @@ class RunSpec:
     label_smoothing: float = option(0.1, "vit: label smoothing of the loss (default 0.1)", group=DATA, applies=("vit",))
     seq_len: int = option(64, "lm: tokens per sequence (default 64)", group=DATA, applies=("lm",))
     vocab_size: int = option(4096, "text: BPE vocabulary (default 4096)", group=DATA, applies=("austen", "text"))
-    passage_chars: int = option(8000, "text: characters per document", group=DATA, applies=("austen", "text"))
+    passage_chars: int = option(
+        8000, "text: least characters per passage (smaller in a short text)", group=DATA, applies=("austen", "text")
+    )
     limit_train: int | None = option(None, "use only the first N training examples", group=DATA)
     # optimisation
     batch_size: int = option(128, "global batch (split over DDP processes)", group=OPTIMISATION)

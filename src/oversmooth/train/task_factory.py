@@ -31,7 +31,7 @@ class DataOptions:
     label_smoothing: float = 0.1  # image tasks
     seq_len: int = 64  # text: tokens per training sequence
     vocab_size: int = 4096  # text: BPE vocabulary, trained on the training split
-    passage_chars: int = 8000  # text: documents are passages of at least this many characters
+    passage_chars: int = 8000  # text: passages of at least this many characters (smaller in a short text)
     limit_train: int | None = None  # keep only the first N training examples (quick runs)
 
 
@@ -65,8 +65,7 @@ def make_task(
         blocks = {k: torch.from_numpy(v) for k, v in data.synthetic_tokens(seq_len=options.seq_len).items()}
         return LanguageModelling(_limit(blocks, options), vocab_size=16), None
     sources = data.load_austen(options.data_dir) if name == "austen" else data.read_text_files(_text_paths(spec))
-    documents = [p for source in sources for p in data.passages(source, options.passage_chars)]
-    splits = data.split_documents(documents)
+    splits = data.split_text(sources, options.passage_chars)
     tokenizer = data.cached_tokenizer([d.text for d in splits["train"]], options.vocab_size, cache_dir)
     blocks = {
         split: torch.from_numpy(data.blocks(data.token_stream(docs, tokenizer), options.seq_len))

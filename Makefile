@@ -8,7 +8,7 @@ DATA    := .data/.installed
 .PHONY: demo test setup slurm bench results clean
 
 demo: setup
-	$(BIN)/oversmooth analyze --out runs/demo
+	$(BIN)/oversmooth analyze --out runs/demo --force
 
 test: setup
 	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/python -m pytest -q

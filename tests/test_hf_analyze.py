@@ -162,7 +162,7 @@ def test_failure_while_writing_leaves_out_untouched(bert_dir, tmp_path, capsys, 
 
     monkeypatch.setattr("oversmooth.analyze.report.plot_metric", broken_plot)
     with pytest.raises(RuntimeError):
-        main(["analyze", str(bert_dir), "--text", TEXT, "--out", str(out), "--methods", "none", *FAST])
+        main(["analyze", str(bert_dir), "--text", TEXT, "--out", str(out), "--force", "--methods", "none", *FAST])
     assert sorted(p.name for p in out.iterdir()) == ["keep.txt"]
 
 
@@ -361,6 +361,53 @@ def test_the_null_is_the_mean_over_fresh_random_inits_and_the_excess_is_beside_i
     assert math.isclose(row["cos_sim_excess"], row["cos_sim"] - row["cos_sim_null"])
 
 
+@pytest.mark.parametrize("kind", ["bert", "llama"])
+def test_the_shuffled_null_measures_the_model_on_its_tokens_in_another_order(kind):
+    """``--null N``'s second null: N shuffles (one generator seeded 0) of each sequence's counted
+    tokens, the left-out positions and padding in place, measured on the same model: rebuilt
+    here with an independent shuffle (numpy's argsort of torch's draws is not used)."""
+    from hf_tiny import tiny_inputs
+
+    from oversmooth.analyze import AnalysisSettings, run_analysis
+    from oversmooth.analyze.report import csv_rows
+    from oversmooth.hf import capture
+    from oversmooth.metrics import measure
+
+    model, inputs = tiny_model(kind), tiny_inputs(kind)
+    settings = AnalysisSettings(methods=(), null_inits=2, attention_sequences=0)
+    analysis = run_analysis(model, inputs, settings)
+    exclude = settings.for_model(model).exclude
+    generator, tables = torch.Generator().manual_seed(0), []
+    for _ in range(2):
+        ids = inputs["input_ids"].clone()
+        mask = inputs.get("attention_mask", torch.ones_like(ids))
+        for row in range(ids.shape[0]):
+            real = [i for i in range(ids.shape[1]) if mask[row, i] and i not in exclude]
+            order = torch.randperm(len(real), generator=generator).tolist()
+            ids[row, real] = inputs["input_ids"][row, [real[k] for k in order]]
+        _, cache = capture(model, {**inputs, "input_ids": ids}, hooks=("resid_pre", "resid_post"))
+        tables.append(measure(cache.stream(), cache.mask, exclude=exclude, metrics=("cos_sim",)))
+    values = torch.tensor([t["cos_sim"].tolist() for t in tables], dtype=torch.float64)
+    assert analysis.shuffled["cos_sim_shuffled"].tolist() == pytest.approx(values.mean(0).tolist(), rel=1e-9)
+    assert not torch.equal(values[0], values[1])  # two different orders
+    assert "cos_sim_shuffled_sd" in csv_rows(analysis)[-1]
+
+
+def test_shuffled_patches_are_the_same_tiles_in_another_order():
+    """Each image's 2 x 2 tiles, cut out by hand, come back as a permutation of themselves."""
+    from oversmooth.analyze.null import shuffled_patches
+
+    images = torch.arange(2 * 3 * 4 * 6, dtype=torch.float32).reshape(2, 3, 4, 6)
+    out = shuffled_patches(images, 2, torch.Generator().manual_seed(0))
+
+    def tiles(image):
+        return sorted(tuple(image[:, r : r + 2, c : c + 2].flatten().tolist()) for r in (0, 2) for c in (0, 2, 4))
+
+    for before, after in zip(images, out):
+        assert tiles(before) == tiles(after)
+    assert not torch.equal(images, out)
+
+
 def test_cka_and_compare_write_the_layer_pairs(tmp_path):
     """``--cka``: the model's layer x layer CKA (1 on the diagonal, symmetric); ``--compare`` with a
     copy of the same model gives the same matrix; both CSVs and heatmaps are listed as written."""
@@ -424,6 +471,17 @@ def test_a_model_is_found_by_its_hugging_face_name_in_the_cache(tmp_path):
     missing = analyze("tiny-org/not-cached", "missing")
     assert missing.returncode == 2 and "HF_HUB_OFFLINE is set" in missing.stderr
     assert len(missing.stderr.strip().splitlines()) == 1 and not (tmp_path / "missing").exists()
+
+
+def test_loading_never_switches_the_hub_off_itself(tmp_path, monkeypatch):
+    """HF_HUB_OFFLINE is the user's choice: loading a local model leaves it unset."""
+    import os
+
+    from oversmooth.hf.load import load
+
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    load(str(save_tiny("bert", tmp_path / "model")), 2)
+    assert "HF_HUB_OFFLINE" not in os.environ
 
 
 def test_no_progress_leaves_stderr_without_a_bar(tmp_path, capsys):

@@ -34,6 +34,21 @@ def test_read_text_sources(tmp_path):
         read_text(str(tmp_path / "bin.txt"))
 
 
+def test_read_text_takes_several_files_or_a_folder(tmp_path):
+    folder = tmp_path / "essays"
+    folder.mkdir()
+    (folder / "b.txt").write_text("Second essay.")
+    (folder / "a.md").write_text("First essay.")
+    (folder / "notes.csv").write_text("not text")
+    assert read_text(str(folder)) == ("First essay.\n\nSecond essay.", "2 files (a.md, b.txt)")
+    listed = f"{folder / 'b.txt'},{folder / 'a.md'}"
+    assert read_text(listed)[0] == "Second essay.\n\nFirst essay."  # in the order given
+    assert read_text("Hello, world")[0] == "Hello, world"  # commas in a string name no files
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(UsageError, match="holds no .txt or .md file"):
+        read_text(str(tmp_path / "empty"))
+
+
 def test_image_batch_resizes_and_normalises():
     from PIL import Image
 

@@ -72,3 +72,29 @@ def hook_ids(model) -> set:
         for kind, hooks in (("post", module._forward_hooks), ("pre", module._forward_pre_hooks))
         for key in hooks
     }
+
+
+def test_one_rule_for_default_knobs_a_causal_lms_where_the_registry_has_one(tmp_path):
+    """NeuTRENO's lambda defaults to the paper's LM value (0.4, Nguyen et al. 2023, Table 2) for a
+    causal LM and to its ViT value (0.6) otherwise, alike in ``patch``, ``analyze`` and ``adapt``:
+    the default patch computes what the patch with that lambda given computes."""
+    from hf_tiny import save_tiny, tiny_model
+
+    from oversmooth.adapt import AdaptConfig
+    from oversmooth.adapt.pretrained import PretrainedSource
+    from oversmooth.analyze import AnalysisSettings, run_analysis
+    from oversmooth.hf import patched
+
+    for kind, lam, other in (("llama", 0.4, 0.6), ("bert", 0.6, 0.4)):
+        model, inputs = tiny_model(kind), tiny_inputs(kind)
+
+        def hidden(model=model, inputs=inputs, **knobs):
+            with patched(model, "neutreno", **knobs), torch.no_grad():
+                return model(**inputs).last_hidden_state
+
+        assert torch.equal(hidden(), hidden(lam=lam)) and not torch.allclose(hidden(), hidden(lam=other)), kind
+        analysis = run_analysis(model, inputs, AnalysisSettings(methods=("neutreno",), attention_sequences=0))
+        assert analysis.knobs["neutreno"]["lam"] == lam, kind
+    folder = save_tiny("llama", tmp_path / "llama")
+    source = PretrainedSource(AdaptConfig(model=str(folder), text="sample", seq_len=16))
+    assert source.knob_defaults()["lam"] == 0.4

@@ -53,9 +53,11 @@ def test_a_finished_run_is_not_overwritten_without_resume(tmp_path, capsys):
     assert sorted(p.name for p in (tmp_path / "run").iterdir()) == [
         ".lock",
         "checkpoint.pt",
+        "curves.png",
         "metrics.jsonl",
         "model",
         "results.json",
+        "similarity.png",
     ]
     trained = (tmp_path / "run" / "model" / "model.safetensors").read_bytes()
     assert main([*BASE, *args]) == 2

@@ -8,7 +8,7 @@ from oversmooth.lazy import lazy_exports
 _API = {
     "load": "analyze.notebook",
     "analyze": "analyze.notebook",
-    "plot_layers": "analyze.notebook",
+    "plot_layers": "analyze.plots",
     "measure": "metrics",
     "patch": "hf.patch",
     "unpatch": "hf.patch",

@@ -12,7 +12,7 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO
 
@@ -94,10 +94,22 @@ def atomic_write(path: str | os.PathLike, mode: str = "w") -> Iterator[IO]:
 
 
 @contextlib.contextmanager
-def atomic_directory(path: str | os.PathLike) -> Iterator[Path]:
+def atomic_directory(path: str | os.PathLike, replaces: Iterable[str] = ()) -> Iterator[Path]:
     """Build a folder's files in a temporary sibling; on success move them into ``path``.
 
-    Files already in ``path`` but not written again are kept; on failure ``path`` is untouched.
+    ``replaces``: glob patterns of every file the writer may write; those in ``path`` that it
+    did not write this time are removed as the new ones move in (no file of an earlier write stays
+    beside them, e.g. ``frontier.csv`` beside a report without a frontier). Other files in
+    ``path`` are kept; on failure ``path`` is untouched.
+
+    >>> import tempfile, pathlib
+    >>> out = pathlib.Path(tempfile.mkdtemp())
+    >>> for name in ("a.csv", "old.csv", "mine.txt"):
+    ...     _ = (out / name).write_text("before")
+    >>> with atomic_directory(out, replaces=["*.csv"]) as staging:
+    ...     _ = (staging / "a.csv").write_text("after")
+    >>> sorted(p.name for p in out.iterdir())
+    ['a.csv', 'mine.txt']
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -107,6 +119,9 @@ def atomic_directory(path: str | os.PathLike) -> Iterator[Path]:
     try:
         yield staging
         path.mkdir(exist_ok=True)
+        written = {item.name for item in staging.iterdir()}
+        for old in {old for pattern in replaces for old in path.glob(pattern) if old.name not in written}:
+            old.unlink()
         for item in staging.iterdir():
             if item.is_file():
                 os.chmod(item, 0o666 & ~_umask())

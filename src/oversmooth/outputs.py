@@ -3,6 +3,13 @@
 ``check_output_dir`` / ``check_output_file`` refuse a path whose nearest existing ancestor is
 not a writable folder, a folder where a file is meant and a file where a folder is meant, with
 one line naming the flag and the fix (``UsageError``, exit 2 in the CLI).
+
+An output folder is never merged into: a command's folder must be new or empty. ``analyze``,
+``theory`` and ``report`` refuse one that ``holds_files`` unless given ``--force``
+(``check_output_dir(..., force=)``); with it their files replace those of an earlier run, the
+ones not written again removed (``atomic.atomic_directory(..., replaces=)``), and other files are
+kept. ``train`` and ``adapt`` resume instead (a folder that holds files is refused unless it holds
+their run: ``--resume auto``, the same ``adapt`` command); a study folder is resumed by design.
 """
 
 from __future__ import annotations
@@ -30,8 +37,16 @@ def _check_parent(path: Path, flag: str) -> None:
         raise UsageError(f"{flag} {path}: no permission to write in {ancestor}; choose a writable folder")
 
 
-def check_output_dir(path: str | os.PathLike, flag: str = "--out") -> Path:
-    """A folder we can create or write into; returns it as a Path.
+def holds_files(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is a folder with anything in it."""
+    path = Path(path)
+    return path.is_dir() and any(path.iterdir())
+
+
+def check_output_dir(path: str | os.PathLike, flag: str = "--out", force: bool | None = None) -> Path:
+    """A folder we can create or write into; returns it as a Path. ``force``: whether a command
+    that replaces its files with ``--force`` was given it; False refuses a folder that
+    ``holds_files``, naming ``--force``. None: the command resumes in its folder (its own rule).
 
     >>> import tempfile, pathlib
     >>> file = pathlib.Path(tempfile.mkdtemp()) / "f"
@@ -47,6 +62,11 @@ def check_output_dir(path: str | os.PathLike, flag: str = "--out") -> Path:
     if path.is_dir():
         if not os.access(path, os.W_OK | os.X_OK):
             raise UsageError(f"{flag} {path}: no permission to write in it; choose a writable folder")
+        if force is False and holds_files(path):
+            raise UsageError(
+                f"{flag} {path} already holds files; choose a new or empty folder, or pass --force to write "
+                "there, replacing this command's earlier files (others are kept)"
+            )
         return path
     _check_parent(path, flag)
     return path

@@ -61,7 +61,8 @@ class PretrainedSource:
         self.head = task_of_class(model_class(hf_config, checkpoint))
         self.objective = choose_objective(config.objective, self.head, name)
         check_method(config.method)
-        self.knobs = [resolve_knobs(config.method, k) for k in config.knobs]
+        for knobs in config.knobs:  # a knob the method lacks or a value out of range: refused before the load
+            resolve_knobs(config.method, knobs)
         if config.lora and importlib.util.find_spec("peft") is None:
             raise UsageError(f"lora needs the peft package: pip install {PEFT_PIN}")
         if config.lora and method(config.method).patcher.site == "weights":
@@ -72,6 +73,7 @@ class PretrainedSource:
         self.where = placement(config.device, config.dtype)
         self._load = lambda: load(config.model, 8, config.seq_len, self.where)
         self.loaded = self._load()
+        self.knobs = [resolve_knobs(config.method, k, self.loaded.family.causal) for k in config.knobs]
         if self.loaded.family.modality != "text":
             raise UsageError(
                 f"{name} is a vision model; adapt takes pretrained text models (vision: our own ViT train runs) for now"
@@ -145,10 +147,10 @@ class PretrainedSource:
         return self._module(model, base)
 
     def knob_defaults(self) -> dict:
-        """The method's knobs when not given (a patch keeps one default)."""
+        """The method's knobs when not given (a causal LM's defaults where the method has them)."""
         from oversmooth.hf.patch import resolve_knobs
 
-        return resolve_knobs(self.config.method, {})
+        return resolve_knobs(self.config.method, {}, self.loaded.family.causal)
 
     def save(self, module: HFModule, folder: Path, knobs: dict | None) -> None:
         """``save_pretrained`` (LoRA merged into the weights) with the tokenizer; a patched arm's

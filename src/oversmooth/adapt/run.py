@@ -2,14 +2,19 @@
 
 Folder ``config.out``:
 - ``adapt_config.json``: the config (a later call on the folder must give the same settings);
-- ``arms/<arm>/``: the train loop's files for that arm (``checkpoint.pt``, ``metrics.jsonl``,
-  ``results.json``), ``start.json`` (held-out scores and layer metrics before any step) and
-  ``model/`` (the adapted model; a pretrained model's patch is recorded in its config);
+- ``arms/<arm>/``: the train loop's files for that arm (``metrics.jsonl``, ``results.json``, and
+  ``checkpoint.pt`` while the arm runs: it is deleted once the arm's model is saved),
+  ``start.json`` (held-out scores and layer metrics before any step) and ``model/`` (the adapted
+  model; a pretrained model's patch is recorded in its config);
 - ``adapt.json``, ``adapt.csv``, ``adapt.png``, ``report.md`` (``oversmooth.adapt.report``).
 
 Arms run one after the other, control first; each is resumable on its own, so a killed call
 rerun with the same config continues where it stopped and ends bit-identical; a finished one
 returns the stored result without training.
+
+A distillation control arm takes no step (lr 0): it is its own teacher, so its objective is at its
+minimum (0) from the start, and what AdamW would do there (steps on rounding noise, which Adam
+scales up to the size of the lr, and weight decay) is no effect of training on the objective.
 """
 
 from __future__ import annotations
@@ -27,8 +32,8 @@ from oversmooth.adapt.result import AdaptResult, ArmResult
 from oversmooth.atomic import atomic_write
 from oversmooth.errors import FieldError, UsageError
 from oversmooth.mitigations import registry
-from oversmooth.outputs import check_output_dir
-from oversmooth.train.checkpoint import rng_state, set_rng_state
+from oversmooth.outputs import check_output_dir, holds_files
+from oversmooth.train.checkpoint import FILENAME, rng_state, set_rng_state
 from oversmooth.train.distributed import setup_distributed
 from oversmooth.train.evaluation import evaluate, layer_metrics
 from oversmooth.train.loop import TrainConfig, train
@@ -38,7 +43,8 @@ CONFIG_FILE, RESULT_FILE, START_FILE = "adapt_config.json", "adapt.json", "start
 
 def open_source(config: AdaptConfig):
     """The thing adapted: an ``oversmooth train`` run folder, else a pretrained model."""
-    from oversmooth.adapt.train_run import TrainRunSource, is_train_run, is_unfinished_train_run
+    from oversmooth.adapt.train_run import TrainRunSource, is_unfinished_train_run
+    from oversmooth.train.saved_run import is_train_run
 
     if is_train_run(config.model):
         return TrainRunSource(config)
@@ -71,7 +77,7 @@ def check_out(config: AdaptConfig) -> Path:
                 "with that adaptation's settings to resume it" % ", ".join("{%s}" % k for k in changed),
                 got=out,
             )
-    elif out.is_dir() and any(out.iterdir()):
+    elif holds_files(out):
         raise FieldError("{out} {got} is a folder with other files in it; choose a new or empty {out}", got=out)
     return out
 
@@ -109,7 +115,9 @@ def adapt(config: AdaptConfig) -> AdaptResult:
     arms = {}
     for name, knobs in zip(config.arm_names(), [None, *source.knobs]):
         arms[name] = _run_arm(config, source, task, env, out / "arms" / name, name, knobs)
-    result = AdaptResult(config=config.to_dict(), source=source.description, objective=source.objective, arms=arms)
+    result = AdaptResult(
+        config=config.to_dict(), source=source.description, objective=source.objective, arms=arms, data=sizes(task)
+    )
     from oversmooth.adapt.report import write_outputs
 
     write_outputs(result, out)
@@ -152,6 +160,16 @@ def _finite(model: torch.nn.Module, inputs: torch.Tensor) -> bool:
     return all(bool(torch.isfinite(t).all()) for t in (outputs, *cache.stream()))
 
 
+def sizes(task) -> dict[str, dict[str, int]]:
+    """Per split, the examples the arms train or are scored on, and for text the tokens they hold
+    (examples x tokens per example)."""
+    seq_len = getattr(task, "seq_len", None)  # image tasks have none
+    return {
+        split: {"examples": task.size(split), **({"tokens": task.size(split) * seq_len} if seq_len else {})}
+        for split in ("train", "val", "test")
+    }
+
+
 def train_config(config: AdaptConfig, steps_per_epoch: int) -> TrainConfig:
     return TrainConfig(
         epochs=math.ceil(config.steps / steps_per_epoch),
@@ -173,12 +191,16 @@ def train_config(config: AdaptConfig, steps_per_epoch: int) -> TrainConfig:
 
 
 def _run_arm(config: AdaptConfig, source, task, env, folder: Path, name: str, knobs: dict | None) -> ArmResult:
-    """One arm: its start scores, then the train loop (resumed if it was cut), then its model."""
+    """One arm: its start scores, then the train loop (resumed if it was cut), then its model; the
+    checkpoint of a completed arm is deleted once its model is saved (a diverged arm keeps its
+    last good one)."""
     spe = task.size("train") // config.batch_size
     torch.manual_seed(config.seed)
     model = source.arm(knobs).to(env.device)
     folder.mkdir(parents=True, exist_ok=True)
     cfg = train_config(config, spe)
+    if knobs is None and source.objective == "distill":  # a control at its minimum: no step (module docstring)
+        cfg = replace(cfg, lr=0.0)
     start = _start(model, task, cfg, env, folder)
     description = {
         "adapt": setting(config),
@@ -189,8 +211,10 @@ def _run_arm(config: AdaptConfig, source, task, env, folder: Path, name: str, kn
     }
     torch.manual_seed(config.seed)
     results = train(model, task, cfg, folder, env, resume=True, description=description)
-    if results["status"] == "completed" and not (folder / "model").is_dir():
-        source.save(model, folder / "model", knobs)
+    if results["status"] == "completed":
+        if not (folder / "model").is_dir():
+            source.save(model, folder / "model", knobs)
+        (folder / FILENAME).unlink(missing_ok=True)  # resume needs it only while the arm runs
     records = [json.loads(line) for line in (folder / "metrics.jsonl").read_text().splitlines() if line]
     return ArmResult.of(name, description["method"], knobs, start, records, results)
 

@@ -9,20 +9,13 @@ cannot continue from them and is refused.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from torch import nn
 
 from oversmooth.adapt.config import AdaptConfig
 from oversmooth.errors import UsageError
-from oversmooth.train.task_factory import DataOptions, check_data, make_task
-from oversmooth.train.tasks import SupervisedTask
-
-
-def is_train_run(path: str | None) -> bool:
-    """True for a folder written by ``oversmooth train`` (``model/`` and ``results.json``)."""
-    return path is not None and (Path(path) / "results.json").is_file() and (Path(path) / "model").is_dir()
+from oversmooth.train.saved_run import MODEL, SavedRun, is_train_run, run_description
 
 
 def is_unfinished_train_run(path: str | None) -> bool:
@@ -40,8 +33,6 @@ class TrainRunSource:
     objective = "task"
 
     def __init__(self, config: AdaptConfig):
-        from oversmooth.models import load_model
-
         self.config, self.folder = config, Path(config.model)
         if config.objective not in ("auto", "task"):
             raise UsageError(
@@ -50,21 +41,8 @@ class TrainRunSource:
             )
         if config.lora:
             raise UsageError("lora is for large pretrained models; our own train runs are fine-tuned whole: set lora 0")
-        try:
-            results = json.loads((self.folder / "results.json").read_text())
-            self.run = results["description"]
-        except (OSError, ValueError, KeyError, TypeError):
-            raise UsageError(
-                f"{self.folder}/results.json is not a train run's results; give a folder written by `oversmooth train`"
-            ) from None
-        if results.get("status") != "completed":
-            raise UsageError(
-                f"{self.folder} holds a run that did not complete ({results.get('status')}); "
-                "finish it first (oversmooth train --resume auto)"
-            )
-        self.saved = load_model(self.folder / "model")
-        self.options = DataOptions(**{**self.run["data"], "data_dir": None})
-        check_data(self.run["task"], None)
+        self.source = SavedRun(self.folder / MODEL, self.folder, run_description(self.folder))
+        self.run, self.saved = self.source.description, self.source.load()
         for knobs in config.knobs:
             self._patched(knobs)  # an unknown method, a knob out of range, weights it cannot take: refused now
         self.knobs = [dict(k) for k in config.knobs]
@@ -84,8 +62,9 @@ class TrainRunSource:
             "model_config": self.run["model_config"],
         }
 
-    def task(self) -> SupervisedTask:
-        return make_task(self.run["task"], self.run["model"], self.options)[0]
+    def task(self):
+        """The run's own task (``SavedRun.task``)."""
+        return self.source.task()
 
     def arm(self, knobs: dict | None) -> nn.Module:
         """The run's model (``knobs`` None: the control, method unchanged) or the patched one."""

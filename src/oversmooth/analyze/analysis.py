@@ -23,7 +23,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import pandas as pd
-import torch
 from torch import Tensor
 
 from oversmooth.activations import ActivationCache, hook_name, stream_names
@@ -31,6 +30,7 @@ from oversmooth.analyze.diagnose import LayerSpectrum, add_dynamics, spectra
 from oversmooth.analyze.frontier import FrontierPoint
 from oversmooth.analyze.inputs import check_model_inputs
 from oversmooth.analyze.layerwise import LayerwiseMeasures
+from oversmooth.analyze.null import measure_null, measure_shuffled, shuffled_patches, shuffled_tokens
 from oversmooth.analyze.quality import Quality, QualityProbe
 from oversmooth.analyze.representation import layer_cka
 from oversmooth.analyze.settings import AnalysisSettings, Budget
@@ -66,6 +66,7 @@ class Analysis:
     sublayers: list[StageChange]  # unpatched: similarity before / after each sublayer and norm
     frontier: list[FrontierPoint] = field(default_factory=list)
     null: pd.DataFrame | None = None  # per layer, each measure's mean and spread over random inits
+    shuffled: pd.DataFrame | None = None  # per layer, each measure's mean and spread over shuffled token orders
     cka: Tensor | None = None  # [layers, layers] linear CKA of the model's stream (``settings.cka``)
     cka_compare: Tensor | None = None  # [layers, other's layers] with the compared model
 
@@ -173,38 +174,29 @@ def _first_short(inputs: dict[str, Tensor], exclude: tuple[int, ...], least: int
     return next(((i, k) for i, k in enumerate(kept) if k < least), None)
 
 
-def random_init(model, seed: int):
-    """A model of ``model``'s architecture and config with weights drawn afresh (``torch.manual_seed
-    (seed)``; transformers' own init), on its device and dtype, in eval mode."""
-    torch.manual_seed(seed)
-    parameter = next(model.parameters())
-    fresh = type(model)(model.config).to(device=parameter.device, dtype=parameter.dtype)
-    return fresh.eval()
-
-
 def _null(model, inputs: dict[str, Tensor], settings: AnalysisSettings, step: Callable[[str], None]) -> pd.DataFrame:
-    """Per layer, each measure's mean (``<m>_null``) and spread (``<m>_null_sd``, over inits) on
-    ``settings.null_inits`` random initialisations of the same architecture, same inputs and positions:
-    what the architecture gives with no training. The RNG is restored afterwards."""
-    saved = torch.random.get_rng_state()
-    try:
-        tables = []
-        for seed in range(settings.null_inits):
-            fresh = random_init(model, seed)
-            tables.append(_stream_table(fresh, inputs, settings)[0])
-            del fresh
-    finally:
-        torch.random.set_rng_state(saved)
+    """``analyze --null N``: the null (``oversmooth.analyze.null``) of the stream's measures on
+    ``settings.null_inits`` random initialisations, same inputs and positions."""
+    null = measure_null(model, settings.null_inits, lambda fresh: _stream_table(fresh, inputs, settings)[0], METRICS)
     step("null")
-    stacked = pd.concat(tables)
-    grouped = stacked.groupby("layer")[list(METRICS)]
-    mean, spread = grouped.mean(), grouped.std(ddof=1)  # one init: no spread (NaN)
-    out = pd.DataFrame({"layer": mean.index})
-    for metric in METRICS:
-        out[f"{metric}_null"] = mean[metric].to_numpy()
-        out[f"{metric}_null_sd"] = spread[metric].to_numpy()
-    out.attrs["inits"] = settings.null_inits
-    return out
+    return null
+
+
+def _shuffled(
+    model, inputs: dict[str, Tensor], settings: AnalysisSettings, step: Callable[[str], None]
+) -> pd.DataFrame:
+    """``analyze --null N``'s second null: the model on ``settings.null_inits`` shuffles of each
+    sequence's counted tokens (an image's patches), the left-out positions and padding in place."""
+    if "input_ids" in inputs:
+        ids, mask = inputs["input_ids"], inputs.get("attention_mask")
+        shuffle = lambda g: {**inputs, "input_ids": shuffled_tokens(ids, mask, settings.exclude, g)}  # noqa: E731
+    else:
+        patch = model.config.patch_size
+        patch = patch if isinstance(patch, int) else patch[0]
+        shuffle = lambda g: {**inputs, "pixel_values": shuffled_patches(inputs["pixel_values"], patch, g)}  # noqa: E731
+    table = measure_shuffled(settings.null_inits, shuffle, lambda x: _stream_table(model, x, settings)[0], METRICS)
+    step("shuffled")
+    return table
 
 
 def check_inputs(inputs: dict[str, Tensor], settings: AnalysisSettings) -> None:
@@ -263,7 +255,7 @@ def run_analysis(
     settings = settings.for_model(model)
     check_inputs(inputs, settings)
     lay = layout(model)
-    knobs = settings.resolved_knobs()
+    knobs = settings.resolved_knobs(lay.family.causal)
     probe = QualityProbe.for_model(model, inputs, tokenizer)
     sample = _attention_sample(model, inputs, settings)  # before patching: the unpatched attention
     with ThreadPoolExecutor(1, thread_name_prefix="oversmooth-diagnose") as background:
@@ -282,6 +274,7 @@ def run_analysis(
             step(method)
         frontier = _sweep(model, inputs, settings, probe, base_seen, baseline, step)
         null = _null(model, inputs, settings, step) if settings.null_inits else None
+        shuffled = _shuffled(model, inputs, settings, step) if settings.null_inits else None
         cka = layer_cka(model, inputs, settings.exclude) if settings.cka else None
         compared = None if other is None else layer_cka(model, inputs, settings.exclude, other)
         diagnosis, attention = diagnosing.result()
@@ -305,6 +298,7 @@ def run_analysis(
         sublayers=sublayers,
         frontier=frontier,
         null=null,
+        shuffled=shuffled,
         cka=cka,
         cka_compare=compared,
     )

@@ -40,8 +40,9 @@ def sample_text() -> str:
 
 
 def read_text(source: str | None) -> tuple[str, str]:
-    """``(text, description)`` from a file path, a literal string, or None (the built-in sample);
-    FieldError naming ``text`` when it is empty."""
+    """``(text, description)`` from a file path, several comma-separated files, a folder (its
+    ``.txt`` and ``.md`` files in name order), a literal string, or None (the built-in sample);
+    several files are joined by a blank line. FieldError naming ``text`` when it is empty."""
     if source is None:
         return sample_text(), f"built-in sample ({SAMPLE})"
     if not source.strip():
@@ -49,12 +50,10 @@ def read_text(source: str | None) -> tuple[str, str]:
             "{text} is empty; pass a text file or a quoted string, or leave it out for the built-in sample"
         )
     path = Path(source).expanduser()
-    if _is_file(path):
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as error:
-            raise UsageError(f"cannot read {path} as UTF-8 text ({error}); pass a plain text file") from None
-        description = str(path)
+    files = _text_files(source, path)
+    if files:
+        text = "\n\n".join(_read_file(file) for file in files)
+        description = str(files[0]) if len(files) == 1 else f"{len(files)} files ({', '.join(f.name for f in files)})"
     elif "\n" not in source and (path.suffix in (".txt", ".md") or _is_dir(path)):
         raise UsageError(f"{source}: no such text file; pass an existing file or a quoted string")
     else:
@@ -62,6 +61,27 @@ def read_text(source: str | None) -> tuple[str, str]:
     if not text.strip():
         raise UsageError(f"the text from {description} is empty; pass some text")
     return text, description
+
+
+def _text_files(source: str, path: Path) -> list[Path]:
+    """The files ``source`` names: one file, comma-separated files (all existing), or a folder's
+    text files; none when it names no file (a literal string). UsageError for a folder without text."""
+    if _is_file(path):
+        return [path]
+    if _is_dir(path):
+        files = sorted(p for p in path.iterdir() if p.suffix in (".txt", ".md") and p.is_file())
+        if not files:
+            raise UsageError(f"{path} holds no .txt or .md file; pass a folder of text files, a file or a string")
+        return files
+    parts = [Path(p.strip()).expanduser() for p in source.split(",")] if "," in source else []
+    return parts if parts and all(_is_file(p) for p in parts) else []
+
+
+def _read_file(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise UsageError(f"cannot read {path} as UTF-8 text ({error}); pass a plain text file") from None
 
 
 def _is_file(path: Path) -> bool:

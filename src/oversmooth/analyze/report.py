@@ -13,6 +13,8 @@ from pathlib import Path
 
 from oversmooth.analyze.analysis import BASELINE, Analysis
 from oversmooth.analyze.frontier import best_within_budget, frontier_rows, quality_loss
+from oversmooth.analyze.null import excess_columns
+from oversmooth.analyze.plots import plot_layers, tidy_table
 from oversmooth.analyze.quality import QualityRow, ratio_text
 from oversmooth.analyze.representation import cka_rows, plot_cka
 from oversmooth.analyze.sublayers import block_totals
@@ -96,7 +98,8 @@ def format_table(analysis: Analysis) -> str:
 
 
 def format_null(analysis: Analysis) -> list[str]:
-    """With a null: the last layer's cos_sim and anisotropy beside their random-init means."""
+    """With a null: the last layer's cos_sim and anisotropy beside their random-init means, and
+    their means with the token order shuffled."""
     if analysis.null is None:
         return []
     last, null = analysis.tables[BASELINE].iloc[-1], analysis.null.iloc[-1]
@@ -106,7 +109,16 @@ def format_null(analysis: Analysis) -> list[str]:
         for m in ("cos_sim", "anisotropy")
     ]
     inits = analysis.null.attrs["inits"]
-    return [f"last layer against the null ({inits} random inits of the same architecture): " + "; ".join(parts)]
+    lines = [f"last layer against the null ({inits} random inits of the same architecture): " + "; ".join(parts)]
+    if analysis.shuffled is not None:
+        shuffled = analysis.shuffled.iloc[-1]
+        orders = "; ".join(
+            f"{m} {shuffled[f'{m}_shuffled']:.3f} ± {shuffled[f'{m}_shuffled_sd']:.3f}"
+            for m in ("cos_sim", "anisotropy")
+        )
+        count = analysis.shuffled.attrs["inits"]
+        lines.append(f"last layer with each sequence's token order shuffled ({count} shuffles): {orders}")
+    return lines
 
 
 def format_quality(analysis: Analysis) -> str:
@@ -149,19 +161,16 @@ def csv_rows(analysis: Analysis) -> list[dict]:
     columns = [c for m in METRICS for c in (m, f"{m}_std")]
     attention_columns = [c for m in ATTENTION_METRICS for c in (m, f"{m}_std")]
     null = {} if analysis.null is None else {int(r["layer"]): r for r in analysis.null.to_dict("records")}
+    shuffled = {} if analysis.shuffled is None else {int(r["layer"]): r for r in analysis.shuffled.to_dict("records")}
     rows = []
     for method, table in analysis.tables.items():
         for row in table.to_dict("records"):
             out = {"method": method, "layer": row["layer"], **{c: row.get(c) for c in columns}}
             attention = _attention_row(analysis, row["layer"]) if method == BASELINE else {}
             out.update({c: attention.get(c) for c in attention_columns})
-            if null:
-                base = null[int(row["layer"])]
-                for m in METRICS:
-                    out.update(
-                        {f"{m}_null": base[f"{m}_null"], f"{m}_null_sd": base[f"{m}_null_sd"]},
-                        **{f"{m}_excess": row[m] - base[f"{m}_null"]},
-                    )
+            if null or shuffled:
+                layer = int(row["layer"])
+                out.update(excess_columns(row, null.get(layer), shuffled.get(layer), METRICS))
             rows.append(out)
     return rows
 
@@ -188,20 +197,13 @@ def spectrum_document(analysis: Analysis) -> dict:
     )
 
 
-def plot_metric(analysis: Analysis, metric: str, path: Path) -> None:
-    """``metric`` vs layer, one line per method (attention metrics: the baseline only)."""
-    plt, fig, axes = figure(1, 1, 5, 3.4)
-    ax = axes[0][0]
-    if metric in ATTENTION_METRICS:
-        tables = {BASELINE: analysis.attention}
-    else:
-        tables = analysis.tables
-    for method, table in tables.items():
-        ax.plot(table["layer"], table[metric], marker="o", label=method)
-    ax.set_xlabel("layer (0 = embeddings)")
-    ax.set_ylabel(metric)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+def plot_metric(analysis: Analysis, metric: str, path: Path, meta: dict) -> None:
+    """``metric`` vs layer (``plots.plot_layers``: one line per method with its std band, a broken
+    method dashed; attention measures: the unpatched model only), titled with the model and inputs."""
+    plt, fig, axes = figure(1, 1, 5, 3.6)
+    inputs = f"{analysis.sequences} sequences x {analysis.tokens} tokens from {meta['source']}"
+    tidy = tidy_table(analysis, meta["model"], inputs, attention=metric in ATTENTION_METRICS)
+    plot_layers(tidy, metric, axes[0][0])
     save_png(plt, fig, path)
 
 
@@ -237,9 +239,10 @@ def plot_frontier(analysis: Analysis, path: Path) -> None:
         xs = [origin[0], *(quality_loss(p.quality) for p in points)]
         ys = [origin[1], *(p.cos_sim for p in points)]
         (line,) = ax.plot(xs, ys, marker="o", label=f"{method} {knob}")
-        for p, x, y in zip(points, xs[1:], ys[1:]):
+        for index, (p, x, y) in enumerate(zip(points, xs[1:], ys[1:])):
+            offset = (4, 4) if index % 2 == 0 else (4, -10)  # alternate sides: neighbours' labels do not overlap
             ax.annotate(
-                f"{p.value:g}", (x, y), fontsize=6, textcoords="offset points", xytext=(3, 3), color=line.get_color()
+                f"{p.value:g}", (x, y), fontsize=6, textcoords="offset points", xytext=offset, color=line.get_color()
             )
     ax.plot(*origin, marker="*", markersize=12, color="black", linestyle="none", label="unpatched")
     limit = _budget_loss(analysis)
@@ -328,23 +331,39 @@ def plotted_metrics(analysis: Analysis) -> list[str]:
     return [*METRICS, *(ATTENTION_METRICS if analysis.attention is not None else ())]
 
 
+#: every file ``write_report`` may write, in order; one it does not write for an analysis is
+#: removed from the folder (no ``frontier.csv`` of an earlier ``--sweep`` stays)
+OUTPUTS = (
+    "metrics.csv",
+    "quality.csv",
+    "sublayers.csv",
+    "spectrum.json",
+    "frontier.csv",
+    "frontier.png",
+    "cka.csv",
+    "cka.png",
+    "cka_compare.csv",
+    "cka_compare.png",
+    "sublayers.png",
+    *(f"{m}.png" for m in (*METRICS, *ATTENTION_METRICS)),
+    "report.md",
+)
+
+
+#: every file an ``analyze`` may leave in its folder, this writer's and ``analyze.saved_run``'s (its
+#: ``quality.json``): either one replaces what the other wrote before (``--force``)
+ANY_ANALYSIS = (*OUTPUTS, "quality.json")
+
+
 def written_files(analysis: Analysis) -> list[str]:
-    """Every file ``write_report`` writes, in order."""
-    frontier = ["frontier.csv", "frontier.png"] if analysis.frontier else []
-    cka = ["cka.csv", "cka.png"] if analysis.cka is not None else []
-    compare = ["cka_compare.csv", "cka_compare.png"] if analysis.cka_compare is not None else []
-    return [
-        "metrics.csv",
-        "quality.csv",
-        "sublayers.csv",
-        "spectrum.json",
-        *frontier,
-        *cka,
-        *compare,
-        "sublayers.png",
-        *(f"{m}.png" for m in plotted_metrics(analysis)),
-        "report.md",
-    ]
+    """Every file ``write_report`` writes for ``analysis``, in order: ``OUTPUTS`` less what it lacks."""
+    lacks = {
+        *([] if analysis.frontier else ["frontier.csv", "frontier.png"]),
+        *([] if analysis.cka is not None else ["cka.csv", "cka.png"]),
+        *([] if analysis.cka_compare is not None else ["cka_compare.csv", "cka_compare.png"]),
+        *([] if analysis.attention is not None else [f"{m}.png" for m in ATTENTION_METRICS]),
+    }
+    return [name for name in OUTPUTS if name not in lacks]
 
 
 def plot_sublayers(analysis: Analysis, path: Path) -> None:
@@ -382,8 +401,9 @@ def _write_csv(path: Path, rows: list[dict]) -> None:
 
 
 def write_report(analysis: Analysis, out: str | Path, meta: dict) -> Path:
-    """Write every file into ``out``; on any failure ``out`` is left as it was."""
-    with atomic_directory(out) as staging:
+    """Write every file into ``out``, replacing those of an earlier analysis (``OUTPUTS``); on any
+    failure ``out`` is left as it was."""
+    with atomic_directory(out, replaces=ANY_ANALYSIS) as staging:
         _write_csv(staging / "metrics.csv", csv_rows(analysis))
         _write_csv(staging / "quality.csv", quality_rows(analysis))
         _write_csv(staging / "sublayers.csv", [asdict(row) for row in analysis.sublayers])
@@ -400,6 +420,6 @@ def write_report(analysis: Analysis, out: str | Path, meta: dict) -> Path:
             title = f"{meta['model']} vs {meta['compare']}"
             plot_cka(analysis.cka_compare, staging / "cka_compare.png", title, f"layer of {meta['compare']}", "layer")
         for metric in plotted_metrics(analysis):
-            plot_metric(analysis, metric, staging / f"{metric}.png")
+            plot_metric(analysis, metric, staging / f"{metric}.png", meta)
         (staging / "report.md").write_text(report_markdown(analysis, meta))
     return Path(out)

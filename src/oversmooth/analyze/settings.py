@@ -160,13 +160,14 @@ class AnalysisSettings:
                     % (_knob_name(name, values), name, ", ".join(chosen) or "none")
                 )
 
-    def resolved_knobs(self) -> dict[str, dict]:
-        """Each method's knobs, its defaults overridden by ``knobs`` (methods None: ``default_patches``);
-        UsageError on an unknown method or knob, or a value out of range."""
+    def resolved_knobs(self, causal: bool = False) -> dict[str, dict]:
+        """Each method's knobs, its defaults (a causal LM's with ``causal``) overridden by ``knobs``
+        (methods None: ``default_patches``); UsageError on an unknown method or knob, or a value
+        out of range."""
         from oversmooth.hf import check_method, resolve_knobs
 
         return {
-            m: resolve_knobs(check_method(m), self.knobs.get(m, {}))
+            m: resolve_knobs(check_method(m), self.knobs.get(m, {}), causal)
             for m in (default_patches() if self.methods is None else self.methods)
         }
 

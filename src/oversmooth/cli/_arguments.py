@@ -92,3 +92,13 @@ def add_field(
 def add_progress_flag(parser) -> None:
     """``--no-progress``: no progress bar (``args.progress`` False), for logs and scripts."""
     parser.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
+
+
+def add_force_flag(parser) -> None:
+    """``--force``: write into an ``--out`` that already holds files (``oversmooth.outputs``: else refused)."""
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="write into an --out that already holds files: the files of an earlier run of this command "
+        "are replaced (those not written again removed), other files kept",
+    )

@@ -15,7 +15,7 @@ from oversmooth.analyze.settings import (
     Budget,
     check_sequences,
 )
-from oversmooth.cli._arguments import add_knob_flags, add_progress_flag, knob_flags, positions
+from oversmooth.cli._arguments import add_force_flag, add_knob_flags, add_progress_flag, knob_flags, positions
 from oversmooth.mitigations.registry import default_patches, knob_owners, patchable
 
 DEFAULT_METHODS = ",".join(default_patches())
@@ -57,7 +57,10 @@ def register(subparsers) -> None:
     )
     source = parser.add_mutually_exclusive_group()
     source.add_argument(
-        "--text", metavar="FILE|STRING", help="text file or a quoted string (default: built-in Austen sample)"
+        "--text",
+        metavar="FILE|STRING",
+        help="a text file, several (a.txt,b.txt), a folder of .txt/.md files, or a quoted string "
+        "(default: built-in Austen sample)",
     )
     source.add_argument(
         "--images", metavar="DIR", help="folder of images (default for vision models: Fashion-MNIST test images)"
@@ -175,6 +178,7 @@ def register(subparsers) -> None:
         help="auto: spread a model that fits no single device over GPUs, CPU and disk (accelerate)",
     )
     parser.add_argument("--out", default="runs/analyze", metavar="DIR", help="output folder (default runs/analyze)")
+    add_force_flag(parser)
     add_progress_flag(parser)
     parser.set_defaults(run=run)
 
@@ -231,6 +235,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _analyze(args: argparse.Namespace) -> int:
+    from oversmooth.train.saved_run import saved_run
+
+    saved = saved_run(args.model)  # one of ours: a train run, its model, an adaptation arm's model
+    if saved is not None:
+        return _analyze_saved(args, saved)
     from tqdm import tqdm
     from transformers.utils import logging as hf_logging
 
@@ -243,7 +252,7 @@ def _analyze(args: argparse.Namespace) -> int:
     from oversmooth.hf.placement import placement
     from oversmooth.outputs import check_output_dir
 
-    check_output_dir(args.out)
+    check_output_dir(args.out, force=args.force)
     methods = parse_methods(args.methods)
     settings = AnalysisSettings(
         methods=methods,
@@ -316,7 +325,34 @@ def _analyze(args: argparse.Namespace) -> int:
     print(format_table(analysis))
     if analysis.frontier:
         print(format_frontier(analysis))
-    extra = [name for name in written_files(analysis)[4:] if not name.endswith(".png") or "cka" in name]
-    shown = ", ".join([*written_files(analysis)[:4], *(n for n in extra if n != "report.md")])
-    print(f"wrote {args.out}/: {shown}, report.md, one PNG per metric")
+    print(f"wrote {args.out}/: {', '.join(written_files(analysis))}")
+    return 0
+
+
+#: flags that patch, compare or feed inputs to a pretrained model: our runs bring their own inputs and method
+_PRETRAINED_ONLY = ("methods", "text", "images", "compare", "sweep", "max_length", "device_map")
+
+
+def _analyze_saved(args: argparse.Namespace, saved) -> int:
+    """``analyze`` of a model this tool trained: its own validation split, its own job, the null."""
+    from oversmooth.analyze.saved_run import analyze_saved, format_run, write_run_report
+    from oversmooth.errors import UsageError
+    from oversmooth.hf.placement import placement
+    from oversmooth.outputs import check_output_dir
+
+    given = [name for name in (*_PRETRAINED_ONLY, "cka") if getattr(args, name) not in (None, False, ())]
+    given += list(knob_flags(args, "patch"))
+    if given:
+        raise UsageError(
+            f"{args.model} is a model oversmooth train saved: it is measured on its own validation split with the "
+            f"method it was trained with; drop --{given[0].replace('_', '-')} (oversmooth adapt continues it "
+            "with another method)"
+        )
+    check_sequences(args.max_sequences)
+    check_output_dir(args.out, force=args.force)
+    device = str(placement(args.device, "auto", None).device)
+    analysis = analyze_saved(saved, args.max_sequences, args.null, device)
+    written = write_run_report(analysis, args.out, command_line(args))
+    print(format_run(analysis))
+    print(f"wrote {args.out}/: {', '.join(written)}")
     return 0

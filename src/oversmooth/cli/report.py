@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import shlex
 
+from oversmooth.cli._arguments import add_force_flag
+
 TITLE = "oversmooth study report"
 
 
@@ -27,7 +29,12 @@ def register(subparsers) -> None:
         help="study folder(s) made by `oversmooth study`, or archives results/<study>; also "
         "results/fmnist-p7-adapt (claim 8's adaptations) and results/claim3 (cost rounds)",
     )
-    parser.add_argument("--out", metavar="DIR", help="where report.md and the PNGs go (default: the first DIR)")
+    parser.add_argument(
+        "--out",
+        metavar="DIR",
+        help="where report.md and the PNGs go (default: the first DIR; in a DIR, its report is replaced)",
+    )
+    add_force_flag(parser)
     parser.add_argument(
         "--no-probes",
         action="store_true",
@@ -45,7 +52,9 @@ def run(args: argparse.Namespace) -> int:
     from oversmooth.study.folders import read_folders
     from oversmooth.study.report import render_report
 
-    check_output_dir(args.out or args.dirs[0])
+    out = Path(args.out or args.dirs[0])
+    own = any(out.resolve() == Path(folder).resolve() for folder in args.dirs)  # a study's folder holds its report
+    check_output_dir(out, force=None if own else args.force)
     found = read_folders(args.dirs)
     probes = found.probes  # archived probes (results/probes) are read, not run again
     if probes is None and not args.no_probes:
@@ -57,7 +66,6 @@ def run(args: argparse.Namespace) -> int:
         torch.set_num_threads(1)
         hf_logging.disable_progress_bar()
         probes = run_probes()
-    out = Path(args.out or args.dirs[0])
     words = [
         "oversmooth",
         "report",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from oversmooth.cli._arguments import add_progress_flag
+from oversmooth.cli._arguments import add_force_flag, add_progress_flag
 
 CHOICES = ("all", "smoothing", "sharpening", "rotating", "lnflip", "escalation")
 
@@ -31,6 +31,7 @@ def register(subparsers) -> None:
         help="a sampled fixed A, or data-dependent softmax(X M X^T / sqrt d)",
     )
     parser.add_argument("--out", default="theory-out", help="output folder (default theory-out)")
+    add_force_flag(parser)
     add_progress_flag(parser)
     parser.set_defaults(run=run)
 
@@ -43,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     from oversmooth.theory.experiment import Setup
     from oversmooth.theory.run import run_theory
 
-    check_output_dir(args.out)
+    check_output_dir(args.out, force=args.force)
     torch.set_num_threads(1)  # tiny matrices: threads only add overhead on a shared CPU
     try:
         setup = Setup(

@@ -76,8 +76,12 @@ def run_train(args: argparse.Namespace) -> int:
 def _final_line(results: dict, out: Path) -> str:
     if results["status"] != "completed":
         return f"{results['status']}: {results.get('diverged', '')}; see {out / 'results.json'}"
+    from oversmooth.train.plots import epoch_records, last_cos_sim
+
     scores = "  ".join(f"test_{k} {v:.4f}" for k, v in results["test"].items())
-    return f"done in {results['wall_seconds']:.1f} s  {scores}  ({out / 'results.json'})"
+    cos_sim = last_cos_sim(epoch_records(out / "metrics.jsonl"))
+    similarity = "" if cos_sim is None else f"  last-layer cos_sim {cos_sim:.3f} (probe)"
+    return f"done in {results['wall_seconds']:.1f} s  {scores}{similarity}  ({out / 'results.json'})"
 
 
 def _defaults() -> tuple[dict, dict]:

@@ -25,7 +25,6 @@ import importlib
 import importlib.util
 import inspect
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -283,7 +282,6 @@ def load(spec: str | None, sequences: int, max_length: int | None = None, where:
         "lower --max-sequences or --max-length, use --dtype bfloat16, --device-map auto, or a smaller model",
         where.available_bytes(),
     )
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from transformers import AutoConfig, AutoTokenizer
 
     plain = {"config": AutoConfig.for_model(**config)} if record else {}  # the saved type is ours

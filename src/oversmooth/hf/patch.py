@@ -95,15 +95,16 @@ def check_method(name: str) -> str:
     return name
 
 
-def resolve_knobs(name: str, knobs: dict) -> dict:
+def resolve_knobs(name: str, knobs: dict, causal: bool = False) -> dict:
     """The method's defaults overridden by ``knobs``; UsageError on a knob the method lacks or a
-    value out of range. (Causal-model defaults are for training; a patch keeps one default.)"""
+    value out of range. One rule for defaults everywhere (train, patch, analyze, adapt): the
+    registry's, a causal LM's where it has its own (``causal``: NeuTRENO's lambda 0.4)."""
     fields = {f.name for f in method(check_method(name)).fields("patch")}
-    values = knob_dict(make_knobs(name, knobs, scope="patch"))
+    values = knob_dict(make_knobs(name, knobs, causal=causal, scope="patch"))
     return {k: v for k, v in values.items() if k in fields}
 
 
-#: method -> knob -> default.
+#: method -> knob -> default (for a model that is not a causal LM: ``resolve_knobs`` has both).
 DEFAULT_KNOBS: dict[str, dict] = {m: resolve_knobs(m, {}) for m in METHODS}
 ZERO_KNOBS: dict[str, dict] = {m: dict(REGISTRY[m].zero) for m in METHODS}
 #: ``analyze --sweep``: each knob's default grid, swept with the method's other knobs at 0.
@@ -118,7 +119,7 @@ def patch(model: nn.Module, method: str, **knobs) -> nn.Module:
     if patched_method(model) is not None:
         raise UsageError(f"model is already patched with {patched_method(model)}; call unpatch(model) first")
     lay = layout(model)
-    values = make_knobs(check_method(method), knobs, scope="patch")
+    values = make_knobs(check_method(method), knobs, causal=lay.family.causal, scope="patch")
     state = PatchState(method=method, knobs=values, entries=(model, lay.base))
     try:
         _install(lay, state)

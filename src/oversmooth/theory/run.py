@@ -20,6 +20,16 @@ from oversmooth.theory.presets import THEORY_PRESETS
 RUNS = ("all", *THEORY_PRESETS, "escalation")
 ROW_BYTES = 10 * 2**10  # the table and CSV rows of one layer, all cases together (measured: about 7 KiB)
 RATE_DEPTH = 48  # the most layers of the escalation rate study
+#: every file a run may write (``all`` writes them all); one a run does not write is removed from its folder
+OUTPUTS = (
+    *(f"{name}.png" for name in THEORY_PRESETS),
+    "predictions.csv",
+    "trajectories.csv",
+    "escalation.png",
+    "escalation.csv",
+    "escalation_rates.png",
+    "escalation_rates.csv",
+)
 
 
 def needed_bytes(setup: Setup, escalation: bool = True) -> float:
@@ -52,7 +62,8 @@ def check_size(setup: Setup, escalation: bool = True) -> None:
 
 def run_theory(which: str, setup: Setup, out: str | Path, progress: bool = True) -> str:
     """Run ``which`` (one of ``RUNS``) with ``setup``; write its files into ``out`` all at once
-    (atomically) and return its tables as text; ``progress``: a bar over the presets."""
+    (atomically, replacing those of an earlier run: ``OUTPUTS``) and return its tables as text;
+    ``progress``: a bar over the presets."""
     from oversmooth import atomic
 
     if which not in RUNS:
@@ -60,7 +71,7 @@ def run_theory(which: str, setup: Setup, out: str | Path, progress: bool = True)
     check_size(setup, escalation=which in ("all", "escalation"))
     presets = THEORY_PRESETS if which == "all" else () if which == "escalation" else (which,)
     tables = []
-    with atomic.atomic_directory(out) as staging:
+    with atomic.atomic_directory(out, replaces=OUTPUTS) as staging:
         if presets:
             tables.append(_presets(setup, presets, staging, progress))
         if which in ("all", "escalation"):

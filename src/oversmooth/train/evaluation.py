@@ -38,18 +38,29 @@ def evaluate(
 
 
 @torch.no_grad()
-def layer_metrics(model: nn.Module, inputs: torch.Tensor) -> list[dict]:
-    """The metric suite (``oversmooth.metrics.measure``) on the residual stream, one dict per
-    state in ``oversmooth.activations``' numbering: ``layer`` 0 = embeddings output, i = after
-    block i (undefined values, NaN, become None so the records are strict JSON).
-
-    Needs a model with ``run_with_cache`` (our ViT and CausalLM).
-    """
-    from oversmooth.metrics.suite import json_records, measure
+def stream_table(model: nn.Module, inputs: torch.Tensor):
+    """The metric suite (``oversmooth.metrics.measure``) on our model's residual stream (a model
+    with ``run_with_cache``: our ViT and CausalLM) for ``inputs`` (images ``[B, 1, H, W]`` or
+    tokens ``[B, n]``), in eval mode (the mode is restored): one ``metric_table`` row per state in
+    ``oversmooth.activations``' numbering, ``layer`` 0 = embeddings output, i = after block i;
+    ``attrs["tokens"]``: tokens per sequence."""
+    from oversmooth.metrics.suite import measure
 
     was_training = model.training
     model.eval()
-    _, cache = model.run_with_cache(inputs)
-    table = measure(cache.stream(), hook="stream")
-    model.train(was_training)
-    return json_records(table)
+    try:
+        _, cache = model.run_with_cache(inputs)
+    finally:
+        model.train(was_training)
+    stream = cache.stream()
+    table = measure(stream, hook="stream")
+    table.attrs["tokens"] = stream[0].shape[1]
+    return table
+
+
+def layer_metrics(model: nn.Module, inputs: torch.Tensor) -> list[dict]:
+    """``stream_table`` as strict-JSON records (undefined values, NaN, become None), as each
+    epoch's ``layers`` record holds them."""
+    from oversmooth.metrics.suite import json_records
+
+    return json_records(stream_table(model, inputs))

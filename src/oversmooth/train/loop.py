@@ -35,6 +35,8 @@ from oversmooth.train.tasks import SupervisedTask
 from oversmooth.train.tensorboard import log_epoch, open_writer
 
 METRICS_FILE, RESULTS_FILE = "metrics.jsonl", "results.json"
+#: a run folder that holds files (a run, or others) is refused without resume: ``oversmooth.outputs``'s rule
+NOT_EMPTY = "{out} {path} already holds files; pass {resume} auto to continue the run in it, or choose another {out}"
 # may change when a run is resumed (compile changes float rounding only, not what is learned)
 _NOT_SETTINGS = {"checkpoint_every", "progress", "tensorboard", "compile"}
 
@@ -264,10 +266,7 @@ class _Run:
         if not path.is_file():
             return
         if not resume:
-            raise FieldError(
-                "{out} {path} already holds a run; pass {resume} auto to continue it or choose another {out}",
-                path=self.out_dir,
-            )
+            raise FieldError(NOT_EMPTY, path=self.out_dir)
         state = load_checkpoint(path)
         stored = _settings_only(state["description"])
         if stored != self.description:

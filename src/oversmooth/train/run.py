@@ -14,10 +14,10 @@ import torch
 from oversmooth.atomic import atomic_write
 from oversmooth.errors import FieldError, UsageError
 from oversmooth.memory import check_memory
-from oversmooth.outputs import check_output_dir
+from oversmooth.outputs import check_output_dir, holds_files
 from oversmooth.train.compile_rule import should_compile
 from oversmooth.train.distributed import Distributed, setup_distributed, teardown_distributed
-from oversmooth.train.loop import TrainConfig, epoch_steps, train
+from oversmooth.train.loop import NOT_EMPTY, TrainConfig, epoch_steps, train
 from oversmooth.train.run_spec import RunSpec
 from oversmooth.train.task_factory import DataOptions, make_task, task_model_kind
 from oversmooth.train.tasks import SupervisedTask
@@ -43,8 +43,8 @@ def model_config(spec: RunSpec, **geometry):
 
 def check_run(spec: RunSpec):
     """Everything about ``spec`` that can be checked without its data: fields, task and model,
-    a writable ``out`` (not created), method and shape, memory. Returns the model config without
-    the task's geometry."""
+    a writable ``out`` (not created) that holds no files unless resumed, method and shape, memory.
+    Returns the model config without the task's geometry."""
     spec.check()
     task_model_kind(spec.task, spec.model)
     if spec.out is None:
@@ -53,6 +53,8 @@ def check_run(spec: RunSpec):
         check_output_dir(spec.out, "out")
     except UsageError as error:
         raise FieldError.leading("out", str(error)) from None
+    if spec.resume != "auto" and holds_files(spec.out):
+        raise FieldError(NOT_EMPTY, path=spec.out)
     if spec.tensorboard:
         from oversmooth.train.tensorboard import summary_writer_class
 
@@ -118,6 +120,7 @@ def run(spec: RunSpec) -> dict | None:
 
 def _run(spec: RunSpec, env: Distributed) -> dict | None:
     from oversmooth.models import save_model
+    from oversmooth.train.plots import write_run_plots
 
     options = data_options(spec)
     if not env.is_main:  # the main process trains and caches the tokenizer first
@@ -147,6 +150,7 @@ def _run(spec: RunSpec, env: Distributed) -> dict | None:
         return None
     if results["status"] == "completed":
         save_model(model, out / "model")
+    write_run_plots(out, f"{spec.model} {model.cfg.mitigation.name}, {spec.task} ({out.name})")
     if tokenizer is not None:
         with atomic_write(out / "tokenizer.json") as handle:
             handle.write(tokenizer.to_str())

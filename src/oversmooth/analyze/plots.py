@@ -1,0 +1,65 @@
+"""Per-layer pictures of an analysis, for the notebook and the report alike: ``tidy_table`` turns
+an ``Analysis`` into one long table (``method, layer, <measure>, <measure>_std, ...,
+within_budget, quality``) and ``plot_layers`` draws one measure of it: a line per method with a
+band of one std over sequences, a method that broke the model dashed and labelled with its
+quality."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from oversmooth.analyze.analysis import BASELINE, Analysis
+from oversmooth.metrics import ATTENTION_METRICS, METRICS
+
+
+def tidy_table(analysis: Analysis, model: str, inputs: str = "", attention: bool = False) -> pd.DataFrame:
+    """Every method's stream measures (``attention``: the unpatched model's attention measures)
+    per layer with its quality; ``attrs``: ``model``, ``inputs`` (in words) and ``quality_measure``."""
+    tables = {BASELINE: analysis.attention} if attention else analysis.tables
+    measures = ATTENTION_METRICS if attention else METRICS
+    frames = []
+    for method, table in tables.items():
+        quality = analysis.quality[method]
+        frame = table[["layer", *(c for m in measures for c in (m, f"{m}_std"))]].copy()
+        frame.insert(0, "method", method)
+        frame["within_budget"] = quality.within_budget
+        frame["quality"] = quality.rows[0].value
+        frames.append(frame)
+    tidy = pd.concat(frames, ignore_index=True)
+    tidy.attrs.update(model=model, inputs=inputs, quality_measure=analysis.quality[BASELINE].rows[0].measure)
+    return tidy
+
+
+def plot_layers(table: pd.DataFrame, measure: str = "cos_sim", ax=None):
+    """``measure`` vs layer, one line per method of an ``analyze`` table, a band of one std over
+    sequences; a method outside the quality budget dashed and labelled broken. Returns the Axes."""
+    if ax is None:
+        import matplotlib.pyplot as plt
+
+        _, ax = plt.subplots(figsize=(5, 3.4))
+    for index, (method, rows) in enumerate(table.groupby("method", sort=False)):
+        broken = not bool(rows["within_budget"].iloc[0])
+        label = f"{method} (broken: {table.attrs.get('quality_measure', 'quality')} {rows['quality'].iloc[0]:.2f})"
+        ax.plot(
+            rows["layer"],
+            rows[measure],
+            marker="o",
+            color=f"C{index}",
+            ls="--" if broken else "-",
+            label=label if broken else method,
+        )
+        ax.fill_between(
+            rows["layer"],
+            rows[measure] - rows[f"{measure}_std"],
+            rows[measure] + rows[f"{measure}_std"],
+            color=f"C{index}",
+            alpha=0.15,
+        )
+    ax.set_xlabel("layer (0 = embeddings)")
+    ax.set_ylabel(measure)
+    title = [table.attrs.get("model", ""), table.attrs.get("inputs", "")]
+    ax.set_title("\n".join(t for t in title if t), fontsize=8)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    ax.figure.tight_layout()
+    return ax

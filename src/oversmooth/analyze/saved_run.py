@@ -1,0 +1,165 @@
+"""``analyze`` for a model this tool trained (``oversmooth.train.saved_run``: a train run, its
+``model/`` folder, an adaptation arm's model): every measure of the residual stream per layer
+(layer 0 = embeddings, i = after block i; no position left out) on the first ``sequences``
+examples of the run's own validation split, the model's job on that whole split (loss and
+accuracy; an LM's perplexity), and with ``null_inits`` the null (``oversmooth.analyze.null``)
+beside each measure. Our models carry their method in their config, so nothing is patched on top:
+``oversmooth adapt`` continues one with another method.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+import torch
+from torch import nn
+
+from oversmooth.analyze.null import excess_columns, measure_null, measure_shuffled, shuffled_patches, shuffled_tokens
+from oversmooth.analyze.report import ANY_ANALYSIS
+from oversmooth.atomic import atomic_directory
+from oversmooth.metrics import METRICS
+from oversmooth.plotting import figure, save_png
+from oversmooth.train.distributed import Distributed
+from oversmooth.train.evaluation import evaluate, stream_table
+from oversmooth.train.saved_run import SavedRun
+
+#: the files ``write_run_report`` writes (one PNG per measure besides)
+FILES = ("metrics.csv", "quality.json", "report.md")
+
+
+@dataclass
+class RunAnalysis:
+    """What ``analyze_saved`` measured: ``table`` a ``metric_table`` over the layers, ``quality``
+    the validation split's scores, ``null`` and ``shuffled`` the random-init and shuffled-order
+    nulls (None without ``null_inits``)."""
+
+    saved: SavedRun
+    table: pd.DataFrame
+    quality: dict[str, float]
+    null: pd.DataFrame | None
+    shuffled: pd.DataFrame | None
+    sequences: int
+    tokens: int
+
+    @property
+    def inputs(self) -> str:
+        """What was measured, in words."""
+        kind = "images" if self.saved.description["model"] == "vit" else "sequences"
+        return f"the first {self.sequences} validation {kind} of {self.saved.description['task']}"
+
+
+def analyze_saved(
+    saved: SavedRun, sequences: int = 64, null_inits: int = 0, device: str = "cpu", batch_size: int = 256
+) -> RunAnalysis:
+    """Measure ``saved``'s model per layer on its first ``sequences`` validation examples and score
+    it on the whole validation split (see the module docstring)."""
+    model, task = saved.load(device), saved.task()
+    count = min(sequences, task.size("val"))
+    inputs = task.batch("val", torch.arange(count))[0].to(device)
+    table = stream_table(model, inputs)
+    quality = evaluate(model, task, "val", batch_size, Distributed(device=torch.device(device)))
+    null = measure_null(model, null_inits, lambda fresh: stream_table(fresh, inputs), METRICS) if null_inits else None
+    shuffled = _shuffled(model, inputs, null_inits) if null_inits else None
+    return RunAnalysis(saved, table, quality, null, shuffled, count, table.attrs["tokens"])
+
+
+def _shuffled(model: nn.Module, inputs: torch.Tensor, shuffles: int) -> pd.DataFrame:
+    """The shuffled-order null: our LM's tokens, or our ViT's patches, shuffled per sequence."""
+    if inputs.dim() == 2:
+        shuffle = lambda g: shuffled_tokens(inputs, None, (), g)  # noqa: E731
+    else:
+        shuffle = lambda g: shuffled_patches(inputs, model.cfg.patch_size, g)  # noqa: E731
+    return measure_shuffled(shuffles, shuffle, lambda x: stream_table(model, x), METRICS)
+
+
+def csv_rows(analysis: RunAnalysis) -> list[dict]:
+    """One row per layer: each measure and its std; with the nulls, their means and spreads and
+    the excess over the random-init null."""
+    null = {} if analysis.null is None else {int(r["layer"]): r for r in analysis.null.to_dict("records")}
+    shuffled = {} if analysis.shuffled is None else {int(r["layer"]): r for r in analysis.shuffled.to_dict("records")}
+    rows = []
+    for row in analysis.table.to_dict("records"):
+        out = {"layer": int(row["layer"]), **{c: row.get(c) for m in METRICS for c in (m, f"{m}_std")}}
+        if null:
+            out.update(excess_columns(row, null[out["layer"]], shuffled[out["layer"]], METRICS))
+        rows.append(out)
+    return rows
+
+
+def quality_text(quality: dict[str, float]) -> str:
+    """``val accuracy 84.64 %, loss 0.496`` (an LM: perplexity too)."""
+    parts = [f"accuracy {100 * quality['accuracy']:.2f} %", f"loss {quality['loss']:.4f}"]
+    if "perplexity" in quality:
+        parts.append(f"perplexity {quality['perplexity']:.2f}")
+    return "validation " + ", ".join(parts)
+
+
+def format_run(analysis: RunAnalysis) -> str:
+    """The printed summary: what was measured, the job, and cos_sim per layer (beside the null)."""
+    null = analysis.null
+    lines = [
+        f"{analysis.saved.name} (our {analysis.saved.description['model']}, {analysis.saved.description['method']}; "
+        f"trained by {analysis.saved.run_dir}): {analysis.inputs}",
+        quality_text(analysis.quality),
+        "layer  cos_sim  anisotropy  block_influence"
+        + ("  cos_sim null (sd)  cos_sim shuffled (sd)" if null is not None else ""),
+    ]
+    for index, row in enumerate(analysis.table.to_dict("records")):
+        line = f"{int(row['layer']):>5}  {row['cos_sim']:7.3f}  {row['anisotropy']:10.3f}"
+        line += f"  {row['block_influence']:15.3f}"
+        if null is not None:
+            null_row, shuffled_row = null.iloc[index], analysis.shuffled.iloc[index]
+            line += f"  {null_row['cos_sim_null']:.3f} ({null_row['cos_sim_null_sd']:.3f})"
+            line += f"     {shuffled_row['cos_sim_shuffled']:.3f} ({shuffled_row['cos_sim_shuffled_sd']:.3f})"
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def plot_run_metric(analysis: RunAnalysis, metric: str, path: Path) -> None:
+    """``metric`` per layer with a band of one std over sequences, the nulls (random init dashed,
+    shuffled order dotted) beside it."""
+    plt, fig, axes = figure(1, 1, 5, 3.4)
+    ax, table = axes[0][0], analysis.table
+    ax.plot(table["layer"], table[metric], marker="o", label="trained")
+    ax.fill_between(
+        table["layer"], table[metric] - table[f"{metric}_std"], table[metric] + table[f"{metric}_std"], alpha=0.15
+    )
+    if analysis.null is not None:
+        null, sd = analysis.null[f"{metric}_null"], analysis.null[f"{metric}_null_sd"].fillna(0)
+        inits = analysis.null.attrs["inits"]
+        ax.plot(analysis.null["layer"], null, ls="--", color="grey", label=f"random init ({inits} inits)")
+        ax.fill_between(analysis.null["layer"], null - sd, null + sd, color="grey", alpha=0.15)
+        shuffled = analysis.shuffled
+        ax.plot(shuffled["layer"], shuffled[f"{metric}_shuffled"], ls=":", color="C1", label="token order shuffled")
+    ax.set_xlabel("layer (0 = embeddings)")
+    ax.set_ylabel(metric)
+    ax.set_title(f"{analysis.saved.name}\n{analysis.inputs}", fontsize=8)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    save_png(plt, fig, path)
+
+
+def write_run_report(analysis: RunAnalysis, out: str | Path, command: str) -> list[str]:
+    """``metrics.csv``, ``quality.json``, ``report.md`` and one PNG per measure, written together
+    (atomically) into ``out``, where any file an earlier ``analyze`` wrote and this one does not is
+    removed; returns the names written."""
+    import csv
+
+    plotted = [m for m in METRICS if analysis.table[m].notna().any()]
+    with atomic_directory(out, replaces=ANY_ANALYSIS) as staging:
+        rows = csv_rows(analysis)
+        with open(staging / "metrics.csv", "w", newline="") as handle:
+            writer = csv.DictWriter(handle, list(rows[0]))
+            writer.writeheader()
+            writer.writerows(rows)
+        (staging / "quality.json").write_text(json.dumps(analysis.quality, indent=2) + "\n")
+        (staging / "report.md").write_text(
+            f"# {analysis.saved.name}\n\n`{command}`\n\n```\n{format_run(analysis)}\n```\n\n"
+            + "".join(f"![{m}]({m}.png)\n" for m in plotted)
+        )
+        for metric in plotted:
+            plot_run_metric(analysis, metric, staging / f"{metric}.png")
+    return [*FILES, *(f"{m}.png" for m in plotted)]

@@ -1,0 +1,113 @@
+"""Our own runs analysed (issue 43): `analyze` and `oversmooth.load` accept every model folder
+`train` and `adapt` write, measure it on its own validation split beside its job, and give the
+numbers `train` recorded for the same weights and inputs; `train` ends with the last-layer cos_sim
+and its pictures."""
+
+import csv
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from oversmooth.cli import main
+from tests.reference_metrics import cos_sim as naive_cos_sim
+
+PROBE = 16  # the run's probe size: analyze with --max-sequences PROBE sees the probe's inputs
+
+
+@pytest.fixture(scope="module")
+def vit_run(tmp_path_factory):
+    """A tiny finished ViT run on the synthetic task, through the command line; its printed lines."""
+    out = tmp_path_factory.mktemp("runs") / "vit"
+    args = "train --task synthetic --model vit --depth 2 --width 16 --heads 2 --epochs 2 --batch-size 32"
+    with pytest.MonkeyPatch.context() as patch:
+        lines = []
+        patch.setattr("builtins.print", lambda *a, **k: lines.append(" ".join(map(str, a))))
+        code = main([*args.split(), "--probe-size", str(PROBE), "--threads", "1", "--no-progress", "--out", str(out)])
+    assert code == 0
+    return out, lines
+
+
+def last_record(run):
+    records = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines() if line]
+    return [r for r in records if "val" in r][-1]
+
+
+def test_train_ends_with_the_last_layer_cos_sim_and_its_pictures(vit_run):
+    run, lines = vit_run
+    last = last_record(run)["layers"][-1]["cos_sim"]
+    assert f"last-layer cos_sim {last:.3f} (probe)" in lines[-1]
+    for picture in ("curves.png", "similarity.png"):
+        assert (run / picture).read_bytes()[:4] == b"\x89PNG"
+
+
+@pytest.mark.parametrize("where", ["run", "model"])
+def test_analyze_measures_a_train_run_as_train_recorded_it(vit_run, tmp_path, where):
+    run, _ = vit_run
+    out = tmp_path / "analysis"
+    target = run if where == "run" else run / "model"
+    args = ["analyze", str(target), "--max-sequences", str(PROBE), "--null", "2", "--out", str(out), "--no-progress"]
+    assert main(args) == 0
+    rows = list(csv.DictReader((out / "metrics.csv").open()))
+    recorded = last_record(run)
+    assert [int(r["layer"]) for r in rows] == [0, 1, 2]
+    for row, layer in zip(rows, recorded["layers"]):
+        assert float(row["cos_sim"]) == pytest.approx(layer["cos_sim"], rel=1e-5, abs=1e-7)  # float32 forwards
+        assert float(row["cos_sim_excess"]) == pytest.approx(float(row["cos_sim"]) - float(row["cos_sim_null"]))
+    quality = json.loads((out / "quality.json").read_text())
+    assert quality["accuracy"] == pytest.approx(recorded["val"]["accuracy"])
+    assert {"report.md", "cos_sim.png", "block_influence.png"} <= {p.name for p in out.iterdir()}
+
+
+def test_the_last_layer_cos_sim_matches_a_naive_reference(vit_run, tmp_path):
+    from oversmooth.models import load_model
+    from oversmooth.train.task_factory import make_task
+
+    run, _ = vit_run
+    out = tmp_path / "analysis"
+    assert main(["analyze", str(run), "--max-sequences", "4", "--out", str(out), "--no-progress"]) == 0
+    measured = float(list(csv.DictReader((out / "metrics.csv").open()))[-1]["cos_sim"])
+    model, task = load_model(run / "model"), make_task("synthetic", "vit")[0]
+    with torch.no_grad():
+        _, cache = model.run_with_cache(task.batch("val", torch.arange(4))[0])
+    last = cache.stream()[-1].double().numpy()
+    assert measured == pytest.approx(np.mean([naive_cos_sim(x) for x in last]), rel=1e-6)  # float32 forwards
+
+
+def test_an_adaptation_arm_is_measured_on_its_source_runs_task(vit_run, tmp_path):
+    from oversmooth.adapt import AdaptConfig, adapt
+
+    run, _ = vit_run
+    config = AdaptConfig(
+        model=str(run), out=str(tmp_path / "a"), steps=2, record_every=2, progress=False, batch_size=16
+    )
+    patched = next(name for name in adapt(config).arms if name != "control")
+    out = tmp_path / "analysis"
+    arm = tmp_path / "a" / "arms" / patched / "model"
+    assert main(["analyze", str(arm), "--max-sequences", "4", "--out", str(out), "--no-progress"]) == 0
+    assert "neutreno" in json.dumps(json.loads((arm / "config.json").read_text())["config"]["mitigation"])
+    assert json.loads((out / "quality.json").read_text())["accuracy"] > 0
+
+
+def test_patching_our_own_run_is_refused_in_one_line(vit_run, tmp_path, capsys):
+    run, _ = vit_run
+    out = tmp_path / "analysis"
+    assert main(["analyze", str(run), "--methods", "neutreno", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "drop --methods" in err[0] and "oversmooth adapt" in err[0]
+    assert not out.exists()
+
+
+def test_the_python_loader_takes_a_train_run(vit_run):
+    import oversmooth
+
+    run, _ = vit_run
+    saved = oversmooth.load(str(run))
+    table = oversmooth.analyze(saved, sequences=PROBE)
+    assert list(table["method"].unique()) == ["softmax"] and list(table["layer"]) == [0, 1, 2]
+    assert table["cos_sim"].tolist() == pytest.approx(
+        [r["cos_sim"] for r in last_record(run)["layers"]], rel=1e-5, abs=1e-7
+    )
+    with pytest.raises(ValueError, match="trained with"):
+        oversmooth.analyze(saved, methods=["neutreno"])

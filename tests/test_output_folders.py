@@ -1,0 +1,114 @@
+"""An output folder is never merged into (``oversmooth.outputs``): every command refuses an
+``--out`` that already holds files with one line naming the way on (``--force``, or resume for
+``train``), exit 2, and nothing written; with ``--force`` the files of an earlier run that are not
+written again are gone, other files are kept, and ``analyze`` says every file it wrote."""
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from hf_tiny import WORDS, save_tiny
+
+from oversmooth.cli import main
+from oversmooth.study.report import OUTPUTS as REPORT_OUTPUTS
+from oversmooth.theory.run import OUTPUTS as THEORY_OUTPUTS
+
+ROOT = Path(__file__).resolve().parents[1]
+ANALYZE = ["--text", " ".join(WORDS * 3), "--max-sequences", "2", "--max-length", "16", "--attention-sequences", "1"]
+THEORY = ["--depth", "3", "--tokens", "4", "--dim", "4", "--sequences", "2", "--no-progress"]
+TRAIN = "--task synthetic --model lm --depth 1 --width 16 --heads 2 --epochs 1 --threads 1 --no-progress".split()
+ADAPT = ["--text", "sample", "--seq-len", "16", "--eval-sequences", "4", "--steps", "2", "--no-progress"]
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory) -> dict[str, Path]:
+    """A tiny BERT and a study archive (claim 3's rounds: a report of it takes seconds)."""
+    root = tmp_path_factory.mktemp("inputs")
+    shutil.copytree(ROOT / "results" / "claim3", root / "claim3")
+    return {"bert": save_tiny("bert", root / "bert"), "study": root / "claim3"}
+
+
+def state(root: Path) -> dict[str, tuple[int, int]]:
+    """Every path under ``root`` with its modification time and size."""
+    return {str(p.relative_to(root)): (p.stat().st_mtime_ns, p.stat().st_size) for p in root.rglob("*")}
+
+
+def run(capsys, argv: list[str]) -> tuple[int, str, str]:
+    capsys.readouterr()
+    code = main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err.strip()
+
+
+def listing(folder: Path) -> set[str]:
+    return {p.name for p in folder.iterdir()}
+
+
+@pytest.mark.parametrize(
+    "command, needle",
+    [
+        ("analyze", "pass --force"),
+        ("theory", "pass --force"),
+        ("report", "pass --force"),
+        ("train", "pass --resume auto to continue the run in it"),
+        ("adapt", "choose a new or empty --out"),
+    ],
+)
+def test_a_folder_that_holds_files_is_refused_and_left_as_it_was(command, needle, inputs, tmp_path, capsys):
+    argv = {
+        "analyze": ["analyze", str(inputs["bert"]), *ANALYZE, "--methods", "none"],
+        "theory": ["theory", "smoothing", *THEORY],
+        "report": ["report", str(inputs["study"]), "--no-probes"],
+        "train": ["train", *TRAIN],
+        "adapt": ["adapt", str(inputs["bert"]), *ADAPT],
+    }[command]
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")
+    before = state(tmp_path)
+    code, _, err = run(capsys, [*argv, "--out", str(out)])
+    assert code == 2 and len(err.splitlines()) == 1 and needle in err, err
+    assert err.startswith(f"oversmooth {command}: error: --out {out}")
+    assert state(tmp_path) == before
+
+
+def test_analyze_with_force_replaces_its_own_files_and_says_every_file_it_wrote(inputs, tmp_path, capsys):
+    out = tmp_path / "out"
+    sweep = ["--methods", "neutreno", "--sweep", "neutreno:lam=0,0.1"]
+    code, printed, _ = run(capsys, ["analyze", str(inputs["bert"]), *ANALYZE, *sweep, "--out", str(out)])
+    wrote = re.search(rf"^wrote {re.escape(str(out))}/: (.+)$", printed, re.M).group(1).split(", ")
+    assert code == 0 and {"frontier.csv", "frontier.png"} <= set(wrote) and set(wrote) == listing(out)
+    (out / "notes.txt").write_text("mine")
+    code, printed, _ = run(capsys, ["analyze", str(inputs["bert"]), *ANALYZE, "--methods", "none", "--out", str(out)])
+    assert code == 2  # refused without --force
+    argv = ["analyze", str(inputs["bert"]), *ANALYZE, "--methods", "none", "--out", str(out), "--force"]
+    code, printed, _ = run(capsys, argv)
+    wrote = re.search(r"^wrote .+/: (.+)$", printed, re.M).group(1).split(", ")
+    assert code == 0 and "frontier.csv" not in listing(out)  # no stale frontier beside a report without one
+    assert listing(out) == {*wrote, "notes.txt"}  # every file written is named; the user's file is kept
+
+
+def test_theory_with_force_leaves_no_file_of_an_earlier_run(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert run(capsys, ["theory", "all", *THEORY, "--out", str(out)])[0] == 0
+    assert listing(out) == set(THEORY_OUTPUTS)  # OUTPUTS names every file a run may write
+    (out / "notes.txt").write_text("mine")
+    assert run(capsys, ["theory", "lnflip", *THEORY, "--out", str(out), "--force"])[0] == 0
+    assert listing(out) == {"lnflip.png", "predictions.csv", "trajectories.csv", "notes.txt"}
+
+
+def test_report_with_force_replaces_an_earlier_report_and_rewrites_its_study_folders_own(inputs, tmp_path, capsys):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")
+    (out / "gone-study_layers.png").write_text("a figure of a study no longer reported")
+    assert run(capsys, ["report", str(inputs["study"]), "--no-probes", "--out", str(out), "--force"])[0] == 0
+    written = listing(out) - {"notes.txt"}
+    assert "gone-study_layers.png" not in written and {"report.md", "claims.json"} <= written
+    assert all(any(Path(name).match(p) for p in REPORT_OUTPUTS) for name in written)
+    study = tmp_path / "study"
+    shutil.copytree(inputs["study"], study)
+    for _ in range(2):  # a study folder holds its own report: rewritten, never refused
+        assert run(capsys, ["report", str(study), "--no-probes"])[0] == 0
+    assert (study / "report.md").is_file() and (study / "rounds.json").is_file()

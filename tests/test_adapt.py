@@ -162,8 +162,9 @@ def test_causal_lm_objective_scores_as_transformers_does(text_file, tmp_path):
 
     saved = tmp_path / "a" / "arms" / "neutreno" / "model"
     again = load(str(saved), 2)
-    assert patched_method(again.model) == "neutreno" and again.patch["knobs"] == {"lam": 0.6}
-    fresh = patch(AutoModelForCausalLM.from_pretrained(saved, config=again.model.config).eval(), "neutreno", lam=0.6)
+    # a causal LM's default lambda: the paper's LM value (one rule for defaults, hf.patch.resolve_knobs)
+    assert patched_method(again.model) == "neutreno" and again.patch["knobs"] == {"lam": 0.4}
+    fresh = patch(AutoModelForCausalLM.from_pretrained(saved, config=again.model.config).eval(), "neutreno", lam=0.4)
     ids = blocks[:2, :-1]
     with torch.no_grad():
         torch.testing.assert_close(again.model(input_ids=ids).logits, fresh(input_ids=ids).logits)

@@ -129,7 +129,8 @@ def test_a_train_run_takes_a_knob_whose_global_name_differs_from_its_field(vit_r
     """ContraNorm's ``s`` is ``--contranorm-s`` (``contranorm_s`` in a model's config): an arm
     patched with it is built with that strength, not refused as an unknown field."""
     from oversmooth.adapt.train_run import TrainRunSource
+    from oversmooth.train.saved_run import saved_run
 
     config = AdaptConfig(model=str(vit_run), out=str(tmp_path / "out"), method="contranorm", knobs=({"s": 0.2},))
-    model = TrainRunSource(config).arm(config.knobs[0])
+    model = TrainRunSource(config, saved_run(vit_run)).arm(config.knobs[0])
     assert model.cfg.mitigation.contranorm_s == 0.2

@@ -75,27 +75,46 @@ def test_the_last_layer_cos_sim_matches_a_naive_reference(vit_run, tmp_path):
     assert measured == pytest.approx(np.mean([naive_cos_sim(x) for x in last]), rel=1e-6)  # float32 forwards
 
 
-def test_an_adaptation_arm_is_measured_on_its_source_runs_task(vit_run, tmp_path):
+def test_an_adaptation_arm_is_measured_on_its_source_runs_task(vit_run, tmp_path, monkeypatch, capsys):
+    """adapt takes the run's model/ folder; its arm is measured on the source run's task, named by
+    its own method, from another folder than the one adapt ran in (a relative model name)."""
     from oversmooth.adapt import AdaptConfig, adapt
 
     run, _ = vit_run
-    config = AdaptConfig(
-        model=str(run), out=str(tmp_path / "a"), steps=2, record_every=2, progress=False, batch_size=16
-    )
+    (tmp_path / "work").mkdir()
+    (tmp_path / "work" / "vit").symlink_to(run)
+    monkeypatch.chdir(tmp_path / "work")
+    config = AdaptConfig(model="vit/model", out="a", steps=2, record_every=2, progress=False, batch_size=16)
     patched = next(name for name in adapt(config).arms if name != "control")
-    out = tmp_path / "analysis"
-    arm = tmp_path / "a" / "arms" / patched / "model"
-    assert main(["analyze", str(arm), "--max-sequences", "4", "--out", str(out), "--no-progress"]) == 0
-    assert "neutreno" in json.dumps(json.loads((arm / "config.json").read_text())["config"]["mitigation"])
-    assert json.loads((out / "quality.json").read_text())["accuracy"] > 0
+    monkeypatch.chdir(tmp_path)
+    arm = tmp_path / "work" / "a" / "arms" / patched
+    assert main(["analyze", str(arm), "--max-sequences", "4", "--out", "analysis", "--no-progress"]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert "neutreno; adapted by" in first and "the first 4 validation images of synthetic" in first
+    assert json.loads((tmp_path / "analysis" / "quality.json").read_text())["accuracy"] > 0
+
+
+def test_an_lm_run_is_measured_by_its_perplexity_with_both_nulls(tmp_path, capsys):
+    out = tmp_path / "lm"
+    args = "train --task synthetic --model lm --depth 2 --width 16 --heads 2 --epochs 1 --threads 1 --no-progress"
+    assert main([*args.split(), "--out", str(out)]) == 0
+    results = json.loads((out / "results.json").read_text())
+    analysis = tmp_path / "analysis"
+    assert main(["analyze", str(out), "--max-sequences", "4", "--null", "2", "--out", str(analysis)]) == 0
+    quality = json.loads((analysis / "quality.json").read_text())
+    assert quality["perplexity"] == pytest.approx(results["val"]["perplexity"], rel=1e-5)
+    rows = list(csv.DictReader((analysis / "metrics.csv").open()))
+    assert {"cos_sim_null", "cos_sim_shuffled", "cos_sim_shuffled_sd"} <= set(rows[0])
+    assert "perplexity" in capsys.readouterr().out
 
 
 def test_patching_our_own_run_is_refused_in_one_line(vit_run, tmp_path, capsys):
     run, _ = vit_run
     out = tmp_path / "analysis"
-    assert main(["analyze", str(run), "--methods", "neutreno", "--out", str(out)]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "drop --methods" in err[0] and "oversmooth adapt" in err[0]
+    for flag in (["--methods", "neutreno"], ["--exclude", "0"], ["--dtype", "bfloat16"], ["--max-length", "0"]):
+        assert main(["analyze", str(run), *flag, "--out", str(out)]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and f"drop {flag[0]}" in err[0] and "oversmooth adapt" in err[0], err
     assert not out.exists()
 
 

@@ -52,7 +52,8 @@ def test_text_analysis_writes_every_output(kind, tmp_path, capsys):
     for name in ("cos_sim.png", "t_sim.png", "attn_lambda2.png", "sublayers.png", "report.md"):
         assert (out / name).stat().st_size > 0
     report = (out / "report.md").read_text()
-    assert "lam=0.6" in report and "App. G.9" not in report  # the knobs, and no claim (the claims report decides it)
+    lam = "lam=0.4" if kind in ("gpt2", "llama", "phi") else "lam=0.6"  # a causal LM's default: the paper's LM value
+    assert lam in report and "App. G.9" not in report  # the knobs, and no claim (the claims report decides it)
 
 
 def test_image_folder_analysis(tmp_path):
@@ -391,6 +392,18 @@ def test_the_shuffled_null_measures_the_model_on_its_tokens_in_another_order(kin
     assert analysis.shuffled["cos_sim_shuffled"].tolist() == pytest.approx(values.mean(0).tolist(), rel=1e-9)
     assert not torch.equal(values[0], values[1])  # two different orders
     assert "cos_sim_shuffled_sd" in csv_rows(analysis)[-1]
+
+
+def test_shuffled_tokens_keep_special_tokens_padding_and_left_out_positions():
+    from oversmooth.analyze.null import shuffled_tokens
+
+    ids = torch.tensor([[101, 5, 6, 7, 8, 102, 0], [101, 9, 10, 11, 12, 13, 102]])
+    mask = torch.tensor([[1, 1, 1, 1, 1, 1, 0], [1, 1, 1, 1, 1, 1, 1]])
+    out = shuffled_tokens(ids, mask, (1,), torch.Generator().manual_seed(3), keep_ids=(101, 102))
+    assert out[:, 0].tolist() == [101, 101] and out[0, 5:].tolist() == [102, 0] and out[1, 6] == 102
+    assert out[:, 1].tolist() == [5, 9]  # position 1 left out: in place
+    assert sorted(out[0, 2:5].tolist()) == [6, 7, 8] and sorted(out[1, 2:6].tolist()) == [10, 11, 12, 13]
+    assert not torch.equal(out, ids)
 
 
 def test_shuffled_patches_are_the_same_tiles_in_another_order():

@@ -42,12 +42,13 @@ CONFIG_FILE, RESULT_FILE, START_FILE = "adapt_config.json", "adapt.json", "start
 
 
 def open_source(config: AdaptConfig):
-    """The thing adapted: an ``oversmooth train`` run folder, else a pretrained model."""
+    """The thing adapted: a model ``oversmooth train`` saved (``train.saved_run``), else a pretrained model."""
     from oversmooth.adapt.train_run import TrainRunSource, is_unfinished_train_run
-    from oversmooth.train.saved_run import is_train_run
+    from oversmooth.train.saved_run import saved_run
 
-    if is_train_run(config.model):
-        return TrainRunSource(config)
+    saved = saved_run(config.model)  # a train run, its model/, an adaptation arm of one
+    if saved is not None:
+        return TrainRunSource(config, saved)
     if is_unfinished_train_run(config.model):
         raise UsageError(
             f"{config.model} holds an `oversmooth train` run that has not finished (no results.json "

@@ -15,7 +15,7 @@ from torch import nn
 
 from oversmooth.adapt.config import AdaptConfig
 from oversmooth.errors import UsageError
-from oversmooth.train.saved_run import MODEL, SavedRun, is_train_run, run_description
+from oversmooth.train.saved_run import SavedRun, is_train_run
 
 
 def is_unfinished_train_run(path: str | None) -> bool:
@@ -28,11 +28,12 @@ def is_unfinished_train_run(path: str | None) -> bool:
 
 
 class TrainRunSource:
-    """Adapt the model of the train run in ``config.model`` on that run's own task."""
+    """Adapt a model ``oversmooth train`` saved (``saved``: a run's, or an adaptation arm's) on its
+    run's own task."""
 
     objective = "task"
 
-    def __init__(self, config: AdaptConfig):
+    def __init__(self, config: AdaptConfig, saved: SavedRun):
         self.config, self.folder = config, Path(config.model)
         if config.objective not in ("auto", "task"):
             raise UsageError(
@@ -41,8 +42,8 @@ class TrainRunSource:
             )
         if config.lora:
             raise UsageError("lora is for large pretrained models; our own train runs are fine-tuned whole: set lora 0")
-        self.source = SavedRun(self.folder / MODEL, self.folder, run_description(self.folder))
-        self.run, self.saved = self.source.description, self.source.load()
+        self.source = saved
+        self.run, self.saved = saved.description, saved.load()
         for knobs in config.knobs:
             self._patched(knobs)  # an unknown method, a knob out of range, weights it cannot take: refused now
         self.knobs = [dict(k) for k in config.knobs]

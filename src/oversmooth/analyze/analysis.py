@@ -183,15 +183,19 @@ def _null(model, inputs: dict[str, Tensor], settings: AnalysisSettings, step: Ca
 
 
 def _shuffled(
-    model, inputs: dict[str, Tensor], settings: AnalysisSettings, step: Callable[[str], None]
-) -> pd.DataFrame:
+    model, inputs: dict[str, Tensor], settings: AnalysisSettings, step: Callable[[str], None], tokenizer
+) -> pd.DataFrame | None:
     """``analyze --null N``'s second null: the model on ``settings.null_inits`` shuffles of each
-    sequence's counted tokens (an image's patches), the left-out positions and padding in place."""
+    sequence's counted tokens, special tokens ([CLS], [SEP], BOS), left-out positions and padding
+    in place; an image's patches shuffled. None for an image model whose patch size is unknown."""
     if "input_ids" in inputs:
         ids, mask = inputs["input_ids"], inputs.get("attention_mask")
-        shuffle = lambda g: {**inputs, "input_ids": shuffled_tokens(ids, mask, settings.exclude, g)}  # noqa: E731
+        special = () if tokenizer is None else tokenizer.all_special_ids
+        shuffle = lambda g: {**inputs, "input_ids": shuffled_tokens(ids, mask, settings.exclude, g, special)}  # noqa: E731
     else:
-        patch = model.config.patch_size
+        patch = getattr(model.config, "patch_size", None)
+        if patch is None:
+            return None
         patch = patch if isinstance(patch, int) else patch[0]
         shuffle = lambda g: {**inputs, "pixel_values": shuffled_patches(inputs["pixel_values"], patch, g)}  # noqa: E731
     table = measure_shuffled(settings.null_inits, shuffle, lambda x: _stream_table(model, x, settings)[0], METRICS)
@@ -274,7 +278,7 @@ def run_analysis(
             step(method)
         frontier = _sweep(model, inputs, settings, probe, base_seen, baseline, step)
         null = _null(model, inputs, settings, step) if settings.null_inits else None
-        shuffled = _shuffled(model, inputs, settings, step) if settings.null_inits else None
+        shuffled = _shuffled(model, inputs, settings, step, tokenizer) if settings.null_inits else None
         cka = layer_cka(model, inputs, settings.exclude) if settings.cka else None
         compared = None if other is None else layer_cka(model, inputs, settings.exclude, other)
         diagnosis, attention = diagnosing.result()

@@ -26,7 +26,6 @@ from oversmooth.analyze.saved_run import analyze_saved
 from oversmooth.analyze.settings import AnalysisSettings
 from oversmooth.hf import Loaded
 from oversmooth.hf import load as load_model
-from oversmooth.metrics import METRICS
 from oversmooth.train.saved_run import SavedRun, saved_run
 
 #: quality columns of ``analyze``'s table: whether each method kept the model's job, and how well
@@ -60,7 +59,7 @@ def analyze(
     a file or a string (None: the built-in sample). A model this tool trained is measured on its own
     validation split (``text`` and ``methods`` do not apply), ``quality`` its validation accuracy."""
     if isinstance(loaded, SavedRun):
-        return _saved_table(loaded, text, methods, sequences)
+        return _saved_table(loaded, text, methods, sequences, tokens, knobs)
     inputs, source = analysis_inputs(loaded, text, None, sequences, tokens)
     by_method: dict[str, dict] = {}
     for name, values in knobs.items():
@@ -73,20 +72,17 @@ def analyze(
     return tidy_table(result, loaded.name, f"{result.sequences} sequences x {result.tokens} tokens from {source}")
 
 
-def _saved_table(saved: SavedRun, text: str | None, methods: Sequence[str], sequences: int) -> pd.DataFrame:
-    """``analyze``'s tidy table for one of our runs: its method as trained, its validation accuracy."""
-    if text is not None or methods:
+def _saved_table(
+    saved: SavedRun, text: str | None, methods: Sequence[str], sequences: int, tokens: int, knobs: dict
+) -> pd.DataFrame:
+    """``analyze``'s tidy table for one of our runs: its own method, inputs of its validation split,
+    ``quality`` its validation perplexity (an LM) or accuracy."""
+    if text is not None or methods or knobs or tokens != 128:
         raise ValueError(
             f"{saved.name} is measured on its own validation split with the method it was trained with; "
-            "drop text and methods (oversmooth adapt continues it with another method)"
+            "drop text, methods, knobs and tokens (oversmooth adapt continues it with another method)"
         )
-    result = analyze_saved(saved, sequences)
-    frame = result.table[["layer", *(c for m in METRICS for c in (m, f"{m}_std"))]].copy()
-    frame.insert(0, "method", saved.description["method"])
-    frame["within_budget"] = True
-    frame["quality"] = result.quality["accuracy"]
-    frame.attrs.update(model=saved.name, quality_measure="validation accuracy")
-    return frame
+    return analyze_saved(saved, sequences).tidy()
 
 
 def _knob_names(method: str) -> set[str]:

@@ -51,10 +51,14 @@ def null_table(tables: Sequence[pd.DataFrame], metrics: Sequence[str], name: str
     return out
 
 
-def shuffled_tokens(input_ids: Tensor, mask: Tensor | None, exclude: Sequence[int], generator) -> Tensor:
-    """``input_ids [B, n]`` with each sequence's counted tokens (real, not in ``exclude``) in a
-    random order; padding and the excluded positions (a sink, CLS) stay where they are."""
+def shuffled_tokens(
+    input_ids: Tensor, mask: Tensor | None, exclude: Sequence[int], generator, keep_ids: Sequence[int] = ()
+) -> Tensor:
+    """``input_ids [B, n]`` with each sequence's counted tokens (real, not in ``exclude``, not one
+    of ``keep_ids``: special tokens) in a random order; padding, the excluded positions (a sink)
+    and the kept tokens ([CLS], [SEP]) stay where they are."""
     counted = valid_tokens(input_ids.unsqueeze(-1), None if mask is None else mask.bool(), exclude)
+    counted &= ~torch.isin(input_ids, torch.tensor(list(keep_ids), dtype=input_ids.dtype))
     out = input_ids.clone()
     for row in range(out.shape[0]):
         where = counted[row].nonzero().squeeze(1)
@@ -96,16 +100,13 @@ def measure_null(
     model: nn.Module, inits: int, table_of: Callable[[nn.Module], pd.DataFrame], metrics: Sequence[str]
 ) -> pd.DataFrame:
     """``null_table`` of ``table_of(random_init(model, seed))`` for seeds 0 .. inits-1; the global
-    RNG is restored afterwards (the caller's randomness is not moved)."""
-    saved = torch.random.get_rng_state()
-    try:
-        tables = []
+    RNGs are restored afterwards (the caller's randomness is not moved)."""
+    tables = []
+    with torch.random.fork_rng():  # CPU and CUDA generators restored on the way out
         for seed in range(inits):
             fresh = random_init(model, seed)
             tables.append(table_of(fresh))
             del fresh
-    finally:
-        torch.random.set_rng_state(saved)
     return null_table(tables, metrics)
 
 

@@ -30,9 +30,17 @@ def tidy_table(analysis: Analysis, model: str, inputs: str = "", attention: bool
     return tidy
 
 
-def plot_layers(table: pd.DataFrame, measure: str = "cos_sim", ax=None):
+def plot_layers(
+    table: pd.DataFrame,
+    measure: str = "cos_sim",
+    ax=None,
+    null: pd.DataFrame | None = None,
+    shuffled: pd.DataFrame | None = None,
+):
     """``measure`` vs layer, one line per method of an ``analyze`` table, a band of one std over
-    sequences; a method outside the quality budget dashed and labelled broken. Returns the Axes."""
+    sequences; a method outside the quality budget dashed and labelled broken; with the nulls
+    (``oversmooth.analyze.null``), the random-init mean dashed grey with its spread over inits and
+    the shuffled-order mean dotted. Returns the Axes."""
     if ax is None:
         import matplotlib.pyplot as plt
 
@@ -55,6 +63,14 @@ def plot_layers(table: pd.DataFrame, measure: str = "cos_sim", ax=None):
             color=f"C{index}",
             alpha=0.15,
         )
+    if null is not None:
+        mean, spread = null[f"{measure}_null"], null[f"{measure}_null_sd"].fillna(0)
+        label = f"random init ({null.attrs.get('inits', '?')} inits)"
+        ax.plot(null["layer"], mean, ls="--", color="grey", label=label)
+        ax.fill_between(null["layer"], mean - spread, mean + spread, color="grey", alpha=0.15)
+    if shuffled is not None:
+        label = f"token order shuffled ({shuffled.attrs.get('inits', '?')})"
+        ax.plot(shuffled["layer"], shuffled[f"{measure}_shuffled"], ls=":", color="black", label=label)
     ax.set_xlabel("layer (0 = embeddings)")
     ax.set_ylabel(measure)
     title = [table.attrs.get("model", ""), table.attrs.get("inputs", "")]

@@ -202,8 +202,9 @@ def plot_metric(analysis: Analysis, metric: str, path: Path, meta: dict) -> None
     method dashed; attention measures: the unpatched model only), titled with the model and inputs."""
     plt, fig, axes = figure(1, 1, 5, 3.6)
     inputs = f"{analysis.sequences} sequences x {analysis.tokens} tokens from {meta['source']}"
-    tidy = tidy_table(analysis, meta["model"], inputs, attention=metric in ATTENTION_METRICS)
-    plot_layers(tidy, metric, axes[0][0])
+    attention = metric in ATTENTION_METRICS
+    tidy = tidy_table(analysis, meta["model"], inputs, attention=attention)
+    plot_layers(tidy, metric, axes[0][0], *((None, None) if attention else (analysis.null, analysis.shuffled)))
     save_png(plt, fig, path)
 
 
@@ -390,7 +391,7 @@ def quality_rows(analysis: Analysis) -> list[dict]:
     return [{c: getattr(row, c) for c in QUALITY_COLUMNS} for q in analysis.quality.values() for row in q.rows]
 
 
-def _write_csv(path: Path, rows: list[dict]) -> None:
+def write_csv(path: Path, rows: list[dict]) -> None:
     with open(path, "w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
         writer.writeheader()
@@ -404,19 +405,19 @@ def write_report(analysis: Analysis, out: str | Path, meta: dict) -> Path:
     """Write every file into ``out``, replacing those of an earlier analysis (``OUTPUTS``); on any
     failure ``out`` is left as it was."""
     with atomic_directory(out, replaces=ANY_ANALYSIS) as staging:
-        _write_csv(staging / "metrics.csv", csv_rows(analysis))
-        _write_csv(staging / "quality.csv", quality_rows(analysis))
-        _write_csv(staging / "sublayers.csv", [asdict(row) for row in analysis.sublayers])
+        write_csv(staging / "metrics.csv", csv_rows(analysis))
+        write_csv(staging / "quality.csv", quality_rows(analysis))
+        write_csv(staging / "sublayers.csv", [asdict(row) for row in analysis.sublayers])
         plot_sublayers(analysis, staging / "sublayers.png")
         (staging / "spectrum.json").write_text(json.dumps(spectrum_document(analysis), indent=1))
         if analysis.frontier:
-            _write_csv(staging / "frontier.csv", frontier_rows(analysis.frontier))
+            write_csv(staging / "frontier.csv", frontier_rows(analysis.frontier))
             plot_frontier(analysis, staging / "frontier.png")
         if analysis.cka is not None:
-            _write_csv(staging / "cka.csv", cka_rows(analysis.cka))
+            write_csv(staging / "cka.csv", cka_rows(analysis.cka))
             plot_cka(analysis.cka, staging / "cka.png", f"{meta['model']}: layer x layer", "layer", "layer")
         if analysis.cka_compare is not None:
-            _write_csv(staging / "cka_compare.csv", cka_rows(analysis.cka_compare))
+            write_csv(staging / "cka_compare.csv", cka_rows(analysis.cka_compare))
             title = f"{meta['model']} vs {meta['compare']}"
             plot_cka(analysis.cka_compare, staging / "cka_compare.png", title, f"layer of {meta['compare']}", "layer")
         for metric in plotted_metrics(analysis):

@@ -18,7 +18,8 @@ import torch
 from torch import nn
 
 from oversmooth.analyze.null import excess_columns, measure_null, measure_shuffled, shuffled_patches, shuffled_tokens
-from oversmooth.analyze.report import ANY_ANALYSIS
+from oversmooth.analyze.plots import plot_layers
+from oversmooth.analyze.report import ANY_ANALYSIS, write_csv
 from oversmooth.atomic import atomic_directory
 from oversmooth.metrics import METRICS
 from oversmooth.plotting import figure, save_png
@@ -37,12 +38,24 @@ class RunAnalysis:
     nulls (None without ``null_inits``)."""
 
     saved: SavedRun
+    method: str  # the saved model's own method (its config), e.g. an adaptation arm's
     table: pd.DataFrame
     quality: dict[str, float]
     null: pd.DataFrame | None
     shuffled: pd.DataFrame | None
     sequences: int
     tokens: int
+
+    def tidy(self) -> pd.DataFrame:
+        """The tidy table ``oversmooth.analyze`` returns: this model's own method per layer, every
+        measure and its std; ``quality`` its validation perplexity (an LM) or accuracy."""
+        frame = self.table[["layer", *(c for m in METRICS for c in (m, f"{m}_std"))]].copy()
+        frame.insert(0, "method", self.method)
+        measure = "perplexity" if "perplexity" in self.quality else "accuracy"
+        frame["within_budget"] = True
+        frame["quality"] = self.quality[measure]
+        frame.attrs.update(model=self.saved.name, inputs=self.inputs, quality_measure=f"validation {measure}")
+        return frame
 
     @property
     def inputs(self) -> str:
@@ -63,7 +76,7 @@ def analyze_saved(
     quality = evaluate(model, task, "val", batch_size, Distributed(device=torch.device(device)))
     null = measure_null(model, null_inits, lambda fresh: stream_table(fresh, inputs), METRICS) if null_inits else None
     shuffled = _shuffled(model, inputs, null_inits) if null_inits else None
-    return RunAnalysis(saved, table, quality, null, shuffled, count, table.attrs["tokens"])
+    return RunAnalysis(saved, model.cfg.mitigation.name, table, quality, null, shuffled, count, table.attrs["tokens"])
 
 
 def _shuffled(model: nn.Module, inputs: torch.Tensor, shuffles: int) -> pd.DataFrame:
@@ -101,8 +114,8 @@ def format_run(analysis: RunAnalysis) -> str:
     """The printed summary: what was measured, the job, and cos_sim per layer (beside the null)."""
     null = analysis.null
     lines = [
-        f"{analysis.saved.name} (our {analysis.saved.description['model']}, {analysis.saved.description['method']}; "
-        f"trained by {analysis.saved.run_dir}): {analysis.inputs}",
+        f"{analysis.saved.name} (our {analysis.saved.description['model']}, {analysis.method}; "
+        f"{analysis.saved.origin}): {analysis.inputs}",
         quality_text(analysis.quality),
         "layer  cos_sim  anisotropy  block_influence"
         + ("  cos_sim null (sd)  cos_sim shuffled (sd)" if null is not None else ""),
@@ -119,26 +132,10 @@ def format_run(analysis: RunAnalysis) -> str:
 
 
 def plot_run_metric(analysis: RunAnalysis, metric: str, path: Path) -> None:
-    """``metric`` per layer with a band of one std over sequences, the nulls (random init dashed,
-    shuffled order dotted) beside it."""
-    plt, fig, axes = figure(1, 1, 5, 3.4)
-    ax, table = axes[0][0], analysis.table
-    ax.plot(table["layer"], table[metric], marker="o", label="trained")
-    ax.fill_between(
-        table["layer"], table[metric] - table[f"{metric}_std"], table[metric] + table[f"{metric}_std"], alpha=0.15
-    )
-    if analysis.null is not None:
-        null, sd = analysis.null[f"{metric}_null"], analysis.null[f"{metric}_null_sd"].fillna(0)
-        inits = analysis.null.attrs["inits"]
-        ax.plot(analysis.null["layer"], null, ls="--", color="grey", label=f"random init ({inits} inits)")
-        ax.fill_between(analysis.null["layer"], null - sd, null + sd, color="grey", alpha=0.15)
-        shuffled = analysis.shuffled
-        ax.plot(shuffled["layer"], shuffled[f"{metric}_shuffled"], ls=":", color="C1", label="token order shuffled")
-    ax.set_xlabel("layer (0 = embeddings)")
-    ax.set_ylabel(metric)
-    ax.set_title(f"{analysis.saved.name}\n{analysis.inputs}", fontsize=8)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
+    """``metric`` per layer (``plots.plot_layers``) with a band of one std over sequences, the
+    nulls beside it."""
+    plt, fig, axes = figure(1, 1, 5, 3.6)
+    plot_layers(analysis.tidy(), metric, axes[0][0], analysis.null, analysis.shuffled)
     save_png(plt, fig, path)
 
 
@@ -146,15 +143,9 @@ def write_run_report(analysis: RunAnalysis, out: str | Path, command: str) -> li
     """``metrics.csv``, ``quality.json``, ``report.md`` and one PNG per measure, written together
     (atomically) into ``out``, where any file an earlier ``analyze`` wrote and this one does not is
     removed; returns the names written."""
-    import csv
-
     plotted = [m for m in METRICS if analysis.table[m].notna().any()]
     with atomic_directory(out, replaces=ANY_ANALYSIS) as staging:
-        rows = csv_rows(analysis)
-        with open(staging / "metrics.csv", "w", newline="") as handle:
-            writer = csv.DictWriter(handle, list(rows[0]))
-            writer.writeheader()
-            writer.writerows(rows)
+        write_csv(staging / "metrics.csv", csv_rows(analysis))
         (staging / "quality.json").write_text(json.dumps(analysis.quality, indent=2) + "\n")
         (staging / "report.md").write_text(
             f"# {analysis.saved.name}\n\n`{command}`\n\n```\n{format_run(analysis)}\n```\n\n"

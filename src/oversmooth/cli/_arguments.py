@@ -99,6 +99,6 @@ def add_force_flag(parser) -> None:
     parser.add_argument(
         "--force",
         action="store_true",
-        help="write into an --out that already holds files: the files of an earlier run of this command "
-        "are replaced (those not written again removed), other files kept",
+        help="write into an --out that already holds files: files named as this command's outputs are "
+        "replaced (those not written again removed, whoever wrote them), other files kept",
     )

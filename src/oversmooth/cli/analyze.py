@@ -115,8 +115,9 @@ def register(subparsers) -> None:
         type=_count,
         default=AnalysisSettings.null_inits,
         metavar="N",
-        help="the null: measure N random initialisations of the same architecture on the same inputs and "
-        "add each measure's null mean, spread and the excess over it to metrics.csv (default 0: none)",
+        help="the nulls: measure N random initialisations of the same architecture on the same inputs, and "
+        "the model on N shuffles of each sequence's token order (an image's patches); add each measure's "
+        "null mean, spread and excess, and its shuffled mean and spread, to metrics.csv (default 0: none)",
     )
     parser.add_argument(
         "--cka",
@@ -204,25 +205,44 @@ def knob_overrides(args: argparse.Namespace) -> dict[str, dict]:
     return knobs
 
 
+#: flags that change nothing measured: left out of the recorded command
+_UNRECORDED = ("force", "progress")
+
+
 def command_line(args: argparse.Namespace) -> str:
-    """The equivalent command: the model and every option that differs from its default."""
-    defaults = vars(build_defaults())
+    """The equivalent command: the model and every option that differs from its default (a
+    switch by its flag alone), less those that change nothing measured."""
+    actions = {action.dest: action for action in _parser()._actions}
     words = ["oversmooth", "analyze", *([args.model] if args.model else [])]
-    for name, value in vars(args).items():
-        if name in defaults and name != "model" and value != defaults[name]:
-            flag = "--" + name.replace("_", "-")
-            if isinstance(value, list):  # a repeatable flag; an empty value is the flag alone
-                words += [w for item in value for w in ([flag, item] if item else [flag])]
-            else:
-                text = (",".join(map(str, value)) or "none") if isinstance(value, tuple) else str(value)
-                words += [flag, text]
+    for name in _given(args, ("model", *_UNRECORDED)):
+        value, action = getattr(args, name), actions[name]
+        flag = action.option_strings[0]
+        if isinstance(action, (argparse._StoreTrueAction, argparse._StoreFalseAction)):
+            words.append(flag)
+        elif isinstance(value, list):  # a repeatable flag; an empty value is the flag alone
+            words += [w for item in value for w in ([flag, item] if item else [flag])]
+        else:
+            text = (",".join(map(str, value)) or "none") if isinstance(value, tuple) else str(value)
+            words += [flag, text]
     return shlex.join(words)
 
 
-def build_defaults() -> argparse.Namespace:
+def _given(args: argparse.Namespace, leave: tuple[str, ...] = ()) -> list[str]:
+    """The destinations of the options given other than their defaults, less ``leave``."""
+    defaults = vars(build_defaults())
+    return [
+        name for name, value in vars(args).items() if name in defaults and name not in leave and value != defaults[name]
+    ]
+
+
+def _parser() -> argparse.ArgumentParser:
     subparsers = argparse.ArgumentParser().add_subparsers()
     register(subparsers)
-    return subparsers.choices["analyze"].parse_args([])
+    return subparsers.choices["analyze"]
+
+
+def build_defaults() -> argparse.Namespace:
+    return _parser().parse_args([])
 
 
 def run(args: argparse.Namespace) -> int:
@@ -292,7 +312,10 @@ def _analyze(args: argparse.Namespace) -> int:
     if args.compare is not None:
         other = load(args.compare, args.max_sequences, text_tokens(args.max_length), where)
         check_comparable(loaded, other, inputs, args.compare)
-    steps = 1 + len(chosen.methods) + sum(len(s.values) for s in chosen.sweeps) + 1 + (args.attention_sequences > 0)
+    nulls = 2 * (args.null > 0)  # the random-init and the shuffled-order null
+    steps = (
+        1 + len(chosen.methods) + sum(len(s.values) for s in chosen.sweeps) + nulls + 1 + (args.attention_sequences > 0)
+    )
     with tqdm(total=steps, desc="analyze", unit="step", file=sys.stderr, disable=not args.progress) as bar:
 
         def step(name: str) -> None:
@@ -329,8 +352,8 @@ def _analyze(args: argparse.Namespace) -> int:
     return 0
 
 
-#: flags that patch, compare or feed inputs to a pretrained model: our runs bring their own inputs and method
-_PRETRAINED_ONLY = ("methods", "text", "images", "compare", "sweep", "max_length", "device_map")
+#: the options that apply to a model this tool trained (it brings its own inputs, method and job)
+_SAVED_RUN_OPTIONS = ("model", "max_sequences", "null", "device", "out", "force", "progress")
 
 
 def _analyze_saved(args: argparse.Namespace, saved) -> int:
@@ -340,13 +363,13 @@ def _analyze_saved(args: argparse.Namespace, saved) -> int:
     from oversmooth.hf.placement import placement
     from oversmooth.outputs import check_output_dir
 
-    given = [name for name in (*_PRETRAINED_ONLY, "cka") if getattr(args, name) not in (None, False, ())]
-    given += list(knob_flags(args, "patch"))
+    given = _given(args, _SAVED_RUN_OPTIONS)
     if given:
+        flag = next(a.option_strings[0] for a in _parser()._actions if a.dest == given[0])
         raise UsageError(
             f"{args.model} is a model oversmooth train saved: it is measured on its own validation split with the "
-            f"method it was trained with; drop --{given[0].replace('_', '-')} (oversmooth adapt continues it "
-            "with another method)"
+            f"method it was trained with, nothing patched; drop {flag} (it applies to pretrained models; "
+            "oversmooth adapt continues a run with another method)"
         )
     check_sequences(args.max_sequences)
     check_output_dir(args.out, force=args.force)

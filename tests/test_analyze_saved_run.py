@@ -130,3 +130,21 @@ def test_the_python_loader_takes_a_train_run(vit_run):
     )
     with pytest.raises(ValueError, match="trained with"):
         oversmooth.analyze(saved, methods=["neutreno"])
+
+
+def test_cka_and_compare_for_our_runs(vit_run, tmp_path, capsys):
+    """``--cka``: 1 on the diagonal, symmetric; ``--compare`` with the same run's model gives the
+    same matrix (the same states, example by example); a model of other inputs is refused."""
+    run, _ = vit_run
+    out = tmp_path / "analysis"
+    args = ["analyze", str(run), "--max-sequences", "8", "--cka", "--compare", str(run / "model"), "--out", str(out)]
+    assert main(args) == 0
+    read = lambda name: {  # noqa: E731
+        (int(r["layer_a"]), int(r["layer_b"])): float(r["cka"]) for r in csv.DictReader((out / name).open())
+    }
+    own, compared = read("cka.csv"), read("cka_compare.csv")
+    assert all(own[(i, i)] == pytest.approx(1.0) for i in range(3))
+    assert all(own[(a, b)] == pytest.approx(own[(b, a)]) for a, b in own)
+    assert compared == pytest.approx(own)
+    assert main(["analyze", str(run), "--compare", str(tmp_path), "--out", str(tmp_path / "no")]) == 2
+    assert "--compare" in capsys.readouterr().err and not (tmp_path / "no").exists()

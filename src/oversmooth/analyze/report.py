@@ -401,6 +401,21 @@ def write_csv(path: Path, rows: list[dict]) -> None:
         )
 
 
+def write_cka(staging: Path, model: str, cka, compared, compare: str | None) -> list[str]:
+    """``cka.csv`` / ``cka.png`` (``cka``: the model's layer x layer matrix) and ``cka_compare.csv``
+    / ``.png`` (``compared``: against the model ``compare``) where measured; the names written."""
+    written = []
+    if cka is not None:
+        write_csv(staging / "cka.csv", cka_rows(cka))
+        plot_cka(cka, staging / "cka.png", f"{model}: layer x layer", "layer", "layer")
+        written += ["cka.csv", "cka.png"]
+    if compared is not None:
+        write_csv(staging / "cka_compare.csv", cka_rows(compared))
+        plot_cka(compared, staging / "cka_compare.png", f"{model} vs {compare}", f"layer of {compare}", "layer")
+        written += ["cka_compare.csv", "cka_compare.png"]
+    return written
+
+
 def write_report(analysis: Analysis, out: str | Path, meta: dict) -> Path:
     """Write every file into ``out``, replacing those of an earlier analysis (``OUTPUTS``); on any
     failure ``out`` is left as it was."""
@@ -413,13 +428,7 @@ def write_report(analysis: Analysis, out: str | Path, meta: dict) -> Path:
         if analysis.frontier:
             write_csv(staging / "frontier.csv", frontier_rows(analysis.frontier))
             plot_frontier(analysis, staging / "frontier.png")
-        if analysis.cka is not None:
-            write_csv(staging / "cka.csv", cka_rows(analysis.cka))
-            plot_cka(analysis.cka, staging / "cka.png", f"{meta['model']}: layer x layer", "layer", "layer")
-        if analysis.cka_compare is not None:
-            write_csv(staging / "cka_compare.csv", cka_rows(analysis.cka_compare))
-            title = f"{meta['model']} vs {meta['compare']}"
-            plot_cka(analysis.cka_compare, staging / "cka_compare.png", title, f"layer of {meta['compare']}", "layer")
+        write_cka(staging, meta["model"], analysis.cka, analysis.cka_compare, meta.get("compare"))
         for metric in plotted_metrics(analysis):
             plot_metric(analysis, metric, staging / f"{metric}.png", meta)
         (staging / "report.md").write_text(report_markdown(analysis, meta))

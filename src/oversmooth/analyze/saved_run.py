@@ -19,8 +19,10 @@ from torch import nn
 
 from oversmooth.analyze.null import excess_columns, measure_null, measure_shuffled, shuffled_patches, shuffled_tokens
 from oversmooth.analyze.plots import plot_layers
-from oversmooth.analyze.report import ANY_ANALYSIS, write_csv
+from oversmooth.analyze.report import ANY_ANALYSIS, write_cka, write_csv
+from oversmooth.analyze.representation import layer_cka
 from oversmooth.atomic import atomic_directory
+from oversmooth.errors import UsageError
 from oversmooth.metrics import METRICS
 from oversmooth.plotting import figure, save_png
 from oversmooth.train.distributed import Distributed
@@ -45,6 +47,9 @@ class RunAnalysis:
     shuffled: pd.DataFrame | None
     sequences: int
     tokens: int
+    cka: torch.Tensor | None = None  # [layers, layers] linear CKA of the model's stream
+    cka_compare: torch.Tensor | None = None  # [layers, other's layers] with ``compare`` on the same inputs
+    compare: str | None = None
 
     def tidy(self) -> pd.DataFrame:
         """The tidy table ``oversmooth.analyze`` returns: this model's own method per layer, every
@@ -65,10 +70,20 @@ class RunAnalysis:
 
 
 def analyze_saved(
-    saved: SavedRun, sequences: int = 64, null_inits: int = 0, device: str = "cpu", batch_size: int = 256
+    saved: SavedRun,
+    sequences: int = 64,
+    null_inits: int = 0,
+    device: str = "cpu",
+    batch_size: int = 256,
+    cka: bool = False,
+    other: SavedRun | None = None,
 ) -> RunAnalysis:
     """Measure ``saved``'s model per layer on its first ``sequences`` validation examples and score
-    it on the whole validation split (see the module docstring)."""
+    it on the whole validation split (see the module docstring); ``cka``: its layer x layer CKA;
+    ``other``: another of our models of the same task, compared layer by layer (CKA) on the same
+    inputs (UsageError naming ``--compare`` when its inputs differ)."""
+    if other is not None:
+        check_same_inputs(saved, other)
     model, task = saved.load(device), saved.task()
     count = min(sequences, task.size("val"))
     inputs = task.batch("val", torch.arange(count))[0].to(device)
@@ -76,7 +91,36 @@ def analyze_saved(
     quality = evaluate(model, task, "val", batch_size, Distributed(device=torch.device(device)))
     null = measure_null(model, null_inits, lambda fresh: stream_table(fresh, inputs), METRICS) if null_inits else None
     shuffled = _shuffled(model, inputs, null_inits) if null_inits else None
-    return RunAnalysis(saved, model.cfg.mitigation.name, table, quality, null, shuffled, count, table.attrs["tokens"])
+    own = layer_cka(model, inputs, ()) if cka else None
+    compared = None if other is None else layer_cka(model, inputs, (), other.load(device))
+    return RunAnalysis(
+        saved,
+        model.cfg.mitigation.name,
+        table,
+        quality,
+        null,
+        shuffled,
+        count,
+        table.attrs["tokens"],
+        own,
+        compared,
+        None if other is None else other.name,
+    )
+
+
+def check_same_inputs(saved: SavedRun, other: SavedRun) -> None:
+    """UsageError (naming ``--compare``) unless ``other`` was trained on the same task, kind of model
+    and (text) tokenizer: CKA pairs the two models' states example by example."""
+    same = all(saved.description[k] == other.description[k] for k in ("task", "model", "data"))
+    tokenizers = [run.run_dir / "tokenizer.json" for run in (saved, other)]
+    if same and all(t.is_file() for t in tokenizers):
+        same = tokenizers[0].read_text() == tokenizers[1].read_text()
+    if not same:
+        raise UsageError(
+            f"--compare {other.name}: trained on other inputs ({other.description['task']}, "
+            f"{other.description['model']}) than {saved.name} ({saved.description['task']}, "
+            f"{saved.description['model']}); compare runs of one task and data"
+        )
 
 
 def _shuffled(model: nn.Module, inputs: torch.Tensor, shuffles: int) -> pd.DataFrame:
@@ -153,4 +197,5 @@ def write_run_report(analysis: RunAnalysis, out: str | Path, command: str) -> li
         )
         for metric in plotted:
             plot_run_metric(analysis, metric, staging / f"{metric}.png")
-    return [*FILES, *(f"{m}.png" for m in plotted)]
+        cka = write_cka(staging, analysis.saved.name, analysis.cka, analysis.cka_compare, analysis.compare)
+    return [*FILES, *(f"{m}.png" for m in plotted), *cka]

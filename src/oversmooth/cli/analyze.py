@@ -353,7 +353,7 @@ def _analyze(args: argparse.Namespace) -> int:
 
 
 #: the options that apply to a model this tool trained (it brings its own inputs, method and job)
-_SAVED_RUN_OPTIONS = ("model", "max_sequences", "null", "device", "out", "force", "progress")
+_SAVED_RUN_OPTIONS = ("model", "max_sequences", "null", "cka", "compare", "device", "out", "force", "progress")
 
 
 def _analyze_saved(args: argparse.Namespace, saved) -> int:
@@ -362,6 +362,7 @@ def _analyze_saved(args: argparse.Namespace, saved) -> int:
     from oversmooth.errors import UsageError
     from oversmooth.hf.placement import placement
     from oversmooth.outputs import check_output_dir
+    from oversmooth.train.saved_run import saved_run
 
     given = _given(args, _SAVED_RUN_OPTIONS)
     if given:
@@ -374,7 +375,13 @@ def _analyze_saved(args: argparse.Namespace, saved) -> int:
     check_sequences(args.max_sequences)
     check_output_dir(args.out, force=args.force)
     device = str(placement(args.device, "auto", None).device)
-    analysis = analyze_saved(saved, args.max_sequences, args.null, device)
+    other = None if args.compare is None else saved_run(args.compare)
+    if args.compare is not None and other is None:
+        raise UsageError(
+            f"--compare {args.compare}: not a model oversmooth train saved; compare {args.model} with another "
+            "run of its task (a run, its model/, an adaptation arm)"
+        )
+    analysis = analyze_saved(saved, args.max_sequences, args.null, device, cka=args.cka, other=other)
     written = write_run_report(analysis, args.out, command_line(args))
     print(format_run(analysis))
     print(f"wrote {args.out}/: {', '.join(written)}")

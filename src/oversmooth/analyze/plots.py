@@ -47,7 +47,8 @@ def plot_layers(
         _, ax = plt.subplots(figsize=(5, 3.4))
     for index, (method, rows) in enumerate(table.groupby("method", sort=False)):
         broken = not bool(rows["within_budget"].iloc[0])
-        label = f"{method} (broken: {table.attrs.get('quality_measure', 'quality')} {rows['quality'].iloc[0]:.2f})"
+        measure_name = table.attrs.get("quality_measure", "quality").replace("_", " ")
+        label = f"{method} (broken: {measure_name} {rows['quality'].iloc[0]:.2f})"
         ax.plot(
             rows["layer"],
             rows[measure],

@@ -201,9 +201,9 @@ def plot_metric(analysis: Analysis, metric: str, path: Path, meta: dict) -> None
     """``metric`` vs layer (``plots.plot_layers``: one line per method with its std band, a broken
     method dashed; attention measures: the unpatched model only), titled with the model and inputs."""
     plt, fig, axes = figure(1, 1, 5, 3.6)
-    inputs = f"{analysis.sequences} sequences x {analysis.tokens} tokens from {meta['source']}"
     attention = metric in ATTENTION_METRICS
-    tidy = tidy_table(analysis, meta["model"], inputs, attention=attention)
+    model, inputs = _title(analysis, meta).split("\n")
+    tidy = tidy_table(analysis, model, inputs, attention=attention)
     plot_layers(tidy, metric, axes[0][0], *((None, None) if attention else (analysis.null, analysis.shuffled)))
     save_png(plt, fig, path)
 
@@ -227,7 +227,12 @@ def format_frontier(analysis: Analysis) -> str:
     return "\n".join(lines)
 
 
-def plot_frontier(analysis: Analysis, path: Path) -> None:
+def _title(analysis: Analysis, meta: dict) -> str:
+    """A figure's title: the model and the inputs it was measured on."""
+    return f"{meta['model']}\n{analysis.sequences} sequences x {analysis.tokens} tokens from {meta['source']}"
+
+
+def plot_frontier(analysis: Analysis, path: Path, meta: dict) -> None:
     """Last-layer cos_sim against quality loss, one curve per swept knob, from the unpatched point."""
     plt, fig, axes = figure(1, 1, 6, 4)
     ax = axes[0][0]
@@ -251,6 +256,7 @@ def plot_frontier(analysis: Analysis, path: Path) -> None:
     ax.set_xscale("symlog", linthresh=max(limit, 1e-3))
     ax.set_xlabel(f"quality loss ({_loss_name(analysis)})")
     ax.set_ylabel("last-layer cos_sim")
+    ax.set_title(_title(analysis, meta), fontsize=8)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
     save_png(plt, fig, path)
@@ -367,7 +373,7 @@ def written_files(analysis: Analysis) -> list[str]:
     return [name for name in OUTPUTS if name not in lacks]
 
 
-def plot_sublayers(analysis: Analysis, path: Path) -> None:
+def plot_sublayers(analysis: Analysis, path: Path, meta: dict) -> None:
     """Per block, the change of cos_sim and of t_sim across its attention, MLP and norms (bars)."""
     plt, fig, axes = figure(1, 2, 10, 3.4)
     totals = block_totals(analysis.sublayers)
@@ -383,6 +389,7 @@ def plot_sublayers(analysis: Analysis, path: Path) -> None:
         ax.set_ylabel(f"change of {metric}")
         ax.grid(alpha=0.3, axis="y")
     axes[0][0].legend(fontsize=8)
+    fig.suptitle(_title(analysis, meta), fontsize=8)
     save_png(plt, fig, path)
 
 
@@ -423,11 +430,11 @@ def write_report(analysis: Analysis, out: str | Path, meta: dict) -> Path:
         write_csv(staging / "metrics.csv", csv_rows(analysis))
         write_csv(staging / "quality.csv", quality_rows(analysis))
         write_csv(staging / "sublayers.csv", [asdict(row) for row in analysis.sublayers])
-        plot_sublayers(analysis, staging / "sublayers.png")
+        plot_sublayers(analysis, staging / "sublayers.png", meta)
         (staging / "spectrum.json").write_text(json.dumps(spectrum_document(analysis), indent=1))
         if analysis.frontier:
             write_csv(staging / "frontier.csv", frontier_rows(analysis.frontier))
-            plot_frontier(analysis, staging / "frontier.png")
+            plot_frontier(analysis, staging / "frontier.png", meta)
         write_cka(staging, meta["model"], analysis.cka, analysis.cka_compare, meta.get("compare"))
         for metric in plotted_metrics(analysis):
             plot_metric(analysis, metric, staging / f"{metric}.png", meta)

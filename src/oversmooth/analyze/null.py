@@ -110,6 +110,11 @@ def measure_null(
     return null_table(tables, metrics)
 
 
+def by_layer(table: pd.DataFrame | None) -> dict[int, dict]:
+    """A null table's rows keyed by layer ({} without one)."""
+    return {} if table is None else {int(r["layer"]): r for r in table.to_dict("records")}
+
+
 def excess_columns(
     row: Mapping, null_row: Mapping | None, shuffled_row: Mapping | None, metrics: Sequence[str]
 ) -> dict[str, float]:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from oversmooth.analyze.analysis import BASELINE, Analysis
 from oversmooth.analyze.frontier import best_within_budget, frontier_rows, quality_loss
-from oversmooth.analyze.null import excess_columns
+from oversmooth.analyze.null import by_layer, excess_columns
 from oversmooth.analyze.plots import plot_layers, tidy_table
 from oversmooth.analyze.quality import QualityRow, ratio_text
 from oversmooth.analyze.representation import cka_rows, plot_cka
@@ -160,8 +160,7 @@ def csv_rows(analysis: Analysis) -> list[dict]:
     row's excess over that mean."""
     columns = [c for m in METRICS for c in (m, f"{m}_std")]
     attention_columns = [c for m in ATTENTION_METRICS for c in (m, f"{m}_std")]
-    null = {} if analysis.null is None else {int(r["layer"]): r for r in analysis.null.to_dict("records")}
-    shuffled = {} if analysis.shuffled is None else {int(r["layer"]): r for r in analysis.shuffled.to_dict("records")}
+    null, shuffled = by_layer(analysis.null), by_layer(analysis.shuffled)
     rows = []
     for method, table in analysis.tables.items():
         for row in table.to_dict("records"):

@@ -17,7 +17,14 @@ import pandas as pd
 import torch
 from torch import nn
 
-from oversmooth.analyze.null import excess_columns, measure_null, measure_shuffled, shuffled_patches, shuffled_tokens
+from oversmooth.analyze.null import (
+    by_layer,
+    excess_columns,
+    measure_null,
+    measure_shuffled,
+    shuffled_patches,
+    shuffled_tokens,
+)
 from oversmooth.analyze.plots import plot_layers
 from oversmooth.analyze.report import ANY_ANALYSIS, write_cka, write_csv
 from oversmooth.analyze.representation import layer_cka
@@ -135,8 +142,7 @@ def _shuffled(model: nn.Module, inputs: torch.Tensor, shuffles: int) -> pd.DataF
 def csv_rows(analysis: RunAnalysis) -> list[dict]:
     """One row per layer: each measure and its std; with the nulls, their means and spreads and
     the excess over the random-init null."""
-    null = {} if analysis.null is None else {int(r["layer"]): r for r in analysis.null.to_dict("records")}
-    shuffled = {} if analysis.shuffled is None else {int(r["layer"]): r for r in analysis.shuffled.to_dict("records")}
+    null, shuffled = by_layer(analysis.null), by_layer(analysis.shuffled)
     rows = []
     for row in analysis.table.to_dict("records"):
         out = {"layer": int(row["layer"]), **{c: row.get(c) for m in METRICS for c in (m, f"{m}_std")}}

@@ -5,6 +5,7 @@ diagnosis, and what each mitigation patched in without fine-tuning changes.
 from __future__ import annotations
 
 import argparse
+import functools
 import shlex
 import sys
 
@@ -212,10 +213,9 @@ _UNRECORDED = ("force", "progress")
 def command_line(args: argparse.Namespace) -> str:
     """The equivalent command: the model and every option that differs from its default (a
     switch by its flag alone), less those that change nothing measured."""
-    actions = {action.dest: action for action in _parser()._actions}
     words = ["oversmooth", "analyze", *([args.model] if args.model else [])]
     for name in _given(args, ("model", *_UNRECORDED)):
-        value, action = getattr(args, name), actions[name]
+        value, action = getattr(args, name), _action(name)
         flag = action.option_strings[0]
         if isinstance(action, (argparse._StoreTrueAction, argparse._StoreFalseAction)):
             words.append(flag)
@@ -235,10 +235,17 @@ def _given(args: argparse.Namespace, leave: tuple[str, ...] = ()) -> list[str]:
     ]
 
 
+@functools.cache
 def _parser() -> argparse.ArgumentParser:
+    """The ``analyze`` parser alone (built once): its defaults and its flags by destination."""
     subparsers = argparse.ArgumentParser().add_subparsers()
     register(subparsers)
     return subparsers.choices["analyze"]
+
+
+def _action(dest: str) -> argparse.Action:
+    """The option that sets ``dest``."""
+    return next(action for action in _parser()._actions if action.dest == dest)
 
 
 def build_defaults() -> argparse.Namespace:
@@ -366,7 +373,7 @@ def _analyze_saved(args: argparse.Namespace, saved) -> int:
 
     given = _given(args, _SAVED_RUN_OPTIONS)
     if given:
-        flag = next(a.option_strings[0] for a in _parser()._actions if a.dest == given[0])
+        flag = _action(given[0]).option_strings[0]
         raise UsageError(
             f"{args.model} is a model oversmooth train saved: it is measured on its own validation split with the "
             f"method it was trained with, nothing patched; drop {flag} (it applies to pretrained models; "

@@ -75,3 +75,24 @@ def test_missing_pieces_are_named(written, tmp_path, monkeypatch):
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "gguf" else real(name, *a))
     with pytest.raises(UsageError, match=r"reading it needs the gguf package \(pip install gguf==0.19.0\)"):
         resolve(str(path))
+
+
+def test_adapt_takes_a_gguf_lm_as_a_causal_lm(written, tmp_path):
+    """A GGUF file lists no model class: adapt reads it as the causal LM it loads as, and the
+    control's starting loss is the written model's own next-token cross-entropy on the same blocks."""
+    import torch.nn.functional as F
+
+    from oversmooth.adapt import AdaptConfig, adapt
+    from oversmooth.adapt.text_blocks import documents, token_blocks
+
+    model, path = written
+    text = tmp_path / "text.txt"
+    text.write_text(TEXT * 40)
+    settings = {"text": f"text:{text}", "seq_len": 16, "eval_sequences": 4, "steps": 2, "record_every": 2}
+    result = adapt(AdaptConfig(model=str(path), out=str(tmp_path / "a"), progress=False, **settings))
+    assert result.objective == "causal_lm"
+    blocks = token_blocks(load(str(path), 4).tokenizer, documents(f"text:{text}")["val"], 16, extra=1, limit=4)
+    with torch.no_grad():
+        logits = model(input_ids=blocks[:, :-1]).logits
+    reference = F.cross_entropy(logits.flatten(0, 1), blocks[:, 1:].flatten())
+    assert result.control.start["loss"] == pytest.approx(reference.item(), rel=1e-4)

@@ -20,6 +20,8 @@ def task_of_class(cls: type) -> Task:
     from transformers.models.auto import modeling_auto as auto
 
     name = cls.__name__
+    if name == "AutoModelForCausalLM":  # what ``load`` reads a GGUF LM as (its file lists no class)
+        return "causal_lm"
     if name in auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.values():
         return "causal_lm"
     if name in auto.MODEL_FOR_MASKED_LM_MAPPING_NAMES.values():

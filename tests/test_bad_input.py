@@ -93,7 +93,7 @@ def test_a_knob_that_overflows_a_patched_model_is_named_not_the_weights():
         assert named in str(error.value) and "weights" not in str(error.value)
 
 
-# --- damaged files: generated corruptions of a valid study cell, read by `oversmooth report` ---
+# --- damaged files: generated corruptions of a valid study cell, read by `oversmooth claims` ---
 
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
@@ -123,14 +123,14 @@ def corrupted(text: str, data) -> str:
 
 @pytest.fixture(scope="module")
 def study_cell(tmp_path_factory):
-    from test_study_report import analysis, make_cell
+    from test_claims_report import analysis, make_cell
 
     root = tmp_path_factory.mktemp("damaged")
     make_cell(root, "fmnist-p7", "softmax", 0, 0.90, cell_analysis=analysis())
     make_cell(root, "fmnist-p7", "neutreno", 0, 0.91, cell_analysis=analysis())
-    from test_study_report import adapted
+    from test_claims_report import adapted
 
-    from oversmooth.study.adaptations import LR, NAME, RESULT_FILE, STEPS, WARMUP
+    from oversmooth.claims.adaptations import LR, NAME, RESULT_FILE, STEPS, WARMUP
 
     record = adapted(0, 0.90, {0.6: 0.91})
     record["config"] = {
@@ -165,7 +165,7 @@ def test_report_on_a_damaged_study_or_results_file_exits_2_naming_it(study_cell,
     try:
         path.write_text(corrupted(original if name not in ONE_TABLE else json.dumps(json.loads(original)), data))
         capsys.readouterr()
-        code = main(["report", str(study_cell), str(adaptations), "--no-probes", "--out", str(out)])
+        code = main(["claims", str(study_cell), str(adaptations), "--no-probes", "--out", str(out)])
         err = capsys.readouterr().err.strip()
         if code == 0:  # the damage was harmless (a field the report does not read)
             return

@@ -1,4 +1,4 @@
-"""`oversmooth report`: claims decided from hand-made cells whose answers are known, and the files.
+"""`oversmooth claims`: claims decided from hand-made cells whose answers are known, and the files.
 
 Cells are written as `oversmooth study` archives them (cell.json of the preset's own cell,
 metrics.jsonl, results.json, analysis.json), so pairing, gates and the protocol's measures all
@@ -17,13 +17,13 @@ import pytest
 from scipy import stats
 
 from oversmooth.analyze.quality import Quality, QualityRow
+from oversmooth.claims.probes import CurvePair, Existence, Probes, random_init
+from oversmooth.claims.protocol import FAMILIES
+from oversmooth.claims.registry import CLAIMS, QUESTIONS, Inputs, baseline_gate, decide_claims
+from oversmooth.claims.report import render_claims
 from oversmooth.cli import main
 from oversmooth.errors import UsageError
 from oversmooth.study import STUDY_PRESETS
-from oversmooth.study.claims import CLAIMS, QUESTIONS, Inputs, baseline_gate, decide_claims
-from oversmooth.study.probes import CurvePair, Existence, Probes, random_init
-from oversmooth.study.protocol import FAMILIES
-from oversmooth.study.report import render_report
 from oversmooth.study.results import read_study
 
 SEEDS = range(14)
@@ -224,7 +224,7 @@ def test_each_gate_can_fail_and_names_its_seed_and_margin(tmp_path, change, why)
         claim = claims[claim_id]
         assert claim.verdict == "not tested" and why in claim.reason, claim_id
         assert claim.gate_passed is False and "failed" in claim.gate
-    from oversmooth.study.report import verdict_summary
+    from oversmooth.claims.report import verdict_summary
 
     untested = verdict_summary(list(claims.values())).splitlines()[-1]
     assert "2a, 2c, 5b, 5c, 6, 7, 8 (a gate failed); 1a, 1b, 2b, 3, 4a, 4b, 5a (runs not finished)" in untested
@@ -252,7 +252,7 @@ def test_a_diverged_long_run_fails_the_gate_instead_of_waiting_for_it(tmp_path):
 def test_the_runner_trains_each_settings_pilot_and_long_run_first():
     """scripts/run_claims.sh reads what comes before a setting from the protocol (docs/studies.md,
     "Running it"): claim 4's pilot, and the 1.5x-epochs runs of the three gated baselines."""
-    from oversmooth.study.protocol import runs_before
+    from oversmooth.claims.protocol import runs_before
 
     assert {name: runs_before(name) for name in ("fmnist-p7", "fmnist-p7-spectral", "depth-w32", "austen-p3")} == {
         "fmnist-p7": {"pilot": "", "long": "fmnist-p7-long"},
@@ -499,7 +499,7 @@ def test_a_claims_command_runs_the_whole_grid():
     assert inputs.command("austen-p3") == "oversmooth study austen-p3 --out runs/studies/austen-p3 --results results"
 
 
-def test_report_files_claims_json_and_every_declared_claim(tmp_path, capsys):
+def test_claims_writes_claims_json_and_every_declared_claim(tmp_path, capsys):
     """Every declared claim appears in the report and in claims.json with the fields of DESIGN 9.6;
     the Holm families are the pre-registered ones (a hidden claim would change m)."""
     fmnist(tmp_path)
@@ -508,7 +508,7 @@ def test_report_files_claims_json_and_every_declared_claim(tmp_path, capsys):
     for path in deep:  # half an hour each (the other fixture cells: 1 s)
         path.write_text(json.dumps({**json.loads(path.read_text()), "wall_seconds": 1800.0}))
     dirs = [str(p) for p in sorted(tmp_path.iterdir()) if p.is_dir()]
-    assert main(["report", *dirs, "--no-probes", "--out", str(tmp_path / "rep")]) == 0
+    assert main(["claims", *dirs, "--no-probes", "--out", str(tmp_path / "rep")]) == 0
     assert "wrote" in capsys.readouterr().out
     report = (tmp_path / "rep" / "report.md").read_text()
     others = len(list(tmp_path.glob("*/*/results.json"))) - len(deep)
@@ -565,8 +565,39 @@ def test_report_files_claims_json_and_every_declared_claim(tmp_path, capsys):
     assert len(list(csv.DictReader(open(tmp_path / "rep" / "cells.csv")))) > 0
 
 
+def test_the_claims_report_opens_with_one_row_per_claim_on_one_screen(tmp_path):
+    """Right under the title: one row per claim, in the registry's order, with its effect and
+    Holm-matched interval, the regime, the verdict and the third protocol's reading only where it
+    differs; short rows (each claim in full is in the family tables below)."""
+    fmnist(tmp_path)
+    depth_cells(tmp_path)
+    cells = [cell for study in sorted(p for p in tmp_path.iterdir() if p.is_dir()) for cell in read_study(study)]
+    claims, report = render_claims(cells)
+    lines = report.markdown.splitlines()
+    head = lines.index(
+        "| id | claim | paper's effect | ours [Holm-matched CI] | regime: softmax cos_sim vs random init | verdict |"
+    )
+    assert head < 6 and lines[head + 2 + len(claims)] == ""
+    rows = lines[head + 2 : head + 2 + len(claims)]
+    assert [row.split(" | ")[0] for row in rows] == [f"| {claim_id}" for claim_id in CLAIMS]
+    assert any(claim.reading != claim.verdict for claim in claims)  # the fixture has a reading that differs
+    for claim, row in zip(claims, rows):
+        _, statement, paper, ours, regime, verdict = row.strip("| ").split(" | ")
+        assert len(row) < 220 and statement in claim.statement, row
+        assert verdict.startswith(f"**{claim.verdict}**")
+        assert ("third protocol" in verdict) is (claim.reading != claim.verdict) and claim.reading in verdict
+        if claim.effect is not None:
+            low, high = claim.ci
+            assert ours.startswith(f"{claim.effect:+.3g} [{low:+.3g}, {high:+.3g}]") and ours.endswith(f"n = {claim.n}")
+        if claim.paper_effect is not None:
+            assert paper.startswith(f"{claim.paper_effect:+.3g}")
+        if claim.regime is not None and claim.regime.cos_sim is not None:
+            assert regime.startswith(f"{claim.regime.cos_sim:.3f} vs ")
+    assert claims[0].verdict == "not tested" and rows[0].endswith("| **not tested** |")  # no probes: 1a
+
+
 def test_report_of_a_folder_that_is_no_study_exits_2(tmp_path, capsys):
-    assert main(["report", str(tmp_path), "--no-probes"]) == 2
+    assert main(["claims", str(tmp_path), "--no-probes"]) == 2
     assert "not a study folder" in capsys.readouterr().err
 
 
@@ -579,7 +610,7 @@ def test_a_damaged_file_is_one_line_naming_it(tmp_path, capsys, damaged):
     (study / "null.json").write_text(json.dumps({"study": "fmnist-p7", "arms": [NULL_ARM]}))
     path = study / damaged if damaged in ("study.json", "null.json") else next(study.glob(f"*/{damaged}"))
     path.write_text(path.read_text()[:-10])  # its tail lost
-    assert main(["report", str(study), "--no-probes", "--out", str(tmp_path / "rep")]) == 2
+    assert main(["claims", str(study), "--no-probes", "--out", str(tmp_path / "rep")]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and f"{damaged} is damaged" in err
     assert not (tmp_path / "rep").exists()
@@ -593,13 +624,13 @@ def test_a_cell_folder_without_its_cell_json_is_named_not_skipped(tmp_path, caps
     study = tmp_path / "fmnist-p7"
     lost = next(study.glob("*-s1"))
     (lost / "cell.json").unlink()
-    assert main(["report", str(study), "--no-probes", "--out", str(tmp_path / "rep")]) == 2
+    assert main(["claims", str(study), "--no-probes", "--out", str(tmp_path / "rep")]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and lost.name in err and "without its cell.json" in err
     assert not (tmp_path / "rep").exists()
     for path in lost.iterdir():  # emptied, as a study stopped while making the folder leaves it: passed over
         path.unlink()
-    assert main(["report", str(study), "--no-probes", "--out", str(tmp_path / "rep")]) == 0
+    assert main(["claims", str(study), "--no-probes", "--out", str(tmp_path / "rep")]) == 0
 
 
 def test_archived_cells_load_and_follow_the_stream_numbering(tmp_path):
@@ -616,39 +647,10 @@ def test_archived_cells_load_and_follow_the_stream_numbering(tmp_path):
     for cell in measured:
         assert len(cell.analysis["stream"]["cos_sim"]) == cell.depth + 1
         assert [block["layer"] for block in cell.analysis["blocks"]] == list(range(1, cell.depth + 1))
-    report = render_report(cells)
+    claims, report = render_claims(cells)
     report.write(tmp_path / "rep")
-    assert [c.id for c in report.claims] == list(CLAIMS)
+    assert [c.id for c in claims] == list(CLAIMS)
     assert (tmp_path / "rep" / "report.md").is_file()
-
-
-def test_every_panel_names_its_methods_in_one_colour_each(tmp_path, monkeypatch):
-    """Panels may hold different methods (de-escalation only in the post-norm one): each panel has
-    its own legend, and a method keeps its colour across panels."""
-    import matplotlib.colors
-
-    from oversmooth.study import report
-
-    depth_cells(tmp_path)
-    cells = [c for c in read_study(tmp_path / "depth-w32") if c.depth == 48]
-    figures = []
-    monkeypatch.setattr(report, "save_png", lambda plt, fig, path: figures.append(fig))
-    report.plot_curves(cells, tmp_path / "curves.png")
-    report.plot_layers(cells, tmp_path / "layers.png")
-    for fig in figures:
-        colours = {}
-        for index, ax in enumerate(fig.axes):  # row by row: the first two are the pre- and post-norm panels
-            lines = [line for line in ax.get_lines() if not line.get_label().startswith("_")]
-            if index < 2:  # the top row names what its column shows
-                assert {t.get_text().split(" (")[0] for t in ax.get_legend().get_texts()} == {
-                    line.get_label().split(" (")[0] for line in lines
-                }
-            for line in lines:
-                colours.setdefault(line.get_label().split(" (")[0], set()).add(
-                    matplotlib.colors.to_hex(line.get_color())
-                )
-        assert set(colours) == {"softmax", "deescalate"} and all(len(c) == 1 for c in colours.values())
-        assert colours["softmax"] != colours["deescalate"]
 
 
 def test_docs_results_are_the_report_of_the_committed_results(tmp_path):
@@ -660,8 +662,8 @@ def test_docs_results_are_the_report_of_the_committed_results(tmp_path):
 
     from matplotlib import image as plt_image
 
-    from oversmooth.study.folders import protocol_archives, read_folders
-    from oversmooth.study.report import render_report
+    from oversmooth.claims.evidence import protocol_archives, read_folders
+    from oversmooth.claims.report import render_claims
 
     root = Path(__file__).resolve().parents[1]
     docs = root / "docs" / "results"
@@ -671,14 +673,14 @@ def test_docs_results_are_the_report_of_the_committed_results(tmp_path):
     title = "oversmooth: the claims protocol at CPU scale"
     assert f'--out docs/results --force --title "{title}"' in (root / "scripts" / "run_claims.sh").read_text()
     relative = [str(Path(a).relative_to(root)) for a in archives]
-    command = shlex.join(["oversmooth", "report", *relative, "--out", "docs/results", "--title", title])
+    command = shlex.join(["oversmooth", "claims", *relative, "--out", "docs/results", "--title", title])
     found = read_folders(archives)
-    report = render_report(
+    claims, report = render_claims(
         found.cells, found.probes, found.commands, title, command, adapted=found.adapted, benchmark=found.benchmark
     )
     written = {row["id"]: row for row in json.loads((docs / "claims.json").read_text())}
-    assert sorted(written) == sorted(claim.id for claim in report.claims)
-    for claim in report.claims:
+    assert sorted(written) == sorted(claim.id for claim in claims)
+    for claim in claims:
         assert json.loads(json.dumps(claim.to_json())) == written[claim.id], claim.id
     assert (docs / "report.md").read_text() == report.markdown
     expected = {*report.figures, "report.md", "claims.json"} | ({"cells.csv"} if found.cells else set())
@@ -699,8 +701,8 @@ def test_docs_results_are_the_report_of_the_committed_results(tmp_path):
 
 def test_archived_probes_read_back_as_they_were(tmp_path):
     """probes.json round-trips: the Probes read back equal the ones written, tuples and all."""
-    from oversmooth.study.files import PROBES_FILE
-    from oversmooth.study.folders import read_folders
+    from oversmooth.claims.evidence import read_folders
+    from oversmooth.claims.files import PROBES_FILE
 
     broken = Quality((QualityRow("neutreno", "lam=0.6", "perplexity", 90.0, 30.0, 3.0, False),))
     falls = Existence(5, 32, 0.03, [(0.34, 0.29), (0.33, 0.30)], "a model")
@@ -721,7 +723,7 @@ def test_claim_4s_seed_rule_by_hand(tmp_path, spread, seeds):
     t-test at 0.05 / 7 with 8 seeds (power 0.8) from the noncentral t by hand."""
     from scipy import optimize
 
-    from oversmooth.study.protocol import depth_seeds
+    from oversmooth.claims.protocol import depth_seeds
 
     gaps = {("pre", 8): 2, ("pre", 48): 2, ("post", 8): 4, ("post", 48): 10}
     for (norm, depth), gap in gaps.items():
@@ -746,7 +748,7 @@ def test_claim_2bs_seed_rule_by_hand(tmp_path, spread, count):
     noncentral t by hand; the first of 8, 10, 12 seeds below 0.017 nats, else 12."""
     from scipy import optimize
 
-    from oversmooth.study.protocol import lm_seeds
+    from oversmooth.claims.protocol import lm_seeds
 
     for seed, step in enumerate((-1.5, -0.5, 0.5, 1.5)):
         make_cell(tmp_path, "austen-p3", "softmax", seed, 3.0 + seed, val=[4.9, 4.5 + step * spread])
@@ -767,7 +769,7 @@ def test_claim_2bs_seed_rule_by_hand(tmp_path, spread, count):
 
 
 def test_claim_4s_seed_rule_needs_the_whole_pilot(tmp_path):
-    from oversmooth.study.protocol import depth_seeds
+    from oversmooth.claims.protocol import depth_seeds
 
     make_cell(tmp_path, "depth-w32-pilot", "softmax", 0, 0.7, norm="pre", depth=8)
     with pytest.raises(ValueError, match="depth-w32-pilot has not finished"):
@@ -783,19 +785,19 @@ def test_a_report_refuses_a_mismatched_or_doubled_cell_instead_of_dropping_its_s
     make_cell(tmp_path, "fmnist-p7", "softmax", 0, 0.90)
     make_cell(tmp_path, "fmnist-p7", "neutreno", 0, 0.91)
     study, out = tmp_path / "fmnist-p7", tmp_path / "rep"
-    assert main(["report", str(study), "--no-probes", "--out", str(out)]) == 0
+    assert main(["claims", str(study), "--no-probes", "--out", str(out)]) == 0
     shutil.rmtree(out)
 
     copy = tmp_path / "copy" / "fmnist-p7"
     shutil.copytree(study, copy)
-    assert main(["report", str(study), str(copy), "--no-probes", "--out", str(out)]) == 2
+    assert main(["claims", str(study), str(copy), "--no-probes", "--out", str(out)]) == 2
     assert "seed 0's softmax arm" in capsys.readouterr().err and not out.exists()
 
     info = study / "fmnist-pre-d8-neutreno-s0" / "cell.json"
     cell = json.loads(info.read_text())
     cell["spec"]["lr"], cell["command"] = 0.01, cell["command"].replace("--lr 0.002", "--lr 0.01")
     info.write_text(json.dumps(cell))
-    assert main(["report", str(study), "--no-probes", "--out", str(out)]) == 2
+    assert main(["claims", str(study), "--no-probes", "--out", str(out)]) == 2
     err = capsys.readouterr().err.strip()
     assert "fmnist-p7/fmnist-pre-d8-neutreno-s0 (its cell.json) was trained with lr=0.01" in err
     assert len(err.splitlines()) == 1 and not out.exists()
@@ -828,12 +830,12 @@ def test_a_cell_trained_at_another_knob_is_refused_not_paired(tmp_path, capsys, 
     cell, results = json.loads((folder / "cell.json").read_text()), json.loads((folder / "results.json").read_text())
     results["description"] = DESCRIBED()
     (folder / "results.json").write_text(json.dumps(results))
-    assert main(["report", str(tmp_path / "fmnist-p7"), "--no-probes", "--out", str(out)]) == 0
+    assert main(["claims", str(tmp_path / "fmnist-p7"), "--no-probes", "--out", str(out)]) == 0
     shutil.rmtree(out)
     edit(cell, results)
     (folder / "cell.json").write_text(json.dumps(cell))
     (folder / "results.json").write_text(json.dumps(results))
-    assert main(["report", str(tmp_path / "fmnist-p7"), "--no-probes", "--out", str(out)]) == 2
+    assert main(["claims", str(tmp_path / "fmnist-p7"), "--no-probes", "--out", str(out)]) == 2
     err = capsys.readouterr().err.strip()
     assert "fmnist-pre-d8-neutreno-s0" in err and named in err and len(err.splitlines()) == 1, err
     assert not out.exists()
@@ -862,8 +864,8 @@ def test_a_resumed_run_that_trained_no_step_is_read_not_called_damaged(tmp_path)
 
 
 def test_an_adaptation_that_is_not_the_registered_continuation_is_refused(tmp_path, capsys):
+    from oversmooth.claims.adaptations import LR, NAME, STEPS, WARMUP
     from oversmooth.cli import main
-    from oversmooth.study.adaptations import LR, NAME, STEPS, WARMUP
 
     out = tmp_path / "rep"
 
@@ -878,7 +880,7 @@ def test_an_adaptation_that_is_not_the_registered_continuation_is_refused(tmp_pa
     }
     (tmp_path / NAME / "s0").mkdir(parents=True)
     (tmp_path / NAME / "s0" / "adapt.json").write_text(json.dumps(record))
-    assert main(["report", str(tmp_path / NAME), "--no-probes", "--out", str(out)]) == 2
+    assert main(["claims", str(tmp_path / NAME), "--no-probes", "--out", str(out)]) == 2
     assert "s0/adapt.json is not the registered continuation of seed 0" in capsys.readouterr().err
     assert not out.exists()
 
@@ -887,7 +889,7 @@ def test_the_lambda_plot_shows_each_continuations_gain_over_its_control(tmp_path
     """The bold line is the mean of (accuracy at lambda - control's) over the seeds that ran every
     lambda (seed 0), by hand; a lambda more seeds ran (0.6: seeds 0 and 1) gets the mean over all of
     them beside it, its n in the legend, so no line mixes two sets of seeds."""
-    from oversmooth.study import report
+    from oversmooth.claims import report
 
     records = [adapted(0, 0.880, {0.2: 0.881, 0.6: 0.886, 1.8: 0.870}), adapted(1, 0.890, {0.6: 0.892})]
     figures = []
@@ -926,7 +928,7 @@ def test_a_finished_seed_without_a_value_is_named_not_dropped(tmp_path):
     (folder / "analysis.json").write_text(json.dumps(analysis() | {"value_flip": []}))
     claim = claims_of(tmp_path)["5c"]
     assert claim.verdict == "not tested" and claim.n == 9
-    from oversmooth.study.report import verdict_summary
+    from oversmooth.claims.report import verdict_summary
 
     assert "5c (a finished seed gave no value)" in verdict_summary([claim])
     assert "9 of 10 planned seed pairs finished; seed(s) 9 finished but give the measure no value" in claim.reason
@@ -972,7 +974,7 @@ def test_claim_2cs_gate_reads_its_own_seeds_and_claims_without_a_gate_judge_none
 
 
 def test_claim_6_reports_free_beside_it_and_the_report_opens_with_the_verdicts(tmp_path):
-    from oversmooth.study.report import verdict_summary
+    from oversmooth.claims.report import verdict_summary
 
     fmnist(tmp_path)
     claims = claims_of(tmp_path)
@@ -987,7 +989,7 @@ def test_claim_6_reports_free_beside_it_and_the_report_opens_with_the_verdicts(t
 def test_the_effects_plot_puts_the_papers_effect_beside_ours(tmp_path, monkeypatch):
     """2a's panel holds our interval and the paper's +0.84 pp (Nguyen et al. 2023, Table 1); 6's,
     whose paper states no number, only ours."""
-    from oversmooth.study import report
+    from oversmooth.claims import report
 
     fmnist(tmp_path)
     claims = claims_of(tmp_path)
@@ -1017,7 +1019,7 @@ def test_the_reason_says_where_the_papers_effect_lies_against_our_interval(tmp_p
 def test_the_adaptation_table_gives_each_arms_recovery():
     """Two seeds: NeuTRENO patched in drops val accuracy to 80 / 82 % at step 0 and the
     continuation brings it to 89 / 90 %; the control stays at 89 %. Means and sample SDs by hand."""
-    from oversmooth.study.report import adaptation_table
+    from oversmooth.claims.report import adaptation_table
 
     def arm(start, val, test, cos_start, cos_after):
         return {
@@ -1051,7 +1053,7 @@ def test_the_adaptation_table_gives_each_arms_recovery():
 def test_a_gate_waits_for_its_baseline_before_judging(tmp_path):
     """Only depth-w32's depth-8 cells of seed 2 have finished: claim 4's gate reads the pre-norm
     softmax at depth 48, which has not run, so it is not judged (not failed) and the claim waits."""
-    from oversmooth.study.report import verdict_summary
+    from oversmooth.claims.report import verdict_summary
 
     make_cell(tmp_path, "depth-w32", "softmax", 2, 0.81, norm="pre", depth=8)
     make_cell(tmp_path, "depth-w32", "softmax", 2, 0.80, norm="post", depth=8)
@@ -1089,7 +1091,7 @@ def test_the_third_protocol_reads_2a_in_magnitude(tmp_path, gains, verdict, read
 def test_an_existence_claim_that_did_not_show_is_not_shown_here_and_the_summary_says_so(tmp_path):
     """6 ("smoothing can improve") inconclusive here reads "not shown here"; 2a (+1 pp, above the
     paper's carried effect) and 7 (an equivalence claim) read as registered."""
-    from oversmooth.study.report import claims_table, reading_summary
+    from oversmooth.claims.report import claims_table, reading_summary
 
     fmnist(tmp_path)
     claims = claims_of(tmp_path)
@@ -1119,7 +1121,7 @@ def test_the_effects_plot_marks_the_claimed_side_n_and_the_full_measure(tmp_path
     carried effect where it has one, says n, and names the measure in full."""
     from matplotlib.patches import Rectangle
 
-    from oversmooth.study import report
+    from oversmooth.claims import report
 
     fmnist(tmp_path, gains=FEATSCALE_NOISE)
     claims = claims_of(tmp_path)
@@ -1210,15 +1212,16 @@ def test_the_row_says_it_was_tested_where_the_baseline_does_not_oversmooth_exact
     fmnist(tmp_path)
     softmax_cos_sim(tmp_path, lambda seed: value)
     cells = [cell for study in sorted(p for p in tmp_path.iterdir() if p.is_dir()) for cell in read_study(study)]
-    report = render_report(cells)
+    claims, report = render_claims(cells)
     said = "tested where the baseline does not oversmooth"
     tail = "the baseline oversmooths (>= 0.5)" if oversmooths else f"{said} (< 0.5)"
-    for claim in report.claims:
+    for claim in claims:
         if claim.regime is not None and claim.regime.cos_sim is not None:
             assert claim.regime.oversmooths is oversmooths
             seeds = claim.regime.seeds
             assert claim.regime.text == f"{value:.3f} ({seeds} seeds) vs random init: null not computed: {tail}"
-            row = next(line for line in report.markdown.splitlines() if line.startswith(f"| {claim.id} |"))
+            family_row = f"| {claim.id} | {claim.statement} | {claim.paper} |"  # not the summary's
+            row = next(line for line in report.markdown.splitlines() if line.startswith(family_row))
             assert row.endswith(f"| {claim.regime.text} |")
     summary = next(line for line in report.markdown.splitlines() if line.startswith("- *where the problem exists*"))
     assert (f"{said}: 2a, 2c, 5b, 5c, 6, 7, 8" in summary) is not oversmooths

@@ -276,7 +276,7 @@ def test_bad_budget_or_sweep_exit_2_and_write_nothing(tmp_path, capsys, flags, m
 
 def test_similarity_rule():
     from oversmooth.analyze.quality import Quality, QualityRow
-    from oversmooth.study.similarity_claim import similarity_verdict
+    from oversmooth.claims.similarity_claim import similarity_verdict
 
     ok = Quality((QualityRow("m", "", "perplexity", 10.0, 10.0, 1.0, True),))
     broken = Quality((QualityRow("m", "", "perplexity", 7e5, 10.0, 7e4, False),))

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from hf_tiny import WORDS, save_tiny
 
+from oversmooth.claims.report import OUTPUTS as CLAIMS_OUTPUTS
 from oversmooth.cli import main
 from oversmooth.study.report import OUTPUTS as REPORT_OUTPUTS
 from oversmooth.theory.run import OUTPUTS as THEORY_OUTPUTS
@@ -23,10 +24,15 @@ ADAPT = ["--text", "sample", "--seq-len", "16", "--eval-sequences", "4", "--step
 
 @pytest.fixture(scope="module")
 def inputs(tmp_path_factory) -> dict[str, Path]:
-    """A tiny BERT and a study archive (claim 3's rounds: a report of it takes seconds)."""
+    """A tiny BERT, a study of two cells and a claims archive (claim 3's rounds: a claims report of
+    it takes seconds)."""
+    from test_claims_report import make_cell
+
     root = tmp_path_factory.mktemp("inputs")
     shutil.copytree(ROOT / "results" / "claim3", root / "claim3")
-    return {"bert": save_tiny("bert", root / "bert"), "study": root / "claim3"}
+    for label in ("softmax", "neutreno"):
+        make_cell(root, "fmnist-p7", label, 0, 0.90)
+    return {"bert": save_tiny("bert", root / "bert"), "study": root / "fmnist-p7", "claims": root / "claim3"}
 
 
 def state(root: Path) -> dict[str, tuple[int, int]]:
@@ -51,6 +57,7 @@ def listing(folder: Path) -> set[str]:
         ("analyze", "pass --force"),
         ("theory", "pass --force"),
         ("report", "pass --force"),
+        ("claims", "pass --force"),
         ("train", "pass --resume auto to continue the run in it"),
         ("adapt", "choose a new or empty --out"),
     ],
@@ -59,7 +66,8 @@ def test_a_folder_that_holds_files_is_refused_and_left_as_it_was(command, needle
     argv = {
         "analyze": ["analyze", str(inputs["bert"]), *ANALYZE, "--methods", "none"],
         "theory": ["theory", "smoothing", *THEORY],
-        "report": ["report", str(inputs["study"]), "--no-probes"],
+        "report": ["report", str(inputs["study"])],
+        "claims": ["claims", str(inputs["claims"]), "--no-probes"],
         "train": ["train", *TRAIN],
         "adapt": ["adapt", str(inputs["bert"]), *ADAPT],
     }[command]
@@ -98,17 +106,27 @@ def test_theory_with_force_leaves_no_file_of_an_earlier_run(tmp_path, capsys):
     assert listing(out) == {"lnflip.png", "predictions.csv", "trajectories.csv", "notes.txt"}
 
 
-def test_report_with_force_replaces_an_earlier_report_and_rewrites_its_study_folders_own(inputs, tmp_path, capsys):
+@pytest.mark.parametrize(
+    "command, folder, outputs, own",
+    [
+        (["report"], "study", REPORT_OUTPUTS, "study.json"),
+        (["claims", "--no-probes"], "claims", CLAIMS_OUTPUTS, "rounds.json"),
+    ],
+)
+def test_a_report_with_force_replaces_an_earlier_one_and_rewrites_its_folders_own(
+    command, folder, outputs, own, inputs, tmp_path, capsys
+):
     out = tmp_path / "out"
     out.mkdir()
     (out / "notes.txt").write_text("mine")
     (out / "gone-study_layers.png").write_text("a figure of a study no longer reported")
-    assert run(capsys, ["report", str(inputs["study"]), "--no-probes", "--out", str(out), "--force"])[0] == 0
+    assert run(capsys, [*command, str(inputs[folder]), "--out", str(out), "--force"])[0] == 0
     written = listing(out) - {"notes.txt"}
-    assert "gone-study_layers.png" not in written and {"report.md", "claims.json"} <= written
-    assert all(any(Path(name).match(p) for p in REPORT_OUTPUTS) for name in written)
-    study = tmp_path / "study"
-    shutil.copytree(inputs["study"], study)
+    assert "gone-study_layers.png" not in written and "report.md" in written
+    assert ("claims.json" in written) is (command[0] == "claims")
+    assert all(any(Path(name).match(p) for p in outputs) for name in written)
+    copy = tmp_path / "copy"
+    shutil.copytree(inputs[folder], copy)
     for _ in range(2):  # a study folder holds its own report: rewritten, never refused
-        assert run(capsys, ["report", str(study), "--no-probes"])[0] == 0
-    assert (study / "report.md").is_file() and (study / "rounds.json").is_file()
+        assert run(capsys, [*command, str(copy)])[0] == 0
+    assert (copy / "report.md").is_file() and (copy / own).is_file()

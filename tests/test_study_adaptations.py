@@ -1,11 +1,11 @@
-"""The claims-8/2c driver (``python -m oversmooth.study.adaptations``): its refusals, in one
+"""The claims-8/2c driver (``python -m oversmooth.claims.adaptations``): its refusals, in one
 process and through its process pool, leave nothing behind."""
 
 from __future__ import annotations
 
 import pytest
 
-from oversmooth.study import adaptations
+from oversmooth.claims import adaptations
 
 
 @pytest.mark.parametrize("jobs", ["1", "2"])

@@ -7,9 +7,9 @@ import pytest
 import torch
 from reference_metrics import t_sim as t_sim_reference
 
+from oversmooth.claims.cell_analysis import analyze_cell, flip_attention_norms, measure_model
 from oversmooth.cli import main
 from oversmooth.models import ViT, ViTConfig
-from oversmooth.study.cell_analysis import analyze_cell, flip_attention_norms, measure_model
 
 
 def vit(norm="pre", **mitigation):
@@ -77,7 +77,7 @@ def test_a_trained_cell_gets_its_analysis_file(tmp_path):
 
 
 def test_a_folder_without_a_finished_run_is_a_one_line_error(tmp_path, capsys):
-    from oversmooth.study.cell_analysis import main as analysis_main
+    from oversmooth.claims.cell_analysis import main as analysis_main
 
     assert analysis_main([str(tmp_path)]) == 2
     err = capsys.readouterr().err
@@ -89,7 +89,7 @@ def test_the_value_flip_is_layernorm_with_negated_gamma_on_the_value_path_only()
     (an independent computation), and the attention maps do not move."""
     import torch.nn.functional as F
 
-    from oversmooth.study.cell_analysis import _negated_gamma_values, value_flip
+    from oversmooth.claims.cell_analysis import _negated_gamma_values, value_flip
 
     model, images = vit(), torch.randn(4, 1, 28, 28)
     with torch.no_grad():
@@ -123,8 +123,8 @@ def test_only_the_baselines_of_a_reference_floor_pay_for_the_reference_model():
     pre-norm softmax at depth 48 (its pilot's too: same setting), austen-p3's softmax; not
     fmnist-p7 (a cited floor), not the long runs, not the other arms, not austen-p2 (no longer
     read by a claim)."""
+    from oversmooth.claims.protocol import reference_needed
     from oversmooth.study.presets import STUDY_PRESETS
-    from oversmooth.study.protocol import reference_needed
     from oversmooth.study.results import CellResult
 
     def needed(preset):

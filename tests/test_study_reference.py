@@ -1,4 +1,4 @@
-"""The reference models of gate (c) (oversmooth.study.reference): the logistic regression against a
+"""The reference models of gate (c) (oversmooth.claims.reference): the logistic regression against a
 naive gradient descent on the same objective and against the Bayes accuracy of a Gaussian problem."""
 
 import math
@@ -7,7 +7,7 @@ import numpy as np
 import torch
 from scipy import stats
 
-from oversmooth.study.reference import fit_logistic, logistic_accuracy
+from oversmooth.claims.reference import fit_logistic, logistic_accuracy
 
 
 def _naive_fit(x: np.ndarray, y: np.ndarray, classes: int, l2: float, steps: int = 20000, lr: float = 0.5):

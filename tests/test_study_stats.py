@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from oversmooth.study.stats import (
+from oversmooth.claims.verdicts import (
     CONTRADICTED,
     HELD,
     HELD_SMALLER,
@@ -28,12 +28,9 @@ from oversmooth.study.stats import (
     decide,
     decide_family,
     existence,
-    holm,
     in_magnitude,
-    min_detectable_effect,
-    paired_test,
-    power_paired,
 )
+from oversmooth.study.stats import holm, min_detectable_effect, paired_test, power_paired
 
 # Student (1908) / Cushny & Peebles: extra hours of sleep under two drugs, the same 10 patients.
 DRUG1 = [0.7, -1.6, -0.2, -1.2, -0.1, 3.4, 3.7, 0.8, 0.0, 2.0]
@@ -386,7 +383,7 @@ def test_a_not_tested_claim_stays_in_the_holm_family_with_p_one():
 def test_tost_matches_two_one_sided_t_tests_by_hand():
     from scipy import stats as sps
 
-    from oversmooth.study.equivalence import tost
+    from oversmooth.claims.equivalence import tost
 
     d = [0.31, -0.12, 0.05, 0.22, -0.08, 0.15, 0.02, 0.11]
     margin = 0.5

@@ -8,7 +8,7 @@ lambda 0.2, 0.6 and 1.8 (the last two only for the seeds of 2c). Each seed's sma
 ``adapt.json`` (per arm: val and test scores, steps, last-layer cos_sim, the records), is copied to
 ``results/fmnist-p7-adapt/s<seed>/``, so a fresh clone reads what ran.
 
-    python -m oversmooth.study.adaptations [--seeds 0,1] [--results results] [--jobs 2] [--train-starts]
+    python -m oversmooth.claims.adaptations [--seeds 0,1] [--results results] [--jobs 2] [--train-starts]
 """
 
 from __future__ import annotations
@@ -20,16 +20,16 @@ from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
 from pathlib import Path
 
+from oversmooth.claims import measures
+from oversmooth.claims.protocol import SEEDS_A, SEEDS_B, SOFTMAX, VIT, VIT_GATE, Protocol
 from oversmooth.errors import UsageError
 from oversmooth.json_files import NUMBER, check_table, read_table
-from oversmooth.study import measures
-from oversmooth.study.protocol import SEEDS_A, SEEDS_B, SOFTMAX, VIT, VIT_GATE, Protocol
 from oversmooth.study.stats import paired_test
 
 NAME = "fmnist-p7-adapt"
 STEPS, LR, WARMUP = 1430, 5e-4, 0.05
 LAMBDAS = (0.2, 0.6, 1.8)
-COMMAND = "python -m oversmooth.study.adaptations --results results --train-starts"
+COMMAND = "python -m oversmooth.claims.adaptations --results results --train-starts"
 RESULT_FILE = "adapt.json"
 #: the starting points: fmnist-p7's softmax cells, judged by the gate of their setting (V)
 STARTS = Protocol(
@@ -144,7 +144,7 @@ def adapt_seed(
             VIT.narrowed(seeds=(seed,), labels=("softmax",)),
             studies / VIT.name,
             threads=threads,
-            command=f"python -m oversmooth.study.adaptations --seeds {seed} --train-starts",
+            command=f"python -m oversmooth.claims.adaptations --seeds {seed} --train-starts",
         )
     if not (folder / "model").is_dir():
         raise UsageError(
@@ -173,7 +173,7 @@ def adapt_seed(
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m oversmooth.study.adaptations", description=__doc__.split("\n\n")[0]
+        prog="python -m oversmooth.claims.adaptations", description=__doc__.split("\n\n")[0]
     )
     parser.add_argument("--seeds", default=",".join(map(str, SEEDS_A)), help="comma-separated (default: 0-13)")
     parser.add_argument("--studies", default="runs/studies", help="where fmnist-p7's cells trained")

@@ -1,7 +1,7 @@
 """Measurements on a finished cell's trained model, for the claims of Dovonon, Bronstein & Kusner
 ("Setting the Record Straight on Transformer Oversmoothing", TMLR 2025) that need trained weights.
 
-``python -m oversmooth.study.cell_analysis CELL_DIR`` reads ``CELL_DIR/model`` and the cell's data
+``python -m oversmooth.claims.cell_analysis CELL_DIR`` reads ``CELL_DIR/model`` and the cell's data
 and writes ``CELL_DIR/analysis.json`` (atomically). On the first ``PROBE`` validation examples
 (the first ``ATTENTION`` of them for the attention maps):
 
@@ -24,7 +24,7 @@ and writes ``CELL_DIR/analysis.json`` (atomically). On the first ``PROBE`` valid
 - ``reference`` (only a cell that is the baseline of a gate whose floor is a reference model,
   ``protocol.reference_needed``): a language model's, the validation NLL of an interpolated
   bigram model on the same tokens; an image classifier's, the validation accuracy of a
-  logistic regression on the same training images (``oversmooth.study.reference``).
+  logistic regression on the same training images (``oversmooth.claims.reference``).
 """
 
 from __future__ import annotations
@@ -40,14 +40,14 @@ import torch
 
 from oversmooth.activations import ActivationCache, hook_name
 from oversmooth.atomic import atomic_write
+from oversmooth.claims.protocol import reference_needed
+from oversmooth.claims.reference import bigram_nll, logistic_accuracy
 from oversmooth.errors import UsageError
 from oversmooth.json_files import read_table
 from oversmooth.metrics import measure
 from oversmooth.spectra.value_output import value_output_eigenvalues
 from oversmooth.spectra.verdict import dynamics_verdict
 from oversmooth.study.files import ANALYSIS_FILE, CELL_FILE, MODEL_DIR, RESULTS_FILE
-from oversmooth.study.protocol import reference_needed
-from oversmooth.study.reference import bigram_nll, logistic_accuracy
 from oversmooth.study.results import read_cell
 
 PROBE, ATTENTION = 64, 8
@@ -167,7 +167,7 @@ def flip_attention_norms(model) -> torch.nn.Module:
 
 
 def reference(task, model: str) -> dict:
-    """The reference model's record (``oversmooth.study.gates.REFERENCES``) on ``task``'s own data."""
+    """The reference model's record (``oversmooth.claims.gates.REFERENCES``) on ``task``'s own data."""
     if model == "lm":
         nll, weight = bigram_nll(task.splits["train"].numpy(), task.splits["val"].numpy(), task.vocab_size)
         return {"bigram_val_nll": nll, "bigram_weight": weight}
@@ -220,7 +220,7 @@ def analyze_cell(folder: str | Path) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m oversmooth.study.cell_analysis", description=__doc__.split("\n")[0]
+        prog="python -m oversmooth.claims.cell_analysis", description=__doc__.split("\n")[0]
     )
     parser.add_argument("cell", help="a finished cell's folder (with model/ and results.json)")
     parser.add_argument("--threads", type=int, default=1)

@@ -13,22 +13,9 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numpy as np
 from scipy import stats
 
-
-def paired_differences(method: Sequence[float], baseline: Sequence[float]) -> np.ndarray:
-    """``method[i] - baseline[i]`` as float ``[n]``; ValueError unless both are 1-d, paired and finite.
-
-    >>> paired_differences([3.0, 5.0], [1.0, 1.5]).tolist()
-    [2.0, 3.5]
-    """
-    x, y = np.asarray(method, dtype=float), np.asarray(baseline, dtype=float)
-    if x.ndim != 1 or x.shape != y.shape:
-        raise ValueError(f"method and baseline must be 1-d and paired, got shapes {x.shape} and {y.shape}")
-    if not (np.isfinite(x).all() and np.isfinite(y).all()):
-        raise ValueError("method and baseline must be finite (a diverged run is a gate, not a number)")
-    return x - y
+from oversmooth.study.stats import paired_differences
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""What ``oversmooth report DIR ...`` reads: study folders (or their archives), the archive of
+"""What ``oversmooth claims DIR ...`` reads: study folders (or their archives), the archive of
 claim 8's adaptations (``results/fmnist-p7-adapt``), claim 3's cost rounds (``results/claim3``)
 and the archived probes (``results/probes``), told apart by what they hold."""
 
@@ -9,16 +9,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from oversmooth.claims.adaptations import NAME as ADAPTATIONS
+from oversmooth.claims.adaptations import read_adaptations
+from oversmooth.claims.files import PROBES_FILE, ROUNDS_FILE
 from oversmooth.errors import UsageError
-from oversmooth.study.adaptations import NAME as ADAPTATIONS
-from oversmooth.study.adaptations import read_adaptations
-from oversmooth.study.files import PROBES_FILE
-from oversmooth.study.results import CellResult, read_study, study_info
+from oversmooth.study.results import CellResult, read_studies
 
 if TYPE_CHECKING:
-    from oversmooth.study.probes import Probes
+    from oversmooth.claims.probes import Probes
 
-ROUNDS_FILE = "rounds.json"
 #: what the claims report reads under results/: the second protocol's archives (the first
 #: protocol's stay there as they ran, read by nothing but their own sections of old reports)
 PROTOCOL_ARCHIVES = (
@@ -77,14 +76,13 @@ def read_folders(folders: list[str | Path]) -> Evidence:
         if (folder / ROUNDS_FILE).is_file():
             found.benchmark = read_benchmark(folder)
         elif (folder / PROBES_FILE).is_file():
-            from oversmooth.study.probes import read_probes  # torch: only where probes are archived
+            from oversmooth.claims.probes import read_probes  # torch: only where probes are archived
 
             found.probes = read_probes(folder)
         elif folder.name == ADAPTATIONS:
             found.adapted += read_adaptations(folder.parent)
         else:
-            study = study_info(folder)
-            if study.get("command"):
-                found.commands[study["name"]] = study["command"]
-            found.cells += read_study(folder)
+            cells, commands = read_studies([folder])
+            found.cells += cells
+            found.commands |= commands
     return found

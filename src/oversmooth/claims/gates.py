@@ -20,8 +20,8 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from oversmooth.claims.measures import Key
 from oversmooth.study.config import StudyConfig
-from oversmooth.study.measures import Key
 from oversmooth.study.results import CellResult
 from oversmooth.train.run_spec import training_key
 
@@ -32,7 +32,7 @@ LAST_EVALUATIONS = 5
 #: a passed part of a gate closer to its bar than this share of (a)'s tolerance passed "narrowly"
 NARROW = 0.25
 #: (c) with no cited floor: the reference model each baseline cell's analysis records
-#: (``analysis.json["reference"]``, ``oversmooth.study.reference``), by model kind: its field, its name
+#: (``analysis.json["reference"]``, ``oversmooth.claims.reference``), by model kind: its field, its name
 REFERENCES = {
     "lm": ("bigram_val_nll", "the bigram reference"),
     "vit": ("logistic_val_accuracy", "the logistic-regression reference"),

@@ -8,29 +8,14 @@ them. ``arms`` are the protocol's ``(method, baseline)`` keys into ``cells``.
 
 from __future__ import annotations
 
-import math
 import statistics
 from collections import Counter
 from collections.abc import Callable, Mapping
 
-from oversmooth.study.results import CellResult
+from oversmooth.study.results import CellResult, paired_score
 
 Key = tuple[str, str, int]  # (norm, label, depth)
 Measure = Callable[[Mapping[Key, CellResult], tuple[Key, Key]], "tuple[float, float] | None"]
-
-
-def paired_score(cell: CellResult) -> float | None:
-    """Test accuracy in percent, or an LM's test NLL per token (nats, the log perplexity). A
-    diverged cell keeps the validation score of its last good epoch, or chance (10 %; an LM:
-    log of the vocabulary) when it diverged in its first epoch."""
-    lm = cell.model == "lm"
-    if cell.status == "diverged" and not cell.epochs:
-        config = cell.results["description"]["model_config"]
-        return math.log(config["vocab_size"]) if lm else 100 / config["num_classes"]
-    if cell.status not in ("completed", "diverged"):
-        return None
-    split = cell.results["test"] if cell.status == "completed" else cell.epochs[-1]["val"]
-    return split["loss"] if lm else 100 * split["accuracy"]
 
 
 def score(cells: Mapping[Key, CellResult], arms: tuple[Key, Key]) -> tuple[float, float] | None:

@@ -28,9 +28,9 @@ import torch
 from oversmooth.activations import stream_names
 from oversmooth.analyze import Quality, QualityRow
 from oversmooth.atomic import atomic_write
+from oversmooth.claims.files import PROBES_FILE
 from oversmooth.errors import UsageError
 from oversmooth.metrics import measure
-from oversmooth.study.files import PROBES_FILE
 
 
 @dataclass
@@ -277,7 +277,7 @@ def run_probes() -> Probes:
     )
 
 
-COMMAND = "python -m oversmooth.study.probes --out results/probes"
+COMMAND = "python -m oversmooth.claims.probes --out results/probes"
 
 
 def read_probes(folder: Path) -> Probes:
@@ -292,7 +292,7 @@ def read_probes(folder: Path) -> Probes:
 def main(argv: list[str] | None = None) -> int:
     """Run the probes (a few CPU-minutes) and archive them, so that a report from results/ alone
     decides the static claims and 5a without running them again."""
-    parser = argparse.ArgumentParser(prog="python -m oversmooth.study.probes", description=main.__doc__.split(",")[0])
+    parser = argparse.ArgumentParser(prog="python -m oversmooth.claims.probes", description=main.__doc__.split(",")[0])
     parser.add_argument("--out", default="results/probes", help="the folder for probes.json (default results/probes)")
     args = parser.parse_args(argv)
     out = Path(args.out)

@@ -5,8 +5,8 @@ its Holm family, the gates and the deviations logged since.
 Each claim is one question: one setting (task, width, training), its cells paired by seed. A
 protocol names its setting by the study preset that trains it, and its arms by ``(norm, label,
 depth)``. ``across`` lists setting fields the comparison spans (claim 4 compares depths). The
-tests and Holm's correction are ``oversmooth.study.stats``; ``oversmooth.study.claims`` applies
-each protocol to the cells.
+tests and Holm's correction are ``oversmooth.study.stats`` and ``oversmooth.claims.verdicts``;
+``oversmooth.claims.registry`` applies each protocol to the cells.
 """
 
 from __future__ import annotations
@@ -16,13 +16,14 @@ import statistics
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from oversmooth.study import measures
+from oversmooth.claims import measures
+from oversmooth.claims.gates import PlateauGate, val_score
+from oversmooth.claims.measures import Key, Measure
+from oversmooth.claims.verdicts import PaperEffect
 from oversmooth.study.config import StudyConfig
-from oversmooth.study.gates import PlateauGate, val_score
-from oversmooth.study.measures import Key, Measure
 from oversmooth.study.presets import STUDY_PRESETS
 from oversmooth.study.results import CellResult
-from oversmooth.study.stats import PaperEffect, min_detectable_effect
+from oversmooth.study.stats import min_detectable_effect
 from oversmooth.train.run_spec import training_key
 
 PRIMARY, SECONDARY = "primary", "secondary"
@@ -389,7 +390,7 @@ def depth_seeds(cells: list[CellResult]) -> tuple[float, float, tuple[int, ...]]
     the paired t-test at alpha / 7) with 8 seeds; above ``DEPTH_GROW_ABOVE`` pp the test has
     seeds 2-13, else 2-9. ValueError while a pilot cell has not completed. Run once, after the pilot::
 
-        python -c "from oversmooth.study.folders import read_folders; from oversmooth.study.protocol import \\
+        python -c "from oversmooth.claims.evidence import read_folders; from oversmooth.claims.protocol import \\
         depth_seeds; print(depth_seeds(read_folders(['results/depth-w32-pilot']).cells))"
     """
     key = training_key(DEPTH_PILOT.cells()[0].spec(), ("depth",))
@@ -422,7 +423,7 @@ def lm_seeds(cells: list[CellResult]) -> tuple[float, dict[int, float], tuple[in
     is 2b's smallest detectable effect (power 0.8, the paired t-test at alpha / 7) with n seeds.
     ValueError while a pilot cell has not completed. Run once, after the pilot::
 
-        python -c "from oversmooth.study.folders import read_folders; from oversmooth.study.protocol import \\
+        python -c "from oversmooth.claims.evidence import read_folders; from oversmooth.claims.protocol import \\
         lm_seeds; print(lm_seeds(read_folders(['results/austen-p3']).cells))"
     """
     question = protocol("2b")

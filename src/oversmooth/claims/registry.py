@@ -7,9 +7,9 @@ and a source of evidence, one ``(unit, method, baseline)`` triple per seed (or p
 round, or per sequence), with the first gate that failed. Where the evidence
 comes from:
 
-- cells trained in our studies (``oversmooth.study.protocol``: 2a, 2b, 4a, 4b, 5b, 5c, 6, 7),
+- cells trained in our studies (``oversmooth.claims.protocol``: 2a, 2b, 4a, 4b, 5b, 5c, 6, 7),
   grouped by setting and seed; a claim is not tested until every planned seed has finished;
-- adaptations of each seed's trained softmax cell (``oversmooth.study.adaptations``: 8, 2c);
+- adaptations of each seed's trained softmax cell (``oversmooth.claims.adaptations``: 8, 2c);
 - the interleaved cost benchmark (3) and the pretrained-model probe (5a).
 
 The questions of each Holm family (``protocol.FAMILIES``) are decided together, once, in
@@ -27,22 +27,18 @@ at random init, and whether that baseline oversmooths).
 from __future__ import annotations
 
 import math
-import shlex
 import statistics
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 
 from oversmooth.analyze import Budget
-from oversmooth.errors import UsageError
-from oversmooth.study import adaptations
-from oversmooth.study.config import StudyConfig
-from oversmooth.study.gates import arm_name
-from oversmooth.study.measures import Key
-from oversmooth.study.probes import CurvePair, Probes
-from oversmooth.study.protocol import FAMILIES, OVERSMOOTHS, PROTOCOLS, VIT_GATE, Protocol
-from oversmooth.study.results import CellResult
-from oversmooth.study.similarity_claim import similarity_verdict
-from oversmooth.study.stats import (
+from oversmooth.claims import adaptations
+from oversmooth.claims.gates import arm_name
+from oversmooth.claims.measures import Key
+from oversmooth.claims.probes import CurvePair, Probes
+from oversmooth.claims.protocol import FAMILIES, OVERSMOOTHS, PROTOCOLS, VIT_GATE, Protocol
+from oversmooth.claims.similarity_claim import similarity_verdict
+from oversmooth.claims.verdicts import (
     CONTRADICTED,
     HELD,
     INCONCLUSIVE,
@@ -54,10 +50,12 @@ from oversmooth.study.stats import (
     existence,
     in_magnitude,
 )
+from oversmooth.errors import UsageError
+from oversmooth.study.config import StudyConfig
+from oversmooth.study.report import seed_span, study_command
+from oversmooth.study.results import CellResult
 
-#: `oversmooth study` flags that keep part of a study's grid (dropped from a claim's command)
-_NARROWING = ("--methods", "--seeds", "--depths")
-PROBES_COMMAND = "python -m oversmooth.study.probes --out results/probes (about a minute)"
+PROBES_COMMAND = "python -m oversmooth.claims.probes --out results/probes (about a minute)"
 BENCH_COMMAND = "python benchmarks/bench_claim3.py --out results/claim3"
 COST_MARGIN = math.log(1.10)  # claim 3: "about what softmax costs", within 1.10x either way
 MEASURED_EARLY = (
@@ -570,23 +568,6 @@ def _decide(ids: tuple[str, ...], found: list[Evidence]) -> list[Decision]:
     return decide_family(claims)
 
 
-def study_command(name: str, recorded: str | None) -> str:
-    """How to run study ``name`` whole: the ``recorded`` command that last ran it, less the flags that
-    keep only some of its methods, seeds or depths (a narrowed run cannot make a claim's pairs).
-
-    >>> study_command("fmnist-p7", "oversmooth study fmnist-p7 --out runs/x --seeds 6,7 --methods=softmax")
-    'oversmooth study fmnist-p7 --out runs/x'
-    >>> study_command("depth-w32", "oversmooth study depth-w32 --out runs/y --depths 48 --jobs 2")
-    'oversmooth study depth-w32 --out runs/y --jobs 2'
-    """
-    if recorded is None:
-        return f"oversmooth study {name} --out runs/studies/{name} --results results"
-    words = shlex.split(recorded)
-    drop = {i for i, word in enumerate(words) if word.split("=")[0] in _NARROWING}
-    drop |= {i + 1 for i in drop if words[i] in _NARROWING}  # the flag's value, as a word of its own
-    return shlex.join(word for i, word in enumerate(words) if i not in drop)
-
-
 def _ours(question: Question, evidence: Evidence, decision: Decision) -> str:
     """Both arms' means, the difference with its 95 % CI and n ("interim" while pairs are missing),
     the ratio where the measure is a log ratio, and the evidence's note."""
@@ -609,17 +590,6 @@ def _ours(question: Question, evidence: Evidence, decision: Decision) -> str:
         if question.margin is not None:
             text += f", margin [{math.exp(-question.margin):.3f}, {math.exp(question.margin):.3f}]"
     return text + (f"; {evidence.note}" if evidence.note else "")
-
-
-def seed_span(ids: list[int]) -> str:
-    """``[0, 1, 2, 5]`` -> ``"0-2, 5"``."""
-    runs: list[list[int]] = []
-    for i in sorted(ids):
-        if runs and i == runs[-1][-1] + 1:
-            runs[-1].append(i)
-        else:
-            runs.append([i])
-    return ", ".join(str(r[0]) if len(r) == 1 else f"{r[0]}-{r[-1]}" for r in runs)
 
 
 def _number(x: float) -> float | None:
@@ -786,7 +756,7 @@ def decide_no_training(
                 gate,
                 None,
                 NOT_TESTED,
-                "not tested: the probes have not run (oversmooth report without --no-probes runs them)",
+                "not tested: the probes have not run (oversmooth claims without --no-probes runs them)",
                 (),
                 PROBES_COMMAND,
                 why_not_tested="runs not finished",
@@ -818,7 +788,7 @@ def decide_no_training(
             gate,
             None if pair.quality is None else pair.quality.within_budget,
             verdict,
-            sentence + " (oversmooth.study.similarity_claim.similarity_verdict; deterministic, no statistics)",
+            sentence + " (oversmooth.claims.similarity_claim.similarity_verdict; deterministic, no statistics)",
             deviations,
             PROBES_COMMAND,
             why_not_tested="see its row" if verdict == NOT_TESTED else None,

@@ -1,181 +1,41 @@
-"""``report.md`` + PNGs for one or more study folders (or their archives under ``results/``):
-the claims table, per study its score table, training curves and per-layer similarity at the end
-of training (every seed a thin line, their mean bold), scores vs depth, and the untrained probes.
+"""The claims report (``oversmooth claims``): ``report.md`` + PNGs + ``claims.json`` for the claims
+protocol's archives under ``results/``. It opens with one row per claim, then the claims table by
+Holm family with each claim's reason, gate and command, the effects plot, claim 4's depth plot,
+claims 8 and 2c's continuations, claim 5b's verdicts, the probes that need no training, and the
+study report's section on each study it read (``oversmooth.study.report``).
 
-Scores in the study tables are means over seeds with their standard deviation. A completed cell
-contributes its test score; a diverged or unfinished one its last validation score, marked
-(``†`` diverged, ``*`` unfinished), so a report can be written at any time. The claims table
-decides only on finished seeds (``oversmooth.study.claims``).
+The claims table decides only on finished seeds (``oversmooth.claims.registry``).
 """
 
 from __future__ import annotations
 
-import csv
 import json
 import math
 import statistics
 import textwrap
 from collections import Counter, defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
-from matplotlib.ticker import MaxNLocator
-
-from oversmooth.atomic import atomic_directory
+from oversmooth.claims.probes import Probes
+from oversmooth.claims.protocol import OVERSMOOTHS
+from oversmooth.claims.registry import NOT_TESTED_WHY, SEEN_FIRST, Claim, decide_claims
+from oversmooth.claims.summary import effect_text, summary_table
 from oversmooth.plotting import figure, save_png
-from oversmooth.study.claims import NOT_TESTED_WHY, SEEN_FIRST, Claim, decide_claims, seed_span, study_command
-from oversmooth.study.measures import paired_score
-from oversmooth.study.probes import Probes
-from oversmooth.study.protocol import OVERSMOOTHS
+from oversmooth.study import report as study_report
+from oversmooth.study.report import Rendered, by_study, cell_hours, cell_rows, mean_with_interval, plot_depth, seed_span
 from oversmooth.study.results import CellResult
-from oversmooth.study.stats import paired_test
 
-MARK = {"diverged": "†", "partial": "*"}
-#: every file a report may write (``render_report``'s figures: the claims' and three per study); one
-#: a report does not write is removed from its folder, e.g. the figures of a study no longer in it
+TITLE = "oversmooth claims report"
+#: every file a claims report may write: the study report's and the claims' own
 OUTPUTS = (
-    "report.md",
-    "cells.csv",
+    *study_report.OUTPUTS,
     "claims.json",
     "claims.png",
     "claim4_depth.png",
     "claims_8_2c_lambda.png",
     "probes.png",
-    "*_scores.png",
-    "*_layers.png",
-    "*_curves.png",
 )
-
-
-def _mean_std(values: list[float]) -> tuple[float, float]:
-    return statistics.fmean(values), (statistics.stdev(values) if len(values) > 1 else 0.0)
-
-
-def _groups(cells: list[CellResult]) -> dict[str, list[CellResult]]:
-    studies: dict[str, list[CellResult]] = defaultdict(list)
-    for cell in cells:
-        studies[cell.study].append(cell)
-    return dict(studies)
-
-
-def _labels(cells: list[CellResult]) -> list[str]:
-    """Method labels in the order the cells name them (the study's order)."""
-    return list(dict.fromkeys(c.label for c in cells))
-
-
-def _colours(cells: list[CellResult]) -> dict[str, str]:
-    """One colour per method label across a figure, whichever panels hold it."""
-    return {label: f"C{index}" for index, label in enumerate(_labels(cells))}
-
-
-def _legends(axes) -> None:
-    """A legend in every panel that has labelled lines: panels may hold different methods."""
-    for ax in axes:
-        if ax.get_legend_handles_labels()[0]:
-            ax.legend(fontsize=7)
-
-
-def _panels(cells: list[CellResult]) -> list[tuple[str, str]]:
-    return sorted({(c.task, c.norm) for c in cells}, key=lambda tn: (tn[0], tn[1] != "pre"))
-
-
-def score_table(cells: list[CellResult]) -> str:
-    """Markdown: one row per task x norm x method, one column per depth: mean ± std (seeds)."""
-    depths = sorted({c.depth for c in cells})
-    name = cells[0].score_name
-    lines = [
-        "| task | norm | method | " + " | ".join(f"depth {d}" for d in depths) + " |",
-        "|---|---|---|" + "---|" * len(depths),
-    ]
-    for task, norm in _panels(cells):
-        for label in _labels(cells):
-            if not any((c.task, c.norm, c.label) == (task, norm, label) for c in cells):
-                continue  # a method the study trains under other norms only
-            row = []
-            for depth in depths:
-                group = [
-                    c
-                    for c in cells
-                    if (c.task, c.norm, c.label, c.depth) == (task, norm, label, depth) and c.score is not None
-                ]
-                if not group:
-                    row.append("–")
-                    continue
-                mean, std = _mean_std([c.score for c in group])
-                marks = "".join(sorted({MARK[c.status] for c in group if c.status in MARK}))
-                scale = 100 if name == "accuracy" else 1
-                row.append(f"{mean * scale:.1f} ± {std * scale:.1f}{marks} ({len(group)})")
-            lines.append(f"| {task} | {norm} | {label} | " + " | ".join(row) + " |")
-    return "\n".join(lines)
-
-
-def _seeds_and_mean(ax, runs: list[list[float]], x: list, color: str, label: str) -> None:
-    """Each run a thin line, their mean (over the runs that reach each point) bold."""
-    for run in runs:
-        ax.plot(x[: len(run)], run, color=color, lw=0.7, alpha=0.45)
-    longest = max(len(run) for run in runs)
-    mean = [statistics.fmean(run[i] for run in runs if len(run) > i) for i in range(longest)]
-    ax.plot(x[:longest], mean, color=color, lw=2.2, label=f"{label} ({len(runs)} seed{'s' if len(runs) > 1 else ''})")
-
-
-def plot_layers(cells: list[CellResult], path: Path, metrics: tuple[str, ...] = ("cos_sim", "t_sim")) -> None:
-    """Per-layer metrics of the probe batch at the end of training, deepest depth: one thin line
-    per seed, the mean over seeds bold."""
-    panels, colours = _panels(cells), _colours(cells)
-    plt, fig, axes = figure(len(metrics), len(panels), 4.2 * len(panels), 3.0 * len(metrics))
-    for col, (task, norm) in enumerate(panels):
-        chosen = [c for c in cells if (c.task, c.norm) == (task, norm) and c.final_layers]
-        if not chosen:
-            continue
-        depth = max(c.depth for c in chosen)
-        for row, metric in enumerate(metrics):
-            ax = axes[row][col]
-            for label in _labels(chosen):
-                runs = [
-                    [layer[metric] for layer in c.final_layers] for c in chosen if c.depth == depth and c.label == label
-                ]
-                if runs:  # x in the stream numbering; records of blocks alone (no embeddings) start at 1
-                    longest = max(len(run) for run in runs)
-                    _seeds_and_mean(ax, runs, list(range(depth + 1 - longest, depth + 1)), colours[label], label)
-            ax.set_xlabel("layer (0 = embeddings, i = after block i)")
-            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-            ax.set_ylabel(metric)
-            ax.set_title(f"{task}, {norm}-norm, depth {depth}, end of training", fontsize=9)
-            ax.grid(alpha=0.3)
-    _legends(axes[0])
-    save_png(plt, fig, path)
-
-
-def plot_curves(cells: list[CellResult], path: Path) -> None:
-    """Validation score per epoch at the deepest depth, one panel per task x norm: one thin line
-    per seed, the mean over seeds bold."""
-    panels, colours = _panels(cells), _colours(cells)
-    plt, fig, axes = figure(1, len(panels), 4.2 * len(panels), 3.2)
-    for ax, (task, norm) in zip(axes[0], panels):
-        chosen = [c for c in cells if (c.task, c.norm) == (task, norm) and c.epochs]
-        if not chosen:
-            continue
-        depth = max(c.depth for c in chosen)
-        for label in _labels(chosen):
-            runs = [c for c in chosen if c.depth == depth and c.label == label]
-            if runs:
-                longest = max(len(c.epochs) for c in runs)
-                scale = 100.0 if chosen[0].score_name == "accuracy" else 1.0  # percent, as the tables
-                _seeds_and_mean(
-                    ax,
-                    [[scale * e["val"][c.score_name] for e in c.epochs] for c in runs],
-                    list(range(1, longest + 1)),
-                    colours[label],
-                    label,
-                )
-        ax.set_xlabel("epoch")
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        ax.set_ylabel(f"val {chosen[0].score_name}" + (" (%)" if chosen[0].score_name == "accuracy" else ""))
-        ax.set_title(f"{task}, {norm}-norm, depth {depth}", fontsize=9)
-        ax.grid(alpha=0.3)
-    _legends(axes[0])
-    save_png(plt, fig, path)
 
 
 def plot_probes(probes: Probes, path: Path) -> None:
@@ -204,13 +64,6 @@ def plot_probes(probes: Probes, path: Path) -> None:
 
 def _num(x: float | None, spec: str = ".3g") -> str:
     return "–" if x is None else format(x, spec)
-
-
-def _effect(c: Claim) -> str:
-    if c.effect is None:
-        return "–"
-    level = "" if c.ci_level is None else f" ({100 * c.ci_level:.4g} %)"
-    return f"{c.effect:+.3g} [{c.ci[0]:+.3g}, {c.ci[1]:+.3g}]{level}"
 
 
 def _detectable(c: Claim) -> str:
@@ -308,7 +161,7 @@ def claims_table(claims: list[Claim]) -> str:
             "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         lines += [
-            f"| {c.id} | {c.statement} | {c.paper} | {c.ours} | {_effect(c)} | {c.n} | {_num(c.p)} | "
+            f"| {c.id} | {c.statement} | {c.paper} | {c.ours} | {effect_text(c)} | {c.n} | {_num(c.p)} | "
             f"{_num(c.p_holm)} | {_detectable(c)} | {_gate(c)} | **{c.verdict}** | {_reading(c)} | "
             f"{'–' if c.regime is None else c.regime.text} |"
             for c in rows
@@ -336,7 +189,7 @@ def plot_effects(claims: list[Claim], path: Path) -> None:
     shaded (an equivalence claim's: inside its margin), the paper's effect as it states it (star)
     and carried to our measure (DESIGN 9.8, dotted) where it states one, and the third protocol's
     reading under the verdict where the two differ."""
-    tested = [c for c in claims if c.effect is not None and c.ci is not None and all(map(_finite, c.ci))]
+    tested = [c for c in claims if c.effect is not None and c.ci is not None and all(map(math.isfinite, c.ci))]
     tested.sort(key=lambda c: c.family != "primary")  # stable: each family keeps the claims' order
     cols = min(max(len(tested), 1), 4)
     rows = max(math.ceil(len(tested) / cols), 1)
@@ -390,115 +243,6 @@ def _shade_claimed(ax, c: Claim) -> str:
     return f"{c.direction} than 0"
 
 
-def escalation(layers: list[dict]) -> float | None:
-    """Yu & Zhang's token-similarity escalation of one model: ``t_sim`` after the last block minus
-    ``t_sim`` of the embeddings (layer 0), on the validation probe; None without both."""
-    first = next((row["t_sim"] for row in layers if row["layer"] == 0), None)
-    return None if first is None or len(layers) < 2 else layers[-1]["t_sim"] - first
-
-
-def seconds_per_step(cell: CellResult) -> float | None:
-    """Training seconds per optimiser step (batch size over the run's measured examples per
-    second; a study's wall clocks on a shared machine: ``bench_overhead.py`` gives ratios)."""
-    speed = cell.examples_per_second
-    return None if not speed or cell.spec is None else cell.spec.batch_size / speed
-
-
-#: what the depth table and plot read per cell: name -> (reader, format)
-ARM_MEASURES: dict[str, tuple[Callable[[CellResult], float | None], str]] = {
-    "last-layer cos_sim": (lambda c: c.final_layers[-1]["cos_sim"] if c.final_layers else None, ".3f"),
-    "t_sim escalation": (lambda c: escalation(c.final_layers), "+.3f"),
-    "s / step": (seconds_per_step, ".3g"),
-}
-
-
-def _arms(cells: list[CellResult]) -> dict[tuple, list[CellResult]]:
-    """(task, norm, label, depth) -> its cells, in the study's order of methods."""
-    arms: dict[tuple, list[CellResult]] = defaultdict(list)
-    order = {label: i for i, label in enumerate(_labels(cells))}
-    for c in sorted(cells, key=lambda c: (c.task, c.norm != "pre", order[c.label], c.depth, c.seed)):
-        arms[(c.task, c.norm, c.label, c.depth)].append(c)
-    return dict(arms)
-
-
-def _one_sample(values: list[float]):
-    """The mean of ``values`` with its 95 % one-sample t interval (the values paired with zeros)."""
-    return paired_test(values, [0.0] * len(values), "higher")
-
-
-def _with_interval(values: list[float], spec: str) -> str:
-    """``mean [lo, hi]``: the 95 % one-sample t interval (one value: the value alone)."""
-    test = _one_sample(values)
-    if len(values) < 2 or not _finite(test.ci_low):
-        return format(test.mean, spec)
-    return f"{test.mean:{spec}} [{test.ci_low:{spec}}, {test.ci_high:{spec}}]"
-
-
-def arm_table(cells: list[CellResult]) -> str:
-    """Markdown: one row per task x norm x method x depth, with the finished seeds' score (95 % t
-    interval), last-layer cos_sim and t_sim escalation of the validation probe, and seconds per step."""
-    lm = cells[0].model == "lm"
-    lines = [
-        f"| task | norm | method | depth | n | test {'NLL (nats)' if lm else 'accuracy (%)'} | "
-        + " | ".join(ARM_MEASURES)
-        + " |",
-        "|---|---|---|---|---|---|" + "---|" * len(ARM_MEASURES),
-    ]
-    for (task, norm, label, depth), group in _arms(cells).items():
-        scores = [s for c in group if (s := paired_score(c)) is not None]
-        row = [task, norm, label, str(depth), str(len(scores)), _with_interval(scores, ".2f") if scores else "–"]
-        for read, spec in ARM_MEASURES.values():
-            values = [v for c in group if (v := read(c)) is not None]
-            row.append(format(statistics.fmean(values), spec) if values else "–")
-        lines.append("| " + " | ".join(row) + " |")
-    return "\n".join(lines)
-
-
-def _finite(x: float) -> bool:
-    return x == x and abs(x) != float("inf")
-
-
-def _mean_with_interval(ax, samples: dict[float, list[float]], **style) -> None:
-    """At each x of ``samples`` (x -> values), the mean with its 95 % one-sample t interval (the
-    values paired with zeros; one value: no interval), drawn as one error-bar line."""
-    xs = sorted(samples)
-    tests = [_one_sample(samples[x]) for x in xs]
-    below = [t.mean - t.ci_low if _finite(t.ci_low) else 0.0 for t in tests]
-    above = [t.ci_high - t.mean if _finite(t.ci_high) else 0.0 for t in tests]
-    ax.errorbar(xs, [t.mean for t in tests], yerr=[below, above], **{"marker": "o", "capsize": 3, **style})
-
-
-def plot_depth(cells: list[CellResult], path: Path, title: str) -> None:
-    """The finished seeds' test score and last-layer cos_sim (validation probe) vs depth, one line
-    per arm (norm and method), the mean over seeds with its 95 % t interval; seeds in brackets."""
-    read_cos = ARM_MEASURES["last-layer cos_sim"][0]
-    lm = cells[0].model == "lm"
-    panels = (
-        (paired_score, "test NLL (nats per token)" if lm else "test accuracy (%)"),
-        (read_cos, "last-layer cos_sim (validation probe)"),
-    )
-    several_tasks = len({c.task for c in cells}) > 1
-    plt, fig, axes = figure(1, 2, 10, 3.6)
-    for ax, (read, ylabel) in zip(axes[0], panels):
-        by_arm: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
-        for (task, norm, label, depth), group in _arms(cells).items():
-            arm = f"{task} " * several_tasks + f"{norm}-norm {label}"
-            by_arm[arm][depth] += [v for c in group if c.status == "completed" and (v := read(c)) is not None]
-        for index, (arm, by_depth) in enumerate(by_arm.items()):
-            by_depth = {d: v for d, v in by_depth.items() if v}
-            if by_depth:
-                seeds = "/".join(str(len(by_depth[d])) for d in sorted(by_depth))
-                _mean_with_interval(ax, by_depth, ms=3, color=f"C{index % 10}", label=f"{arm} ({seeds})")
-        depths = sorted({c.depth for c in cells})
-        ax.set_xticks(depths, [str(d) for d in depths])
-        ax.set_xlabel("depth (blocks)")
-        ax.set_ylabel(ylabel)
-        ax.grid(alpha=0.3)
-    axes[0][0].legend(fontsize=6)
-    fig.suptitle(title, fontsize=9)
-    save_png(plt, fig, path)
-
-
 def adaptation_table(adapted: list[dict]) -> str:
     """Claims 8 and 2c, per continuation arm (mean ± sd over the seeds that ran it): validation
     accuracy right after patching (step 0) and after the continuation, test accuracy after it, and
@@ -548,7 +292,7 @@ def plot_lambdas(adapted: list[dict], path: Path) -> None:
     """Claims 8 and 2c: per seed, test accuracy after each NeuTRENO continuation minus the control's
     (thin), by lambda; the mean over the seeds that ran every lambda with its 95 % t interval (bold),
     and beside it, for a lambda more seeds ran, the mean over all of them (squares): one n a line."""
-    from oversmooth.study.adaptations import LAMBDAS, arm_accuracy
+    from oversmooth.claims.adaptations import LAMBDAS, arm_accuracy
 
     plt, fig, axes = figure(1, 1, 5.5, 3.4)
     ax = axes[0][0]
@@ -563,7 +307,7 @@ def plot_lambdas(adapted: list[dict], path: Path) -> None:
     lams = sorted({lam for gains in by_seed.values() for lam in gains})
     every = [gains for gains in by_seed.values() if len(gains) == len(lams)]
     if every:
-        _mean_with_interval(
+        mean_with_interval(
             ax,
             {lam: [gains[lam] for gains in every] for lam in lams},
             lw=2,
@@ -573,7 +317,7 @@ def plot_lambdas(adapted: list[dict], path: Path) -> None:
     for lam in lams:
         values = [gains[lam] for gains in by_seed.values() if lam in gains]
         if len(values) > len(every):
-            _mean_with_interval(
+            mean_with_interval(
                 ax,
                 {lam * 1.12: values},  # beside its lambda, not on it
                 ls="none",
@@ -609,147 +353,36 @@ def verdict_confusion(cells: list[CellResult]) -> str:
     return "\n".join(lines)
 
 
-def _status_line(cells: list[CellResult]) -> str:
-    counts = defaultdict(int)
-    for c in cells:
-        counts[c.status] += 1
-    return ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
-
-
-def cell_hours(cells: list[CellResult]) -> float:
-    """The hours the finished ``cells`` trained: the sum of their ``wall_seconds`` (each cell's own clock)."""
-    return sum((c.results or {}).get("wall_seconds", 0.0) for c in cells) / 3600
-
-
 def adaptation_hours(adapted: list[dict]) -> float:
     """The hours the adaptations' arms ran: the sum of their ``wall_seconds``."""
     return sum(arm.get("wall_seconds", 0.0) for record in adapted for arm in record["arms"].values()) / 3600
 
 
-def _study_section(
-    name: str, cells: list[CellResult], files: dict[str, Callable[[Path], None]], command: str | None
-) -> list[str]:
-    lines = [
-        f"## Study `{name}`",
-        "",
-        f"Cells: {_status_line(cells)}; {cell_hours(cells):.2f} hours of training (their wall_seconds).",
-        "",
-        f"Command: `{study_command(name, command)}`",
-    ]
-    lines += [
-        "",
-        f"Test {cells[0].score_name} ("
-        + ("%" if cells[0].score_name == "accuracy" else "lower is better")
-        + "), mean ± std over seeds (cells); † diverged, * unfinished (last validation score):",
-        "",
-        score_table(cells),
-        "",
-    ]
-    if len({c.depth for c in cells}) > 1:
-        lines += [
-            "Each arm at each depth: the finished seeds' test score with its 95 % t interval, and the mean "
-            "over its seeds of the validation probe's last-layer cos_sim, its t_sim escalation (after the last "
-            "block minus the embeddings': Yu & Zhang's measure) and the seconds per training step:",
-            "",
-            arm_table(cells),
-            "",
-        ]
-        files[f"{name}_scores.png"] = lambda p: plot_depth(cells, p, f"{name}: by depth")
-        lines += [f"![{cells[0].score_name} and last-layer cos_sim vs depth]({name}_scores.png)", ""]
-    if any(c.final_layers for c in cells):
-        files[f"{name}_layers.png"] = lambda p: plot_layers(cells, p)
-        lines += [
-            "Per-layer token similarity of the probe batch at the end of training, deepest depth (thin: "
-            "each seed; bold: their mean):",
-            "",
-            f"![per-layer cos_sim and t_sim]({name}_layers.png)",
-            "",
-        ]
-    if any(len(c.epochs) > 1 for c in cells):
-        files[f"{name}_curves.png"] = lambda p: plot_curves(cells, p)
-        lines += [
-            "Validation score per epoch (thin: each seed; bold: their mean):",
-            "",
-            f"![validation curves]({name}_curves.png)",
-            "",
-        ]
-    return lines
-
-
-def cell_rows(cells: list[CellResult]) -> list[dict]:
-    rows = []
-    for c in cells:
-        last = c.final_layers[-1] if c.final_layers else {}
-        rows.append(
-            {
-                "study": c.study,
-                "cell": c.name,
-                "task": c.task,
-                "norm": c.norm,
-                "depth": c.depth,
-                "method": c.label,
-                "seed": c.seed,
-                "status": c.status,
-                "epochs": len(c.epochs),
-                "score_name": c.score_name,
-                "score_split": c.score_split,
-                "score": c.score,
-                "last_cos_sim": last.get("cos_sim"),
-                "last_t_sim": last.get("t_sim"),
-                "examples_per_second": c.examples_per_second,
-                "wall_seconds": (c.results or {}).get("wall_seconds"),
-            }
-        )
-    return rows
-
-
-@dataclass(frozen=True)
-class Rendered:
-    """A report before it is written: ``report.md``'s text, each figure's file name and drawing, the
-    claims (``claims.json``) and one row per cell (``cells.csv``)."""
-
-    markdown: str
-    figures: dict[str, Callable[[Path], None]]
-    claims: list[Claim]
-    cells: list[dict]
-
-    def write(self, out: str | Path) -> None:
-        """Write ``report.md``, the PNGs, ``cells.csv`` and ``claims.json`` into ``out``, all or nothing,
-        replacing those of an earlier report (``OUTPUTS``)."""
-        with atomic_directory(out, replaces=OUTPUTS) as staging:
-            for filename, draw in self.figures.items():
-                draw(staging / filename)
-            if self.cells:
-                with open(staging / "cells.csv", "w", newline="") as handle:
-                    writer = csv.DictWriter(handle, fieldnames=list(self.cells[0]))
-                    writer.writeheader()
-                    writer.writerows(self.cells)
-            (staging / "claims.json").write_text(json.dumps([c.to_json() for c in self.claims], indent=1))
-            (staging / "report.md").write_text(self.markdown)
-
-
-def render_report(
+def render_claims(
     cells: list[CellResult],
     probes: Probes | None = None,
     commands: dict[str, str] | None = None,
-    title: str = "oversmooth study report",
+    title: str = TITLE,
     command: str | None = None,
     adapted: list[dict] | None = None,
     benchmark: dict | None = None,
-) -> Rendered:
-    """The report of ``cells``, to write with ``Rendered.write``.
+) -> tuple[list[Claim], Rendered]:
+    """Every claim decided on this evidence, and the claims report of it, to write with
+    ``Rendered.write``.
 
     ``commands``: study name -> the command that ran it (printed under its section); ``command``:
-    the one that wrote this report; ``adapted``: claim 8's adaptations (``study.adaptations``);
+    the one that wrote this report; ``adapted``: claim 8's adaptations (``claims.adaptations``);
     ``benchmark``: claim 3's rounds.
     """
-    from oversmooth.study.protocol import DEPTH, protocol
+    from oversmooth.claims.protocol import DEPTH, protocol
 
     claims = decide_claims(cells, probes, commands, adapted=adapted, benchmark=benchmark)
     equivalence = " and ".join(c.id for c in claims if c.margin is not None)
     files: dict[str, Callable[[Path], None]] = {"claims.png": lambda p: plot_effects(claims, p)}
     lines = [
         f"# {title}",
+        "",
+        summary_table(claims),
         "",
         "Which claims of the source papers held here, at CPU scale, under the second protocol "
         "of docs/studies.md (pre-registered; paired by seed; Holm within two families fixed in advance, an "
@@ -860,6 +493,7 @@ def render_report(
             "![cos_sim per layer with and without NeuTRENO, no training](probes.png)",
             "",
         ]
-    for name, group in _groups(cells).items():
-        lines += _study_section(name, group, files, (commands or {}).get(name))
-    return Rendered("\n".join(lines), files, claims, cell_rows(cells))
+    for name, group in by_study(cells).items():
+        lines += study_report.study_section(name, group, files, (commands or {}).get(name))
+    texts = {"claims.json": json.dumps([c.to_json() for c in claims], indent=1)}
+    return claims, Rendered("\n".join(lines), files, cell_rows(cells), texts, OUTPUTS)

@@ -102,3 +102,43 @@ def add_force_flag(parser) -> None:
         help="write into an --out that already holds files: files named as this command's outputs are "
         "replaced (those not written again removed, whoever wrote them), other files kept",
     )
+
+
+def add_report_arguments(parser, folders: str) -> None:
+    """DIR ..., ``--out``, ``--force`` and ``--title`` of a report on folders (``folders`` says which)."""
+    parser.add_argument("dirs", nargs="+", metavar="DIR", help=folders)
+    parser.add_argument(
+        "--out",
+        metavar="DIR",
+        help="where report.md and the PNGs go (default: the first DIR; in a DIR, its report is replaced)",
+    )
+    add_force_flag(parser)
+    parser.add_argument("--title", help="the report's heading")
+
+
+def report_folder(args: argparse.Namespace):
+    """Where the report of ``args.dirs`` goes (``--out``, default the first DIR), checked by
+    ``outputs.check_output_dir``: a folder among DIRS holds its own report, rewritten, never refused."""
+    from pathlib import Path
+
+    from oversmooth.outputs import check_output_dir
+
+    out = Path(args.out or args.dirs[0])
+    own = any(out.resolve() == Path(folder).resolve() for folder in args.dirs)
+    check_output_dir(out, force=None if own else args.force)
+    return out
+
+
+def report_command(args: argparse.Namespace, *switches: str) -> str:
+    """The command line that writes this report again: DIRS, ``--out``, the ``switches`` given and ``--title``."""
+    import shlex
+
+    words = [
+        "oversmooth",
+        args.command,
+        *args.dirs,
+        *(["--out", args.out] if args.out else []),
+        *switches,
+        *(["--title", args.title] if args.title else []),
+    ]
+    return shlex.join(words)

@@ -199,6 +199,8 @@ def run(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
 
+    from oversmooth.claims import cell_analysis  # what every archived cell is measured by
+
     signal.signal(signal.SIGTERM, _interrupt)
     try:
         outcomes = run_study(
@@ -209,6 +211,7 @@ def run(args: argparse.Namespace) -> int:
             command=command_line(args),
             archive=args.results,
             executor=executor,
+            analysis=cell_analysis.__name__,
         )
     finally:
         bar.close()

@@ -1,7 +1,9 @@
-"""Side-by-side studies: grids of training runs, their results, and the claims report.
+"""Side-by-side studies: grids of training runs, their executors and cells, their results, paired
+statistics and the study report.
 
-Knows training (``oversmooth train`` runs), our models and the Hugging Face analysis; the CLI
-(``oversmooth study``, ``oversmooth report``) only wires it together.
+Knows training (``oversmooth train`` runs); the CLI (``oversmooth study``, ``oversmooth report``)
+only wires it together. The source papers' claims are built on it in ``oversmooth.claims``, which
+it never imports.
 
 The names below are imported on first use, so a cell's job process (``oversmooth.study.cell_job``,
 which starts its own train process) does not pay for torch.

@@ -36,9 +36,9 @@ def train_command(spec_file: Path) -> list[str]:
     return [sys.executable, "-m", "oversmooth", "train", "--spec", str(spec_file)]
 
 
-def analysis_command(folder: Path, threads: int) -> list[str]:
-    """Measure a finished cell's trained model (``oversmooth.study.cell_analysis``)."""
-    return [sys.executable, "-m", "oversmooth.study.cell_analysis", str(folder), "--threads", str(threads)]
+def analysis_command(module: str, folder: Path, threads: int) -> list[str]:
+    """Measure a finished cell's trained model with ``python -m module`` (``CellJob.analysis``)."""
+    return [sys.executable, "-m", module, str(folder), "--threads", str(threads)]
 
 
 def _die_with_parent() -> None:  # in the child, before exec: SIGTERM when this job process dies
@@ -49,12 +49,17 @@ def _die_with_parent() -> None:  # in the child, before exec: SIGTERM when this 
 class CellJob(submitit.helpers.Checkpointable):
     """Train (unless ``results.json`` exists) and, with ``archive`` (the cell's folder in the
     tracked copy), measure and archive the cell in ``folder``. Returns ``(status, returncode)``:
-    completed, diverged, failed, interrupted or busy (another process holds the cell)."""
+    completed, diverged, failed, interrupted or busy (another process holds the cell).
+
+    ``analysis``: the module that measures the trained model before it is archived, run as
+    ``python -m ANALYSIS FOLDER --threads N`` to write the cell's ``analysis.json`` (the claims'
+    ``oversmooth.claims.cell_analysis``); None: archived unmeasured."""
 
     folder: str
     threads: int
     archive: str | None = None
     executor: str = "local"
+    analysis: str | None = None
 
     def __post_init__(self) -> None:
         self._process: subprocess.Popen | None = None
@@ -83,8 +88,10 @@ class CellJob(submitit.helpers.Checkpointable):
                         CellState(state, self.executor, job.job_id, code).write(folder)
                     return state, code
             if self.archive is not None:
-                if (folder / MODEL_DIR).is_dir() and not (folder / ANALYSIS_FILE).is_file():
-                    self._run(analysis_command(folder, self.threads), folder, env, lock)  # failure: logged
+                measured = self.analysis is None or (folder / ANALYSIS_FILE).is_file()
+                if (folder / MODEL_DIR).is_dir() and not measured:
+                    command = analysis_command(self.analysis, folder, self.threads)
+                    self._run(command, folder, env, lock)  # failure: logged
                 archive_cell(folder, Path(self.archive))
         finally:
             os.close(lock)
@@ -130,7 +137,9 @@ class CellJob(submitit.helpers.Checkpointable):
         job = submitit.JobEnvironment()
         if job.global_rank == 0:
             CellState("preempted", self.executor, job.job_id).write(Path(self.folder))
-        return submitit.helpers.DelayedSubmission(CellJob(self.folder, self.threads, self.archive, self.executor))
+        return submitit.helpers.DelayedSubmission(
+            CellJob(self.folder, self.threads, self.archive, self.executor, self.analysis)
+        )
 
     def __getstate__(self) -> dict:
         return {key: value for key, value in self.__dict__.items() if key != "_process"}

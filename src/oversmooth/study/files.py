@@ -12,6 +12,5 @@ METRICS_FILE = "metrics.jsonl"
 RESULTS_FILE = "results.json"
 RESULTS_FIELDS = {"status": str}  # what every reader of a results.json needs (oversmooth.json_files)
 MODEL_DIR = "model"  # the trained weights (completed runs)
-ANALYSIS_FILE = "analysis.json"  # measurements on the trained model (oversmooth.study.cell_analysis)
+ANALYSIS_FILE = "analysis.json"  # measurements on the trained model (oversmooth.claims.cell_analysis)
 NULL_FILE = "null.json"  # results/<study>/: its arms at random init (oversmooth.study.null)
-PROBES_FILE = "probes.json"  # results/probes/: the claims that need no training (oversmooth.study.probes)

@@ -3,7 +3,7 @@ but a rescaled study is a different setting: the claims protocol reads only the 
 
 - ``quick``: a minute-sized Fashion-MNIST grid to try the machinery (and for tests).
 
-The second claims protocol (``oversmooth.study.protocol``, docs/studies.md; ``make results`` runs
+The second claims protocol (``oversmooth.claims.protocol``, docs/studies.md; ``make results`` runs
 it, about 40 CPU-hours on a shared 2-core machine):
 
 - ``fmnist-p7`` (softmax, NeuTRENO, FeatScale; 14 seeds) and ``fmnist-p7-spectral`` (smooth,

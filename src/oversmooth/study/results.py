@@ -8,6 +8,7 @@ last good epoch).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -85,6 +86,20 @@ class CellResult:
         """``training_key`` of this cell: cells with equal ``training()`` and seed are paired,
         whatever study ran them."""
         return training_key(self.spec)
+
+
+def paired_score(cell: CellResult) -> float | None:
+    """Test accuracy in percent, or an LM's test NLL per token (nats, the log perplexity). A
+    diverged cell keeps the validation score of its last good epoch, or chance (10 %; an LM:
+    log of the vocabulary) when it diverged in its first epoch."""
+    lm = cell.model == "lm"
+    if cell.status == "diverged" and not cell.epochs:
+        config = cell.results["description"]["model_config"]
+        return math.log(config["vocab_size"]) if lm else 100 / config["num_classes"]
+    if cell.status not in ("completed", "diverged"):
+        return None
+    split = cell.results["test"] if cell.status == "completed" else cell.epochs[-1]["val"]
+    return split["loss"] if lm else 100 * split["accuracy"]
 
 
 #: the fields a reader of ``cell.json`` (and its ``variant``) and ``study.json`` needs.
@@ -209,7 +224,10 @@ def study_info(folder: str | Path) -> dict:
     """The ``study.json`` of a study folder (name, methods, command...); UsageError if it is none."""
     path = Path(folder) / STUDY_FILE
     if not path.is_file():
-        raise UsageError(f"{folder} is not a study folder (no {STUDY_FILE}); make one with `oversmooth study`")
+        raise UsageError(
+            f"{folder} is not a study folder (no {STUDY_FILE}); make one with `oversmooth study` "
+            "(the claims protocol's archives under results/ are read by `oversmooth claims`)"
+        )
     fix = "restore it, or run the study again with `oversmooth study`"
     info = read_table(path, STUDY_FIELDS, fix)
     check_table(info, path, {"command": str} if "command" in info else {}, fix)
@@ -242,3 +260,16 @@ def read_study(folder: str | Path) -> list[CellResult]:
         cell.null = nulls.get((cell.task, cell.norm, cell.label, cell.depth))
     rank = {method["label"]: index for index, method in enumerate(methods)}
     return sorted(found, key=lambda c: (rank.get(c.label, len(rank)), c.label, c.task, c.norm, c.depth, c.seed))
+
+
+def read_studies(folders: list[str | Path]) -> tuple[list[CellResult], dict[str, str]]:
+    """The cells of each study folder (or archive) in ``folders`` (``read_study``), and the command
+    that ran each study, by its name, where ``study.json`` recorded one."""
+    cells: list[CellResult] = []
+    commands: dict[str, str] = {}
+    for folder in folders:
+        study = study_info(folder)
+        if study.get("command"):
+            commands[study["name"]] = study["command"]
+        cells += read_study(folder)
+    return cells, commands

@@ -97,9 +97,10 @@ def write_study(study: StudyConfig, out: Path, command: str = "") -> None:
         json.dump({**study.to_dict(), "command": command}, handle, indent=2)
 
 
-def _unmeasured(folder: Path, target: Path | None) -> bool:
-    """A trained model here whose measurements the archive lacks."""
-    return (folder / MODEL_DIR).is_dir() and target is not None and not (target / ANALYSIS_FILE).is_file()
+def _unmeasured(folder: Path, target: Path | None, analysis: str | None) -> bool:
+    """A trained model here whose measurements (by module ``analysis``) the archive lacks."""
+    measured = analysis is None or target is None or (target / ANALYSIS_FILE).is_file()
+    return (folder / MODEL_DIR).is_dir() and not measured
 
 
 def check_archive(study: StudyConfig, archive: Path) -> None:
@@ -169,11 +170,11 @@ def study_status(
     return found
 
 
-def _skip(cell: Cell, out: Path, archive: Path | None, queue: dict[str, str]) -> str | None:
+def _skip(cell: Cell, out: Path, archive: Path | None, queue: dict[str, str], analysis: str | None) -> str | None:
     """Why ``cell`` needs no job now (skipped: finished and archived; busy: in hand elsewhere), or None."""
     folder = cell_dir(out, cell)
     target = archived(archive, cell.study, cell.name) if archive is not None else None
-    if target is not None and is_archived(target) and not _unmeasured(folder, target):
+    if target is not None and is_archived(target) and not _unmeasured(folder, target, analysis):
         return "skipped"
     if is_finished(folder) and target is None:
         return "skipped"
@@ -199,6 +200,7 @@ def run_study(
     command: str = "",
     archive: str | Path | None = None,
     executor: ExecutorSettings | None = None,
+    analysis: str | None = None,
 ) -> list[CellOutcome]:
     """Run every cell that is not finished or in hand elsewhere, with ``threads`` torch threads each.
 
@@ -207,7 +209,7 @@ def run_study(
     its cells have ended (finished, failed or preempted and left the queue).
     ``command`` (the command line that started the study) is kept in ``study.json`` for the report.
     ``archive``: the root of the tracked copy (``results/``): cells archived there are skipped,
-    finished ones are measured and copied there.
+    finished ones are measured (by module ``analysis``, ``CellJob.analysis``) and copied there.
     ``on_done(outcome)`` is called as each cell ends. A failing cell does not stop the others.
     Ctrl-C (KeyboardInterrupt) stops the local cells (their checkpoints stay) and re-raises.
     """
@@ -224,7 +226,7 @@ def run_study(
     outcomes: dict[int, CellOutcome] = {}
     todo: list[int] = []
     for index, cell in enumerate(cells):
-        reason = _skip(cell, out, archive, queue)
+        reason = _skip(cell, out, archive, queue, analysis)
         if reason is None:
             _prepare(cell, out, threads)
             todo.append(index)
@@ -237,6 +239,7 @@ def run_study(
             threads,
             None if archive is None else str(archived(archive, study.name, cells[i].name)),
             executor.kind,
+            analysis,
         )
         for i in todo
     ]

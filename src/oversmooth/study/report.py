@@ -1,0 +1,499 @@
+"""``report.md`` + PNGs for the cells of one or more studies (``oversmooth report``): per study its
+score table, the paired differences of each method from its baseline by seed, the training curves
+and per-layer similarity at the end of training (every seed a thin line, their mean bold), and
+scores vs depth. The claims report (``oversmooth.claims.report``) adds the same study sections
+under its claims.
+
+Scores in the study tables are means over seeds with their standard deviation. A completed cell
+contributes its test score; a diverged or unfinished one its last validation score, marked
+(``†`` diverged, ``*`` unfinished), so a report can be written at any time. The paired differences
+read finished seeds only (``paired_score``).
+"""
+
+from __future__ import annotations
+
+import csv
+import shlex
+import statistics
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from matplotlib.ticker import MaxNLocator
+
+from oversmooth.atomic import atomic_directory
+from oversmooth.plotting import figure, save_png
+from oversmooth.study.results import CellResult, paired_score
+from oversmooth.study.stats import paired_test
+
+TITLE = "oversmooth study report"
+MARK = {"diverged": "†", "partial": "*"}
+#: every file a study report may write (three figures per study); one a report does not write is
+#: removed from its folder, e.g. the figures of a study no longer in it
+OUTPUTS = ("report.md", "cells.csv", "*_scores.png", "*_layers.png", "*_curves.png")
+#: `oversmooth study` flags that keep part of a study's grid (dropped from the command a report prints)
+_NARROWING = ("--methods", "--seeds", "--depths")
+
+
+def _mean_std(values: list[float]) -> tuple[float, float]:
+    return statistics.fmean(values), (statistics.stdev(values) if len(values) > 1 else 0.0)
+
+
+def by_study(cells: list[CellResult]) -> dict[str, list[CellResult]]:
+    """Study name -> its cells, studies in the order their cells come."""
+    studies: dict[str, list[CellResult]] = defaultdict(list)
+    for cell in cells:
+        studies[cell.study].append(cell)
+    return dict(studies)
+
+
+def _labels(cells: list[CellResult]) -> list[str]:
+    """Method labels in the order the cells name them (the study's order)."""
+    return list(dict.fromkeys(c.label for c in cells))
+
+
+def _colours(cells: list[CellResult]) -> dict[str, str]:
+    """One colour per method label across a figure, whichever panels hold it."""
+    return {label: f"C{index}" for index, label in enumerate(_labels(cells))}
+
+
+def _legends(axes) -> None:
+    """A legend in every panel that has labelled lines: panels may hold different methods."""
+    for ax in axes:
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7)
+
+
+def _panels(cells: list[CellResult]) -> list[tuple[str, str]]:
+    return sorted({(c.task, c.norm) for c in cells}, key=lambda tn: (tn[0], tn[1] != "pre"))
+
+
+def score_table(cells: list[CellResult]) -> str:
+    """Markdown: one row per task x norm x method, one column per depth: mean ± std (seeds)."""
+    depths = sorted({c.depth for c in cells})
+    name = cells[0].score_name
+    lines = [
+        "| task | norm | method | " + " | ".join(f"depth {d}" for d in depths) + " |",
+        "|---|---|---|" + "---|" * len(depths),
+    ]
+    for task, norm in _panels(cells):
+        for label in _labels(cells):
+            if not any((c.task, c.norm, c.label) == (task, norm, label) for c in cells):
+                continue  # a method the study trains under other norms only
+            row = []
+            for depth in depths:
+                group = [
+                    c
+                    for c in cells
+                    if (c.task, c.norm, c.label, c.depth) == (task, norm, label, depth) and c.score is not None
+                ]
+                if not group:
+                    row.append("–")
+                    continue
+                mean, std = _mean_std([c.score for c in group])
+                marks = "".join(sorted({MARK[c.status] for c in group if c.status in MARK}))
+                scale = 100 if name == "accuracy" else 1
+                row.append(f"{mean * scale:.1f} ± {std * scale:.1f}{marks} ({len(group)})")
+            lines.append(f"| {task} | {norm} | {label} | " + " | ".join(row) + " |")
+    return "\n".join(lines)
+
+
+def _seeds_and_mean(ax, runs: list[list[float]], x: list, color: str, label: str) -> None:
+    """Each run a thin line, their mean (over the runs that reach each point) bold."""
+    for run in runs:
+        ax.plot(x[: len(run)], run, color=color, lw=0.7, alpha=0.45)
+    longest = max(len(run) for run in runs)
+    mean = [statistics.fmean(run[i] for run in runs if len(run) > i) for i in range(longest)]
+    ax.plot(x[:longest], mean, color=color, lw=2.2, label=f"{label} ({len(runs)} seed{'s' if len(runs) > 1 else ''})")
+
+
+def plot_layers(cells: list[CellResult], path: Path, metrics: tuple[str, ...] = ("cos_sim", "t_sim")) -> None:
+    """Per-layer metrics of the probe batch at the end of training, deepest depth: one thin line
+    per seed, the mean over seeds bold."""
+    panels, colours = _panels(cells), _colours(cells)
+    plt, fig, axes = figure(len(metrics), len(panels), 4.2 * len(panels), 3.0 * len(metrics))
+    for col, (task, norm) in enumerate(panels):
+        chosen = [c for c in cells if (c.task, c.norm) == (task, norm) and c.final_layers]
+        if not chosen:
+            continue
+        depth = max(c.depth for c in chosen)
+        for row, metric in enumerate(metrics):
+            ax = axes[row][col]
+            for label in _labels(chosen):
+                runs = [
+                    [layer[metric] for layer in c.final_layers] for c in chosen if c.depth == depth and c.label == label
+                ]
+                if runs:  # x in the stream numbering; records of blocks alone (no embeddings) start at 1
+                    longest = max(len(run) for run in runs)
+                    _seeds_and_mean(ax, runs, list(range(depth + 1 - longest, depth + 1)), colours[label], label)
+            ax.set_xlabel("layer (0 = embeddings, i = after block i)")
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+            ax.set_ylabel(metric)
+            ax.set_title(f"{task}, {norm}-norm, depth {depth}, end of training", fontsize=9)
+            ax.grid(alpha=0.3)
+    _legends(axes[0])
+    save_png(plt, fig, path)
+
+
+def plot_curves(cells: list[CellResult], path: Path) -> None:
+    """Validation score per epoch at the deepest depth, one panel per task x norm: one thin line
+    per seed, the mean over seeds bold."""
+    panels, colours = _panels(cells), _colours(cells)
+    plt, fig, axes = figure(1, len(panels), 4.2 * len(panels), 3.2)
+    for ax, (task, norm) in zip(axes[0], panels):
+        chosen = [c for c in cells if (c.task, c.norm) == (task, norm) and c.epochs]
+        if not chosen:
+            continue
+        depth = max(c.depth for c in chosen)
+        for label in _labels(chosen):
+            runs = [c for c in chosen if c.depth == depth and c.label == label]
+            if runs:
+                longest = max(len(c.epochs) for c in runs)
+                scale = 100.0 if chosen[0].score_name == "accuracy" else 1.0  # percent, as the tables
+                _seeds_and_mean(
+                    ax,
+                    [[scale * e["val"][c.score_name] for e in c.epochs] for c in runs],
+                    list(range(1, longest + 1)),
+                    colours[label],
+                    label,
+                )
+        ax.set_xlabel("epoch")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_ylabel(f"val {chosen[0].score_name}" + (" (%)" if chosen[0].score_name == "accuracy" else ""))
+        ax.set_title(f"{task}, {norm}-norm, depth {depth}", fontsize=9)
+        ax.grid(alpha=0.3)
+    _legends(axes[0])
+    save_png(plt, fig, path)
+
+
+def escalation(layers: list[dict]) -> float | None:
+    """Yu & Zhang's token-similarity escalation of one model: ``t_sim`` after the last block minus
+    ``t_sim`` of the embeddings (layer 0), on the validation probe; None without both."""
+    first = next((row["t_sim"] for row in layers if row["layer"] == 0), None)
+    return None if first is None or len(layers) < 2 else layers[-1]["t_sim"] - first
+
+
+def seconds_per_step(cell: CellResult) -> float | None:
+    """Training seconds per optimiser step (batch size over the run's measured examples per
+    second; a study's wall clocks on a shared machine: ``bench_overhead.py`` gives ratios)."""
+    speed = cell.examples_per_second
+    return None if not speed or cell.spec is None else cell.spec.batch_size / speed
+
+
+#: what the depth table and plot read per cell: name -> (reader, format)
+ARM_MEASURES: dict[str, tuple[Callable[[CellResult], float | None], str]] = {
+    "last-layer cos_sim": (lambda c: c.final_layers[-1]["cos_sim"] if c.final_layers else None, ".3f"),
+    "t_sim escalation": (lambda c: escalation(c.final_layers), "+.3f"),
+    "s / step": (seconds_per_step, ".3g"),
+}
+
+
+def _arms(cells: list[CellResult]) -> dict[tuple, list[CellResult]]:
+    """(task, norm, label, depth) -> its cells, in the study's order of methods."""
+    arms: dict[tuple, list[CellResult]] = defaultdict(list)
+    order = {label: i for i, label in enumerate(_labels(cells))}
+    for c in sorted(cells, key=lambda c: (c.task, c.norm != "pre", order[c.label], c.depth, c.seed)):
+        arms[(c.task, c.norm, c.label, c.depth)].append(c)
+    return dict(arms)
+
+
+def _one_sample(values: list[float]):
+    """The mean of ``values`` with its 95 % one-sample t interval (the values paired with zeros)."""
+    return paired_test(values, [0.0] * len(values), "higher")
+
+
+def _with_interval(values: list[float], spec: str) -> str:
+    """``mean [lo, hi]``: the 95 % one-sample t interval (one value: the value alone)."""
+    test = _one_sample(values)
+    if len(values) < 2 or not _finite(test.ci_low):
+        return format(test.mean, spec)
+    return f"{test.mean:{spec}} [{test.ci_low:{spec}}, {test.ci_high:{spec}}]"
+
+
+def arm_table(cells: list[CellResult]) -> str:
+    """Markdown: one row per task x norm x method x depth, with the finished seeds' score (95 % t
+    interval), last-layer cos_sim and t_sim escalation of the validation probe, and seconds per step."""
+    lm = cells[0].model == "lm"
+    lines = [
+        f"| task | norm | method | depth | n | test {'NLL (nats)' if lm else 'accuracy (%)'} | "
+        + " | ".join(ARM_MEASURES)
+        + " |",
+        "|---|---|---|---|---|---|" + "---|" * len(ARM_MEASURES),
+    ]
+    for (task, norm, label, depth), group in _arms(cells).items():
+        scores = [s for c in group if (s := paired_score(c)) is not None]
+        row = [task, norm, label, str(depth), str(len(scores)), _with_interval(scores, ".2f") if scores else "–"]
+        for read, spec in ARM_MEASURES.values():
+            values = [v for c in group if (v := read(c)) is not None]
+            row.append(format(statistics.fmean(values), spec) if values else "–")
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines)
+
+
+def _baseline_of(labels: list[str]) -> str:
+    """The arm the others are compared with: softmax where it is among ``labels``, else the first."""
+    return "softmax" if "softmax" in labels else labels[0]
+
+
+def differences_table(cells: list[CellResult]) -> str:
+    """Markdown: per task x norm x depth, each method minus its baseline (``_baseline_of``), paired
+    by seed over the seeds where both finished (``paired_score``): n, the seeds, the mean difference
+    with its 95 % t interval (one seed: the difference alone). '' when no setting has two methods."""
+    arms = _arms(cells)
+    settings = sorted({(t, n, d) for t, n, _, d in arms}, key=lambda s: (s[0], s[1] != "pre", s[2]))
+    rows = []
+    for task, norm, depth in settings:
+        labels = [label for t, n, label, d in arms if (t, n, d) == (task, norm, depth)]
+        scores = {
+            label: {c.seed: s for c in arms[(task, norm, label, depth)] if (s := paired_score(c)) is not None}
+            for label in labels
+        }
+        base = _baseline_of(labels)
+        for label in labels:
+            if label == base:
+                continue
+            seeds = sorted(scores[label].keys() & scores[base].keys())
+            differences = [scores[label][seed] - scores[base][seed] for seed in seeds]
+            found = _with_interval(differences, "+.3f") if differences else "–"
+            rows.append(
+                f"| {task} | {norm} | {depth} | {label} - {base} | {len(seeds)} | {seed_span(seeds) or '–'} | {found} |"
+            )
+    if not rows:
+        return ""
+    unit = "test NLL (nats per token)" if cells[0].model == "lm" else "test accuracy (pp)"
+    return "\n".join(
+        [
+            "Each method minus the softmax baseline of its task, norm and depth (the first method where there "
+            f"is none), paired by seed: the mean difference in {unit} over the seeds where both finished, with "
+            "its 95 % t interval (one seed: the difference alone):",
+            "",
+            "| task | norm | depth | method - baseline | n | seeds | mean difference [95 % CI] |",
+            "|---|---|---|---|---|---|---|",
+            *rows,
+        ]
+    )
+
+
+def _finite(x: float) -> bool:
+    return x == x and abs(x) != float("inf")
+
+
+def mean_with_interval(ax, samples: dict[float, list[float]], **style) -> None:
+    """At each x of ``samples`` (x -> values), the mean with its 95 % one-sample t interval (the
+    values paired with zeros; one value: no interval), drawn as one error-bar line."""
+    xs = sorted(samples)
+    tests = [_one_sample(samples[x]) for x in xs]
+    below = [t.mean - t.ci_low if _finite(t.ci_low) else 0.0 for t in tests]
+    above = [t.ci_high - t.mean if _finite(t.ci_high) else 0.0 for t in tests]
+    ax.errorbar(xs, [t.mean for t in tests], yerr=[below, above], **{"marker": "o", "capsize": 3, **style})
+
+
+def plot_depth(cells: list[CellResult], path: Path, title: str) -> None:
+    """The finished seeds' test score and last-layer cos_sim (validation probe) vs depth, one line
+    per arm (norm and method), the mean over seeds with its 95 % t interval; seeds in brackets."""
+    read_cos = ARM_MEASURES["last-layer cos_sim"][0]
+    lm = cells[0].model == "lm"
+    panels = (
+        (paired_score, "test NLL (nats per token)" if lm else "test accuracy (%)"),
+        (read_cos, "last-layer cos_sim (validation probe)"),
+    )
+    several_tasks = len({c.task for c in cells}) > 1
+    plt, fig, axes = figure(1, 2, 10, 3.6)
+    for ax, (read, ylabel) in zip(axes[0], panels):
+        by_arm: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
+        for (task, norm, label, depth), group in _arms(cells).items():
+            arm = f"{task} " * several_tasks + f"{norm}-norm {label}"
+            by_arm[arm][depth] += [v for c in group if c.status == "completed" and (v := read(c)) is not None]
+        for index, (arm, by_depth) in enumerate(by_arm.items()):
+            by_depth = {d: v for d, v in by_depth.items() if v}
+            if by_depth:
+                seeds = "/".join(str(len(by_depth[d])) for d in sorted(by_depth))
+                mean_with_interval(ax, by_depth, ms=3, color=f"C{index % 10}", label=f"{arm} ({seeds})")
+        depths = sorted({c.depth for c in cells})
+        ax.set_xticks(depths, [str(d) for d in depths])
+        ax.set_xlabel("depth (blocks)")
+        ax.set_ylabel(ylabel)
+        ax.grid(alpha=0.3)
+    axes[0][0].legend(fontsize=6)
+    fig.suptitle(title, fontsize=9)
+    save_png(plt, fig, path)
+
+
+def _status_line(cells: list[CellResult]) -> str:
+    counts = defaultdict(int)
+    for c in cells:
+        counts[c.status] += 1
+    return ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
+
+
+def cell_hours(cells: list[CellResult]) -> float:
+    """The hours the finished ``cells`` trained: the sum of their ``wall_seconds`` (each cell's own clock)."""
+    return sum((c.results or {}).get("wall_seconds", 0.0) for c in cells) / 3600
+
+
+def study_section(
+    name: str,
+    cells: list[CellResult],
+    files: dict[str, Callable[[Path], None]],
+    command: str | None,
+    differences: bool = False,
+) -> list[str]:
+    """The report's section on study ``name``: its cells, command and score table (with
+    ``differences``, each method's paired differences from its baseline), its arms by depth where
+    it has several, and its figures, added to ``files``."""
+    lines = [
+        f"## Study `{name}`",
+        "",
+        f"Cells: {_status_line(cells)}; {cell_hours(cells):.2f} hours of training (their wall_seconds).",
+        "",
+        f"Command: `{study_command(name, command)}`",
+    ]
+    lines += [
+        "",
+        f"Test {cells[0].score_name} ("
+        + ("%" if cells[0].score_name == "accuracy" else "lower is better")
+        + "), mean ± std over seeds (cells); † diverged, * unfinished (last validation score):",
+        "",
+        score_table(cells),
+        "",
+    ]
+    if differences and (table := differences_table(cells)):
+        lines += [table, ""]
+    if len({c.depth for c in cells}) > 1:
+        lines += [
+            "Each arm at each depth: the finished seeds' test score with its 95 % t interval, and the mean "
+            "over its seeds of the validation probe's last-layer cos_sim, its t_sim escalation (after the last "
+            "block minus the embeddings': Yu & Zhang's measure) and the seconds per training step:",
+            "",
+            arm_table(cells),
+            "",
+        ]
+        files[f"{name}_scores.png"] = lambda p: plot_depth(cells, p, f"{name}: by depth")
+        lines += [f"![{cells[0].score_name} and last-layer cos_sim vs depth]({name}_scores.png)", ""]
+    if any(c.final_layers for c in cells):
+        files[f"{name}_layers.png"] = lambda p: plot_layers(cells, p)
+        lines += [
+            "Per-layer token similarity of the probe batch at the end of training, deepest depth (thin: "
+            "each seed; bold: their mean):",
+            "",
+            f"![per-layer cos_sim and t_sim]({name}_layers.png)",
+            "",
+        ]
+    if any(len(c.epochs) > 1 for c in cells):
+        files[f"{name}_curves.png"] = lambda p: plot_curves(cells, p)
+        lines += [
+            "Validation score per epoch (thin: each seed; bold: their mean):",
+            "",
+            f"![validation curves]({name}_curves.png)",
+            "",
+        ]
+    return lines
+
+
+def cell_rows(cells: list[CellResult]) -> list[dict]:
+    rows = []
+    for c in cells:
+        last = c.final_layers[-1] if c.final_layers else {}
+        rows.append(
+            {
+                "study": c.study,
+                "cell": c.name,
+                "task": c.task,
+                "norm": c.norm,
+                "depth": c.depth,
+                "method": c.label,
+                "seed": c.seed,
+                "status": c.status,
+                "epochs": len(c.epochs),
+                "score_name": c.score_name,
+                "score_split": c.score_split,
+                "score": c.score,
+                "last_cos_sim": last.get("cos_sim"),
+                "last_t_sim": last.get("t_sim"),
+                "examples_per_second": c.examples_per_second,
+                "wall_seconds": (c.results or {}).get("wall_seconds"),
+            }
+        )
+    return rows
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """A report before it is written: ``report.md``'s text, each figure's file name and drawing, one
+    row per cell (``cells.csv``), other files by name with their text (the claims report's
+    ``claims.json``), and the names it replaces in its folder (``OUTPUTS``)."""
+
+    markdown: str
+    figures: dict[str, Callable[[Path], None]]
+    cells: list[dict]
+    texts: dict[str, str] = field(default_factory=dict)
+    outputs: tuple[str, ...] = OUTPUTS
+
+    def write(self, out: str | Path) -> None:
+        """Write ``report.md``, the PNGs, ``cells.csv`` and the other files into ``out``, all or
+        nothing, replacing those of an earlier report (``outputs``)."""
+        with atomic_directory(out, replaces=self.outputs) as staging:
+            for filename, draw in self.figures.items():
+                draw(staging / filename)
+            if self.cells:
+                with open(staging / "cells.csv", "w", newline="") as handle:
+                    writer = csv.DictWriter(handle, fieldnames=list(self.cells[0]))
+                    writer.writeheader()
+                    writer.writerows(self.cells)
+            for filename, text in self.texts.items():
+                (staging / filename).write_text(text)
+            (staging / "report.md").write_text(self.markdown)
+
+
+def seed_span(ids: list[int]) -> str:
+    """``[0, 1, 2, 5]`` -> ``"0-2, 5"``."""
+    runs: list[list[int]] = []
+    for i in sorted(ids):
+        if runs and i == runs[-1][-1] + 1:
+            runs[-1].append(i)
+        else:
+            runs.append([i])
+    return ", ".join(str(r[0]) if len(r) == 1 else f"{r[0]}-{r[-1]}" for r in runs)
+
+
+def study_command(name: str, recorded: str | None) -> str:
+    """How to run study ``name`` whole: the ``recorded`` command that last ran it, less the flags that
+    keep only some of its methods, seeds or depths (a narrowed run cannot make a claim's pairs).
+
+    >>> study_command("fmnist-p7", "oversmooth study fmnist-p7 --out runs/x --seeds 6,7 --methods=softmax")
+    'oversmooth study fmnist-p7 --out runs/x'
+    >>> study_command("depth-w32", "oversmooth study depth-w32 --out runs/y --depths 48 --jobs 2")
+    'oversmooth study depth-w32 --out runs/y --jobs 2'
+    """
+    if recorded is None:
+        return f"oversmooth study {name} --out runs/studies/{name} --results results"
+    words = shlex.split(recorded)
+    drop = {i for i, word in enumerate(words) if word.split("=")[0] in _NARROWING}
+    drop |= {i + 1 for i in drop if words[i] in _NARROWING}  # the flag's value, as a word of its own
+    return shlex.join(word for i, word in enumerate(words) if i not in drop)
+
+
+def render_report(
+    cells: list[CellResult],
+    commands: dict[str, str] | None = None,
+    title: str = TITLE,
+    command: str | None = None,
+) -> Rendered:
+    """The report on the cells of the studies ``cells`` come from, one section each, to write with
+    ``Rendered.write``. ``commands``: study name -> the command that ran it; ``command``: the one
+    that wrote this report. The source papers' claims are not decided here: ``oversmooth claims``."""
+    studies = by_study(cells)
+    names = ", ".join(f"`{name}`" for name in studies)
+    lines = [
+        f"# {title}",
+        "",
+        f"{len(cells)} cells of {len(studies)} {'study' if len(studies) == 1 else 'studies'} ({names}) as they "
+        "stand" + (f"; written by `{command}`" if command else "") + ". The source papers' claims are decided by "
+        "`oversmooth claims` (docs/studies.md), not here.",
+        "",
+    ]
+    files: dict[str, Callable[[Path], None]] = {}
+    for name, group in studies.items():
+        lines += study_section(name, group, files, (commands or {}).get(name), differences=True)
+    return Rendered("\n".join(lines), files, cell_rows(cells))

@@ -34,7 +34,7 @@ $(DATA): scripts/install_data.sh
 # The claims protocol behind docs/results/ (docs/studies.md, with its budget): JOBS=2 trains two
 # cells at once. Cells archived under results/ are skipped, so this resumes where the last machine
 # (or clone) stopped; a setting whose baseline fails its gate gets no method arms; then it rewrites
-# docs/results/.
+# docs/results/ with `oversmooth claims`.
 results: setup
 	PY=$(BIN)/python scripts/run_claims.sh
 

@@ -84,38 +84,34 @@ def test_a_folder_without_a_finished_run_is_a_one_line_error(tmp_path, capsys):
     assert err.count("\n") == 1 and "is no finished cell" in err and not (tmp_path / "analysis.json").exists()
 
 
-def test_the_value_flip_is_layernorm_with_negated_gamma_on_the_value_path_only():
-    """Claim 5c's flip: the hook's values equal the value projection of F.layer_norm with -gamma
-    (an independent computation), and the attention maps do not move."""
+def test_the_value_flip_and_its_sham_are_layernorm_with_a_shifted_gamma_on_the_value_path_only():
+    """Claim 5c's flip (gamma -> -gamma) and the third protocol's sham (gamma plus a random shift
+    of the same norm): the hooked values equal the value projection of F.layer_norm with the
+    shifted weight (an independent computation), and the attention maps do not move."""
     import torch.nn.functional as F
 
-    from oversmooth.claims.cell_analysis import _negated_gamma_values, value_flip
+    from oversmooth.claims.cell_analysis import gamma_shifted_values, value_flip
 
     model, images = vit(), torch.randn(4, 1, 28, 28)
     with torch.no_grad():
-        for block in model.blocks:  # a bias, so the offset 2 (beta W_V + b_V) is not zero
+        for block in model.blocks:  # a bias, so the flip's offset 2 (beta W_V + b_V) is not zero
             block.ln_attn.bias.normal_()
-    block = model.blocks[1]
-    _, cache = model.run_with_cache(
-        images, names=["blocks.1.hook_resid_pre", "blocks.1.attn.hook_v", "blocks.1.attn.hook_pattern"]
-    )
-    x = cache["blocks.1.hook_resid_pre"]
-    ln = block.ln_attn
-    with torch.no_grad():
-        by_hand = block.attn._split(block.attn.value(F.layer_norm(x, x.shape[-1:], -ln.weight, ln.bias, ln.eps)))
-        hooked = _negated_gamma_values(block)(None, None, cache["blocks.1.attn.hook_v"])
-    assert torch.allclose(hooked, by_hand, atol=1e-5)
-    hook = _negated_gamma_values(block)
-    handle = block.attn.hook_v.register_forward_hook(hook)
-    try:
-        _, flipped = model.run_with_cache(images, names=["blocks.1.attn.hook_pattern"])
-    finally:
-        handle.remove()
-    assert torch.equal(flipped["blocks.1.attn.hook_pattern"], cache["blocks.1.attn.hook_pattern"])
+    block, names = model.blocks[1], ["blocks.1.hook_resid_pre", "blocks.1.attn.hook_v", "blocks.1.attn.hook_pattern"]
+    _, cache = model.run_with_cache(images, names=names)
+    x, ln = cache["blocks.1.hook_resid_pre"], block.ln_attn
+    gamma = ln.weight.detach()
+    for delta in (-2 * gamma, torch.randn(gamma.shape)):
+        with torch.no_grad(), gamma_shifted_values(block, delta):
+            _, shifted = model.run_with_cache(images, names=names)
+        by_hand = block.attn._split(block.attn.value(F.layer_norm(x, x.shape[-1:], gamma + delta, ln.bias, ln.eps)))
+        assert torch.allclose(shifted["blocks.1.attn.hook_v"], by_hand, atol=1e-5)
+        assert torch.equal(shifted["blocks.1.attn.hook_pattern"], cache["blocks.1.attn.hook_pattern"])
     _, sample = model.run_with_cache(images, names=[f"blocks.{b}.attn.hook_pattern" for b in range(3)])
-    rows = value_flip(model, images, sample.layer_stack("pattern"))
+    rows = value_flip(model, images, sample.layer_stack("pattern"), seed=3)
     assert [r["layer"] for r in rows] == [1, 2, 3]
     assert all(r["t_sim_change"] != pytest.approx(r["t_sim_change_trained"]) for r in rows)
+    assert all(r["t_sim_change_sham"] != pytest.approx(r["t_sim_change_trained"]) for r in rows)
+    assert rows == value_flip(model, images, sample.layer_stack("pattern"), seed=3)  # the sham is seeded
 
 
 def test_only_the_baselines_of_a_reference_floor_pay_for_the_reference_model():

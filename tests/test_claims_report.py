@@ -565,10 +565,22 @@ def test_claims_writes_claims_json_and_every_declared_claim(tmp_path, capsys):
     assert len(list(csv.DictReader(open(tmp_path / "rep" / "cells.csv")))) > 0
 
 
+#: each tested claim's unit, as its measure states it (docs/studies.md's claims table)
+UNITS = {
+    **dict.fromkeys(("2a", "2c", "4a", "4b", "6", "7", "8"), "pp"),
+    "2b": "nats/token",
+    "3": "log time ratio",
+    "5a": "cos_sim",
+    "5b": "share of blocks",
+    "5c": "share of blocks",
+}
+
+
 def test_the_claims_report_opens_with_one_row_per_claim_on_one_screen(tmp_path):
     """Right under the title: one row per claim, in the registry's order, with its effect and
-    Holm-matched interval, the regime, the verdict and the third protocol's reading only where it
-    differs; short rows (each claim in full is in the family tables below)."""
+    Holm-matched interval in its unit (the paper's too, and carried to ours), the regime, the
+    verdict and the third protocol's reading only where it differs; short rows (each claim in full
+    is in the family tables below)."""
     fmnist(tmp_path)
     depth_cells(tmp_path)
     cells = [cell for study in sorted(p for p in tmp_path.iterdir() if p.is_dir()) for cell in read_study(study)]
@@ -588,12 +600,41 @@ def test_the_claims_report_opens_with_one_row_per_claim_on_one_screen(tmp_path):
         assert ("third protocol" in verdict) is (claim.reading != claim.verdict) and claim.reading in verdict
         if claim.effect is not None:
             low, high = claim.ci
-            assert ours.startswith(f"{claim.effect:+.3g} [{low:+.3g}, {high:+.3g}]") and ours.endswith(f"n = {claim.n}")
+            assert ours.startswith(f"{claim.effect:+.3g} [{low:+.3g}, {high:+.3g}] {UNITS[claim.id]} (")
+            assert ours.endswith(f"n = {claim.n}")
         if claim.paper_effect is not None:
-            assert paper.startswith(f"{claim.paper_effect:+.3g}")
+            carried = claim.paper_transferred
+            unit = UNITS[claim.id]
+            assert paper == f"{claim.paper_effect:+.3g} {unit}" + (
+                f" ({carried:+.3g} {unit} carried to ours)" if carried is not None else ""
+            )
         if claim.regime is not None and claim.regime.cos_sim is not None:
             assert regime.startswith(f"{claim.regime.cos_sim:.3f} vs ")
     assert claims[0].verdict == "not tested" and rows[0].endswith("| **not tested** |")  # no probes: 1a
+    assert sorted(UNITS) == sorted(QUESTIONS)  # every tested claim has its unit
+    assert any(c.paper_transferred is not None for c in claims)
+
+
+def test_claims_without_dir_reads_the_protocols_archives_under_results(tmp_path, monkeypatch, capsys):
+    """With no DIR, `oversmooth claims` reads the protocol's archives under ./results (named in the
+    command the report records) and nothing else there; it needs --out then, and a results/ without
+    them is one line, exit 2, nothing written."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["claims", "--no-probes", "--out", "rep"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "holds none of the claims protocol's archives" in err
+    make_cell(tmp_path / "results", "fmnist-p7", "softmax", 0, 0.90)
+    make_cell(tmp_path / "results", "fmnist-p7", "neutreno", 0, 0.91)
+    (tmp_path / "results" / "mine").mkdir()  # no archive of the protocol, and no study: not read
+    (tmp_path / "results" / "mine" / "notes.txt").write_text("mine")
+    assert main(["claims", "--no-probes"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "pass --out" in err
+    assert not Path("rep").exists() and not (tmp_path / "results" / "fmnist-p7" / "report.md").exists()
+    assert main(["claims", "--no-probes", "--out", "rep"]) == 0
+    report = Path("rep/report.md").read_text()
+    assert "written by `oversmooth claims results/fmnist-p7 --out rep --no-probes`" in report
+    assert "Cells: 2 completed" in report
 
 
 def test_report_of_a_folder_that_is_no_study_exits_2(tmp_path, capsys):
@@ -791,7 +832,9 @@ def test_a_report_refuses_a_mismatched_or_doubled_cell_instead_of_dropping_its_s
     copy = tmp_path / "copy" / "fmnist-p7"
     shutil.copytree(study, copy)
     assert main(["claims", str(study), str(copy), "--no-probes", "--out", str(out)]) == 2
-    assert "seed 0's softmax arm" in capsys.readouterr().err and not out.exists()
+    err = capsys.readouterr().err.strip()
+    assert f"fmnist-p7/fmnist-pre-d8-softmax-s0 is read twice, from {study} and from {copy}" in err
+    assert len(err.splitlines()) == 1 and not out.exists()
 
     info = study / "fmnist-pre-d8-neutreno-s0" / "cell.json"
     cell = json.loads(info.read_text())

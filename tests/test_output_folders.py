@@ -130,3 +130,16 @@ def test_a_report_with_force_replaces_an_earlier_one_and_rewrites_its_folders_ow
     for _ in range(2):  # a study folder holds its own report: rewritten, never refused
         assert run(capsys, [*command, str(copy)])[0] == 0
     assert (copy / "report.md").is_file() and (copy / own).is_file()
+
+
+def test_report_with_force_removes_the_claims_files_an_earlier_report_wrote(inputs, tmp_path, capsys):
+    """`oversmooth report` once wrote the claims beside its study sections: its claims.json and
+    claims' figures do not stay beside a report that decides no claim; the user's files do."""
+    out = tmp_path / "out"
+    out.mkdir()
+    earlier = ["report.md", "cells.csv", "claims.json", "claims.png", "claim4_depth.png", "claims_8_2c_lambda.png"]
+    for name in [*earlier, "probes.png", "notes.txt"]:
+        (out / name).write_text("an earlier report's" if name != "notes.txt" else "mine")
+    assert run(capsys, ["report", str(inputs["study"]), "--out", str(out), "--force"])[0] == 0
+    assert listing(out) == {"report.md", "cells.csv", "fmnist-p7_curves.png", "fmnist-p7_layers.png", "notes.txt"}
+    assert (out / "notes.txt").read_text() == "mine"

@@ -5,7 +5,9 @@ scipy.stats.t, computed here by hand), the figures, and no claim of the source p
 Cells are written as `oversmooth study` archives them (``test_claims_report.make_cell``).
 """
 
+import json
 import math
+import shutil
 
 import numpy as np
 import pytest
@@ -112,11 +114,68 @@ def test_each_commands_help_says_what_it_does_and_points_at_the_other(capsys):
         assert says in text and other in text, command
 
 
-def test_report_has_no_probes_flag(tmp_path, capsys):
+def test_report_refuses_the_claims_no_probes_flag_pointing_at_claims(tmp_path, capsys):
     study = user_study(tmp_path)
     with pytest.raises(SystemExit) as refused:
-        main(["report", str(study), "--no-probes"])
-    assert refused.value.code == 2 and "--no-probes" in capsys.readouterr().err
+        main(["report", str(study), "--no-probes", "--out", str(tmp_path / "rep")])
+    err = capsys.readouterr().err.strip()
+    assert refused.value.code == 2 and len(err.splitlines()) == 1
+    assert "--no-probes" in err and "`oversmooth claims`" in err and "unrecognized" not in err
+    assert not (tmp_path / "rep").exists()
+
+
+@pytest.mark.parametrize("twice", ["same folder", "folder and archive"])
+def test_a_cell_read_twice_is_refused_not_counted_twice(tmp_path, capsys, twice):
+    """The same folder given twice, or a study folder (its cells under cells/) beside its archive
+    (cells right under it): exit 2, one line naming both folders and the cell, nothing written."""
+    archive = user_study(tmp_path / "results")
+    other = archive
+    if twice == "folder and archive":
+        other = tmp_path / "runs" / "fmnist-p7"
+        shutil.copytree(archive, other / "cells")
+        shutil.move(other / "cells" / "study.json", other / "study.json")
+    out = tmp_path / "rep"
+    assert main(["report", str(archive), str(other), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "read twice" in err, err
+    assert f"from {archive} and from {other}" in err and "fmnist-p7/fmnist-pre-d8-" in err
+    assert not out.exists()
+    assert main(["report", str(other), "--out", str(out)]) == 0  # each alone is read
+    assert "| fmnist | pre | 8 | neutreno - softmax | 3 |" in (out / "report.md").read_text()
+
+
+def test_a_diverged_seed_is_marked_in_the_differences_and_the_arms(tmp_path):
+    """A diverged cell counts with its last validation score, as the score table does: its pairs
+    and its arm say so (†, a note under the table); a study without one has neither."""
+    study = user_study(tmp_path)
+    for depth in (8, 48):  # several depths: the arm table is written
+        make_cell(tmp_path / "deep", "depth-w32", "softmax", 2, 0.80, norm="post", depth=depth)
+        make_cell(tmp_path / "deep", "depth-w32", "deescalate", 2, 0.81, norm="post", depth=depth, status="diverged")
+    assert main(["report", str(study), str(tmp_path / "deep" / "depth-w32"), "--out", str(tmp_path / "rep")]) == 0
+    report = (tmp_path / "rep" / "report.md").read_text()
+    fmnist, deep = report.split("## Study `depth-w32`")
+    assert "†" not in fmnist.split("last validation score):")[1]  # the score table's legend names it; no mark
+    # the diverged arm's last validation accuracy 0.81 against softmax's test 0.80: +1.000 pp, one seed
+    assert difference_row(deep, "deescalate - softmax")[4:] == ["1", "2", "+1.000†"]
+    arm = next(line for line in deep.splitlines() if line.startswith("| fmnist | post | deescalate | 48 |"))
+    assert arm.split(" | ")[4:6] == ["1", "81.00†"]
+    note = "† a seed diverged: it counts with its last validation score"
+    assert deep.count(note) == 2 and note not in fmnist
+
+
+def test_the_command_is_the_one_the_study_recorded_as_it_ran(tmp_path):
+    """The user's own --seeds/--methods stay in the command (the claims report drops them: its
+    claims need the whole grid); a study.json without a command gets no Command line."""
+    study = user_study(tmp_path)
+    info = json.loads((study / "study.json").read_text())
+    ran = "oversmooth study fmnist-p7 --out runs/mine --seeds 0,1,2,3 --methods=softmax,neutreno,featscale"
+    (study / "study.json").write_text(json.dumps({**info, "command": ran}))
+    assert main(["report", str(study), "--out", str(tmp_path / "rep")]) == 0
+    assert f"Command: `{ran}`" in (tmp_path / "rep" / "report.md").read_text().splitlines()
+    del info["command"]
+    (study / "study.json").write_text(json.dumps(info))
+    assert main(["report", str(study), "--out", str(tmp_path / "rep"), "--force"]) == 0
+    assert "Command:" not in (tmp_path / "rep" / "report.md").read_text()
 
 
 def test_every_panel_names_its_methods_in_one_colour_each(tmp_path, monkeypatch):

@@ -44,6 +44,7 @@ STARTS = Protocol(
     "higher",
     (VIT_GATE,),
     SEEDS_A,
+    unit="pp",
 )
 
 

@@ -70,8 +70,9 @@ def protocol_archives(root: str | Path = "results") -> list[Path]:
 
 
 def read_folders(folders: list[str | Path]) -> Evidence:
-    """Read each folder by its kind; a folder of no known kind is a UsageError naming it."""
-    found = Evidence()
+    """Read each folder by its kind, the study folders together (``read_studies``: a cell read
+    twice is refused); a folder of no known kind is a UsageError naming it."""
+    found, studies = Evidence(), []
     for folder in map(Path, folders):
         if (folder / ROUNDS_FILE).is_file():
             found.benchmark = read_benchmark(folder)
@@ -82,7 +83,6 @@ def read_folders(folders: list[str | Path]) -> Evidence:
         elif folder.name == ADAPTATIONS:
             found.adapted += read_adaptations(folder.parent)
         else:
-            cells, commands = read_studies([folder])
-            found.cells += cells
-            found.commands |= commands
+            studies.append(folder)
+    found.cells, found.commands = read_studies(studies)
     return found

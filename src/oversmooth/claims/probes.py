@@ -242,8 +242,10 @@ def frontier(model: str | None = None, sequences: int = 8, tokens: int = 128) ->
 
 
 @torch.no_grad()
-def existence(selection: int = 32, held_out: int = 64, tokens: int = 128) -> Existence | None:
-    """Claim 5a on the bundled MiniLM and Jane Austen's text (None without the Austen data)."""
+def similarity_fall(selection: int = 32, held_out: int = 64, tokens: int = 128) -> Existence | None:
+    """Claim 5a on the bundled MiniLM and Jane Austen's text: the pair of blocks where cos_sim falls
+    most on ``selection`` sequences, and its cos_sim before and after on ``held_out`` others (None
+    without the Austen data)."""
     from oversmooth.analyze import text_batch
     from oversmooth.data.austen import load_austen
     from oversmooth.hf import capture, load
@@ -273,7 +275,11 @@ def existence(selection: int = 32, held_out: int = 64, tokens: int = 128) -> Exi
 def run_probes() -> Probes:
     pair, blocks = pretrained()
     return Probes(
-        random_init=random_init(), pretrained=pair, pretrained_blocks=blocks, frontier=frontier(), existence=existence()
+        random_init=random_init(),
+        pretrained=pair,
+        pretrained_blocks=blocks,
+        frontier=frontier(),
+        existence=similarity_fall(),
     )
 
 

@@ -66,6 +66,7 @@ class Protocol:
     existence: bool = False  # an existence claim ("can improve"): held or not shown here (DESIGN 9.8)
     reread: Measure | None = None  # a measure chosen after the data: the third protocol reads them with it
     reread_reference: str = ""  # what ``reread`` compares against, in words
+    unit: str = field(kw_only=True)  # the unit of ``measure_text``, in a word or two (the claims' summary)
 
     def __post_init__(self) -> None:
         if not self.seeds:
@@ -167,6 +168,7 @@ PROTOCOLS: tuple[Protocol, ...] = (
         "higher",
         (VIT_GATE,),
         SEEDS_A,
+        unit="pp",
         paper_effect=0.84,
         mde_planned=0.45,
         sides=("NeuTRENO lam 0.6", "softmax"),
@@ -183,6 +185,7 @@ PROTOCOLS: tuple[Protocol, ...] = (
         "test NLL per token, nats",
         "lower",
         (LM_GATE,),
+        unit="nats/token",
         deviations=(
             "2026-11-25: the registered recipe austen-p2 failed gate (b) (seed 0 trained 1.5x as long gained 4.5 % "
             "of NLL) before any NeuTRENO arm ran; 2026-11-26: reinstated on austen-p3, the same LM on a quarter of "
@@ -213,6 +216,7 @@ PROTOCOLS: tuple[Protocol, ...] = (
         "minus the same at depth 8",
         "higher",
         (DEPTH_GATE,),
+        unit="pp",
         across=("depth",),
         reads=(("pre", "softmax", 48), ("pre", "softmax", 8)),
         deviations=(REDESIGNED,),
@@ -234,6 +238,7 @@ PROTOCOLS: tuple[Protocol, ...] = (
         "test accuracy at depth 48, pp: post-norm de-escalation (tau 1) - post-norm softmax",
         "higher",
         (DEPTH_GATE,),
+        unit="pp",
         across=("depth",),
         deviations=(
             REDESIGNED,
@@ -259,6 +264,7 @@ PROTOCOLS: tuple[Protocol, ...] = (
         "higher",
         (VIT_GATE,),
         SEEDS_B,
+        unit="pp",
         note=measures.arm_beside(("pre", "free", 8)),
         mde_planned=0.70,
         existence=True,
@@ -279,6 +285,7 @@ PROTOCOLS: tuple[Protocol, ...] = (
         "higher",
         (VIT_GATE,),
         SEEDS_A,
+        unit="pp",
         margin=0.5,
         paper_effect=0.18,
         mde_planned=0.46,
@@ -299,6 +306,7 @@ PROTOCOLS: tuple[Protocol, ...] = (
         "higher",
         (VIT_GATE,),
         SEEDS_B,
+        unit="share of blocks",
         every_arm=True,
         deviations=(
             "disclosed 2026-11-26: its detectable effect was to come 'from its first seeds' and was not computed "
@@ -324,6 +332,7 @@ PROTOCOLS: tuple[Protocol, ...] = (
         "higher",
         (VIT_GATE,),
         SEEDS_C,
+        unit="share of blocks",
         note=measures.value_flip_note,
         sides=("moved as the new verdict says", "registered chance"),
         mde_planned=0.32,

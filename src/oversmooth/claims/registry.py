@@ -13,7 +13,7 @@ comes from:
 - the interleaved cost benchmark (3) and the pretrained-model probe (5a).
 
 The questions of each Holm family (``protocol.FAMILIES``) are decided together, once, in
-``Inputs`` (``stats.decide_family``: m is fixed; an unfinished claim enters with p = 1). The
+``Inputs`` (``verdicts.decide_family``: m is fixed; an unfinished claim enters with p = 1). The
 static claims 1a and 1b (``decide_no_training``) keep their deterministic rule and carry no p.
 
 Each row keeps its registered verdict and adds the third protocol's reading of the same data
@@ -27,6 +27,7 @@ at random init, and whether that baseline oversmooths).
 from __future__ import annotations
 
 import math
+import shlex
 import statistics
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, replace
@@ -52,11 +53,13 @@ from oversmooth.claims.verdicts import (
 )
 from oversmooth.errors import UsageError
 from oversmooth.study.config import StudyConfig
-from oversmooth.study.report import seed_span, study_command
+from oversmooth.study.report import seed_span
 from oversmooth.study.results import CellResult
 
 PROBES_COMMAND = "python -m oversmooth.claims.probes --out results/probes (about a minute)"
 BENCH_COMMAND = "python benchmarks/bench_claim3.py --out results/claim3"
+#: `oversmooth study` flags that keep part of a study's grid (``study_command`` drops them)
+NARROWING = ("--methods", "--seeds", "--depths")
 COST_MARGIN = math.log(1.10)  # claim 3: "about what softmax costs", within 1.10x either way
 MEASURED_EARLY = (
     "disclosed 2026-11-25: measured once while its code was written, before the second protocol was committed; "
@@ -196,6 +199,7 @@ class Question:
     reread: Callable[[Inputs], Evidence] | None = None  # evidence by a measure chosen after the data
     reread_reference: str = ""  # what that measure compares against, in words
     softmax: Protocol | None = None  # whose softmax arm says where it was tested (``regime``; None: no trained model)
+    unit: str = field(kw_only=True)  # the unit of ``measure``, in a word or two (the claims' summary)
 
     @property
     def family(self) -> str:
@@ -209,7 +213,8 @@ def group_cells(protocol: Protocol, cells: list[CellResult]) -> dict[int, dict[K
     """The cells of ``protocol``'s setting by seed and arm (only the arms it reads).
 
     A UsageError, rather than a seed silently left out of its pair: a cell of the protocol's own
-    study trained in another setting, or two cells for one seed and arm (a folder read twice)."""
+    study trained in another setting, or two cells for one seed and arm (two studies that trained
+    it alike; one cell read twice is refused before, by ``read_studies``)."""
     seeds: dict[int, dict[Key, CellResult]] = {}
     for cell in cells:
         arm = (cell.norm, cell.label, cell.depth)
@@ -228,7 +233,8 @@ def group_cells(protocol: Protocol, cells: list[CellResult]) -> dict[int, dict[K
         if other is not None:
             raise UsageError(
                 f"two cells are seed {cell.seed}'s {cell.label} arm in one setting (claim {protocol.id}): "
-                f"{other.study}/{other.name} and {cell.study}/{cell.name}; report each study folder once"
+                f"{other.study}/{other.name} and {cell.study}/{cell.name}; move one of them out of the folders "
+                "reported on"
             )
         seeds[cell.seed][arm] = cell
     return seeds
@@ -367,6 +373,23 @@ def baseline_gate(preset: StudyConfig, cells: list[CellResult]) -> str | None:
     return failure or waiting
 
 
+def study_command(name: str, recorded: str | None) -> str:
+    """How to run study ``name`` whole: the ``recorded`` command that last ran it, less the flags that
+    keep only some of its methods, seeds or depths (a narrowed run cannot make a claim's pairs).
+
+    >>> study_command("fmnist-p7", "oversmooth study fmnist-p7 --out runs/x --seeds 6,7 --methods=softmax")
+    'oversmooth study fmnist-p7 --out runs/x'
+    >>> study_command("depth-w32", "oversmooth study depth-w32 --out runs/y --depths 48 --jobs 2")
+    'oversmooth study depth-w32 --out runs/y --jobs 2'
+    """
+    if recorded is None:
+        return f"oversmooth study {name} --out runs/studies/{name} --results results"
+    words = shlex.split(recorded)
+    drop = {i for i, word in enumerate(words) if word.split("=")[0] in NARROWING}
+    drop |= {i + 1 for i in drop if words[i] in NARROWING}  # the flag's value, as a word of its own
+    return shlex.join(word for i, word in enumerate(words) if i not in drop)
+
+
 def _study_command(preset_name: str) -> Callable[[Inputs], str]:
     return lambda inputs: inputs.command(preset_name)
 
@@ -388,6 +411,7 @@ def _from_protocol(protocol: Protocol) -> Question:
         scope=protocol.scope,
         sides=protocol.sides or (protocol.method[1], protocol.baseline[1]),
         paper_numbers=protocol.paper_numbers,
+        unit=protocol.unit,
         existence=protocol.existence,
         reread=None
         if protocol.reread is None
@@ -457,6 +481,7 @@ QUESTIONS["8"] = Question(
     VIT_GATE.describe(),
     _adaptation_evidence(adaptations.neutreno_vs_control),
     lambda inputs: adaptations.COMMAND,
+    unit="pp",
     deviations=(RETRAINED_STARTS,),
     paper_effect=0.46,
     mde_planned=0.45,
@@ -475,6 +500,7 @@ QUESTIONS["2c"] = Question(
     VIT_GATE.describe(),
     _adaptation_evidence(adaptations.middle_vs_extremes, adaptations.extremes_note),
     lambda inputs: adaptations.COMMAND,
+    unit="pp",
     deviations=(RETRAINED_STARTS,),
     mde_planned=0.66,
     sides=("lam 0.6", "better extreme"),
@@ -492,6 +518,7 @@ QUESTIONS["3"] = Question(
     "none",
     _cost_evidence,
     lambda inputs: BENCH_COMMAND,
+    unit="log time ratio",
     margin=COST_MARGIN,
     log_ratio=True,
     units="rounds",
@@ -509,6 +536,7 @@ QUESTIONS["5a"] = Question(
     "none",
     _existence_evidence,
     lambda inputs: PROBES_COMMAND,
+    unit="cos_sim",
     deviations=(
         "re-framed 2026-11-25 as an existence claim on a pretrained model, after the first protocol had "
         "measured 'last block vs peak' on its softmax cells (DESIGN 9.1)",

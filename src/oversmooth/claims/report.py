@@ -19,17 +19,26 @@ from pathlib import Path
 
 from oversmooth.claims.probes import Probes
 from oversmooth.claims.protocol import OVERSMOOTHS
-from oversmooth.claims.registry import NOT_TESTED_WHY, SEEN_FIRST, Claim, decide_claims
+from oversmooth.claims.registry import NOT_TESTED_WHY, SEEN_FIRST, Claim, decide_claims, study_command
 from oversmooth.claims.summary import effect_text, summary_table
 from oversmooth.plotting import figure, save_png
-from oversmooth.study import report as study_report
-from oversmooth.study.report import Rendered, by_study, cell_hours, cell_rows, mean_with_interval, plot_depth, seed_span
+from oversmooth.study.report import OUTPUTS as STUDY_OUTPUTS
+from oversmooth.study.report import (
+    Rendered,
+    by_study,
+    cell_hours,
+    cell_rows,
+    mean_with_interval,
+    plot_depth,
+    seed_span,
+    study_section,
+)
 from oversmooth.study.results import CellResult
 
 TITLE = "oversmooth claims report"
 #: every file a claims report may write: the study report's and the claims' own
 OUTPUTS = (
-    *study_report.OUTPUTS,
+    *STUDY_OUTPUTS,
     "claims.json",
     "claims.png",
     "claim4_depth.png",
@@ -494,6 +503,6 @@ def render_claims(
             "",
         ]
     for name, group in by_study(cells).items():
-        lines += study_report.study_section(name, group, files, (commands or {}).get(name))
+        lines += study_section(name, group, files, study_command(name, (commands or {}).get(name)))
     texts = {"claims.json": json.dumps([c.to_json() for c in claims], indent=1)}
     return claims, Rendered("\n".join(lines), files, cell_rows(cells), texts, OUTPUTS)

@@ -1,24 +1,31 @@
 """The claims report's opening: one row per claim, on one screen. A compact rendering of the rows
-of ``claims.json`` (``Claim``): nothing is computed here that the claims table does not show."""
+of ``claims.json`` (``Claim``), each number with its question's unit (``Question.unit``): nothing
+is computed here that the claims table does not show."""
 
 from __future__ import annotations
 
 import re
 
 from oversmooth.claims.protocol import OVERSMOOTHS
-from oversmooth.claims.registry import Claim
+from oversmooth.claims.registry import QUESTIONS, Claim
 
 #: a parenthesis of a statement longer than this is its setting or its test in full, left to the
 #: claims table below the summary
 SHORT_ASIDE = 40
 
 
-def effect_text(c: Claim) -> str:
-    """``+0.0236 [-0.131, +0.178] (98.75 %)``: the effect with its Holm-matched interval and level."""
+def effect_text(c: Claim, unit: str = "") -> str:
+    """``+0.0236 [-0.131, +0.178] (98.75 %)``: the effect with its Holm-matched interval (in ``unit``)
+    and level."""
     if c.effect is None:
         return "–"
     level = "" if c.ci_level is None else f" ({100 * c.ci_level:.4g} %)"
-    return f"{c.effect:+.3g} [{c.ci[0]:+.3g}, {c.ci[1]:+.3g}]{level}"
+    return f"{c.effect:+.3g} [{c.ci[0]:+.3g}, {c.ci[1]:+.3g}]{f' {unit}' if unit else ''}{level}"
+
+
+def _unit(c: Claim) -> str:
+    """The unit of a tested claim's numbers ('' for a static claim: it has none)."""
+    return QUESTIONS[c.id].unit if c.id in QUESTIONS else ""
 
 
 def short_statement(statement: str) -> str:
@@ -46,18 +53,20 @@ def short_statement(statement: str) -> str:
 
 
 def _paper(c: Claim) -> str:
-    """The paper's effect in the claim's measure, and carried to our baseline, where it states one."""
+    """The paper's effect in the claim's measure, and carried to our baseline, where it states one:
+    ``+0.84 pp (+0.343 pp carried to ours)``."""
     if c.paper_effect is None:
         return "–"
-    carried = "" if c.paper_transferred is None else f"; {c.paper_transferred:+.3g} here"
-    return f"{c.paper_effect:+.3g}{carried}"
+    unit = _unit(c)
+    carried = "" if c.paper_transferred is None else f" ({c.paper_transferred:+.3g} {unit} carried to ours)"
+    return f"{c.paper_effect:+.3g} {unit}{carried}"
 
 
 def _ours(c: Claim) -> str:
     """The effect with its Holm-matched interval and n; a claim without one, what it measured."""
     if c.effect is None:
         return c.ours.split(";")[0]
-    return f"{effect_text(c)}, n = {c.n}"
+    return f"{effect_text(c, _unit(c))}, n = {c.n}"
 
 
 def _regime(c: Claim) -> str:
@@ -80,9 +89,10 @@ def summary_table(claims: list[Claim]) -> str:
     lines = [
         "One row per claim (each in full below, with its test, gate and command): the paper's effect in the "
         "claim's measure where the paper states one (and carried to our baseline, DESIGN §9.8); ours, with its "
-        "Holm-matched interval and n; the regime, the softmax baseline's last-layer cos_sim after training vs "
-        f"the same architecture at random init (it oversmooths at {OVERSMOOTHS:g} and above); the verdict, with "
-        "the third protocol's exploratory reading where it differs.",
+        "Holm-matched interval and n (pp: percentage points of test accuracy); the regime, the softmax "
+        "baseline's last-layer cos_sim after training vs the same architecture at random init (it oversmooths "
+        f"at {OVERSMOOTHS:g} and above); the verdict, with the third protocol's exploratory reading where it "
+        "differs.",
         "",
         "| id | claim | paper's effect | ours [Holm-matched CI] | regime: softmax cos_sim vs random init | verdict |",
         "|---|---|---|---|---|---|",

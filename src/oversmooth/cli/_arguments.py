@@ -5,7 +5,10 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import math
+import shlex
+from pathlib import Path
 
+from oversmooth.outputs import check_output_dir
 from oversmooth.train.run_spec import flag
 
 
@@ -104,9 +107,10 @@ def add_force_flag(parser) -> None:
     )
 
 
-def add_report_arguments(parser, folders: str) -> None:
-    """DIR ..., ``--out``, ``--force`` and ``--title`` of a report on folders (``folders`` says which)."""
-    parser.add_argument("dirs", nargs="+", metavar="DIR", help=folders)
+def add_report_arguments(parser, folders: str, nargs: str = "+") -> None:
+    """DIR ..., ``--out``, ``--force`` and ``--title`` of a report on folders (``folders`` says which;
+    ``nargs`` "*": the command has folders of its own to read where none is given)."""
+    parser.add_argument("dirs", nargs=nargs, metavar="DIR", help=folders)
     parser.add_argument(
         "--out",
         metavar="DIR",
@@ -116,13 +120,9 @@ def add_report_arguments(parser, folders: str) -> None:
     parser.add_argument("--title", help="the report's heading")
 
 
-def report_folder(args: argparse.Namespace):
+def report_folder(args: argparse.Namespace) -> Path:
     """Where the report of ``args.dirs`` goes (``--out``, default the first DIR), checked by
     ``outputs.check_output_dir``: a folder among DIRS holds its own report, rewritten, never refused."""
-    from pathlib import Path
-
-    from oversmooth.outputs import check_output_dir
-
     out = Path(args.out or args.dirs[0])
     own = any(out.resolve() == Path(folder).resolve() for folder in args.dirs)
     check_output_dir(out, force=None if own else args.force)
@@ -131,8 +131,6 @@ def report_folder(args: argparse.Namespace):
 
 def report_command(args: argparse.Namespace, *switches: str) -> str:
     """The command line that writes this report again: DIRS, ``--out``, the ``switches`` given and ``--title``."""
-    import shlex
-
     words = [
         "oversmooth",
         args.command,

@@ -1,10 +1,11 @@
-"""``oversmooth claims DIR [DIR ...]``: the claims report of the claims protocol's archives."""
+"""``oversmooth claims [DIR ...]``: the claims report of the claims protocol's archives."""
 
 from __future__ import annotations
 
 import argparse
 
 from oversmooth.cli._arguments import add_report_arguments, report_command, report_folder
+from oversmooth.errors import UsageError
 
 
 def register(subparsers) -> None:
@@ -13,17 +14,19 @@ def register(subparsers) -> None:
         help="decide the source papers' claims on the protocol's archives: report.md + claims.json + PNGs",
         description="Decide the claims of the source papers under the protocol of docs/studies.md (paired t-test "
         "or TOST per claim, Holm within its family, gates on the baseline: held / contradicted / inconclusive / "
-        "not tested) on study folders or their archives under results/, and write the claims report: one row per "
-        "claim first, then the tables by family, each claim's reason, gate and command, the effects plot and each "
-        "study's section. `make results` writes docs/results with it. Claims that need no training (NeuTRENO on "
-        "an untrained DeiT-tiny and on the pretrained MiniLM, MiniLM's similarity per sublayer) are measured here "
-        "in about a minute unless their archive is among DIRS. For a report on your own study's cells, without "
-        "the claims: `oversmooth report`.",
+        "not tested) on the protocol's archives under results/ (all of them by default) or study folders, and "
+        "write the claims report: one row per claim first, then the tables by family, each claim's reason, gate "
+        "and command, the effects plot and each study's section. `make results` writes docs/results with it. "
+        "Claims that need no training (NeuTRENO on an untrained DeiT-tiny and on the pretrained MiniLM, MiniLM's "
+        "similarity per sublayer) are measured here in about a minute unless their archive is among DIRS. For a "
+        "report on your own study's cells, without the claims: `oversmooth report`.",
     )
     add_report_arguments(
         parser,
         "the claims protocol's archives (results/<study>, results/fmnist-p7-adapt for claim 8's adaptations, "
-        "results/claim3 for claim 3's cost rounds, results/probes), or study folders made by `oversmooth study`",
+        "results/claim3 for claim 3's cost rounds, results/probes), or study folders made by `oversmooth study` "
+        "(default: every archive of the protocol under results/; --out is then needed)",
+        nargs="*",
     )
     parser.add_argument(
         "--no-probes",
@@ -35,9 +38,18 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from oversmooth.claims.evidence import read_folders
+    from oversmooth.claims.evidence import PROTOCOL_ARCHIVES, protocol_archives, read_folders
     from oversmooth.claims.report import TITLE, render_claims
 
+    if not args.dirs:  # the protocol's archives, named in the command the report records
+        args.dirs = [str(folder) for folder in protocol_archives()]
+        if not args.dirs:
+            raise UsageError(
+                "no DIR given, and results/ holds none of the claims protocol's archives (results/"
+                f"{PROTOCOL_ARCHIVES[0]}, ...); run from the repository's root, or name the folders to read"
+            )
+        if args.out is None:
+            raise UsageError("no DIR given: pass --out (the report is not written among the archives under results/)")
     out = report_folder(args)
     found = read_folders(args.dirs)
     probes = found.probes  # archived probes (results/probes) are read, not run again

@@ -19,7 +19,18 @@ def register(subparsers) -> None:
         "archives under results/.",
     )
     add_report_arguments(parser, "study folder(s) made by `oversmooth study` (or their archives under --results)")
+    parser.add_argument("--no-probes", nargs=0, action=_ClaimsFlag, help=argparse.SUPPRESS)
     parser.set_defaults(run=run)
+
+
+class _ClaimsFlag(argparse.Action):
+    """A flag of `oversmooth claims` given to `oversmooth report`: refused with one line pointing there."""
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        parser.error(
+            f"{option_string} is a flag of `oversmooth claims`, the report that decides the source papers' claims; "
+            "`oversmooth report` runs no probe: leave it out"
+        )
 
 
 def run(args: argparse.Namespace) -> int:

@@ -7,13 +7,13 @@ under its claims.
 Scores in the study tables are means over seeds with their standard deviation. A completed cell
 contributes its test score; a diverged or unfinished one its last validation score, marked
 (``†`` diverged, ``*`` unfinished), so a report can be written at any time. The paired differences
-read finished seeds only (``paired_score``).
+and the arms by depth read finished seeds only (``paired_score``), a diverged seed marked ``†`` as
+it counts with its last validation score.
 """
 
 from __future__ import annotations
 
 import csv
-import shlex
 import statistics
 from collections import defaultdict
 from collections.abc import Callable
@@ -32,8 +32,15 @@ MARK = {"diverged": "†", "partial": "*"}
 #: every file a study report may write (three figures per study); one a report does not write is
 #: removed from its folder, e.g. the figures of a study no longer in it
 OUTPUTS = ("report.md", "cells.csv", "*_scores.png", "*_layers.png", "*_curves.png")
-#: `oversmooth study` flags that keep part of a study's grid (dropped from the command a report prints)
-_NARROWING = ("--methods", "--seeds", "--depths")
+#: what a study report replaces in its folder: its own files, and those `oversmooth report` wrote
+#: besides before the source papers' claims moved to `oversmooth claims`, so that no verdict of an
+#: earlier report stays beside one that decides none
+REPLACES = (*OUTPUTS, "claims.json", "claims.png", "claim4_depth.png", "claims_8_2c_lambda.png", "probes.png")
+#: the note under a table whose ``†`` marks a diverged seed (``paired_score``)
+DIVERGED = (
+    "† a seed diverged: it counts with its last validation score (chance where it diverged in its first "
+    "epoch), not a test score."
+)
 
 
 def _mean_std(values: list[float]) -> tuple[float, float]:
@@ -198,6 +205,16 @@ def _arms(cells: list[CellResult]) -> dict[tuple, list[CellResult]]:
     return dict(arms)
 
 
+def _diverged(cells: list[CellResult]) -> str:
+    """``†`` where one of ``cells`` diverged (its ``paired_score`` is no test score), else ''."""
+    return MARK["diverged"] if any(c.status == "diverged" for c in cells) else ""
+
+
+def _with_note(table: list[str], marked: bool) -> str:
+    """The table's lines, and ``DIVERGED`` under them where a row is ``marked`` (``_diverged``)."""
+    return "\n".join([*table, *(["", DIVERGED] if marked else [])])
+
+
 def _one_sample(values: list[float]):
     """The mean of ``values`` with its 95 % one-sample t interval (the values paired with zeros)."""
     return paired_test(values, [0.0] * len(values), "higher")
@@ -213,7 +230,8 @@ def _with_interval(values: list[float], spec: str) -> str:
 
 def arm_table(cells: list[CellResult]) -> str:
     """Markdown: one row per task x norm x method x depth, with the finished seeds' score (95 % t
-    interval), last-layer cos_sim and t_sim escalation of the validation probe, and seconds per step."""
+    interval; ``†``: a seed diverged), last-layer cos_sim and t_sim escalation of the validation
+    probe, and seconds per step."""
     lm = cells[0].model == "lm"
     lines = [
         f"| task | norm | method | depth | n | test {'NLL (nats)' if lm else 'accuracy (%)'} | "
@@ -223,12 +241,13 @@ def arm_table(cells: list[CellResult]) -> str:
     ]
     for (task, norm, label, depth), group in _arms(cells).items():
         scores = [s for c in group if (s := paired_score(c)) is not None]
-        row = [task, norm, label, str(depth), str(len(scores)), _with_interval(scores, ".2f") if scores else "–"]
+        score = _with_interval(scores, ".2f") + _diverged(group) if scores else "–"
+        row = [task, norm, label, str(depth), str(len(scores)), score]
         for read, spec in ARM_MEASURES.values():
             values = [v for c in group if (v := read(c)) is not None]
             row.append(format(statistics.fmean(values), spec) if values else "–")
         lines.append("| " + " | ".join(row) + " |")
-    return "\n".join(lines)
+    return _with_note(lines, bool(_diverged(cells)))
 
 
 def _baseline_of(labels: list[str]) -> str:
@@ -239,10 +258,11 @@ def _baseline_of(labels: list[str]) -> str:
 def differences_table(cells: list[CellResult]) -> str:
     """Markdown: per task x norm x depth, each method minus its baseline (``_baseline_of``), paired
     by seed over the seeds where both finished (``paired_score``): n, the seeds, the mean difference
-    with its 95 % t interval (one seed: the difference alone). '' when no setting has two methods."""
+    with its 95 % t interval (one seed: the difference alone; ``†``: a seed diverged). '' when no
+    setting has two methods."""
     arms = _arms(cells)
     settings = sorted({(t, n, d) for t, n, _, d in arms}, key=lambda s: (s[0], s[1] != "pre", s[2]))
-    rows = []
+    rows, marked = [], False
     for task, norm, depth in settings:
         labels = [label for t, n, label, d in arms if (t, n, d) == (task, norm, depth)]
         scores = {
@@ -255,24 +275,22 @@ def differences_table(cells: list[CellResult]) -> str:
                 continue
             seeds = sorted(scores[label].keys() & scores[base].keys())
             differences = [scores[label][seed] - scores[base][seed] for seed in seeds]
-            found = _with_interval(differences, "+.3f") if differences else "–"
+            mark = _diverged([c for arm in (label, base) for c in arms[(task, norm, arm, depth)] if c.seed in seeds])
+            marked |= bool(mark)
+            found = _with_interval(differences, "+.3f") + mark if differences else "–"
             rows.append(
                 f"| {task} | {norm} | {depth} | {label} - {base} | {len(seeds)} | {seed_span(seeds) or '–'} | {found} |"
             )
     if not rows:
         return ""
     unit = "test NLL (nats per token)" if cells[0].model == "lm" else "test accuracy (pp)"
-    return "\n".join(
-        [
-            "Each method minus the softmax baseline of its task, norm and depth (the first method where there "
-            f"is none), paired by seed: the mean difference in {unit} over the seeds where both finished, with "
-            "its 95 % t interval (one seed: the difference alone):",
-            "",
-            "| task | norm | depth | method - baseline | n | seeds | mean difference [95 % CI] |",
-            "|---|---|---|---|---|---|---|",
-            *rows,
-        ]
+    intro = (
+        "Each method minus the softmax baseline of its task, norm and depth (the first method where there "
+        f"is none), paired by seed: the mean difference in {unit} over the seeds where both finished, with "
+        "its 95 % t interval (one seed: the difference alone):"
     )
+    head = ["| task | norm | depth | method - baseline | n | seeds | mean difference [95 % CI] |", "|---" * 7 + "|"]
+    return intro + "\n\n" + _with_note([*head, *rows], marked)
 
 
 def _finite(x: float) -> bool:
@@ -339,16 +357,16 @@ def study_section(
     command: str | None,
     differences: bool = False,
 ) -> list[str]:
-    """The report's section on study ``name``: its cells, command and score table (with
-    ``differences``, each method's paired differences from its baseline), its arms by depth where
-    it has several, and its figures, added to ``files``."""
+    """The report's section on study ``name``: its cells, the ``command`` that ran it (None: not
+    recorded, no line), its score table (with ``differences``, each method's paired differences
+    from its baseline), its arms by depth where it has several, and its figures, added to ``files``."""
     lines = [
         f"## Study `{name}`",
         "",
         f"Cells: {_status_line(cells)}; {cell_hours(cells):.2f} hours of training (their wall_seconds).",
-        "",
-        f"Command: `{study_command(name, command)}`",
     ]
+    if command:
+        lines += ["", f"Command: `{command}`"]
     lines += [
         "",
         f"Test {cells[0].score_name} ("
@@ -421,14 +439,14 @@ def cell_rows(cells: list[CellResult]) -> list[dict]:
 @dataclass(frozen=True)
 class Rendered:
     """A report before it is written: ``report.md``'s text, each figure's file name and drawing, one
-    row per cell (``cells.csv``), other files by name with their text (the claims report's
-    ``claims.json``), and the names it replaces in its folder (``OUTPUTS``)."""
+    row per cell (``cells.csv``), any other file by name with its text, and the names it replaces
+    in its folder (glob patterns: a study report's ``REPLACES``)."""
 
     markdown: str
     figures: dict[str, Callable[[Path], None]]
     cells: list[dict]
     texts: dict[str, str] = field(default_factory=dict)
-    outputs: tuple[str, ...] = OUTPUTS
+    outputs: tuple[str, ...] = REPLACES
 
     def write(self, out: str | Path) -> None:
         """Write ``report.md``, the PNGs, ``cells.csv`` and the other files into ``out``, all or
@@ -455,23 +473,6 @@ def seed_span(ids: list[int]) -> str:
         else:
             runs.append([i])
     return ", ".join(str(r[0]) if len(r) == 1 else f"{r[0]}-{r[-1]}" for r in runs)
-
-
-def study_command(name: str, recorded: str | None) -> str:
-    """How to run study ``name`` whole: the ``recorded`` command that last ran it, less the flags that
-    keep only some of its methods, seeds or depths (a narrowed run cannot make a claim's pairs).
-
-    >>> study_command("fmnist-p7", "oversmooth study fmnist-p7 --out runs/x --seeds 6,7 --methods=softmax")
-    'oversmooth study fmnist-p7 --out runs/x'
-    >>> study_command("depth-w32", "oversmooth study depth-w32 --out runs/y --depths 48 --jobs 2")
-    'oversmooth study depth-w32 --out runs/y --jobs 2'
-    """
-    if recorded is None:
-        return f"oversmooth study {name} --out runs/studies/{name} --results results"
-    words = shlex.split(recorded)
-    drop = {i for i, word in enumerate(words) if word.split("=")[0] in _NARROWING}
-    drop |= {i + 1 for i in drop if words[i] in _NARROWING}  # the flag's value, as a word of its own
-    return shlex.join(word for i, word in enumerate(words) if i not in drop)
 
 
 def render_report(

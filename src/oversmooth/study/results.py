@@ -118,8 +118,8 @@ STUDY_FIELDS = {"name": str, "methods": list}
 
 
 def read_analysis(path: Path) -> dict:
-    """A cell's ``analysis.json`` (``study.cell_analysis``), checked for every field the claims
-    read: the stream, each block's verdict and t_sim change, the value-path flips, the reference."""
+    """A cell's ``analysis.json`` (``oversmooth.claims.cell_analysis``), checked for every field the
+    claims read: the stream, each block's verdict and t_sim change, the value-path flips, the reference."""
     fix = "delete it to measure the model again"
     analysis = read_table(path, {"stream": dict, "blocks": list}, fix)
     check_table(analysis["stream"], f"{path} (its stream)", {"cos_sim": list}, fix)
@@ -264,12 +264,23 @@ def read_study(folder: str | Path) -> list[CellResult]:
 
 def read_studies(folders: list[str | Path]) -> tuple[list[CellResult], dict[str, str]]:
     """The cells of each study folder (or archive) in ``folders`` (``read_study``), and the command
-    that ran each study, by its name, where ``study.json`` recorded one."""
+    that ran each study, by its name, where ``study.json`` recorded one. A cell found in two of
+    ``folders`` (a folder given twice, or a study folder beside its archive) is a UsageError naming
+    both: counted twice, its seed would weigh double in every mean and pair."""
     cells: list[CellResult] = []
     commands: dict[str, str] = {}
+    read_from: dict[tuple[str, str], str | Path] = {}  # (study, cell) -> the folder it was read from
     for folder in folders:
         study = study_info(folder)
         if study.get("command"):
             commands[study["name"]] = study["command"]
-        cells += read_study(folder)
+        found = read_study(folder)
+        for cell in found:
+            if (cell.study, cell.name) in read_from:
+                raise UsageError(
+                    f"cell {cell.study}/{cell.name} is read twice, from {read_from[(cell.study, cell.name)]} and "
+                    f"from {folder}: give each study once (its folder or its archive, not both)"
+                )
+        read_from |= {(cell.study, cell.name): folder for cell in found}
+        cells += found
     return cells, commands

@@ -76,12 +76,45 @@ def retest(spec: str | None) -> dict:
     }
 
 
+def together(results: list[dict]) -> dict:
+    """The registered rule over both models: held only if both are (p: the larger), contradicted if
+    either is significantly higher (or has no lambda within the budget), else inconclusive; the
+    re-test family's Holm adjustment (m = 3) applies once 5c and 6 are in."""
+    verdicts = [r.get("verdict_alone", r.get("verdict")) for r in results]
+    verdict = (
+        "held"
+        if all(v == "held" for v in verdicts)
+        else "contradicted"
+        if "contradicted" in verdicts
+        else "inconclusive"
+    )
+    parts = [
+        f"lam {r['lam']:g}: {r['mean_difference']:+.4f} [{r['ci95'][0]:+.4f}, {r['ci95'][1]:+.4f}], p {r['p']:.2g}"
+        if r.get("lam") is not None
+        else r["reason"]
+        for r in results
+    ]
+    p = max((r["p"] for r in results if "p" in r), default=None)
+    sentence = "mean cos_sim change after blocks 2..L per passage, MiniLM " + "; SmolLM2 ".join(parts)
+    return {
+        "verdict": verdict,
+        "sentence": sentence + " (unadjusted; Holm over the re-test family, m = 3, once 5c and 6 are in)",
+        "p": p,
+    }
+
+
 def main() -> None:
     start = time.time()
     torch.set_num_threads(1)
     results = {name: retest(spec) for name, spec in MODELS.items()}
     OUT.parent.mkdir(parents=True, exist_ok=True)
-    record = {"claim": "1b (re-test)", "command": "python scripts/retest_1b.py", "models": results}
+    record = {
+        "claim": "1b (re-test)",
+        "model": f"MiniLM and SmolLM2-135M-Instruct, {SEQUENCES} held-out Austen passages of {TOKENS} tokens",
+        "command": "python scripts/retest_1b.py",
+        **together(list(results.values())),
+        "models": results,
+    }
     with atomic_write(OUT) as handle:
         json.dump(record | {"seconds": round(time.time() - start, 1)}, handle, indent=1)
     for name, result in results.items():

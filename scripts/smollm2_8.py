@@ -47,7 +47,14 @@ def val_nll(seed: int) -> tuple[float, float] | None:
 
 def main() -> None:
     archive()
-    summary: dict = {"claim": "8 (SmolLM2)", "command": "python scripts/smollm2_8.py", "effect": EFFECT}
+    summary: dict = {
+        "claim": "8",
+        "model": "SmolLM2-135M-Instruct adapted 200 steps: NeuTRENO (lam 0.4) vs the control, val NLL (nats/token)",
+        "command": "python scripts/smollm2_8.py",
+        "verdict": "pending",
+        "sentence": f"the pilot (seeds {PILOT[0]}-{PILOT[-1]}) has not finished",
+        "effect": EFFECT,
+    }
     pilot = [pair for seed in PILOT if (pair := val_nll(seed)) is not None]
     summary["pilot"] = {"seeds": list(PILOT), "differences": [m - c for m, c in pilot]}
     if len(pilot) == len(PILOT):
@@ -55,16 +62,19 @@ def main() -> None:
         limit = sd_upper_limit(sd, len(pilot))
         needed = seeds_needed(EFFECT, limit, 0.05, MOST)
         summary["pilot"] |= {"sd": sd, "sd_upper_80": limit, "seeds_needed": needed}
+        if needed is None:
+            summary["verdict"] = "not tested"
+            summary["sentence"] = f"the seed rule asks more than {MOST} seeds: the design is to change first"
         if needed is not None:
             seeds = range(FIRST_TEST_SEED, FIRST_TEST_SEED + needed)
             pairs = {seed: pair for seed in seeds if (pair := val_nll(seed)) is not None}
             summary["test"] = {"seeds": list(seeds), "finished": sorted(pairs)}
+            summary["sentence"] = f"{len(pairs)} of the {needed} test seeds the pilot's seed rule asks have finished"
             if len(pairs) == needed:
                 decision = decide([m for m, _ in pairs.values()], [c for _, c in pairs.values()], "lower")
+                summary |= {"verdict": decision.verdict, "sentence": decision.reason}
                 summary["test"] |= {
-                    "verdict": decision.verdict,
                     "reading": in_magnitude(decision, EFFECT),
-                    "reason": decision.reason,
                     "mean": decision.test.mean,
                     "ci": [decision.ci_low, decision.ci_high],
                     "p": decision.test.p_two_sided,

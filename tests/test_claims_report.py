@@ -717,7 +717,14 @@ def test_docs_results_are_the_report_of_the_committed_results(tmp_path):
     command = shlex.join(["oversmooth", "claims", *relative, "--out", "docs/results", "--title", title])
     found = read_folders(archives)
     claims, report = render_claims(
-        found.cells, found.probes, found.commands, title, command, adapted=found.adapted, benchmark=found.benchmark
+        found.cells,
+        found.probes,
+        found.commands,
+        title,
+        command,
+        adapted=found.adapted,
+        benchmark=found.benchmark,
+        third_protocol=found.third_protocol,
     )
     written = {row["id"]: row for row in json.loads((docs / "claims.json").read_text())}
     assert sorted(written) == sorted(claim.id for claim in claims)
@@ -1269,3 +1276,25 @@ def test_the_row_says_it_was_tested_where_the_baseline_does_not_oversmooth_exact
     summary = next(line for line in report.markdown.splitlines() if line.startswith("- *where the problem exists*"))
     assert (f"{said}: 2a, 2c, 5b, 5c, 6, 7, 8" in summary) is not oversmooths
     assert ("the baseline oversmooths: 2a, 2c, 5b, 5c, 6, 7, 8" in summary) is oversmooths
+
+
+def test_the_third_protocols_records_are_tabled_as_recorded_and_a_damaged_one_is_named(tmp_path, capsys):
+    """results/third-protocol/*.json: one row per record in the claims report; a record missing a
+    field is one line naming the file (exit 2), nothing written."""
+    from oversmooth.claims.third_protocol import FIELDS, read_third_protocol, third_protocol_section
+
+    folder = tmp_path / "third-protocol"
+    folder.mkdir()
+    record = {name: f"{name} of a" for name in FIELDS} | {"verdict": "held", "extra": [1, 2]}
+    (folder / "a.json").write_text(json.dumps(record))
+    (folder / "b.json").write_text(json.dumps(record | {"claim": "8", "verdict": "pending"}))
+    records = read_third_protocol(folder)
+    section = "\n".join(third_protocol_section(records))
+    assert section.count("| **held** |") == 1 and section.count("| **pending** |") == 1
+    assert "| claim of a | model of a | **held** | sentence of a | `command of a` |" in section
+    (folder / "c.json").write_text(json.dumps({"claim": "1b", "command": "python scripts/x.py"}))
+    out = tmp_path / "out"
+    assert main(["claims", str(folder), "--out", str(out), "--no-probes"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "c.json is damaged" in err and "model, verdict, sentence" in err
+    assert "python scripts/x.py" in err and not out.exists()

@@ -1,6 +1,7 @@
 """What ``oversmooth claims DIR ...`` reads: study folders (or their archives), the archive of
-claim 8's adaptations (``results/fmnist-p7-adapt``), claim 3's cost rounds (``results/claim3``)
-and the archived probes (``results/probes``), told apart by what they hold."""
+claim 8's adaptations (``results/fmnist-p7-adapt``), claim 3's cost rounds (``results/claim3``),
+the archived probes (``results/probes``) and the third protocol's records
+(``results/third-protocol``), told apart by what they hold."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from typing import TYPE_CHECKING
 from oversmooth.claims.adaptations import NAME as ADAPTATIONS
 from oversmooth.claims.adaptations import read_adaptations
 from oversmooth.claims.files import PROBES_FILE, ROUNDS_FILE
+from oversmooth.claims.third_protocol import NAME as THIRD_PROTOCOL
+from oversmooth.claims.third_protocol import read_third_protocol
 from oversmooth.errors import UsageError
 from oversmooth.study.results import CellResult, read_studies
 
@@ -35,6 +38,7 @@ PROTOCOL_ARCHIVES = (
     "austen-p3-long",
     "claim3",
     "probes",
+    THIRD_PROTOCOL,
 )
 
 
@@ -47,6 +51,7 @@ class Evidence:
     adapted: list[dict] = field(default_factory=list)
     benchmark: dict | None = None
     probes: Probes | None = None
+    third_protocol: list[dict] = field(default_factory=list)
 
 
 def read_benchmark(folder: Path) -> dict:
@@ -82,6 +87,8 @@ def read_folders(folders: list[str | Path]) -> Evidence:
             found.probes = read_probes(folder)
         elif folder.name == ADAPTATIONS:
             found.adapted += read_adaptations(folder.parent)
+        elif folder.name == THIRD_PROTOCOL:
+            found.third_protocol += read_third_protocol(folder)
         else:
             studies.append(folder)
     found.cells, found.commands = read_studies(studies)

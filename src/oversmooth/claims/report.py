@@ -21,6 +21,7 @@ from oversmooth.claims.probes import Probes
 from oversmooth.claims.protocol import OVERSMOOTHS
 from oversmooth.claims.registry import NOT_TESTED_WHY, SEEN_FIRST, Claim, decide_claims, study_command
 from oversmooth.claims.summary import effect_text, summary_table
+from oversmooth.claims.third_protocol import third_protocol_section
 from oversmooth.plotting import figure, save_png
 from oversmooth.study.report import OUTPUTS as STUDY_OUTPUTS
 from oversmooth.study.report import (
@@ -375,13 +376,14 @@ def render_claims(
     command: str | None = None,
     adapted: list[dict] | None = None,
     benchmark: dict | None = None,
+    third_protocol: list[dict] | None = None,
 ) -> tuple[list[Claim], Rendered]:
     """Every claim decided on this evidence, and the claims report of it, to write with
     ``Rendered.write``.
 
     ``commands``: study name -> the command that ran it (printed under its section); ``command``:
     the one that wrote this report; ``adapted``: claim 8's adaptations (``claims.adaptations``);
-    ``benchmark``: claim 3's rounds.
+    ``benchmark``: claim 3's rounds; ``third_protocol``: its records (``claims.third_protocol``).
     """
     from oversmooth.claims.protocol import DEPTH, protocol
 
@@ -427,6 +429,7 @@ def render_claims(
         "",
         claims_table(claims),
         "",
+        *(third_protocol_section(third_protocol) if third_protocol else []),
         "Each tested claim's effect with its Holm-matched interval and n, in the claim's own measure (named on "
         "each panel's axis); shaded: the side the claim states (an equivalence claim: inside its margin, red); "
         "the star is the paper's effect where the paper states one, the dotted line the same carried to our "

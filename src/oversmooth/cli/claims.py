@@ -70,6 +70,7 @@ def run(args: argparse.Namespace) -> int:
         command=report_command(args, *(["--no-probes"] if args.no_probes else [])),
         adapted=found.adapted,
         benchmark=found.benchmark,
+        third_protocol=found.third_protocol,
     )
     report.write(out)
     width = max((len(c.id) for c in claims), default=1)

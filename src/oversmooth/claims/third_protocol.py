@@ -1,0 +1,51 @@
+"""The third protocol's tests on a pretrained model and its re-tests (docs/studies.md, "The third
+protocol"): each one JSON record under ``results/third-protocol/``, written by the script that
+ran it (``scripts/smollm2_1b.py``, ``scripts/smollm2_8.py``, ``scripts/retest_1b.py``) with the
+claim, what it tested, its verdict by the registered rule and the one-line reason; the claims
+report tables them as they are."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from oversmooth.errors import UsageError
+
+NAME = "third-protocol"
+FIELDS = ("claim", "model", "command", "verdict", "sentence")
+
+
+def read_third_protocol(folder: Path) -> list[dict]:
+    """Every record (``*.json``) in ``folder``, by file name; a damaged one is a UsageError."""
+    records = []
+    for path in sorted(folder.glob("*.json")):
+        try:
+            record = json.loads(path.read_text())
+            missing = [name for name in FIELDS if not isinstance(record.get(name), str)]
+        except (OSError, ValueError) as error:
+            missing, record = [str(error)], {}
+        if missing:
+            raise UsageError(
+                f"{path} is damaged (missing or unreadable: {', '.join(missing)}); rerun the command that wrote it"
+                + (f" ({record['command']})" if isinstance(record.get("command"), str) else "")
+            )
+        records.append(record)
+    return records
+
+
+def third_protocol_section(records: list[dict]) -> list[str]:
+    """The claims report's section on them: one row per record, as recorded."""
+    rows = [
+        f"| {r['claim']} | {r['model']} | **{r['verdict']}** | {r['sentence']} | `{r['command']}` |" for r in records
+    ]
+    return [
+        "## The third protocol: where the problem exists, and its re-tests",
+        "",
+        "Registered in docs/studies.md before they ran; each row as its script recorded it under "
+        f"results/{NAME}/ (a pending row says what it waits for):",
+        "",
+        "| claim | tested on | verdict | why | command |",
+        "|---|---|---|---|---|",
+        *rows,
+        "",
+    ]

@@ -24,7 +24,7 @@ from oversmooth.claims.report import render_claims
 from oversmooth.cli import main
 from oversmooth.errors import UsageError
 from oversmooth.study import STUDY_PRESETS
-from oversmooth.study.results import read_study
+from oversmooth.study.results import read_studies, read_study
 
 SEEDS = range(14)
 #: softmax validation accuracy per seed: mean 88.1 %, above the 87 % floor
@@ -1298,3 +1298,22 @@ def test_the_third_protocols_records_are_tabled_as_recorded_and_a_damaged_one_is
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "c.json is damaged" in err and "model, verdict, sentence" in err
     assert "python scripts/x.py" in err and not out.exists()
+
+
+def test_claim_4_reads_not_tested_only_when_every_deep_post_norm_seed_trained(tmp_path):
+    """The rule of docs/studies.md's depth pilots: a post-norm seed that ends below 20 % validation
+    accuracy fails; none failing (and both pilots finished) makes 4a and 4b 'not tested' in the
+    third protocol's reading, with each seed's accuracy in the reason."""
+    from oversmooth.claims.registry import post_norm_trains_deep
+
+    finals = {("depth-w32-d96-pilot", 0): 0.846, ("depth-w32-d96-pilot", 1): 0.847, ("depth-w32-d192-pilot", 0): 0.821}
+    for (study, seed), accuracy in finals.items():
+        make_cell(tmp_path, study, "softmax", seed, accuracy - 0.01, norm="post", val=[0.5, accuracy])
+    read = lambda: read_studies([tmp_path / s for s in ("depth-w32-d96-pilot", "depth-w32-d192-pilot")])[0]  # noqa: E731
+    assert post_norm_trains_deep(read()) == ""  # depth 192's second seed has not run: nothing to read yet
+    make_cell(tmp_path, "depth-w32-d192-pilot", "softmax", 1, 0.09, norm="post", val=[0.3, 0.199])
+    assert post_norm_trains_deep(read()) == ""  # it failed (19.9 % < 20 %): 4a and 4b are to be tested
+    shutil.rmtree(tmp_path / "depth-w32-d192-pilot" / "fmnist-post-d192-softmax-s1")
+    make_cell(tmp_path, "depth-w32-d192-pilot", "softmax", 1, 0.82, norm="post", val=[0.3, 0.833])
+    reason = post_norm_trains_deep(read())
+    assert "depths 96 and 192" in reason and "depth 96: 84.6 %, 84.7 %; depth 192: 82.1 %, 83.3 %" in reason

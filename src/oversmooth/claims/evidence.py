@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from oversmooth.claims.adaptations import NAME as ADAPTATIONS
 from oversmooth.claims.adaptations import read_adaptations
 from oversmooth.claims.files import PROBES_FILE, ROUNDS_FILE
+from oversmooth.claims.protocol import DEEP_PILOTS
 from oversmooth.claims.third_protocol import NAME as THIRD_PROTOCOL
 from oversmooth.claims.third_protocol import read_third_protocol
 from oversmooth.errors import UsageError
@@ -32,6 +33,7 @@ PROTOCOL_ARCHIVES = (
     "depth-w32-pilot",
     "depth-w32-long",
     "depth-w32",
+    *DEEP_PILOTS,
     "austen-p2",
     "austen-p2-long",
     "austen-p3",

@@ -31,6 +31,10 @@ PRIMARY, SECONDARY = "primary", "secondary"
 #: probe is at least this (the paper's trained DeiT: about 0.9 in its last two layers)
 OVERSMOOTHS = 0.5
 #: DESIGN 9.5, fixed before the runs: Holm within each family, m never shrinks.
+#: claim 4's third-protocol pilots (docs/studies.md): a depth where post-norm softmax *fails* (a seed's
+#: final validation accuracy below FAILS_BELOW; chance is 0.10) is where 4a and 4b are to be tested
+DEEP_PILOTS = ("depth-w32-d96-pilot", "depth-w32-d192-pilot")
+FAILS_BELOW = 0.20
 FAMILIES = {PRIMARY: ("2a", "2b", "4a", "4b", "6", "7", "8"), SECONDARY: ("2c", "3", "5a", "5b", "5c")}
 
 
@@ -67,6 +71,7 @@ class Protocol:
     reread: Measure | None = None  # a measure chosen after the data: the third protocol reads them with it
     reread_reference: str = ""  # what ``reread`` compares against, in words
     unit: str = field(kw_only=True)  # the unit of ``measure_text``, in a word or two (the claims' summary)
+    needs_failing_depth: bool = False  # claim 4: tested where a deep pilot (DEEP_PILOTS) finds post-norm failing
 
     def __post_init__(self) -> None:
         if not self.seeds:
@@ -225,6 +230,7 @@ PROTOCOLS: tuple[Protocol, ...] = (
         "at 1), where pre-norm at depth 48 only just beats the logistic-regression reference on validation "
         "(gate (c)); a contradiction says post-norm did not fall further behind with depth there, not that it "
         "never does at larger width, data or learning rate (scope written 2026-11-26 13:51, after the verdict)",
+        needs_failing_depth=True,
         sides=("deficit at depth 48", "at depth 8"),
     ),
     Protocol(
@@ -250,6 +256,7 @@ PROTOCOLS: tuple[Protocol, ...] = (
         scope="post-norm did not fail at depth 48 in this setting (4a: it ended ahead of pre-norm there), so the "
         "test asks whether de-escalation improves a post-norm model that trains, not whether it rescues one that "
         "fails (scope written 2026-11-26, after 4a's verdict)",
+        needs_failing_depth=True,
         sides=("de-escalation", "softmax"),
     ),
     Protocol(

@@ -37,7 +37,7 @@ from oversmooth.claims import adaptations
 from oversmooth.claims.gates import arm_name
 from oversmooth.claims.measures import Key
 from oversmooth.claims.probes import CurvePair, Probes
-from oversmooth.claims.protocol import FAMILIES, OVERSMOOTHS, PROTOCOLS, VIT_GATE, Protocol
+from oversmooth.claims.protocol import DEEP_PILOTS, FAILS_BELOW, FAMILIES, OVERSMOOTHS, PROTOCOLS, VIT_GATE, Protocol
 from oversmooth.claims.similarity_claim import similarity_verdict
 from oversmooth.claims.verdicts import (
     CONTRADICTED,
@@ -53,6 +53,7 @@ from oversmooth.claims.verdicts import (
 )
 from oversmooth.errors import UsageError
 from oversmooth.study.config import StudyConfig
+from oversmooth.study.presets import STUDY_PRESETS
 from oversmooth.study.report import seed_span
 from oversmooth.study.results import CellResult
 
@@ -653,6 +654,10 @@ def _reading(question: Question, inputs: Inputs) -> tuple[str, str, float | None
     evidence, decision = inputs.decided[question.id]
     if decision.verdict == NOT_TESTED:
         return NOT_TESTED, "", None
+    if question.softmax is not None and question.softmax.needs_failing_depth:
+        trains = post_norm_trains_deep(inputs.cells)
+        if trains:
+            return NOT_TESTED, trains, None
     why, transferred = [], None
     if question.id in inputs.reread:
         decision = inputs.reread[question.id][1]
@@ -684,6 +689,37 @@ def _reading(question: Question, inputs: Inputs) -> tuple[str, str, float | None
     if MEASURED_EARLY in question.deviations:
         why.append(SEEN_FIRST)
     return verdict, "; ".join(why), transferred
+
+
+def post_norm_trains_deep(cells: list[CellResult]) -> str:
+    """Why claim 4 is not tested by the third protocol: every post-norm softmax seed of its deep
+    pilots (``DEEP_PILOTS``) trained, a final validation accuracy of ``FAILS_BELOW`` or more; ""
+    while a pilot is missing or unfinished, or a seed failed."""
+    pilots = [c for c in cells if c.study in DEEP_PILOTS and c.norm == "post" and c.label == "softmax"]
+    planned = {
+        (name, cell.seed)
+        for name in DEEP_PILOTS
+        for cell in STUDY_PRESETS[name].cells()
+        if (cell.norm, cell.variant.label) == ("post", "softmax")
+    }
+    finished = {(c.study, c.seed) for c in pilots if c.status == "completed"} == planned
+    if not finished or any(c.epochs[-1]["val"]["accuracy"] < FAILS_BELOW for c in pilots):
+        return ""
+    depths = sorted({c.depth for c in pilots})
+    by_depth = "; ".join(
+        f"depth {depth}: "
+        + ", ".join(
+            f"{100 * c.epochs[-1]['val']['accuracy']:.1f} %"
+            for c in sorted(pilots, key=lambda c: c.seed)
+            if c.depth == depth
+        )
+        for depth in depths
+    )
+    return (
+        f"post-norm trains at depths {' and '.join(map(str, depths))} with a recipe that trains "
+        f"pre-norm to its plateau (post-norm softmax's final validation accuracy by seed, {by_depth}; failing is "
+        f"below {100 * FAILS_BELOW:.0f} %: {', '.join(DEEP_PILOTS)}, docs/studies.md)"
+    )
 
 
 def _transfer(question: Question, ours: float) -> str:

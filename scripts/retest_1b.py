@@ -16,9 +16,10 @@ import torch
 from scipy import stats
 
 from oversmooth.adapt.text_blocks import documents
-from oversmooth.analyze import AnalysisSettings, best_within_budget, default_sweeps, run_analysis, text_batch
+from oversmooth.analyze import text_batch
 from oversmooth.analyze.settings import default_exclude
 from oversmooth.atomic import atomic_write
+from oversmooth.claims.probes import neutreno_sweep
 from oversmooth.hf import load
 from oversmooth.hf.capture import capture
 from oversmooth.hf.patch import patch, unpatch
@@ -41,17 +42,11 @@ def retest(spec: str | None) -> dict:
     loaded = load(spec, SEQUENCES, TOKENS)
     text = "\n\n".join(document.text for document in documents("austen")["test"])
     inputs = text_batch(loaded.tokenizer, text, TOKENS, SEQUENCES)
-    swept = run_analysis(
-        loaded.model,
-        inputs,
-        AnalysisSettings(methods=(), sweeps=default_sweeps(("neutreno",))),
-        tokenizer=loaded.tokenizer,
-    )
-    best = best_within_budget(swept.frontier, "neutreno", "lam")
+    frontier, best = neutreno_sweep(loaded, inputs)
     record = {
         "sequences": int(inputs["input_ids"].shape[0]),
         "tokens": TOKENS,
-        "frontier": [asdict(point) for point in swept.frontier],
+        "frontier": [asdict(point) for point in frontier],
     }
     if best is None:
         return record | {"lam": None, "verdict": "contradicted", "reason": "no lambda within the quality budget"}

@@ -204,8 +204,6 @@ def frontier(model: str | None = None, sequences: int = 8, tokens: int = 128) ->
     from oversmooth.analyze import (
         BASELINE,
         AnalysisSettings,
-        best_within_budget,
-        default_sweeps,
         read_text,
         run_analysis,
         text_batch,
@@ -215,13 +213,7 @@ def frontier(model: str | None = None, sequences: int = 8, tokens: int = 128) ->
     loaded = load(model, sequences, tokens)
     text, source = read_text(None)
     inputs = text_batch(loaded.tokenizer, text, tokens, sequences)
-    swept = run_analysis(
-        loaded.model,
-        inputs,
-        AnalysisSettings(methods=(), sweeps=default_sweeps(("neutreno",))),
-        tokenizer=loaded.tokenizer,
-    )
-    best = best_within_budget(swept.frontier, "neutreno", "lam")
+    frontier, best = neutreno_sweep(loaded, inputs)
     lam = 0.0 if best is None else best.value
     analysis = run_analysis(
         loaded.model,
@@ -229,7 +221,7 @@ def frontier(model: str | None = None, sequences: int = 8, tokens: int = 128) ->
         AnalysisSettings(methods=("neutreno",), knobs={"neutreno": {"lam": lam}}, attention_sequences=1),
         tokenizer=loaded.tokenizer,
     )
-    points = [p for p in swept.frontier if p.method == "neutreno"]
+    points = [p for p in frontier if p.method == "neutreno"]
     grid = ", ".join(f"{p.value:g}: {p.quality.primary.value:.3f}" for p in points)
     return CurvePair(
         [analysis.tables[BASELINE]["cos_sim"].tolist()],
@@ -239,6 +231,21 @@ def frontier(model: str | None = None, sequences: int = 8, tokens: int = 128) ->
         analysis.quality["neutreno"],
         f"{points[0].quality.primary.measure.replace('_', ' ')} by lambda {{{grid}}}",
     )
+
+
+def neutreno_sweep(loaded, inputs: dict) -> tuple[list, object | None]:
+    """NeuTRENO without training over analyze's lambda grid on ``inputs`` (a tokenizer's batch):
+    the frontier (``analyze.FrontierPoint`` per lambda) and its largest lambda within analyze's
+    quality budget (None: none is)."""
+    from oversmooth.analyze import AnalysisSettings, best_within_budget, default_sweeps, run_analysis
+
+    swept = run_analysis(
+        loaded.model,
+        inputs,
+        AnalysisSettings(methods=(), sweeps=default_sweeps(("neutreno",))),
+        tokenizer=loaded.tokenizer,
+    )
+    return swept.frontier, best_within_budget(swept.frontier, "neutreno", "lam")
 
 
 @torch.no_grad()

@@ -151,3 +151,33 @@ def test_only_the_baselines_of_a_reference_floor_pay_for_the_reference_model():
     presets = ("fmnist-p7", "fmnist-p7-spectral", "depth-w32-long", "austen-p3-long", "depth-p7-pilot", "austen-p2")
     for preset in presets:
         assert needed(preset)[0] == set(), preset
+
+
+def test_the_5c_retest_counts_sign_turns_under_the_flip_and_under_the_sham():
+    """Per seed, the share of blocks whose measured t_sim change changes sign: three hand-made blocks,
+    the flip turning two (+ to -, - to +), the sham one; None before the sham was measured."""
+    from oversmooth.claims.measures import sign_flips_vs_sham
+    from oversmooth.study.results import CellResult
+
+    def cell(blocks):
+        fields = dict(study="s", name="c", model="vit", task="fmnist", norm="pre", depth=3, label="softmax")
+        return CellResult(
+            **fields,
+            method="softmax",
+            knobs={},
+            seed=0,
+            status="completed",
+            epochs=[],
+            results=None,
+            analysis={"value_flip": blocks},
+        )
+
+    key = ("pre", "softmax", 3)
+    blocks = [
+        {"t_sim_change_trained": 0.2, "t_sim_change": -0.1, "t_sim_change_sham": 0.1},
+        {"t_sim_change_trained": -0.2, "t_sim_change": 0.3, "t_sim_change_sham": -0.1},
+        {"t_sim_change_trained": 0.2, "t_sim_change": 0.1, "t_sim_change_sham": -0.05},
+    ]
+    assert sign_flips_vs_sham({key: cell(blocks)}, (key, key)) == pytest.approx((2 / 3, 1 / 3))
+    old = [{k: v for k, v in b.items() if k != "t_sim_change_sham"} for b in blocks]
+    assert sign_flips_vs_sham({key: cell(old)}, (key, key)) is None

@@ -95,6 +95,22 @@ def _flip_shares(cells: Mapping[Key, CellResult], arms: tuple[Key, Key]) -> tupl
     return share, statistics.fmean(rising if b["verdict"] == "smoothing" else 1 - rising for b in turned)
 
 
+def sign_flips_vs_sham(cells: Mapping[Key, CellResult], arms: tuple[Key, Key]) -> tuple[float, float] | None:
+    """Claim 5c's re-test (the third protocol: DESIGN 8.5c's literal measure): over this seed's
+    blocks, the share whose measured ``t_sim`` change across the attention sublayer changes sign
+    under the value-path flip of gamma, and the share under a sham shift of gamma of the same size;
+    None before the cell's analysis measured the sham."""
+    analysis = cells[arms[0]].analysis
+    blocks = (analysis or {}).get("value_flip") or []
+    if not blocks or "t_sim_change_sham" not in blocks[0]:
+        return None
+
+    def flipped(key: str) -> float:
+        return statistics.fmean((b[key] > 0) != (b["t_sim_change_trained"] > 0) for b in blocks)
+
+    return flipped("t_sim_change"), flipped("t_sim_change_sham")
+
+
 def _moved_up(block: Mapping) -> bool:
     """Did the value-path flip raise the block's measured ``t_sim`` change?"""
     return block["t_sim_change"] > block["t_sim_change_trained"]

@@ -187,11 +187,12 @@ def test_sigterm_stops_the_running_cells_and_keeps_their_checkpoints(tmp_path):
     # a checkpoint within seconds, and no way to finish before the signal however loaded the machine
     study = _write(tmp_path, {**TINY, "train": {**TINY["train"], "epochs": 100_000, "checkpoint_every": 5}})
     out = tmp_path / "out"
-    process = subprocess.Popen(
+    process = subprocess.Popen(  # with SIGINT ignored, as a shell starts `nohup oversmooth study ... &`
         [sys.executable, "-m", "oversmooth", "study", str(study), "--out", str(out)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
     )
     deadline = time.time() + 120
     while not list(out.glob("cells/*/checkpoint.pt")) and time.time() < deadline:

@@ -52,11 +52,12 @@ def main() -> None:
         "model": "SmolLM2-135M-Instruct adapted 200 steps: NeuTRENO (lam 0.4) vs the control, val NLL (nats/token)",
         "command": "python scripts/smollm2_8.py",
         "verdict": "pending",
-        "sentence": f"the pilot (seeds {PILOT[0]}-{PILOT[-1]}) has not finished",
         "effect": EFFECT,
     }
     pilot = [pair for seed in PILOT if (pair := val_nll(seed)) is not None]
     summary["pilot"] = {"seeds": list(PILOT), "differences": [m - c for m, c in pilot]}
+    found = ", ".join(f"{m - c:+.3f}" for m, c in pilot) or "none yet"
+    summary["sentence"] = f"{len(pilot)} of the pilot's {len(PILOT)} seeds finished (NeuTRENO - control: {found})"
     if len(pilot) == len(PILOT):
         sd = statistics.stdev(summary["pilot"]["differences"])
         limit = sd_upper_limit(sd, len(pilot))

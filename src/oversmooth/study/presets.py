@@ -362,6 +362,19 @@ STUDY_PRESETS: dict[str, StudyConfig] = {
         description="third protocol, claim 5c's re-test: fmnist-p7's softmax on fresh seeds 14-15, whose cell "
         "analysis measures the value-path flip of gamma against a sham of its size: the pilot for the seed rule",
     ),
+    "retest-5c": StudyConfig(
+        name="retest-5c",
+        model="vit",
+        tasks=("fmnist",),
+        norms=("pre",),
+        depths=(8,),
+        variants=(_M("softmax"),),
+        seeds=(20, 21),
+        train=FMNIST_P7,
+        description="third protocol, claim 5c's re-test: fmnist-p7's softmax on seeds 20-21, the number its pilot's "
+        "seed rule asked (docs/studies.md): does the value-path flip of gamma turn the sign of a block's measured "
+        "change more often than a sham of its size?",
+    ),
     "retest-6-pilot": StudyConfig(
         name="retest-6-pilot",
         model="vit",

@@ -13,13 +13,13 @@ from dataclasses import asdict
 from pathlib import Path
 
 import torch
-from scipy import stats
 
 from oversmooth.adapt.text_blocks import documents
 from oversmooth.analyze import text_batch
 from oversmooth.analyze.settings import default_exclude
 from oversmooth.atomic import atomic_write
 from oversmooth.claims.probes import neutreno_sweep
+from oversmooth.claims.verdicts import decide
 from oversmooth.hf import load
 from oversmooth.hf.capture import capture
 from oversmooth.hf.patch import patch, unpatch
@@ -55,19 +55,16 @@ def retest(spec: str | None) -> dict:
     patch(loaded.model, "neutreno", lam=best.value)
     patched = per_sequence_cos_sim(loaded.model, inputs, exclude)
     unpatch(loaded.model)
-    differences = (patched - plain)[1:].mean(dim=0).tolist()  # blocks 2..L, per sequence
-    test = stats.ttest_1samp(differences, 0.0)
-    interval = test.confidence_interval(0.95)
-    significant = test.pvalue < 0.05
-    verdict = "held" if significant and test.statistic < 0 else "contradicted" if significant else "inconclusive"
+    method, baseline = patched[1:].mean(dim=0).tolist(), plain[1:].mean(dim=0).tolist()  # blocks 2..L, per sequence
+    decision = decide(method, baseline, "lower")  # paired t over the sequences, alpha 0.05
     return record | {
         "lam": best.value,
-        "mean_difference": float(torch.tensor(differences).mean()),
-        "ci95": [float(interval.low), float(interval.high)],
-        "p": float(test.pvalue),
-        "verdict_alone": verdict,
+        "mean_difference": decision.test.mean,
+        "ci95": [decision.test.ci_low, decision.test.ci_high],
+        "p": decision.test.p_two_sided,
+        "verdict_alone": decision.verdict,
         "per_layer_mean": {"plain": plain.mean(dim=1).tolist(), "neutreno": patched.mean(dim=1).tolist()},
-        "differences": differences,
+        "differences": [m - b for m, b in zip(method, baseline)],
     }
 
 

@@ -703,16 +703,14 @@ def post_norm_trains_deep(cells: list[CellResult]) -> str:
         if (cell.norm, cell.variant.label) == ("post", "softmax")
     }
     finished = {(c.study, c.seed) for c in pilots if c.status == "completed"} == planned
-    if not finished or any(c.epochs[-1]["val"]["accuracy"] < FAILS_BELOW for c in pilots):
+    if not finished:
         return ""
-    depths = sorted({c.depth for c in pilots})
+    final = {(c.depth, c.seed): c.epochs[-1]["val"]["accuracy"] for c in pilots}
+    if min(final.values()) < FAILS_BELOW:
+        return ""
+    depths = sorted({depth for depth, _ in final})
     by_depth = "; ".join(
-        f"depth {depth}: "
-        + ", ".join(
-            f"{100 * c.epochs[-1]['val']['accuracy']:.1f} %"
-            for c in sorted(pilots, key=lambda c: c.seed)
-            if c.depth == depth
-        )
+        f"depth {depth}: " + ", ".join(f"{100 * a:.1f} %" for (d, _), a in sorted(final.items()) if d == depth)
         for depth in depths
     )
     return (

@@ -202,9 +202,6 @@ def run(args: argparse.Namespace) -> int:
     from oversmooth.claims import cell_analysis  # what every archived cell is measured by
 
     signal.signal(signal.SIGTERM, _interrupt)
-    # submitit stops a local cell with SIGINT, which a shell's background job (nohup ... &) ignores
-    # and hands down as ignored: the cells' processes must not inherit that
-    signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         outcomes = run_study(
             study,

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -68,7 +70,13 @@ def run_local(
     executor: submitit.Executor, jobs: list[CellJob], slots: int, on_done: Callable[[int, tuple[str, int]], None]
 ) -> None:
     """Run ``jobs``, ``slots`` at a time; ``on_done(index, result)`` as each ends. An interrupt
-    (KeyboardInterrupt) stops the running ones, each train process first, and re-raises."""
+    (KeyboardInterrupt) stops the running ones, each train process first, and re-raises.
+
+    submitit stops a local job with SIGINT, and a process started with SIGINT ignored (a shell's
+    background job, ``nohup ... &``) hands that on to the jobs it starts: they start with Python's
+    default instead, so that they can be stopped."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN and threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     waiting, live = list(enumerate(jobs)), {}
     try:
         while waiting or live:

@@ -57,8 +57,13 @@ def retest(spec: str | None) -> dict:
     unpatch(loaded.model)
     method, baseline = patched[1:].mean(dim=0).tolist(), plain[1:].mean(dim=0).tolist()  # blocks 2..L, per sequence
     decision = decide(method, baseline, "lower")  # paired t over the sequences, alpha 0.05
+    quality = best.quality.primary
+    cost = f"{quality.measure.replace('_', ' ')} {quality.value:.4g}" + (
+        f", x{quality.ratio:.3f} unpatched" if quality.ratio is not None else ""
+    )
     return record | {
         "lam": best.value,
+        "quality": cost,
         "mean_difference": decision.test.mean,
         "ci95": [decision.test.ci_low, decision.test.ci_high],
         "p": decision.test.p_two_sided,
@@ -81,7 +86,8 @@ def together(results: list[dict]) -> dict:
         else "inconclusive"
     )
     parts = [
-        f"lam {r['lam']:g}: {r['mean_difference']:+.4f} [{r['ci95'][0]:+.4f}, {r['ci95'][1]:+.4f}], p {r['p']:.2g}"
+        f"lam {r['lam']:g} ({r['quality']}): {r['mean_difference']:+.4f} [{r['ci95'][0]:+.4f}, {r['ci95'][1]:+.4f}], "
+        f"p {r['p']:.2g}"
         if r.get("lam") is not None
         else r["reason"]
         for r in results

@@ -96,3 +96,5 @@ def test_adapt_takes_a_gguf_lm_as_a_causal_lm(written, tmp_path):
         logits = model(input_ids=blocks[:, :-1]).logits
     reference = F.cross_entropy(logits.flatten(0, 1), blocks[:, 1:].flatten())
     assert result.control.start["loss"] == pytest.approx(reference.item(), rel=1e-4)
+    again = load(str(tmp_path / "a" / "arms" / "neutreno" / "model"), 2)  # the adapted arm loads again, patched
+    assert again.patch["method"] == "neutreno" and type(again.model).__name__ == "LlamaForCausalLM"

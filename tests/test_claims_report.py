@@ -703,8 +703,11 @@ def test_docs_results_are_the_report_of_the_committed_results(tmp_path):
 
     from matplotlib import image as plt_image
 
+    from oversmooth.claims.depth_fixes import STUDY as DEPTH_FIXES
     from oversmooth.claims.evidence import protocol_archives, read_folders
+    from oversmooth.claims.protocol import DEEP_PILOTS
     from oversmooth.claims.report import render_claims
+    from oversmooth.study.report import cell_hours
 
     root = Path(__file__).resolve().parents[1]
     docs = root / "docs" / "results"
@@ -742,9 +745,13 @@ def test_docs_results_are_the_report_of_the_committed_results(tmp_path):
             assert (abs(now - committed) > 1 / 255).any(axis=-1).mean() < 0.001, name
         else:
             assert now.read_text() == committed.read_text(), name
-    # docs/studies.md quotes the report's total hours of training
-    hours = re.search(r"trained for ([0-9.]+) hours in all", report.markdown)[1]
-    assert f"**{hours} hours**" in (root / "docs" / "studies.md").read_text()
+    # docs/studies.md quotes the second protocol's hours of training: the report's total less the
+    # third protocol's cells (they keep arriving; the report's total counts them as they do)
+    total = float(re.search(r"trained for ([0-9.]+) hours in all", report.markdown)[1])
+    third = cell_hours([c for c in found.cells if c.study in (*DEEP_PILOTS, DEPTH_FIXES)])
+    studies = (root / "docs" / "studies.md").read_text()
+    second = re.search(r"second protocol's own cells and\s+adaptations trained for \*\*([0-9.]+) hours\*\*", studies)
+    assert second and abs(float(second[1]) - (total - third)) <= 0.1, (total, third)  # both rounded
 
 
 def test_archived_probes_read_back_as_they_were(tmp_path):
@@ -1279,8 +1286,8 @@ def test_the_row_says_it_was_tested_where_the_baseline_does_not_oversmooth_exact
 
 
 def test_the_third_protocols_records_are_tabled_as_recorded_and_a_damaged_one_is_named(tmp_path, capsys):
-    """results/third-protocol/*.json: one row per record in the claims report; a record missing a
-    field is one line naming the file (exit 2), nothing written."""
+    """results/third-protocol/*.json: one row per record in the claims report, and each verdict in
+    its summary; a record missing a field is one line naming the file (exit 2), nothing written."""
     from oversmooth.claims.third_protocol import FIELDS, read_third_protocol, third_protocol_section
 
     folder = tmp_path / "third-protocol"
@@ -1292,6 +1299,10 @@ def test_the_third_protocols_records_are_tabled_as_recorded_and_a_damaged_one_is
     section = "\n".join(third_protocol_section(records))
     assert section.count("| **held** |") == 1 and section.count("| **pending** |") == 1
     assert "| claim of a | model of a | **held** | sentence of a | `command of a` |" in section
+    assert main(["claims", str(folder), "--out", str(tmp_path / "ok"), "--no-probes"]) == 0
+    summary = (tmp_path / "ok" / "report.md").read_text().split("\n### ")[0]  # the first screen
+    assert "*decided by the third protocol on fresh data*" in summary
+    assert "claim of a **held**; 8 **pending**" in summary
     (folder / "c.json").write_text(json.dumps({"claim": "1b", "command": "python scripts/x.py"}))
     out = tmp_path / "out"
     assert main(["claims", str(folder), "--out", str(out), "--no-probes"]) == 2

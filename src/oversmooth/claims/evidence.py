@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from oversmooth.claims.adaptations import NAME as ADAPTATIONS
 from oversmooth.claims.adaptations import read_adaptations
+from oversmooth.claims.depth_fixes import STUDY as DEPTH_FIXES
 from oversmooth.claims.files import PROBES_FILE, ROUNDS_FILE
 from oversmooth.claims.protocol import DEEP_PILOTS
 from oversmooth.claims.third_protocol import NAME as THIRD_PROTOCOL
@@ -34,6 +35,7 @@ PROTOCOL_ARCHIVES = (
     "depth-w32-long",
     "depth-w32",
     *DEEP_PILOTS,
+    DEPTH_FIXES,
     "austen-p2",
     "austen-p2-long",
     "austen-p3",

@@ -17,11 +17,20 @@ from collections import Counter, defaultdict
 from collections.abc import Callable
 from pathlib import Path
 
+from oversmooth.claims.depth_fixes import PLOT as DEPTH_FIXES_PLOT
+from oversmooth.claims.depth_fixes import depth_fixes_section
 from oversmooth.claims.probes import Probes
 from oversmooth.claims.protocol import OVERSMOOTHS
-from oversmooth.claims.registry import NOT_TESTED_WHY, SEEN_FIRST, Claim, decide_claims, study_command
+from oversmooth.claims.registry import (
+    NOT_TESTED_WHY,
+    SEEN_FIRST,
+    Claim,
+    decide_claims,
+    post_norm_trains_deep,
+    study_command,
+)
 from oversmooth.claims.summary import effect_text, summary_table
-from oversmooth.claims.third_protocol import third_protocol_section
+from oversmooth.claims.third_protocol import third_protocol_section, third_protocol_summary
 from oversmooth.plotting import figure, save_png
 from oversmooth.study.report import OUTPUTS as STUDY_OUTPUTS
 from oversmooth.study.report import (
@@ -43,6 +52,7 @@ OUTPUTS = (
     "claims.json",
     "claims.png",
     "claim4_depth.png",
+    DEPTH_FIXES_PLOT,
     "claims_8_2c_lambda.png",
     "probes.png",
 )
@@ -426,6 +436,7 @@ def render_claims(
         verdict_summary(claims),
         reading_summary(claims),
         regime_summary(claims),
+        *([third_protocol_summary(third_protocol)] if third_protocol else []),
         "",
         claims_table(claims),
         "",
@@ -455,6 +466,9 @@ def render_claims(
             "![test accuracy and last-layer cos_sim by depth](claim4_depth.png)",
             "",
         ]
+    fixes, fixes_plot = depth_fixes_section(cells, post_norm_trains_deep(cells))
+    lines += fixes
+    files |= fixes_plot
     if adapted:
         files["claims_8_2c_lambda.png"] = lambda p: plot_lambdas(adapted, p)
         lines += [

@@ -33,6 +33,12 @@ def read_third_protocol(folder: Path) -> list[dict]:
     return records
 
 
+def third_protocol_summary(records: list[dict]) -> str:
+    """One line for the report's summary: each record's claim and verdict, as recorded."""
+    verdicts = "; ".join(f"{r['claim']} **{r['verdict']}**" for r in records)
+    return f"- *decided by the third protocol on fresh data* (its section below): {verdicts}"
+
+
 def third_protocol_section(records: list[dict]) -> list[str]:
     """The claims report's section on them: one row per record, as recorded."""
     rows = [

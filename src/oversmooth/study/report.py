@@ -255,39 +255,47 @@ def _baseline_of(labels: list[str]) -> str:
     return "softmax" if "softmax" in labels else labels[0]
 
 
-def differences_table(cells: list[CellResult]) -> str:
+def differences_table(cells: list[CellResult], against: tuple[str, str] | None = None) -> str:
     """Markdown: per task x norm x depth, each method minus its baseline (``_baseline_of``), paired
     by seed over the seeds where both finished (``paired_score``): n, the seeds, the mean difference
-    with its 95 % t interval (one seed: the difference alone; ``†``: a seed diverged). '' when no
-    setting has two methods."""
+    with its 95 % t interval (one seed: the difference alone; ``†``: a seed diverged). ``against``
+    (norm, label): one baseline arm for every norm of a task and depth instead. '' when no setting
+    has two arms."""
     arms = _arms(cells)
-    settings = sorted({(t, n, d) for t, n, _, d in arms}, key=lambda s: (s[0], s[1] != "pre", s[2]))
+    by_setting: dict[tuple, list[tuple[str, str]]] = defaultdict(list)
+    for task, norm, label, depth in arms:
+        by_setting[(task, None if against else norm, depth)].append((norm, label))
     rows, marked = [], False
-    for task, norm, depth in settings:
-        labels = [label for t, n, label, d in arms if (t, n, d) == (task, norm, depth)]
+    for (task, norm, depth), members in sorted(by_setting.items(), key=lambda s: (s[0][0], s[0][1] != "pre", s[0][2])):
+        base = against or (norm, _baseline_of([label for _, label in members]))
+        if base not in members:
+            continue
         scores = {
-            label: {c.seed: s for c in arms[(task, norm, label, depth)] if (s := paired_score(c)) is not None}
-            for label in labels
+            arm: {c.seed: s for c in arms[(task, *arm, depth)] if (s := paired_score(c)) is not None} for arm in members
         }
-        base = _baseline_of(labels)
-        for label in labels:
-            if label == base:
+        for arm in members:
+            if arm == base:
                 continue
-            seeds = sorted(scores[label].keys() & scores[base].keys())
-            differences = [scores[label][seed] - scores[base][seed] for seed in seeds]
-            mark = _diverged([c for arm in (label, base) for c in arms[(task, norm, arm, depth)] if c.seed in seeds])
+            seeds = sorted(scores[arm].keys() & scores[base].keys())
+            differences = [scores[arm][seed] - scores[base][seed] for seed in seeds]
+            mark = _diverged([c for a in (arm, base) for c in arms[(task, *a, depth)] if c.seed in seeds])
             marked |= bool(mark)
             found = _with_interval(differences, "+.3f") + mark if differences else "–"
+            name = f"{arm[1]} - {base[1]}" if not against else f"{arm[0]}-norm {arm[1]} - {base[0]}-norm {base[1]}"
             rows.append(
-                f"| {task} | {norm} | {depth} | {label} - {base} | {len(seeds)} | {seed_span(seeds) or '–'} | {found} |"
+                f"| {task} | {arm[0]} | {depth} | {name} | {len(seeds)} | {seed_span(seeds) or '–'} | {found} |"
             )
     if not rows:
         return ""
     unit = "test NLL (nats per token)" if cells[0].model == "lm" else "test accuracy (pp)"
+    baseline = (
+        f"{against[0]}-norm {against[1]} of its task and depth"
+        if against
+        else "the softmax baseline of its task, norm and depth (the first method where there is none)"
+    )
     intro = (
-        "Each method minus the softmax baseline of its task, norm and depth (the first method where there "
-        f"is none), paired by seed: the mean difference in {unit} over the seeds where both finished, with "
-        "its 95 % t interval (one seed: the difference alone):"
+        f"Each method minus {baseline}, paired by seed: the mean difference in {unit} over the seeds where both "
+        "finished, with its 95 % t interval (one seed: the difference alone):"
     )
     head = ["| task | norm | depth | method - baseline | n | seeds | mean difference [95 % CI] |", "|---" * 7 + "|"]
     return intro + "\n\n" + _with_note([*head, *rows], marked)

@@ -1,0 +1,64 @@
+"""Claim 4's third family as docs/studies.md registered it for the case the deep pilots found
+(post-norm softmax trains at depths 96 and 192): each depth fix in its paper's placement, and
+de-escalation, beside post-norm softmax at the same depth, as a *described comparison*: scores
+with their 95 % t intervals, paired differences by seed, last-layer cos_sim beside accuracy, and
+no verdict."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from oversmooth.study.presets import STUDY_PRESETS
+from oversmooth.study.report import arm_table, differences_table, plot_depth, seed_span
+from oversmooth.study.results import CellResult
+
+STUDY = "depth-fixes"
+MIDDLE = ("depth-w32", 48)  # the same recipe at depth 48 (seeds 2-9), for the arms it trained
+BASELINE = ("post", "softmax")
+PLOT = "depth_fixes.png"
+
+
+def depth_fixes_cells(cells: list[CellResult]) -> list[CellResult]:
+    """The family's cells, and depth-w32's depth-48 cells of the arms the family trains."""
+    family = [c for c in cells if c.study == STUDY]
+    arms = {(c.norm, c.variant.label) for c in STUDY_PRESETS[STUDY].cells()}
+    middle = [c for c in cells if (c.study, c.depth) == MIDDLE and (c.norm, c.label) in arms]
+    return family + middle if family else []
+
+
+def depth_fixes_section(
+    cells: list[CellResult], trains_deep: str
+) -> tuple[list[str], dict[str, Callable[[Path], None]]]:
+    """The claims report's section on the family (``depth_fixes_cells``) and its plot; ``trains_deep``:
+    why claim 4 is not tested (``registry.post_norm_trains_deep``), '' while the pilots have not said."""
+    chosen = depth_fixes_cells(cells)
+    if not chosen:
+        return [], {}
+    seeds = seed_span(sorted({c.seed for c in chosen if c.study == STUDY}))
+    title = f"claim 4's third family, described: {STUDY} seeds {seeds}; depth 48: {MIDDLE[0]} seeds 2-9"
+    why = (
+        f"No verdict: {trains_deep}, so no fix had a failure to rescue here"
+        if trains_deep
+        else "No verdict yet: the deep pilots have not said whether post-norm fails"
+    )
+    lines = [
+        "## Claim 4's third family: the depth fixes beside post-norm softmax (described, not decided)",
+        "",
+        f"{why} (docs/studies.md registered this comparison for that case before its cells ran). Each fix in its "
+        "paper's placement (DeepNorm, sigmaReparam, MV-split and de-escalation post-norm; LayerScale pre-norm; "
+        f"ReZero without norms), `{STUDY}` (depth-w32's recipe) at depths 8 and 96; depth 48 from `{MIDDLE[0]}` "
+        "(the same recipe, other seeds) for the arms it trained. A lower cos_sim counts for nothing where accuracy "
+        "fell: read the two columns together.",
+        "",
+        arm_table(chosen),
+        "",
+        differences_table(chosen, against=BASELINE) or f"(no seed of {BASELINE[0]}-norm {BASELINE[1]} has finished)",
+        "",
+        "Test accuracy and last-layer cos_sim by depth, the mean over seeds with its 95 % t interval (seeds per "
+        "arm and depth in brackets):",
+        "",
+        f"![depth fixes by depth]({PLOT})",
+        "",
+    ]
+    return lines, {PLOT: lambda path: plot_depth(chosen, path, title)}

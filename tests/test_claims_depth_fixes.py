@@ -28,8 +28,8 @@ def test_each_fix_is_described_against_post_norm_softmax_at_its_depth(tmp_path, 
     for name, scores in (("post-norm deepnorm", DEEPNORM), ("pre-norm layerscale", LAYERSCALE)):
         mean, low, high = t_interval([100 * (m - b) for m, b in zip(scores, POST_SOFTMAX)])
         row = difference_row(section, f"{name} - post-norm softmax")
-        assert row[1:3] + row[4:] == [name.split("-")[0], "96", "2", "10-11", f"{mean:+.3f} [{low:+.3f}, {high:+.3f}]"]
-    assert difference_row(section, "post-norm rezero - post-norm softmax")[4:] == ["1", "10", "-74.000"]
+        assert row[1:3] + row[4:7] == [name.split("-")[0], "96", "2", "10-11", f"{mean:+.3f} [{low:+.3f}, {high:+.3f}]"]
+    assert difference_row(section, "post-norm rezero - post-norm softmax")[4:] == ["1", "10", "-74.000", "-74.000"]
     assert "| 8 | pre-norm softmax - post-norm softmax |" not in section  # nothing to pair it with
     for verdict in ("held", "contradicted", "inconclusive"):
         assert verdict not in section

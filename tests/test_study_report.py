@@ -73,13 +73,14 @@ def test_the_paired_differences_by_seed_are_the_t_intervals_scipy_gives(tmp_path
     assert "mean difference in test accuracy (pp)" in report
     for pair, method, seeds in (("neutreno - softmax", NEUTRENO, "0-2"), ("featscale - softmax", FEATSCALE, "0-1")):
         differences = [100 * (m - b) for m, b in zip(method, SOFTMAX)]  # unfinished seed 3 has no pair
-        task, norm, depth, _, n, listed, found = difference_row(report, pair)
+        task, norm, depth, _, n, listed, found, each = difference_row(report, pair)
         assert (task, norm, depth, n, listed) == ("fmnist", "pre", "8", str(len(differences)), seeds)
         mean, low, high = t_interval(differences)
         assert found == f"{mean:+.3f} [{low:+.3f}, {high:+.3f}]"
+        assert [float(d) for d in each.split(", ")] == pytest.approx(differences, abs=5e-4)
     assert "| softmax - softmax |" not in report
     # by hand: d = 0.5, 2.0, 0.1; sd 1.0017, se 0.5783, t(0.975, 2) = 4.3027: half-width 2.488
-    assert difference_row(report, "neutreno - softmax")[-1] == "+0.867 [-1.622, +3.355]"
+    assert difference_row(report, "neutreno - softmax")[-2:] == ["+0.867 [-1.622, +3.355]", "+0.500, +2.000, +0.100"]
 
 
 def test_without_softmax_each_method_is_compared_with_the_first(tmp_path):
@@ -89,8 +90,8 @@ def test_without_softmax_each_method_is_compared_with_the_first(tmp_path):
         make_cell(tmp_path, "fmnist-p7-spectral", label, 0, accuracy)
     assert main(["report", str(tmp_path / "fmnist-p7-spectral"), "--out", str(tmp_path / "rep")]) == 0
     report = (tmp_path / "rep" / "report.md").read_text()
-    assert difference_row(report, "sharpen - smooth")[4:] == ["1", "0", "+1.000"]
-    assert difference_row(report, "free - smooth")[4:] == ["1", "0", "-2.000"]
+    assert difference_row(report, "sharpen - smooth")[4:] == ["1", "0", "+1.000", "+1.000"]
+    assert difference_row(report, "free - smooth")[4:] == ["1", "0", "-2.000", "-2.000"]
     assert "- sharpen |" not in report and "- free |" not in report
 
 
@@ -156,7 +157,7 @@ def test_a_diverged_seed_is_marked_in_the_differences_and_the_arms(tmp_path):
     fmnist, deep = report.split("## Study `depth-w32`")
     assert "†" not in fmnist.split("last validation score):")[1]  # the score table's legend names it; no mark
     # the diverged arm's last validation accuracy 0.81 against softmax's test 0.80: +1.000 pp, one seed
-    assert difference_row(deep, "deescalate - softmax")[4:] == ["1", "2", "+1.000†"]
+    assert difference_row(deep, "deescalate - softmax")[4:] == ["1", "2", "+1.000†", "+1.000"]
     arm = next(line for line in deep.splitlines() if line.startswith("| fmnist | post | deescalate | 48 |"))
     assert arm.split(" | ")[4:6] == ["1", "81.00†"]
     note = "† a seed diverged: it counts with its last validation score"

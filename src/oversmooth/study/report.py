@@ -258,7 +258,7 @@ def _baseline_of(labels: list[str]) -> str:
 def differences_table(cells: list[CellResult], against: tuple[str, str] | None = None) -> str:
     """Markdown: per task x norm x depth, each method minus its baseline (``_baseline_of``), paired
     by seed over the seeds where both finished (``paired_score``): n, the seeds, the mean difference
-    with its 95 % t interval (one seed: the difference alone; ``†``: a seed diverged). ``against``
+    with its 95 % t interval (one seed: the difference alone; ``†``: a seed diverged) and each seed's. ``against``
     (norm, label): one baseline arm for every norm of a task and depth instead. '' when no setting
     has two arms."""
     arms = _arms(cells)
@@ -281,10 +281,10 @@ def differences_table(cells: list[CellResult], against: tuple[str, str] | None =
             mark = _diverged([c for a in (arm, base) for c in arms[(task, *a, depth)] if c.seed in seeds])
             marked |= bool(mark)
             found = _with_interval(differences, "+.3f") + mark if differences else "–"
+            each = ", ".join(format(d, "+.3f") for d in differences) or "–"
             name = f"{arm[1]} - {base[1]}" if not against else f"{arm[0]}-norm {arm[1]} - {base[0]}-norm {base[1]}"
-            rows.append(
-                f"| {task} | {arm[0]} | {depth} | {name} | {len(seeds)} | {seed_span(seeds) or '–'} | {found} |"
-            )
+            row = [task, arm[0], str(depth), name, str(len(seeds)), seed_span(seeds) or "–", found, each]
+            rows.append("| " + " | ".join(row) + " |")
     if not rows:
         return ""
     unit = "test NLL (nats per token)" if cells[0].model == "lm" else "test accuracy (pp)"
@@ -295,9 +295,13 @@ def differences_table(cells: list[CellResult], against: tuple[str, str] | None =
     )
     intro = (
         f"Each method minus {baseline}, paired by seed: the mean difference in {unit} over the seeds where both "
-        "finished, with its 95 % t interval (one seed: the difference alone):"
+        "finished, with its 95 % t interval (one seed: the difference alone), and each seed's difference in the "
+        "order of the seeds:"
     )
-    head = ["| task | norm | depth | method - baseline | n | seeds | mean difference [95 % CI] |", "|---" * 7 + "|"]
+    head = [
+        "| task | norm | depth | method - baseline | n | seeds | mean difference [95 % CI] | by seed |",
+        "|---" * 8 + "|",
+    ]
     return intro + "\n\n" + _with_note([*head, *rows], marked)
 
 

@@ -12,8 +12,10 @@ t-test's verdict with the third protocol's magnitude reading.
 """
 
 import json
+import math
 import shutil
 import statistics
+import sys
 from pathlib import Path
 
 from oversmooth.adapt.result import AdaptResult
@@ -43,6 +45,36 @@ def val_nll(seed: int) -> tuple[float, float] | None:
         return None
     result = AdaptResult.from_dict(json.loads(path.read_text()))
     return result.patched[0].val["loss"], result.control.val["loss"]
+
+
+def evaluation_spread(seed: int) -> dict[str, float]:
+    """The part of a seed's difference that comes from evaluating on the validation sequences: the
+    mean and standard error of the per-sequence NLL difference (NeuTRENO - control) over the same
+    ``eval_sequences`` blocks ``adapt`` validated on, recomputed from the seed's saved arms (the
+    NeuTRENO arm loads with its patch). Its mean is the recorded difference, up to float rounding."""
+    import torch
+    import torch.nn.functional as F
+
+    from oversmooth.adapt.text_blocks import documents, token_blocks
+    from oversmooth.hf.load import load
+
+    config = json.loads((ARCHIVE / f"s{seed}" / "adapt.json").read_text())["config"]
+    torch.set_num_threads(config["threads"] or 1)
+    nll = {}
+    for arm in ("control", "neutreno-lam0.4"):
+        loaded = load(str(RUNS / f"s{seed}" / "arms" / arm / "model"), 1, config["seq_len"] + 1)
+        blocks = token_blocks(
+            loaded.tokenizer, documents(config["text"])["val"], config["seq_len"], 1, config["eval_sequences"]
+        )
+        with torch.no_grad():
+            logits = torch.cat([loaded.model(input_ids=b[None, :-1]).logits for b in blocks])
+        nll[arm] = F.cross_entropy(logits.transpose(1, 2), blocks[:, 1:], reduction="none").mean(1)
+    differences = (nll["neutreno-lam0.4"] - nll["control"]).double()
+    return {
+        "sequences": len(differences),
+        "mean": differences.mean().item(),
+        "se": differences.std().item() / math.sqrt(len(differences)),
+    }
 
 
 def main() -> None:
@@ -86,4 +118,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["--evaluation-spread"]:  # python scripts/smollm2_8.py --evaluation-spread SEED
+        print(json.dumps(evaluation_spread(int(sys.argv[2]))))
+    else:
+        main()

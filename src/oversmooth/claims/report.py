@@ -21,6 +21,7 @@ from oversmooth.claims.depth_fixes import PLOT as DEPTH_FIXES_PLOT
 from oversmooth.claims.depth_fixes import depth_fixes_section
 from oversmooth.claims.probes import Probes
 from oversmooth.claims.protocol import OVERSMOOTHS
+from oversmooth.claims.regime import regime_section
 from oversmooth.claims.registry import (
     NOT_TESTED_WHY,
     SEEN_FIRST,
@@ -440,7 +441,6 @@ def render_claims(
         "",
         claims_table(claims),
         "",
-        *(third_protocol_section(third_protocol) if third_protocol else []),
         "Each tested claim's effect with its Holm-matched interval and n, in the claim's own measure (named on "
         "each panel's axis); shaded: the side the claim states (an equivalence claim: inside its margin, red); "
         "the star is the paper's effect where the paper states one, the dotted line the same carried to our "
@@ -466,9 +466,6 @@ def render_claims(
             "![test accuracy and last-layer cos_sim by depth](claim4_depth.png)",
             "",
         ]
-    fixes, fixes_plot = depth_fixes_section(cells, post_norm_trains_deep(cells))
-    lines += fixes
-    files |= fixes_plot
     if adapted:
         files["claims_8_2c_lambda.png"] = lambda p: plot_lambdas(adapted, p)
         lines += [
@@ -519,6 +516,10 @@ def render_claims(
             "![cos_sim per layer with and without NeuTRENO, no training](probes.png)",
             "",
         ]
+    lines += [*(third_protocol_section(third_protocol) if third_protocol else []), *regime_section(cells)]
+    fixes, fixes_plot = depth_fixes_section(cells, post_norm_trains_deep(cells))
+    lines += fixes
+    files |= fixes_plot
     for name, group in by_study(cells).items():
         lines += study_section(name, group, files, study_command(name, (commands or {}).get(name)))
     texts = {"claims.json": json.dumps([c.to_json() for c in claims], indent=1)}

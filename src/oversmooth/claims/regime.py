@@ -1,0 +1,63 @@
+"""Where a trained softmax ViT oversmooths (DESIGN 9.8; the third protocol's regime pilot,
+docs/studies.md): per configuration the pilot trained, its token count, validation accuracy and
+last-layer cos_sim beside the same architecture's at random init, and whether it oversmooths
+(``OVERSMOOTHS``) and trains (above the logistic regression gate W runs on the same 10 000
+images). No configuration that does both is the reason 2a, 2c and 8 were not re-tested."""
+
+from __future__ import annotations
+
+import statistics
+
+from oversmooth.claims.gates import reference_score
+from oversmooth.claims.protocol import DEPTH_GATE, OVERSMOOTHS
+from oversmooth.study.results import CellResult
+
+PILOTS = ("regime-pilot", "regime-pilot-p2")
+FLOOR_STUDY = "depth-w32"  # gate W's baseline cells: the first 10 000 training images, as the pilot's
+IMAGE_SIDE = 28  # Fashion-MNIST
+
+
+def _yes(condition: bool) -> str:
+    return "yes" if condition else "no"
+
+
+def regime_section(cells: list[CellResult]) -> list[str]:
+    """The claims report's section: one row per finished pilot cell; [] before any finished."""
+    pilot = [c for c in cells if c.study in PILOTS and c.status == "completed" and c.spec and c.final_layers]
+    if not pilot:
+        return []
+    floors = [s for c in cells if c.study == FLOOR_STUDY and (s := reference_score(c)) is not None]
+    floor = statistics.fmean(floors) if floors else None
+    rows = []
+    for c in sorted(pilot, key=lambda c: (c.spec.patch_size, c.depth), reverse=True):
+        spec, accuracy = c.spec, 100 * c.epochs[-1]["val"]["accuracy"]
+        cos_sim = c.final_layers[-1]["cos_sim"]
+        null = f"{c.null['mean']:.3f} ± {c.null['sd']:.3f}" if c.null and c.null["sd"] is not None else "–"
+        trains = "–" if floor is None else _yes(accuracy > floor)
+        rows.append(
+            f"| width {spec.width}, {spec.patch_size} × {spec.patch_size} patches, depth {c.depth} "
+            f"| {(IMAGE_SIDE // spec.patch_size) ** 2 + 1} | {accuracy:.2f} % | {cos_sim:.3f} | {null} "
+            f"| {_yes(cos_sim >= OVERSMOOTHS)} | {trains} |"
+        )
+    floor_text = "–" if floor is None else f"{floor:.2f} %"
+    images = f"{pilot[0].spec.limit_train:,}".replace(",", " ")
+    both = any(row.endswith("| yes | yes |") for row in rows)
+    return [
+        "## Where a trained softmax ViT oversmooths: the regime pilot",
+        "",
+        f"Pre-norm softmax, {pilot[0].spec.epochs} epochs of the first {images} training images, seed 0 "
+        f"(`{'`, `'.join(PILOTS)}`). Oversmooths: last-layer cos_sim of the validation probe at "
+        f"least {OVERSMOOTHS}; trains: final validation accuracy above gate W's logistic regression on the same "
+        f"images ({floor_text}, `{FLOOR_STUDY}`'s {DEPTH_GATE.arm[1]} cells). "
+        + (
+            "A configuration does both: 2a and 8 are to be tested there (docs/studies.md)."
+            if both
+            else "No configuration does both: 2a, 2c and 8 were tested where the baseline does not oversmooth "
+            "(their regime column), and were not re-tested."
+        ),
+        "",
+        "| configuration | tokens | val accuracy | last-layer cos_sim | random init | oversmooths | trains |",
+        "|---|---|---|---|---|---|---|",
+        *rows,
+        "",
+    ]

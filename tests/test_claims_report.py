@@ -703,9 +703,7 @@ def test_docs_results_are_the_report_of_the_committed_results(tmp_path):
 
     from matplotlib import image as plt_image
 
-    from oversmooth.claims.depth_fixes import STUDY as DEPTH_FIXES
-    from oversmooth.claims.evidence import protocol_archives, read_folders
-    from oversmooth.claims.protocol import DEEP_PILOTS
+    from oversmooth.claims.evidence import THIRD_PROTOCOL_STUDIES, protocol_archives, read_folders
     from oversmooth.claims.report import render_claims
     from oversmooth.study.report import cell_hours
 
@@ -748,7 +746,7 @@ def test_docs_results_are_the_report_of_the_committed_results(tmp_path):
     # docs/studies.md quotes the second protocol's hours of training: the report's total less the
     # third protocol's cells (they keep arriving; the report's total counts them as they do)
     total = float(re.search(r"trained for ([0-9.]+) hours in all", report.markdown)[1])
-    third = cell_hours([c for c in found.cells if c.study in (*DEEP_PILOTS, DEPTH_FIXES)])
+    third = cell_hours([c for c in found.cells if c.study in THIRD_PROTOCOL_STUDIES])
     studies = (root / "docs" / "studies.md").read_text()
     second = re.search(r"second protocol's own cells and\s+adaptations trained for \*\*([0-9.]+) hours\*\*", studies)
     assert second and abs(float(second[1]) - (total - third)) <= 0.1, (total, third)  # both rounded

@@ -24,7 +24,9 @@ from oversmooth.study.results import CellResult, read_studies
 if TYPE_CHECKING:
     from oversmooth.claims.probes import Probes
 
-#: what the claims report reads under results/: the second protocol's archives (the first
+#: the third protocol's studies (DESIGN 9.8): claim 4's deep pilots and third family, the regime pilot
+THIRD_PROTOCOL_STUDIES = (*DEEP_PILOTS, DEPTH_FIXES, *REGIME_PILOTS)
+#: what the claims report reads under results/: the second and third protocols' archives (the first
 #: protocol's stay there as they ran, read by nothing but their own sections of old reports)
 PROTOCOL_ARCHIVES = (
     "fmnist-p7",
@@ -35,9 +37,7 @@ PROTOCOL_ARCHIVES = (
     "depth-w32-pilot",
     "depth-w32-long",
     "depth-w32",
-    *DEEP_PILOTS,
-    DEPTH_FIXES,
-    *REGIME_PILOTS,
+    *THIRD_PROTOCOL_STUDIES,
     "austen-p2",
     "austen-p2-long",
     "austen-p3",

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Commit whatever is new under results/ (archived study cells), with docs/results regenerated from
-# it (`make results`' claims report) so that the committed report stays the committed results'
+# it (scripts/claims_report.sh) so that the committed report stays the committed results'
 # (tests/test_claims_report.py checks it). While src/ has uncommitted changes the report is left
 # alone (it would show code that has not landed): results/ is committed by itself then.
 main() {
@@ -9,9 +9,7 @@ main() {
     if ! git diff --cached --quiet -- results; then
         local cells paths="results"
         cells=$(git diff --cached --name-only -- 'results/*/*/results.json' | awk -F/ '{print $2 "/" $3}' | paste -sd' ')
-        if git diff --quiet HEAD -- src \
-            && "${PY:-.venv/bin/python}" -m oversmooth claims --out docs/results --force \
-                --title "oversmooth: the claims protocol at CPU scale" > /dev/null; then
+        if git diff --quiet HEAD -- src && scripts/claims_report.sh > /dev/null; then
             git add docs/results && paths="results docs/results"
         fi
         # shellcheck disable=SC2086  # two paths

@@ -84,7 +84,7 @@ main() {
         [ -z "$watcher" ] || scripts/commit_results.sh
     done
     [ -z "$watcher" ] || kill "$watcher"
-    "$py" -m oversmooth claims --out docs/results --force --title "oversmooth: the claims protocol at CPU scale"
+    PY="$py" scripts/claims_report.sh
 }
 
 main "$@"

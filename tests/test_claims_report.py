@@ -696,7 +696,7 @@ def test_archived_cells_load_and_follow_the_stream_numbering(tmp_path):
 
 def test_docs_results_are_the_report_of_the_committed_results(tmp_path):
     """docs/results is what the committed results/ decide, archived probes included: claims.json and
-    report.md as `make results` writes them (scripts/run_claims.sh's last line), each figure as the
+    report.md as `make results` writes them (scripts/claims_report.sh, run_claims.sh's last step), each figure as the
     report draws it today (up to 0.1 % of its pixels, for a different CPU's rounding), and no file
     the report does not write (a stale figure would sit beside the text that no longer shows it)."""
     import shlex
@@ -713,7 +713,9 @@ def test_docs_results_are_the_report_of_the_committed_results(tmp_path):
     if not archives or not (docs / "claims.json").is_file():
         pytest.skip("no committed results/ or docs/results/claims.json in this checkout")
     title = "oversmooth: the claims protocol at CPU scale"
-    assert f'--out docs/results --force --title "{title}"' in (root / "scripts" / "run_claims.sh").read_text()
+    writer = (root / "scripts" / "claims_report.sh").read_text()
+    assert "claims --out docs/results --force" in writer and f'--title "{title}"' in writer
+    assert 'PY="$py" scripts/claims_report.sh' in (root / "scripts" / "run_claims.sh").read_text()
     relative = [str(Path(a).relative_to(root)) for a in archives]
     command = shlex.join(["oversmooth", "claims", *relative, "--out", "docs/results", "--title", title])
     found = read_folders(archives)
@@ -1285,7 +1287,8 @@ def test_the_row_says_it_was_tested_where_the_baseline_does_not_oversmooth_exact
 
 def test_the_third_protocols_records_are_tabled_as_recorded_and_a_damaged_one_is_named(tmp_path, capsys):
     """results/third-protocol/*.json: one row per record in the claims report, and each verdict in
-    its summary; a record missing a field is one line naming the file (exit 2), nothing written."""
+    its claim's summary row; a record missing a field is one line naming the file (exit 2), nothing
+    written."""
     from oversmooth.claims.third_protocol import FIELDS, read_third_protocol, third_protocol_section
 
     folder = tmp_path / "third-protocol"
@@ -1299,8 +1302,9 @@ def test_the_third_protocols_records_are_tabled_as_recorded_and_a_damaged_one_is
     assert "| claim of a | model of a | **held** | sentence of a | `command of a` |" in section
     assert main(["claims", str(folder), "--out", str(tmp_path / "ok"), "--no-probes"]) == 0
     summary = (tmp_path / "ok" / "report.md").read_text().split("\n### ")[0]  # the first screen
-    assert "*decided by the third protocol on fresh data*" in summary
-    assert "claim of a **held**; 8 **pending**" in summary
+    row_8 = next(line for line in summary.splitlines() if line.startswith("| 8 |"))
+    assert row_8.endswith("; 8: **pending** |")  # the record of claim 8 joins its row
+    assert "claim of a" not in summary  # a record of no claim (a family's) does not
     (folder / "c.json").write_text(json.dumps({"claim": "1b", "command": "python scripts/x.py"}))
     out = tmp_path / "out"
     assert main(["claims", str(folder), "--out", str(out), "--no-probes"]) == 2

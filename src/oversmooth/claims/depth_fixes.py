@@ -14,7 +14,7 @@ from oversmooth.study.report import arm_table, differences_table, plot_depth, se
 from oversmooth.study.results import CellResult
 
 STUDY = "depth-fixes"
-MIDDLE = ("depth-w32", 48)  # the same recipe at depth 48 (seeds 2-9), for the arms it trained
+MIDDLE = ("depth-w32", 48)  # the same recipe at depth 48 (other seeds), for the arms it trained
 BASELINE = ("post", "softmax")
 PLOT = "depth_fixes.png"
 
@@ -35,21 +35,25 @@ def depth_fixes_section(
     chosen = depth_fixes_cells(cells)
     if not chosen:
         return [], {}
-    seeds = seed_span(sorted({c.seed for c in chosen if c.study == STUDY}))
-    title = f"claim 4's third family, described: {STUDY} seeds {seeds}; depth 48: {MIDDLE[0]} seeds 2-9"
+    seeds = {study: seed_span(sorted({c.seed for c in chosen if c.study == study})) for study in (STUDY, MIDDLE[0])}
+    title = f"claim 4's third family, described: {STUDY} seeds {seeds[STUDY]}"
+    if seeds[MIDDLE[0]]:
+        title += f"; depth {MIDDLE[1]}: {MIDDLE[0]} seeds {seeds[MIDDLE[0]]}"
     why = (
-        f"No verdict: {trains_deep}, so no fix had a failure to rescue here"
+        f"No verdict: {trains_deep}, so no fix had a failure to rescue here (docs/studies.md registered this "
+        "comparison for that case before its cells ran)"
         if trains_deep
-        else "No verdict yet: the deep pilots have not said whether post-norm fails"
+        else "No verdict: the deep pilots have not found post-norm training at every depth (or have not "
+        "finished), and this section only describes the cells"
     )
     lines = [
         "## Claim 4's third family: the depth fixes beside post-norm softmax (described, not decided)",
         "",
-        f"{why} (docs/studies.md registered this comparison for that case before its cells ran). Each fix in its "
-        "paper's placement (DeepNorm, sigmaReparam, MV-split and de-escalation post-norm; LayerScale pre-norm; "
-        f"ReZero without norms), `{STUDY}` (depth-w32's recipe) at depths 8 and 96; depth 48 from `{MIDDLE[0]}` "
-        "(the same recipe, other seeds) for the arms it trained. A lower cos_sim counts for nothing where accuracy "
-        "fell: read the two columns together.",
+        f"{why}. Each fix in its paper's placement (DeepNorm, sigmaReparam, MV-split and de-escalation post-norm; "
+        f"LayerScale pre-norm; ReZero without norms, listed under post), `{STUDY}` (depth-w32's recipe) at depths "
+        f"8 and 96; depth {MIDDLE[1]} from `{MIDDLE[0]}` (the same recipe, seeds {seeds[MIDDLE[0]] or 'none yet'}) "
+        "for the arms it trained. A lower cos_sim counts for nothing where accuracy fell: read the two columns "
+        "together.",
         "",
         arm_table(chosen),
         "",

@@ -24,7 +24,8 @@ from oversmooth.study.results import CellResult, read_studies
 if TYPE_CHECKING:
     from oversmooth.claims.probes import Probes
 
-#: the third protocol's studies (DESIGN 9.8): claim 4's deep pilots and third family, the regime pilot
+#: the third protocol's studies the claims report reads (DESIGN 9.8): claim 4's deep pilots and third
+#: family, the regime pilot (the re-tests' studies are read by scripts/retest_pilots.py, which records them)
 THIRD_PROTOCOL_STUDIES = (*DEEP_PILOTS, DEPTH_FIXES, *REGIME_PILOTS)
 #: what the claims report reads under results/: the second and third protocols' archives (the first
 #: protocol's stay there as they ran, read by nothing but their own sections of old reports)

@@ -83,7 +83,7 @@ def _amount(cell: CellResult, gain: float) -> str:
     return f"{gain:.2f} pp" if cell.model == "vit" else f"{100 * gain:.2f} % of NLL"
 
 
-def _plateaued(cell: CellResult, tolerance: float) -> str | None:
+def not_plateaued(cell: CellResult, tolerance: float) -> str | None:
     """Gate (a) on one cell: None, or why it had not plateaued."""
     shortfall = _shortfall(cell)
     if shortfall is None or shortfall <= tolerance:
@@ -148,7 +148,7 @@ class PlateauGate:
         methods = {arm for group in groups for arm in group if arm in arms and arm != self.arm}
         for group in groups:
             for arm, cell in group.items():
-                if arm in methods and cell.epochs and (why := _plateaued(cell, self.tolerance)):
+                if arm in methods and cell.epochs and (why := not_plateaued(cell, self.tolerance)):
                     short.setdefault(arm, []).append(why)
         if methods and not short:
             return f"{', '.join(map(arm_name, sorted(methods)))} also plateaued by (a) on every seed"
@@ -164,7 +164,7 @@ class PlateauGate:
         if not baseline or any(c.status != "completed" or len(c.epochs) < 2 for c in baseline):
             return Judgement(f"undertrained: {self.arm[1]} did not complete on every seed")
         for cell in baseline:
-            if (why := _plateaued(cell, self.tolerance)) is not None:
+            if (why := not_plateaued(cell, self.tolerance)) is not None:
                 return Judgement(f"not plateaued (a): {why}")
         floor_failure, floor = self._floor(baseline)
         if floor_failure:

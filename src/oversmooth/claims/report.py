@@ -31,7 +31,7 @@ from oversmooth.claims.registry import (
     study_command,
 )
 from oversmooth.claims.summary import effect_text, summary_table
-from oversmooth.claims.third_protocol import third_protocol_section, third_protocol_summary
+from oversmooth.claims.third_protocol import third_protocol_section
 from oversmooth.plotting import figure, save_png
 from oversmooth.study.report import OUTPUTS as STUDY_OUTPUTS
 from oversmooth.study.report import (
@@ -404,7 +404,7 @@ def render_claims(
     lines = [
         f"# {title}",
         "",
-        summary_table(claims),
+        summary_table(claims, third_protocol or ()),
         "",
         "Which claims of the source papers held here, at CPU scale, under the second protocol "
         "of docs/studies.md (pre-registered; paired by seed; Holm within two families fixed in advance, an "
@@ -437,7 +437,6 @@ def render_claims(
         verdict_summary(claims),
         reading_summary(claims),
         regime_summary(claims),
-        *([third_protocol_summary(third_protocol)] if third_protocol else []),
         "",
         claims_table(claims),
         "",

@@ -5,9 +5,11 @@ is computed here that the claims table does not show."""
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from oversmooth.claims.protocol import OVERSMOOTHS
 from oversmooth.claims.registry import QUESTIONS, Claim
+from oversmooth.claims.third_protocol import fresh_tests
 
 #: a parenthesis of a statement longer than this is its setting or its test in full, left to the
 #: claims table below the summary
@@ -79,26 +81,28 @@ def _regime(c: Claim) -> str:
     return f"{c.regime.cos_sim:.3f} vs {null}" + (": oversmooths" if c.regime.oversmooths else "")
 
 
-def _verdict(c: Claim) -> str:
-    """The verdict, and the third protocol's reading where it differs."""
-    return f"**{c.verdict}**" + (f" (third protocol: *{c.reading}*)" if c.reading != c.verdict else "")
+def _verdict(c: Claim, records: Sequence[dict]) -> str:
+    """The verdict, the third protocol's reading where it differs, and its fresh tests' verdicts."""
+    fresh = "".join(f"; {r['claim']}: **{r['verdict']}**" for r in fresh_tests(records, c.id))
+    return f"**{c.verdict}**" + (f" (third protocol: *{c.reading}*)" if c.reading != c.verdict else "") + fresh
 
 
-def summary_table(claims: list[Claim]) -> str:
-    """Markdown: a line on what the columns are, then one row per claim."""
+def summary_table(claims: list[Claim], records: Sequence[dict] = ()) -> str:
+    """Markdown: a line on what the columns are, then one row per claim; ``records``: the third
+    protocol's (``claims.third_protocol``), whose verdicts join their claims' rows."""
     lines = [
         "One row per claim (each in full below, with its test, gate and command): the paper's effect in the "
         "claim's measure where the paper states one (and carried to our baseline, DESIGN §9.8); ours, with its "
         "Holm-matched interval and n (pp: percentage points of test accuracy); the regime, the softmax "
         "baseline's last-layer cos_sim after training vs the same architecture at random init (it oversmooths "
         f"at {OVERSMOOTHS:g} and above); the verdict, with the third protocol's exploratory reading where it "
-        "differs.",
+        "differs and the verdicts of its fresh tests of the claim (on new seeds, passages or models, registered "
+        "before they ran: their section below).",
         "",
         "| id | claim | paper's effect | ours [Holm-matched CI] | regime: softmax cos_sim vs random init | verdict |",
         "|---|---|---|---|---|---|",
     ]
-    lines += [
-        f"| {c.id} | {short_statement(c.statement)} | {_paper(c)} | {_ours(c)} | {_regime(c)} | {_verdict(c)} |"
-        for c in claims
-    ]
+    for c in claims:
+        row = [c.id, short_statement(c.statement), _paper(c), _ours(c), _regime(c), _verdict(c, records)]
+        lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines)

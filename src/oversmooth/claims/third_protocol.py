@@ -7,6 +7,7 @@ report tables them as they are."""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 from oversmooth.errors import UsageError
@@ -33,10 +34,10 @@ def read_third_protocol(folder: Path) -> list[dict]:
     return records
 
 
-def third_protocol_summary(records: list[dict]) -> str:
-    """One line for the report's summary: each record's claim and verdict, as recorded."""
-    verdicts = "; ".join(f"{r['claim']} **{r['verdict']}**" for r in records)
-    return f"- *decided by the third protocol on fresh data* (its section below): {verdicts}"
+def fresh_tests(records: Sequence[dict], claim_id: str) -> list[dict]:
+    """The records that test claim ``claim_id`` afresh: their ``claim`` is the id, then what sets
+    them apart (``"1b (re-test)"``, ``"8 (SmolLM2)"``); a family's record names none."""
+    return [r for r in records if r["claim"].split()[0] == claim_id]
 
 
 def third_protocol_section(records: list[dict]) -> list[str]:

@@ -24,7 +24,8 @@ def test_each_fix_is_described_against_post_norm_softmax_at_its_depth(tmp_path, 
     capsys.readouterr()
     report = (out / "report.md").read_text()
     section = report.split("## Claim 4's third family")[1].split("\n## ")[0]
-    assert "(described, not decided)" in section and "No verdict: the deep pilots have not found post-norm training" in section
+    assert "(described, not decided)" in section
+    assert "No verdict: the deep pilots have not found post-norm training" in section
     for name, scores in (("post-norm deepnorm", DEEPNORM), ("pre-norm layerscale", LAYERSCALE)):
         mean, low, high = t_interval([100 * (m - b) for m, b in zip(scores, POST_SOFTMAX)])
         row = difference_row(section, f"{name} - post-norm softmax")

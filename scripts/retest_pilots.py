@@ -16,7 +16,7 @@ from oversmooth.atomic import atomic_write
 from oversmooth.claims.measures import sign_flips_vs_sham
 from oversmooth.claims.verdicts import decide
 from oversmooth.study.results import paired_score, read_studies
-from oversmooth.study.stats import holm, min_detectable_effect, sd_upper_limit, seeds_needed
+from oversmooth.study.stats import holm, min_detectable_effect, seed_plan
 
 FAMILY = ("1b", "5c", "6")
 ALPHA, MOST = 0.05 / len(FAMILY), 12
@@ -26,17 +26,15 @@ OVERFITS = 1.10  # the sharpen arm's final validation loss over its minimum
 
 def seed_rule(differences: list[float], effect: float) -> tuple[int | None, str]:
     """The seeds the test needs (None: more than ``MOST``) and the rule's reading in words."""
-    sd = statistics.stdev(differences)
-    limit = sd_upper_limit(sd, len(differences))
-    needed = seeds_needed(effect, limit, ALPHA, MOST)
+    plan = seed_plan(differences, effect, ALPHA, MOST)
     enough = (
-        f"{needed}"
-        if needed is not None
-        else f"more than {MOST} ({MOST} detect {min_detectable_effect(MOST, limit, ALPHA):.3g})"
+        f"{plan.needed}"
+        if plan.needed is not None
+        else f"more than {MOST} ({MOST} detect {min_detectable_effect(MOST, plan.limit, ALPHA):.3g})"
     )
-    return needed, (
-        f"pilot differences {', '.join(f'{d:+.4g}' for d in differences)}; SD {sd:.4g}, its 80 % upper limit "
-        f"{limit:.4g}; seeds to detect {effect:g} at alpha {ALPHA:.4g} with power 0.8: {enough}"
+    return plan.needed, (
+        f"pilot differences {', '.join(f'{d:+.4g}' for d in differences)}; SD {plan.sd:.4g}, its 80 % upper limit "
+        f"{plan.limit:.4g}; seeds to detect {effect:g} at alpha {ALPHA:.4g} with power 0.8: {enough}"
     )
 
 

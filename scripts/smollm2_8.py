@@ -21,7 +21,7 @@ from pathlib import Path
 from oversmooth.adapt.result import AdaptResult
 from oversmooth.atomic import atomic_write
 from oversmooth.claims.verdicts import decide, in_magnitude
-from oversmooth.study.stats import min_detectable_effect, sd_upper_limit, seeds_needed
+from oversmooth.study.stats import min_detectable_effect, seed_plan
 
 RUNS, ARCHIVE = Path("runs/smollm2-8"), Path("results/third-protocol/smollm2-8")
 PILOT, FIRST_TEST_SEED, MOST = (0, 1), 10, 12
@@ -91,9 +91,8 @@ def seed_rule(summary: dict) -> int | None:
     """The registered seed rule and its budget (docs/studies.md, "what each outcome of the seed rule
     leads to"): the test seeds to run, or None with the record's verdict and sentence set."""
     differences = summary["pilot"]["differences"]
-    sd = statistics.stdev(differences)
-    limit = sd_upper_limit(sd, len(differences))
-    needed = seeds_needed(EFFECT, limit, 0.05, MOST)
+    plan = seed_plan(differences, EFFECT, 0.05, MOST)
+    sd, limit, needed = plan.sd, plan.limit, plan.needed
     summary["pilot"] |= {"sd": sd, "sd_upper_80": limit, "seeds_needed": needed}
     pilot = (
         f"the pilot's differences {', '.join(f'{d:+.3f}' for d in differences)} nats (exploratory, deciding nothing)"

@@ -248,3 +248,27 @@ def seeds_needed(effect: float, sd: float, alpha: float, most: int, power: float
     10
     """
     return next((n for n in range(2, most + 1) if min_detectable_effect(n, sd, alpha, power) <= abs(effect)), None)
+
+
+@dataclass(frozen=True)
+class SeedPlan:
+    """The third protocol's seed rule (DESIGN 9.8) read from a pilot: the sample SD of its paired
+    differences, that SD's 80 % upper limit (``sd_upper_limit``), and the pairs a test needs to
+    detect the effect at that limit (``seeds_needed``; None: more than allowed)."""
+
+    sd: float
+    limit: float
+    needed: int | None
+
+
+def seed_plan(differences: Sequence[float], effect: float, alpha: float, most: int) -> SeedPlan:
+    """The seed rule on a pilot's paired ``differences`` (2 or more floats), for ``|effect|`` at
+    ``alpha`` two-sided, power ``POWER``, at most ``most`` pairs.
+
+    >>> plan = seed_plan([0.0, 2**0.5], 3.947, 0.05, 40)  # SD 1, its 80 % limit 3.947 (chi2 tables)
+    >>> round(plan.sd, 6), round(plan.limit, 3), plan.needed  # as seeds_needed(1.0, 1.0, 0.05, 40)
+    (1.0, 3.947, 10)
+    """
+    sd = float(np.std(differences, ddof=1))
+    limit = sd_upper_limit(sd, len(differences))
+    return SeedPlan(sd, limit, seeds_needed(effect, limit, alpha, most))

@@ -29,22 +29,21 @@ def regime_section(cells: list[CellResult]) -> list[str]:
         return []
     floors = [s for c in cells if c.study == FLOOR_STUDY and (s := reference_score(c)) is not None]
     floor = statistics.fmean(floors) if floors else None
-    rows = []
+    rows, both = [], False
     for c in sorted(pilot, key=lambda c: (c.spec.patch_size, c.depth), reverse=True):
         spec, accuracy = c.spec, 100 * c.epochs[-1]["val"]["accuracy"]
         cos_sim = c.final_layers[-1]["cos_sim"]
         null = f"{c.null['mean']:.3f} ± {c.null['sd']:.3f}" if c.null and c.null["sd"] is not None else "–"
-        plateaued = not_plateaued(c, DEPTH_GATE.tolerance) is None
-        trains = "–" if floor is None else _yes(accuracy > floor and plateaued)
+        trains = floor is not None and accuracy > floor and not_plateaued(c, DEPTH_GATE.tolerance) is None
+        both |= trains and cos_sim >= OVERSMOOTHS
         rows.append(
             f"| width {spec.width}, {spec.patch_size} × {spec.patch_size} patches, depth {c.depth} "
             f"| {(IMAGE_SIDE // spec.patch_size) ** 2 + 1} | {accuracy:.2f} % | {cos_sim:.3f} | {null} "
-            f"| {_yes(cos_sim >= OVERSMOOTHS)} | {trains} |"
+            f"| {_yes(cos_sim >= OVERSMOOTHS)} | {'–' if floor is None else _yes(trains)} |"
         )
     floor_text = "–" if floor is None else f"{floor:.2f} %"
     images = f"{pilot[0].spec.limit_train:,}".replace(",", " ")
     arms = ", ".join(sorted({f"{c.norm}-norm {c.label} seed {c.seed}" for c in pilot}))
-    both = any(row.endswith("| yes | yes |") for row in rows)
     return [
         "## Where a trained softmax ViT oversmooths: the regime pilot",
         "",

@@ -167,6 +167,21 @@ def _depth_pilot(depth: int, question: str) -> StudyConfig:
     )
 
 
+def _retest_5c(name: str, seeds: tuple[int, ...], what: str) -> StudyConfig:
+    """Claim 5c's re-test (third protocol): fmnist-p7's pre-norm softmax at depth 8 on ``seeds``."""
+    return StudyConfig(
+        name=name,
+        model="vit",
+        tasks=("fmnist",),
+        norms=("pre",),
+        depths=(8,),
+        variants=(_M("softmax"),),
+        seeds=seeds,
+        train=FMNIST_P7,
+        description=f"third protocol, claim 5c's re-test: fmnist-p7's softmax on {what}",
+    )
+
+
 SHARPEN = Variant("sharpen", "spectral", {"spectral": "sharpen"})
 SMOOTH = Variant("smooth", "spectral", {"spectral": "smooth"})
 
@@ -350,30 +365,17 @@ STUDY_PRESETS: dict[str, StudyConfig] = {
         description="third protocol, the regime pilot's follow-up by its rule: width 64, 2 x 2 patches (197 tokens "
         "with CLS, as DeiT-tiny), depth 12, 16 epochs of 10 000 images, seed 0: last-layer cos_sim >= 0.5?",
     ),
-    "retest-5c-pilot": StudyConfig(
-        name="retest-5c-pilot",
-        model="vit",
-        tasks=("fmnist",),
-        norms=("pre",),
-        depths=(8,),
-        variants=(_M("softmax"),),
-        seeds=(14, 15),
-        train=FMNIST_P7,
-        description="third protocol, claim 5c's re-test: fmnist-p7's softmax on fresh seeds 14-15, whose cell "
-        "analysis measures the value-path flip of gamma against a sham of its size: the pilot for the seed rule",
+    "retest-5c-pilot": _retest_5c(
+        "retest-5c-pilot",
+        (14, 15),
+        "fresh seeds 14-15, whose cell analysis measures the value-path flip of gamma against a sham of its "
+        "size: the pilot for the seed rule",
     ),
-    "retest-5c": StudyConfig(
-        name="retest-5c",
-        model="vit",
-        tasks=("fmnist",),
-        norms=("pre",),
-        depths=(8,),
-        variants=(_M("softmax"),),
-        seeds=(20, 21),
-        train=FMNIST_P7,
-        description="third protocol, claim 5c's re-test: fmnist-p7's softmax on seeds 20-21, the number its pilot's "
-        "seed rule asked (docs/studies.md): does the value-path flip of gamma turn the sign of a block's measured "
-        "change more often than a sham of its size?",
+    "retest-5c": _retest_5c(
+        "retest-5c",
+        (20, 21),
+        "seeds 20-21, the number its pilot's seed rule asked (docs/studies.md): does the value-path flip of gamma "
+        "turn the sign of a block's measured change more often than a sham of its size?",
     ),
     "retest-6-pilot": StudyConfig(
         name="retest-6-pilot",

@@ -258,9 +258,9 @@ def _baseline_of(labels: list[str]) -> str:
 def differences_table(cells: list[CellResult], against: tuple[str, str] | None = None) -> str:
     """Markdown: per task x norm x depth, each method minus its baseline (``_baseline_of``), paired
     by seed over the seeds where both finished (``paired_score``): n, the seeds, the mean difference
-    with its 95 % t interval (one seed: the difference alone; ``†``: a seed diverged) and each seed's. ``against``
-    (norm, label): one baseline arm for every norm of a task and depth instead. '' when no setting
-    has two arms."""
+    with its 95 % t interval (one seed: the difference alone; ``†``: a seed diverged) and each
+    seed's. ``against`` (norm, label): one baseline arm for every norm of a task and depth instead.
+    '' when no setting has two arms."""
     arms = _arms(cells)
     by_setting: dict[tuple, list[tuple[str, str]]] = defaultdict(list)
     for task, norm, label, depth in arms:

@@ -7,13 +7,13 @@ main() {
     cd "$(dirname "$0")/.." || exit 2
     git add results || return 1
     if ! git diff --cached --quiet -- results; then
-        local cells paths="results"
-        cells=$(git diff --cached --name-only -- 'results/*/*/results.json' | awk -F/ '{print $2 "/" $3}' | paste -sd' ')
+        local changed paths="results"
+        changed=$(git diff --cached --name-only -- results | awk -F/ 'NF > 3 {print $2 "/" $3} NF <= 3 {print $2 "/" $NF}' | sort -u | paste -sd' ')
         if git diff --quiet HEAD -- src && scripts/claims_report.sh > /dev/null; then
             git add docs/results && paths="results docs/results"
         fi
         # shellcheck disable=SC2086  # two paths
-        git commit -q -m "results: ${cells:-updated files}" -- $paths
+        git commit -q -m "results: $changed" -- $paths
     fi
 }
 main "$@"

@@ -329,7 +329,7 @@ def plot_depth(cells: list[CellResult], path: Path, title: str) -> None:
         (read_cos, "last-layer cos_sim (validation probe)"),
     )
     several_tasks = len({c.task for c in cells}) > 1
-    plt, fig, axes = figure(1, 2, 10, 3.6)
+    plt, fig, axes = figure(1, 2, 12, 3.6)
     for ax, (read, ylabel) in zip(axes[0], panels):
         by_arm: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
         for (task, norm, label, depth), group in _arms(cells).items():
@@ -345,7 +345,7 @@ def plot_depth(cells: list[CellResult], path: Path, title: str) -> None:
         ax.set_xlabel("depth (blocks)")
         ax.set_ylabel(ylabel)
         ax.grid(alpha=0.3)
-    axes[0][0].legend(fontsize=6)
+    axes[0][1].legend(fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5))  # beside the lines, not on them
     fig.suptitle(title, fontsize=9)
     save_png(plt, fig, path)
 

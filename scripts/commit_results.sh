@@ -3,17 +3,27 @@
 # it (scripts/claims_report.sh) so that the committed report stays the committed results'
 # (tests/test_claims_report.py checks it). While src/ has uncommitted changes the report is left
 # alone (it would show code that has not landed): results/ is committed by itself then.
+
+# docs/results of exactly the results staged: written again whenever a result arrived meanwhile.
+regenerate_report() {
+    local staged
+    while staged=$(git ls-files -s results); do
+        scripts/claims_report.sh > /dev/null || return 1
+        git add results || return 1
+        [ "$staged" = "$(git ls-files -s results)" ] && return 0
+    done
+}
+
 main() {
     cd "$(dirname "$0")/.." || exit 2
     git add results || return 1
-    if ! git diff --cached --quiet -- results; then
-        local changed paths="results"
-        changed=$(git diff --cached --name-only -- results | awk -F/ 'NF > 3 {print $2 "/" $3} NF <= 3 {print $2 "/" $NF}' | sort -u | paste -sd' ')
-        if git diff --quiet HEAD -- src && scripts/claims_report.sh > /dev/null; then
-            git add docs/results && paths="results docs/results"
-        fi
-        # shellcheck disable=SC2086  # two paths
-        git commit -q -m "results: $changed" -- $paths
+    git diff --cached --quiet -- results && return 0
+    local changed paths="results"
+    if git diff --quiet HEAD -- src && regenerate_report; then
+        git add docs/results && paths="results docs/results"
     fi
+    changed=$(git diff --cached --name-only -- results | awk -F/ '{print (NF > 2 ? $2 "/" $3 : $2)}' | sort -u | paste -sd' ')
+    # shellcheck disable=SC2086  # two paths
+    git commit -q -m "results: $changed" -- $paths
 }
 main "$@"

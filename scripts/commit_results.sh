@@ -7,9 +7,9 @@
 # docs/results of exactly the results staged: written again whenever a result arrived meanwhile.
 regenerate_report() {
     local staged
-    while staged=$(git ls-files -s results); do
-        scripts/claims_report.sh > /dev/null || return 1
-        git add results || return 1
+    while true; do
+        staged=$(git ls-files -s results)
+        scripts/claims_report.sh > /dev/null && git add results || return 1
         [ "$staged" = "$(git ls-files -s results)" ] && return 0
     done
 }

@@ -7,7 +7,9 @@ rules and writes results/third-protocol/smollm2-8.json: from the pilot (seeds 0-
 rule (the 80 % upper limit of the SD of the paired differences, effect -0.017 nats, alpha 0.05
 two-sided, power 0.8, at most 12 seeds, from seed 10 up) within the budget's 6 pairs, else not
 tested with why; from the test seeds, the paired t-test's verdict with the third protocol's
-magnitude reading.
+magnitude reading. Beside them, described and deciding nothing: the regime (the control's
+last-layer cos_sim after adaptation against SmolLM2's at random init, measured once on adapt's
+validation probe and archived as null.json).
 
     python scripts/smollm2_8.py
 """
@@ -20,6 +22,7 @@ from pathlib import Path
 
 from oversmooth.adapt.result import AdaptResult
 from oversmooth.atomic import atomic_write
+from oversmooth.claims.protocol import OVERSMOOTHS
 from oversmooth.claims.verdicts import decide, in_magnitude
 from oversmooth.study.stats import min_detectable_effect, seed_plan
 
@@ -77,6 +80,73 @@ def sequence_differences(seed: int) -> list[float]:
     with atomic_write(saved) as handle:
         json.dump(differences, handle)
     return differences
+
+
+def random_init_null(seed: int, inits: int = 3) -> dict:
+    """Where the problem exists (DESIGN 9.8): last-layer cos_sim on ``adapt``'s validation probe
+    (its first ``probe_size`` validation blocks, the first token left out) of SmolLM2 at
+    ``inits`` random initialisations (``analyze.null.random_init``, seeds 0 ..), beside the
+    pretrained model's on the same probe, which must equal the control's recorded start (the
+    check that the probe is adapt's). Computed once with seed ``seed``'s registered config, then
+    read from the archive (``null.json``)."""
+    saved = ARCHIVE / "null.json"
+    if saved.is_file():
+        return json.loads(saved.read_text())
+    import torch
+
+    from oversmooth.adapt.config import AdaptConfig
+    from oversmooth.adapt.hf_module import HFModule
+    from oversmooth.adapt.pretrained import PretrainedSource
+    from oversmooth.adapt.result import last_cos_sim
+    from oversmooth.adapt.run import train_config
+    from oversmooth.analyze.null import random_init
+    from oversmooth.train.evaluation import layer_metrics
+
+    recorded = json.loads((ARCHIVE / f"s{seed}" / "adapt.json").read_text())
+    config = AdaptConfig.from_dict(recorded["config"])
+    torch.set_num_threads(config.threads or 1)
+    source = PretrainedSource(config)
+    task = source.task()
+    probe_size = train_config(config, task.size("train") // config.batch_size).probe_size
+    probe = task.batch("val", torch.arange(min(probe_size, task.size("val"))))[0]
+    pretrained = source.arm(None)
+    with torch.no_grad():
+        start = last_cos_sim(layer_metrics(pretrained, probe))
+        values = []
+        for init in range(inits):
+            with torch.random.fork_rng():
+                fresh = random_init(pretrained.base, init)
+            values.append(last_cos_sim(layer_metrics(HFModule(fresh, fresh, logits=True, causal=True), probe)))
+    control_start = AdaptResult.from_dict(recorded).control.start_cos_sim_last
+    if abs(start - control_start) > 1e-4:
+        raise SystemExit(
+            f"the probe is not adapt's: pretrained cos_sim {start:.4f}, control's start {control_start:.4f}"
+        )
+    null = {
+        "pretrained": start,
+        "random_init": values,
+        "mean": statistics.fmean(values),
+        "sd": statistics.stdev(values),
+        "probe_sequences": int(probe.shape[0]),
+    }
+    with atomic_write(saved) as handle:
+        json.dump(null, handle, indent=1)
+    return null
+
+
+def regime(null: dict, seeds: list[int]) -> str:
+    """The control's last-layer cos_sim after adaptation (mean over ``seeds``) beside the null, and
+    what DESIGN 9.8's rule (``OVERSMOOTHS``) and the null each say of it."""
+    results = [AdaptResult.from_dict(json.loads((ARCHIVE / f"s{s}" / "adapt.json").read_text())) for s in seeds]
+    after = statistics.fmean(r.control.cos_sim_last for r in results)
+    rule = "at or above" if after >= OVERSMOOTHS else "below"
+    null_side = "above" if after > null["mean"] else "below"
+    return (
+        f"{after:.3f} vs {null['mean']:.3f} ± {null['sd']:.3f} (the control after adaptation, mean of {len(seeds)} "
+        f"seeds, vs {len(null['random_init'])} random inits; pretrained {null['pretrained']:.3f}; "
+        f"adapt's validation probe, {null['probe_sequences']} blocks): {rule} the rule's {OVERSMOOTHS}, "
+        f"{null_side} what the architecture gives untrained"
+    )
 
 
 def evaluation_part(first: list[float], second: list[float]) -> dict[str, float]:
@@ -143,6 +213,9 @@ def main() -> None:
                 "ci": [decision.ci_low, decision.ci_high],
                 "p": decision.test.p_two_sided,
             }
+    finished = sorted(int(path.parent.name[1:]) for path in ARCHIVE.glob("s*/adapt.json"))
+    if finished:
+        summary["regime"] = regime(random_init_null(finished[0]), finished)
     with atomic_write(ARCHIVE.with_suffix(".json")) as handle:
         json.dump(summary, handle, indent=1)
     print(json.dumps(summary, indent=1))

@@ -35,3 +35,24 @@ def test_each_fix_is_described_against_post_norm_softmax_at_its_depth(tmp_path, 
     for verdict in ("held", "contradicted", "inconclusive"):
         assert verdict not in section
     assert "![depth fixes by depth](depth_fixes.png)" in section and (out / "depth_fixes.png").stat().st_size > 0
+
+
+def test_a_line_through_a_depth_its_arm_never_trained_is_dashed(tmp_path, monkeypatch):
+    """depth-w32 gives post-norm softmax a depth-48 point; DeepNorm has only depths 8 and 96, so
+    its line crosses 48 without a cell there: dashed, and the title says what dashed means."""
+    from oversmooth.study import report
+    from oversmooth.study.results import read_studies
+
+    for seed in (10, 11):
+        for depth in (8, 96):
+            make_cell(tmp_path, "depth-fixes", "softmax", seed, POST_SOFTMAX[seed - 10], norm="post", depth=depth)
+            make_cell(tmp_path, "depth-fixes", "deepnorm", seed, DEEPNORM[seed - 10], norm="post", depth=depth)
+    make_cell(tmp_path, "depth-w32", "softmax", 2, 0.85, norm="post", depth=48)
+    cells, _ = read_studies([tmp_path / "depth-fixes", tmp_path / "depth-w32"])
+    drawn = {}
+    monkeypatch.setattr(report, "save_png", lambda plt, fig, path: drawn.update(fig=fig))
+    report.plot_depth(cells, tmp_path / "depth.png", "fixes")
+    accuracy = drawn["fig"].axes[0]
+    styles = {bars.get_label(): bars.lines[0].get_linestyle() for bars in accuracy.containers}  # the data line
+    assert styles == {"post-norm softmax (2/1/2)": "-", "post-norm deepnorm (2/2)": "--"}
+    assert "dashed: the arm has no cell at a depth its line passes" in drawn["fig"]._suptitle.get_text()

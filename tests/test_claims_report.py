@@ -778,6 +778,22 @@ def test_docs_studies_quotes_smollm2s_regime_as_archived():
     )
 
 
+def test_the_1b_retests_row_says_what_its_last_layer_did():
+    """The registered measure averages over layers; the record's sentence (scripts/retest_1b.py)
+    adds each model's last-layer change, which docs/studies.md quotes for MiniLM (+0.0046)."""
+    root = Path(__file__).resolve().parents[1]
+    path = root / "results" / "third-protocol" / "retest-1b.json"
+    if not path.is_file():
+        pytest.skip("no committed results/third-protocol/retest-1b.json in this checkout")
+    record = json.loads(path.read_text())
+    changes = [
+        model["per_layer_mean"]["neutreno"][-1] - model["per_layer_mean"]["plain"][-1]
+        for model in record["models"].values()
+    ]
+    assert record["sentence"].endswith(f"last layer's mean change, MiniLM {changes[0]:+.4f}, SmolLM2 {changes[1]:+.4f}")
+    assert f"(+{changes[0]:.4f})" in (root / "docs" / "studies.md").read_text()
+
+
 def test_archived_probes_read_back_as_they_were(tmp_path):
     """probes.json round-trips: the Probes read back equal the ones written, tuples and all."""
     from oversmooth.claims.evidence import read_folders

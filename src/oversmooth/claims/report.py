@@ -214,7 +214,7 @@ def plot_effects(claims: list[Claim], path: Path) -> None:
     tested.sort(key=lambda c: c.family != "primary")  # stable: each family keeps the claims' order
     cols = min(max(len(tested), 1), 4)
     rows = max(math.ceil(len(tested) / cols), 1)
-    plt, fig, axes = figure(rows, cols, 3.3 * cols, 3.8 * rows)
+    plt, fig, axes = figure(rows, cols, 4.0 * cols, 4.2 * rows)
     for ax in axes.flat[len(tested) :]:
         ax.set_visible(False)
     for ax, c in zip(axes.flat, tested):
@@ -237,10 +237,10 @@ def plot_effects(claims: list[Claim], path: Path) -> None:
         title = f"{c.id} ({c.family}): {c.verdict}"
         if c.reading != c.verdict:
             title += f"\nthird protocol: {c.reading}"
-        ax.set_title(title, fontsize=8)
+        ax.set_title(title, fontsize=9)
         level = f"{100 * c.ci_level:.4g} % CI, " if c.ci_level else ""
-        ax.set_xlabel(f"claimed: {claimed} (shaded)\n{level}n = {c.n}", fontsize=7)
-        ax.set_ylabel(textwrap.fill(c.measure, 62), fontsize=6)
+        ax.set_xlabel(f"claimed: {claimed} (shaded)\n{level}n = {c.n}", fontsize=8)
+        ax.set_ylabel(textwrap.fill(c.measure, 56), fontsize=7.5)
         ax.grid(alpha=0.3)
     save_png(plt, fig, path)
 

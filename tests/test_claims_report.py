@@ -1345,6 +1345,8 @@ def test_the_third_protocols_records_are_tabled_as_recorded_and_a_damaged_one_is
     summary = (tmp_path / "ok" / "report.md").read_text().split("\n### ")[0]  # the first screen
     row_8 = next(line for line in summary.splitlines() if line.startswith("| 8 |"))
     assert row_8.endswith("; 8: **pending** |")  # the record of claim 8 joins its row
+    where = next(line for line in summary.splitlines() if line.startswith("- *where the problem exists*"))
+    assert where.endswith("; 8: 0.6 vs 0.8")  # its regime joins the line, and the regime-less record's does not
     assert "claim of a" not in summary  # a record of no claim (a family's) does not
     (folder / "c.json").write_text(json.dumps({"claim": "1b", "command": "python scripts/x.py"}))
     out = tmp_path / "out"

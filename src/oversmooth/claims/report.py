@@ -14,7 +14,7 @@ import math
 import statistics
 import textwrap
 from collections import Counter, defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from oversmooth.claims.depth_fixes import PLOT as DEPTH_FIXES_PLOT
@@ -139,15 +139,17 @@ def reading_summary(claims: list[Claim]) -> str:
     return "- *third protocol's reading* (exploratory): " + "; ".join(parts + ["the others as registered"])
 
 
-def regime_summary(claims: list[Claim]) -> str:
+def regime_summary(claims: list[Claim], records: Sequence[dict] = ()) -> str:
     """One line (DESIGN 9.8): the trained claims tested where their softmax baseline does not
-    oversmooth, and those where it does or has no value yet."""
+    oversmooth, and those where it does or has no value yet; then each third-protocol ``records``'
+    regime as recorded (a fresh test on a pretrained model)."""
     where = {False: "tested where the baseline does not oversmooth", True: "the baseline oversmooths"}
     groups: dict[str, list[str]] = defaultdict(list)
     for c in claims:
         if c.regime is not None:
             groups[where.get(c.regime.oversmooths, "no finished baseline yet")].append(c.id)
     parts = [f"{where}: {', '.join(ids)}" for where, ids in groups.items()]
+    parts += [f"{r['claim']}: {r['regime']}" for r in records if "regime" in r]
     return (
         "- *where the problem exists* (DESIGN §9.8: a softmax baseline oversmooths where its last-layer cos_sim "
         f"on the validation probe is at least {OVERSMOOTHS:g}; each row's regime column gives it beside the same "
@@ -436,7 +438,7 @@ def render_claims(
         "",
         verdict_summary(claims),
         reading_summary(claims),
-        regime_summary(claims),
+        regime_summary(claims, third_protocol or ()),
         "",
         claims_table(claims),
         "",

@@ -2,6 +2,8 @@
 deep pilots found post-norm training): every arm's scores, each arm minus post-norm softmax of the
 same depth paired by seed (checked against scipy's t interval), the plot, and no verdict."""
 
+import json
+
 from test_claims_report import make_cell
 from test_study_report import difference_row, t_interval
 
@@ -35,6 +37,23 @@ def test_each_fix_is_described_against_post_norm_softmax_at_its_depth(tmp_path, 
     for verdict in ("held", "contradicted", "inconclusive"):
         assert verdict not in section
     assert "![depth fixes by depth](depth_fixes.png)" in section and (out / "depth_fixes.png").stat().st_size > 0
+    assert "cos_sim at random init" not in section  # no null.json: no column of dashes
+
+
+def test_an_arm_with_a_null_shows_its_random_init_cos_sim_beside_the_trained_one(tmp_path, capsys):
+    """results/depth-fixes/null.json (scripts/random_init_null.py) adds the column; an arm it lacks reads –."""
+    for label in ("softmax", "deepnorm"):
+        make_cell(tmp_path, "depth-fixes", label, 10, 0.85, norm="post", depth=96)
+    arm = {"task": "fmnist", "norm": "post", "label": "softmax", "depth": 96, "cos_sim": [0.1, 0.146]}
+    arm |= {"mean": 0.123, "sd": 0.0325, "inits": 2, "probe_examples": 32}
+    (tmp_path / "depth-fixes" / "null.json").write_text(json.dumps({"arms": [arm]}))
+    out = tmp_path / "rep"
+    assert main(["claims", str(tmp_path / "depth-fixes"), "--out", str(out), "--no-probes"]) == 0
+    capsys.readouterr()
+    section = (out / "report.md").read_text().split("## Claim 4's third family")[1].split("\n## ")[0]
+    rows = {line.split(" | ")[2]: line for line in section.splitlines() if line.startswith("| fmnist | post |")}
+    assert "| s / step | cos_sim at random init |" in section
+    assert rows["softmax"].endswith("| 0.123 |") and rows["deepnorm"].endswith("| – |")
 
 
 def test_a_line_through_a_depth_its_arm_never_trained_is_dashed(tmp_path, monkeypatch):

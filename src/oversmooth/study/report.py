@@ -194,6 +194,8 @@ ARM_MEASURES: dict[str, tuple[Callable[[CellResult], float | None], str]] = {
     "t_sim escalation": (lambda c: escalation(c.final_layers), "+.3f"),
     "s / step": (seconds_per_step, ".3g"),
 }
+#: the arm's last-layer cos_sim at random init (its study's null.json), a column where a cell has it
+NULL_MEASURE = {"cos_sim at random init": (lambda c: c.null["mean"] if c.null else None, ".3f")}
 
 
 def _arms(cells: list[CellResult]) -> dict[tuple, list[CellResult]]:
@@ -231,19 +233,20 @@ def _with_interval(values: list[float], spec: str) -> str:
 def arm_table(cells: list[CellResult]) -> str:
     """Markdown: one row per task x norm x method x depth, with the finished seeds' score (95 % t
     interval; ``†``: a seed diverged), last-layer cos_sim and t_sim escalation of the validation
-    probe, and seconds per step."""
+    probe, seconds per step, and the arm's cos_sim at random init where a study has its null."""
     lm = cells[0].model == "lm"
+    measures = ARM_MEASURES | (NULL_MEASURE if any(c.null for c in cells) else {})
     lines = [
         f"| task | norm | method | depth | n | test {'NLL (nats)' if lm else 'accuracy (%)'} | "
-        + " | ".join(ARM_MEASURES)
+        + " | ".join(measures)
         + " |",
-        "|---|---|---|---|---|---|" + "---|" * len(ARM_MEASURES),
+        "|---|---|---|---|---|---|" + "---|" * len(measures),
     ]
     for (task, norm, label, depth), group in _arms(cells).items():
         scores = [s for c in group if (s := paired_score(c)) is not None]
         score = _with_interval(scores, ".2f") + _diverged(group) if scores else "–"
         row = [task, norm, label, str(depth), str(len(scores)), score]
-        for read, spec in ARM_MEASURES.values():
+        for read, spec in measures.values():
             values = [v for c in group if (v := read(c)) is not None]
             row.append(format(statistics.fmean(values), spec) if values else "–")
         lines.append("| " + " | ".join(row) + " |")

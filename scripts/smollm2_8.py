@@ -112,16 +112,17 @@ def random_init_null(seed: int, inits: int = 3) -> dict:
     pretrained = source.arm(None)
     with torch.no_grad():
         start = last_cos_sim(layer_metrics(pretrained, probe))
+        control_start = AdaptResult.from_dict(recorded).control.start_cos_sim_last
+        if abs(start - control_start) > 1e-4:
+            raise SystemExit(
+                f"the probe is not adapt's: pretrained cos_sim {start:.4f}, control's start {control_start:.4f}"
+            )
         values = []
         for init in range(inits):
             with torch.random.fork_rng():
                 fresh = random_init(pretrained.base, init)
-            values.append(last_cos_sim(layer_metrics(HFModule(fresh, fresh, logits=True, causal=True), probe)))
-    control_start = AdaptResult.from_dict(recorded).control.start_cos_sim_last
-    if abs(start - control_start) > 1e-4:
-        raise SystemExit(
-            f"the probe is not adapt's: pretrained cos_sim {start:.4f}, control's start {control_start:.4f}"
-        )
+            wrapped = HFModule(fresh, fresh, logits=pretrained.logits, causal=pretrained.causal)
+            values.append(last_cos_sim(layer_metrics(wrapped, probe)))
     null = {
         "pretrained": start,
         "random_init": values,
@@ -135,14 +136,15 @@ def random_init_null(seed: int, inits: int = 3) -> dict:
 
 
 def regime(null: dict, seeds: list[int]) -> str:
-    """The control's last-layer cos_sim after adaptation (mean over ``seeds``) beside the null, and
-    what DESIGN 9.8's rule (``OVERSMOOTHS``) and the null each say of it."""
+    """The control's last-layer cos_sim after adaptation (mean over those of ``seeds`` that recorded
+    one) beside the null, and what DESIGN 9.8's rule (``OVERSMOOTHS``) and the null each say of it."""
     results = [AdaptResult.from_dict(json.loads((ARCHIVE / f"s{s}" / "adapt.json").read_text())) for s in seeds]
-    after = statistics.fmean(r.control.cos_sim_last for r in results)
+    measured = [r.control.cos_sim_last for r in results if r.control.cos_sim_last is not None]
+    after = statistics.fmean(measured)
     rule = "at or above" if after >= OVERSMOOTHS else "below"
     null_side = "above" if after > null["mean"] else "below"
     return (
-        f"{after:.3f} vs {null['mean']:.3f} ± {null['sd']:.3f} (the control after adaptation, mean of {len(seeds)} "
+        f"{after:.3f} vs {null['mean']:.3f} ± {null['sd']:.3f} (the control after adaptation, mean of {len(measured)} "
         f"seeds, vs {len(null['random_init'])} random inits; pretrained {null['pretrained']:.3f}; "
         f"adapt's validation probe, {null['probe_sequences']} blocks): {rule} the rule's {OVERSMOOTHS}, "
         f"{null_side} what the architecture gives untrained"

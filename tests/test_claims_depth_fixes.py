@@ -74,4 +74,4 @@ def test_a_line_through_a_depth_its_arm_never_trained_is_dashed(tmp_path, monkey
     accuracy = drawn["fig"].axes[0]
     styles = {bars.get_label(): bars.lines[0].get_linestyle() for bars in accuracy.containers}  # the data line
     assert styles == {"post-norm softmax (2/1/2)": "-", "post-norm deepnorm (2/2)": "--"}
-    assert "dashed: the arm has no cell at a depth its line passes" in drawn["fig"]._suptitle.get_text()
+    assert "dashed: the arm has no finished cell at a depth its line passes" in drawn["fig"].get_suptitle()

@@ -1339,7 +1339,7 @@ def test_the_third_protocols_records_are_tabled_as_recorded_and_a_damaged_one_is
     records = read_third_protocol(folder)
     section = "\n".join(third_protocol_section(records))
     assert section.count("| **held** |") == 1 and section.count("| **pending** |") == 1
-    assert "| claim of a | model of a | – | **held** | sentence of a | `command of a` |" in section  # untrained: –
+    assert "| claim of a | model of a | – | **held** | sentence of a | `command of a` |" in section  # none recorded: –
     assert "| 8 | model of a | 0.6 vs 0.8 | **pending** |" in section  # a trained test's regime, as recorded
     assert main(["claims", str(folder), "--out", str(tmp_path / "ok"), "--no-probes"]) == 0
     summary = (tmp_path / "ok" / "report.md").read_text().split("\n### ")[0]  # the first screen

@@ -1,9 +1,9 @@
 """The third protocol's tests on a pretrained model and its re-tests (docs/studies.md, "The third
 protocol"): each one JSON record under ``results/third-protocol/``, written by the script that
 ran it (``scripts/smollm2_1b.py``, ``scripts/smollm2_8.py``, ``scripts/retest_1b.py``) with the
-claim, what it tested, its verdict by the registered rule and the one-line reason (a trained
-test adds its ``regime``: the baseline's last-layer cos_sim beside its random-init null); the
-claims report tables them as they are."""
+claim, what it tested, its verdict by the registered rule and the one-line reason (a test on a
+pretrained model adds its ``regime``: the baseline's last-layer cos_sim beside its random-init
+null); the claims report tables them as they are."""
 
 from __future__ import annotations
 
@@ -52,8 +52,9 @@ def third_protocol_section(records: list[dict]) -> list[str]:
         "## The third protocol: where the problem exists, and its re-tests",
         "",
         "Registered in docs/studies.md before they ran; each row as its script recorded it under "
-        f"results/{NAME}/ (a pending row says what it waits for). A trained test's regime is its baseline's "
-        "last-layer cos_sim beside the same architecture's at random init, as in the summary:",
+        f"results/{NAME}/ (a pending row says what it waits for). The regime, where the script records one (a "
+        "test on a pretrained model), is its baseline's last-layer cos_sim beside the same architecture's at random "
+        "init; a re-test on the second protocol's ViT has that setting's, in the summary:",
         "",
         "| claim | tested on | regime: baseline cos_sim vs random init | verdict | why | command |",
         "|---|---|---|---|---|---|",

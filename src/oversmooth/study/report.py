@@ -325,7 +325,7 @@ def mean_with_interval(ax, samples: dict[float, list[float]], **style) -> None:
 def plot_depth(cells: list[CellResult], path: Path, title: str) -> None:
     """The finished seeds' test score and last-layer cos_sim (validation probe) vs depth, one line
     per arm (norm and method), the mean over seeds with its 95 % t interval; seeds in brackets. A
-    line that passes a depth where its arm has no cell is dashed."""
+    line that passes a depth where its arm has no finished value is dashed."""
     read_cos = ARM_MEASURES["last-layer cos_sim"][0]
     lm = cells[0].model == "lm"
     panels = (
@@ -355,7 +355,7 @@ def plot_depth(cells: list[CellResult], path: Path, title: str) -> None:
         ax.grid(alpha=0.3)
     axes[0][1].legend(fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5))  # beside the lines, not on them
     if skipped:
-        title += "\ndashed: the arm has no cell at a depth its line passes"
+        title += "\ndashed: the arm has no finished cell at a depth its line passes"
     fig.suptitle(title, fontsize=9)
     save_png(plt, fig, path)
 

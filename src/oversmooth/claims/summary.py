@@ -81,9 +81,21 @@ def _regime(c: Claim) -> str:
     return f"{c.regime.cos_sim:.3f} vs {null}" + (": oversmooths" if c.regime.oversmooths else "")
 
 
+def _fresh(record: dict) -> str:
+    """A fresh test's verdict; where its record holds a decided paired test (``test``: ``mean``,
+    ``ci``, ``seeds``, ``reading``), its mean difference with the interval and n, the paper's
+    ``effect`` beside it, and the magnitude reading where it differs from the verdict."""
+    test, text = record.get("test", {}), f"{record['claim']}: **{record['verdict']}**"
+    if "mean" in test and "ci" in test:
+        text += f", {test['mean']:+.3g} [{test['ci'][0]:+.3g}, {test['ci'][1]:+.3g}], n = {len(test['seeds'])}"
+        text += f" (paper {record['effect']:+g})" if "effect" in record else ""
+        text += f" (*{test['reading']}*)" if test.get("reading", record["verdict"]) != record["verdict"] else ""
+    return text
+
+
 def _verdict(c: Claim, records: Sequence[dict]) -> str:
-    """The verdict, the third protocol's reading where it differs, and its fresh tests' verdicts."""
-    fresh = "".join(f"; {r['claim']}: **{r['verdict']}**" for r in fresh_tests(records, c.id))
+    """The verdict, the third protocol's reading where it differs, and its fresh tests' (``_fresh``)."""
+    fresh = "".join(f"; {_fresh(r)}" for r in fresh_tests(records, c.id))
     return f"**{c.verdict}**" + (f" (third protocol: *{c.reading}*)" if c.reading != c.verdict else "") + fresh
 
 

@@ -100,15 +100,14 @@ def random_init_null(seed: int, inits: int = 3) -> dict:
     from oversmooth.adapt.result import last_cos_sim
     from oversmooth.adapt.run import train_config
     from oversmooth.analyze.null import random_init
-    from oversmooth.train.evaluation import layer_metrics
+    from oversmooth.train.evaluation import layer_metrics, validation_probe
 
     recorded = json.loads((ARCHIVE / f"s{seed}" / "adapt.json").read_text())
     config = AdaptConfig.from_dict(recorded["config"])
     torch.set_num_threads(config.threads or 1)
     source = PretrainedSource(config)
     task = source.task()
-    probe_size = train_config(config, task.size("train") // config.batch_size).probe_size
-    probe = task.batch("val", torch.arange(min(probe_size, task.size("val"))))[0]
+    probe = validation_probe(task, train_config(config, task.size("train") // config.batch_size).probe_size)
     pretrained = source.arm(None)
     with torch.no_grad():
         start = last_cos_sim(layer_metrics(pretrained, probe))

@@ -35,7 +35,7 @@ from oversmooth.mitigations import registry
 from oversmooth.outputs import check_output_dir, holds_files
 from oversmooth.train.checkpoint import FILENAME, rng_state, set_rng_state
 from oversmooth.train.distributed import setup_distributed
-from oversmooth.train.evaluation import evaluate, layer_metrics
+from oversmooth.train.evaluation import evaluate, layer_metrics, validation_probe
 from oversmooth.train.loop import TrainConfig, train
 
 CONFIG_FILE, RESULT_FILE, START_FILE = "adapt_config.json", "adapt.json", "start.json"
@@ -132,7 +132,7 @@ def check_overflow(config: AdaptConfig, source, task) -> None:
     where the unpatched model's are finite, come from its knobs (far out of scale), so they are
     refused (``FieldError`` naming the knobs and their defaults) before anything is written."""
     with torch.no_grad():  # a distillation batch runs the teacher
-        inputs = task.batch("val", torch.arange(min(4, task.size("val"))))[0]  # overflow shows on any example
+        inputs = validation_probe(task, 4)  # overflow shows on any example
     for knobs, given in zip(source.knobs, config.knobs):
         if _finite(source.arm(knobs), inputs):
             continue
@@ -227,7 +227,7 @@ def _start(model, task, cfg: TrainConfig, env, folder: Path) -> dict:
     if path.is_file():
         return json.loads(path.read_text())
     saved = rng_state()
-    probe = task.batch("val", torch.arange(min(cfg.probe_size, task.size("val"))))[0].to(env.device)
+    probe = validation_probe(task, cfg.probe_size).to(env.device)
     start = {
         "step": 0,
         "val": evaluate(model, task, "val", cfg.eval_batch_size, env),

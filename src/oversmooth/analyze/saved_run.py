@@ -33,7 +33,7 @@ from oversmooth.errors import UsageError
 from oversmooth.metrics import METRICS
 from oversmooth.plotting import figure, save_png
 from oversmooth.train.distributed import Distributed
-from oversmooth.train.evaluation import evaluate, stream_table
+from oversmooth.train.evaluation import evaluate, stream_table, validation_probe
 from oversmooth.train.saved_run import SavedRun
 
 #: the files ``write_run_report`` writes (one PNG per measure besides)
@@ -92,8 +92,7 @@ def analyze_saved(
     if other is not None:
         check_same_inputs(saved, other)
     model, task = saved.load(device), saved.task()
-    count = min(sequences, task.size("val"))
-    inputs = task.batch("val", torch.arange(count))[0].to(device)
+    inputs = validation_probe(task, sequences).to(device)
     table = stream_table(model, inputs)
     quality = evaluate(model, task, "val", batch_size, Distributed(device=torch.device(device)))
     null = measure_null(model, null_inits, lambda fresh: stream_table(fresh, inputs), METRICS) if null_inits else None
@@ -107,7 +106,7 @@ def analyze_saved(
         quality,
         null,
         shuffled,
-        count,
+        len(inputs),
         table.attrs["tokens"],
         own,
         compared,

@@ -52,6 +52,7 @@ from oversmooth.spectra.value_output import value_output_eigenvalues
 from oversmooth.spectra.verdict import dynamics_verdict
 from oversmooth.study.files import ANALYSIS_FILE, CELL_FILE, MODEL_DIR, RESULTS_FILE
 from oversmooth.study.results import read_cell
+from oversmooth.train.evaluation import validation_probe
 
 PROBE, ATTENTION = 64, 8
 METRICS = ("cos_sim", "t_sim")
@@ -218,7 +219,7 @@ def analyze_cell(folder: str | Path) -> dict:
     ]
     model = load_model(folder / MODEL_DIR)
     task, _ = make_task(description["task"], description["model"], DataOptions(**description["data"]))
-    inputs = task.batch("val", torch.arange(min(PROBE, task.size("val"))))[0]
+    inputs = validation_probe(task, PROBE)
     analysis = {
         "probe": {"split": "val", "examples": len(inputs), "attention_examples": min(ATTENTION, len(inputs))},
         **measure_model(model, inputs),

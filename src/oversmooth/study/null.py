@@ -37,9 +37,8 @@ def measure_null(preset: StudyConfig, inits: int) -> list[dict]:
     records (its first ``probe_size`` validation examples) as training measures it
     (``train.evaluation.layer_metrics``): the last layer's cos_sim per init, their mean and sample
     sd (None for one init)."""
-    import torch
 
-    from oversmooth.train.evaluation import layer_metrics
+    from oversmooth.train.evaluation import layer_metrics, validation_probe
     from oversmooth.train.run import build_model, data_options
     from oversmooth.train.task_factory import make_task
 
@@ -50,7 +49,7 @@ def measure_null(preset: StudyConfig, inits: int) -> list[dict]:
             continue
         spec = cell.spec()
         task, _ = make_task(spec.task, spec.model, data_options(spec))
-        probe = task.batch("val", torch.arange(min(spec.probe_size, task.size("val"))))[0]
+        probe = validation_probe(task, spec.probe_size)
         values = [
             layer_metrics(build_model(dataclasses.replace(spec, seed=seed), task), probe)[-1]["cos_sim"]
             for seed in range(inits)

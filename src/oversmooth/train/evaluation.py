@@ -58,6 +58,12 @@ def stream_table(model: nn.Module, inputs: torch.Tensor):
     return table
 
 
+def validation_probe(task: SupervisedTask, size: int) -> torch.Tensor:
+    """The fixed batch whose per-layer metrics a run records: the inputs of the first ``size``
+    validation examples (all of them if fewer), shape (n, ...) as ``task.batch`` gives them."""
+    return task.batch("val", torch.arange(min(size, task.size("val"))))[0]
+
+
 def layer_metrics(model: nn.Module, inputs: torch.Tensor) -> list[dict]:
     """``stream_table`` as strict-JSON records (undefined values, NaN, become None), as each
     epoch's ``layers`` record holds them."""

@@ -28,7 +28,7 @@ from oversmooth.json_files import read_table
 from oversmooth.train.checkpoint import FILENAME, load_checkpoint, rng_state, save_checkpoint, set_rng_state
 from oversmooth.train.compiled import CompiledForward
 from oversmooth.train.distributed import Distributed
-from oversmooth.train.evaluation import autocast, evaluate, layer_metrics
+from oversmooth.train.evaluation import autocast, evaluate, layer_metrics, validation_probe
 from oversmooth.train.optim import build_optimizer
 from oversmooth.train.run_lock import run_lock
 from oversmooth.train.tasks import SupervisedTask
@@ -240,8 +240,7 @@ class _Run:
                 self.model, device_ids=[self.env.device.index] if use_cuda else None
             )
         runner = CompiledForward(forward, self.config.compile, quiet=not self.env.is_main)
-        probe_size = min(self.config.probe_size, self.task.size("val"))
-        probe_inputs = self.task.batch("val", torch.arange(probe_size))[0].to(self.env.device)
+        probe_inputs = validation_probe(self.task, self.config.probe_size).to(self.env.device)
         writer = open_writer(self.out_dir) if self.config.tensorboard and self.env.is_main else None
         self.started = time.perf_counter()
         diverged = None

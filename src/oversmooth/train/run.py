@@ -17,6 +17,7 @@ from oversmooth.memory import check_memory
 from oversmooth.outputs import check_output_dir, holds_files
 from oversmooth.train.compile_rule import should_compile
 from oversmooth.train.distributed import Distributed, setup_distributed, teardown_distributed
+from oversmooth.train.evaluation import validation_probe
 from oversmooth.train.loop import NOT_EMPTY, TrainConfig, epoch_steps, train
 from oversmooth.train.run_spec import RunSpec
 from oversmooth.train.task_factory import DataOptions, make_task, task_model_kind
@@ -175,7 +176,7 @@ def check_initial_outputs(model: torch.nn.Module, task: SupervisedTask, spec: Ru
     """The freshly built model on a few validation examples: outputs holding NaN or Inf before any
     training step come from the settings (a knob far out of scale), not from training, so they are
     refused (FieldError naming the method and its knobs) instead of recorded as a divergence."""
-    inputs = task.batch("val", torch.arange(min(4, task.size("val"))))[0]  # overflow shows on any example
+    inputs = validation_probe(task, 4)  # overflow shows on any example
     with torch.no_grad():
         finite = bool(torch.isfinite(model.eval()(inputs)).all())
     model.train()

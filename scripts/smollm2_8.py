@@ -194,6 +194,7 @@ def main() -> None:
         "command": "python scripts/smollm2_8.py",
         "verdict": "pending",
         "effect": EFFECT,
+        "unit": "nats/token",
     }
     pilot = [pair for seed in PILOT if (pair := val_nll(seed)) is not None]
     summary["pilot"] = {"seeds": list(PILOT), "differences": [m - c for m, c in pilot]}

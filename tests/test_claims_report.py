@@ -1348,13 +1348,13 @@ def test_the_third_protocols_records_are_tabled_as_recorded_and_a_damaged_one_is
     where = next(line for line in summary.splitlines() if line.startswith("- *where the problem exists*"))
     assert where.endswith("; 8: 0.6 vs 0.8")  # its regime joins the line, and the regime-less record's does not
     assert "claim of a" not in summary  # a record of no claim (a family's) does not
-    decided = record | {"claim": "8 (SmolLM2)", "verdict": "contradicted", "effect": -0.017}
+    decided = record | {"claim": "8 (SmolLM2)", "verdict": "contradicted", "effect": -0.017, "unit": "nat"}
     decided["test"] = {"seeds": [10, 11, 12], "mean": 0.4012, "ci": [0.3951, 0.4073], "reading": "contradicted"}
     smaller = decided | {"verdict": "inconclusive"}
     smaller["test"] = decided["test"] | {"ci": [-0.01, 0.004], "reading": "smaller than claimed"}
     for fresh, shown in (
-        (decided, "**contradicted**, +0.401 [+0.395, +0.407], n = 3 (paper -0.017) |"),
-        (smaller, "**inconclusive**, +0.401 [-0.01, +0.004], n = 3 (paper -0.017) (*smaller than claimed*) |"),
+        (decided, "**contradicted**, +0.401 [+0.395, +0.407] nat, n = 3 (paper -0.017 nat) |"),
+        (smaller, "**inconclusive**, +0.401 [-0.01, +0.004] nat, n = 3 (paper -0.017 nat) (*smaller than claimed*) |"),
     ):  # a decided paired test shows its numbers in the summary, its reading where it differs
         (folder / "b.json").write_text(json.dumps(fresh))
         out = tmp_path / f"decided-{fresh['verdict']}"

@@ -83,12 +83,13 @@ def _regime(c: Claim) -> str:
 
 def _fresh(record: dict) -> str:
     """A fresh test's verdict; where its record holds a decided paired test (``test``: ``mean``,
-    ``ci``, ``seeds``, ``reading``), its mean difference with the interval and n, the paper's
-    ``effect`` beside it, and the magnitude reading where it differs from the verdict."""
+    ``ci``, ``seeds``, ``reading``), its mean difference with the interval (in the record's ``unit``,
+    if any) and n, the paper's ``effect`` beside it, and the magnitude reading where it differs."""
     test, text = record.get("test", {}), f"{record['claim']}: **{record['verdict']}**"
+    unit = f" {record['unit']}" if "unit" in record else ""
     if "mean" in test and "ci" in test:
-        text += f", {test['mean']:+.3g} [{test['ci'][0]:+.3g}, {test['ci'][1]:+.3g}], n = {len(test['seeds'])}"
-        text += f" (paper {record['effect']:+g})" if "effect" in record else ""
+        text += f", {test['mean']:+.3g} [{test['ci'][0]:+.3g}, {test['ci'][1]:+.3g}]{unit}, n = {len(test['seeds'])}"
+        text += f" (paper {record['effect']:+g}{unit})" if "effect" in record else ""
         text += f" (*{test['reading']}*)" if test.get("reading", record["verdict"]) != record["verdict"] else ""
     return text
 

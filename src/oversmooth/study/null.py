@@ -37,7 +37,6 @@ def measure_null(preset: StudyConfig, inits: int) -> list[dict]:
     records (its first ``probe_size`` validation examples) as training measures it
     (``train.evaluation.layer_metrics``): the last layer's cos_sim per init, their mean and sample
     sd (None for one init)."""
-
     from oversmooth.train.evaluation import layer_metrics, validation_probe
     from oversmooth.train.run import build_model, data_options
     from oversmooth.train.task_factory import make_task

@@ -600,7 +600,7 @@ def test_the_claims_report_opens_with_one_row_per_claim_on_one_screen(tmp_path):
         assert ("third protocol" in verdict) is (claim.reading != claim.verdict) and claim.reading in verdict
         if claim.effect is not None:
             low, high = claim.ci
-            assert ours.startswith(f"{claim.effect:+.3g} [{low:+.3g}, {high:+.3g}] {UNITS[claim.id]} (")
+            assert ours.startswith(f"{claim.effect:+#.3g} [{low:+#.3g}, {high:+#.3g}] {UNITS[claim.id]} (")
             assert ours.endswith(f"n = {claim.n}")
         if claim.paper_effect is not None:
             carried = claim.paper_transferred
@@ -1349,12 +1349,12 @@ def test_the_third_protocols_records_are_tabled_as_recorded_and_a_damaged_one_is
     assert where.endswith("; 8: 0.6 vs 0.8")  # its regime joins the line, and the regime-less record's does not
     assert "claim of a" not in summary  # a record of no claim (a family's) does not
     decided = record | {"claim": "8 (SmolLM2)", "verdict": "contradicted", "effect": -0.017, "unit": "nat"}
-    decided["test"] = {"seeds": [10, 11, 12], "mean": 0.4012, "ci": [0.3951, 0.4073], "reading": "contradicted"}
+    decided["test"] = {"seeds": [10, 11, 12], "mean": 0.3996, "ci": [0.3951, 0.4073], "reading": "contradicted"}
     smaller = decided | {"verdict": "inconclusive"}
     smaller["test"] = decided["test"] | {"ci": [-0.01, 0.004], "reading": "smaller than claimed"}
     for fresh, shown in (
-        (decided, "**contradicted**, +0.401 [+0.395, +0.407] nat, n = 3 (paper -0.017 nat) |"),
-        (smaller, "**inconclusive**, +0.401 [-0.01, +0.004] nat, n = 3 (paper -0.017 nat) (*smaller than claimed*) |"),
+        (decided, "**contradicted**, +0.400 [+0.395, +0.407] nat, n = 3 (paper -0.017 nat) |"),
+        (smaller, "**inconclusive**, +0.400 [-0.0100, +0.00400] nat, n = 3 (paper -0.017 nat) (*smaller than claimed*) |"),
     ):  # a decided paired test shows its numbers in the summary, its reading where it differs
         (folder / "b.json").write_text(json.dumps(fresh))
         out = tmp_path / f"decided-{fresh['verdict']}"

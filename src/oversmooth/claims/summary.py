@@ -16,13 +16,22 @@ from oversmooth.claims.third_protocol import fresh_tests
 SHORT_ASIDE = 40
 
 
+def interval_text(mean: float, low: float, high: float) -> str:
+    """A mean and its interval to 3 significant figures, trailing zeros kept.
+
+    >>> interval_text(0.3996, 0.3943, 0.4049)
+    '+0.400 [+0.394, +0.405]'
+    """
+    return f"{mean:+#.3g} [{low:+#.3g}, {high:+#.3g}]"
+
+
 def effect_text(c: Claim, unit: str = "") -> str:
     """``+0.0236 [-0.131, +0.178] (98.75 %)``: the effect with its Holm-matched interval (in ``unit``)
     and level."""
     if c.effect is None:
         return "–"
     level = "" if c.ci_level is None else f" ({100 * c.ci_level:.4g} %)"
-    return f"{c.effect:+.3g} [{c.ci[0]:+.3g}, {c.ci[1]:+.3g}]{f' {unit}' if unit else ''}{level}"
+    return f"{interval_text(c.effect, *c.ci)}{f' {unit}' if unit else ''}{level}"
 
 
 def _unit(c: Claim) -> str:
@@ -88,7 +97,7 @@ def _fresh(record: dict) -> str:
     test, text = record.get("test", {}), f"{record['claim']}: **{record['verdict']}**"
     unit = f" {record['unit']}" if "unit" in record else ""
     if "mean" in test and "ci" in test:
-        text += f", {test['mean']:+.3g} [{test['ci'][0]:+.3g}, {test['ci'][1]:+.3g}]{unit}, n = {len(test['seeds'])}"
+        text += f", {interval_text(test['mean'], *test['ci'])}{unit}, n = {len(test['seeds'])}"
         text += f" (paper {record['effect']:+g}{unit})" if "effect" in record else ""
         text += f" (*{test['reading']}*)" if test.get("reading", record["verdict"]) != record["verdict"] else ""
     return text

@@ -466,6 +466,29 @@ def probes(quality=None, existence=None):
     return Probes(lower, broken, blocks, frontier, existence)
 
 
+def test_the_probes_plot_draws_the_deciding_lambda_and_labels_a_broken_one(tmp_path, monkeypatch):
+    """MiniLM's panel draws 1b's deciding lambda (the frontier, within budget) solid, and the
+    registered 0.6 dashed and labelled broken with what it did; each panel says the claimed side."""
+    from oversmooth.claims import report
+
+    figures = []
+    monkeypatch.setattr(report, "save_png", lambda plt, fig, path: figures.append(fig))
+    broken = Quality((QualityRow("neutreno", "lam=0.6", "output_cosine", 0.2, 1.0, None, False),))
+    report.plot_probes(probes(broken), tmp_path / "probes.png")
+    untrained, pretrained = figures[0].axes
+    lines = {line.get_label(): line for line in pretrained.get_lines()}
+    assert set(lines) == {
+        "softmax",
+        "NeuTRENO lam 0.1 (output cosine 0.97)",
+        "NeuTRENO lam 0.6 (broken: output cosine 0.2)",
+    }
+    assert list(lines["NeuTRENO lam 0.1 (output cosine 0.97)"].get_ydata()) == [0.1, 0.3, 0.52, 0.41]
+    assert lines["NeuTRENO lam 0.6 (broken: output cosine 0.2)"].get_linestyle() == "--"
+    assert lines["NeuTRENO lam 0.1 (output cosine 0.97)"].get_linestyle() == "-"
+    assert [line.get_label() for line in untrained.get_lines()] == ["softmax", "NeuTRENO lam 0.6"]
+    assert all("claimed: NeuTRENO lower" in ax.get_title() for ax in (untrained, pretrained))
+
+
 def test_static_claims_from_known_curves():
     broken = Quality((QualityRow("neutreno", "lam=0.6", "output_cosine", 0.2, 1.0, None, False),))
     claims = {c.id: c for c in decide_claims([], probes(broken), ids=("1a", "1b"))}
@@ -1003,6 +1026,9 @@ def test_the_lambda_plot_shows_each_continuations_gain_over_its_control(tmp_path
         "mean over the seeds that ran every lambda (n = 1), 95 % CI",
         "lambda 0.6: mean over every seed that ran it (n = 2), 95 % CI",
     ]
+    (shaded,) = [p for p in ax.patches if p.get_alpha() == 0.08]  # claim 8's side: above 0
+    assert shaded.get_y() == 0 and shaded.get_y() + shaded.get_height() == pytest.approx(ax.get_ylim()[1])
+    assert "claimed: 8 higher than 0 (shaded); 2c highest at lambda 0.6" in ax.get_title()
 
 
 def test_a_method_arm_that_has_not_plateaued_is_compared_at_equal_budget_and_says_so(tmp_path):
@@ -1354,7 +1380,10 @@ def test_the_third_protocols_records_are_tabled_as_recorded_and_a_damaged_one_is
     smaller["test"] = decided["test"] | {"ci": [-0.01, 0.004], "reading": "smaller than claimed"}
     for fresh, shown in (
         (decided, "**contradicted**, +0.400 [+0.395, +0.407] nat, n = 3 (paper -0.017 nat) |"),
-        (smaller, "**inconclusive**, +0.400 [-0.0100, +0.00400] nat, n = 3 (paper -0.017 nat) (*smaller than claimed*) |"),
+        (
+            smaller,
+            "**inconclusive**, +0.400 [-0.0100, +0.00400] nat, n = 3 (paper -0.017 nat) (*smaller than claimed*) |",
+        ),
     ):  # a decided paired test shows its numbers in the summary, its reading where it differs
         (folder / "b.json").write_text(json.dumps(fresh))
         out = tmp_path / f"decided-{fresh['verdict']}"

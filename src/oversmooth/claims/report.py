@@ -60,26 +60,34 @@ OUTPUTS = (
 
 
 def plot_probes(probes: Probes, path: Path) -> None:
-    plt, fig, axes = figure(1, 2, 9.0, 3.4)
-    for ax, (title, pair) in zip(
-        axes[0],
-        (("untrained DeiT-tiny (G.3)", probes.random_init), ("pretrained MiniLM, patched (G.9)", probes.pretrained)),
-    ):
-        for which, style in (("baseline", "-"), ("neutreno", "--")):
-            values = pair.mean(which)
-            ax.plot(
-                range(len(values)),
-                values,
-                style,
-                marker="o",
-                ms=3,
-                label="softmax" if which == "baseline" else f"NeuTRENO lam {pair.lam}",
-            )
+    """Claims 1a and 1b, no training: per-layer cos_sim with softmax and with NeuTRENO (claimed:
+    lower), on the untrained DeiT-tiny body and on MiniLM. MiniLM's panel draws the lambda that
+    decides 1b (``frontier``: the largest within the quality budget) beside the registered 0.6;
+    a lambda outside the budget is dashed and labelled broken, with what it did to the model."""
+    plt, fig, axes = figure(1, 2, 9.0, 3.8)
+    panels = (  # each legend where its panel's curves leave room
+        ("1a, untrained DeiT-tiny (G.3)", [probes.random_init], "center right"),
+        (
+            "1b, pretrained MiniLM (G.9)",
+            [p for p in (probes.frontier, probes.pretrained) if p is not None],
+            "upper left",
+        ),
+    )
+    for ax, (title, pairs, corner) in zip(axes[0], panels):
+        baseline = pairs[0].mean("baseline")
+        ax.plot(range(len(baseline)), baseline, "-", color="black", marker="o", ms=3, label="softmax")
+        for pair in pairs:
+            values = pair.mean("neutreno")
+            broken = pair.quality is not None and not pair.quality.within_budget
+            label = f"NeuTRENO lam {pair.lam:g}"
+            if pair.quality is not None:
+                label += f" ({'broken: ' if broken else ''}{pair.quality.headline()})"
+            ax.plot(range(len(values)), values, "--" if broken else "-", marker="o", ms=3, label=label)
         ax.set_xlabel("layer (0 = embeddings)")
         ax.set_ylabel("cos_sim")
-        ax.set_title(title, fontsize=9)
+        ax.set_title(f"{title}; claimed: NeuTRENO lower\n{textwrap.fill(pairs[0].source, 70)}", fontsize=8)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=7, loc=corner)
     save_png(plt, fig, path)
 
 
@@ -233,7 +241,7 @@ def plot_effects(claims: list[Claim], path: Path) -> None:
         if c.margin is not None:
             for bound in (-c.margin, c.margin):
                 ax.axhline(bound, color="tab:red", ls="--", lw=0.8)
-        claimed = _shade_claimed(ax, c)
+        claimed = _shade_claimed(ax, c.direction, c.margin)
         ax.set_xticks([])
         ax.set_xlim(-0.5, 1.5)
         title = f"{c.id} ({c.family}): {c.verdict}"
@@ -247,23 +255,24 @@ def plot_effects(claims: list[Claim], path: Path) -> None:
     save_png(plt, fig, path)
 
 
-def _shade_claimed(ax, c: Claim) -> str:
-    """Shade the side of 0 a claim states (inside the margin for an equivalence claim), widening
-    the view so that at least a sixth of it shows; the claimed side in words."""
+def _shade_claimed(ax, direction: str | None, margin: float | None = None) -> str:
+    """Shade the side of 0 a claim states, ``direction`` "higher" or "lower" (inside ``margin`` for
+    an equivalence claim), widening the view so that at least a sixth of it shows; the claimed side
+    in words."""
     low, high = ax.get_ylim()
-    if c.margin is not None:
-        ax.axhspan(-c.margin, c.margin, color="tab:green", alpha=0.08, lw=0)
+    if margin is not None:
+        ax.axhspan(-margin, margin, color="tab:green", alpha=0.08, lw=0)
         ax.set_ylim(low, high)
-        return f"inside +-{c.margin:.3g}"
+        return f"inside +-{margin:.3g}"
     room = (high - low) / 6
-    if c.direction == "higher":
+    if direction == "higher":
         high = max(high, room)
         ax.axhspan(0, high, color="tab:green", alpha=0.08, lw=0)
     else:
         low = min(low, -room)
         ax.axhspan(low, 0, color="tab:green", alpha=0.08, lw=0)
     ax.set_ylim(low, high)
-    return f"{c.direction} than 0"
+    return f"{direction} than 0"
 
 
 def adaptation_table(adapted: list[dict]) -> str:
@@ -349,9 +358,14 @@ def plot_lambdas(adapted: list[dict], path: Path) -> None:
                 label=f"lambda {lam:g}: mean over every seed that ran it (n = {len(values)}), 95 % CI",
             )
     ax.axhline(0.0, color="black", lw=0.8)
+    claimed = _shade_claimed(ax, "higher")
     ax.set_xscale("log")
     ax.set_xticks(lams, [f"{lam:g}" for lam in lams])
     ax.minorticks_off()
+    ax.set_title(
+        f"claims 8 and 2c: NeuTRENO continuation - control\nclaimed: 8 {claimed} (shaded); 2c highest at lambda 0.6",
+        fontsize=8,
+    )
     ax.set_xlabel("NeuTRENO lambda in the continuation (thin: each seed)")
     ax.set_ylabel("test accuracy - control's (pp)")
     ax.grid(alpha=0.3)
@@ -458,7 +472,10 @@ def render_claims(
     ]
     if depth_cells:
         files["claim4_depth.png"] = lambda p: plot_depth(
-            depth_cells, p, f"claim 4: {DEPTH.name}, seeds {depth.seeds[0]}-{depth.seeds[-1]}"
+            depth_cells,
+            p,
+            f"claim 4: {DEPTH.name}, seeds {depth.seeds[0]}-{depth.seeds[-1]}; claimed: post-norm falls behind "
+            "pre-norm with depth (4a), de-escalation lifts post-norm (4b)",
         )
         lines += [
             f"Claim 4 ({DEPTH.name}, seeds {depth.seeds[0]}-{depth.seeds[-1]}): test accuracy and last-layer "

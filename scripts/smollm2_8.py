@@ -150,6 +150,17 @@ def regime(null: dict, seeds: list[int]) -> str:
     )
 
 
+def start_text(seed: int) -> str:
+    """Where the arms started (their validation NLL before any step, the same for every seed: the
+    pretrained model, patched or not), and what that makes of the test."""
+    result = AdaptResult.from_dict(json.loads((ARCHIVE / f"s{seed}" / "adapt.json").read_text()))
+    return (
+        f"; before any step NeuTRENO (lam 0.4) is at {result.patched[0].start['loss']:.2f} nats against the "
+        f"control's {result.control.start['loss']:.2f} (claim 1b's perplexity budget on SmolLM2 admitted lam 0.05 "
+        "only), so this tests whether 200 steps recover from that start, not NeuTRENO at a lam within budget"
+    )
+
+
 def evaluation_part(first: list[float], second: list[float]) -> dict[str, float]:
     """How much of two seeds' difference the evaluation set can explain: both were evaluated on the
     same sequences, so what a larger set would average away is the seed x sequence part, the
@@ -208,7 +219,7 @@ def main() -> None:
         summary["sentence"] = f"{len(pairs)} of the {needed} test seeds the pilot's seed rule asks have finished"
         if len(pairs) == needed:
             decision = decide([m for m, _ in pairs.values()], [c for _, c in pairs.values()], "lower")
-            summary |= {"verdict": decision.verdict, "sentence": decision.reason}
+            summary |= {"verdict": decision.verdict, "sentence": decision.reason + start_text(min(pairs))}
             summary["test"] |= {
                 "reading": in_magnitude(decision, EFFECT),
                 "mean": decision.test.mean,

@@ -323,7 +323,8 @@ def _read(read: Callable[[dict], float | None], arm: dict) -> float | None:
 def plot_lambdas(adapted: list[dict], path: Path) -> None:
     """Claims 8 and 2c: per seed, test accuracy after each NeuTRENO continuation minus the control's
     (thin), by lambda; the mean over the seeds that ran every lambda with its 95 % t interval (bold),
-    and beside it, for a lambda more seeds ran, the mean over all of them (squares): one n a line."""
+    and beside it, for a lambda more seeds ran, the mean over all of them (squares): one n a line;
+    claim 8's side of 0 (NeuTRENO above the control) shaded."""
     from oversmooth.claims.adaptations import LAMBDAS, arm_accuracy
 
     plt, fig, axes = figure(1, 1, 5.5, 3.4)

@@ -42,12 +42,21 @@ def archive() -> None:
                 shutil.copy2(run / name, ARCHIVE / run.name / name)
 
 
+def archived(seed: int) -> Path:
+    """Where seed ``seed``'s adapt.json is archived."""
+    return ARCHIVE / f"s{seed}" / "adapt.json"
+
+
+def adapt_result(seed: int) -> AdaptResult:
+    """Seed ``seed``'s archived adaptation."""
+    return AdaptResult.from_dict(json.loads(archived(seed).read_text()))
+
+
 def val_nll(seed: int) -> tuple[float, float] | None:
     """(NeuTRENO, control) validation NLL per token after the last step; None while unfinished."""
-    path = ARCHIVE / f"s{seed}" / "adapt.json"
-    if not path.is_file():
+    if not archived(seed).is_file():
         return None
-    result = AdaptResult.from_dict(json.loads(path.read_text()))
+    result = adapt_result(seed)
     return result.patched[0].val["loss"], result.control.val["loss"]
 
 
@@ -65,7 +74,7 @@ def sequence_differences(seed: int) -> list[float]:
     from oversmooth.adapt.text_blocks import documents, token_blocks
     from oversmooth.hf.load import load
 
-    config = json.loads((ARCHIVE / f"s{seed}" / "adapt.json").read_text())["config"]
+    config = json.loads(archived(seed).read_text())["config"]
     torch.set_num_threads(config["threads"] or 1)
     nll = {}
     for arm in ("control", "neutreno-lam0.4"):
@@ -102,7 +111,7 @@ def random_init_null(seed: int, inits: int = 3) -> dict:
     from oversmooth.analyze.null import random_init
     from oversmooth.train.evaluation import layer_metrics, validation_probe
 
-    recorded = json.loads((ARCHIVE / f"s{seed}" / "adapt.json").read_text())
+    recorded = json.loads(archived(seed).read_text())
     config = AdaptConfig.from_dict(recorded["config"])
     torch.set_num_threads(config.threads or 1)
     source = PretrainedSource(config)
@@ -137,7 +146,7 @@ def random_init_null(seed: int, inits: int = 3) -> dict:
 def regime(null: dict, seeds: list[int]) -> str:
     """The control's last-layer cos_sim after adaptation (mean over those of ``seeds`` that recorded
     one) beside the null, and what DESIGN 9.8's rule (``OVERSMOOTHS``) and the null each say of it."""
-    results = [AdaptResult.from_dict(json.loads((ARCHIVE / f"s{s}" / "adapt.json").read_text())) for s in seeds]
+    results = [adapt_result(s) for s in seeds]
     measured = [r.control.cos_sim_last for r in results if r.control.cos_sim_last is not None]
     after = statistics.fmean(measured)
     rule = "at or above" if after >= OVERSMOOTHS else "below"
@@ -153,7 +162,7 @@ def regime(null: dict, seeds: list[int]) -> str:
 def start_text(seed: int) -> str:
     """Where the arms started (their validation NLL before any step, the same for every seed: the
     pretrained model, patched or not), and what that makes of the test."""
-    result = AdaptResult.from_dict(json.loads((ARCHIVE / f"s{seed}" / "adapt.json").read_text()))
+    result = adapt_result(seed)
     return (
         f"; before any step NeuTRENO (lam 0.4) is at {result.patched[0].start['loss']:.2f} nats against the "
         f"control's {result.control.start['loss']:.2f} (claim 1b's perplexity budget on SmolLM2 admitted lam 0.05 "

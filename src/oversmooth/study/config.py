@@ -1,4 +1,4 @@
-"""What a study trains: a grid of task x norm x depth x method variant x seed, one cell per run.
+"""What a study trains: a grid of recipe x task x norm x depth x method variant x seed, one cell per run.
 
 A study is written as a ``StudyConfig`` (a preset, or a JSON / TOML file with the same fields).
 Each ``Cell`` is one training run with its own folder; ``Cell.spec()`` is its ``RunSpec``, whose
@@ -81,8 +81,45 @@ class Variant:
 
 
 @dataclass(frozen=True)
+class Recipe:
+    """One training recipe of a grid over recipes: ``train`` fields that override the study's
+    (``lr``, ``warmup``, ``grad_clip``, ``width``...), under a label that goes into cell names.
+
+    >>> Recipe("lr4e-3", {"lr": 4e-3}).label
+    'lr4e-3'
+    """
+
+    label: str
+    train: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not re.fullmatch(r"[A-Za-z0-9_.+=-]+", self.label):
+            raise UsageError(f"recipe label {self.label!r} may use letters, digits and _.+=- only")
+        _check_train(self.train, f"recipe {self.label!r}")
+
+    @classmethod
+    def parse(cls, item: Any) -> Recipe:
+        """``{"label": "lr4e-3", "lr": 4e-3}``: a label and the ``train`` fields it overrides."""
+        if not isinstance(item, dict) or not isinstance(item.get("label"), str):
+            raise UsageError(f"a recipe entry must be a table with a 'label', got {item!r}")
+        return cls(item["label"], {k: v for k, v in item.items() if k != "label"})
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"label": self.label, **self.train}
+
+
+def _check_train(train: dict[str, Any], where: str) -> None:
+    """UsageError when ``train`` sets a field that the grid sets itself."""
+    taken = sorted(set(train) & set(GRID_FLAGS))
+    if taken:
+        raise UsageError(
+            f"{where} may not set {', '.join(taken)}: the grid sets them (use tasks, norms, depths, methods, seeds)"
+        )
+
+
+@dataclass(frozen=True)
 class Cell:
-    """One training run of the grid."""
+    """One training run of the grid; ``recipe`` is the label of its recipe ("" in a study without recipes)."""
 
     study: str
     model: str
@@ -92,12 +129,14 @@ class Cell:
     variant: Variant
     seed: int
     train: dict[str, Any]
+    recipe: str = ""
 
     @property
     def name(self) -> str:
         """The cell's folder name, unique within a study."""
         task = re.sub(r"[^A-Za-z0-9]+", "_", self.task).strip("_")
-        return f"{task}-{self.norm}-d{self.depth}-{self.variant.label}-s{self.seed}"
+        recipe = f"-{self.recipe}" if self.recipe else ""
+        return f"{task}{recipe}-{self.norm}-d{self.depth}-{self.variant.label}-s{self.seed}"
 
     def spec(self) -> RunSpec:
         """The cell's run, less where it runs (``out``, ``resume``: the runner's)."""
@@ -126,6 +165,7 @@ class Cell:
             "depth": self.depth,
             "variant": self.variant.to_dict(),
             "seed": self.seed,
+            **({"recipe": self.recipe} if self.recipe else {}),
             "spec": spec.to_dict(),
             "command": spec.command(),
         }
@@ -151,9 +191,10 @@ def _tuple(value: Any, name: str, kind: type | tuple[type, ...], what: str) -> t
 @dataclass(frozen=True)
 class StudyConfig:
     """A grid of training runs. ``train`` holds every other ``RunSpec`` field (``width``,
-    ``heads``, ``epochs``, ``lr``, ``batch_size``, ``limit_train``, ``compile``...), shared by all cells.
-    A list that names one value twice (seeds, depths, tasks, norms, method labels) is a ``FieldError``
-    naming it: a study file's key, or the CLI's flag.
+    ``heads``, ``epochs``, ``lr``, ``batch_size``, ``limit_train``, ``compile``...), shared by all cells;
+    ``recipes`` (optional) make the grid run once per recipe, each overriding some ``train`` fields.
+    A list that names one value twice (seeds, depths, tasks, norms, method or recipe labels) is a
+    ``FieldError`` naming it: a study file's key, or the CLI's flag.
     """
 
     name: str
@@ -165,6 +206,7 @@ class StudyConfig:
     seeds: tuple[int, ...] = (0,)
     train: dict[str, Any] = field(default_factory=dict)
     description: str = ""
+    recipes: tuple[Recipe, ...] = ()
     #: where the cells run (a file's ``[executor]`` table); not part of what the study trains
     executor: ExecutorSettings = field(default_factory=ExecutorSettings, compare=False)
 
@@ -175,17 +217,19 @@ class StudyConfig:
         set_("norms", _tuple(self.norms, "norms", str, "'pre' / 'post'"))
         set_("seeds", _tuple(self.seeds, "seeds", int, "whole numbers"))
         set_("variants", tuple(v if isinstance(v, Variant) else Variant.parse(v) for v in self.variants))
+        set_("recipes", tuple(r if isinstance(r, Recipe) else Recipe.parse(r) for r in self.recipes))
         if self.model not in ("vit", "lm"):
             raise UsageError(f"study model must be vit or lm, got {self.model!r}")
         if not self.variants:
             raise UsageError("a study needs at least one method")
         lists = {name: getattr(self, name) for name in ("tasks", "norms", "depths", "seeds")}
-        for name, values in {**lists, "methods": [v.label for v in self.variants]}.items():
+        labelled = {"methods": [v.label for v in self.variants], "recipes": [r.label for r in self.recipes]}
+        for name, values in {**lists, **labelled}.items():
             twice = list(dict.fromkeys(v for v in values if values.count(v) > 1))
             if twice:
                 raise FieldError(
                     "{%s}%s must be unique; %s given more than once"
-                    % (name, " labels" if name == "methods" else "", ", ".join(map(str, twice)))
+                    % (name, " labels" if name in labelled else "", ", ".join(map(str, twice)))
                 )
         for variant in self.variants:
             stray = sorted(set(variant.norms or ()) - set(self.norms))
@@ -196,19 +240,15 @@ class StudyConfig:
                 )
         if isinstance(self.train.get("compile"), bool):  # `compile = true` in a file: compile mode on
             set_("train", {**self.train, "compile": "on" if self.train["compile"] else "off"})
-        taken = sorted(set(self.train) & set(GRID_FLAGS))
-        if taken:
-            raise UsageError(
-                f"study 'train' may not set {', '.join(taken)}: the grid sets them "
-                "(use tasks, norms, depths, methods, seeds)"
-            )
+        _check_train(self.train, "study 'train'")
 
     def cells(self) -> list[Cell]:
-        """Every cell, in the order they run: seed, task, norm, depth, then method, so the first
-        seed's grid is whole before the next starts and partial results compare like with like."""
+        """Every cell, in the order they run: seed, recipe, task, norm, depth, then method, so the
+        first seed's grid is whole before the next starts and partial results compare like with like."""
         return [
-            Cell(self.name, self.model, task, norm, depth, variant, seed, dict(self.train))
+            Cell(self.name, self.model, task, norm, depth, variant, seed, {**self.train, **train}, recipe)
             for seed in self.seeds
+            for recipe, train in ([(r.label, r.train) for r in self.recipes] or [("", {})])
             for task in self.tasks
             for norm in self.norms
             for depth in self.depths
@@ -227,12 +267,13 @@ class StudyConfig:
             "methods": [v.to_dict() for v in self.variants],
             "seeds": list(self.seeds),
             "train": self.train,
+            **({"recipes": [r.to_dict() for r in self.recipes]} if self.recipes else {}),
         }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], default_name: str = "study") -> StudyConfig:
         """From the file form: like ``to_dict``; ``methods`` entries are names or tables."""
-        fields = {"name", "description", "model", "tasks", "norms", "depths", "methods", "seeds", "train", "executor"}
+        fields = {"name", "description", "model", "tasks", "norms", "depths", "methods", "seeds", "train", "recipes", "executor"}
         unknown = sorted(set(data) - fields)
         if unknown:
             raise UsageError(f"unknown study field(s) {', '.join(unknown)}; valid: {', '.join(sorted(fields))}")
@@ -241,7 +282,7 @@ class StudyConfig:
             raise UsageError(f"study file lacks {', '.join(missing)}")
         if not isinstance(data.get("train", {}), dict):
             raise UsageError("study field 'train' must be a table of oversmooth train flags")
-        rest = {k: v for k, v in data.items() if k not in ("methods", "name", "executor")}
+        rest = {k: v for k, v in data.items() if k not in ("methods", "name", "executor", "recipes")}
         try:
             return cls(
                 name=str(data.get("name", default_name)),
@@ -249,6 +290,11 @@ class StudyConfig:
                 variants=tuple(
                     Variant.parse(m) for m in _tuple(data["methods"], "methods", (str, dict), "method names or tables")
                 ),
+                recipes=tuple(
+                    Recipe.parse(r) for r in _tuple(data["recipes"], "recipes", dict, "recipe tables")
+                )
+                if "recipes" in data
+                else (),
                 **rest,
             )
         except FieldError as error:

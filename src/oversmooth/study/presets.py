@@ -23,7 +23,7 @@ results/ still read; docs/studies.md tells what they found.
 from __future__ import annotations
 
 from oversmooth.errors import UsageError, did_you_mean
-from oversmooth.study.config import StudyConfig, Variant
+from oversmooth.study.config import Recipe, StudyConfig, Variant
 
 _M = Variant.parse
 
@@ -119,6 +119,22 @@ REGIME_P4 = {**DEPTH_W32, "width": 64, "patch_size": 4}
 #: the regime pilot's follow-up, fixed by its rule before it ran: 2 x 2 patches (196 + CLS tokens,
 #: DeiT-tiny's token count) on the same body
 REGIME_P2 = {**REGIME_P4, "patch_size": 2}
+
+
+#: the fourth step's post-norm failure screen (docs/registrations/fourth-step.md): depth-w32's body
+#: for 2 epochs at widths 32 and 64, over the knobs that make post-LN fail (Xiong et al. 2020; Liu
+#: et al. 2020; DeepNet): lr 4e-3 and 8e-3 (2x and 4x depth-w32's), warm-up 0 or 5 %, clipping off
+#: or at 1; in the registered order of cost, then of departure from depth-w32's recipe.
+SCREEN_RECIPES = tuple(
+    Recipe(
+        f"w{width}-lr{lr:g}-wu{warmup:g}-clip{clip:g}",
+        {"width": width, "lr": lr, "warmup": warmup, "grad_clip": clip},
+    )
+    for width in (32, 64)
+    for lr in (4e-3, 8e-3)
+    for warmup in (0.05, 0.0)
+    for clip in (1.0, 0.0)
+)
 
 
 def _long(name: str, model: str, task: str, depth: int, train: dict) -> StudyConfig:
@@ -341,6 +357,20 @@ STUDY_PRESETS: dict[str, StudyConfig] = {
         "LayerScale pre-norm, ReZero without norms; seeds 10-13",
     ),
     "depth-w32-d192-pilot": _depth_pilot(192, "one step deeper, as its rule says when depth 96 finds no failure"),
+    "postnorm-screen": StudyConfig(
+        name="postnorm-screen",
+        model="vit",
+        tasks=("fmnist",),
+        norms=("post", "pre"),
+        depths=(48, 96),
+        variants=(_M("softmax"),),
+        seeds=(0,),
+        train={**DEPTH_W32, "epochs": 2, "checkpoint_every": 0},
+        recipes=SCREEN_RECIPES,
+        description="fourth step, claim 4's post-norm failure screen: depth-w32's body for 2 epochs at depths 48 "
+        "and 96, post- vs pre-norm softmax, over width {32, 64} x lr {4e-3, 8e-3} x warm-up {5 %, 0} x clipping "
+        "{1, off}; seed 0: where does post-norm fail (at chance, or >= 5 pp below pre-norm) while pre-norm trains?",
+    ),
     "regime-pilot": StudyConfig(
         name="regime-pilot",
         model="vit",

@@ -50,7 +50,7 @@ class TrainConfig:
     lr: float = 1e-3
     weight_decay: float = 0.05
     warmup_fraction: float = 0.05
-    grad_clip: float = 1.0
+    grad_clip: float = 1.0  # largest gradient norm; 0: no clipping (the norm is still checked)
     seed: int = 0
     checkpoint_every: int = 0  # steps between mid-epoch checkpoints; 0: at epoch ends only
     eval_batch_size: int = 256
@@ -433,7 +433,7 @@ def optimizer_step(
     mean_loss, refused = runner.run(forward_backward)
     if refused:
         return mean_loss, refused
-    grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip).item()
+    grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip or math.inf).item()
     if not math.isfinite(grad_norm):
         return mean_loss, f"gradient norm became {grad_norm}"
     optimizer.step()

@@ -127,7 +127,7 @@ class RunSpec:
     lr: float = option(1e-3, group=OPTIMISATION)
     weight_decay: float = option(0.05, group=OPTIMISATION)
     warmup: float = option(0.05, "warm-up share of all steps", group=OPTIMISATION)
-    grad_clip: float = option(1.0, group=OPTIMISATION)
+    grad_clip: float = option(1.0, "largest gradient norm; 0: no clipping", group=OPTIMISATION)
     seed: int = option(0, group=OPTIMISATION)
     # run (RUN_OPTIONS, and device, bf16, probe_size)
     out: str | None = option(None, "run folder: checkpoint, metrics.jsonl, results.json, model/", group=RUN)
@@ -162,12 +162,11 @@ class RunSpec:
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise FieldError("{%s} must be at least 1, got {got}" % name, got=value)
-        for name in ("checkpoint_every", "weight_decay"):
-            if getattr(self, name) < 0:
+        for name in ("checkpoint_every", "weight_decay", "grad_clip"):
+            if not getattr(self, name) >= 0:
                 raise FieldError("{%s} must be >= 0, got {got}" % name, got=getattr(self, name))
-        for name in ("lr", "grad_clip"):
-            if not getattr(self, name) > 0:
-                raise FieldError("{%s} must be > 0, got {got}" % name, got=getattr(self, name))
+        if not self.lr > 0:
+            raise FieldError("{lr} must be > 0, got {got}", got=self.lr)
         check_seed(self.seed)
         for name in ("warmup", "label_smoothing"):
             if not 0 <= getattr(self, name) < 1:

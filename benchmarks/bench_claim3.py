@@ -22,8 +22,8 @@ import sys
 import torch
 from bench_overhead import Shape, train_step
 
-from oversmooth.atomic import atomic_write
 from oversmooth.bench.timing import allow_compiled_models, interleaved_rounds, step_clock
+from oversmooth.utils.atomic import atomic_write
 
 SHAPE = Shape(
     "fmnist-p7 (8 x 64, MLP x2, 17 tokens)",

@@ -1,5 +1,5 @@
 """The null of a trained cell's last-layer cos_sim: each arm of the named study presets at random
-initialisation (``oversmooth.study.null.measure_null``), written to ``RESULTS/<preset>/null.json``.
+initialisation (``oversmooth.study.null.measure_arm_nulls``), written to ``RESULTS/<preset>/null.json``.
 DESIGN 9.8: every trained claim's row reports its baseline's last-layer cos_sim beside this value.
 
     PYTHONPATH=src .venv/bin/python scripts/random_init_null.py fmnist-p7 austen-p3 depth-w32

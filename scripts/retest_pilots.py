@@ -12,11 +12,11 @@ import json
 import statistics
 from pathlib import Path
 
-from oversmooth.atomic import atomic_write
 from oversmooth.claims.measures import sign_flips_vs_sham
 from oversmooth.claims.verdicts import decide
 from oversmooth.study.results import paired_score, read_studies
 from oversmooth.study.stats import holm, min_detectable_effect, seed_plan
+from oversmooth.utils.atomic import atomic_write
 
 FAMILY = ("1b", "5c", "6")
 ALPHA, MOST = 0.05 / len(FAMILY), 12

@@ -21,10 +21,10 @@ import statistics
 from pathlib import Path
 
 from oversmooth.adapt.result import AdaptResult
-from oversmooth.atomic import atomic_write
 from oversmooth.claims.protocol import OVERSMOOTHS
 from oversmooth.claims.verdicts import decide, in_magnitude
 from oversmooth.study.stats import min_detectable_effect, seed_plan
+from oversmooth.utils.atomic import atomic_write
 
 RUNS, ARCHIVE = Path("runs/smollm2-8"), Path("results/third-protocol/smollm2-8")
 PILOT, FIRST_TEST_SEED, MOST = (0, 1), 10, 12

@@ -162,7 +162,7 @@ def test_causal_lm_objective_scores_as_transformers_does(text_file, tmp_path):
 
     saved = tmp_path / "a" / "arms" / "neutreno" / "model"
     again = load(str(saved), 2)
-    # a causal LM's default lambda: the paper's LM value (one rule for defaults, hf.patch.resolve_knobs)
+    # a causal LM's default lambda: the paper's LM value (one rule for defaults, mitigations.registry.patch_knobs)
     assert patched_method(again.model) == "neutreno" and again.patch["knobs"] == {"lam": 0.4}
     fresh = patch(AutoModelForCausalLM.from_pretrained(saved, config=again.model.config).eval(), "neutreno", lam=0.4)
     ids = blocks[:2, :-1]

@@ -10,8 +10,14 @@ import transformers
 from hf_tiny import CONFIGS, WORDS, save_tiny, tiny_inputs, tiny_model
 
 from oversmooth.analyze.analysis import run_analysis
-from oversmooth.analyze.frontier import default_sweeps, parse_sweeps
-from oversmooth.analyze.settings import DEFAULT_SEQUENCES, DEFAULT_TEXT_TOKENS, AnalysisSettings, Budget
+from oversmooth.analyze.settings import (
+    DEFAULT_SEQUENCES,
+    DEFAULT_TEXT_TOKENS,
+    AnalysisSettings,
+    Budget,
+    default_sweeps,
+    parse_sweeps,
+)
 from oversmooth.cli import main
 from oversmooth.cli.analyze import build_defaults
 from oversmooth.errors import FieldError, UsageError

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from oversmooth.errors import UsageError
-from oversmooth.seeds import SEED_LIMIT, check_seed
+from oversmooth.utils.seeds import SEED_LIMIT, check_seed
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2**63, SEED_LIMIT - 1, -1, SEED_LIMIT, -(2**63), 2**70])

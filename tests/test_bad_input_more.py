@@ -8,7 +8,6 @@ import pytest
 import torch
 from test_study_executors import TINY  # a one-cell study of seconds
 
-from oversmooth import memory
 from oversmooth.cli import main
 from oversmooth.errors import FieldError, UsageError
 from oversmooth.layers import StackConfig
@@ -24,6 +23,7 @@ from oversmooth.theory import run as theory_run
 from oversmooth.theory.experiment import Setup
 from oversmooth.theory.run import needed_bytes
 from oversmooth.train.run_spec import RunSpec
+from oversmooth.utils import memory
 
 TRAIN = "train --task synthetic --model vit --depth 1 --width 8 --heads 2 --batch-size 32 --threads 1 --no-progress"
 

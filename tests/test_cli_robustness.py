@@ -124,7 +124,7 @@ def test_metrics(world, capsys, data):
 @SLOW
 @given(data=st.data())
 def test_theory(world, capsys, data, monkeypatch):
-    monkeypatch.setattr("oversmooth.atomic.atomic_directory", stop)
+    monkeypatch.setattr("oversmooth.utils.atomic.atomic_directory", stop)
     monkeypatch.setattr("oversmooth.theory.experiment.run_preset", stop)
     argv = [
         "theory",
@@ -296,11 +296,11 @@ def test_two_runs_on_one_folder(tmp_path):
 def test_a_folder_without_write_permission_is_refused(tmp_path, monkeypatch):
     """(Root may write anywhere, so the permission is taken away through os.access.)"""
     from oversmooth.errors import UsageError
-    from oversmooth.outputs import check_output_dir, check_output_file
+    from oversmooth.utils.outputs import check_output_dir, check_output_file
 
     locked = tmp_path / "locked"
     locked.mkdir()
-    monkeypatch.setattr("oversmooth.outputs.os.access", lambda path, mode: Path(path) != locked)
+    monkeypatch.setattr("oversmooth.utils.outputs.os.access", lambda path, mode: Path(path) != locked)
     for check, target in (
         (check_output_dir, locked),
         (check_output_dir, locked / "new" / "out"),

@@ -134,7 +134,7 @@ def test_bad_inputs_exit_2_and_write_nothing(bert_dir, tmp_path, capsys, monkeyp
     (package / "__init__.py").write_text("raise ImportError('boom')\n")
     monkeypatch.syspath_prepend(str(tmp_path / "site"))
     expect_usage_error(capsys, ["brokenpkg"], out, "fails to import (ImportError: boom)")
-    monkeypatch.setattr("oversmooth.memory.available_bytes", lambda: 1000)
+    monkeypatch.setattr("oversmooth.utils.memory.available_bytes", lambda: 1000)
     expect_usage_error(capsys, [str(bert_dir), "--text", TEXT], out, "GiB is free")
 
 

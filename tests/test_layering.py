@@ -100,6 +100,62 @@ def violations(src: pathlib.Path, rules: dict) -> list[str]:
     return found
 
 
+def import_cycles(src: pathlib.Path) -> list[list[str]]:
+    """The import cycles among the modules of ``src/oversmooth`` (every import, those inside
+    functions too): each strongly connected component of more than one module, sorted. A package's
+    ``__init__`` counts as the package's module; a module importing its own package is no edge."""
+    graph = {module_name(path, src): set() for path in (src / "oversmooth").rglob("*.py")}
+    for path in (src / "oversmooth").rglob("*.py"):
+        here = module_name(path, src)
+        graph[here] |= {
+            target
+            for _, target in imported_modules(path, src)
+            if target in graph and target != here and not here.startswith(target + ".")
+        }
+    index, low, stack, on_stack, cycles = {}, {}, [], set(), []
+
+    def visit(node: str) -> None:  # Tarjan's strongly connected components
+        index[node] = low[node] = len(index)
+        stack.append(node), on_stack.add(node)
+        for target in sorted(graph[node]):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while not component or component[-1] != node:
+                component.append(stack.pop())
+                on_stack.discard(component[-1])
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return sorted(cycles)
+
+
+def test_no_module_imports_itself_through_others():
+    assert import_cycles(ROOT / "src") == []
+
+
+def test_the_cycle_finder_finds_a_cycle_through_a_function_level_import(tmp_path):
+    tree = {
+        "oversmooth/__init__.py": "",
+        "oversmooth/analyze/__init__.py": "",
+        "oversmooth/analyze/a.py": "from oversmooth.analyze import b\n",
+        "oversmooth/analyze/b.py": "def f():\n    from oversmooth.analyze.c import g\n",
+        "oversmooth/analyze/c.py": "from . import a\n",
+        "oversmooth/analyze/d.py": "from . import a\n",
+    }
+    for name, text in tree.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    assert import_cycles(tmp_path) == [["oversmooth.analyze.a", "oversmooth.analyze.b", "oversmooth.analyze.c"]]
+
+
 def test_every_import_in_the_tree_keeps_the_map():
     assert violations(ROOT / "src", read_map(DESIGN.read_text())) == []
 

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from oversmooth.bench.cost import activation_bytes
-from oversmooth.layers import METHODS, Attention, MitigationConfig
+from oversmooth.layers import METHOD_FORMULAS, Attention, MitigationConfig
 from oversmooth.mitigations.deescalation import Deescalation
 
 WIDTH, HEADS, TOKENS = 12, 3, 6
@@ -67,7 +67,7 @@ def randomise(module, seed):
 
 
 SPECS = [
-    *[(m,) for m in METHODS if m != "deescalate"],
+    *[(m,) for m in METHOD_FORMULAS if m != "deescalate"],
     ("neutreno", "featscale"),
     ("symmetric", "value_residual", "neutreno", "attnscale", "spectral"),
     ("deescalate",),

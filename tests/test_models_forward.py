@@ -4,10 +4,10 @@ import pytest
 import torch
 
 from oversmooth.errors import UsageError
-from oversmooth.layers import METHODS, MitigationConfig
+from oversmooth.layers import METHOD_FORMULAS, MitigationConfig
 from oversmooth.models import CausalLM, CausalLMConfig, ViT, ViTConfig
 
-ALL = ["softmax", *METHODS, "neutreno+featscale", "symmetric+neutreno+deescalate+attnscale"]
+ALL = ["softmax", *METHOD_FORMULAS, "neutreno+featscale", "symmetric+neutreno+deescalate+attnscale"]
 
 
 @pytest.mark.parametrize("method", ALL)

@@ -1,4 +1,4 @@
-"""An output folder is never merged into (``oversmooth.outputs``): every command refuses an
+"""An output folder is never merged into (``oversmooth.utils.outputs``): every command refuses an
 ``--out`` that already holds files with one line naming the way on (``--force``, or resume for
 ``train``), exit 2, and nothing written; with ``--force`` the files of an earlier run that are not
 written again are gone, other files are kept, and ``analyze`` says every file it wrote."""

@@ -32,7 +32,7 @@ def analyze_numbers(model, probe):
 
 
 def test_the_trainer_callback_logs_what_analyze_measures_on_the_saved_checkpoint(tmp_path):
-    from oversmooth.integrations.hf import SimilarityCallback
+    from oversmooth.integrations.trainer_callback import SimilarityCallback
 
     model, probe = tiny_lm(), tiny_inputs("gpt2")
     ids = torch.randint(3, 50, (16, 8), generator=torch.Generator().manual_seed(2))

@@ -66,7 +66,7 @@ def write_results(path, version):
 
 
 def write_png(path, version):
-    from oversmooth.plotting import figure, save_png
+    from oversmooth.utils.plotting import figure, save_png
 
     plt, fig, axes = figure(1, 1, 2, 2)
     axes[0][0].plot([0, 1], [0, version])
@@ -99,9 +99,9 @@ def test_an_interrupted_write_keeps_the_previous_file(tmp_path, monkeypatch, nam
     before = path.read_bytes()
     if fault == "mid-write":
         real = os.fdopen
-        monkeypatch.setattr("oversmooth.atomic.os.fdopen", lambda *a, **k: HalfWritten(real(*a, **k)))
+        monkeypatch.setattr("oversmooth.utils.atomic.os.fdopen", lambda *a, **k: HalfWritten(real(*a, **k)))
     else:
-        monkeypatch.setattr("oversmooth.atomic.os.replace", disk_full)
+        monkeypatch.setattr("oversmooth.utils.atomic.os.replace", disk_full)
     with pytest.raises(OSError, match="No space left"):
         FILE_WRITERS[name](path, 2)
     monkeypatch.undo()
@@ -119,7 +119,7 @@ def test_an_interrupted_model_save_keeps_the_previous_model(tmp_path, monkeypatc
     before = {p.name: p.read_bytes() for p in (tmp_path / "model").iterdir()}
     with torch.no_grad():
         next(model.parameters()).add_(1.0)
-    monkeypatch.setattr("oversmooth.atomic.os.replace", disk_full)
+    monkeypatch.setattr("oversmooth.utils.atomic.os.replace", disk_full)
     with pytest.raises(OSError):
         save_model(model, tmp_path / "model")
     monkeypatch.undo()

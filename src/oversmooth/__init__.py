@@ -2,7 +2,7 @@
 
 __version__ = "0.1.0"
 
-from oversmooth.lazy import lazy_exports
+from oversmooth.utils.lazy import lazy_exports
 
 #: the notebook API (``analyze/notebook.py``): torch and transformers are imported on first use only
 _API = {

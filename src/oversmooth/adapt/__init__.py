@@ -10,7 +10,7 @@ imported on first use: the config alone (``oversmooth adapt --help``) needs no t
 
 from oversmooth.adapt.config import AdaptConfig
 from oversmooth.adapt.result import AdaptResult, ArmResult
-from oversmooth.lazy import lazy_exports
+from oversmooth.utils.lazy import lazy_exports
 
 __all__ = ["AdaptConfig", "AdaptResult", "ArmResult", "adapt"]
 

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from oversmooth.errors import FieldError, UsageError
-from oversmooth.seeds import check_seed
 from oversmooth.train.run_spec import option
+from oversmooth.utils.seeds import check_seed
 
 OBJECTIVES = {
     "auto": "the model's own job: a train run's task, causal LM, masked LM, else distill",
@@ -140,7 +140,7 @@ class AdaptConfig:
         return cls(**{**data, "knobs": tuple(dict(k) for k in data.get("knobs", ({},)))})
 
     def save(self, path: Path) -> None:
-        from oversmooth.atomic import atomic_write
+        from oversmooth.utils.atomic import atomic_write
 
         with atomic_write(path) as handle:
             json.dump(self.to_dict(), handle, indent=2)

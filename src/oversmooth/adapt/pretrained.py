@@ -45,10 +45,10 @@ class PretrainedSource:
         from oversmooth.hf.discover import layout
         from oversmooth.hf.heads import task_of_class
         from oversmooth.hf.load import load, model_class, read_config, resolve
-        from oversmooth.hf.patch import check_method, resolve_knobs, supports
+        from oversmooth.hf.patch import supports
         from oversmooth.hf.placement import placement
         from oversmooth.hf.saved_patch import split_record
-        from oversmooth.mitigations.registry import method
+        from oversmooth.mitigations.registry import check_patchable, method, patch_knobs
 
         self.config = config
         checkpoint = resolve(config.model)
@@ -60,9 +60,9 @@ class PretrainedSource:
         name = config.model or "the bundled MiniLM"
         self.head = task_of_class(model_class(hf_config, checkpoint))
         self.objective = choose_objective(config.objective, self.head, name)
-        check_method(config.method)
+        check_patchable(config.method)
         for knobs in config.knobs:  # a knob the method lacks or a value out of range: refused before the load
-            resolve_knobs(config.method, knobs)
+            patch_knobs(config.method, knobs)
         if config.lora and importlib.util.find_spec("peft") is None:
             raise UsageError(f"lora needs the peft package: pip install {PEFT_PIN}")
         if config.lora and method(config.method).patcher.site == "weights":
@@ -73,7 +73,7 @@ class PretrainedSource:
         self.where = placement(config.device, config.dtype)
         self._load = lambda: load(config.model, 8, config.seq_len, self.where)
         self.loaded = self._load()
-        self.knobs = [resolve_knobs(config.method, k, self.loaded.family.causal) for k in config.knobs]
+        self.knobs = [patch_knobs(config.method, k, self.loaded.family.causal) for k in config.knobs]
         if self.loaded.family.modality != "text":
             raise UsageError(
                 f"{name} is a vision model; adapt takes pretrained text models (vision: our own ViT train runs) for now"
@@ -148,17 +148,17 @@ class PretrainedSource:
 
     def knob_defaults(self) -> dict:
         """The method's knobs when not given (a causal LM's defaults where the method has them)."""
-        from oversmooth.hf.patch import resolve_knobs
+        from oversmooth.mitigations.registry import patch_knobs
 
-        return resolve_knobs(self.config.method, {}, self.loaded.family.causal)
+        return patch_knobs(self.config.method, {}, self.loaded.family.causal)
 
     def save(self, module: HFModule, folder: Path, knobs: dict | None) -> None:
         """``save_pretrained`` (LoRA merged into the weights) with the tokenizer; a patched arm's
         patch recorded in its config (a weights patch left in the plain weights first: loading
         re-patches it, exactly). The arm is done with: it may be left unpatched."""
-        from oversmooth.atomic import atomic_directory
         from oversmooth.hf.patch import unpatch
         from oversmooth.hf.saved_patch import record_patch
+        from oversmooth.utils.atomic import atomic_directory
 
         if knobs is not None:
             unpatch(module.base, keep=True)

@@ -9,8 +9,8 @@ import pandas as pd
 
 from oversmooth.adapt.result import AdaptResult
 from oversmooth.adapt.verdict import judge, quality_measure
-from oversmooth.atomic import atomic_write
-from oversmooth.plotting import figure, save_png
+from oversmooth.utils.atomic import atomic_write
+from oversmooth.utils.plotting import figure, save_png
 
 
 def table(result: AdaptResult) -> pd.DataFrame:

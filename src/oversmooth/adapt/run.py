@@ -29,14 +29,14 @@ import torch
 
 from oversmooth.adapt.config import AdaptConfig, setting
 from oversmooth.adapt.result import AdaptResult, ArmResult
-from oversmooth.atomic import atomic_write
 from oversmooth.errors import FieldError, UsageError
 from oversmooth.mitigations import registry
-from oversmooth.outputs import check_output_dir, holds_files
 from oversmooth.train.checkpoint import FILENAME, rng_state, set_rng_state
 from oversmooth.train.distributed import setup_distributed
 from oversmooth.train.evaluation import evaluate, layer_metrics, validation_probe
 from oversmooth.train.loop import TrainConfig, train
+from oversmooth.utils.atomic import atomic_write
+from oversmooth.utils.outputs import check_output_dir, holds_files
 
 CONFIG_FILE, RESULT_FILE, START_FILE = "adapt_config.json", "adapt.json", "start.json"
 

@@ -7,7 +7,7 @@ The names below import torch on first use only, so that ``settings`` (read by ``
 import sys
 import types
 
-from oversmooth.lazy import lazy_exports
+from oversmooth.utils.lazy import lazy_exports
 
 _LAZY = {
     "BASELINE": "analysis",
@@ -17,11 +17,11 @@ _LAZY = {
     "AnalysisSettings": "settings",
     "Budget": "settings",
     "FrontierPoint": "frontier",
-    "Sweep": "frontier",
+    "Sweep": "settings",
     "best_within_budget": "frontier",
-    "default_sweeps": "frontier",
-    "parse_sweep": "frontier",
-    "parse_sweeps": "frontier",
+    "default_sweeps": "settings",
+    "parse_sweep": "settings",
+    "parse_sweeps": "settings",
     "analysis_inputs": "inputs",
     "read_text": "inputs",
     "sample_text": "inputs",

@@ -41,7 +41,7 @@ from oversmooth.hf import Layout, Task, capture, layout, patched, setting_text
 from oversmooth.metrics import METRICS, measure
 from oversmooth.metrics.attention import counted_eigenvalues
 from oversmooth.metrics.tokens import valid_tokens
-from oversmooth.threads import single_thread, thread_map
+from oversmooth.utils.threads import single_thread, thread_map
 
 BASELINE = "baseline"
 

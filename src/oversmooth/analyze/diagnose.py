@@ -27,7 +27,7 @@ from torch import Tensor, nn
 
 from oversmooth.hf import Layout
 from oversmooth.spectra import TOLERANCE, dynamics_verdict, summarize_spectrum, value_output_eigenvalues
-from oversmooth.threads import thread_map
+from oversmooth.utils.threads import thread_map
 
 
 @dataclass

@@ -20,7 +20,7 @@ from torch import Tensor
 
 from oversmooth.analyze.settings import DEFAULT_SEQUENCES, DEFAULT_TEXT_TOKENS, check_sequences
 from oversmooth.errors import FieldError, UsageError
-from oversmooth.tensors import check_tensor
+from oversmooth.utils.tensors import check_tensor
 
 if TYPE_CHECKING:
     from oversmooth.hf import Loaded

@@ -21,7 +21,7 @@ from torch import Tensor
 from oversmooth.metrics import measure, metric_table
 from oversmooth.metrics.suite import BLOCK_METRICS, RANK_METRICS
 from oversmooth.metrics.tokens import check_finite
-from oversmooth.threads import thread_map
+from oversmooth.utils.threads import thread_map
 
 
 @dataclass

@@ -22,7 +22,7 @@ import pandas as pd
 from oversmooth.analyze.analysis import run_analysis
 from oversmooth.analyze.inputs import analysis_inputs
 from oversmooth.analyze.plots import tidy_table
-from oversmooth.analyze.saved_run import analyze_saved
+from oversmooth.analyze.saved_run_analysis import analyze_saved
 from oversmooth.analyze.settings import AnalysisSettings
 from oversmooth.hf import Loaded
 from oversmooth.hf import load as load_model

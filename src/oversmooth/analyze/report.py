@@ -18,12 +18,12 @@ from oversmooth.analyze.plots import plot_layers, tidy_table
 from oversmooth.analyze.quality import QualityRow, ratio_text
 from oversmooth.analyze.representation import cka_rows, plot_cka
 from oversmooth.analyze.sublayers import block_totals
-from oversmooth.atomic import atomic_directory
 from oversmooth.hf import setting_text
 from oversmooth.metrics import ATTENTION_METRICS, METRICS
 from oversmooth.metrics.suite import RANK_METRICS
 from oversmooth.mitigations.registry import METHODS as REGISTRY
-from oversmooth.plotting import figure, save_png
+from oversmooth.utils.atomic import atomic_directory
+from oversmooth.utils.plotting import figure, save_png
 
 SHORT = {BASELINE: "base", **{name: m.short or name for name, m in REGISTRY.items()}}
 BROKEN_MARK = "!"
@@ -356,7 +356,7 @@ OUTPUTS = (
 )
 
 
-#: every file an ``analyze`` may leave in its folder, this writer's and ``analyze.saved_run``'s (its
+#: every file an ``analyze`` may leave in its folder, this writer's and ``analyze.saved_run_analysis``'s (its
 #: ``quality.json``): either one replaces what the other wrote before (``--force``)
 ANY_ANALYSIS = (*OUTPUTS, "quality.json")
 

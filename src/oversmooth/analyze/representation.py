@@ -14,7 +14,7 @@ from oversmooth.analyze.watch import stream_of
 from oversmooth.errors import UsageError
 from oversmooth.hf import Loaded
 from oversmooth.metrics import CKA
-from oversmooth.plotting import figure, save_png
+from oversmooth.utils.plotting import figure, save_png
 
 #: each counted token of the analysed sequences is one example (8 x 128 tokens by default)
 POOLING = "tokens"

@@ -7,14 +7,21 @@ from here. Errors name the fields (``FieldError``), which the CLI writes as its 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING
 
 from oversmooth.errors import FieldError, UsageError
-from oversmooth.mitigations.registry import default_patches, make_knobs, method
+from oversmooth.mitigations.registry import (
+    check_patchable,
+    default_patches,
+    make_knobs,
+    method,
+    patch_knobs,
+    patchable,
+)
 
 if TYPE_CHECKING:
-    from oversmooth.analyze.frontier import Sweep
     from oversmooth.hf import Task
 
 DEFAULT_SEQUENCES = 8  # sequences (text chunks or images) in the analysed batch
@@ -33,6 +40,63 @@ TASK_WORDS = {
     "classifier": "a classifier",
     "encoder": "an encoder without a head",
 }
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """One curve: ``method`` with ``knob`` at each of ``values`` (its other knobs at 0)."""
+
+    method: str
+    knob: str
+    values: tuple[float, ...]
+
+    def knobs(self, value: float) -> dict[str, float]:
+        return patch_knobs(self.method, {**method(self.method).zero, self.knob: value})
+
+
+def default_sweeps(methods: tuple[str, ...]) -> tuple[Sweep, ...]:
+    """Every knob of every method in ``methods`` over its default grid (its registry entry's ``sweep``)."""
+    return tuple(Sweep(m, knob, values) for m in methods for knob, values in method(m).sweep.items())
+
+
+def parse_sweep(text: str) -> Sweep:
+    """``"neutreno:lam=0,0.05,0.1"`` -> a Sweep; every value is checked as that knob's value.
+
+    >>> parse_sweep("neutreno:lam=0,0.1")
+    Sweep(method='neutreno', knob='lam', values=(0.0, 0.1))
+    """
+    method, _, rest = text.partition(":")
+    knob, _, values = rest.partition("=")
+    if not (method and knob and values):
+        raise UsageError(f"bad sweep {text!r}; write METHOD:KNOB=V1,V2,... e.g. neutreno:lam=0,0.1,0.2")
+    name, knob = check_patchable(method.strip()), knob.strip()
+    knobs = patch_knobs(name, {})
+    if knob not in knobs:
+        raise UsageError(f"{name} has no knob {knob!r}; it takes {', '.join(knobs)}")
+    try:
+        grid = tuple(float(v) for v in values.split(",") if v.strip())
+    except ValueError:
+        raise UsageError(f"sweep values {values!r} are not numbers; write e.g. {knob}=0,0.1,0.2") from None
+    if not grid or not all(math.isfinite(v) for v in grid):
+        raise UsageError(f"sweep {text!r} needs finite numbers after '='")
+    sweep = Sweep(name, knob, grid)
+    for value in grid:
+        sweep.knobs(value)  # a value the method refuses fails here, before any work
+    return sweep
+
+
+def parse_sweeps(specs: Sequence[str], methods: tuple[str, ...] | None) -> tuple[Sweep, ...]:
+    """``analyze --sweep`` values -> Sweeps, each once: ``""`` is the default grid of each of
+    ``methods`` (None: every patchable method), else ``parse_sweep``. FieldError naming ``sweep``
+    when ``""`` finds no method.
+
+    >>> parse_sweeps(["", "neutreno:lam=0.1"], ("neutreno",))[-1]
+    Sweep(method='neutreno', knob='lam', values=(0.1,))
+    """
+    grids = default_sweeps(patchable() if methods is None else methods)
+    if "" in specs and not grids:
+        raise FieldError("{sweep} alone sweeps the methods of {methods}, and there are none; name some")
+    return tuple(dict.fromkeys(s for spec in specs for s in ((parse_sweep(spec),) if spec else grids)))
 
 
 def check_count(name: str, value: int | None, least: int) -> None:
@@ -164,10 +228,9 @@ class AnalysisSettings:
         """Each method's knobs, its defaults (a causal LM's with ``causal``) overridden by ``knobs``
         (methods None: ``default_patches``); UsageError on an unknown method or knob, or a value
         out of range."""
-        from oversmooth.hf import check_method, resolve_knobs
 
         return {
-            m: resolve_knobs(check_method(m), self.knobs.get(m, {}), causal)
+            m: patch_knobs(check_patchable(m), self.knobs.get(m, {}), causal)
             for m in (default_patches() if self.methods is None else self.methods)
         }
 

@@ -23,8 +23,8 @@ from pathlib import Path
 from oversmooth.claims import measures
 from oversmooth.claims.protocol import SEEDS_A, SEEDS_B, SOFTMAX, VIT, VIT_GATE, Protocol
 from oversmooth.errors import UsageError
-from oversmooth.json_files import NUMBER, check_table, read_table
 from oversmooth.study.stats import paired_test
+from oversmooth.utils.json_files import NUMBER, check_table, read_table
 
 NAME = "fmnist-p7-adapt"
 STEPS, LR, WARMUP = 1430, 5e-4, 0.05

@@ -42,17 +42,17 @@ import torch
 import torch.nn.functional as F
 
 from oversmooth.activations import hook_name
-from oversmooth.atomic import atomic_write
 from oversmooth.claims.protocol import reference_needed
 from oversmooth.claims.reference import bigram_nll, logistic_accuracy
 from oversmooth.errors import UsageError
-from oversmooth.json_files import read_table
 from oversmooth.metrics import measure
 from oversmooth.spectra.value_output import value_output_eigenvalues
 from oversmooth.spectra.verdict import dynamics_verdict
 from oversmooth.study.files import ANALYSIS_FILE, CELL_FILE, MODEL_DIR, RESULTS_FILE
 from oversmooth.study.results import read_cell
 from oversmooth.train.evaluation import validation_probe
+from oversmooth.utils.atomic import atomic_write
+from oversmooth.utils.json_files import read_table
 
 PROBE, ATTENTION = 64, 8
 METRICS = ("cos_sim", "t_sim")

@@ -27,10 +27,10 @@ import torch
 
 from oversmooth.activations import stream_names
 from oversmooth.analyze import Quality, QualityRow
-from oversmooth.atomic import atomic_write
 from oversmooth.claims.files import PROBES_FILE
 from oversmooth.errors import UsageError
 from oversmooth.metrics import measure
+from oversmooth.utils.atomic import atomic_write
 
 
 @dataclass

@@ -32,7 +32,6 @@ from oversmooth.claims.registry import (
 )
 from oversmooth.claims.summary import effect_text, summary_table
 from oversmooth.claims.third_protocol import third_protocol_section
-from oversmooth.plotting import figure, save_png
 from oversmooth.study.report import OUTPUTS as STUDY_OUTPUTS
 from oversmooth.study.report import (
     Rendered,
@@ -45,6 +44,7 @@ from oversmooth.study.report import (
     study_section,
 )
 from oversmooth.study.results import CellResult
+from oversmooth.utils.plotting import figure, save_png
 
 TITLE = "oversmooth claims report"
 #: every file a claims report may write: the study report's and the claims' own

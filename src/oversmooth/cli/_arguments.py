@@ -8,8 +8,8 @@ import math
 import shlex
 from pathlib import Path
 
-from oversmooth.outputs import check_output_dir
 from oversmooth.train.run_spec import flag
+from oversmooth.utils.outputs import check_output_dir
 
 
 def finite_float(text: str) -> float:
@@ -98,7 +98,7 @@ def add_progress_flag(parser) -> None:
 
 
 def add_force_flag(parser) -> None:
-    """``--force``: write into an ``--out`` that already holds files (``oversmooth.outputs``: else refused)."""
+    """``--force``: write into an ``--out`` that already holds files (``oversmooth.utils.outputs``: else refused)."""
     parser.add_argument(
         "--force",
         action="store_true",

@@ -187,13 +187,13 @@ def register(subparsers) -> None:
 
 def parse_methods(text: str | None) -> tuple[str, ...] | None:
     """``--methods`` -> method names; None (not given): the library's default."""
-    from oversmooth.hf.patch import check_method
+    from oversmooth.mitigations.registry import check_patchable
 
     if text is None:
         return None
     if text.strip() == "none":
         return ()
-    return tuple(check_method(m.strip()) for m in text.split(",") if m.strip())
+    return tuple(check_patchable(m.strip()) for m in text.split(",") if m.strip())
 
 
 def knob_overrides(args: argparse.Namespace) -> dict[str, dict]:
@@ -271,13 +271,13 @@ def _analyze(args: argparse.Namespace) -> int:
     from transformers.utils import logging as hf_logging
 
     from oversmooth.analyze.analysis import check_inputs, run_analysis
-    from oversmooth.analyze.frontier import parse_sweeps
     from oversmooth.analyze.inputs import analysis_inputs, small_sample_warning, text_tokens
     from oversmooth.analyze.report import format_frontier, format_table, write_report, written_files
     from oversmooth.analyze.representation import check_comparable
+    from oversmooth.analyze.settings import parse_sweeps
     from oversmooth.hf.load import load
     from oversmooth.hf.placement import placement
-    from oversmooth.outputs import check_output_dir
+    from oversmooth.utils.outputs import check_output_dir
 
     check_output_dir(args.out, force=args.force)
     methods = parse_methods(args.methods)
@@ -365,11 +365,11 @@ _SAVED_RUN_OPTIONS = ("model", "max_sequences", "null", "cka", "compare", "devic
 
 def _analyze_saved(args: argparse.Namespace, saved) -> int:
     """``analyze`` of a model this tool trained: its own validation split, its own job, the null."""
-    from oversmooth.analyze.saved_run import analyze_saved, format_run, write_run_report
+    from oversmooth.analyze.saved_run_analysis import analyze_saved, format_run, write_run_report
     from oversmooth.errors import UsageError
     from oversmooth.hf.placement import placement
-    from oversmooth.outputs import check_output_dir
     from oversmooth.train.saved_run import saved_run
+    from oversmooth.utils.outputs import check_output_dir
 
     given = _given(args, _SAVED_RUN_OPTIONS)
     if given:

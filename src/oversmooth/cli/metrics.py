@@ -32,7 +32,7 @@ def register(subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     from oversmooth.metrics.files import load_hidden_states
     from oversmooth.metrics.suite import METRICS, format_table, measure, table_json, write_csv
-    from oversmooth.outputs import check_output_file
+    from oversmooth.utils.outputs import check_output_file
 
     if args.out:
         check_output_file(args.out)

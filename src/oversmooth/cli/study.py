@@ -151,9 +151,9 @@ def run(args: argparse.Namespace) -> int:
     from tqdm.auto import tqdm
 
     from oversmooth.errors import UsageError
-    from oversmooth.outputs import check_output_dir
     from oversmooth.study import run_study, worker_spec
     from oversmooth.study.runner import cell_dir, check_cells, check_study
+    from oversmooth.utils.outputs import check_output_dir
 
     for flag in ("jobs", "threads"):
         if getattr(args, flag) is not None and getattr(args, flag) < 1:

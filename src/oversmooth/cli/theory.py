@@ -40,9 +40,9 @@ def run(args: argparse.Namespace) -> int:
     import torch
 
     from oversmooth.errors import FieldError, UsageError
-    from oversmooth.outputs import check_output_dir
     from oversmooth.theory.experiment import Setup
     from oversmooth.theory.run import run_theory
+    from oversmooth.utils.outputs import check_output_dir
 
     check_output_dir(args.out, force=args.force)
     torch.set_num_threads(1)  # tiny matrices: threads only add overhead on a shared CPU

@@ -11,8 +11,8 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from oversmooth.atomic import atomic_write
 from oversmooth.errors import UsageError
+from oversmooth.utils.atomic import atomic_write
 
 END_OF_TEXT = "<|endoftext|>"
 CACHE_ENV = "OVERSMOOTH_CACHE"

@@ -15,18 +15,17 @@ from oversmooth.hf.heads import Task, task_of
 from oversmooth.hf.load import Loaded, load
 from oversmooth.hf.patch import (
     DEFAULT_KNOBS,
-    METHODS,
+    PATCHABLE,
     SWEEP_GRIDS,
     ZERO_KNOBS,
-    check_method,
     patch,
     patched,
     patched_method,
-    resolve_knobs,
     setting_text,
     supported_methods,
     unpatch,
 )
+from oversmooth.mitigations.registry import check_patchable, patch_knobs
 
 __all__ = [
     "HOOKS",
@@ -42,14 +41,14 @@ __all__ = [
     "Loaded",
     "load",
     "DEFAULT_KNOBS",
-    "METHODS",
+    "PATCHABLE",
     "SWEEP_GRIDS",
     "ZERO_KNOBS",
-    "check_method",
+    "check_patchable",
     "patch",
     "patched",
     "patched_method",
-    "resolve_knobs",
+    "patch_knobs",
     "setting_text",
     "supported_methods",
     "unpatch",

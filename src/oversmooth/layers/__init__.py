@@ -7,7 +7,7 @@ Knows nothing of Hugging Face or training; the maths of each method lives in
 from oversmooth.layers.attention import Attention
 from oversmooth.layers.block import Block
 from oversmooth.layers.hook_point import HookPoint
-from oversmooth.layers.mitigation_config import METHODS, MitigationConfig
+from oversmooth.layers.mitigation_config import METHOD_FORMULAS, MitigationConfig
 from oversmooth.layers.mlp import MLP
 from oversmooth.layers.norm import LN_SIGNS, signed_layer_norm
 from oversmooth.layers.stack_config import NORM_PLACEMENTS, StackConfig
@@ -17,7 +17,7 @@ __all__ = [
     "Attention",
     "Block",
     "HookPoint",
-    "METHODS",
+    "METHOD_FORMULAS",
     "SPECTRAL_MODES",
     "MitigationConfig",
     "MLP",

@@ -16,7 +16,7 @@ from oversmooth.mitigations.registry import METHODS as REGISTRY
 from oversmooth.mitigations.registry import check_methods, knob_dict, knob_owners, make_knobs, method
 
 #: name -> one-line description (formula, source).
-METHODS: dict[str, str] = {name: f"{m.formula} ({m.paper})" for name, m in REGISTRY.items()}
+METHOD_FORMULAS: dict[str, str] = {name: f"{m.formula} ({m.paper})" for name, m in REGISTRY.items()}
 
 BASELINE_NAMES = ("", "softmax", "baseline", "none")
 

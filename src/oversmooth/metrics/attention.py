@@ -13,7 +13,7 @@ from torch import Tensor
 
 from oversmooth.errors import UsageError
 from oversmooth.metrics.tokens import valid_tokens
-from oversmooth.tensors import check_tensor
+from oversmooth.utils.tensors import check_tensor
 
 
 def _check(attn: Tensor) -> None:

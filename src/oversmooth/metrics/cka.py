@@ -21,7 +21,7 @@ from torch import Tensor
 
 from oversmooth.errors import UsageError
 from oversmooth.metrics.tokens import masked_float64, valid_tokens
-from oversmooth.tensors import check_tensor
+from oversmooth.utils.tensors import check_tensor
 
 POOLINGS = ("mean", "tokens")
 

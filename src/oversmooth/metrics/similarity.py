@@ -17,7 +17,7 @@ from torch import Tensor
 
 from oversmooth.errors import UsageError
 from oversmooth.metrics.tokens import count, token_sum, valid_tokens, working
-from oversmooth.tensors import check_tensor
+from oversmooth.utils.tensors import check_tensor
 
 
 def cos_sim(x: Tensor, mask: Tensor | None = None, exclude: Sequence[int] = ()) -> Tensor:

@@ -10,14 +10,14 @@ import pandas as pd
 import torch
 from torch import Tensor
 
-from oversmooth.atomic import atomic_write
 from oversmooth.errors import UsageError
 from oversmooth.metrics.attention import attention_entropy, attention_lambda2, attention_similarity, sink_mass
 from oversmooth.metrics.rank import centred_residual, effective_rank, rank_measures, stable_rank
 from oversmooth.metrics.similarity import anisotropy, block_influence, cos_sim, t_div, t_sim
 from oversmooth.metrics.tokens import check_counted, check_finite
-from oversmooth.tensors import check_tensor
-from oversmooth.threads import thread_map
+from oversmooth.utils.atomic import atomic_write
+from oversmooth.utils.tensors import check_tensor
+from oversmooth.utils.threads import thread_map
 
 STATE_METRICS: dict[str, Callable[..., Tensor]] = {
     "cos_sim": cos_sim,
@@ -119,7 +119,7 @@ def measure(
     and the sink mass on the first token;
     ``attention_eigenvalues``: per layer, their ``counted_eigenvalues`` if the caller has them.
     UsageError on a sequence with no token counted (``check_counted``).
-    Layers are measured side by side on torch's threads (``oversmooth.threads.thread_map``).
+    Layers are measured side by side on torch's threads (``oversmooth.utils.threads.thread_map``).
 
     >>> states = [torch.randn(2, 5, 8) for _ in range(3)]
     >>> table = measure(states, metrics=("cos_sim", "t_sim"))

@@ -8,7 +8,7 @@ import torch
 from torch import Tensor
 
 from oversmooth.errors import NonFiniteError, UsageError
-from oversmooth.tensors import check_tensor
+from oversmooth.utils.tensors import check_tensor
 
 
 def valid_tokens(x: Tensor, mask: Tensor | None = None, exclude: Sequence[int] = ()) -> Tensor:

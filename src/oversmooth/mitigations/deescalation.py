@@ -13,7 +13,7 @@ from torch import Tensor, nn
 from oversmooth.mitigations.base import LayerShape, Patcher, PatchTarget, SiteLayer
 from oversmooth.mitigations.registry import DeescalationKnobs
 from oversmooth.mitigations.token_mean import token_mean
-from oversmooth.tensors import check_tensor
+from oversmooth.utils.tensors import check_tensor
 
 
 def deescalate(

@@ -14,7 +14,7 @@ from torch import Tensor, nn
 from oversmooth.mitigations.base import LayerShape, Patcher, PatchTarget, SiteLayer, per_unit
 from oversmooth.mitigations.registry import FeatScaleKnobs
 from oversmooth.mitigations.token_mean import token_mean
-from oversmooth.tensors import check_tensor
+from oversmooth.utils.tensors import check_tensor
 
 
 def featscale(

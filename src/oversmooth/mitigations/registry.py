@@ -481,6 +481,29 @@ def patchable() -> tuple[str, ...]:
     return tuple(name for name, m in METHODS.items() if m.patch_at)
 
 
+def check_patchable(name: str) -> str:
+    """``name`` if it can be patched into a pretrained model; UsageError otherwise."""
+    names = patchable()
+    if name not in METHODS:
+        raise UsageError(f"unknown method {name!r}{did_you_mean(name, names)}; choose from {', '.join(names)}")
+    if METHODS[name].patcher is None:
+        raise UsageError(
+            f"{name} cannot be patched into a pretrained model: {METHODS[name].unpatchable}; "
+            f"choose from {', '.join(names)}"
+        )
+    return name
+
+
+def patch_knobs(name: str, knobs: dict, causal: bool = False) -> dict:
+    """Patchable method ``name``'s knobs: its defaults overridden by ``knobs``; UsageError on a knob
+    the method lacks or a value out of range. One rule for defaults everywhere (train, patch,
+    analyze, adapt): the registry's, a causal LM's where it has its own (``causal``: NeuTRENO's
+    lambda 0.4)."""
+    fields = {f.name for f in method(check_patchable(name)).fields("patch")}
+    values = knob_dict(make_knobs(name, knobs, causal=causal, scope="patch"))
+    return {k: v for k, v in values.items() if k in fields}
+
+
 def default_patches() -> tuple[str, ...]:
     """What ``analyze`` patches when no method is named: every patchable method whose patch at its
     defaults changes the model."""

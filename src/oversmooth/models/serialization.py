@@ -8,11 +8,11 @@ from pathlib import Path
 
 from safetensors.torch import load_file, save_file
 
-from oversmooth.atomic import atomic_directory
 from oversmooth.errors import UsageError
 from oversmooth.models.causal_lm import CausalLM, CausalLMConfig
 from oversmooth.models.hooked import HookedTransformer
 from oversmooth.models.vit import ViT, ViTConfig
+from oversmooth.utils.atomic import atomic_directory
 
 MODEL_CLASSES = {ViT.family: (ViTConfig, ViT), CausalLM.family: (CausalLMConfig, CausalLM)}
 WEIGHTS, CONFIG = "model.safetensors", "config.json"

@@ -33,7 +33,7 @@ import torch
 from torch import Tensor
 
 from oversmooth.errors import UsageError
-from oversmooth.tensors import check_tensor
+from oversmooth.utils.tensors import check_tensor
 
 MODES = ("smoothing", "sharpening", "mixed")
 

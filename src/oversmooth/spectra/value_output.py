@@ -16,7 +16,7 @@ import torch
 from torch import Tensor
 
 from oversmooth.errors import UsageError
-from oversmooth.tensors import check_tensor
+from oversmooth.utils.tensors import check_tensor
 
 
 def effective_matrix(w_v: Tensor, w_o: Tensor, gamma: Tensor | None = None) -> Tensor:

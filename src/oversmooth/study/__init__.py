@@ -9,7 +9,7 @@ The names below are imported on first use, so a cell's job process (``oversmooth
 which starts its own train process) does not pay for torch.
 """
 
-from oversmooth.lazy import lazy_exports
+from oversmooth.utils.lazy import lazy_exports
 
 _WHERE = {
     "Cell": "config",

@@ -12,8 +12,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from oversmooth.atomic import atomic_directory
 from oversmooth.study.files import ANALYSIS_FILE, CELL_FILE, LOG_FILE, METRICS_FILE, RESULTS_FILE, STUDY_FILE
+from oversmooth.utils.atomic import atomic_directory
 
 LOG_TAIL_BYTES = 8192  # the end of train.log: the per-epoch lines and the final one
 

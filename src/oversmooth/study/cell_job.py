@@ -21,11 +21,11 @@ from pathlib import Path
 import submitit
 
 from oversmooth.errors import UsageError
-from oversmooth.json_files import read_table
 from oversmooth.study.archive import archive_cell
 from oversmooth.study.cell_state import CellState
 from oversmooth.study.files import ANALYSIS_FILE, LOG_FILE, MODEL_DIR, RESULTS_FIELDS, RESULTS_FILE, SPEC_FILE
 from oversmooth.train.run_lock import LOCK_FD, acquire
+from oversmooth.utils.json_files import read_table
 
 _PR_SET_PDEATHSIG = 1
 STOP_SECONDS = 30  # a train process asked to stop gets this long before SIGKILL

@@ -17,9 +17,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from oversmooth.atomic import atomic_write
-from oversmooth.json_files import read_table
 from oversmooth.study.files import LOCK_FILE, LOG_FILE, RESULTS_FIELDS, RESULTS_FILE
+from oversmooth.utils.atomic import atomic_write
+from oversmooth.utils.json_files import read_table
 
 STATE_FILE = "state.json"
 LOG_TAIL_LINES = 5

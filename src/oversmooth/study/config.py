@@ -273,7 +273,19 @@ class StudyConfig:
     @classmethod
     def from_dict(cls, data: dict[str, Any], default_name: str = "study") -> StudyConfig:
         """From the file form: like ``to_dict``; ``methods`` entries are names or tables."""
-        fields = {"name", "description", "model", "tasks", "norms", "depths", "methods", "seeds", "train", "recipes", "executor"}
+        fields = {
+            "name",
+            "description",
+            "model",
+            "tasks",
+            "norms",
+            "depths",
+            "methods",
+            "seeds",
+            "train",
+            "recipes",
+            "executor",
+        }
         unknown = sorted(set(data) - fields)
         if unknown:
             raise UsageError(f"unknown study field(s) {', '.join(unknown)}; valid: {', '.join(sorted(fields))}")
@@ -290,9 +302,7 @@ class StudyConfig:
                 variants=tuple(
                     Variant.parse(m) for m in _tuple(data["methods"], "methods", (str, dict), "method names or tables")
                 ),
-                recipes=tuple(
-                    Recipe.parse(r) for r in _tuple(data["recipes"], "recipes", dict, "recipe tables")
-                )
+                recipes=tuple(Recipe.parse(r) for r in _tuple(data["recipes"], "recipes", dict, "recipe tables"))
                 if "recipes" in data
                 else (),
                 **rest,

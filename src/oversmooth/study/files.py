@@ -10,7 +10,7 @@ LOCK_FILE = ".lock"  # held while a process trains the cell
 # does not import torch; a test keeps the two in step.
 METRICS_FILE = "metrics.jsonl"
 RESULTS_FILE = "results.json"
-RESULTS_FIELDS = {"status": str}  # what every reader of a results.json needs (oversmooth.json_files)
+RESULTS_FIELDS = {"status": str}  # what every reader of a results.json needs (oversmooth.utils.json_files)
 MODEL_DIR = "model"  # the trained weights (completed runs)
 ANALYSIS_FILE = "analysis.json"  # measurements on the trained model (oversmooth.claims.cell_analysis)
 NULL_FILE = "null.json"  # results/<study>/: its arms at random init (oversmooth.study.null)

@@ -11,10 +11,10 @@ import json
 import statistics
 from pathlib import Path
 
-from oversmooth.atomic import atomic_write
-from oversmooth.json_files import NUMBER, check_table, read_table
 from oversmooth.study.config import StudyConfig
 from oversmooth.study.files import NULL_FILE
+from oversmooth.utils.atomic import atomic_write
+from oversmooth.utils.json_files import NUMBER, check_table, read_table
 
 #: an arm of a study: ``(task, norm, method label, depth)``
 ArmKey = tuple[str, str, str, int]
@@ -31,7 +31,7 @@ ARM_FIELDS = {
 }
 
 
-def measure_null(preset: StudyConfig, inits: int) -> list[dict]:
+def measure_arm_nulls(preset: StudyConfig, inits: int) -> list[dict]:
     """Per arm of ``preset``: the model of its first cell built under seeds ``0 .. inits - 1`` (our
     init, as ``oversmooth train`` draws it from the seed) and measured on the probe a trained cell
     records (its first ``probe_size`` validation examples) as training measures it
@@ -67,8 +67,8 @@ def measure_null(preset: StudyConfig, inits: int) -> list[dict]:
 
 
 def write_null(preset: StudyConfig, root: str | Path, inits: int, command: str) -> Path:
-    """``measure_null`` of ``preset`` into ``root/<preset>/null.json`` (atomically), with ``command``."""
-    arms = measure_null(preset, inits)
+    """``measure_arm_nulls`` of ``preset`` into ``root/<preset>/null.json`` (atomically), with ``command``."""
+    arms = measure_arm_nulls(preset, inits)
     path = Path(root) / preset.name / NULL_FILE
     with atomic_write(path) as handle:
         json.dump({"study": preset.name, "command": command, "arms": arms}, handle, indent=1)

@@ -22,10 +22,10 @@ from pathlib import Path
 
 from matplotlib.ticker import MaxNLocator
 
-from oversmooth.atomic import atomic_directory
-from oversmooth.plotting import figure, save_png
 from oversmooth.study.results import CellResult, paired_score
 from oversmooth.study.stats import paired_test
+from oversmooth.utils.atomic import atomic_directory
+from oversmooth.utils.plotting import figure, save_png
 
 TITLE = "oversmooth study report"
 MARK = {"diverged": "†", "partial": "*"}

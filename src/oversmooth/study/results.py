@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from oversmooth.errors import UsageError
-from oversmooth.json_files import NUMBER, check_table, read_jsonl, read_table
 from oversmooth.study.config import stored_spec
 from oversmooth.study.files import (
     ANALYSIS_FILE,
@@ -26,6 +25,7 @@ from oversmooth.study.files import (
 )
 from oversmooth.study.null import read_null
 from oversmooth.train.run_spec import RunSpec, training_key
+from oversmooth.utils.json_files import NUMBER, check_table, read_jsonl, read_table
 
 #: the score reported per model kind, and whether higher is better.
 SCORES = {"vit": ("accuracy", True), "lm": ("perplexity", False)}

@@ -28,9 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from oversmooth.atomic import atomic_write
 from oversmooth.errors import UsageError
-from oversmooth.json_files import read_json, read_table
 from oversmooth.study import slurm
 from oversmooth.study.archive import archive_study, archived, is_archived
 from oversmooth.study.cell_job import CellJob
@@ -41,6 +39,8 @@ from oversmooth.study.executors import make_executor, run_local, submit_array
 from oversmooth.study.files import ANALYSIS_FILE, CELL_FILE, CELLS_DIR, MODEL_DIR, RESULTS_FILE, SPEC_FILE, STUDY_FILE
 from oversmooth.study.results import read_cell
 from oversmooth.train.run_spec import RunSpec
+from oversmooth.utils.atomic import atomic_write
+from oversmooth.utils.json_files import read_json, read_table
 
 WAIT_POLL_SECONDS = 2.0  # how often --wait looks at a Slurm study's cells
 

@@ -10,12 +10,12 @@ import torch
 
 from oversmooth.errors import FieldError, UsageError
 from oversmooth.metrics import measure
-from oversmooth.seeds import check_seed
 from oversmooth.spectra import DynamicsPrediction, predict_dynamics, value_output_eigenvalues
 from oversmooth.theory.outcome import Outcome, observe
 from oversmooth.theory.presets import Case, preset_cases
 from oversmooth.theory.sampling import matrix_with_spectrum, random_attention
 from oversmooth.theory.simulate import simulate
+from oversmooth.utils.seeds import check_seed
 
 ATTENTION_KINDS = ("fixed", "softmax")
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from oversmooth.plotting import figure, save_png
 from oversmooth.theory.escalation import RateStudy
+from oversmooth.utils.plotting import figure, save_png
 
 PLOTTED = ("cos_sim", "t_sim", "centred_residual", "effective_rank")
 

@@ -12,10 +12,10 @@ from pathlib import Path
 import torch
 
 from oversmooth.errors import FieldError, UsageError
-from oversmooth.memory import check_memory
 from oversmooth.theory.escalation import RATE_DRAWS
 from oversmooth.theory.experiment import Setup
 from oversmooth.theory.presets import THEORY_PRESETS
+from oversmooth.utils.memory import check_memory
 
 RUNS = ("all", *THEORY_PRESETS, "escalation")
 ROW_BYTES = 10 * 2**10  # the table and CSV rows of one layer, all cases together (measured: about 7 KiB)
@@ -64,7 +64,7 @@ def run_theory(which: str, setup: Setup, out: str | Path, progress: bool = True)
     """Run ``which`` (one of ``RUNS``) with ``setup``; write its files into ``out`` all at once
     (atomically, replacing those of an earlier run: ``OUTPUTS``) and return its tables as text;
     ``progress``: a bar over the presets."""
-    from oversmooth import atomic
+    from oversmooth.utils import atomic
 
     if which not in RUNS:
         raise UsageError(f"unknown theory run {which!r}; choose from {', '.join(RUNS)}")
@@ -85,7 +85,7 @@ def _table(rows: list[list[str]]) -> str:
 
 
 def _write_csv(path: Path, rows: list[dict]) -> None:
-    from oversmooth.atomic import atomic_write
+    from oversmooth.utils.atomic import atomic_write
 
     with atomic_write(path) as handle:
         writer = csv.DictWriter(handle, fieldnames=list(rows[0]))

@@ -6,7 +6,7 @@ loop together for a ``oversmooth.train.run_spec.RunSpec``; ``oversmooth train`` 
 The names below import torch on first use only, so that ``run_spec`` (read by ``--help``) stays torch-free.
 """
 
-from oversmooth.lazy import lazy_exports
+from oversmooth.utils.lazy import lazy_exports
 
 _LAZY = {
     "load_checkpoint": "checkpoint",

@@ -14,9 +14,9 @@ from typing import Any
 
 import torch
 
-from oversmooth.atomic import atomic_write
 from oversmooth.errors import UsageError
-from oversmooth.json_files import NUMBER, check_table
+from oversmooth.utils.atomic import atomic_write
+from oversmooth.utils.json_files import NUMBER, check_table
 
 #: what ``loop._Run.checkpoint`` stores, and a resume reads.
 FIELDS = {

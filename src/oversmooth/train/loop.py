@@ -22,9 +22,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from oversmooth.atomic import atomic_write
 from oversmooth.errors import FieldError
-from oversmooth.json_files import read_table
 from oversmooth.train.checkpoint import FILENAME, load_checkpoint, rng_state, save_checkpoint, set_rng_state
 from oversmooth.train.compiled import CompiledForward
 from oversmooth.train.distributed import Distributed
@@ -33,9 +31,11 @@ from oversmooth.train.optim import build_optimizer
 from oversmooth.train.run_lock import run_lock
 from oversmooth.train.tasks import SupervisedTask
 from oversmooth.train.tensorboard import log_epoch, open_writer
+from oversmooth.utils.atomic import atomic_write
+from oversmooth.utils.json_files import read_table
 
 METRICS_FILE, RESULTS_FILE = "metrics.jsonl", "results.json"
-#: a run folder that holds files (a run, or others) is refused without resume: ``oversmooth.outputs``'s rule
+#: a run folder that holds files (a run, or others) is refused without resume: ``oversmooth.utils.outputs``'s rule
 NOT_EMPTY = "{out} {path} already holds files; pass {resume} auto to continue the run in it, or choose another {out}"
 # may change when a run is resumed (compile changes float rounding only, not what is learned)
 _NOT_SETTINGS = {"checkpoint_every", "progress", "tensorboard", "compile"}

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from oversmooth.plotting import figure, save_png
+from oversmooth.utils.plotting import figure, save_png
 
 CURVES, SIMILARITY = "curves.png", "similarity.png"
 

@@ -11,10 +11,7 @@ from pathlib import Path
 
 import torch
 
-from oversmooth.atomic import atomic_write
 from oversmooth.errors import FieldError, UsageError
-from oversmooth.memory import check_memory
-from oversmooth.outputs import check_output_dir, holds_files
 from oversmooth.train.compile_rule import should_compile
 from oversmooth.train.distributed import Distributed, setup_distributed, teardown_distributed
 from oversmooth.train.evaluation import validation_probe
@@ -22,6 +19,9 @@ from oversmooth.train.loop import NOT_EMPTY, TrainConfig, epoch_steps, train
 from oversmooth.train.run_spec import RunSpec
 from oversmooth.train.task_factory import DataOptions, make_task, task_model_kind
 from oversmooth.train.tasks import SupervisedTask
+from oversmooth.utils.atomic import atomic_write
+from oversmooth.utils.memory import check_memory
+from oversmooth.utils.outputs import check_output_dir, holds_files
 
 DEFAULT_SHAPE_PRESET = {"vit": "vit-cpu", "lm": "lm-cpu"}
 

@@ -30,11 +30,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from oversmooth.atomic import atomic_write
 from oversmooth.errors import FieldError, UsageError
 from oversmooth.mitigations.registry import METHODS
-from oversmooth.seeds import check_seed
 from oversmooth.train.compile_rule import AUTO_MIN_STEPS, COMPILE_MODES
+from oversmooth.utils.atomic import atomic_write
+from oversmooth.utils.seeds import check_seed
 
 #: fields that say where and how a run goes, not what it learns: they may differ between two
 #: runs of one cell (and between a run and its resumption).

@@ -28,13 +28,13 @@ from oversmooth.analyze.null import (
 from oversmooth.analyze.plots import plot_layers
 from oversmooth.analyze.report import ANY_ANALYSIS, write_cka, write_csv
 from oversmooth.analyze.representation import layer_cka
-from oversmooth.atomic import atomic_directory
 from oversmooth.errors import UsageError
 from oversmooth.metrics import METRICS
-from oversmooth.plotting import figure, save_png
 from oversmooth.train.distributed import Distributed
 from oversmooth.train.evaluation import evaluate, stream_table, validation_probe
 from oversmooth.train.saved_run import SavedRun
+from oversmooth.utils.atomic import atomic_directory
+from oversmooth.utils.plotting import figure, save_png
 
 #: the files ``write_run_report`` writes (one PNG per measure besides)
 FILES = ("metrics.csv", "quality.json", "report.md")

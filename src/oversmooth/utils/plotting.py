@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from oversmooth.atomic import atomic_write
+from oversmooth.utils.atomic import atomic_write
 
 
 def figure(rows: int, cols: int, width: float, height: float):

@@ -2,7 +2,7 @@
 optimiser steps of a ``transformers.Trainer`` run (``oversmooth.analyze.watch``: the same numbers
 ``oversmooth analyze`` gives for the checkpoint saved at that step).
 
->>> from oversmooth.integrations.hf import SimilarityCallback
+>>> from oversmooth.integrations.trainer_callback import SimilarityCallback
 >>> SimilarityCallback({"input_ids": None}, every=0)
 Traceback (most recent call last):
 ...

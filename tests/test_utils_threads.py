@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from oversmooth.metrics import measure
-from oversmooth.threads import single_thread, thread_map
+from oversmooth.utils.threads import single_thread, thread_map
 
 
 @pytest.fixture

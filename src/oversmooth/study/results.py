@@ -41,7 +41,7 @@ class CellResult:
     task: str
     norm: str
     depth: int
-    label: str
+    label: str  # the arm: the method's label, after its recipe's (``RECIPE:LABEL``) in a study with recipes
     method: str
     knobs: dict
     seed: int
@@ -185,7 +185,7 @@ def read_cell(folder: Path) -> CellResult:
         task=info["task"],
         norm=info["norm"],
         depth=info["depth"],
-        label=variant["label"],
+        label=f"{info['recipe']}:{variant['label']}" if info.get("recipe") else variant["label"],
         method=variant["method"],
         knobs=knobs,
         seed=info["seed"],

@@ -13,6 +13,7 @@ import dataclasses
 import hashlib
 import json
 import math
+import shutil
 import sys
 import time
 from dataclasses import asdict, dataclass
@@ -183,11 +184,32 @@ def train(
     if config.record_every < 0:
         raise FieldError("{record_every} must be >= 0, got {got}", got=config.record_every)
     description = {**(description or {}), "train": config.settings()}
-    with run_lock(out_dir) if env.is_main else contextlib.nullcontext():
-        finished = _finished(model, out_dir, description) if resume else None
-        if finished is not None:
-            return finished
-        return _Run(model, task, config, out_dir, env, description, steps_per_epoch).train(resume)
+    found = set(out_dir.iterdir()) if out_dir.is_dir() else None  # what was there before this run
+    try:
+        with run_lock(out_dir) if env.is_main else contextlib.nullcontext():
+            finished = _finished(model, out_dir, description) if resume else None
+            if finished is not None:
+                return finished
+            return _Run(model, task, config, out_dir, env, description, steps_per_epoch).train(resume)
+    except BaseException:  # Ctrl-C, a kill, an error: before a checkpoint, leave the folder as found
+        if env.is_main:
+            _forget_unsaved(out_dir, found)
+        raise
+
+
+def _forget_unsaved(out_dir: Path, found: set[Path] | None) -> None:
+    """Remove what a run that stopped before its first checkpoint wrote into ``out_dir`` (its lock
+    file, empty ``metrics.jsonl``, TensorBoard folder), and the folder if the run made it, so the
+    same command starts the run again; ``found``: the folder's entries before the run (None: none).
+    A run with a checkpoint or results keeps everything: it resumes."""
+    if not out_dir.is_dir() or (out_dir / FILENAME).is_file() or (out_dir / RESULTS_FILE).is_file():
+        return
+    for path in set(out_dir.iterdir()) - (found or set()):
+        with contextlib.suppress(OSError):
+            shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
+    if found is None:
+        with contextlib.suppress(OSError):
+            out_dir.rmdir()
 
 
 def _finished(model: nn.Module, out_dir: Path, description: dict) -> dict | None:

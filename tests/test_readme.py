@@ -109,3 +109,16 @@ def shown_output(code: str) -> list[list[tuple[str, bool]]]:
 def test_shown_output_reads_the_comments_below_a_print():
     code = "for x in xs:\n    print(x)\n    # a | one,\n    #   two, ...\n    # b\ny = 1\n# not output\n"
     assert shown_output(code) == [[("a | one, two", True), ("b", False)]]
+
+
+def test_training_md_flag_table_lists_every_train_flag_and_method():
+    """docs/training.md's flag table cannot drift: every option of ``oversmooth train`` and every
+    method of the registry is in it (the registry and the parser are the sources)."""
+    from oversmooth.mitigations.registry import METHODS
+
+    text = (ROOT / "docs" / "training.md").read_text()
+    table = text[text.index("## Flags") :].split("\n\n")[1]
+    missing = sorted(flag for flag in subcommand_flags()["train"] - {"-h", "--help"} if f"`{flag}" not in table)
+    assert not missing, f"train flags missing from docs/training.md's table: {missing}"
+    methods = next(line for line in table.splitlines() if line.startswith("| mitigation"))
+    assert not [name for name in METHODS if not re.search(rf"[`|]{name}[`\\]", methods)]

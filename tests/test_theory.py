@@ -105,3 +105,7 @@ def test_cli_writes_table_plots_and_csv(tmp_path, capsys):
     assert "pre-LN, gamma=-1" in capsys.readouterr().out
     assert main(["theory", "smoothing", "--dim", "1", "--out", str(tmp_path / "bad")]) == 2
     assert not (tmp_path / "bad").exists()
+    capsys.readouterr()
+    assert main(["theory", "escalation", "--dim", "0", "--out", str(tmp_path / "bad")]) == 2
+    assert capsys.readouterr().err == "oversmooth theory: error: --dim must be at least 1, got 0\n"
+    assert not (tmp_path / "bad").exists()

@@ -35,9 +35,9 @@ class Setup:
     def __post_init__(self):
         if self.attention not in ATTENTION_KINDS:
             raise UsageError(f"unknown attention {self.attention!r}; choose from {', '.join(ATTENTION_KINDS)}")
-        for name in ("depth", "tokens", "sequences"):
-            if getattr(self, name) < 2:
-                raise FieldError("{%s} must be at least 2, got {got}" % name, got=getattr(self, name))
+        for name, least in (("depth", 2), ("tokens", 2), ("sequences", 2), ("dim", 1)):
+            if getattr(self, name) < least:
+                raise FieldError("{%s} must be at least %d, got {got}" % (name, least), got=getattr(self, name))
         check_seed(self.seed)
 
 

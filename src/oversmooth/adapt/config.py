@@ -70,6 +70,13 @@ class AdaptConfig:
         None, "peak lr (default 1e-4 whole model, 1e-3 LoRA, a tenth of a train run's)", group=SCHEDULE
     )
     warmup: float = option(0.1, "warm-up share of the steps (default %(default)s)", group=SCHEDULE)
+    ramp: int = option(
+        0,
+        "bring the patch in over the first N steps: each knob grows linearly from the method's off setting "
+        "(NeuTRENO lam 0, LayerScale gamma 1) at step 0 to its value at step N; the start is still scored at "
+        "full strength (default %(default)s: full strength from the first step)",
+        group=SCHEDULE,
+    )
     weight_decay: float | None = option(None, group=SCHEDULE)
     grad_clip: float | None = option(None, group=SCHEDULE)
     seed: int = option(0, group=SCHEDULE)
@@ -92,6 +99,13 @@ class AdaptConfig:
             if getattr(self, name) is not None:
                 _at_least(name, getattr(self, name), 1)
         _at_least("lora", self.lora, 0)
+        _at_least("ramp", self.ramp, 0)
+        if self.ramp > self.steps:
+            raise FieldError(
+                "{ramp} {got} is longer than {steps} {count}; ramp over at most {count} steps",
+                got=self.ramp,
+                count=self.steps,
+            )
         check_seed(self.seed)
         for name in ("lr", "grad_clip"):
             value = getattr(self, name)
@@ -127,8 +141,12 @@ class AdaptConfig:
         return [CONTROL, *(f"{self.method}{arm_name_of_knobs(k)}" for k in self.knobs)]
 
     def to_dict(self) -> dict[str, Any]:
+        """The fields as JSON; ``ramp`` only when set (an adaptation without one is described, and
+        resumes, as before the ramp existed)."""
         data = dataclasses.asdict(self)
         data["knobs"] = [dict(k) for k in self.knobs]
+        if not self.ramp:
+            del data["ramp"]
         return data
 
     @classmethod

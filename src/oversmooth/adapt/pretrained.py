@@ -12,8 +12,9 @@ from torch import nn
 from oversmooth.adapt import objectives
 from oversmooth.adapt.config import AdaptConfig
 from oversmooth.adapt.hf_module import HFModule
+from oversmooth.adapt.ramp import Ramp, off_setting
 from oversmooth.adapt.text_blocks import documents, token_blocks
-from oversmooth.errors import UsageError
+from oversmooth.errors import FieldError, UsageError
 
 PEFT_PIN = "peft==0.21.2"
 LM_HEADS = ("causal_lm", "masked_lm")
@@ -61,6 +62,12 @@ class PretrainedSource:
         self.head = task_of_class(model_class(hf_config, checkpoint))
         self.objective = choose_objective(config.objective, self.head, name)
         check_patchable(config.method)
+        self.ramp_off = off_setting(config.method, config.ramp) if config.ramp else {}
+        if self.ramp_off and method(config.method).patcher.site == "weights":  # re-patching would reset them
+            raise FieldError(
+                "{ramp} %d: %s reparametrises the weights, which re-patching resets; drop {ramp}"
+                % (config.ramp, config.method)
+            )
         for knobs in config.knobs:  # a knob the method lacks or a value out of range: refused before the load
             patch_knobs(config.method, knobs)
         if config.lora and importlib.util.find_spec("peft") is None:
@@ -145,6 +152,19 @@ class PretrainedSource:
         if knobs is not None:
             patch(base, self.config.method, **knobs)
         return self._module(model, base)
+
+    def ramp(self, module: HFModule, knobs: dict) -> Ramp:
+        """``--ramp`` for the arm ``module`` patched at ``knobs``: re-patched at the knobs in force
+        whenever they change (an edit holds its knobs as they were when it was built, some as
+        per-head tensors). Patches of rampable methods are hooks only: unpatching and patching
+        again leaves the weights, the LoRA adapters, and so the optimiser's state, as they were."""
+        from oversmooth.hf.patch import patch, unpatch
+
+        def apply(values: dict) -> None:
+            unpatch(module.base)
+            patch(module.base, self.config.method, **{**knobs, **values})
+
+        return Ramp(self.ramp_off, {k: knobs[k] for k in self.ramp_off}, self.config.ramp, apply)
 
     def knob_defaults(self) -> dict:
         """The method's knobs when not given (a causal LM's defaults where the method has them)."""

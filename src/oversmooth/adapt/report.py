@@ -14,9 +14,14 @@ from oversmooth.utils.plotting import figure, save_png
 
 
 def table(result: AdaptResult) -> pd.DataFrame:
+    """One row per arm x evaluation; under ``--ramp`` the ramped knobs each evaluation used
+    (``knobs_in_force``, empty for the control)."""
     rows = [{"method": arm.method, "knobs": _knobs(arm.knobs), **r} for arm in result.arms.values() for r in arm.rows]
     frame = pd.DataFrame(rows)
     first = ["arm", "method", "knobs", "step"]
+    if "knobs_in_force" in frame:
+        frame["knobs_in_force"] = [_knobs(k) if isinstance(k, dict) else "" for k in frame["knobs_in_force"]]
+        first.insert(3, "knobs_in_force")
     return frame[first + [c for c in frame.columns if c not in first]]
 
 
@@ -64,6 +69,7 @@ def markdown(result: AdaptResult) -> str:
         ),
         "",
         *_data(result.data),
+        *_ramp(result),
         "## Verdict (validation split, last step)",
         "",
     ]
@@ -98,6 +104,40 @@ def _data(data: dict[str, dict[str, int]]) -> list[str]:
         for split, sizes in data.items()
     ]
     return [f"Data, as trained and scored: {', '.join(words)}.", ""]
+
+
+def _ramp(result: AdaptResult) -> list[str]:
+    """What ``--ramp`` did, and which knobs each evaluation of each patched arm used."""
+    steps = result.config.get("ramp")
+    arms = [arm for arm in result.patched if arm.rows and "knobs_in_force" in arm.rows[0]]
+    if not steps or not arms:
+        return []
+    from oversmooth.mitigations.registry import METHODS
+
+    ramped = list(arms[0].rows[0]["knobs_in_force"])
+    off = {k: v for k, v in METHODS[result.config["method"]].zero.items() if k in ramped}
+    lines = [
+        f"**Ramped over the first {steps} steps**: each patched arm's {' and '.join(ramped)} grew linearly from "
+        f"the method's off setting ({_setting(off)}) at step 0 to the arm's value at step {steps}, then stayed "
+        "there (the method's other knobs: the arm's values throughout). Which knobs each evaluation used: step 0, "
+        "the verdict's *patched* (before adaptation), the arm's full value, the damage the adaptation has to "
+        f"undo; every later evaluation the knobs in force at its step, the arm's value from step {steps} on "
+        "(`knobs_in_force` in `adapt.csv` and `adapt.json`):",
+        "",
+        "| arm | " + " | ".join(f"step {r['step']}" for r in arms[0].rows) + " |",
+        "|---|" + "---|" * len(arms[0].rows),
+    ]
+    lines += ["| %s | %s |" % (arm.name, " | ".join(_setting(r["knobs_in_force"]) for r in arm.rows)) for arm in arms]
+    return [*lines, ""]
+
+
+def _setting(knobs: dict) -> str:
+    """``{"lam": 0.30000000000000004}`` -> ``lam 0.3`` (per-unit lists as ``[0.1 0.2]``)."""
+
+    def text(value) -> str:
+        return f"[{' '.join(f'{v:.4g}' for v in value)}]" if isinstance(value, (list, tuple)) else f"{value:.4g}"
+
+    return ", ".join(f"{k} {text(v)}" for k, v in knobs.items())
 
 
 def _scores(scores: dict | None) -> str:

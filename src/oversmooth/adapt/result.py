@@ -3,6 +3,7 @@ its end (val scores, test scores once, steps, wall seconds, last-layer cos_sim).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -27,7 +28,8 @@ def row(arm: str, record: dict) -> dict[str, Any]:
 @dataclass
 class ArmResult:
     """One arm. ``start``: the val scores before any step; ``val`` / ``test``: after the last
-    step (test scored once, at the end); ``rows``: step 0 and every record (``row``)."""
+    step (test scored once, at the end); ``rows``: step 0 and every record (``row``; under
+    ``--ramp`` also the ramped knobs each evaluation used, ``knobs_in_force``)."""
 
     name: str
     method: str
@@ -44,9 +46,21 @@ class ArmResult:
 
     @classmethod
     def of(
-        cls, name: str, method: str, knobs: dict | None, start: dict, records: list[dict], results: dict
+        cls,
+        name: str,
+        method: str,
+        knobs: dict | None,
+        start: dict,
+        records: list[dict],
+        results: dict,
+        evaluated: Callable[[int], dict] | None = None,
     ) -> ArmResult:
+        """``evaluated(step)``: the ramped knobs the evaluation at ``step`` used (``adapt --ramp``),
+        kept in each row as ``knobs_in_force``; None: no ramp, no such key."""
         last = records[-1] if records else start
+        rows = [row(name, start), *(row(name, r) for r in records)]
+        for flat in rows if evaluated else ():
+            flat["knobs_in_force"] = evaluated(flat["step"])
         return cls(
             name,
             method,
@@ -59,7 +73,7 @@ class ArmResult:
             results["test"],
             last_cos_sim(start.get("layers")),
             last_cos_sim(last.get("layers")),
-            [row(name, start), *(row(name, r) for r in records)],
+            rows,
         )
 
 

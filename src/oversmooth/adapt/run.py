@@ -12,6 +12,9 @@ Arms run one after the other, control first; each is resumable on its own, so a 
 rerun with the same config continues where it stopped and ends bit-identical; a finished one
 returns the stored result without training.
 
+``ramp`` N > 0: a patched arm trains with its knobs brought in linearly over the first N steps
+(``oversmooth.adapt.ramp``; the train loop's ``at_step``), its start scored at the full knobs.
+
 A distillation control arm takes no step (lr 0): it is its own teacher, so its objective is at its
 minimum (0) from the start, and what AdamW would do there (steps on rounding noise, which Adam
 scales up to the size of the lr, and weight decay) is no effect of training on the objective.
@@ -210,14 +213,15 @@ def _run_arm(config: AdaptConfig, source, task, env, folder: Path, name: str, kn
         "method": config.method if knobs is not None else source.description.get("method", "unpatched"),
         "knobs": knobs,
     }
+    ramp = source.ramp(model, knobs) if knobs is not None and config.ramp else None  # from the start, not at it
     torch.manual_seed(config.seed)
-    results = train(model, task, cfg, folder, env, resume=True, description=description)
+    results = train(model, task, cfg, folder, env, resume=True, description=description, at_step=ramp)
     if results["status"] == "completed":
         if not (folder / "model").is_dir():
             source.save(model, folder / "model", knobs)
         (folder / FILENAME).unlink(missing_ok=True)  # resume needs it only while the arm runs
     records = [json.loads(line) for line in (folder / "metrics.jsonl").read_text().splitlines() if line]
-    return ArmResult.of(name, description["method"], knobs, start, records, results)
+    return ArmResult.of(name, description["method"], knobs, start, records, results, ramp and ramp.evaluated)
 
 
 def _start(model, task, cfg: TrainConfig, env, folder: Path) -> dict:

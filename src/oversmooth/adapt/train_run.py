@@ -11,10 +11,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import torch
 from torch import nn
 
 from oversmooth.adapt.config import AdaptConfig
-from oversmooth.errors import UsageError
+from oversmooth.adapt.ramp import Ramp, off_setting
+from oversmooth.errors import FieldError, UsageError
 from oversmooth.train.saved_run import SavedRun, is_train_run
 
 
@@ -44,8 +46,11 @@ class TrainRunSource:
             raise UsageError("lora is for large pretrained models; our own train runs are fine-tuned whole: set lora 0")
         self.source = saved
         self.run, self.saved = saved.description, saved.load()
-        for knobs in config.knobs:
-            self._patched(knobs)  # an unknown method, a knob out of range, weights it cannot take: refused now
+        # an unknown method, a knob out of range, weights it cannot take: refused now; so is a knob --ramp cannot set
+        arms = [self._patched(knobs) for knobs in config.knobs]
+        self.ramp_off = self._ramp_off() if config.ramp else {}
+        for model in arms if self.ramp_off else ():
+            ramped_layers(model, config.method, self.ramp_off, config.ramp)
         self.knobs = [dict(k) for k in config.knobs]
         train = self.run["train"]
         self.defaults = {
@@ -74,6 +79,37 @@ class TrainRunSource:
             model.load_state_dict(self.saved.state_dict())
             return model
         return self._patched(knobs)
+
+    def _ramp_off(self) -> dict:
+        """``--ramp``'s start: the method's off setting, of the knobs our layers take."""
+        from oversmooth.mitigations.registry import method
+
+        chosen = method(self.config.method)
+        zero = " and ".join(chosen.zero)
+        return off_setting(
+            self.config.method,
+            self.config.ramp,
+            {f.name for f in chosen.fields("train")},
+            f"in an `oversmooth train` run's model it learns {zero}, as parameters that start at the off setting",
+        )
+
+    def ramp(self, model: nn.Module, knobs: dict) -> Ramp:
+        """``--ramp`` for the arm ``model`` built with ``knobs``: the knob values its method's layers
+        hold (``NeutrenoLayer.lam``, ``Deescalation.tau``, ``ContraNorm.s``) set in place."""
+        layers = ramped_layers(model, self.config.method, self.ramp_off, self.config.ramp)
+        target = {**self.knob_defaults(), **knobs}
+
+        def apply(values: dict) -> None:
+            for layer in layers:
+                for name, value in values.items():
+                    held = getattr(layer, name)
+                    if isinstance(held, torch.Tensor):  # a buffer: set in place, it stays registered
+                        with torch.no_grad():
+                            held.copy_(torch.as_tensor(value, dtype=held.dtype))
+                    else:
+                        setattr(layer, name, value)
+
+        return Ramp(self.ramp_off, {k: target[k] for k in self.ramp_off}, self.config.ramp, apply)
 
     def knob_defaults(self) -> dict:
         """The method's knobs when not given (a causal LM's where they differ)."""
@@ -115,3 +151,24 @@ class TrainRunSource:
         from oversmooth.models import save_model
 
         save_model(model, folder)
+
+
+def ramped_layers(model: nn.Module, name: str, off: dict, ramp: int) -> list[nn.Module]:
+    """The layers of method ``name`` in ``model`` (by their attribute, ``Method.attribute``), each
+    holding every knob of ``off`` as a fixed value; ``FieldError`` (naming ``ramp``) for a learned one."""
+    from oversmooth.mitigations.registry import method
+
+    attribute = method(name).attribute
+    layers = [m for path, m in model.named_modules() if path.rpartition(".")[2] == attribute]
+    for layer in layers:
+        for knob in off:
+            if isinstance(getattr(layer, knob, None), nn.Parameter):
+                raise FieldError(
+                    "{ramp} %d: %s's %s is a learned parameter in this model, not a fixed knob to ramp; "
+                    "drop {ramp}, or leave it fixed" % (ramp, name, knob)
+                )
+            if not hasattr(layer, knob):
+                raise FieldError("{ramp} %d: %s's layer holds no %s to set; drop {ramp}" % (ramp, name, knob))
+    if not layers:
+        raise FieldError("{ramp} %d: the model holds no %s layer to ramp; drop {ramp}" % (ramp, name))
+    return layers

@@ -13,7 +13,7 @@ from oversmooth.errors import FieldError, UsageError
 from oversmooth.train.run_spec import field_kinds, flag, literal
 
 #: ``oversmooth adapt``'s presentation of some fields: the positional, the required, the metavars.
-_POSITIONAL, _REQUIRED, _METAVARS = "model", ("out",), {"model": "MODEL", "out": "DIR", "lora": "RANK"}
+_POSITIONAL, _REQUIRED, _METAVARS = "model", ("out",), {"model": "MODEL", "out": "DIR", "lora": "RANK", "ramp": "N"}
 
 
 def _values(text: str) -> tuple:

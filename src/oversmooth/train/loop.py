@@ -16,6 +16,7 @@ import math
 import shutil
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -162,11 +163,17 @@ def train(
     env: Distributed = Distributed(),
     resume: bool = False,
     description: dict | None = None,
+    at_step: Callable[[int], None] | None = None,
 ) -> dict:
     """Train ``model`` on ``task``; return (and write) the results dict.
 
     ``description``: JSON-able facts about the run (model, task, method...) stored in the
     checkpoint and results; resuming with a different description is refused.
+    ``at_step(step)``: called each time the run stands at ``step`` optimiser steps done: once
+    before this session's first step (after a resume: at the step resumed), then after every
+    step, before that step's record and checkpoint. It may change what the model computes (a
+    schedule of its own, e.g. ``adapt --ramp``), not its parameters; a resumed run calls it again
+    at the step it resumes from, so a pure function of ``step`` resumes bit for bit.
     A non-finite loss or gradient stops the run with ``status: "diverged"`` and leaves the last
     good checkpoint in place. A run whose ``results.json`` exists is not trained again on resume:
     ``model`` gets the weights of its final checkpoint and its results are returned.
@@ -190,7 +197,7 @@ def train(
             finished = _finished(model, out_dir, description) if resume else None
             if finished is not None:
                 return finished
-            return _Run(model, task, config, out_dir, env, description, steps_per_epoch).train(resume)
+            return _Run(model, task, config, out_dir, env, description, steps_per_epoch, at_step).train(resume)
     except BaseException:  # Ctrl-C, a kill, an error: before a checkpoint, leave the folder as found
         if env.is_main:
             _forget_unsaved(out_dir, found)
@@ -239,9 +246,11 @@ class _Run:
         env: Distributed,
         description: dict,
         steps_per_epoch: int,
+        at_step: Callable[[int], None] | None = None,
     ):
         self.model, self.task, self.config, self.out_dir, self.env = model, task, config, out_dir, env
         self.description, self.steps_per_epoch = description, steps_per_epoch
+        self.at_step = at_step or (lambda step: None)
         self.total_steps = total_steps = config.total_steps(steps_per_epoch)
         model.to(env.device)
         self.optimizer, self.scheduler = build_optimizer(
@@ -253,6 +262,7 @@ class _Run:
 
     def train(self, resume: bool) -> dict:
         self.restore(resume)
+        self.at_step(self.step)
         if self.env.is_main:
             _write_records(self.out_dir, self.records)
         forward = self.model
@@ -341,6 +351,7 @@ class _Run:
                     return f"{diverged} at step {self.step + 1}"
                 self.scheduler.step()
                 self.step += 1
+                self.at_step(self.step)
                 self.session_steps += 1
                 self.epoch_loss += torch.tensor([mean_loss, 1.0], dtype=torch.float64)
                 self.step_seconds += time.perf_counter() - step_started

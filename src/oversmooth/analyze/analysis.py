@@ -34,8 +34,7 @@ from oversmooth.analyze.null import measure_null, measure_shuffled, shuffled_pat
 from oversmooth.analyze.quality import Quality, QualityProbe
 from oversmooth.analyze.representation import layer_cka
 from oversmooth.analyze.settings import AnalysisSettings, Budget
-from oversmooth.analyze.sublayers import METRICS as STAGE_METRICS
-from oversmooth.analyze.sublayers import StageChange, changes_from_rows, stage_hooks, stage_states
+from oversmooth.analyze.sublayers import STAGE_METRICS, StageChange, changes_from_rows, stage_hooks, stage_states
 from oversmooth.errors import FieldError, UsageError
 from oversmooth.hf import Layout, Task, capture, layout, patched, setting_text
 from oversmooth.metrics import METRICS, measure

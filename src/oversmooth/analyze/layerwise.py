@@ -18,8 +18,7 @@ import pandas as pd
 import torch
 from torch import Tensor
 
-from oversmooth.metrics import measure, metric_table
-from oversmooth.metrics.suite import BLOCK_METRICS, RANK_METRICS
+from oversmooth.metrics import LAYER_MEASURES, RANK_METRICS, measure, metric_table
 from oversmooth.metrics.tokens import check_finite
 from oversmooth.utils.threads import thread_map
 
@@ -47,7 +46,7 @@ class LayerwiseMeasures:
         one state per thread. A stream state's block measures are taken at once (O(tokens d))."""
         if name in self.metrics_of:
             self.sequences, self.tokens = state.shape[0], state.shape[1]
-            blocks = [m for m in self.metrics_of[name] if m in BLOCK_METRICS]
+            blocks = [m for m in self.metrics_of[name] if LAYER_MEASURES[m].pair]
             if name in self.stream and blocks:
                 before, self._stream_state = self._stream_state, state
                 if before is not None:

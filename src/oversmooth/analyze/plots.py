@@ -9,7 +9,7 @@ from __future__ import annotations
 import pandas as pd
 
 from oversmooth.analyze.analysis import BASELINE, Analysis
-from oversmooth.metrics import ATTENTION_METRICS, METRICS
+from oversmooth.metrics import ATTENTION_METRICS, METRICS, measure_columns
 
 
 def tidy_table(analysis: Analysis, model: str, inputs: str = "", attention: bool = False) -> pd.DataFrame:
@@ -20,7 +20,7 @@ def tidy_table(analysis: Analysis, model: str, inputs: str = "", attention: bool
     frames = []
     for method, table in tables.items():
         quality = analysis.quality[method]
-        frame = table[["layer", *(c for m in measures for c in (m, f"{m}_std"))]].copy()
+        frame = table[["layer", *measure_columns(measures)]].copy()
         frame.insert(0, "method", method)
         frame["within_budget"] = quality.within_budget
         frame["quality"] = quality.rows[0].value

@@ -19,8 +19,7 @@ from oversmooth.analyze.quality import QualityRow, ratio_text
 from oversmooth.analyze.representation import cka_rows, plot_cka
 from oversmooth.analyze.sublayers import block_totals
 from oversmooth.hf import setting_text
-from oversmooth.metrics import ATTENTION_METRICS, METRICS
-from oversmooth.metrics.suite import RANK_METRICS
+from oversmooth.metrics import ATTENTION_METRICS, LAYER_MEASURES, METRICS, RANK_METRICS, measure_columns
 from oversmooth.mitigations.registry import METHODS as REGISTRY
 from oversmooth.utils.atomic import atomic_directory
 from oversmooth.utils.plotting import figure, save_png
@@ -158,13 +157,12 @@ def csv_rows(analysis: Analysis) -> list[dict]:
     """One row per method x layer; attention columns filled for the baseline only; with a null
     (``analyze --null N``), each measure's null mean and spread over the random inits and the
     row's excess over that mean."""
-    columns = [c for m in METRICS for c in (m, f"{m}_std")]
-    attention_columns = [c for m in ATTENTION_METRICS for c in (m, f"{m}_std")]
+    stream_columns, attention_columns = measure_columns(METRICS), measure_columns(ATTENTION_METRICS)
     null, shuffled = by_layer(analysis.null), by_layer(analysis.shuffled)
     rows = []
     for method, table in analysis.tables.items():
         for row in table.to_dict("records"):
-            out = {"method": method, "layer": row["layer"], **{c: row.get(c) for c in columns}}
+            out = {"method": method, "layer": row["layer"], **{c: row.get(c) for c in stream_columns}}
             attention = _attention_row(analysis, row["layer"]) if method == BASELINE else {}
             out.update({c: attention.get(c) for c in attention_columns})
             if null or shuffled:
@@ -200,7 +198,7 @@ def plot_metric(analysis: Analysis, metric: str, path: Path, meta: dict) -> None
     """``metric`` vs layer (``plots.plot_layers``: one line per method with its std band, a broken
     method dashed; attention measures: the unpatched model only), titled with the model and inputs."""
     plt, fig, axes = figure(1, 1, 5, 3.6)
-    attention = metric in ATTENTION_METRICS
+    attention = LAYER_MEASURES[metric].kind == "attention"
     model, inputs = _title(analysis, meta).split("\n")
     tidy = tidy_table(analysis, model, inputs, attention=attention)
     plot_layers(tidy, metric, axes[0][0], *((None, None) if attention else (analysis.null, analysis.shuffled)))

@@ -29,7 +29,7 @@ from oversmooth.analyze.plots import plot_layers
 from oversmooth.analyze.report import ANY_ANALYSIS, write_cka, write_csv
 from oversmooth.analyze.representation import layer_cka
 from oversmooth.errors import UsageError
-from oversmooth.metrics import METRICS
+from oversmooth.metrics import METRICS, measure_columns
 from oversmooth.train.distributed import Distributed
 from oversmooth.train.evaluation import evaluate, stream_table, validation_probe
 from oversmooth.train.saved_run import SavedRun
@@ -61,7 +61,7 @@ class RunAnalysis:
     def tidy(self) -> pd.DataFrame:
         """The tidy table ``oversmooth.analyze`` returns: this model's own method per layer, every
         measure and its std; ``quality`` its validation perplexity (an LM) or accuracy."""
-        frame = self.table[["layer", *(c for m in METRICS for c in (m, f"{m}_std"))]].copy()
+        frame = self.table[["layer", *measure_columns(METRICS)]].copy()
         frame.insert(0, "method", self.method)
         measure = "perplexity" if "perplexity" in self.quality else "accuracy"
         frame["within_budget"] = True
@@ -144,7 +144,7 @@ def csv_rows(analysis: RunAnalysis) -> list[dict]:
     null, shuffled = by_layer(analysis.null), by_layer(analysis.shuffled)
     rows = []
     for row in analysis.table.to_dict("records"):
-        out = {"layer": int(row["layer"]), **{c: row.get(c) for m in METRICS for c in (m, f"{m}_std")}}
+        out = {"layer": int(row["layer"]), **{c: row.get(c) for c in measure_columns(METRICS)}}
         if null:
             out.update(excess_columns(row, null[out["layer"]], shuffled[out["layer"]], METRICS))
         rows.append(out)

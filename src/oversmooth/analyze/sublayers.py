@@ -32,8 +32,9 @@ from oversmooth.activations import hook_name
 from oversmooth.analyze.inputs import check_model_inputs
 from oversmooth.analyze.layerwise import LayerwiseMeasures
 from oversmooth.hf import Family, capture, layout
+from oversmooth.metrics import check_measures
 
-METRICS = ("cos_sim", "t_sim")
+STAGE_METRICS = check_measures(("cos_sim", "t_sim"))
 KINDS = {
     "attention": "attention",
     "attn_norm": "norm",
@@ -126,7 +127,7 @@ def sublayer_changes(model, inputs: Mapping[str, Tensor], exclude: Sequence[int]
     lay = layout(model)
     mask = inputs.get("attention_mask")
     measures = LayerwiseMeasures(
-        {name: METRICS for _, _, name in stage_states(lay.family, lay.depth)},
+        {name: STAGE_METRICS for _, _, name in stage_states(lay.family, lay.depth)},
         None if mask is None else mask.bool(),
         tuple(exclude),
     )
@@ -137,7 +138,7 @@ def sublayer_changes(model, inputs: Mapping[str, Tensor], exclude: Sequence[int]
 
 def _change(layer: int, stage: str, before: dict[str, float], after: dict[str, float]) -> StageChange:
     values = {}
-    for metric in METRICS:
+    for metric in STAGE_METRICS:
         values |= {
             f"{metric}_before": before[metric],
             f"{metric}_after": after[metric],

@@ -39,10 +39,10 @@ from oversmooth.activations import stream_names
 from oversmooth.analyze.settings import default_exclude
 from oversmooth.errors import UsageError
 from oversmooth.hf import capture, layout
-from oversmooth.metrics import measure
+from oversmooth.metrics import check_measures, measure, measure_columns
 
 #: what a watch measures at each layer of the stream
-WATCHED = ("cos_sim", "anisotropy", "block_influence", "effective_rank")
+WATCHED = check_measures(("cos_sim", "anisotropy", "block_influence", "effective_rank"))
 CSV_NAME = "similarity.csv"
 
 
@@ -141,14 +141,14 @@ class Watch:
 
     def _append_csv(self, step: int, table: pd.DataFrame) -> None:
         path = self.out / CSV_NAME
-        columns = ["step", "layer", *(c for m in WATCHED for c in (m, f"{m}_std"))]
+        header = ["step", "layer", *measure_columns(WATCHED)]
         new = not path.exists()
         with open(path, "a", newline="") as handle:
-            writer = csv.DictWriter(handle, columns)
+            writer = csv.DictWriter(handle, header)
             if new:
                 writer.writeheader()
             for row in table.to_dict("records"):
-                writer.writerow({"step": step, **{c: row[c] for c in columns[1:]}})
+                writer.writerow({"step": step, **{c: row[c] for c in header[1:]}})
 
 
 def check_every(every) -> None:

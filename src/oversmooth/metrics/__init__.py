@@ -1,4 +1,5 @@
-"""Per-layer oversmoothing measures (definitions: the metric table of docs/metrics.md), mask-aware, float64, batched.
+"""Per-layer oversmoothing measures (definitions: the metric table of docs/metrics.md; the list of them:
+``LAYER_MEASURES``, ``oversmooth.metrics.registry``), mask-aware, float64, batched.
 
 Token measures take ``x: [batch, tokens, features]``, an optional boolean ``mask: [batch,
 tokens]`` (True = real token) and ``exclude`` positions, and return ``[batch]`` float64.
@@ -13,8 +14,17 @@ tokens]`` (True = real token) and ``exclude`` positions, and return ``[batch]`` 
 from oversmooth.metrics.attention import attention_entropy, attention_lambda2, attention_similarity, sink_mass
 from oversmooth.metrics.cka import CKA
 from oversmooth.metrics.rank import centred_residual, effective_rank, stable_rank
+from oversmooth.metrics.registry import (
+    ATTENTION_METRICS,
+    LAYER_MEASURES,
+    METRICS,
+    RANK_METRICS,
+    Measure,
+    check_measures,
+    measure_columns,
+)
 from oversmooth.metrics.similarity import angular_distance, anisotropy, block_influence, cos_sim, t_div, t_sim
-from oversmooth.metrics.suite import ATTENTION_METRICS, METRICS, measure, metric_table
+from oversmooth.metrics.suite import measure, metric_table
 from oversmooth.metrics.tokens import valid_tokens
 
 __all__ = [
@@ -36,5 +46,10 @@ __all__ = [
     "metric_table",
     "METRICS",
     "ATTENTION_METRICS",
+    "RANK_METRICS",
+    "LAYER_MEASURES",
+    "Measure",
+    "measure_columns",
+    "check_measures",
     "valid_tokens",
 ]

@@ -34,7 +34,8 @@ def _head_mean(value: Tensor, per_head: bool) -> Tensor:
 def attention_entropy(
     attn: Tensor, mask: Tensor | None = None, exclude: Sequence[int] = (), per_head: bool = False
 ) -> Tensor:
-    """Mean over counted queries of the entropy ``-sum_k a_qk log a_qk`` over counted keys (nats).
+    """Mean over counted queries of the entropy ``-sum_k a_qk log a_qk`` over counted keys (nats),
+    ``attn: [batch, heads, n, n]`` -> ``[batch]`` (``[batch, heads]`` with ``per_head``).
 
     >>> attention_entropy(torch.full((1, 1, 4, 4), 0.25)).tolist()
     [1.3862943611198906]
@@ -68,7 +69,8 @@ def attention_lambda2(
     per_head: bool = False,
     eigenvalues: Sequence[Tensor] | None = None,
 ) -> Tensor:
-    """``|lambda_2(A)|``, the second-largest eigenvalue modulus of the counted block of A.
+    """``|lambda_2(A)|``, the second-largest eigenvalue modulus of the counted block of A,
+    ``attn: [batch, heads, n, n]`` -> ``[batch]`` (``[batch, heads]`` with ``per_head``).
 
     The block's rows are renormalised to sum to 1 (lambda_1 = 1). Yu & Zhang: the smaller
     it is, the faster repeated attention drives tokens together. One counted token gives 0.
@@ -94,7 +96,8 @@ def attention_lambda2(
 def attention_similarity(
     attn_a: Tensor, attn_b: Tensor, mask: Tensor | None = None, exclude: Sequence[int] = (), per_head: bool = False
 ) -> Tensor:
-    """Cosine similarity of two layers' attention maps, head by head (NeuTRENO G.2 redundancy).
+    """Cosine similarity of two layers' attention maps, head by head (NeuTRENO G.2 redundancy),
+    ``attn_a, attn_b: [batch, heads, n, n]`` -> ``[batch]`` (``[batch, heads]`` with ``per_head``).
 
     >>> a = torch.softmax(torch.randn(2, 3, 5, 5), -1)
     >>> [round(v, 9) for v in attention_similarity(a, a).tolist()]
@@ -118,9 +121,10 @@ def sink_mass(
     sinks: Sequence[int] = (0,),
 ) -> Tensor:
     """The attention share on the sink positions ``sinks`` (default: the first token, Xiao et al.
-    2023, StreamingLLM), averaged over counted queries: ``[batch]`` (mean over heads) or ``[batch,
-    heads]``. Sinks are keys whatever ``exclude`` says (a causal LM's first token is excluded from
-    the similarity measures because it is the sink); queries are the counted tokens.
+    2023, StreamingLLM), averaged over counted queries, ``attn: [batch, heads, n, n]`` -> ``[batch]``
+    (mean over heads) or ``[batch, heads]``. Sinks are keys whatever ``exclude`` says (a causal
+    LM's first token is excluded from the similarity measures because it is the sink); queries are
+    the counted tokens.
 
     >>> a = torch.tensor([[[[1.0, 0.0], [0.75, 0.25]]]])
     >>> sink_mass(a).tolist()  # queries 0 and 1 put 1 and 0.75 on token 0

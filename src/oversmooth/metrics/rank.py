@@ -113,7 +113,8 @@ def rank_measures(x: Tensor, mask: Tensor | None = None, exclude: Sequence[int] 
 
 
 def centred_residual(x: Tensor, mask: Tensor | None = None, exclude: Sequence[int] = ()) -> Tensor:
-    """The residual after removing the mean token, ``|X - 1 xbar^T| / |X|``, ``[batch]``.
+    """The residual after removing the mean token, ``|X - 1 xbar^T| / |X|``, ``x: [batch, tokens,
+    features]`` -> ``[batch]``.
 
     The norm is Dong et al.'s (2021) composite ``sqrt(|M|_1 |M|_inf)``. Their rank-collapse
     residual takes the *minimising* rank-one ``1 x^T``; the mean token minimises only the
@@ -135,7 +136,8 @@ def centred_residual(x: Tensor, mask: Tensor | None = None, exclude: Sequence[in
 
 
 def effective_rank(x: Tensor, mask: Tensor | None = None, exclude: Sequence[int] = ()) -> Tensor:
-    """Roy & Vetterli's effective rank of the centred tokens, ``exp(H(p))``, ``[batch]``.
+    """Roy & Vetterli's effective rank of the centred tokens, ``exp(H(p))``, ``x: [batch, tokens,
+    features]`` -> ``[batch]``.
 
     ``p_k = s_k / sum(s)`` over the singular values s of ``X - 1 xbar^T``. All tokens equal
     (no spread left) gives 1.
@@ -147,7 +149,8 @@ def effective_rank(x: Tensor, mask: Tensor | None = None, exclude: Sequence[int]
 
 
 def stable_rank(x: Tensor, mask: Tensor | None = None, exclude: Sequence[int] = ()) -> Tensor:
-    """Stable rank ``|X|_F^2 / |X|_2^2`` of the raw tokens, in [1, rank X], ``[batch]``.
+    """Stable rank ``|X|_F^2 / |X|_2^2`` of the raw tokens, in [1, rank X], ``x: [batch, tokens,
+    features]`` -> ``[batch]``.
 
     A sequence of zero tokens gives 1.
 

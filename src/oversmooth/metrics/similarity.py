@@ -41,7 +41,8 @@ def cos_sim(x: Tensor, mask: Tensor | None = None, exclude: Sequence[int] = ()) 
 
 
 def t_sim(x: Tensor, mask: Tensor | None = None, exclude: Sequence[int] = ()) -> Tensor:
-    """Yu & Zhang's token similarity ``n |xbar|^2 / sum_i |x_i|^2`` in [0, 1], ``[batch]``.
+    """Yu & Zhang's token similarity ``n |xbar|^2 / sum_i |x_i|^2`` in [0, 1], ``x: [batch, tokens,
+    features]`` -> ``[batch]``.
 
     It is the share of energy in the mean token (the "DC" share of Wang et al.); 1 iff all
     counted tokens are equal.
@@ -60,7 +61,8 @@ def t_sim(x: Tensor, mask: Tensor | None = None, exclude: Sequence[int] = ()) ->
 
 
 def t_div(x: Tensor, mask: Tensor | None = None, exclude: Sequence[int] = ()) -> Tensor:
-    """``1 - t_sim``: the high-frequency share ``|X - 1 xbar^T|_F^2 / |X|_F^2``, ``[batch]``."""
+    """``1 - t_sim``: the high-frequency share ``|X - 1 xbar^T|_F^2 / |X|_F^2``, ``x: [batch, tokens,
+    features]`` -> ``[batch]``."""
     return 1.0 - t_sim(x, mask, exclude)
 
 
@@ -74,8 +76,9 @@ def _unit_sums(x: Tensor, valid: Tensor) -> tuple[Tensor, Tensor]:
 
 
 def anisotropy(x: Tensor, mask: Tensor | None = None, exclude: Sequence[int] = ()) -> Tensor:
-    """Ethayarajh's anisotropy, per sequence ``[batch]`` (float64): the mean cosine between each
-    counted token of the sequence and every counted token of the *other* sequences of the batch.
+    """Ethayarajh's anisotropy, per sequence, ``x: [batch, tokens, features]`` -> ``[batch]``
+    (float64): the mean cosine between each counted token of the sequence and every counted token
+    of the *other* sequences of the batch.
 
     Exact over all such pairs, O(tokens x features): with S_b the sum of sequence b's unit
     tokens and S their total, ``S_b . (S - S_b) / (n_b (N - n_b))``; with equal counts the mean
@@ -115,7 +118,7 @@ def block_influence(before: Tensor, after: Tensor, mask: Tensor | None = None, e
     """ShortGPT's block influence ``1 - mean_i cos(before_i, after_i)`` per sequence ``[batch]``
     (float64), over counted tokens: 0 when a block leaves every token's direction as it was, 1
     when it turns each by 90 degrees, 2 when it flips each (Men et al. 2024, arXiv 2403.03853).
-    A zero-norm token has cosine 0. ``before, after: [batch, tokens, features]``.
+    A zero-norm token has cosine 0. ``before, after: [batch, tokens, features]`` -> ``[batch]``.
 
     >>> block_influence(torch.tensor([[[1.0, 0.0], [0.0, 1.0]]]), torch.tensor([[[2.0, 0.0], [1.0, 0.0]]])).tolist()
     [0.5]

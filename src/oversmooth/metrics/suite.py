@@ -1,38 +1,21 @@
-"""The metric suite: every measure at every layer, as one tidy layer x metric table."""
+"""The metric suite: every measure at every layer, as one tidy layer x metric table (the measures:
+``oversmooth.metrics.registry``)."""
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import pandas as pd
-import torch
 from torch import Tensor
 
 from oversmooth.errors import UsageError
-from oversmooth.metrics.attention import attention_entropy, attention_lambda2, attention_similarity, sink_mass
-from oversmooth.metrics.rank import centred_residual, effective_rank, rank_measures, stable_rank
-from oversmooth.metrics.similarity import anisotropy, block_influence, cos_sim, t_div, t_sim
+from oversmooth.metrics.registry import ATTENTION_METRICS, METRICS, check_measures, layer_values, measure_columns
 from oversmooth.metrics.tokens import check_counted, check_finite
 from oversmooth.utils.atomic import atomic_write
 from oversmooth.utils.tensors import check_tensor
 from oversmooth.utils.threads import thread_map
-
-STATE_METRICS: dict[str, Callable[..., Tensor]] = {
-    "cos_sim": cos_sim,
-    "t_sim": t_sim,
-    "t_div": t_div,
-    "anisotropy": anisotropy,
-    "centred_residual": centred_residual,
-    "effective_rank": effective_rank,
-    "stable_rank": stable_rank,
-}
-#: measures of what a block did: (states before, states after) -> [batch]; NaN at layer 0
-BLOCK_METRICS: dict[str, Callable[..., Tensor]] = {"block_influence": block_influence}
-RANK_METRICS = ("effective_rank", "stable_rank")  # full spectra, O(n d min(n, d)); computed together
-ATTENTION_METRICS = ("attn_entropy", "attn_lambda2", "attn_similarity", "sink_mass")
-METRICS = (*STATE_METRICS, *BLOCK_METRICS)
 
 
 def metric_table(
@@ -47,8 +30,7 @@ def metric_table(
     """The table ``measure`` returns: one row per layer, columns ``layer``, then ``<metric>`` (mean over
     sequences) and ``<metric>_std``; ``attrs`` holds ``metrics``, ``hook`` (where the states were
     taken), ``exclude`` (the positions left out), ``sequences`` and ``notes``."""
-    columns = ["layer", *(c for m in metrics for c in (m, f"{m}_std"))]
-    table = pd.DataFrame(list(rows), columns=columns)
+    table = pd.DataFrame(list(rows), columns=["layer", *measure_columns(metrics)])
     table.attrs.update(
         metrics=tuple(metrics), hook=hook, exclude=tuple(exclude), sequences=sequences, notes=dict(notes or {})
     )
@@ -121,14 +103,13 @@ def measure(
     UsageError on a sequence with no token counted (``check_counted``).
     Layers are measured side by side on torch's threads (``oversmooth.utils.threads.thread_map``).
 
+    >>> import torch
     >>> states = [torch.randn(2, 5, 8) for _ in range(3)]
     >>> table = measure(states, metrics=("cos_sim", "t_sim"))
     >>> len(table["t_sim"]), table.attrs["metrics"]
     (3, ('cos_sim', 't_sim'))
     """
-    unknown = [m for m in metrics if m not in METRICS]
-    if unknown:
-        raise UsageError(f"unknown metric {unknown[0]!r}; choose from {', '.join(METRICS)}")
+    metrics = check_measures(metrics)
     if attentions is not None and len(attentions) != len(hidden_states):
         raise UsageError(f"{len(attentions)} attention maps for {len(hidden_states)} layers of states")
     for layer, states in enumerate(hidden_states):
@@ -140,28 +121,10 @@ def measure(
     names = tuple(metrics) + (ATTENTION_METRICS if attentions is not None else ())
 
     def row(layer: int) -> dict[str, float]:
-        states = hidden_states[layer]
-        values = (
-            dict(zip(RANK_METRICS, rank_measures(states, mask, exclude))) if set(RANK_METRICS) <= set(metrics) else {}
-        )
-        values.update({name: STATE_METRICS[name](states, mask, exclude) for name in metrics if name in STATE_METRICS})
-        for name in (m for m in metrics if m in BLOCK_METRICS):
-            values[name] = (
-                BLOCK_METRICS[name](hidden_states[layer - 1], states, mask, exclude)
-                if layer > 0
-                else torch.full((states.shape[0],), math.nan, dtype=torch.float64)
-            )
+        values = layer_values(metrics, hidden_states, layer, mask, exclude)
         if attentions is not None:
-            attn = attentions[layer]
-            values["attn_entropy"] = attention_entropy(attn, mask, exclude)
             eigenvalues = None if attention_eigenvalues is None else attention_eigenvalues[layer]
-            values["attn_lambda2"] = attention_lambda2(attn, mask, exclude, eigenvalues=eigenvalues)
-            values["attn_similarity"] = (
-                attention_similarity(attentions[layer - 1], attn, mask, exclude)
-                if layer > 0
-                else torch.full((attn.shape[0],), math.nan, dtype=torch.float64)
-            )
-            values["sink_mass"] = sink_mass(attn, mask, exclude)
+            values.update(layer_values(ATTENTION_METRICS, attentions, layer, mask, exclude, eigenvalues))
         out: dict[str, float] = {"layer": layer}
         for name in names:
             out[name], out[f"{name}_std"] = _stats(values[name])

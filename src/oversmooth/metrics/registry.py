@@ -1,0 +1,219 @@
+"""Every per-layer measure, by name: the one place that lists them (as ``mitigations/registry.py``
+lists the methods).
+
+Each entry is a ``Measure`` record: its kind (``stream``: residual-stream states ``[batch, tokens,
+features]``; ``attention``: maps ``[batch, heads, n, n]``), the function computing it (shapes in
+its docstring), what it measures and is blind to, and its paper. The suite (``measure``), the
+columns of ``analyze``'s tables, CSV files, plots and report, ``analyze.watch`` and the docs test
+(the metric table of docs/metrics.md) all read it. Order matters: it is the order of the columns.
+
+Adding a measure is one function (in ``similarity.py``, ``rank.py`` or ``attention.py``) and one
+entry here; a naive reference in ``tests/reference_metrics.py`` and a row in docs/metrics.md.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import torch
+from torch import Tensor
+
+from oversmooth.errors import UsageError, did_you_mean
+from oversmooth.metrics.attention import attention_entropy, attention_lambda2, attention_similarity, sink_mass
+from oversmooth.metrics.rank import centred_residual, effective_rank, stable_rank
+from oversmooth.metrics.similarity import anisotropy, block_influence, cos_sim, t_div, t_sim
+
+Kind = Literal["stream", "attention"]
+
+
+@dataclass(frozen=True)
+class Measure:
+    """One per-layer measure: what it takes and computes, what it cannot see, where it comes from.
+
+    ``compute(x, mask, exclude) -> [batch]`` float64, ``x`` one layer's states or attention maps,
+    ``mask [batch, tokens]`` (True = real token), ``exclude`` the positions left out; with ``pair``,
+    ``compute(before, after, mask, exclude)`` of the layer before and this one."""
+
+    name: str  # its column in every table
+    kind: Kind
+    compute: Callable[..., Tensor]
+    about: str  # one line: what it measures
+    blind_to: str  # what it cannot see
+    paper: str
+    pair: bool = False  # compares each layer with the one before it: NaN at layer 0
+    eigensolve: bool = False  # a full eigensolve per sequence: analyze takes it over the first rank_sequences
+    eigenvalues: bool = False  # takes the caller's ``counted_eigenvalues`` of the layer when it has them
+
+    def at(
+        self,
+        layers: Sequence[Tensor],
+        layer: int,
+        mask: Tensor | None,
+        exclude: Sequence[int],
+        eigenvalues: Sequence[Tensor] | None = None,
+    ) -> Tensor:
+        """The measure at ``layer`` of ``layers`` (one tensor per layer), ``[batch]``."""
+        if self.pair:
+            if layer == 0:
+                return torch.full((layers[0].shape[0],), math.nan, dtype=torch.float64)
+            return self.compute(layers[layer - 1], layers[layer], mask, exclude)
+        if self.eigenvalues:
+            return self.compute(layers[layer], mask, exclude, eigenvalues=eigenvalues)
+        return self.compute(layers[layer], mask, exclude)
+
+
+DIRECTIONS = "directions only: a shared offset and a growing norm look alike"
+YU_ZHANG = 'Yu & Zhang 2023, "Why classic Transformers are shallow"'
+NEUTRENO = "NeuTRENO (Nguyen, Nguyen & Baraniuk, NeurIPS 2023)"
+
+LAYER_MEASURES: dict[str, Measure] = {
+    m.name: m
+    for m in (
+        Measure(
+            "cos_sim",
+            "stream",
+            cos_sim,
+            "mean cosine over distinct pairs of a sequence's tokens",
+            DIRECTIONS,
+            f"{NEUTRENO}, App. G",
+        ),
+        Measure(
+            "t_sim",
+            "stream",
+            t_sim,
+            "the share of energy in the mean token, in [0, 1]",
+            "the mean token's direction: only its energy counts",
+            f"{YU_ZHANG}; Wang et al., ICLR 2022 (the DC share)",
+        ),
+        Measure(
+            "t_div",
+            "stream",
+            t_div,
+            "1 - t_sim: the high-frequency share of the energy",
+            "the mean token's direction: only its energy counts",
+            YU_ZHANG,
+        ),
+        Measure(
+            "anisotropy",
+            "stream",
+            anisotropy,
+            "mean cosine between a sequence's tokens and every token of the other sequences",
+            f"{DIRECTIONS}; NaN with fewer than 2 sequences",
+            "Ethayarajh, EMNLP 2019",
+        ),
+        Measure(
+            "centred_residual",
+            "stream",
+            centred_residual,
+            "|X - 1 xbar^T| / |X| in Dong et al.'s composite norm: an upper bound on their rank-collapse residual",
+            "how many directions the spread around the mean spans",
+            "Dong, Cordonnier & Loukas, ICML 2021",
+        ),
+        Measure(
+            "effective_rank",
+            "stream",
+            effective_rank,
+            "exp of the entropy of the centred tokens' normalised singular values",
+            "the spread's size: a tiny spread over many directions reads as high",
+            "Roy & Vetterli, EUSIPCO 2007",
+            eigensolve=True,
+        ),
+        Measure(
+            "stable_rank",
+            "stream",
+            stable_rank,
+            "|X|_F^2 / |X|_2^2 of the raw tokens",
+            "all but the top direction's share: a large mean token holds it near 1",
+            "Rudelson & Vershynin, J. ACM 2007",
+            eigensolve=True,
+        ),
+        Measure(
+            "block_influence",
+            "stream",
+            block_influence,
+            "1 - mean cosine of each token before and after the block",
+            "whether tokens move together: each token's turn counts alone",
+            "ShortGPT (Men et al. 2024, arXiv 2403.03853)",
+            pair=True,
+        ),
+        Measure(
+            "attn_entropy",
+            "attention",
+            attention_entropy,
+            "mean over queries of the entropy of their attention (nats), heads averaged",
+            "which keys the weight falls on: only how spread it is",
+            "Zhai et al., ICML 2023 (attention entropy collapse)",
+        ),
+        Measure(
+            "attn_lambda2",
+            "attention",
+            attention_lambda2,
+            "|lambda_2| of the counted block of A, rows renormalised (the spectral gap is 1 - |lambda_2|)",
+            "every mode but the slowest, and the transients of a non-normal map",
+            YU_ZHANG,
+            eigenvalues=True,
+        ),
+        Measure(
+            "attn_similarity",
+            "attention",
+            attention_similarity,
+            "cosine between this layer's and the previous layer's attention maps, per head",
+            "how much either map mixes: only whether the two attend alike",
+            f"{NEUTRENO}, App. G.2",
+            pair=True,
+        ),
+        Measure(
+            "sink_mass",
+            "attention",
+            sink_mass,
+            "the attention share on the first token, mean over counted queries and heads",
+            "every key but the first",
+            "StreamingLLM (Xiao et al., ICLR 2024)",
+        ),
+    )
+}
+
+
+def names(kind: Kind) -> tuple[str, ...]:
+    """The measures of ``kind``, in column order."""
+    return tuple(name for name, m in LAYER_MEASURES.items() if m.kind == kind)
+
+
+#: the stream measures (``measure``'s default) and the attention measures, in column order
+METRICS = names("stream")
+ATTENTION_METRICS = names("attention")
+#: the measures that need a full eigensolve per sequence, O(n d min(n, d))
+RANK_METRICS = tuple(name for name, m in LAYER_MEASURES.items() if m.eigensolve)
+
+
+def check_measures(chosen: Sequence[str], kind: Kind = "stream") -> tuple[str, ...]:
+    """``chosen`` as a tuple, each checked to be a measure of ``kind``; UsageError naming the choices."""
+    for name in chosen:
+        if name not in LAYER_MEASURES or LAYER_MEASURES[name].kind != kind:
+            known = names(kind)
+            raise UsageError(f"unknown metric {name!r}{did_you_mean(name, known)}; choose from {', '.join(known)}")
+    return tuple(chosen)
+
+
+def measure_columns(chosen: Sequence[str]) -> list[str]:
+    """The table columns of the measures ``chosen``: each one's mean over sequences, then its std.
+
+    >>> measure_columns(("cos_sim", "t_sim"))
+    ['cos_sim', 'cos_sim_std', 't_sim', 't_sim_std']
+    """
+    return [c for name in chosen for c in (name, f"{name}_std")]
+
+
+def layer_values(
+    chosen: Sequence[str],
+    layers: Sequence[Tensor],
+    layer: int,
+    mask: Tensor | None,
+    exclude: Sequence[int],
+    eigenvalues: Sequence[Tensor] | None = None,
+) -> dict[str, Tensor]:
+    """Each measure named in ``chosen`` at ``layer`` of ``layers``, ``{name: [batch]}``."""
+    return {name: LAYER_MEASURES[name].at(layers, layer, mask, exclude, eigenvalues) for name in chosen}

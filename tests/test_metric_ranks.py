@@ -13,7 +13,7 @@ from oversmooth.errors import UsageError
 from oversmooth.hf.capture import capture
 from oversmooth.metrics import measure
 from oversmooth.metrics.lanczos import top_eigenvalue
-from oversmooth.metrics.rank import effective_rank, rank_measures, stable_rank
+from oversmooth.metrics.rank import effective_rank, stable_rank
 
 
 def masked_batch(seed, batch, n, d, rank=None, scale=1.0):
@@ -33,12 +33,9 @@ def masked_batch(seed, batch, n, d, rank=None, scale=1.0):
 
 @pytest.mark.parametrize("n, d", [(12, 7), (7, 12), (9, 9)])  # features side, tokens side, square
 @pytest.mark.parametrize("rank, scale", [(None, 1.0), (2, 1.0), (None, 1e-158), (3, 1e-158), (None, 1e150)])
-def test_shared_ranks_match_numpy_svd(n, d, rank, scale):
+def test_ranks_match_numpy_svd(n, d, rank, scale):
     x, mask = masked_batch(n * d, 4, n, d, rank, scale)
-    effective, stable = rank_measures(x, mask, exclude=(0,))
-    assert torch.equal(effective, effective_rank(x, mask, (0,)))
-    # alone, stable_rank's Lanczos lacks the centred spectrum's bound on lambda_2: same to 1e-11
-    assert torch.allclose(stable, stable_rank(x, mask, (0,)), rtol=1e-11, atol=0)
+    effective, stable = effective_rank(x, mask, (0,)), stable_rank(x, mask, (0,))
     for b in range(x.shape[0]):
         keep = mask[b].clone()
         keep[0] = False

@@ -5,7 +5,6 @@ mean token; range [1, min(n - 1, d)]); stable_rank on the raw tokens X. Both com
 float64 Gram matrix of the smaller side: effective_rank needs its full spectrum (one symmetric
 eigensolve per sequence, O(n d min(n, d)) in all, far more than the O(n d) similarity
 measures); stable_rank only the top eigenvalue (Lanczos, ``metrics/lanczos.py``).
-``rank_measures`` gives both from one centred Gram matmul (the raw Gram follows in O(min(n, d)^2)).
 """
 
 from __future__ import annotations
@@ -104,12 +103,6 @@ def _chunk_ranks(x: Tensor, valid: Tensor, effective: bool, stable: bool) -> dic
         value = torch.where(spectral > 0, frobenius / spectral.clamp_min(tiny), 1.0)
         out["stable_rank"] = torch.where(empty, torch.nan, value)
     return out
-
-
-def rank_measures(x: Tensor, mask: Tensor | None = None, exclude: Sequence[int] = ()) -> tuple[Tensor, Tensor]:
-    """``(effective_rank, stable_rank)`` together: one scaling, centring and Gram matmul for both."""
-    ranks = _ranks(x, mask, exclude, effective=True, stable=True)
-    return ranks["effective_rank"], ranks["stable_rank"]
 
 
 def centred_residual(x: Tensor, mask: Tensor | None = None, exclude: Sequence[int] = ()) -> Tensor:

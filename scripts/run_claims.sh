@@ -32,8 +32,9 @@ gate() {  # PRESET: do its archived softmax cells pass the claims' gates?
 import sys
 from oversmooth.claims.registry import baseline_gate
 from oversmooth.claims.evidence import read_folders
+from oversmooth.claims.presets import CLAIMS_PRESETS
 from oversmooth.study.presets import study_preset
-failure = baseline_gate(study_preset(sys.argv[1]), read_folders(sys.argv[2:]).cells)
+failure = baseline_gate(study_preset(sys.argv[1], CLAIMS_PRESETS), read_folders(sys.argv[2:]).cells)
 print(failure or "the baseline passed its gates")
 sys.exit(1 if failure else 0)' "$1" $(archives)
 }

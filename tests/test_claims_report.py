@@ -17,13 +17,13 @@ import pytest
 from scipy import stats
 
 from oversmooth.analyze.quality import Quality, QualityRow
+from oversmooth.claims.presets import CLAIMS_PRESETS
 from oversmooth.claims.probes import CurvePair, Existence, Probes, random_init
 from oversmooth.claims.protocol import FAMILIES
 from oversmooth.claims.registry import CLAIMS, QUESTIONS, Inputs, baseline_gate, decide_claims
 from oversmooth.claims.report import render_claims
 from oversmooth.cli import main
 from oversmooth.errors import UsageError
-from oversmooth.study import STUDY_PRESETS
 from oversmooth.study.results import read_studies, read_study
 
 SEEDS = range(14)
@@ -86,7 +86,7 @@ def make_cell(
     falls to the last), and results.json with the ``test`` score."""
     cell = next(
         c
-        for c in STUDY_PRESETS[study].cells()
+        for c in CLAIMS_PRESETS[study].cells()
         if (c.variant.label, c.seed, c.norm) == (label, seed, norm) and (depth is None or c.depth == depth)
     )
     folder = root / study / cell.name
@@ -120,7 +120,7 @@ def make_cell(
     study_file = root / study / "study.json"
     if not study_file.exists():
         study_file.write_text(
-            json.dumps({**STUDY_PRESETS[study].to_dict(), "command": f"oversmooth study {study} --x"})
+            json.dumps({**CLAIMS_PRESETS[study].to_dict(), "command": f"oversmooth study {study} --x"})
         )
 
 
@@ -201,7 +201,7 @@ def test_known_paired_effects_give_the_known_verdicts(tmp_path):
     assert claims["5c"].verdict == "held" and claims["5c"].n == 10 and "turned the verdict of 60" in claims["5c"].ours
     assert "says 1 vs registered chance 0.5;" in claims["5c"].ours
     assert claims["5c"].reading == "held" and "mean difference +1," in claims["5c"].reading_reason
-    planned = len(STUDY_PRESETS["austen-p3"].seeds)
+    planned = len(CLAIMS_PRESETS["austen-p3"].seeds)
     assert claims["2b"].verdict == "not tested" and f"0 of {planned} planned seed pairs" in claims["2b"].reason
     assert claims["8"].p_holm == 1.0 or claims["8"].p_holm is None
 
@@ -265,7 +265,7 @@ def test_the_runner_trains_each_settings_pilot_and_long_run_first():
 
 def test_the_runner_stops_on_the_gate_the_report_would_name(tmp_path):
     """scripts/run_claims.sh trains the softmax cells first and asks ``baseline_gate`` whether to go on."""
-    preset = STUDY_PRESETS["fmnist-p7"]
+    preset = CLAIMS_PRESETS["fmnist-p7"]
     assert (
         baseline_gate(preset, []) == "not judged yet: not every claim trained on fmnist-p7 has a finished baseline cell"
     )

@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from oversmooth.claims import measures
 from oversmooth.claims.gates import PlateauGate, val_score
 from oversmooth.claims.measures import Key, Measure
+from oversmooth.claims.presets import CLAIMS_PRESETS
 from oversmooth.claims.verdicts import PaperEffect
 from oversmooth.study.config import StudyConfig
-from oversmooth.study.presets import STUDY_PRESETS
 from oversmooth.study.results import CellResult
 from oversmooth.study.stats import min_detectable_effect
 from oversmooth.train.run_spec import training_key
@@ -114,7 +114,7 @@ class Protocol:
 
 
 def _preset(name: str) -> StudyConfig:
-    return STUDY_PRESETS[name]
+    return CLAIMS_PRESETS[name]
 
 
 VIT, SPECTRAL, LM, DEPTH = (_preset(name) for name in ("fmnist-p7", "fmnist-p7-spectral", "austen-p3", "depth-w32"))

@@ -36,6 +36,7 @@ from oversmooth.analyze import Budget
 from oversmooth.claims import adaptations
 from oversmooth.claims.gates import arm_name
 from oversmooth.claims.measures import Key
+from oversmooth.claims.presets import CLAIMS_PRESETS
 from oversmooth.claims.probes import CurvePair, Probes
 from oversmooth.claims.protocol import DEEP_PILOTS, FAILS_BELOW, FAMILIES, OVERSMOOTHS, PROTOCOLS, VIT_GATE, Protocol
 from oversmooth.claims.similarity_claim import similarity_verdict
@@ -53,7 +54,6 @@ from oversmooth.claims.verdicts import (
 )
 from oversmooth.errors import UsageError
 from oversmooth.study.config import StudyConfig
-from oversmooth.study.presets import STUDY_PRESETS
 from oversmooth.study.report import seed_span
 from oversmooth.study.results import CellResult
 
@@ -699,7 +699,7 @@ def post_norm_trains_deep(cells: list[CellResult]) -> str:
     planned = {
         (name, cell.seed)
         for name in DEEP_PILOTS
-        for cell in STUDY_PRESETS[name].cells()
+        for cell in CLAIMS_PRESETS[name].cells()
         if (cell.norm, cell.variant.label) == ("post", "softmax")
     }
     finished = {(c.study, c.seed) for c in pilots if c.status == "completed"} == planned

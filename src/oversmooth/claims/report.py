@@ -21,7 +21,7 @@ from oversmooth.claims.depth_fixes import PLOT as DEPTH_FIXES_PLOT
 from oversmooth.claims.depth_fixes import depth_fixes_section
 from oversmooth.claims.probes import Probes
 from oversmooth.claims.protocol import OVERSMOOTHS
-from oversmooth.claims.regime import regime_section
+from oversmooth.claims.regime_pilot import regime_pilot_section
 from oversmooth.claims.registry import (
     NOT_TESTED_WHY,
     SEEN_FIRST,
@@ -535,7 +535,7 @@ def render_claims(
             "![cos_sim per layer with and without NeuTRENO, no training](probes.png)",
             "",
         ]
-    lines += [*(third_protocol_section(third_protocol) if third_protocol else []), *regime_section(cells)]
+    lines += [*(third_protocol_section(third_protocol) if third_protocol else []), *regime_pilot_section(cells)]
     fixes, fixes_plot = depth_fixes_section(cells, post_norm_trains_deep(cells))
     lines += fixes
     files |= fixes_plot

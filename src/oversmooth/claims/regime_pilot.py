@@ -1,5 +1,5 @@
-"""Where a trained softmax ViT oversmooths (DESIGN 9.8; the third protocol's regime pilot,
-docs/studies.md): per configuration the pilot trained, its token count, validation accuracy and
+"""The third protocol's regime pilot (DESIGN 9.8, docs/studies.md), which looks for a trained
+softmax ViT that oversmooths: per configuration the pilot trained, its token count, validation accuracy and
 last-layer cos_sim beside the same architecture's at random init, and whether it oversmooths
 (``OVERSMOOTHS``) and trains (gate W's parts (a) and (c): plateaued, and above the logistic
 regression it runs on the same images). Where no configuration does both, 2a, 2c and 8 were not
@@ -22,7 +22,7 @@ def _yes(condition: bool) -> str:
     return "yes" if condition else "no"
 
 
-def regime_section(cells: list[CellResult]) -> list[str]:
+def regime_pilot_section(cells: list[CellResult]) -> list[str]:
     """The claims report's section: one row per finished pilot cell; [] before any finished."""
     pilot = [c for c in cells if c.study in PILOTS and c.status == "completed" and c.spec and c.final_layers]
     if not pilot:

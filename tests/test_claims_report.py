@@ -17,11 +17,14 @@ import pytest
 from scipy import stats
 
 from oversmooth.analyze.quality import Quality, QualityRow
+from oversmooth.claims.gathering import Inputs, baseline_gate
 from oversmooth.claims.presets import CLAIMS_PRESETS
 from oversmooth.claims.probes import CurvePair, Existence, Probes, random_init
 from oversmooth.claims.protocol import FAMILIES
-from oversmooth.claims.registry import CLAIMS, QUESTIONS, Inputs, baseline_gate, decide_claims
+from oversmooth.claims.questions import QUESTIONS
+from oversmooth.claims.registry import CLAIMS, decide_claims
 from oversmooth.claims.report import render_claims
+from oversmooth.claims.statements import STATEMENTS
 from oversmooth.cli import main
 from oversmooth.errors import UsageError
 from oversmooth.study.results import read_studies, read_study
@@ -571,6 +574,7 @@ def test_claims_writes_claims_json_and_every_declared_claim(tmp_path, capsys):
     assert sorted(row["id"] for row in rows) == sorted(CLAIMS)  # 1a, 1b too: "not tested", the probes did not run
     assert {r["id"]: r["verdict"] for r in rows if r["id"] in ("1a", "1b")} == {"1a": "not tested", "1b": "not tested"}
     assert sorted(QUESTIONS) == sorted(claim_id for ids in FAMILIES.values() for claim_id in ids)
+    assert list(CLAIMS) == list(STATEMENTS)  # one statement a claim, in the report's order
     for family, ids in FAMILIES.items():
         assert sorted(r["id"] for r in rows if r["family"] == family) == sorted(ids)
     for row in rows:
@@ -635,6 +639,7 @@ def test_the_claims_report_opens_with_one_row_per_claim_on_one_screen(tmp_path):
             assert regime.startswith(f"{claim.regime.cos_sim:.3f} vs ")
     assert claims[0].verdict == "not tested" and rows[0].endswith("| **not tested** |")  # no probes: 1a
     assert sorted(UNITS) == sorted(QUESTIONS)  # every tested claim has its unit
+    assert {claim_id: STATEMENTS[claim_id].unit for claim_id in UNITS} == UNITS
     assert any(c.paper_transferred is not None for c in claims)
 
 
@@ -1232,10 +1237,10 @@ def test_the_papers_numbers_give_the_registered_effects_and_only_where_the_rule_
     """The paper's two numbers of 2a, 2b and 8 give the effect registered beside them (+0.84,
     -0.017 rounded, +0.46: at the paper's own baseline, transferring changes nothing); the existence
     claims are 5a and 6 (DESIGN 9.8)."""
-    numbers = {i: q.paper_numbers for i, q in QUESTIONS.items() if q.paper_numbers is not None}
+    numbers = {i: s.paper_numbers for i, s in STATEMENTS.items() if s.paper_numbers is not None}
     assert sorted(numbers) == ["2a", "2b", "8"]
     for claim_id, paper in numbers.items():
-        assert paper.transferred(paper.baseline) == pytest.approx(QUESTIONS[claim_id].paper_effect, abs=5e-4)
+        assert paper.transferred(paper.baseline) == pytest.approx(STATEMENTS[claim_id].paper_effect, abs=5e-4)
     assert sorted(i for i, q in QUESTIONS.items() if q.existence) == ["5a", "6"]
 
 
@@ -1402,7 +1407,7 @@ def test_claim_4_reads_not_tested_only_when_every_deep_post_norm_seed_trained(tm
     """The rule of docs/studies.md's depth pilots: a post-norm seed that ends below 20 % validation
     accuracy fails; none failing (and both pilots finished) makes 4a and 4b 'not tested' in the
     third protocol's reading, with each seed's accuracy in the reason."""
-    from oversmooth.claims.registry import post_norm_trains_deep
+    from oversmooth.claims.reading import post_norm_trains_deep
 
     finals = {("depth-w32-d96-pilot", 0): 0.846, ("depth-w32-d96-pilot", 1): 0.847, ("depth-w32-d192-pilot", 0): 0.821}
     for (study, seed), accuracy in finals.items():

@@ -31,7 +31,7 @@ def depth_fixes_section(
     cells: list[CellResult], trains_deep: str
 ) -> tuple[list[str], dict[str, Callable[[Path], None]]]:
     """The claims report's section on the family (``depth_fixes_cells``) and its plot; ``trains_deep``:
-    why claim 4 is not tested (``registry.post_norm_trains_deep``), '' while the pilots have not said."""
+    why claim 4 is not tested (``reading.post_norm_trains_deep``), '' while the pilots have not said."""
     chosen = depth_fixes_cells(cells)
     if not chosen:
         return [], {}

@@ -1,0 +1,77 @@
+"""Where a trained claim was tested (DESIGN 9.8): its softmax arm's last-layer cos_sim beside the
+same architecture's at random init, and whether that baseline oversmooths (``OVERSMOOTHS``); the
+``regime`` of its row. (The third protocol's search for a regime that oversmooths is
+``claims.regime_pilot``.)"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+
+from oversmooth.claims.gates import arm_name
+from oversmooth.claims.gathering import group_cells, has_finished
+from oversmooth.claims.protocol import OVERSMOOTHS, Protocol
+from oversmooth.study.results import CellResult
+
+
+@dataclass(frozen=True)
+class Regime:
+    """Where a trained claim was tested (DESIGN 9.8): its softmax arm's last-layer cos_sim on the
+    validation probe at the end of training, the mean over the claim's seeds that finished it,
+    beside the same architecture's at random init (``oversmooth.study.null``; None: not computed)."""
+
+    arm: str  # which softmax arm (``Protocol.softmax_arm``), of which studies' cells
+    cos_sim: float | None  # None: no seed of the claim has finished it
+    seeds: int
+    null_mean: float | None
+    null_sd: float | None
+    null_inits: int | None
+    oversmooths: bool | None  # cos_sim >= OVERSMOOTHS (None: no value)
+    text: str  # the row's words for it
+
+
+def tested_where(protocol: Protocol, cells: list[CellResult]) -> Regime:
+    """Where ``protocol``'s claim was tested (DESIGN 9.8): the last-layer cos_sim of its softmax arm
+    (``Protocol.softmax_arm``) in the last record of each of its seeds that finished it, their
+    mean, beside that arm's random-init null; below ``OVERSMOOTHS`` the words say that the claim was
+    tested where the baseline does not oversmooth."""
+    arm = protocol.softmax_arm
+    seeds = group_cells(protocol, cells)
+    cells_of_arm = (seeds.get(seed, {}).get(arm) for seed in protocol.seeds)
+    found = [cell for cell in cells_of_arm if has_finished(cell) and cell.final_layers]
+    if not found:
+        return Regime(
+            arm=arm_name(arm),
+            cos_sim=None,
+            seeds=0,
+            null_mean=None,
+            null_sd=None,
+            null_inits=None,
+            oversmooths=None,
+            text="no finished cell yet",
+        )
+    null = next((cell.null for cell in found if cell.null is not None), None)
+    studies = ", ".join(sorted({cell.study for cell in found}))
+    value = statistics.fmean(cell.final_layers[-1]["cos_sim"] for cell in found)
+    text = f"{value:.3f} ({len(found)} seeds) vs "
+    if null is None:
+        text += "random init: null not computed"
+    else:
+        spread = "" if null["sd"] is None else f" ± {null['sd']:.3f}"
+        text += f"{null['mean']:.3f}{spread} at random init ({null['inits']} inits)"
+    oversmooths = value >= OVERSMOOTHS
+    text += (
+        f": the baseline oversmooths (>= {OVERSMOOTHS:g})"
+        if oversmooths
+        else f": tested where the baseline does not oversmooth (< {OVERSMOOTHS:g})"
+    )
+    return Regime(
+        arm=f"{studies} {arm_name(arm)}",
+        cos_sim=value,
+        seeds=len(found),
+        null_mean=None if null is None else null["mean"],
+        null_sd=None if null is None else null["sd"],
+        null_inits=None if null is None else null["inits"],
+        oversmooths=oversmooths,
+        text=text,
+    )

@@ -5,7 +5,7 @@ regression on the same images)."""
 
 import json
 
-from test_claims_report import depth_logistic, make_cell
+from claims_cells import depth_logistic, make_cell
 
 from oversmooth.cli import main
 

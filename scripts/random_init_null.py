@@ -12,20 +12,21 @@ import shlex
 
 import torch
 
+from oversmooth.claims.presets import CLAIMS_PRESETS
 from oversmooth.study.null import write_null
 from oversmooth.study.presets import study_preset
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("presets", nargs="+", help="study presets whose arms to measure")
+    parser.add_argument("presets", nargs="+", help="the claims protocol's study presets whose arms to measure")
     parser.add_argument("--inits", type=int, default=3, help="random initialisations per arm (default 3)")
     parser.add_argument("--results", default="results", help="where the presets' archives are (default results)")
     args = parser.parse_args()
     torch.set_num_threads(1)
     for name in args.presets:
         command = ["python", "scripts/random_init_null.py", name, "--inits", str(args.inits), "--results", args.results]
-        path = write_null(study_preset(name), args.results, args.inits, shlex.join(command))
+        path = write_null(study_preset(name, CLAIMS_PRESETS), args.results, args.inits, shlex.join(command))
         print(f"wrote {path}")
 
 

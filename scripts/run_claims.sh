@@ -15,7 +15,7 @@
 STEPS="probes fmnist-p7 adaptations fmnist-p7-spectral depth-w32 austen-p3 claim3"
 # A setting whose seeds a pilot fixes (claim 4) trains the pilot first; a gated setting trains its
 # softmax cells and its 1.5x-epochs seed first, and skips its method arms if the claims' gate fails
-# on them (oversmooth.claims.registry.baseline_gate, the report's own check).
+# on them (oversmooth.claims.gathering.baseline_gate, the report's own check).
 
 study() {  # PRESET [FLAGS...]: one study, started again (cells resume) if a cell failed
     local preset="$1"; shift
@@ -30,10 +30,11 @@ study() {  # PRESET [FLAGS...]: one study, started again (cells resume) if a cel
 gate() {  # PRESET: do its archived softmax cells pass the claims' gates?
     "$py" -c '
 import sys
-from oversmooth.claims.registry import baseline_gate
+from oversmooth.claims.gathering import baseline_gate
 from oversmooth.claims.evidence import read_folders
+from oversmooth.claims.presets import CLAIMS_PRESETS
 from oversmooth.study.presets import study_preset
-failure = baseline_gate(study_preset(sys.argv[1]), read_folders(sys.argv[2:]).cells)
+failure = baseline_gate(study_preset(sys.argv[1], CLAIMS_PRESETS), read_folders(sys.argv[2:]).cells)
 print(failure or "the baseline passed its gates")
 sys.exit(1 if failure else 0)' "$1" $(archives)
 }

@@ -123,12 +123,12 @@ def corrupted(text: str, data) -> str:
 
 @pytest.fixture(scope="module")
 def study_cell(tmp_path_factory):
-    from test_claims_report import analysis, make_cell
+    from claims_cells import analysis, make_cell
 
     root = tmp_path_factory.mktemp("damaged")
     make_cell(root, "fmnist-p7", "softmax", 0, 0.90, cell_analysis=analysis())
     make_cell(root, "fmnist-p7", "neutreno", 0, 0.91, cell_analysis=analysis())
-    from test_claims_report import adapted
+    from claims_cells import adapted
 
     from oversmooth.claims.adaptations import LR, NAME, RESULT_FILE, STEPS, WARMUP
 

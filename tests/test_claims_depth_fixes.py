@@ -4,7 +4,7 @@ same depth paired by seed (checked against scipy's t interval), the plot, and no
 
 import json
 
-from test_claims_report import make_cell
+from claims_cells import make_cell
 from test_study_report import difference_row, t_interval
 
 from oversmooth.cli import main

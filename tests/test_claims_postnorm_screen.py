@@ -2,7 +2,7 @@
 section 1), on hand-made cells whose verdicts are worked out by hand below."""
 
 from oversmooth.claims.postnorm_screen import STUDY, candidates, screen_rows, screen_table
-from oversmooth.study.presets import SCREEN_RECIPES, study_preset
+from oversmooth.claims.presets import CLAIMS_PRESETS, SCREEN_RECIPES
 from oversmooth.study.results import CellResult
 
 FIRST, SECOND, THIRD = (r.label for r in SCREEN_RECIPES[:3])
@@ -46,7 +46,7 @@ def test_at_chance_fails_without_a_pre_norm_cell_and_order_is_the_presets():
 
 
 def test_the_preset_is_the_registered_grid():
-    study = study_preset(STUDY)
+    study = CLAIMS_PRESETS[STUDY]
     cells = study.cells()
     assert (
         len(cells) == 16 * 2 * 2 and {c.depth for c in cells} == {48, 96} and {c.norm for c in cells} == {"post", "pre"}

@@ -1,58 +1,81 @@
-"""The regime pilot in the claims report (DESIGN 9.8, docs/studies.md): per configuration its
-tokens, validation accuracy, last-layer cos_sim beside the random-init null, and whether it
-oversmooths (cos_sim >= 0.5) and trains (gate W's (a) and (c): plateaued, and above its logistic
-regression on the same images)."""
+"""Where a trained claim was tested (``claims.regime``, DESIGN 9.8): its softmax baseline's last-layer
+cos_sim beside the same architecture's at random init, and whether it oversmooths."""
 
 import json
+import statistics
 
-from test_claims_report import depth_logistic, make_cell
+import pytest
+from claims_cells import NULL_ARM, SEEDS, claims_of, fmnist
 
-from oversmooth.cli import main
-
-
-def set_last_cos_sim(folder, value):
-    """Every layer of the cell's last epoch at ``value`` (the probe the report reads)."""
-    path = folder / "metrics.jsonl"
-    epochs = [json.loads(line) for line in path.read_text().splitlines()]
-    for layer in epochs[-1]["layers"]:
-        layer["cos_sim"] = value
-    path.write_text("".join(json.dumps(e) + "\n" for e in epochs))
+from oversmooth.claims.report import render_claims
+from oversmooth.study.results import read_study
 
 
-def report_of(root, capsys) -> str:
-    out = root / "rep"
-    folders = [str(root / name) for name in ("regime-pilot", "regime-pilot-p2", "depth-w32")]
-    assert main(["claims", *folders, "--out", str(out), "--force", "--no-probes"]) == 0
-    capsys.readouterr()
-    return (out / "report.md").read_text().split("## Where a trained softmax ViT oversmooths")[1].split("\n## ")[0]
+def softmax_cos_sim(root, value_of_seed=None) -> dict[int, float]:
+    """fmnist-p7's softmax cells' last-layer cos_sim in their last record, by seed, read from their
+    metrics.jsonl; set first to ``value_of_seed(seed)`` where given."""
+    found = {}
+    for folder in (root / "fmnist-p7").glob("fmnist-pre-d8-softmax-s*"):
+        seed = int(folder.name.rsplit("-s", 1)[1])
+        records = [json.loads(line) for line in (folder / "metrics.jsonl").read_text().splitlines()]
+        if value_of_seed is not None:
+            records[-1]["layers"][-1]["cos_sim"] = value_of_seed(seed)
+            (folder / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+        found[seed] = records[-1]["layers"][-1]["cos_sim"]
+    return found
 
 
-def test_the_regime_table_says_which_configuration_oversmooths_and_trains(tmp_path, capsys):
-    make_cell(tmp_path, "depth-w32", "softmax", 2, 0.84, depth=48, cell_analysis=depth_logistic(0.844))
-    make_cell(tmp_path, "regime-pilot", "softmax", 0, 0.84, depth=12, val=[0.80, 0.850])
-    make_cell(tmp_path, "regime-pilot-p2", "softmax", 0, 0.81, depth=12, val=[0.80, 0.822])
-    # above the floor but 1.5 pp short of its best (gate W's (a) allows 0.5): it does not train
-    make_cell(tmp_path, "regime-pilot", "softmax", 0, 0.85, depth=24, val=[0.870, 0.855])
-    set_last_cos_sim(tmp_path / "regime-pilot" / "fmnist-pre-d12-softmax-s0", 0.366)
-    set_last_cos_sim(tmp_path / "regime-pilot-p2" / "fmnist-pre-d12-softmax-s0", 0.567)
-    (tmp_path / "regime-pilot-p2" / "null.json").write_text(
-        json.dumps(
-            {
-                "arms": [
-                    {
-                        **dict(task="fmnist", norm="pre", label="softmax", depth=12, cos_sim=[0.4, 0.45]),
-                        **dict(mean=0.425, sd=0.035, inits=2, probe_examples=32),
-                    }
-                ]
-            }
+def test_each_trained_claims_row_gives_its_baselines_cos_sim_beside_the_random_init_null(tmp_path):
+    """DESIGN 9.8: the softmax arm's last-layer cos_sim, the mean over the claim's own seeds, beside
+    the same architecture's at random init (the study's null.json); none for the static claims."""
+    fmnist(tmp_path)
+    softmax_cos_sim(tmp_path, lambda seed: 0.2 + 0.01 * seed)
+    (tmp_path / "fmnist-p7" / "null.json").write_text(json.dumps({"study": "fmnist-p7", "arms": [NULL_ARM]}))
+    trained = softmax_cos_sim(tmp_path)
+    claims = claims_of(tmp_path)
+    for claim_id, seeds in (
+        ("2a", SEEDS),
+        ("7", SEEDS),
+        ("8", SEEDS),
+        ("2c", range(8)),
+        ("6", range(8)),
+        ("5c", range(4, 14)),
+    ):
+        regime = claims[claim_id].regime
+        mean = statistics.fmean(trained[seed] for seed in seeds)
+        assert regime.cos_sim == pytest.approx(mean, abs=1e-12) and regime.seeds == len(seeds), claim_id
+        assert (regime.arm, regime.null_mean, regime.null_sd, regime.null_inits) == (
+            "fmnist-p7 softmax (pre-norm, depth 8)",
+            0.14,
+            0.017,
+            3,
         )
-    )
-    section = report_of(tmp_path, capsys)
-    assert "logistic regression on the same images (84.40 %" in section
-    assert "| width 64, 4 × 4 patches, depth 12 | 50 | 85.00 % | 0.366 | – | no | yes |" in section
-    assert "| width 64, 2 × 2 patches, depth 12 | 197 | 82.20 % | 0.567 | 0.425 ± 0.035 | yes | no |" in section
-    assert "| width 64, 4 × 4 patches, depth 24 | 50 | 85.50 % | 0.300 | – | no | no |" in section
-    assert "No configuration does both" in section
-    set_last_cos_sim(tmp_path / "regime-pilot" / "fmnist-pre-d12-softmax-s0", 0.5)  # at the bar: oversmooths
-    section = report_of(tmp_path, capsys)
-    assert "| 0.500 | – | yes | yes |" in section and "A configuration does both" in section
+        assert regime.text.startswith(f"{mean:.3f} ({len(seeds)} seeds) vs 0.140 ± 0.017 at random init (3 inits)")
+        assert claims[claim_id].to_json()["regime"]["cos_sim"] == regime.cos_sim
+    assert claims["4a"].regime.text == "no finished cell yet"  # no depth-w32 cells here
+    assert all(claims[claim_id].regime is None for claim_id in ("1a", "1b", "3", "5a"))
+
+
+@pytest.mark.parametrize("value, oversmooths", [(0.499, False), (0.5, True), (0.9, True)])
+def test_the_row_says_it_was_tested_where_the_baseline_does_not_oversmooth_exactly_below_one_half(
+    tmp_path, value, oversmooths
+):
+    """Below 0.5 (DESIGN 9.8's gate) the row, its details and the summary say so; a study without
+    null.json says the null was not computed, and the report is still written."""
+    fmnist(tmp_path)
+    softmax_cos_sim(tmp_path, lambda seed: value)
+    cells = [cell for study in sorted(p for p in tmp_path.iterdir() if p.is_dir()) for cell in read_study(study)]
+    claims, report = render_claims(cells)
+    said = "tested where the baseline does not oversmooth"
+    tail = "the baseline oversmooths (>= 0.5)" if oversmooths else f"{said} (< 0.5)"
+    for claim in claims:
+        if claim.regime is not None and claim.regime.cos_sim is not None:
+            assert claim.regime.oversmooths is oversmooths
+            seeds = claim.regime.seeds
+            assert claim.regime.text == f"{value:.3f} ({seeds} seeds) vs random init: null not computed: {tail}"
+            family_row = f"| {claim.id} | {claim.statement} | {claim.paper} |"  # not the summary's
+            row = next(line for line in report.markdown.splitlines() if line.startswith(family_row))
+            assert row.endswith(f"| {claim.regime.text} |")
+    summary = next(line for line in report.markdown.splitlines() if line.startswith("- *where the problem exists*"))
+    assert (f"{said}: 2a, 2c, 5b, 5c, 6, 7, 8" in summary) is not oversmooths
+    assert ("the baseline oversmooths: 2a, 2c, 5b, 5c, 6, 7, 8" in summary) is oversmooths

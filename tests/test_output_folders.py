@@ -26,7 +26,7 @@ ADAPT = ["--text", "sample", "--seq-len", "16", "--eval-sequences", "4", "--step
 def inputs(tmp_path_factory) -> dict[str, Path]:
     """A tiny BERT, a study of two cells and a claims archive (claim 3's rounds: a claims report of
     it takes seconds)."""
-    from test_claims_report import make_cell
+    from claims_cells import make_cell
 
     root = tmp_path_factory.mktemp("inputs")
     shutil.copytree(ROOT / "results" / "claim3", root / "claim3")

@@ -11,11 +11,12 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from oversmooth.claims.presets import CLAIMS_PRESETS
 from oversmooth.cli import build_parser, main
 from oversmooth.cli.train import add_arguments, run_spec
 from oversmooth.errors import FieldError, UsageError
 from oversmooth.mitigations.registry import knob_owners
-from oversmooth.study import STUDY_PRESETS, StudyConfig
+from oversmooth.study import StudyConfig
 from oversmooth.study.cell_job import train_command
 from oversmooth.study.config import stored_spec
 from oversmooth.study.results import read_cell
@@ -149,17 +150,17 @@ def test_cells_archived_with_train_args_are_their_presets_cells(tmp_path, study,
     preset's cell of that name: the archive check passes, and its training key pairs."""
     info = json.loads((LEGACY / study / cell / "cell.json").read_text())
     assert "spec" not in info
-    (ours,) = [c for c in STUDY_PRESETS[study].cells() if c.name == cell]
+    (ours,) = [c for c in CLAIMS_PRESETS[study].cells() if c.name == cell]
     assert stored_spec(info).setting() == ours.spec().setting()
     archive = tmp_path / "results"
     shutil.copytree(LEGACY / study, archive / study)
-    check_archive(STUDY_PRESETS[study], archive)  # recognised: no refusal
+    check_archive(CLAIMS_PRESETS[study], archive)  # recognised: no refusal
     (archive / study / cell / "results.json").write_text(  # a completed run has its test scores
         '{"status": "completed", "test": {"loss": 1.0, "perplexity": 2.7, "accuracy": 0.9}}'
     )
     assert training_key(read_cell(archive / study / cell).spec) == training_key(ours.spec())
 
-    preset = STUDY_PRESETS[study]
+    preset = CLAIMS_PRESETS[study]
     changed = dataclasses.replace(preset, train={**preset.train, "lr": 2 * preset.train["lr"]})
     with pytest.raises(UsageError, match="trained with other settings"):
         check_archive(changed, archive)
@@ -171,7 +172,7 @@ def test_a_cell_of_the_first_fashion_mnist_recipe_is_refused_by_the_current_one(
     archive = tmp_path / "results"
     shutil.copytree(LEGACY / "fmnist-vit", archive / "fmnist-vit")
     with pytest.raises(UsageError, match="trained with other settings"):
-        check_archive(STUDY_PRESETS["fmnist-vit"], archive)
+        check_archive(CLAIMS_PRESETS["fmnist-vit"], archive)
 
 
 def _tiny_cell():

@@ -13,7 +13,7 @@ import pytest
 
 from oversmooth.cli import main
 from oversmooth.errors import UsageError
-from oversmooth.study import STUDY_PRESETS, StudyConfig, Variant
+from oversmooth.study import StudyConfig, Variant
 from oversmooth.study.results import read_study
 
 TINY = {
@@ -159,12 +159,14 @@ def test_compile_setting_reaches_every_cell(tmp_path, capsys):
 
 
 def test_every_preset_is_a_valid_grid(monkeypatch):
-    """Each preset's cells parse as `oversmooth train` command lines (flags, methods, knobs)."""
+    """Each preset's cells (the claims protocol's and the generic ones) parse as `oversmooth train`
+    command lines (flags, methods, knobs)."""
+    from oversmooth.cli.study import presets
     from oversmooth.study.runner import check_cells
     from oversmooth.train import task_factory
 
     monkeypatch.setattr(task_factory, "check_data", lambda spec, data_dir=None: None)  # data: tested apart
-    for study in STUDY_PRESETS.values():
+    for study in presets().values():
         check_cells(study)
 
 

@@ -2,7 +2,7 @@
 seed spread, each method's paired differences from its baseline by seed (checked against
 scipy.stats.t, computed here by hand), the figures, and no claim of the source papers.
 
-Cells are written as `oversmooth study` archives them (``test_claims_report.make_cell``).
+Cells are written as `oversmooth study` archives them (``claims_cells.make_cell``).
 """
 
 import json
@@ -11,8 +11,8 @@ import shutil
 
 import numpy as np
 import pytest
+from claims_cells import depth_cells, make_cell
 from scipy import stats
-from test_claims_report import depth_cells, make_cell
 
 from oversmooth.cli import main
 from oversmooth.study.results import read_study

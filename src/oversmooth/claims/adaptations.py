@@ -33,18 +33,14 @@ COMMAND = "python -m oversmooth.claims.adaptations --results results --train-sta
 RESULT_FILE = "adapt.json"
 #: the starting points: fmnist-p7's softmax cells, judged by the gate of their setting (V)
 STARTS = Protocol(
-    "8",
-    "the starting points of the continuations",
-    "-",
-    VIT,
-    SOFTMAX,
-    SOFTMAX,
-    measures.score,
-    "test accuracy, pp",
-    "higher",
-    (VIT_GATE,),
-    SEEDS_A,
-    unit="pp",
+    id="8",
+    preset=VIT,
+    method=SOFTMAX,
+    baseline=SOFTMAX,
+    measure=measures.score,
+    direction="higher",
+    gates=(VIT_GATE,),
+    seeds=SEEDS_A,
 )
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from oversmooth.study.presets import STUDY_PRESETS
+from oversmooth.claims.presets import CLAIMS_PRESETS
 from oversmooth.study.report import arm_table, differences_table, plot_depth, seed_span
 from oversmooth.study.results import CellResult
 
@@ -22,7 +22,7 @@ PLOT = "depth_fixes.png"
 def depth_fixes_cells(cells: list[CellResult]) -> list[CellResult]:
     """The family's cells, and depth-w32's depth-48 cells of the arms the family trains."""
     family = [c for c in cells if c.study == STUDY]
-    arms = {(c.norm, c.variant.label) for c in STUDY_PRESETS[STUDY].cells()}
+    arms = {(c.norm, c.variant.label) for c in CLAIMS_PRESETS[STUDY].cells()}
     middle = [c for c in cells if (c.study, c.depth) == MIDDLE and (c.norm, c.label) in arms]
     return family + middle if family else []
 
@@ -31,7 +31,7 @@ def depth_fixes_section(
     cells: list[CellResult], trains_deep: str
 ) -> tuple[list[str], dict[str, Callable[[Path], None]]]:
     """The claims report's section on the family (``depth_fixes_cells``) and its plot; ``trains_deep``:
-    why claim 4 is not tested (``registry.post_norm_trains_deep``), '' while the pilots have not said."""
+    why claim 4 is not tested (``reading.post_norm_trains_deep``), '' while the pilots have not said."""
     chosen = depth_fixes_cells(cells)
     if not chosen:
         return [], {}

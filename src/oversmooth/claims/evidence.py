@@ -15,7 +15,7 @@ from oversmooth.claims.adaptations import read_adaptations
 from oversmooth.claims.depth_fixes import STUDY as DEPTH_FIXES
 from oversmooth.claims.files import PROBES_FILE, ROUNDS_FILE
 from oversmooth.claims.protocol import DEEP_PILOTS
-from oversmooth.claims.regime import PILOTS as REGIME_PILOTS
+from oversmooth.claims.regime_pilot import PILOTS as REGIME_PILOTS
 from oversmooth.claims.third_protocol import NAME as THIRD_PROTOCOL
 from oversmooth.claims.third_protocol import read_third_protocol
 from oversmooth.errors import UsageError

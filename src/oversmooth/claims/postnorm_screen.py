@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from oversmooth.study.presets import SCREEN_RECIPES
+from oversmooth.claims.presets import SCREEN_RECIPES
 from oversmooth.study.results import CellResult
 
 STUDY = "postnorm-screen"

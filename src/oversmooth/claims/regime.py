@@ -1,65 +1,77 @@
-"""Where a trained softmax ViT oversmooths (DESIGN 9.8; the third protocol's regime pilot,
-docs/studies.md): per configuration the pilot trained, its token count, validation accuracy and
-last-layer cos_sim beside the same architecture's at random init, and whether it oversmooths
-(``OVERSMOOTHS``) and trains (gate W's parts (a) and (c): plateaued, and above the logistic
-regression it runs on the same images). Where no configuration does both, 2a, 2c and 8 were not
-re-tested in a new regime of the ViT."""
+"""Where a trained claim was tested (DESIGN 9.8): its softmax arm's last-layer cos_sim beside the
+same architecture's at random init, and whether that baseline oversmooths (``OVERSMOOTHS``); the
+``regime`` of its row. (The third protocol's search for a regime that oversmooths is
+``claims.regime_pilot``.)"""
 
 from __future__ import annotations
 
 import statistics
+from dataclasses import dataclass
 
-from oversmooth.claims.gates import not_plateaued, reference_score
-from oversmooth.claims.protocol import DEPTH_GATE, OVERSMOOTHS
+from oversmooth.claims.gates import arm_name
+from oversmooth.claims.gathering import group_cells, has_finished
+from oversmooth.claims.protocol import OVERSMOOTHS, Protocol
 from oversmooth.study.results import CellResult
 
-PILOTS = ("regime-pilot", "regime-pilot-p2")
-FLOOR_STUDY = "depth-w32"  # gate W's baseline cells: the first 10 000 training images, as the pilot's
-IMAGE_SIDE = 28  # Fashion-MNIST
+
+@dataclass(frozen=True)
+class Regime:
+    """Where a trained claim was tested (DESIGN 9.8): its softmax arm's last-layer cos_sim on the
+    validation probe at the end of training, the mean over the claim's seeds that finished it,
+    beside the same architecture's at random init (``oversmooth.study.null``; None: not computed)."""
+
+    arm: str  # which softmax arm (``Protocol.softmax_arm``), of which studies' cells
+    cos_sim: float | None  # None: no seed of the claim has finished it
+    seeds: int
+    null_mean: float | None
+    null_sd: float | None
+    null_inits: int | None
+    oversmooths: bool | None  # cos_sim >= OVERSMOOTHS (None: no value)
+    text: str  # the row's words for it
 
 
-def _yes(condition: bool) -> str:
-    return "yes" if condition else "no"
-
-
-def regime_section(cells: list[CellResult]) -> list[str]:
-    """The claims report's section: one row per finished pilot cell; [] before any finished."""
-    pilot = [c for c in cells if c.study in PILOTS and c.status == "completed" and c.spec and c.final_layers]
-    if not pilot:
-        return []
-    floors = [s for c in cells if c.study == FLOOR_STUDY and (s := reference_score(c)) is not None]
-    floor = statistics.fmean(floors) if floors else None
-    rows, both = [], False
-    for c in sorted(pilot, key=lambda c: (c.spec.patch_size, c.depth), reverse=True):
-        spec, accuracy = c.spec, 100 * c.epochs[-1]["val"]["accuracy"]
-        cos_sim = c.final_layers[-1]["cos_sim"]
-        null = f"{c.null['mean']:.3f} ± {c.null['sd']:.3f}" if c.null and c.null["sd"] is not None else "–"
-        trains = floor is not None and accuracy > floor and not_plateaued(c, DEPTH_GATE.tolerance) is None
-        both |= trains and cos_sim >= OVERSMOOTHS
-        rows.append(
-            f"| width {spec.width}, {spec.patch_size} × {spec.patch_size} patches, depth {c.depth} "
-            f"| {(IMAGE_SIDE // spec.patch_size) ** 2 + 1} | {accuracy:.2f} % | {cos_sim:.3f} | {null} "
-            f"| {_yes(cos_sim >= OVERSMOOTHS)} | {'–' if floor is None else _yes(trains)} |"
+def tested_where(protocol: Protocol, cells: list[CellResult]) -> Regime:
+    """Where ``protocol``'s claim was tested (DESIGN 9.8): the last-layer cos_sim of its softmax arm
+    (``Protocol.softmax_arm``) in the last record of each of its seeds that finished it, their
+    mean, beside that arm's random-init null; below ``OVERSMOOTHS`` the words say that the claim was
+    tested where the baseline does not oversmooth."""
+    arm = protocol.softmax_arm
+    seeds = group_cells(protocol, cells)
+    cells_of_arm = (seeds.get(seed, {}).get(arm) for seed in protocol.seeds)
+    found = [cell for cell in cells_of_arm if has_finished(cell) and cell.final_layers]
+    if not found:
+        return Regime(
+            arm=arm_name(arm),
+            cos_sim=None,
+            seeds=0,
+            null_mean=None,
+            null_sd=None,
+            null_inits=None,
+            oversmooths=None,
+            text="no finished cell yet",
         )
-    floor_text = "–" if floor is None else f"{floor:.2f} %"
-    images = f"{pilot[0].spec.limit_train:,}".replace(",", " ")
-    arms = ", ".join(sorted({f"{c.norm}-norm {c.label} seed {c.seed}" for c in pilot}))
-    return [
-        "## Where a trained softmax ViT oversmooths: the regime pilot",
-        "",
-        f"Arms: {arms}; {pilot[0].spec.epochs} epochs of the first {images} training images (`{'`, `'.join(PILOTS)}`). "
-        f"Oversmooths: last-layer cos_sim of the validation probe at least {OVERSMOOTHS}; trains: gate W's (a) "
-        f"and (c), plateaued within {DEPTH_GATE.tolerance} pp and a final validation accuracy above its logistic "
-        f"regression on the same images ({floor_text}, `{FLOOR_STUDY}`'s {DEPTH_GATE.arm[1]} cells). "
-        + (
-            "A configuration does both: 2a and 8 are to be tested there (docs/studies.md)."
-            if both
-            else "No configuration does both: 2a, 2c and 8 were tested where the baseline does not oversmooth "
-            "(their regime column), and were not re-tested in a new regime of the ViT."
-        ),
-        "",
-        "| configuration | tokens | val accuracy | last-layer cos_sim | random init | oversmooths | trains |",
-        "|---|---|---|---|---|---|---|",
-        *rows,
-        "",
-    ]
+    null = next((cell.null for cell in found if cell.null is not None), None)
+    studies = ", ".join(sorted({cell.study for cell in found}))
+    value = statistics.fmean(cell.final_layers[-1]["cos_sim"] for cell in found)
+    text = f"{value:.3f} ({len(found)} seeds) vs "
+    if null is None:
+        text += "random init: null not computed"
+    else:
+        spread = "" if null["sd"] is None else f" ± {null['sd']:.3f}"
+        text += f"{null['mean']:.3f}{spread} at random init ({null['inits']} inits)"
+    oversmooths = value >= OVERSMOOTHS
+    text += (
+        f": the baseline oversmooths (>= {OVERSMOOTHS:g})"
+        if oversmooths
+        else f": tested where the baseline does not oversmooth (< {OVERSMOOTHS:g})"
+    )
+    return Regime(
+        arm=f"{studies} {arm_name(arm)}",
+        cos_sim=value,
+        seeds=len(found),
+        null_mean=None if null is None else null["mean"],
+        null_sd=None if null is None else null["sd"],
+        null_inits=None if null is None else null["inits"],
+        oversmooths=oversmooths,
+        text=text,
+    )

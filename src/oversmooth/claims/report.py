@@ -17,19 +17,15 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from oversmooth.claims.claim import NOT_TESTED_WHY, Claim
+from oversmooth.claims.commands import study_command
 from oversmooth.claims.depth_fixes import PLOT as DEPTH_FIXES_PLOT
 from oversmooth.claims.depth_fixes import depth_fixes_section
 from oversmooth.claims.probes import Probes
 from oversmooth.claims.protocol import OVERSMOOTHS
-from oversmooth.claims.regime import regime_section
-from oversmooth.claims.registry import (
-    NOT_TESTED_WHY,
-    SEEN_FIRST,
-    Claim,
-    decide_claims,
-    post_norm_trains_deep,
-    study_command,
-)
+from oversmooth.claims.reading import SEEN_FIRST, post_norm_trains_deep
+from oversmooth.claims.regime_pilot import regime_pilot_section
+from oversmooth.claims.registry import decide_claims
 from oversmooth.claims.summary import effect_text, summary_table
 from oversmooth.claims.third_protocol import third_protocol_section
 from oversmooth.study.report import OUTPUTS as STUDY_OUTPUTS
@@ -535,7 +531,7 @@ def render_claims(
             "![cos_sim per layer with and without NeuTRENO, no training](probes.png)",
             "",
         ]
-    lines += [*(third_protocol_section(third_protocol) if third_protocol else []), *regime_section(cells)]
+    lines += [*(third_protocol_section(third_protocol) if third_protocol else []), *regime_pilot_section(cells)]
     fixes, fixes_plot = depth_fixes_section(cells, post_norm_trains_deep(cells))
     lines += fixes
     files |= fixes_plot

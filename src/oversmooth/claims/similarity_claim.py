@@ -1,6 +1,6 @@
 """The rule of NeuTRENO's claim that a mitigation lowers token similarity with no training
 (Nguyen et al. 2023, App. G.3 on an untrained model, G.9 on a pretrained one): claims 1a and 1b
-of the claims report (``claims.registry``).
+of the claims report (``claims.registry``, ``decide_no_training``).
 """
 
 from __future__ import annotations

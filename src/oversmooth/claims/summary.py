@@ -1,5 +1,5 @@
 """The claims report's opening: one row per claim, on one screen. A compact rendering of the rows
-of ``claims.json`` (``Claim``), each number with its question's unit (``Question.unit``): nothing
+of ``claims.json`` (``Claim``), each number with its claim's unit (``Statement.unit``): nothing
 is computed here that the claims table does not show."""
 
 from __future__ import annotations
@@ -7,8 +7,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from oversmooth.claims.claim import Claim
 from oversmooth.claims.protocol import OVERSMOOTHS
-from oversmooth.claims.registry import QUESTIONS, Claim
+from oversmooth.claims.statements import STATEMENTS
 from oversmooth.claims.third_protocol import fresh_tests
 
 #: a parenthesis of a statement longer than this is its setting or its test in full, left to the
@@ -36,7 +37,7 @@ def effect_text(c: Claim, unit: str = "") -> str:
 
 def _unit(c: Claim) -> str:
     """The unit of a tested claim's numbers ('' for a static claim: it has none)."""
-    return QUESTIONS[c.id].unit if c.id in QUESTIONS else ""
+    return STATEMENTS[c.id].unit
 
 
 def short_statement(statement: str) -> str:

@@ -14,9 +14,16 @@ from oversmooth.train.compile_rule import COMPILE_MODES
 from oversmooth.train.run_spec import literal
 
 
-def register(subparsers) -> None:
+def presets() -> dict:
+    """Every preset ``oversmooth study`` runs by name: the claims protocol's, then the generic ones."""
+    from oversmooth.claims.presets import CLAIMS_PRESETS
     from oversmooth.study.presets import STUDY_PRESETS
 
+    return {**CLAIMS_PRESETS, **STUDY_PRESETS}
+
+
+def register(subparsers) -> None:
+    named = presets()
     parser = subparsers.add_parser(
         "study",
         help="train every method at several depths side by side (a grid of train runs)",
@@ -24,13 +31,13 @@ def register(subparsers) -> None:
         "Finished cells are skipped on a re-run and interrupted ones resume from their "
         "last checkpoint, so the command can be killed and started again at any time; "
         "`oversmooth report DIR` reports on whatever has finished. Presets: "
-        + "; ".join(f"{name}: {study.description}" for name, study in STUDY_PRESETS.items())
+        + "; ".join(f"{name}: {study.description}" for name, study in named.items())
         + ".",
     )
     parser.add_argument(
         "study",
         metavar="PRESET|FILE",
-        help=f"a preset ({', '.join(STUDY_PRESETS)}) or a .json/.toml study file (see docs/studies.md)",
+        help=f"a preset ({', '.join(named)}) or a .json/.toml study file (see docs/studies.md)",
     )
     parser.add_argument("--out", required=True, metavar="DIR", help="study folder")
     parser.add_argument(
@@ -129,7 +136,7 @@ def resolve_study(args: argparse.Namespace):
     from oversmooth.study import StudyConfig, study_preset
 
     is_file = args.study.endswith((".json", ".toml")) or Path(args.study).is_file()
-    study = StudyConfig.load(args.study) if is_file else study_preset(args.study)
+    study = StudyConfig.load(args.study) if is_file else study_preset(args.study, presets())
     train = {} if args.compile is None else {"compile": args.compile}
     for item in args.set:
         key, sep, text = item.partition("=")

@@ -119,8 +119,8 @@ def test_only_the_baselines_of_a_reference_floor_pay_for_the_reference_model():
     pre-norm softmax at depth 48 (its pilot's too: same setting), austen-p3's softmax; not
     fmnist-p7 (a cited floor), not the long runs, not the other arms, not austen-p2 (no longer
     read by a claim)."""
+    from oversmooth.claims.presets import CLAIMS_PRESETS
     from oversmooth.claims.protocol import reference_needed
-    from oversmooth.study.presets import STUDY_PRESETS
     from oversmooth.study.results import CellResult
 
     def needed(preset):
@@ -141,7 +141,7 @@ def test_only_the_baselines_of_a_reference_floor_pay_for_the_reference_model():
                 None,
                 c.spec(),
             )
-            for c in STUDY_PRESETS[preset].cells()
+            for c in CLAIMS_PRESETS[preset].cells()
         ]
         return {(c.norm, c.label, c.depth) for c in cells if reference_needed(c)}, len(cells)
 

@@ -31,7 +31,7 @@ import torch.nn.functional as F
 
 from oversmooth.bench.cost import flops, peak_bytes, traffic_bytes
 from oversmooth.bench.timing import allow_compiled_models, interleaved_rounds, median_seconds, ratio, step_clock
-from oversmooth.layers import METHODS, MitigationConfig
+from oversmooth.layers import METHOD_FORMULAS, MitigationConfig
 from oversmooth.mitigations.registry import METHODS as REGISTRY
 from oversmooth.models import CausalLM, CausalLMConfig, ViT, ViTConfig
 
@@ -124,7 +124,7 @@ def main() -> None:
     parser.add_argument(
         "--methods",
         default=",".join(DEFAULT_METHODS),
-        help=f"comma-separated, besides softmax and its copy (any of {', '.join(METHODS)})",
+        help=f"comma-separated, besides softmax and its copy (any of {', '.join(METHOD_FORMULAS)})",
     )
     parser.add_argument("--modes", default="eager,compiled", help="eager, compiled or both")
     parser.add_argument("--rounds", type=int, default=15, help="kept rounds (default 15)")

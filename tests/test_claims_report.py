@@ -88,7 +88,7 @@ def test_claims_writes_claims_json_and_every_declared_claim(tmp_path, capsys):
     assert len(list(csv.DictReader(open(tmp_path / "rep" / "cells.csv")))) > 0
 
 
-#: each tested claim's unit, as its measure states it (the second protocol's claims table, docs/registrations/second-protocol.md)
+#: each tested claim's unit, as its measure states it (docs/registrations/second-protocol.md's claims table)
 UNITS = {
     **dict.fromkeys(("2a", "2c", "4a", "4b", "6", "7", "8"), "pp"),
     "2b": "nats/token",

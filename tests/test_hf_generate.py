@@ -10,7 +10,7 @@ import transformers as tf
 from hf_tiny import CONFIGS, perturb
 
 from oversmooth.errors import UsageError
-from oversmooth.hf.patch import METHODS, patch, supported_methods, unpatch
+from oversmooth.hf.patch import PATCHABLE, patch, supported_methods, unpatch
 
 DECODERS = (
     "gpt2",
@@ -82,7 +82,7 @@ def cached(model, ids: torch.Tensor, mask: torch.Tensor, steps: int, **options):
 
 
 @pytest.mark.parametrize("batch", [1, 2])
-@pytest.mark.parametrize("method", [None, *METHODS])
+@pytest.mark.parametrize("method", [None, *PATCHABLE])
 def test_cached_generation_equals_recomputation(lm, method, batch):
     ids, mask = prompts(batch)
     if method and method not in supported_methods(lm):

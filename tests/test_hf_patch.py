@@ -6,7 +6,7 @@ import torch
 from hf_tiny import tiny_inputs
 
 from oversmooth.errors import UsageError
-from oversmooth.hf.patch import DEFAULT_KNOBS, METHODS, patch, unpatch
+from oversmooth.hf.patch import DEFAULT_KNOBS, PATCHABLE, patch, unpatch
 from oversmooth.mitigations.registry import METHODS as REGISTRY
 
 
@@ -39,9 +39,9 @@ def test_patch_with_a_head_model_and_bad_requests():
     assert hook_ids(model) == unpatched_hooks  # (transformers keeps hooks of its own for output_*)
 
 
-@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("method", PATCHABLE)
 def test_every_listed_method_patches_at_its_defaults_and_unpatches(method):
-    """Each name in ``METHODS`` is a working patch: at ``DEFAULT_KNOBS`` (all non-zero) it changes
+    """Each name in ``PATCHABLE`` is a working patch: at ``DEFAULT_KNOBS`` (all non-zero) it changes
     the model's output (or, a patch declared the identity at its defaults, leaves it bit for bit),
     and ``unpatch`` gives back the unpatched output bit for bit."""
     from transformers import BertConfig, BertModel

@@ -3,13 +3,13 @@
 import pytest
 import torch
 
-from oversmooth.layers import METHODS, Block, MitigationConfig, StackConfig
+from oversmooth.layers import METHOD_FORMULAS, Block, MitigationConfig, StackConfig
 from oversmooth.layers.mitigation_config import split_methods
 from oversmooth.mitigations.registry import METHODS as REGISTRY
 from oversmooth.models import CausalLM, CausalLMConfig
 
 SPECS = [
-    *((m, "attn_out") for m in METHODS),
+    *((m, "attn_out") for m in METHOD_FORMULAS),
     ("deescalate", "stream"),
     ("neutreno+featscale+attnscale+deescalate+value_residual", "stream"),
 ]

@@ -4,7 +4,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from oversmooth.layers import METHODS
+from oversmooth.layers import METHOD_FORMULAS
 from oversmooth.models import CausalLM, CausalLMConfig, ViT, ViTConfig
 
 STEPS = 60
@@ -23,7 +23,7 @@ def fit(model, inputs, loss_of) -> tuple[float, float]:
     return losses[0], min(losses[-5:])
 
 
-@pytest.mark.parametrize("method", ["softmax", *METHODS])
+@pytest.mark.parametrize("method", ["softmax", *METHOD_FORMULAS])
 def test_vit_overfits_one_batch(method):
     torch.manual_seed(0)
     norm = "post" if method == "deepnorm" else "pre"  # DeepNorm is post-LN only
@@ -33,7 +33,7 @@ def test_vit_overfits_one_batch(method):
     assert last <= 0.1 * first, (first, last)
 
 
-@pytest.mark.parametrize("method", ["softmax", *METHODS])
+@pytest.mark.parametrize("method", ["softmax", *METHOD_FORMULAS])
 def test_lm_overfits_one_batch(method):
     torch.manual_seed(0)
     norm = "post" if method == "deepnorm" else "pre"

@@ -10,7 +10,7 @@ import pytest
 
 from oversmooth.cli import build_parser
 
-COMMANDS = ["adapt", "analyze", "claims", "metrics", "report", "study", "theory", "train"]
+COMMANDS = ["adapt", "analyze", "claims", "methods", "metrics", "report", "study", "theory", "train"]
 # In a fresh interpreter: print the help of ``args``, then which heavy packages were imported.
 HELP = """
 import sys

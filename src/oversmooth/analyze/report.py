@@ -282,7 +282,9 @@ def _loss_name(analysis: Analysis) -> str:
 def rank_sample(analysis: Analysis) -> str:
     """Which sequences the full-spectrum ranks were taken over, e.g. 'effective_rank, stable_rank:
     first 8 of 64 sequences'."""
-    return analysis.tables[BASELINE].attrs["notes"].get("rank_sequences", f"{', '.join(RANK_METRICS)}: every sequence")
+    table = analysis.tables[BASELINE]
+    ranks = ", ".join(m for m in RANK_METRICS if m in table.attrs["metrics"])
+    return table.attrs["notes"].get("rank_sequences", f"{ranks}: every sequence")
 
 
 def _wiring(placement: str) -> str:

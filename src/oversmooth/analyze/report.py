@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import textwrap
 from dataclasses import asdict
 from pathlib import Path
 
@@ -279,9 +280,9 @@ def plot_sinks(analysis: Analysis, path: Path, meta: dict) -> None:
     fig.legend(handles=handles, loc="lower center", ncol=2, fontsize=5.5, frameon=False)
     sequences, tokens = analysis.attention_shape
     title = (
-        f"{meta['model']}, unpatched: {sequences} sequences x {tokens} tokens\n(attention sample of {meta['source']})"
+        f"{meta['model']}, unpatched: {sequences} sequences x {tokens} tokens (attention sample of {meta['source']})"
     )
-    fig.suptitle(title, fontsize=6)
+    fig.suptitle(textwrap.fill(title, 72), fontsize=6)
     save_png(plt, fig, path, rect=(0, 0.07, 1, 1), dpi=200)
 
 

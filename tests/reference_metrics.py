@@ -66,3 +66,54 @@ def attention_lambda2(a):
 def attention_similarity(a, b):
     a, b = a.ravel(), b.ravel()
     return float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))
+
+
+def _ratio(top, scale):
+    if scale == 0:
+        return 1.0 if top == 0 else float("inf")
+    return top / scale
+
+
+def massive_ratio(x):
+    """x: the real tokens, [n, d] (whatever is excluded elsewhere)."""
+    entries = [abs(float(v)) for row in x for v in row]
+    return _ratio(max(entries), float(np.median(entries)))
+
+
+def first_token_norm(x):
+    """x: the real tokens, the first one first."""
+    norms = [float(np.sqrt(sum(float(v) ** 2 for v in row))) for row in x]
+    return _ratio(norms[0], float(np.median(norms)))
+
+
+def repr_entropy(x):
+    """x: the real tokens; von Neumann entropy (nats) of K / tr K, K = X X^T, not centred."""
+    gram = np.array([[float(a @ b) for b in x] for a in x])
+    if np.trace(gram) == 0:
+        return 0.0
+    eigenvalues = np.clip(np.linalg.eigvalsh(gram / np.trace(gram)), 0, None)
+    return float(-sum(v * np.log(v) for v in eigenvalues if v > 1e-14 * eigenvalues.max()))
+
+
+def massive_channels(x, factor=100.0):
+    """x: the real tokens; the channels whose max |h| exceeds ``factor`` medians |h|."""
+    median = float(np.median(np.abs(x)))
+    return [c for c in range(x.shape[1]) if max(abs(float(v)) for v in x[:, c]) > factor * median]
+
+
+def cos_sim_outlier_free(real, counted):
+    """real: the real tokens (they decide the massive channels); counted: the tokens compared (the
+    counted ones less position 0), [m, d]; NaN when none."""
+    if len(counted) == 0:
+        return float("nan")
+    massive = set(massive_channels(real))
+    kept = [c for c in range(real.shape[1]) if c not in massive]
+    return cos_sim(counted[:, kept])
+
+
+def sink_rate(a, queries, epsilon=0.3):
+    """a: one sequence's [heads, n, n] maps; queries: the counted query positions."""
+    if not queries:
+        return float("nan")
+    sinks = [np.mean([a[h][q][0] for q in queries]) >= epsilon for h in range(len(a))]
+    return sum(sinks) / len(sinks)

@@ -9,7 +9,15 @@ import pytest
 import torch
 
 from oversmooth.errors import UsageError
-from oversmooth.metrics import ATTENTION_METRICS, LAYER_MEASURES, METRICS, RANK_METRICS, check_measures, measure
+from oversmooth.metrics import (
+    ATTENTION_METRICS,
+    LAYER_MEASURES,
+    METRICS,
+    RANK_METRICS,
+    SINK_METRICS,
+    check_measures,
+    measure,
+)
 
 DOCS = Path(__file__).parent.parent / "docs" / "metrics.md"
 SHAPES = {"stream": "[batch, tokens, features]", "attention": "[batch, heads, n, n]"}
@@ -26,9 +34,24 @@ def test_docs_table_lists_exactly_the_registry_in_its_order():
 
 
 def test_kinds_split_the_registry_and_keep_its_order():
-    assert (*METRICS, *ATTENTION_METRICS) == tuple(LAYER_MEASURES)
+    assert (*METRICS, *SINK_METRICS, *ATTENTION_METRICS) == tuple(LAYER_MEASURES)
     assert {m.kind for m in LAYER_MEASURES.values()} == set(SHAPES)
-    assert RANK_METRICS == ("effective_rank", "stable_rank")
+    assert RANK_METRICS == ("effective_rank", "stable_rank", "repr_entropy")
+    assert all(LAYER_MEASURES[name].kind == "stream" for name in SINK_METRICS)
+
+
+def test_measure_s_default_set_is_what_training_records():
+    """The sink measures are on request: ``measure``'s default (each epoch's layer rows) is as before them."""
+    assert METRICS == (
+        "cos_sim",
+        "t_sim",
+        "t_div",
+        "anisotropy",
+        "centred_residual",
+        "effective_rank",
+        "stable_rank",
+        "block_influence",
+    )
 
 
 @pytest.mark.parametrize("name", LAYER_MEASURES)
@@ -45,8 +68,8 @@ def test_the_suite_takes_each_measure_from_its_record_bit_for_bit():
     attentions = [torch.softmax(torch.randn(3, 2, 6, 6, generator=g, dtype=torch.float64), -1) for _ in range(3)]
     mask = torch.ones(3, 6, dtype=torch.bool)
     mask[2, 4:] = False
-    table = measure(states, mask, attentions=attentions, exclude=(0,))
-    assert table.attrs["metrics"] == METRICS + ATTENTION_METRICS
+    table = measure(states, mask, attentions=attentions, exclude=(0,), metrics=METRICS + SINK_METRICS)
+    assert table.attrs["metrics"] == METRICS + SINK_METRICS + ATTENTION_METRICS
     for name, m in LAYER_MEASURES.items():
         layers = states if m.kind == "stream" else attentions
         for layer in range(3):

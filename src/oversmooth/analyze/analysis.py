@@ -6,9 +6,12 @@ States are the residual stream in the toolkit's one numbering (``oversmooth.acti
 layer 0 is the embedding output, layer i the output of block i, layer L *before* any final
 norm; attention rows carry the layer their block makes (1 to L). Each method is a separate
 forward pass with ``patch`` applied, then ``unpatch``.
-Attention measures (entropy, |lambda_2|, similarity of successive layers) and the per-head
-dynamics verdict need eigen-decompositions of n x n maps, so they run on the unpatched model over
-the first ``attention_sequences`` sequences cut to ``attention_tokens`` tokens. The full-spectrum
+Attention measures (entropy, |lambda_2|, similarity of successive layers, the sink's mass and
+rate) and the per-head dynamics verdict need eigen-decompositions of n x n maps, so they run on
+the unpatched model over the first ``attention_sequences`` sequences cut to ``attention_tokens``
+tokens. The sink's stream measures (``SINK_METRICS``: massive activations and where the largest
+sits, the first token's norm, the representation entropy, cos_sim without the outliers) describe
+the same unpatched model and are taken on the same sample's stream, beside cos_sim there. The full-spectrum
 measures (effective_rank, stable_rank) need a full eigensolve per sequence, the costliest part
 on large batches: by default they are taken over the first ``rank_sequences=8`` sequences only
 (noted in the table's ``notes``; ``None`` = every sequence). Every other measure sees every
@@ -37,8 +40,9 @@ from oversmooth.analyze.settings import AnalysisSettings, Budget
 from oversmooth.analyze.sublayers import STAGE_METRICS, StageChange, changes_from_rows, stage_hooks, stage_states
 from oversmooth.errors import FieldError, UsageError
 from oversmooth.hf import Layout, Task, capture, layout, patched, setting_text
-from oversmooth.metrics import METRICS, measure
+from oversmooth.metrics import METRICS, SINK_METRICS, massive_location, measure
 from oversmooth.metrics.attention import counted_eigenvalues
+from oversmooth.metrics.massive import LOCATION_COLUMNS
 from oversmooth.metrics.tokens import valid_tokens
 from oversmooth.utils.threads import single_thread, thread_map
 
@@ -68,6 +72,7 @@ class Analysis:
     shuffled: pd.DataFrame | None = None  # per layer, each measure's mean and spread over shuffled token orders
     cka: Tensor | None = None  # [layers, layers] linear CKA of the model's stream (``settings.cka``)
     cka_compare: Tensor | None = None  # [layers, other's layers] with the compared model
+    sinks: pd.DataFrame | None = None  # ``sink_table`` of the attention sample (unpatched), layer 0 = embeddings
 
 
 def _stream_table(
@@ -108,13 +113,31 @@ def _attention_sample(model, inputs: dict[str, Tensor], settings: AnalysisSettin
         return capture(model, subset, hooks=("resid_pre", "resid_post"), pattern=True)[1]
 
 
+#: the columns of ``sink_table``: cos_sim and the sink's stream measures of the attention sample
+SINK_TABLE_METRICS = ("cos_sim", *SINK_METRICS)
+
+
+def sink_table(sample: ActivationCache, exclude: tuple[int, ...]) -> pd.DataFrame:
+    """cos_sim and the sink's stream measures (``SINK_METRICS``) at every stream state of the
+    attention sample (layer 0 = embeddings), a ``metric_table``, with ``LOCATION_COLUMNS``: where
+    each layer's largest activation sits (``massive_location``). The first-token measures read
+    every real token whatever ``exclude`` says (docs/metrics.md)."""
+    states = sample.stream()
+    table = measure(states, sample.mask, exclude=exclude, metrics=SINK_TABLE_METRICS)
+    located = [massive_location(state, sample.mask) for state in states]
+    for column in LOCATION_COLUMNS:
+        table[column] = [where[column] for where in located]
+    return table
+
+
 def _diagnose(
     lay: Layout, sample: ActivationCache | None, exclude: tuple[int, ...]
-) -> tuple[list[LayerSpectrum], pd.DataFrame | None]:
-    """W_V W_O spectra, and with an attention sample its measures and the dynamics verdicts."""
+) -> tuple[list[LayerSpectrum], pd.DataFrame | None, pd.DataFrame | None]:
+    """W_V W_O spectra, and with an attention sample its measures, the dynamics verdicts and the
+    sink table."""
     diagnosis = spectra(lay)
     if sample is None:
-        return diagnosis, None
+        return diagnosis, None, None
     patterns = sample.layer_stack("pattern")
     # One eigensolve per head and sequence, over the valid tokens: the dynamics verdict's, and
     # |lambda_2|'s too when no position is excluded (its counted tokens are then the valid ones).
@@ -130,7 +153,7 @@ def _diagnose(
     add_dynamics(diagnosis, eigenvalues)
     attention = full.assign(layer=full["layer"] + 1)  # block l makes state l + 1
     attention.attrs["hook"] = "attn.hook_pattern"
-    return diagnosis, attention
+    return diagnosis, attention, sink_table(sample, exclude)
 
 
 def _sweep(
@@ -280,7 +303,7 @@ def run_analysis(
         shuffled = _shuffled(model, inputs, settings, step, tokenizer) if settings.null_inits else None
         cka = layer_cka(model, inputs, settings.exclude) if settings.cka else None
         compared = None if other is None else layer_cka(model, inputs, settings.exclude, other)
-        diagnosis, attention = diagnosing.result()
+        diagnosis, attention, sinks = diagnosing.result()
     step("spectra")
     if sample is not None:
         step("attention")
@@ -304,4 +327,5 @@ def run_analysis(
         shuffled=shuffled,
         cka=cka,
         cka_compare=compared,
+        sinks=sinks,
     )

@@ -84,10 +84,10 @@ class LayerwiseMeasures:
     def table(self, names: Sequence[str], metrics: tuple[str, ...]) -> pd.DataFrame:
         """The rows of ``names`` as layers 0, 1, ... of one ``metric_table`` (with the rank-sample note)."""
         rows = [{**self.rows[name], "layer": layer} for layer, name in enumerate(names)]
-        sample = self.rank_sequences
+        sample, ranks = self.rank_sequences, [m for m in RANK_METRICS if m in metrics]
         notes = (
-            {"rank_sequences": f"{', '.join(RANK_METRICS)}: first {sample} of {self.sequences} sequences"}
-            if sample is not None and sample < self.sequences and any(m in RANK_METRICS for m in metrics)
+            {"rank_sequences": f"{', '.join(ranks)}: first {sample} of {self.sequences} sequences"}
+            if sample is not None and sample < self.sequences and ranks
             else {}
         )
         return metric_table(rows, metrics, exclude=self.exclude, sequences=self.sequences, notes=notes)

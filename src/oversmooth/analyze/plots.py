@@ -9,14 +9,20 @@ from __future__ import annotations
 import pandas as pd
 
 from oversmooth.analyze.analysis import BASELINE, Analysis
-from oversmooth.metrics import ATTENTION_METRICS, METRICS, measure_columns
+from oversmooth.metrics import ATTENTION_METRICS, METRICS, SINK_METRICS, measure_columns
 
 
-def tidy_table(analysis: Analysis, model: str, inputs: str = "", attention: bool = False) -> pd.DataFrame:
-    """Every method's stream measures (``attention``: the unpatched model's attention measures)
-    per layer with its quality; ``attrs``: ``model``, ``inputs`` (in words) and ``quality_measure``."""
-    tables = {BASELINE: analysis.attention} if attention else analysis.tables
-    measures = ATTENTION_METRICS if attention else METRICS
+def tidy_table(
+    analysis: Analysis, model: str, inputs: str = "", attention: bool = False, sinks: bool = False
+) -> pd.DataFrame:
+    """Every method's stream measures (``attention``: the unpatched model's attention measures;
+    ``sinks``: its sink measures, ``SINK_METRICS``, on the attention sample) per layer with its
+    quality; ``attrs``: ``model``, ``inputs`` (in words) and ``quality_measure``."""
+    if attention or sinks:
+        tables = {BASELINE: analysis.attention if attention else analysis.sinks}
+        measures = ATTENTION_METRICS if attention else SINK_METRICS
+    else:
+        tables, measures = analysis.tables, METRICS
     frames = []
     for method, table in tables.items():
         quality = analysis.quality[method]

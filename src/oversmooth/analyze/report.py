@@ -1,6 +1,7 @@
 """Write an analysis to a folder, all or nothing: metrics.csv, quality.csv, spectrum.json, one PNG
-per metric, report.md, and with a sweep frontier.csv and frontier.png; and the compact per-layer
-table with the quality block printed on the terminal.
+per metric, with an attention sample sinks.png (the sink measures beside cos_sim), report.md, and
+with a sweep frontier.csv and frontier.png; and the compact per-layer table with the quality block
+printed on the terminal.
 """
 
 from __future__ import annotations
@@ -8,6 +9,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import textwrap
 from dataclasses import asdict
 from pathlib import Path
 
@@ -19,7 +21,9 @@ from oversmooth.analyze.quality import QualityRow, ratio_text
 from oversmooth.analyze.representation import cka_rows, plot_cka
 from oversmooth.analyze.sublayers import block_totals
 from oversmooth.hf import setting_text
-from oversmooth.metrics import ATTENTION_METRICS, LAYER_MEASURES, METRICS, RANK_METRICS, measure_columns
+from oversmooth.metrics import ATTENTION_METRICS, LAYER_MEASURES, METRICS, RANK_METRICS, SINK_METRICS, measure_columns
+from oversmooth.metrics.attention import SINK_EPSILON
+from oversmooth.metrics.massive import LOCATION_COLUMNS
 from oversmooth.mitigations.registry import METHODS as REGISTRY
 from oversmooth.utils.atomic import atomic_directory
 from oversmooth.utils.plotting import figure, save_png
@@ -38,6 +42,13 @@ def _attention_row(analysis: Analysis, layer: int) -> dict:
     if analysis.attention is None:
         return {}
     return next((row for row in analysis.attention.to_dict("records") if row["layer"] == layer), {})
+
+
+def _sink_row(analysis: Analysis, layer: int) -> dict:
+    """The attention sample's sink measures at ``layer`` (``analysis.sinks``), or {}."""
+    if analysis.sinks is None:
+        return {}
+    return next((row for row in analysis.sinks.to_dict("records") if row["layer"] == layer), {})
 
 
 def _verdict(analysis: Analysis, layer: int) -> str:
@@ -154,15 +165,19 @@ def _quality_value(row: QualityRow) -> str:
 
 
 def csv_rows(analysis: Analysis) -> list[dict]:
-    """One row per method x layer; attention columns filled for the baseline only; with a null
-    (``analyze --null N``), each measure's null mean and spread over the random inits and the
-    row's excess over that mean."""
+    """One row per method x layer; the sink and attention columns (the attention sample's, with
+    where the largest activation sits) filled for the baseline only; with a null (``analyze --null
+    N``), each measure's null mean and spread over the random inits and the row's excess over that
+    mean."""
     stream_columns, attention_columns = measure_columns(METRICS), measure_columns(ATTENTION_METRICS)
+    sink_columns = [*measure_columns(SINK_METRICS), *LOCATION_COLUMNS]
     null, shuffled = by_layer(analysis.null), by_layer(analysis.shuffled)
     rows = []
     for method, table in analysis.tables.items():
         for row in table.to_dict("records"):
             out = {"method": method, "layer": row["layer"], **{c: row.get(c) for c in stream_columns}}
+            sinks = _sink_row(analysis, row["layer"]) if method == BASELINE else {}
+            out.update({c: sinks.get(c) for c in sink_columns})
             attention = _attention_row(analysis, row["layer"]) if method == BASELINE else {}
             out.update({c: attention.get(c) for c in attention_columns})
             if null or shuffled:
@@ -196,13 +211,79 @@ def spectrum_document(analysis: Analysis) -> dict:
 
 def plot_metric(analysis: Analysis, metric: str, path: Path, meta: dict) -> None:
     """``metric`` vs layer (``plots.plot_layers``: one line per method with its std band, a broken
-    method dashed; attention measures: the unpatched model only), titled with the model and inputs."""
+    method dashed; attention and sink measures: the unpatched model only, a sink measure titled
+    with the attention sample), titled with the model and inputs; a log axis for a measure that
+    spans decades (``Measure.log``)."""
     plt, fig, axes = figure(1, 1, 5, 3.6)
-    attention = LAYER_MEASURES[metric].kind == "attention"
-    model, inputs = _title(analysis, meta).split("\n")
-    tidy = tidy_table(analysis, model, inputs, attention=attention)
-    plot_layers(tidy, metric, axes[0][0], *((None, None) if attention else (analysis.null, analysis.shuffled)))
+    record = LAYER_MEASURES[metric]
+    attention, sinks = record.kind == "attention", record.sink
+    model, inputs = (_sample_title if sinks else _title)(analysis, meta).split("\n")
+    tidy = tidy_table(analysis, model, inputs, attention=attention, sinks=sinks)
+    nulls = (None, None) if attention or sinks else (analysis.null, analysis.shuffled)
+    plot_layers(tidy, metric, axes[0][0], *nulls)
+    if record.log:
+        axes[0][0].set_yscale("log")
     save_png(plt, fig, path)
+
+
+def _sample_title(analysis: Analysis, meta: dict) -> str:
+    """The title of a figure of the attention sample: the model, and the sample."""
+    sequences, tokens = analysis.attention_shape
+    return (
+        f"{meta['model']}\nattention sample, unpatched: {sequences} sequences x {tokens} tokens from {meta['source']}"
+    )
+
+
+def plot_sinks(analysis: Analysis, path: Path, meta: dict) -> None:
+    """The sink beside cos_sim, per layer, on the attention sample of the unpatched model (means over
+    its sequences), four panels for a paper's column: cos_sim with and without the first token and
+    the massive channels; the sink rate; the massive-activation ratio (log) with Sun et al.'s 1 000;
+    the first token's norm over the median (log). The legend sits under the panels."""
+    plt, fig, axes = figure(2, 2, 3.6, 3.5)
+    sinks, attention = analysis.sinks, analysis.attention
+    style = {"marker": "o", "markersize": 2.5, "linewidth": 1}
+    ax = axes[0][0]
+    ax.plot(sinks["layer"], sinks["cos_sim"], color="C0", label="cos_sim", **style)
+    ax.plot(
+        sinks["layer"],
+        sinks["cos_sim_outlier_free"],
+        color="C1",
+        ls="--",
+        label="without token 0 and massive channels",
+        **style,
+    )
+    ax.set_ylabel("cos_sim")
+    ax = axes[0][1]
+    ax.plot(attention["layer"], attention["sink_rate"], color="C2", **style)
+    ax.set_ylim(-0.05, 1.05)
+    ax.set_ylabel(f"sink rate (eps {SINK_EPSILON:g})")
+    ax = axes[1][0]
+    ax.plot(sinks["layer"], sinks["massive_ratio"], color="C3", **style)
+    ax.axhline(1000, color="grey", ls=":", linewidth=0.8, label="1 000 medians (Sun et al.)")
+    ax.set_yscale("log")
+    ax.set_ylabel("max |h| / median |h|")
+    ax = axes[1][1]
+    ax.plot(sinks["layer"], sinks["first_token_norm"], color="C4", **style)
+    ax.axhline(1, color="grey", ls=":", linewidth=0.8)  # the median token
+    ax.set_yscale("log")
+    ax.set_ylabel("|h_0| / median |h_t|")
+    from matplotlib.ticker import MaxNLocator, NullFormatter
+
+    for ax in axes.flat:
+        ax.set_xlabel("layer", fontsize=7)
+        ax.yaxis.label.set_size(7)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.yaxis.set_minor_formatter(NullFormatter())
+        ax.tick_params(which="both", labelsize=6)
+        ax.grid(alpha=0.3)
+    handles = [h for ax in axes.flat for h in ax.get_legend_handles_labels()[0]]
+    fig.legend(handles=handles, loc="lower center", ncol=2, fontsize=5.5, frameon=False)
+    sequences, tokens = analysis.attention_shape
+    title = (
+        f"{meta['model']}, unpatched: {sequences} sequences x {tokens} tokens (attention sample of {meta['source']})"
+    )
+    fig.suptitle(textwrap.fill(title, 72), fontsize=6)
+    save_png(plt, fig, path, rect=(0, 0.07, 1, 1), dpi=200)
 
 
 def format_frontier(analysis: Analysis) -> str:
@@ -282,7 +363,9 @@ def _loss_name(analysis: Analysis) -> str:
 def rank_sample(analysis: Analysis) -> str:
     """Which sequences the full-spectrum ranks were taken over, e.g. 'effective_rank, stable_rank:
     first 8 of 64 sequences'."""
-    return analysis.tables[BASELINE].attrs["notes"].get("rank_sequences", f"{', '.join(RANK_METRICS)}: every sequence")
+    table = analysis.tables[BASELINE]
+    ranks = ", ".join(m for m in RANK_METRICS if m in table.attrs["metrics"])
+    return table.attrs["notes"].get("rank_sequences", f"{ranks}: every sequence")
 
 
 def _wiring(placement: str) -> str:
@@ -308,8 +391,9 @@ def report_markdown(analysis: Analysis, meta: dict) -> str:
         f"- states: residual stream, layer 0 = embeddings, layer L = last block output, {analysis.last_state}",
         f"- methods (patched, no fine-tuning): {knobs or 'none'}",
         f"- quality ({analysis.task.replace('_', ' ')}): budget {analysis.budget.describe(analysis.task)}",
-        f"- attention measures: first {analysis.attention_shape[0]} sequences x {analysis.attention_shape[1]} "
-        "tokens, unpatched",
+        f"- attention and sink measures: first {analysis.attention_shape[0]} sequences x "
+        f"{analysis.attention_shape[1]} tokens, unpatched (massive_ratio, first_token_norm and repr_entropy "
+        "read every real token, the left-out ones included)",
         f"- rank measures: {rank_sample(analysis)}",
         "",
         "```",
@@ -325,14 +409,55 @@ def report_markdown(analysis: Analysis, meta: dict) -> str:
             else "No verdicts per block: they need the attention sample (--attention-sequences > 0)."
         ),
     ]
+    if analysis.sinks is not None:
+        lines += [
+            "",
+            "## Sinks and massive activations",
+            "",
+            "```",
+            format_sinks(analysis),
+            "```",
+            "",
+            "![sinks](sinks.png)",
+        ]
     if analysis.frontier:
         lines += ["", "```", format_frontier(analysis), "```", "", "![frontier](frontier.png)"]
     lines += ["", "Files: " + ", ".join(f"`{name}`" for name in written_files(analysis)) + "."]
     return "\n".join(lines) + "\n"
 
 
+def format_sinks(analysis: Analysis) -> str:
+    """Per layer of the attention sample (unpatched), means over its sequences: the sink rate of the
+    block that made the state, the massive-activation ratio with where the sample's largest |h|
+    sits (token, channel, and the share of sequences whose own largest sits there), the first
+    token's norm over the median, the representation entropy, cos_sim without and with the first
+    token and the massive channels."""
+    header = ["layer", "sink_rate", "max/median", "max |h|", "token", "channel", "share", "h0/median", "entropy"]
+    header += ["cos_sim", "outlier-free"]
+    lines = []
+    for row in analysis.sinks.to_dict("records"):
+        layer = int(row["layer"])
+        lines.append(
+            [
+                str(layer),
+                _fmt(_attention_row(analysis, layer).get("sink_rate"), 2),
+                f"{row['massive_ratio']:.4g}",
+                f"{row['massive_max']:.4g}",
+                f"{row['massive_token']:.0f}",
+                f"{row['massive_channel']:.0f}",
+                f"{row['massive_share']:.2f}",
+                f"{row['first_token_norm']:.4g}",
+                _fmt(row["repr_entropy"]),
+                _fmt(row["cos_sim"]),
+                _fmt(row["cos_sim_outlier_free"]),
+            ]
+        )
+    return _aligned(header, lines)
+
+
 def plotted_metrics(analysis: Analysis) -> list[str]:
-    return [*METRICS, *(ATTENTION_METRICS if analysis.attention is not None else ())]
+    sampled = (*(SINK_METRICS if analysis.sinks is not None else ()), *ATTENTION_METRICS)
+    return [*METRICS, *(sampled if analysis.attention is not None else ())]
 
 
 #: every file ``write_report`` may write, in order; one it does not write for an analysis is
@@ -349,7 +474,8 @@ OUTPUTS = (
     "cka_compare.csv",
     "cka_compare.png",
     "sublayers.png",
-    *(f"{m}.png" for m in (*METRICS, *ATTENTION_METRICS)),
+    *(f"{m}.png" for m in (*METRICS, *SINK_METRICS, *ATTENTION_METRICS)),
+    "sinks.png",
     "report.md",
 )
 
@@ -366,6 +492,7 @@ def written_files(analysis: Analysis) -> list[str]:
         *([] if analysis.cka is not None else ["cka.csv", "cka.png"]),
         *([] if analysis.cka_compare is not None else ["cka_compare.csv", "cka_compare.png"]),
         *([] if analysis.attention is not None else [f"{m}.png" for m in ATTENTION_METRICS]),
+        *([] if analysis.sinks is not None else [*(f"{m}.png" for m in SINK_METRICS), "sinks.png"]),
     }
     return [name for name in OUTPUTS if name not in lacks]
 
@@ -435,5 +562,7 @@ def write_report(analysis: Analysis, out: str | Path, meta: dict) -> Path:
         write_cka(staging, meta["model"], analysis.cka, analysis.cka_compare, meta.get("compare"))
         for metric in plotted_metrics(analysis):
             plot_metric(analysis, metric, staging / f"{metric}.png", meta)
+        if analysis.sinks is not None:
+            plot_sinks(analysis, staging / "sinks.png", meta)
         (staging / "report.md").write_text(report_markdown(analysis, meta))
     return Path(out)

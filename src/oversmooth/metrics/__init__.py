@@ -11,14 +11,22 @@ tokens]`` (True = real token) and ``exclude`` positions, and return ``[batch]`` 
 ([1.0, 1.0], [1.0, 1.0])
 """
 
-from oversmooth.metrics.attention import attention_entropy, attention_lambda2, attention_similarity, sink_mass
+from oversmooth.metrics.attention import (
+    attention_entropy,
+    attention_lambda2,
+    attention_similarity,
+    sink_mass,
+    sink_rate,
+)
 from oversmooth.metrics.cka import CKA
-from oversmooth.metrics.rank import centred_residual, effective_rank, stable_rank
+from oversmooth.metrics.massive import cos_sim_outlier_free, first_token_norm, massive_location, massive_ratio
+from oversmooth.metrics.rank import centred_residual, effective_rank, repr_entropy, stable_rank
 from oversmooth.metrics.registry import (
     ATTENTION_METRICS,
     LAYER_MEASURES,
     METRICS,
     RANK_METRICS,
+    SINK_METRICS,
     Measure,
     check_measures,
     measure_columns,
@@ -36,6 +44,12 @@ __all__ = [
     "angular_distance",
     "CKA",
     "sink_mass",
+    "sink_rate",
+    "massive_ratio",
+    "massive_location",
+    "first_token_norm",
+    "repr_entropy",
+    "cos_sim_outlier_free",
     "centred_residual",
     "effective_rank",
     "stable_rank",
@@ -47,6 +61,7 @@ __all__ = [
     "METRICS",
     "ATTENTION_METRICS",
     "RANK_METRICS",
+    "SINK_METRICS",
     "LAYER_MEASURES",
     "Measure",
     "measure_columns",

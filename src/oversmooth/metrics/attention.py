@@ -141,3 +141,27 @@ def sink_mass(
     share = attn.to(torch.float64)[..., keys].sum(dim=-1)  # [batch, heads, n]
     value = (share * queries).sum(-1) / queries.sum(-1).clamp_min(1)
     return _head_mean(value, per_head)
+
+
+#: Gu et al.'s threshold on a head's mean attention to the first token
+SINK_EPSILON = 0.3
+
+
+def sink_rate(
+    attn: Tensor, mask: Tensor | None = None, exclude: Sequence[int] = (), epsilon: float = SINK_EPSILON
+) -> Tensor:
+    """The share of heads that are sinks: a head whose mean attention on the first token, over the
+    counted queries (``sink_mass`` per head), is at least ``epsilon`` (Gu et al., "When Attention
+    Sink Emerges in Language Models", ICLR 2025, arXiv 2410.10781: epsilon = 0.3), ``attn: [batch,
+    heads, n, n]`` -> ``[batch]`` in [0, 1]. The first token is a key whatever ``exclude`` says;
+    the queries are the counted tokens (a causal LM's first query, which sees only itself, is
+    left out with ``exclude=(0,)``). NaN for a sequence with no counted query.
+
+    >>> a = torch.tensor([[[[1.0, 0.0], [0.5, 0.5]], [[1.0, 0.0], [0.1, 0.9]]]])
+    >>> sink_rate(a, exclude=(0,)).tolist()  # query 1 puts 0.5 and 0.1 on token 0: one head of two
+    [0.5]
+    """
+    mass = sink_mass(attn, mask, exclude, per_head=True)
+    rate = (mass >= epsilon).to(torch.float64).mean(dim=1)
+    queries = valid_tokens(attn[:, 0], mask, exclude).any(dim=1)
+    return torch.where(queries, rate, torch.nan)

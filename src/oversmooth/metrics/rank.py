@@ -1,10 +1,12 @@
-"""Rank-collapse measures: centred_residual, effective_rank, stable_rank.
+"""Rank-collapse measures: centred_residual, effective_rank, stable_rank, and the representation
+entropy (repr_entropy).
 
 effective_rank is taken on the *centred* tokens X - 1 xbar^T (so it measures spread around the
 mean token; range [1, min(n - 1, d)]); stable_rank on the raw tokens X. Both come from the
 float64 Gram matrix of the smaller side: effective_rank needs its full spectrum (one symmetric
 eigensolve per sequence, O(n d min(n, d)) in all, far more than the O(n d) similarity
-measures); stable_rank only the top eigenvalue (Lanczos, ``metrics/lanczos.py``).
+measures); stable_rank only the top eigenvalue (Lanczos, ``metrics/lanczos.py``). repr_entropy
+is taken on the raw tokens of every real token (its own eigensolve of the smaller side).
 """
 
 from __future__ import annotations
@@ -151,3 +153,35 @@ def stable_rank(x: Tensor, mask: Tensor | None = None, exclude: Sequence[int] = 
     [1.5625]
     """
     return _ranks(x, mask, exclude, effective=False, stable=True)["stable_rank"]
+
+
+def repr_entropy(x: Tensor, mask: Tensor | None = None, exclude: Sequence[int] = ()) -> Tensor:
+    """The von Neumann entropy ``-sum_k lambda_k log lambda_k`` (natural log: nats) of the token Gram
+    matrix ``K / tr K``, ``K = X X^T`` over a sequence's real tokens, **not centred**, as the matrix
+    entropy of Queipo-de-Llano et al. ("Attention Sinks and Compression Valleys in LLMs are Two Sides
+    of the Same Coin", 2025, arXiv 2510.06477), whose compression valley is one huge-norm token
+    taking most of ``tr K``. ``x: [batch, tokens, features]`` -> ``[batch]`` float64, in
+    [0, log min(n, d)]. ``exclude`` is ignored: the first token is what makes the valley (padding
+    never counts). One eigensolve of the smaller Gram side per sequence; eigenvalues below 1e-14 of
+    the largest count as zero (as effective_rank's). All tokens equal, one token, or only zero
+    tokens give 0.
+
+    >>> repr_entropy(torch.tensor([[[2.0, 0.0], [0.0, 2.0], [-2.0, 0.0], [0.0, -2.0]]])).tolist()  # log 2
+    [0.6931471805599453]
+    """
+    valid = valid_tokens(x, mask)
+    check_finite(x, "the states")  # NaN or Inf would stop the eigensolver with a LinAlgError
+    per_chunk = max(1, _CHUNK_BYTES // (8 * x.shape[1] * x.shape[2]))
+    return torch.cat([_chunk_entropy(xc, vc) for xc, vc in zip(x.split(per_chunk), valid.split(per_chunk))])
+
+
+def _chunk_entropy(x: Tensor, valid: Tensor) -> Tensor:
+    """``repr_entropy`` of ``x: [batch, n, d]`` over its ``valid`` tokens."""
+    xs = _unit_scaled(x, valid)
+    gram = xs @ xs.transpose(1, 2) if x.shape[1] <= x.shape[2] else xs.transpose(1, 2) @ xs
+    eigenvalues = torch.linalg.eigvalsh(gram).clamp_min(0.0)
+    eigenvalues = torch.where(eigenvalues > _GRAM_TOL**2 * eigenvalues[:, -1:], eigenvalues, 0.0)
+    tiny = torch.finfo(torch.float64).tiny
+    p = eigenvalues / eigenvalues.sum(dim=-1, keepdim=True).clamp_min(tiny)
+    entropy = -torch.where(p > 0, p * p.clamp_min(tiny).log(), 0.0).sum(-1)
+    return torch.where(count(valid) == 0, torch.nan, entropy)

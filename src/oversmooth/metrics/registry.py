@@ -7,8 +7,14 @@ its docstring), what it measures and is blind to, and its paper. The suite (``me
 columns of ``analyze``'s tables, CSV files, plots and report, ``analyze.watch`` and the docs test
 (the metric table of docs/metrics.md) all read it. Order matters: it is the order of the columns.
 
-Adding a measure is one function (in ``similarity.py``, ``rank.py`` or ``attention.py``) and one
-entry here; a naive reference in ``tests/reference_metrics.py`` and a row in docs/metrics.md.
+Adding a measure is one function (in ``similarity.py``, ``rank.py``, ``massive.py`` or
+``attention.py``) and one entry here; a naive reference in ``tests/reference_metrics.py`` and a row
+in docs/metrics.md.
+
+The sink measures (``sink=True``: massive activations, the first token's norm, the representation
+entropy, cos_sim without the outliers) are stream measures taken on request: they are not in
+``measure``'s default set ``METRICS`` (what training records each epoch), and ``analyze`` takes them
+on its attention sample of the unpatched model, beside the attention measures.
 """
 
 from __future__ import annotations
@@ -22,8 +28,15 @@ import torch
 from torch import Tensor
 
 from oversmooth.errors import UsageError, did_you_mean
-from oversmooth.metrics.attention import attention_entropy, attention_lambda2, attention_similarity, sink_mass
-from oversmooth.metrics.rank import centred_residual, effective_rank, stable_rank
+from oversmooth.metrics.attention import (
+    attention_entropy,
+    attention_lambda2,
+    attention_similarity,
+    sink_mass,
+    sink_rate,
+)
+from oversmooth.metrics.massive import cos_sim_outlier_free, first_token_norm, massive_ratio
+from oversmooth.metrics.rank import centred_residual, effective_rank, repr_entropy, stable_rank
 from oversmooth.metrics.similarity import anisotropy, block_influence, cos_sim, t_div, t_sim
 
 Kind = Literal["stream", "attention"]
@@ -46,6 +59,8 @@ class Measure:
     pair: bool = False  # compares each layer with the one before it: NaN at layer 0
     eigensolve: bool = False  # a full eigensolve per sequence: analyze takes it over the first rank_sequences
     eigenvalues: bool = False  # takes the caller's ``counted_eigenvalues`` of the layer when it has them
+    sink: bool = False  # a stream measure of the sink, on request only (module docstring): not in METRICS
+    log: bool = False  # spans decades: plotted on a log axis
 
     def at(
         self,
@@ -68,6 +83,7 @@ class Measure:
 DIRECTIONS = "directions only: a shared offset and a growing norm look alike"
 YU_ZHANG = 'Yu & Zhang 2023, "Why classic Transformers are shallow"'
 NEUTRENO = "NeuTRENO (Nguyen, Nguyen & Baraniuk, NeurIPS 2023)"
+SINKS_VALLEYS = 'Queipo-de-Llano et al. 2025, "Attention Sinks and Compression Valleys ...", arXiv 2510.06477'
 
 LAYER_MEASURES: dict[str, Measure] = {
     m.name: m
@@ -140,6 +156,45 @@ LAYER_MEASURES: dict[str, Measure] = {
             pair=True,
         ),
         Measure(
+            "massive_ratio",
+            "stream",
+            massive_ratio,
+            "largest |h| over the real tokens' entries / their median |h| (massive: > 1000x and |h| > 100)",
+            "where the largest entry sits (massive_location) and every entry but it and the median",
+            'Sun et al. 2024, "Massive Activations in Large Language Models", arXiv 2402.17762',
+            sink=True,
+            log=True,
+        ),
+        Measure(
+            "first_token_norm",
+            "stream",
+            first_token_norm,
+            "|h_first| / the median |h_t| over the real tokens (the first token's massive norm)",
+            "every direction, and every token's norm but the first's and the median's",
+            f"{SINKS_VALLEYS} (the BOS norm)",
+            sink=True,
+            log=True,
+        ),
+        Measure(
+            "repr_entropy",
+            "stream",
+            repr_entropy,
+            "von Neumann entropy (nats) of the uncentred token Gram matrix K / tr K over the real tokens",
+            "which tokens hold the energy: one huge-norm token and tokens collapsed together read alike",
+            f"{SINKS_VALLEYS} (the compression valley)",
+            eigensolve=True,
+            sink=True,
+        ),
+        Measure(
+            "cos_sim_outlier_free",
+            "stream",
+            cos_sim_outlier_free,
+            "cos_sim without the first token and the massive channels (max |h| > 100x the median |h|)",
+            f"what the removed channels carry; {DIRECTIONS}",
+            'Timkey & van Schijndel, EMNLP 2021, "All Bark and No Bite" (rogue dimensions)',
+            sink=True,
+        ),
+        Measure(
             "attn_entropy",
             "attention",
             attention_entropy,
@@ -173,6 +228,14 @@ LAYER_MEASURES: dict[str, Measure] = {
             "every key but the first",
             "StreamingLLM (Xiao et al., ICLR 2024)",
         ),
+        Measure(
+            "sink_rate",
+            "attention",
+            sink_rate,
+            "the share of heads whose mean attention on the first token, over counted queries, is >= 0.3",
+            "how far a head's mass is from 0.3, and every key but the first",
+            'Gu et al., ICLR 2025, "When Attention Sink Emerges in Language Models", arXiv 2410.10781',
+        ),
     )
 }
 
@@ -182,8 +245,10 @@ def names(kind: Kind) -> tuple[str, ...]:
     return tuple(name for name, m in LAYER_MEASURES.items() if m.kind == kind)
 
 
-#: the stream measures (``measure``'s default) and the attention measures, in column order
-METRICS = names("stream")
+#: the stream measures (``measure``'s default), the stream measures of the sink (on request) and the
+#: attention measures, in column order
+METRICS = tuple(name for name in names("stream") if not LAYER_MEASURES[name].sink)
+SINK_METRICS = tuple(name for name in names("stream") if LAYER_MEASURES[name].sink)
 ATTENTION_METRICS = names("attention")
 #: the measures that need a full eigensolve per sequence, O(n d min(n, d))
 RANK_METRICS = tuple(name for name, m in LAYER_MEASURES.items() if m.eigensolve)

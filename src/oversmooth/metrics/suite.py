@@ -98,7 +98,8 @@ def measure(
     features]`` tensor); the block measures (block influence) compare each layer with the one
     before it (NaN at layer 0); ``attentions``: optional per layer ``[batch, heads, tokens,
     tokens]``, which adds attention entropy, |lambda_2|, the similarity to the previous layer's map
-    and the sink mass on the first token;
+    and the sink mass and sink rate on the first token (``metrics`` may add ``SINK_METRICS``, the
+    sink's stream measures, taken on request only);
     ``attention_eigenvalues``: per layer, their ``counted_eigenvalues`` if the caller has them.
     UsageError on a sequence with no token counted (``check_counted``).
     Layers are measured side by side on torch's threads (``oversmooth.utils.threads.thread_map``).

@@ -155,7 +155,8 @@ def regime_summary(claims: list[Claim], records: Sequence[dict] = ()) -> str:
     parts = [f"{where}: {', '.join(ids)}" for where, ids in groups.items()]
     parts += [f"{r['claim']}: {r['regime']}" for r in records if "regime" in r]
     return (
-        "- *where the problem exists* (DESIGN §9.8: a softmax baseline oversmooths where its last-layer cos_sim "
+        "- *where the problem exists* (docs/registrations/fourth-step.md: a softmax baseline oversmooths where "
+        "its last-layer cos_sim "
         f"on the validation probe is at least {OVERSMOOTHS:g}; each row's regime column gives it beside the same "
         "architecture's at random init): " + "; ".join(parts)
     )
@@ -438,7 +439,8 @@ def render_claims(
         "",
         "The verdict is the second protocol's, by the rules registered before its data (a rule changed after "
         "them never decides it: 5c is decided by its registered reference, the flaw disclosed in its scope). "
-        "Beside it, the third protocol (DESIGN §9.8) reads the same data by rules written after they were seen, "
+        "Beside it, the third protocol (docs/registrations/fourth-step.md) reads the same data by rules "
+        "written after they were seen, "
         "so where it differs it is exploratory, for fresh seeds to test: **smaller than claimed** where the "
         "Holm-matched interval covers 0 and lies entirely short of the paper's effect carried to our measure (an "
         "accuracy claim carries the share of the paper's error its method removed, of our baseline's error; a "
@@ -456,7 +458,7 @@ def render_claims(
         "Each tested claim's effect with its Holm-matched interval and n, in the claim's own measure (named on "
         "each panel's axis); shaded: the side the claim states (an equivalence claim: inside its margin, red); "
         "the star is the paper's effect where the paper states one, the dotted line the same carried to our "
-        "measure (DESIGN §9.8):",
+        "measure (docs/registrations/fourth-step.md):",
         "",
         "![effects](claims.png)",
         "",

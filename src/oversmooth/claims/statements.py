@@ -32,7 +32,8 @@ REDESIGNED = (
 )
 #: a deviation of claim 5c: its framing changed after the first protocol measured it
 REFRAMED = (
-    "re-framed 2026-11-25, after the first protocol had measured it on its softmax cells (DESIGN 9.1): "
+    "re-framed 2026-11-25, after the first protocol had measured it on its softmax cells (the pre-registration "
+    "rule, docs/registrations/second-protocol.md): "
     "see docs/studies.md"
 )
 
@@ -171,7 +172,8 @@ _ROWS = (
         sides=("after l + 1", "after l"),
         deviations=(
             "re-framed 2026-11-25 as an existence claim on a pretrained model, after the first protocol had "
-            "measured 'last block vs peak' on its softmax cells (DESIGN 9.1)",
+            "measured 'last block vs peak' on its softmax cells (the pre-registration rule, "
+            "docs/registrations/second-protocol.md)",
             MEASURED_EARLY,
             "clarified 2026-11-26: docs/studies.md's table wrote the difference the other way round; the measure "
             "(after l + 1 - after l, lower) is the one decided since before the probe ran",
@@ -190,7 +192,7 @@ _ROWS = (
         "2026-11-26 04:47, before its cells ran)",
         deviations=(
             "disclosed 2026-11-26: its detectable effect was to come 'from its first seeds' and was not computed "
-            "before the test ran (no registered number); DESIGN 8.5b lists a pretrained model among those "
+            "before the test ran (no registered number); claim 5b's statement lists a pretrained model among those "
             "compared, but a test paired by seed has no seed for one: MiniLM's six blocks are described under "
             "'Without training' (all smoothing, all rising), not tested",
         ),
@@ -217,7 +219,8 @@ _ROWS = (
             "4-13) whose verdict did not turn; the reference is now that rate, per seed. Against 1/2 the test had "
             "read held (0.834 vs 0.5, Holm p 0.00066); the registered detectable effect (0.32) was for the 1/2 "
             "reference: see docs/studies.md, Deviations",
-            "2026-11-27: decided again by its registered reference, 1/2 (held), as DESIGN 9.8 requires of a rule "
+            "2026-11-27: decided again by its registered reference, 1/2 (held), as the third protocol's rules "
+            "(docs/registrations/fourth-step.md) require of a rule "
             "changed after its data; the flaw of that reference is in its scope, and the flip's own pull, chosen "
             "after the data, is the third protocol's exploratory reading beside it: see docs/studies.md, Deviations",
         ),

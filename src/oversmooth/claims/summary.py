@@ -115,7 +115,8 @@ def summary_table(claims: list[Claim], records: Sequence[dict] = ()) -> str:
     protocol's (``claims.third_protocol``), whose verdicts join their claims' rows."""
     lines = [
         "One row per claim (each in full below, with its test, gate and command): the paper's effect in the "
-        "claim's measure where the paper states one (and carried to our baseline, DESIGN §9.8); ours, with its "
+        "claim's measure where the paper states one (and carried to our baseline, "
+        "docs/registrations/fourth-step.md); ours, with its "
         "Holm-matched interval and n (pp: percentage points of test accuracy); the regime, the softmax "
         "baseline's last-layer cos_sim after training vs the same architecture at random init (it oversmooths "
         f"at {OVERSMOOTHS:g} and above); the verdict, with the third protocol's exploratory reading where it "

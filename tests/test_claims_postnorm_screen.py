@@ -13,6 +13,7 @@ def cell(recipe: str, norm: str, depth: int, val: float, status: str = "complete
     return CellResult(
         study=STUDY, name=f"{recipe}-{norm}-d{depth}", model="vit", task="fmnist", norm=norm, depth=depth,
         label=f"{recipe}:softmax", method="softmax", knobs={}, seed=0, status=status, epochs=[epoch], results=None,
+        recipe=recipe,
     )  # fmt: skip
 
 

@@ -74,7 +74,7 @@ def _arm(cell: CellResult) -> Arm | None:
 
 def screen_rows(cells: list[CellResult]) -> list[ScreenRow]:
     """Every (recipe, depth) of the screen in the registered order, from the screen's softmax cells."""
-    found = {(c.label.split(":")[0], c.depth, c.norm): _arm(c) for c in cells if c.study == STUDY}
+    found = {(c.recipe, c.depth, c.norm): _arm(c) for c in cells if c.study == STUDY}
     depths = sorted({depth for _, depth, _ in found} | {DEEP})
     return [
         ScreenRow(r.label, depth, found.get((r.label, depth, "post")), found.get((r.label, depth, "pre")))

@@ -56,8 +56,7 @@ class Variant:
             raise UsageError(
                 f"method {self.label!r}: unknown knob(s) {', '.join(unknown)}; choose from {', '.join(KNOBS)}"
             )
-        if not re.fullmatch(r"[A-Za-z0-9_.+=-]+", self.label):
-            raise UsageError(f"method label {self.label!r} may use letters, digits and _.+=- only")
+        _check_label("method", self.label)
 
     def train_flags(self) -> dict[str, Any]:
         return {"method": self.method, **self.knobs}
@@ -93,8 +92,7 @@ class Recipe:
     train: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if not re.fullmatch(r"[A-Za-z0-9_.+=-]+", self.label):
-            raise UsageError(f"recipe label {self.label!r} may use letters, digits and _.+=- only")
+        _check_label("recipe", self.label)
         _check_train(self.train, f"recipe {self.label!r}")
 
     @classmethod
@@ -106,6 +104,12 @@ class Recipe:
 
     def to_dict(self) -> dict[str, Any]:
         return {"label": self.label, **self.train}
+
+
+def _check_label(kind: str, label: str) -> None:
+    """UsageError unless ``label`` can stand in a cell's folder name."""
+    if not re.fullmatch(r"[A-Za-z0-9_.+=-]+", label):
+        raise UsageError(f"{kind} label {label!r} may use letters, digits and _.+=- only")
 
 
 def _check_train(train: dict[str, Any], where: str) -> None:

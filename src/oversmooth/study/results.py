@@ -51,6 +51,7 @@ class CellResult:
     spec: RunSpec | None = None  # how it was trained (cell.json: its spec, or older cells' train_args)
     analysis: dict | None = None  # analysis.json: measurements on the trained model, once made
     null: dict | None = None  # its arm at random init (its study's null.json); None: not computed
+    recipe: str = ""  # its recipe's label, in a study with recipes
 
     @property
     def score_name(self) -> str:
@@ -194,6 +195,7 @@ def read_cell(folder: Path) -> CellResult:
         results=results,
         spec=spec,
         analysis=analysis,
+        recipe=info.get("recipe", ""),
     )
 
 

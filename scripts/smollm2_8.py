@@ -29,7 +29,7 @@ from oversmooth.utils.atomic import atomic_write
 RUNS, ARCHIVE = Path("runs/smollm2-8"), Path("results/third-protocol/smollm2-8")
 PILOT, FIRST_TEST_SEED, MOST = (0, 1), 10, 12
 AFFORDABLE = 6  # test pairs the budget holds, the depth-fixes family's fourth seed dropped (docs/studies.md)
-EFFECT = -0.017  # nats per token: ln(33.70 / 34.29), WikiText-103 (Nguyen et al. 2023, Table 2)
+EFFECT = -0.017  # nats per token: ln(33.70 / 34.29), WikiText-103 (Nguyen et al. 2023, Table 3)
 KEPT = ("adapt.json", "report.md")
 
 

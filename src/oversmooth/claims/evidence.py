@@ -1,7 +1,7 @@
 """What ``oversmooth claims DIR ...`` reads: study folders (or their archives), the archive of
 claim 8's adaptations (``results/fmnist-p7-adapt``), claim 3's cost rounds (``results/claim3``),
-the archived probes (``results/probes``) and the third protocol's records
-(``results/third-protocol``), told apart by what they hold."""
+the archived probes (``results/probes``), the third protocol's records (``results/third-protocol``)
+and the fourth step's adaptations (``results/fourth-step``), told apart by what they hold."""
 
 from __future__ import annotations
 
@@ -14,8 +14,11 @@ from oversmooth.claims.adaptations import NAME as ADAPTATIONS
 from oversmooth.claims.adaptations import read_adaptations
 from oversmooth.claims.depth_fixes import STUDY as DEPTH_FIXES
 from oversmooth.claims.files import PROBES_FILE, ROUNDS_FILE
+from oversmooth.claims.postnorm_screen import STUDY as POSTNORM_SCREEN
 from oversmooth.claims.protocol import DEEP_PILOTS
 from oversmooth.claims.regime_pilot import PILOTS as REGIME_PILOTS
+from oversmooth.claims.smollm2_fair import FOLDER as FOURTH_STEP
+from oversmooth.claims.smollm2_fair import read_fair_adaptations
 from oversmooth.claims.third_protocol import NAME as THIRD_PROTOCOL
 from oversmooth.claims.third_protocol import read_third_protocol
 from oversmooth.errors import UsageError
@@ -46,6 +49,9 @@ PROTOCOL_ARCHIVES = (
     "claim3",
     "probes",
     THIRD_PROTOCOL,
+    POSTNORM_SCREEN,
+    "austen-p3-fresh",
+    FOURTH_STEP,
 )
 
 
@@ -59,6 +65,7 @@ class Evidence:
     benchmark: dict | None = None
     probes: Probes | None = None
     third_protocol: list[dict] = field(default_factory=list)
+    fair_adapted: dict[int, dict] = field(default_factory=dict)  # claim 8 on SmolLM2, fairly: seed -> adapt.json
 
 
 def read_benchmark(folder: Path) -> dict:
@@ -96,6 +103,8 @@ def read_folders(folders: list[str | Path]) -> Evidence:
             found.adapted += read_adaptations(folder.parent)
         elif folder.name == THIRD_PROTOCOL:
             found.third_protocol += read_third_protocol(folder)
+        elif folder.name == FOURTH_STEP:
+            found.fair_adapted |= read_fair_adaptations(folder)
         else:
             studies.append(folder)
     found.cells, found.commands = read_studies(studies)

@@ -24,6 +24,21 @@ def score(cells: Mapping[Key, CellResult], arms: tuple[Key, Key]) -> tuple[float
     return None if method is None or baseline is None else (method, baseline)
 
 
+def val_score(cell: CellResult, epoch: int = -1) -> float:
+    """Validation accuracy in % (ViT) or NLL per token in nats (LM) at ``epoch`` (index into the records)."""
+    val = cell.epochs[epoch]["val"]
+    return 100 * val["accuracy"] if cell.model == "vit" else val["loss"]
+
+
+def final_val(cells: Mapping[Key, CellResult], arms: tuple[Key, Key]) -> tuple[float, float] | None:
+    """Validation score after the last epoch (``val_score``) of the method and of the baseline: the
+    fourth step's fresh tests decide on validation, the test split reported beside it."""
+    if any(cells[arm].results is None or not cells[arm].epochs for arm in arms):
+        return None
+    method, baseline = (val_score(cells[arm]) for arm in arms)
+    return method, baseline
+
+
 def deficit_by_depth(cells: Mapping[Key, CellResult], arms: tuple[Key, Key]) -> tuple[float, float] | None:
     """Claim 4a (DESIGN 8.4's interaction): post-norm's test-accuracy deficit to pre-norm, ``pre -
     post`` in pp, at the deeper depth (``arms[0]``, a post-norm key) and at the shallower

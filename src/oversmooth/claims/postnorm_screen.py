@@ -90,7 +90,7 @@ def candidates(rows: list[ScreenRow]) -> list[str]:
 
 def _cell(arm: Arm | None) -> tuple[str, str]:
     if arm is None:
-        return "not run", ""
+        return "not yet", ""
     accuracy = "–" if arm.val_accuracy is None else f"{100 * arm.val_accuracy:.2f} %"
     cos = "" if arm.cos_sim is None else f"{arm.cos_sim:.3f}"
     return (f"{accuracy} (diverged)" if arm.status == "diverged" else accuracy), cos
@@ -115,3 +115,19 @@ def screen_table(rows: list[ScreenRow]) -> str:
             f"| {_yes_no(r.post_fails)} | {_yes_no(r.pre_trains)} |"
         )
     return "\n".join(lines)
+
+
+def screen_sentence(rows: list[ScreenRow]) -> str:
+    """Where the screen stands, in a clause for the report's opening."""
+    deep = [r for r in rows if r.depth == DEEP]
+    found = candidates(rows)
+    if found:
+        return f"the registered screen found a recipe where it fails at depth {DEEP} while pre-norm trains ({found[0]})"
+    finished = sum(arm is not None for r in rows for arm in (r.post, r.pre))
+    if finished < 2 * len(rows):
+        return f"the registered screen has finished {finished} of its {2 * len(rows)} cells, no candidate yet"
+    neither = sum(bool(r.post_fails) and not r.pre_trains for r in deep)
+    return (
+        f"the registered screen found no recipe at depth {DEEP} where post-norm fails while pre-norm trains "
+        f"(in {neither} of {len(deep)} recipes post-norm fails and pre-norm stays below {100 * TRAINS_BAR:g} % too)"
+    )

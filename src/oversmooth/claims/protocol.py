@@ -18,8 +18,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from oversmooth.claims import measures
-from oversmooth.claims.gates import PlateauGate, val_score
-from oversmooth.claims.measures import Key, Measure
+from oversmooth.claims.gates import PlateauGate
+from oversmooth.claims.measures import Key, Measure, val_score
 from oversmooth.claims.presets import CLAIMS_PRESETS
 from oversmooth.claims.statements import STATEMENTS
 from oversmooth.study.config import StudyConfig

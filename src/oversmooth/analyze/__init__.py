@@ -24,7 +24,6 @@ _LAZY = {
     "parse_sweeps": "settings",
     "analysis_inputs": "inputs",
     "read_text": "inputs",
-    "sample_text": "inputs",
     "text_batch": "inputs",
     "Quality": "quality",
     "QualityRow": "quality",

@@ -76,7 +76,8 @@ def register(subparsers) -> None:
     parser.add_argument(
         "--methods",
         metavar="LIST",
-        help=f"comma-separated mitigations to compare, or 'none' (default: those of "
+        help="comma-separated mitigations to compare (a+b: stacked, where train allows them), or 'none' "
+        f"(default: those of "
         f"{DEFAULT_METHODS} that can patch the model; {IDENTITY_PATCHES}, the model as it is at their "
         "defaults, only when named)",
     )
@@ -194,14 +195,18 @@ def register(subparsers) -> None:
 
 
 def parse_methods(text: str | None) -> tuple[str, ...] | None:
-    """``--methods`` -> method names; None (not given): the library's default."""
-    from oversmooth.mitigations.registry import check_patchable
+    """``--methods`` -> method names (``a+b``: a stack, ``registry.patch_stack``); None (not
+    given): the library's default."""
+    from oversmooth.mitigations.registry import patch_stack
 
     if text is None:
         return None
     if text.strip() == "none":
         return ()
-    return tuple(check_patchable(m.strip()) for m in text.split(",") if m.strip())
+    entries = tuple(m.strip() for m in text.split(",") if m.strip())
+    for entry in entries:
+        patch_stack(entry)
+    return entries
 
 
 def knob_overrides(args: argparse.Namespace) -> dict[str, dict]:

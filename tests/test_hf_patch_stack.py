@@ -111,3 +111,19 @@ def test_every_patchable_pair_train_allows_patches_too():
                     patch_stack(f"{a}+{b}")
             else:
                 assert set(patch_stack(f"{a}+{b}")) == {a, b}
+
+
+def test_analyze_methods_takes_a_stack_and_its_knob_flags(tmp_path, capsys):
+    import csv
+
+    from hf_tiny import WORDS, save_tiny
+
+    from oversmooth.cli import main
+
+    folder, out = save_tiny("bert", tmp_path / "bert"), tmp_path / "out"
+    argv = ["analyze", str(folder), "--text", " ".join(WORDS * 4), "--methods", "neutreno+featscale", "--lam", "0.2"]
+    fast = ["--max-sequences", "2", "--max-length", "16", "--attention-sequences", "0", "--no-progress"]
+    assert main([*argv, *fast, "--out", str(out)]) == 0, capsys.readouterr().err
+    rows = {row["method"]: row for row in csv.DictReader((out / "quality.csv").open())}
+    assert rows["neutreno+featscale"]["setting"] == "lam=0.2,s_dc=-0.5,s_hc=0.5"
+    assert "cos:neutreno+featscale" in capsys.readouterr().out

@@ -66,7 +66,7 @@ def make_task(
     if name == "synthetic":
         blocks = {k: torch.from_numpy(v) for k, v in data.synthetic_tokens(seq_len=options.seq_len).items()}
         return LanguageModelling(_limit(blocks, options), vocab_size=16), None
-    sources = data.load_austen(options.data_dir) if name == "austen" else parse_text(spec).documents()
+    sources = parse_text(spec).documents(options.data_dir)  # austen or text:...
     splits = data.split_text(sources, options.passage_chars)
     tokenizer = data.cached_tokenizer([d.text for d in splits["train"]], options.vocab_size, cache_dir)
     blocks = {
@@ -82,10 +82,8 @@ def check_data(spec: str, data_dir: str | None = None) -> None:
     name = spec.split(":", 1)[0]
     if name == "fmnist":
         data.load_fashion_mnist(data_dir)
-    elif name == "austen":
-        data.load_austen(data_dir)
-    elif name == "text":
-        parse_text(spec).documents()
+    elif name in ("austen", "text"):
+        parse_text(spec).documents(data_dir)
 
 
 def _image_task(splits: dict[str, data.ImageSplit], classes: int, options: DataOptions) -> ImageClassification:

@@ -55,7 +55,7 @@ def held(model, method, knob) -> float:
     """The knob the patched arm ``model`` computes with now, read off the model itself."""
     state = getattr(model, "base", None) and model.base.__dict__.get("_oversmooth_patch")
     if state is not None:  # a pretrained model: the knobs its patch was built with
-        return float(getattr(state.knobs, knob))
+        return float(getattr(state.knobs[method], knob))
     from oversmooth.mitigations.registry import method as entry
 
     attribute = entry(method).attribute

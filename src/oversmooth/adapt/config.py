@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from oversmooth.data.text_source import TEXT_HELP, parse_text
 from oversmooth.errors import FieldError, UsageError
 from oversmooth.train.run_spec import option
 from oversmooth.utils.seeds import check_seed
@@ -24,7 +25,6 @@ OBJECTIVES = {
     "distill": "match the unpatched model: 1 - cosine of token states (encoders), "
     "KL of next-token distributions (decoders)",
 }
-TEXTS = ("austen", "sample", "text:FILE[,FILE...]")
 DEVICES, DTYPES = ("auto", "cpu", "cuda"), ("float32", "bfloat16")
 CONTROL = "control"
 
@@ -62,7 +62,7 @@ class AdaptConfig:
         group=KNOBS,
     )
     objective: str = option("auto", f"{' | '.join(OBJECTIVES)} (default %(default)s)", group=MAIN)
-    text: str = option("austen", f"pretrained text models: {' | '.join(TEXTS)} (default %(default)s)", group=MAIN)
+    text: str = option("austen", f"pretrained text models: {TEXT_HELP} (default %(default)s)", group=MAIN)
     steps: int = option(200, "optimiser steps per arm (default %(default)s)", group=SCHEDULE)
     batch_size: int | None = option(None, "default: 8, or the train run's", group=SCHEDULE)
     seq_len: int = option(128, "pretrained text models: tokens per sequence", group=SCHEDULE)
@@ -122,8 +122,7 @@ class AdaptConfig:
                     choices=" | ".join(choices),
                     got=getattr(self, name),
                 )
-        if not (self.text in ("austen", "sample") or (self.text.startswith("text:") and self.text[5:].strip())):
-            raise FieldError("{text} must be one of {choices}, got {got!r}", choices=" | ".join(TEXTS), got=self.text)
+        parse_text(self.text)
         if not self.knobs or not all(isinstance(k, dict) for k in self.knobs):
             raise UsageError(
                 f"knobs is a list of knob settings, one per patched arm, e.g. [{{'lam': 0.6}}]; got {self.knobs!r}"

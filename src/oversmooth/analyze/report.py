@@ -25,6 +25,7 @@ from oversmooth.metrics import ATTENTION_METRICS, LAYER_MEASURES, METRICS, RANK_
 from oversmooth.metrics.attention import SINK_EPSILON
 from oversmooth.metrics.massive import LOCATION_COLUMNS
 from oversmooth.mitigations.registry import METHODS as REGISTRY
+from oversmooth.mitigations.registry import flat_knobs
 from oversmooth.utils.atomic import atomic_directory
 from oversmooth.utils.plotting import figure, save_png
 
@@ -374,7 +375,7 @@ def _wiring(placement: str) -> str:
 
 
 def report_markdown(analysis: Analysis, meta: dict) -> str:
-    knobs = ", ".join(f"{m}: {setting_text(kv)}" for m, kv in analysis.knobs.items())
+    knobs = ", ".join(f"{m}: {setting_text(flat_knobs(kv))}" for m, kv in analysis.knobs.items())
     verdicts = [s.dynamics["verdict"] for s in analysis.spectrum if s.dynamics]
     exclude = analysis.tables[BASELINE].attrs["exclude"]
     excluded = (

@@ -97,4 +97,4 @@ def test_one_rule_for_default_knobs_a_causal_lms_where_the_registry_has_one(tmp_
         assert analysis.knobs["neutreno"]["neutreno"]["lam"] == lam, kind
     folder = save_tiny("llama", tmp_path / "llama")
     source = PretrainedSource(AdaptConfig(model=str(folder), text="sample", seq_len=16))
-    assert source.knob_defaults()["lam"] == 0.4
+    assert source.knob_defaults("neutreno")["lam"] == 0.4

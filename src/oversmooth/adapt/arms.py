@@ -3,7 +3,7 @@ and knobs (``config.arm_name``). Which methods: those ``method`` names, each che
 (a method it cannot take is refused, with the reason), or with ``all-patchable`` the registry's
 patchable methods the source takes (the others left out, with the reason). Which knobs: those
 given, or with ``knobs="frontier"`` each method's from analyze's frontier
-(``oversmooth.adapt.frontier``: a method with no value within budget gets no arm). Torch-free.
+(``oversmooth.adapt.frontier_knobs``: a method with no value within budget gets no arm). Torch-free.
 """
 
 from __future__ import annotations
@@ -11,8 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from oversmooth.adapt.config import CONTROL, FRONTIER, AdaptConfig, arm_name
-from oversmooth.errors import UsageError
+from oversmooth.errors import FieldError, UsageError
 from oversmooth.mitigations.registry import patchable
+from oversmooth.train.run_spec import flag
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,8 @@ def methods_of(config: AdaptConfig, source) -> tuple[tuple[str, ...], dict[str, 
         try:
             source.check_method(name)
             taken.append(name)
+        except FieldError as error:
+            left_out[name] = error.message(flag)
         except UsageError as error:
             left_out[name] = str(error)
     given = [name for name in config.knobs if name in left_out] if isinstance(config.knobs, dict) else []
@@ -51,7 +54,7 @@ def plan_arms(
     config: AdaptConfig, source, methods: tuple[str, ...], left_out: dict[str, str], frontier: dict | None
 ) -> tuple[list[Arm], dict[str, str]]:
     """The arms (the control first) and, per method asked for, how its arms got their knobs or why
-    it has none (``left_out``: ``methods_of``'s; ``frontier``: ``adapt.frontier.frontier``'s
+    it has none (``left_out``: ``methods_of``'s; ``frontier``: ``adapt.frontier_knobs.frontier``'s
     choices, with ``knobs="frontier"``)."""
     arms, notes = [Arm(CONTROL, None, None, None)], {}
     for name in methods:

@@ -29,7 +29,7 @@ OBJECTIVES = {
 DEVICES, DTYPES = ("auto", "cpu", "cuda"), ("float32", "bfloat16")
 CONTROL = "control"
 ALL_PATCHABLE = "all-patchable"  # ``method``: every method that can patch the model (its source lists them)
-FRONTIER = "frontier"  # ``knobs``: each method's from analyze's frontier (``oversmooth.adapt.frontier``)
+FRONTIER = "frontier"  # ``knobs``: each method's from analyze's frontier (``oversmooth.adapt.frontier_knobs``)
 
 
 #: the flag groups of ``oversmooth adapt --help`` (``MAIN``: the command's own options).
@@ -43,7 +43,7 @@ class AdaptConfig:
     knob setting: ``knobs`` is, for one method, a tuple of settings (``({"lam": 0.2}, {"lam":
     0.6})``: two arms; ``({},)``: the method's defaults), for several a dict method -> such a
     tuple (a method left out: its defaults), or ``"frontier"``: each method's from the quality
-    frontier of ``analyze --sweep`` (``oversmooth.adapt.frontier``). Every arm starts from the
+    frontier of ``analyze --sweep`` (``oversmooth.adapt.frontier_knobs``). Every arm starts from the
     same weights with the same seed, data order and schedule (``steps``, peak ``lr``, linear
     warm-up over ``warmup`` of the steps, cosine decay).
 

@@ -83,7 +83,7 @@ class AdaptResult:
     arms by name (``control`` first), ``data``: per split, the ``examples`` trained or scored on
     and, for text, the ``tokens`` they hold (``adapt.run.sizes``), ``methods``: per method asked
     for, how its arms got their knobs or why it has none (``adapt.arms.plan_arms``), and with
-    ``knobs="frontier"`` the ``frontier`` they were read off (``adapt.frontier.frontier``)."""
+    ``knobs="frontier"`` the ``frontier`` they were read off (``adapt.frontier_knobs.frontier``)."""
 
     config: dict
     source: dict

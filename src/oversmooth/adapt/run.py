@@ -7,7 +7,7 @@ Folder ``config.out``:
   ``start.json`` (held-out scores and layer metrics before any step) and ``model/`` (the adapted
   model; a pretrained model's patch is recorded in its config);
 - ``frontier.json``, with ``knobs="frontier"``: analyze's sweep the knobs were read off
-  (``oversmooth.adapt.frontier``), run before the first arm;
+  (``oversmooth.adapt.frontier_knobs``), run before the first arm;
 - ``adapt.json``, ``adapt.csv``, ``adapt.png``, ``report.md`` (``oversmooth.adapt.report``).
 
 The arms (``oversmooth.adapt.arms``): the control, then each method's, named by method and knobs.
@@ -33,7 +33,7 @@ from pathlib import Path
 
 import torch
 
-from oversmooth.adapt import frontier
+from oversmooth.adapt import frontier_knobs
 from oversmooth.adapt.arms import Arm, methods_of, plan_arms
 from oversmooth.adapt.config import FRONTIER, AdaptConfig, setting
 from oversmooth.adapt.result import AdaptResult, ArmResult
@@ -123,8 +123,8 @@ def adapt(config: AdaptConfig) -> AdaptResult:
     out.mkdir(parents=True, exist_ok=True)
     if not (out / CONFIG_FILE).is_file():
         given.save(out / CONFIG_FILE)  # as given: a rerun compares its own settings with these
-    if choices is not None and not (out / frontier.FILE).is_file():
-        with atomic_write(out / frontier.FILE) as handle:
+    if choices is not None and not (out / frontier_knobs.FILE).is_file():
+        with atomic_write(out / frontier_knobs.FILE) as handle:
             json.dump(choices, handle, indent=2)
     env = setup_distributed(config.device)
     arms = {arm.name: _run_arm(config, source, task, env, out / "arms" / arm.name, arm) for arm in plan}
@@ -147,11 +147,11 @@ def adapt(config: AdaptConfig) -> AdaptResult:
 
 def _frontier(config: AdaptConfig, source, methods: tuple[str, ...], out: Path) -> dict:
     """``knobs="frontier"``: the choices kept in ``out`` (the sweep ran before this adaptation's
-    first arm), else the sweep run now (``oversmooth.adapt.frontier``)."""
-    path = out / frontier.FILE
+    first arm), else the sweep run now (``oversmooth.adapt.frontier_knobs``)."""
+    path = out / frontier_knobs.FILE
     if path.is_file():
         return json.loads(path.read_text())
-    return frontier.frontier(config, source.loaded, methods)
+    return frontier_knobs.frontier(config, source.loaded, methods)
 
 
 def check_overflow(source, task, plan: list[Arm]) -> None:

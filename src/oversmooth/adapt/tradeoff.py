@@ -97,6 +97,8 @@ def verdict_words(result: AdaptResult) -> str:
         f"below the control's; under {SIMILARITY_MARGIN:g} counts as none)"
     )
     top = best(rows)
+    if not rows:
+        return "No patched arm ran: every method asked for was left out or had no knob within budget."
     if top is None:
         return f"No arm stays within the quality budget after adaptation {rule}."
     if top.end.removed < SIMILARITY_MARGIN:
@@ -106,7 +108,7 @@ def verdict_words(result: AdaptResult) -> str:
         )
     return (
         f"Largest similarity drop within the quality budget after adaptation: {top.arm}, last-layer cos_sim "
-        f"{top.end.cos_sim:.3f} against the control's {top.end.cos_sim + top.end.removed:.3f} "
+        f"{top.end.cos_sim:.3f} against the control's {result.control.cos_sim_last:.3f} "
         f"({top.end.removed:.3f} lower), {top.measure.replace('_', ' ')} {top.end.quality:.4g} {rule}."
     )
 

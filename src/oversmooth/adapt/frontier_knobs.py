@@ -6,11 +6,10 @@ their off setting) whose patched model stays within analyze's quality budget
 arm; a method with no swept knob (LayerScale, sigmaReparam: patches that start as the model) runs
 at its defaults.
 
-The sweep is analyze's own (``analyze.run_analysis`` on ``analyze.analysis_inputs``), so the
-command recorded beside the choices (``command``) reports the same knobs. The text is analyze's
-reading of adapt's: ``text:FILE[,FILE...]`` the same files; ``sample`` analyze's built-in sample,
-and so is ``austen`` (its opening chapters of *Pride and Prejudice*: analyze does not read the
-janeaustenr novels). Computed once, before any arm, and kept in the output folder (``FILE``).
+The sweep is analyze's own (``analyze.run_analysis`` on ``analyze.analysis_inputs`` of the same
+``text``, one syntax for both commands), so the command recorded beside the choices
+(``command``) reports the same knobs. Computed once, before any arm, and kept in the output
+folder (``FILE``).
 """
 
 from __future__ import annotations
@@ -24,15 +23,9 @@ from oversmooth.mitigations import registry
 FILE = "frontier.json"
 
 
-def analyze_text(text: str) -> str | None:
-    """``analyze --text`` for adapt's ``text`` (None: analyze's built-in sample)."""
-    return text[5:] if text.startswith("text:") else None
-
-
 def command(config: AdaptConfig, methods: tuple[str, ...]) -> str:
     """The ``oversmooth analyze`` command whose frontier these choices read."""
-    text = analyze_text(config.text)
-    words = ["oversmooth", "analyze", *([config.model] if config.model else []), *(["--text", text] if text else [])]
+    words = ["oversmooth", "analyze", *([config.model] if config.model else []), "--text", config.text]
     words += ["--methods", ",".join(methods), "--sweep", "--dtype", config.dtype]
     return shlex.join(words + (["--device", config.device] if config.device != "auto" else []))
 
@@ -46,7 +39,7 @@ def frontier(config: AdaptConfig, loaded, methods: tuple[str, ...]) -> dict[str,
     from oversmooth.analyze import BASELINE, AnalysisSettings, analysis_inputs, default_sweeps, run_analysis
 
     swept = tuple(m for m in methods if registry.method(m).sweep)
-    inputs, source = analysis_inputs(loaded, analyze_text(config.text))
+    inputs, source = analysis_inputs(loaded, config.text)
     settings = AnalysisSettings(methods=(), sweeps=default_sweeps(swept), attention_sequences=0)
     analysis = run_analysis(loaded.model, inputs, settings, tokenizer=loaded.tokenizer)
     base = float(analysis.tables[BASELINE]["cos_sim"].iloc[-1])

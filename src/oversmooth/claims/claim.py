@@ -3,10 +3,10 @@ tested" it may give."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass
 
 from oversmooth.claims.regime import Regime
+from oversmooth.utils.json_files import finite
 
 #: the kinds of "not tested" (``Claim.why_not_tested``), in the order the report lists them
 NOT_TESTED_WHY = ("a gate failed", "a finished seed gave no value", "runs not finished", "see its row")
@@ -50,9 +50,4 @@ class Claim:
 
     def to_json(self) -> dict:
         """The JSON object of ``claims.json``: NaN and infinities become null."""
-        clean = lambda x: None if isinstance(x, float) and not math.isfinite(x) else x  # noqa: E731
-        row = asdict(self)
-        for key in ("ci", "ci95"):
-            row[key] = None if row[key] is None else [clean(x) for x in row[key]]
-        row["deviations"] = list(self.deviations)
-        return {k: clean(v) for k, v in row.items()}
+        return finite(asdict(self))

@@ -11,6 +11,7 @@ from oversmooth.claims.claim import Claim
 from oversmooth.claims.protocol import OVERSMOOTHS
 from oversmooth.claims.statements import STATEMENTS
 from oversmooth.claims.third_protocol import fresh_tests
+from oversmooth.utils.markdown import markdown_table
 
 #: a parenthesis of a statement longer than this is its setting or its test in full, left to the
 #: claims table below the summary
@@ -123,10 +124,19 @@ def summary_table(claims: list[Claim], records: Sequence[dict] = ()) -> str:
         "differs and the verdicts of its fresh tests of the claim (on new seeds, passages or models, registered "
         "before they ran: their section below).",
         "",
-        "| id | claim | paper's effect | ours [Holm-matched CI] | regime: softmax cos_sim vs random init | verdict |",
-        "|---|---|---|---|---|---|",
+        markdown_table(
+            [
+                "id",
+                "claim",
+                "paper's effect",
+                "ours [Holm-matched CI]",
+                "regime: softmax cos_sim vs random init",
+                "verdict",
+            ],
+            [
+                [c.id, short_statement(c.statement), _paper(c), _ours(c), _regime(c), _verdict(c, records)]
+                for c in claims
+            ],
+        ),
     ]
-    for c in claims:
-        row = [c.id, short_statement(c.statement), _paper(c), _ours(c), _regime(c), _verdict(c, records)]
-        lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines)

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from oversmooth.errors import UsageError
+from oversmooth.utils.markdown import markdown_table
 
 NAME = "third-protocol"
 FIELDS = ("claim", "model", "command", "verdict", "sentence")
@@ -44,10 +45,10 @@ def fresh_tests(records: Sequence[dict], claim_id: str) -> list[dict]:
 def third_protocol_section(records: list[dict]) -> list[str]:
     """The claims report's section on them: one row per record, as recorded."""
     rows = [
-        f"| {r['claim']} | {r['model']} | {r.get('regime', '–')} | **{r['verdict']}** | {r['sentence']} | "
-        f"`{r['command']}` |"
+        [r["claim"], r["model"], r.get("regime", "–"), f"**{r['verdict']}**", r["sentence"], f"`{r['command']}`"]
         for r in records
     ]
+    header = ["claim", "tested on", "regime: baseline cos_sim vs random init", "verdict", "why", "command"]
     return [
         "## The third protocol: where the problem exists, and its re-tests",
         "",
@@ -56,8 +57,6 @@ def third_protocol_section(records: list[dict]) -> list[str]:
         "test on a pretrained model), is its baseline's last-layer cos_sim beside the same architecture's at random "
         "init; a re-test on the second protocol's ViT has that setting's, in the summary:",
         "",
-        "| claim | tested on | regime: baseline cos_sim vs random init | verdict | why | command |",
-        "|---|---|---|---|---|---|",
-        *rows,
+        markdown_table(header, rows),
         "",
     ]

@@ -1,9 +1,10 @@
-"""The third protocol's regime pilot (DESIGN 9.8, docs/studies.md), which looks for a trained
-softmax ViT that oversmooths: per configuration the pilot trained, its token count, validation accuracy and
-last-layer cos_sim beside the same architecture's at random init, and whether it oversmooths
-(``OVERSMOOTHS``) and trains (gate W's parts (a) and (c): plateaued, and above the logistic
-regression it runs on the same images). Where no configuration does both, 2a, 2c and 8 were not
-re-tested in a new regime of the ViT."""
+"""The third protocol's regime pilot (docs/registrations/fourth-step.md,
+docs/registrations/third-protocol.md), which looks for a trained softmax ViT that oversmooths: per
+configuration the pilot trained, its token count, validation accuracy and last-layer cos_sim beside
+the same architecture's at random init, and whether it oversmooths (``OVERSMOOTHS``) and trains
+(gate W's parts (a) and (c): plateaued, and above the logistic regression it runs on the same
+images). Where no configuration does both, 2a, 2c and 8 were not re-tested in a new regime of the
+ViT."""
 
 from __future__ import annotations
 

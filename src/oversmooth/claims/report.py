@@ -145,9 +145,9 @@ def reading_summary(claims: list[Claim]) -> str:
 
 
 def regime_summary(claims: list[Claim], records: Sequence[dict] = ()) -> str:
-    """One line (DESIGN 9.8): the trained claims tested where their softmax baseline does not
-    oversmooth, and those where it does or has no value yet; then each third-protocol ``records``'
-    regime as recorded (a fresh test on a pretrained model)."""
+    """One line (docs/registrations/fourth-step.md): the trained claims tested where their softmax
+    baseline does not oversmooth, and those where it does or has no value yet; then each
+    third-protocol ``records``' regime as recorded (a fresh test on a pretrained model)."""
     where = {False: "tested where the baseline does not oversmooth", True: "the baseline oversmooths"}
     groups: dict[str, list[str]] = defaultdict(list)
     for c in claims:
@@ -210,10 +210,10 @@ def _claim_row(c: Claim) -> list:
 
 def plot_effects(claims: list[Claim], path: Path) -> None:
     """Each tested claim's effect with its Holm-matched interval and n, one panel per claim (units
-    differ, each named in full), the primary family's first, up to 4 a row: the claimed side
-    shaded (an equivalence claim's: inside its margin), the paper's effect as it states it (star)
-    and carried to our measure (DESIGN 9.8, dotted) where it states one, and the third protocol's
-    reading under the verdict where the two differ."""
+    differ, each named in full), the primary family's first, up to 4 a row: the claimed side shaded
+    (an equivalence claim's: inside its margin), the paper's effect as it states it (star) and
+    carried to our measure (docs/registrations/fourth-step.md, dotted) where it states one, and the
+    third protocol's reading under the verdict where the two differ."""
     tested = [c for c in claims if c.effect is not None and c.ci is not None and all(map(math.isfinite, c.ci))]
     tested.sort(key=lambda c: c.family != "primary")  # stable: each family keeps the claims' order
     cols = min(max(len(tested), 1), 4)
@@ -272,7 +272,8 @@ def _shade_claimed(ax, direction: str | None, margin: float | None = None) -> st
 def adaptation_table(adapted: list[dict]) -> str:
     """Claims 8 and 2c, per continuation arm (mean ± sd over the seeds that ran it): validation
     accuracy right after patching (step 0) and after the continuation, test accuracy after it, and
-    the last layer's token cos_sim before and after (DESIGN 10: what the continuation recovers)."""
+    the last layer's token cos_sim before and after (docs/adapt.md: what the continuation
+    recovers)."""
     by_arm: dict[str, list[dict]] = defaultdict(list)
     for record in adapted:
         for name, arm in record["arms"].items():

@@ -22,8 +22,8 @@ from oversmooth.study.results import read_study
 
 
 def test_claims_writes_claims_json_and_every_declared_claim(tmp_path, capsys):
-    """Every declared claim appears in the report and in claims.json with the fields of DESIGN 9.6;
-    the Holm families are the pre-registered ones (a hidden claim would change m)."""
+    """Every declared claim appears in the report and in claims.json with the fields docs/studies.md
+    lists; the Holm families are the pre-registered ones (a hidden claim would change m)."""
     fmnist(tmp_path)
     depth_cells(tmp_path)
     deep = list((tmp_path / "depth-w32").glob("*/results.json"))

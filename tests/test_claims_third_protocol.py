@@ -1,5 +1,6 @@
-"""The third protocol (DESIGN 9.8): its reading beside the registered verdict (in magnitude, an
-existence claim, claim 4 while post-norm trains deep) and its records, tabled as recorded."""
+"""The third protocol (docs/registrations/fourth-step.md): its reading beside the registered verdict
+(in magnitude, an existence claim, claim 4 while post-norm trains deep) and its records, tabled as
+recorded."""
 
 import json
 import shutil

@@ -13,6 +13,7 @@ from oversmooth.adapt import tradeoff
 from oversmooth.adapt.result import AdaptResult
 from oversmooth.adapt.verdict import judge, quality_measure
 from oversmooth.utils.atomic import atomic_write
+from oversmooth.utils.markdown import markdown_table
 from oversmooth.utils.plotting import figure, save_png
 
 
@@ -98,16 +99,14 @@ def markdown(result: AdaptResult) -> str:
         "",
         "## Arms",
         "",
-        "| arm | status | steps | wall s | val start | val end | test | cos_sim last: start -> end |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
-    for arm in result.arms.values():
-        lines.append(
-            f"| {arm.name} | {arm.status} | {arm.steps} | {arm.wall_seconds:.0f} | {_scores(arm.start)} | "
-            f"{_scores(arm.val)} | {_scores(arm.test)} | {_f(arm.start_cos_sim_last)} -> "
-            f"{_f(arm.cos_sim_last)} |"
-        )
-    lines += [
+        markdown_table(
+            ["arm", "status", "steps", "wall s", "val start", "val end", "test", "cos_sim last: start -> end"],
+            [
+                [arm.name, arm.status, arm.steps, f"{arm.wall_seconds:.0f}", _scores(arm.start), _scores(arm.val)]
+                + [_scores(arm.test), f"{_f(arm.start_cos_sim_last)} -> {_f(arm.cos_sim_last)}"]
+                for arm in result.arms.values()
+            ],
+        ),
         "",
         "Quality beside similarity: low similarity from a broken model is no success. "
         "`adapt.csv` has every checkpoint; `adapt.png` plots them; `arms/<arm>/model` is the adapted model.",
@@ -163,11 +162,13 @@ def _ramp(result: AdaptResult) -> list[str]:
         f"undo; every later evaluation the knobs in force at its step, the arm's value from step {steps} on "
         "(`knobs_in_force` in `adapt.csv` and `adapt.json`):",
         "",
-        "| arm | " + " | ".join(f"step {r['step']}" for r in arms[0].rows) + " |",
-        "|---|" + "---|" * len(arms[0].rows),
+        markdown_table(
+            ["arm", *(f"step {r['step']}" for r in arms[0].rows)],
+            [[arm.name, *(_setting(r["knobs_in_force"]) for r in arm.rows)] for arm in arms],
+        ),
+        "",
     ]
-    lines += ["| %s | %s |" % (arm.name, " | ".join(_setting(r["knobs_in_force"]) for r in arm.rows)) for arm in arms]
-    return [*lines, ""]
+    return lines
 
 
 def _setting(knobs: dict) -> str:

@@ -27,8 +27,9 @@ from oversmooth.study.results import CellResult, read_studies
 if TYPE_CHECKING:
     from oversmooth.claims.probes import Probes
 
-#: the third protocol's studies the claims report reads (DESIGN 9.8): claim 4's deep pilots and third
-#: family, the regime pilot (the re-tests' studies are read by scripts/retest_pilots.py, which records them)
+#: the third protocol's studies the claims report reads (docs/registrations/fourth-step.md): claim 4's
+#: deep pilots and third family, the regime pilot (the re-tests' studies are read by
+#: scripts/retest_pilots.py, which records them)
 THIRD_PROTOCOL_STUDIES = (*DEEP_PILOTS, DEPTH_FIXES, *REGIME_PILOTS)
 #: what the claims report reads under results/: the second and third protocols' archives (the first
 #: protocol's stay there as they ran, read by nothing but their own sections of old reports)
@@ -56,8 +57,9 @@ PROTOCOL_ARCHIVES = (
 
 
 @dataclass
-class Evidence:
-    """Everything a report decides on, by kind."""
+class FolderContents:
+    """What the folders given to ``oversmooth claims`` hold, by kind: everything its report decides
+    on (a claim's pairs drawn from them are a ``claims.gathering.Evidence``)."""
 
     cells: list[CellResult] = field(default_factory=list)
     commands: dict[str, str] = field(default_factory=dict)
@@ -88,10 +90,10 @@ def protocol_archives(root: str | Path = "results") -> list[Path]:
     return [Path(root) / name for name in PROTOCOL_ARCHIVES if (Path(root) / name).exists()]
 
 
-def read_folders(folders: list[str | Path]) -> Evidence:
+def read_folders(folders: list[str | Path]) -> FolderContents:
     """Read each folder by its kind, the study folders together (``read_studies``: a cell read
     twice is refused); a folder of no known kind is a UsageError naming it."""
-    found, studies = Evidence(), []
+    found, studies = FolderContents(), []
     for folder in map(Path, folders):
         if (folder / ROUNDS_FILE).is_file():
             found.benchmark = read_benchmark(folder)

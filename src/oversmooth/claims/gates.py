@@ -1,4 +1,5 @@
-"""The gates of the second claims protocol (DESIGN 9.3): did the baseline train, on validation only?
+"""The gates of the second claims protocol (docs/registrations/second-protocol.md): did the baseline
+train, on validation only?
 
 A gate judges the baseline arm's cells of the seeds in a test (``groups``: one mapping of arm ->
 ``CellResult`` per seed) and, where it needs them, the report's other cells. ``judge`` returns a
@@ -98,12 +99,13 @@ class Judgement:
 
 @dataclass(frozen=True)
 class PlateauGate:
-    """DESIGN 9.3 on the baseline ``arm``: (a) each seed plateaued within ``tolerance`` (pp, or a
-    share of the NLL); (b) ``long``'s seed gains less than ``long_tolerance`` over the same seed
-    of this setting; (c) the mean validation score reaches ``floor`` (accuracy %, at least; LM
-    NLL, at most; ``floor`` None: better than the reference model each baseline cell's analysis
-    records, ``REFERENCES``), cited by ``source``. ``judge_long`` False: part (b) is not asked (a
-    fresh test registered on a setting's gate parts (a) and (c), its long run already judged)."""
+    """The gates of docs/registrations/second-protocol.md on the baseline ``arm``: (a) each seed
+    plateaued within ``tolerance`` (pp, or a share of the NLL); (b) ``long``'s seed gains less than
+    ``long_tolerance`` over the same seed of this setting; (c) the mean validation score reaches
+    ``floor`` (accuracy %, at least; LM NLL, at most; ``floor`` None: better than the reference
+    model each baseline cell's analysis records, ``REFERENCES``), cited by ``source``.
+    ``judge_long`` False: part (b) is not asked (a fresh test registered on a setting's gate parts
+    (a) and (c), its long run already judged)."""
 
     arm: Key
     floor: float | None
@@ -135,9 +137,9 @@ class PlateauGate:
         return f"{arm_name(self.arm)}, on validation: (a) plateaued on every seed; {long}(c) {floor}"
 
     def equal_budget(self, groups: Sequence[Mapping[Key, CellResult]], arms: frozenset[Key]) -> str:
-        """DESIGN 9.3: the method ``arms`` report (a) too; one that has not plateaued on a seed is
-        compared there at equal budget, and this says so; that every other arm plateaued, when
-        they all did ("" with no other arm)."""
+        """As docs/registrations/second-protocol.md registers: the method ``arms`` report (a) too;
+        one that has not plateaued on a seed is compared there at equal budget, and this says so;
+        that every other arm plateaued, when they all did ("" with no other arm)."""
         short: dict[Key, list[str]] = {}
         methods = {arm for group in groups for arm in group if arm in arms and arm != self.arm}
         for group in groups:

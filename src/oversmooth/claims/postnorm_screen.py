@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from oversmooth.claims.presets import SCREEN_RECIPES
 from oversmooth.study.results import CellResult
+from oversmooth.utils.markdown import markdown_table
 
 STUDY = "postnorm-screen"
 CHANCE_BAR = 0.20  # below it a 10-class model is at chance
@@ -102,19 +103,16 @@ def _yes_no(value: bool | None) -> str:
 
 def screen_table(rows: list[ScreenRow]) -> str:
     """The screen as a Markdown table, one row per recipe and depth."""
-    head = (
-        "| recipe | depth | post-norm val acc | pre-norm val acc | pre − post (pp) | post cos_sim | pre cos_sim "
-        "| post fails | pre trains |\n|---|---|---|---|---|---|---|---|---|"
-    )
-    lines = [head]
-    for r in rows:
-        (post, post_cos), (pre, pre_cos) = _cell(r.post), _cell(r.pre)
-        deficit = "" if r.deficit_pp is None else f"{r.deficit_pp:+.2f}"
-        lines.append(
-            f"| {r.recipe} | {r.depth} | {post} | {pre} | {deficit} | {post_cos} | {pre_cos} "
-            f"| {_yes_no(r.post_fails)} | {_yes_no(r.pre_trains)} |"
-        )
-    return "\n".join(lines)
+    header = ["recipe", "depth", "post-norm val acc", "pre-norm val acc", "pre − post (pp)", "post cos_sim"]
+    header += ["pre cos_sim", "post fails", "pre trains"]
+    return markdown_table(header, map(_screen_line, rows))
+
+
+def _screen_line(r: ScreenRow) -> list[str]:
+    """A recipe and depth's cells in ``screen_table``."""
+    (post, post_cos), (pre, pre_cos) = _cell(r.post), _cell(r.pre)
+    deficit = "" if r.deficit_pp is None else f"{r.deficit_pp:+.2f}"
+    return [r.recipe, r.depth, post, pre, deficit, post_cos, pre_cos, _yes_no(r.post_fails), _yes_no(r.pre_trains)]
 
 
 def screen_sentence(rows: list[ScreenRow]) -> str:

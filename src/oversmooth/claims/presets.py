@@ -59,10 +59,10 @@ PILOT_VIT = {
     "limit_train": 10000,
     "checkpoint_every": 100,
 }
-#: the second protocol's Fashion-MNIST ViT (DESIGN 9.7: a cell plateaus in <= 20 core-minutes):
-#: fmnist-vit's 8 x 64 body with MLP x2 and 7 x 7 patches (16 + CLS tokens: about a fifth of
-#: recipe 3's cost), 10 epochs of the 55 000 training images, no augmentation; gated on the
-#: softmax cells' validation scores (docs/studies.md, "The second protocol").
+#: the second protocol's Fashion-MNIST ViT (docs/registrations/second-protocol.md: a cell plateaus in
+#: about 20 core-minutes): fmnist-vit's 8 x 64 body with MLP x2 and 7 x 7 patches (16 + CLS tokens:
+#: about a fifth of recipe 3's cost), 10 epochs of the 55 000 training images, no augmentation; gated on
+#: the softmax cells' validation scores (docs/studies.md, "The second protocol").
 FMNIST_P7 = {
     "width": 64,
     "heads": 4,

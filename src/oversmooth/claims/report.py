@@ -9,7 +9,6 @@ The claims table decides only on finished seeds (``oversmooth.claims.registry``)
 
 from __future__ import annotations
 
-import json
 import math
 import statistics
 import textwrap
@@ -42,6 +41,8 @@ from oversmooth.study.report import (
     study_section,
 )
 from oversmooth.study.results import CellResult
+from oversmooth.utils.json_files import json_text
+from oversmooth.utils.markdown import markdown_table
 from oversmooth.utils.plotting import figure, save_png
 
 TITLE = "oversmooth claims report"
@@ -156,9 +157,9 @@ def reading_summary(claims: list[Claim]) -> str:
 
 
 def regime_summary(claims: list[Claim], records: Sequence[dict] = ()) -> str:
-    """One line (DESIGN 9.8): the trained claims tested where their softmax baseline does not
-    oversmooth, and those where it does or has no value yet; then each third-protocol ``records``'
-    regime as recorded (a fresh test on a pretrained model)."""
+    """One line (docs/registrations/fourth-step.md): the trained claims tested where their softmax
+    baseline does not oversmooth, and those where it does or has no value yet; then each
+    third-protocol ``records``' regime as recorded (a fresh test on a pretrained model)."""
     where = {False: "tested where the baseline does not oversmooth", True: "the baseline oversmooths"}
     groups: dict[str, list[str]] = defaultdict(list)
     for c in claims:
@@ -184,6 +185,8 @@ def _reading(c: Claim) -> str:
 def claims_table(claims: list[Claim]) -> str:
     """One table per Holm family (and one for the static claims), then per claim its verdict's
     reason, what it measured, its gate in full and the command that reproduces it."""
+    header = ["id", "claim", "paper", "ours", "effect [Holm-matched CI]", "n", "p", "Holm p", "detectable", "gate"]
+    header += ["verdict", "third protocol's reading", "regime: softmax last-layer cos_sim, trained vs random init"]
     lines = []
     for family, title in (
         ("primary", "Primary family (Holm, m = 7)"),
@@ -193,20 +196,7 @@ def claims_table(claims: list[Claim]) -> str:
         rows = [c for c in claims if c.family == family]
         if not rows:
             continue
-        lines += [
-            f"### {title}",
-            "",
-            "| id | claim | paper | ours | effect [Holm-matched CI] | n | p | Holm p | detectable | gate | verdict "
-            "| third protocol's reading | regime: softmax last-layer cos_sim, trained vs random init |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
-        ]
-        lines += [
-            f"| {c.id} | {c.statement} | {c.paper} | {c.ours} | {effect_text(c)} | {c.n} | {_num(c.p)} | "
-            f"{_num(c.p_holm)} | {_detectable(c)} | {_gate(c)} | **{c.verdict}** | {_reading(c)} | "
-            f"{'–' if c.regime is None else c.regime.text} |"
-            for c in rows
-        ]
-        lines.append("")
+        lines += [f"### {title}", "", markdown_table(header, map(_claim_row, rows)), ""]
     lines += ["Why each verdict, what each claim measured, its gate and how to reproduce it:", ""]
     for c in claims:
         lines += [
@@ -223,11 +213,18 @@ def claims_table(claims: list[Claim]) -> str:
     return "\n".join(lines)
 
 
+def _claim_row(c: Claim) -> list:
+    """A claim's cells in ``claims_table``."""
+    numbers = [effect_text(c), c.n, _num(c.p), _num(c.p_holm), _detectable(c)]
+    regime = "–" if c.regime is None else c.regime.text
+    return [c.id, c.statement, c.paper, c.ours, *numbers, _gate(c), f"**{c.verdict}**", _reading(c), regime]
+
+
 def plot_effects(claims: list[Claim], path: Path, records: Sequence[dict] = ()) -> None:
     """Each tested claim's effect with its Holm-matched interval and n, one panel per claim (units
     differ, each named in full), the primary family's first, up to 4 a row: the claimed side
     shaded (an equivalence claim's: inside its margin), the paper's effect as it states it (star)
-    and carried to our measure (DESIGN 9.8, dotted) where it states one, and the third protocol's
+    and carried to our measure (docs/registrations/fourth-step.md, dotted) where it states one, and the third protocol's
     reading under the verdict where the two differ; then a panel per decided fresh test of
     ``records`` (the third protocol's and the fourth step's), its interval beside the paper's effect."""
     tested = [c for c in claims if c.effect is not None and c.ci is not None and all(map(math.isfinite, c.ci))]
@@ -304,7 +301,8 @@ def _shade_claimed(ax, direction: str | None, margin: float | None = None) -> st
 def adaptation_table(adapted: list[dict]) -> str:
     """Claims 8 and 2c, per continuation arm (mean ± sd over the seeds that ran it): validation
     accuracy right after patching (step 0) and after the continuation, test accuracy after it, and
-    the last layer's token cos_sim before and after (DESIGN 10: what the continuation recovers)."""
+    the last layer's token cos_sim before and after (docs/adapt.md: what the continuation
+    recovers)."""
     by_arm: dict[str, list[dict]] = defaultdict(list)
     for record in adapted:
         for name, arm in record["arms"].items():
@@ -326,16 +324,13 @@ def adaptation_table(adapted: list[dict]) -> str:
         spread = f" ± {statistics.stdev(values):.2f}" if len(values) > 1 else ""
         return f"{statistics.fmean(values):.2f}{spread}"
 
-    lines = [
-        "| arm | seeds | val accuracy at step 0 (%) | val accuracy after (%) | test accuracy after (%) "
-        "| last-layer cos_sim at step 0 | after |",
-        "|---|---|---|---|---|---|---|",
+    header = ["arm", "seeds", "val accuracy at step 0 (%)", "val accuracy after (%)", "test accuracy after (%)"]
+    header += ["last-layer cos_sim at step 0", "after"]
+    rows = [
+        [name, seed_span([arm["seed"] for arm in by_arm[name]]), *(cell(by_arm[name], read) for read in columns)]
+        for name in sorted(by_arm, key=lambda n: (n != "control", n))
     ]
-    for name in sorted(by_arm, key=lambda n: (n != "control", n)):
-        arms = by_arm[name]
-        seeds = seed_span([arm["seed"] for arm in arms])
-        lines.append(f"| {name} | {seeds} | " + " | ".join(cell(arms, read) for read in columns) + " |")
-    return "\n".join(lines)
+    return markdown_table(header, rows)
 
 
 def _read(read: Callable[[dict], float | None], arm: dict) -> float | None:
@@ -410,11 +405,8 @@ def verdict_confusion(cells: list[CellResult]) -> str:
             for model in (c.label, "all"):
                 counts[(model, block["verdict"]["verdict"])][sign] += 1
     order = sorted(counts, key=lambda key: (key[0] == "all", key))
-    lines = ["| model | verdict \\ measured t_sim change | rises | falls |", "|---|---|---|---|"]
-    lines += [
-        f"| {model} | {v} | {counts[(model, v)]['rises']} | {counts[(model, v)]['falls']} |" for model, v in order
-    ]
-    return "\n".join(lines)
+    rows = [[model, v, counts[(model, v)]["rises"], counts[(model, v)]["falls"]] for model, v in order]
+    return markdown_table(["model", "verdict \\ measured t_sim change", "rises", "falls"], rows)
 
 
 def adaptation_hours(adapted: list[dict]) -> float:
@@ -588,5 +580,5 @@ def render_claims(
     files |= fixes_plot
     for name, group in by_study(cells).items():
         lines += study_section(name, group, files, study_command(name, (commands or {}).get(name)))
-    texts = {"claims.json": json.dumps([c.to_json() for c in claims], indent=1)}
+    texts = {"claims.json": json_text([c.to_json() for c in claims], indent=1)}
     return claims, Rendered("\n".join(lines), files, cell_rows(cells), texts, OUTPUTS)

@@ -1,6 +1,6 @@
-"""How each claim is stated, one row per claim id in the report's order (DESIGN 9.6): the paper's
-words and numbers, our measure and its unit, what the two means of "ours" are, what the test can
-and cannot show (its scope) and the deviations from the registered protocol, each dated. Nothing
+"""How each claim is stated, one row per claim id in the report's order (docs/studies.md): the
+paper's words and numbers, our measure and its unit, what the two means of "ours" are, what the test
+can and cannot show (its scope) and the deviations from the registered protocol, each dated. Nothing
 here decides anything: how a claim is tested is ``claims.protocol`` (the trained claims) and
 ``claims.questions`` (every tested claim); 1a and 1b's rule is in ``claims.registry``."""
 
@@ -49,7 +49,7 @@ class Statement:
     unit: str  # the unit of ``measure`` in a word or two (the claims' summary; '' for a static claim)
     sides: tuple[str, str] = ("", "")  # what the two means in "ours" are: (method side, baseline side)
     paper_effect: float | None = None  # the paper's effect in our measure, where it states one
-    paper_numbers: PaperEffect | None = None  # the paper's two numbers: its effect carried to ours (DESIGN 9.8)
+    paper_numbers: PaperEffect | None = None  # the paper's two numbers: its effect carried to ours (fourth-step.md)
     scope: str = ""  # what the test shows and what it does not, printed with any verdict
     deviations: tuple[str, ...] = ()  # from the registered protocol, each dated
     flag: str = ""  # the disclosed flaw the registered verdict rests on, in a few words (the report's first screen)

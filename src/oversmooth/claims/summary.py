@@ -11,6 +11,7 @@ from oversmooth.claims.claim import Claim
 from oversmooth.claims.protocol import OVERSMOOTHS
 from oversmooth.claims.statements import FRESH_EFFECTS, FRESH_FLAGS, STATEMENTS
 from oversmooth.claims.third_protocol import fresh_tests
+from oversmooth.utils.markdown import markdown_table
 
 #: a parenthesis of a statement longer than this is its setting or its test in full, left to the
 #: claims table below the summary
@@ -127,14 +128,32 @@ def summary_table(claims: list[Claim], records: Sequence[dict] = ()) -> str:
     third protocol's exploratory reading in separate columns; ⚑ marks a verdict resting on a
     disclosed flaw."""
     lines = [
-        "| id | claim | paper's effect | ours [Holm-matched CI] | regime: softmax cos_sim vs random init "
-        "| registered verdict | fresh tests | exploratory reading |",
-        "|---|---|---|---|---|---|---|---|",
+        markdown_table(
+            [
+                "id",
+                "claim",
+                "paper's effect",
+                "ours [Holm-matched CI]",
+                "regime: softmax cos_sim vs random init",
+                "registered verdict",
+                "fresh tests",
+                "exploratory reading",
+            ],
+            [
+                [
+                    c.id,
+                    short_statement(c.statement),
+                    _paper(c),
+                    _ours(c),
+                    _regime(c),
+                    _registered(c),
+                    "; ".join(_fresh(r) for r in fresh_tests(records, c.id)) or "–",
+                    _exploratory(c),
+                ]
+                for c in claims
+            ],
+        ),
     ]
-    for c in claims:
-        fresh = "; ".join(_fresh(r) for r in fresh_tests(records, c.id)) or "–"
-        row = [c.id, short_statement(c.statement), _paper(c), _ours(c), _regime(c), _registered(c), fresh]
-        lines.append("| " + " | ".join([*row, _exploratory(c)]) + " |")
     return "\n".join(lines)
 
 

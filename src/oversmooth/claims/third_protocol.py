@@ -14,6 +14,7 @@ from pathlib import Path
 from oversmooth.claims.statements import STATEMENTS
 from oversmooth.claims.verdicts import Decision
 from oversmooth.errors import UsageError
+from oversmooth.utils.markdown import markdown_table
 
 NAME = "third-protocol"
 FIELDS = ("claim", "model", "command", "verdict", "sentence")
@@ -59,15 +60,11 @@ def fresh_tests(records: Sequence[dict], claim_id: str | None = None) -> list[di
 def records_table(records: Sequence[dict]) -> list[str]:
     """The fresh tests' records as a Markdown table, one row each, as recorded."""
     rows = [
-        f"| {r['claim']} | {r['model']} | {r.get('regime', '–')} | **{r['verdict']}** | {r['sentence']} | "
-        f"`{r['command']}` |"
+        [r["claim"], r["model"], r.get("regime", "–"), f"**{r['verdict']}**", r["sentence"], f"`{r['command']}`"]
         for r in records
     ]
-    return [
-        "| claim | tested on | regime: baseline cos_sim vs random init | verdict | why | command |",
-        "|---|---|---|---|---|---|",
-        *rows,
-    ]
+    header = ["claim", "tested on", "regime: baseline cos_sim vs random init", "verdict", "why", "command"]
+    return markdown_table(header, rows).splitlines()
 
 
 def third_protocol_section(records: list[dict]) -> list[str]:

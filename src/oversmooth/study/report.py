@@ -25,6 +25,7 @@ from matplotlib.ticker import MaxNLocator
 from oversmooth.study.results import CellResult, paired_score
 from oversmooth.study.stats import paired_test
 from oversmooth.utils.atomic import atomic_directory
+from oversmooth.utils.markdown import markdown_table
 from oversmooth.utils.plotting import figure, save_png
 
 TITLE = "oversmooth study report"
@@ -80,15 +81,12 @@ def score_table(cells: list[CellResult]) -> str:
     """Markdown: one row per task x norm x method, one column per depth: mean ± std (seeds)."""
     depths = sorted({c.depth for c in cells})
     name = cells[0].score_name
-    lines = [
-        "| task | norm | method | " + " | ".join(f"depth {d}" for d in depths) + " |",
-        "|---|---|---|" + "---|" * len(depths),
-    ]
+    rows = []
     for task, norm in _panels(cells):
         for label in _labels(cells):
             if not any((c.task, c.norm, c.label) == (task, norm, label) for c in cells):
                 continue  # a method the study trains under other norms only
-            row = []
+            row = [task, norm, label]
             for depth in depths:
                 group = [
                     c
@@ -102,8 +100,8 @@ def score_table(cells: list[CellResult]) -> str:
                 marks = "".join(sorted({MARK[c.status] for c in group if c.status in MARK}))
                 scale = 100 if name == "accuracy" else 1
                 row.append(f"{mean * scale:.1f} ± {std * scale:.1f}{marks} ({len(group)})")
-            lines.append(f"| {task} | {norm} | {label} | " + " | ".join(row) + " |")
-    return "\n".join(lines)
+            rows.append(row)
+    return markdown_table(["task", "norm", "method", *(f"depth {d}" for d in depths)], rows)
 
 
 def _seeds_and_mean(ax, runs: list[list[float]], x: list, color: str, label: str) -> None:
@@ -212,9 +210,9 @@ def _diverged(cells: list[CellResult]) -> str:
     return MARK["diverged"] if any(c.status == "diverged" for c in cells) else ""
 
 
-def _with_note(table: list[str], marked: bool) -> str:
-    """The table's lines, and ``DIVERGED`` under them where a row is ``marked`` (``_diverged``)."""
-    return "\n".join([*table, *(["", DIVERGED] if marked else [])])
+def _with_note(table: str, marked: bool) -> str:
+    """The table, and ``DIVERGED`` under it where a row is ``marked`` (``_diverged``)."""
+    return "\n".join([table, *(["", DIVERGED] if marked else [])])
 
 
 def _one_sample(values: list[float]):
@@ -236,21 +234,17 @@ def arm_table(cells: list[CellResult]) -> str:
     probe, seconds per step, and the arm's cos_sim at random init where a study has its null."""
     lm = cells[0].model == "lm"
     measures = ARM_MEASURES | (NULL_MEASURE if any(c.null for c in cells) else {})
-    lines = [
-        f"| task | norm | method | depth | n | test {'NLL (nats)' if lm else 'accuracy (%)'} | "
-        + " | ".join(measures)
-        + " |",
-        "|---|---|---|---|---|---|" + "---|" * len(measures),
-    ]
+    rows = []
     for (task, norm, label, depth), group in _arms(cells).items():
         scores = [s for c in group if (s := paired_score(c)) is not None]
         score = _with_interval(scores, ".2f") + _diverged(group) if scores else "–"
-        row = [task, norm, label, str(depth), str(len(scores)), score]
+        row = [task, norm, label, depth, len(scores), score]
         for read, spec in measures.values():
             values = [v for c in group if (v := read(c)) is not None]
             row.append(format(statistics.fmean(values), spec) if values else "–")
-        lines.append("| " + " | ".join(row) + " |")
-    return _with_note(lines, bool(_diverged(cells)))
+        rows.append(row)
+    header = ["task", "norm", "method", "depth", "n", f"test {'NLL (nats)' if lm else 'accuracy (%)'}", *measures]
+    return _with_note(markdown_table(header, rows), bool(_diverged(cells)))
 
 
 def _baseline_of(labels: list[str]) -> str:
@@ -286,8 +280,7 @@ def differences_table(cells: list[CellResult], against: tuple[str, str] | None =
             found = _with_interval(differences, "+.3f") + mark if differences else "–"
             each = ", ".join(format(d, "+.3f") for d in differences) or "–"
             name = f"{arm[1]} - {base[1]}" if not against else f"{arm[0]}-norm {arm[1]} - {base[0]}-norm {base[1]}"
-            row = [task, arm[0], str(depth), name, str(len(seeds)), seed_span(seeds) or "–", found, each]
-            rows.append("| " + " | ".join(row) + " |")
+            rows.append([task, arm[0], depth, name, len(seeds), seed_span(seeds) or "–", found, each])
     if not rows:
         return ""
     unit = "test NLL (nats per token)" if cells[0].model == "lm" else "test accuracy (pp)"
@@ -301,11 +294,8 @@ def differences_table(cells: list[CellResult], against: tuple[str, str] | None =
         "finished, with its 95 % t interval (one seed: the difference alone), and each seed's difference in the "
         "order of the seeds:"
     )
-    head = [
-        "| task | norm | depth | method - baseline | n | seeds | mean difference [95 % CI] | by seed |",
-        "|---" * 8 + "|",
-    ]
-    return intro + "\n\n" + _with_note([*head, *rows], marked)
+    header = ["task", "norm", "depth", "method - baseline", "n", "seeds", "mean difference [95 % CI]", "by seed"]
+    return intro + "\n\n" + _with_note(markdown_table(header, rows), marked)
 
 
 def _finite(x: float) -> bool:

@@ -36,7 +36,7 @@ def register(subparsers) -> None:
         help="patch a mitigation in, fine-tune briefly beside a control, report what came back",
         description="Patch a mitigation into a model (any MODEL analyze takes, or an `oversmooth train` run "
         "folder), fine-tune it briefly with a label-free objective, and run the same steps "
-        "without the patch as a control. Writes adapt.json, adapt.csv, adapt.png, report.md "
+        "without the patch as a control. Writes adapt.json, adapt.csv, adapt.png (--format: more), report.md "
         "and each arm's adapted model. Resumable: rerun the same command. See docs/adapt.md.",
     )
     groups = {MAIN: parser}
@@ -86,6 +86,7 @@ def run_adapt(args: argparse.Namespace) -> int:
     from transformers.utils import logging as hf_logging
 
     from oversmooth.adapt import adapt
+    from oversmooth.adapt.report import figures
     from oversmooth.adapt.verdict import judge
 
     hf_logging.disable_progress_bar()  # one progress bar: ours (a refusal: one line)
@@ -95,5 +96,5 @@ def run_adapt(args: argparse.Namespace) -> int:
         raise UsageError(error.message(_named)) from None
     for arm in result.patched:
         print(judge(result, arm).words())
-    print(f"wrote {args.out}/: adapt.json, adapt.csv, adapt.png, report.md, arms/<arm>/model")
+    print(f"wrote {args.out}/: adapt.json, adapt.csv, {', '.join(figures(result))}, report.md, arms/<arm>/model")
     return 0

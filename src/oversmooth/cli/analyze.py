@@ -16,7 +16,14 @@ from oversmooth.analyze.settings import (
     Budget,
     check_sequences,
 )
-from oversmooth.cli._arguments import add_force_flag, add_knob_flags, add_progress_flag, knob_flags, positions
+from oversmooth.cli._arguments import (
+    add_force_flag,
+    add_format_flag,
+    add_knob_flags,
+    add_progress_flag,
+    knob_flags,
+    positions,
+)
 from oversmooth.mitigations.registry import default_patches, knob_owners, patchable
 
 DEFAULT_METHODS = ",".join(default_patches())
@@ -180,6 +187,7 @@ def register(subparsers) -> None:
         help="auto: spread a model that fits no single device over GPUs, CPU and disk (accelerate)",
     )
     parser.add_argument("--out", default="runs/analyze", metavar="DIR", help="output folder (default runs/analyze)")
+    add_format_flag(parser)
     add_force_flag(parser)
     add_progress_flag(parser)
     parser.set_defaults(run=run)
@@ -345,7 +353,7 @@ def _analyze(args: argparse.Namespace) -> int:
         "exclude_note": exclude_note,
         "compare": None if other is None else other.name,
     }
-    write_report(analysis, args.out, meta)
+    write_report(analysis, args.out, meta, args.format)
     left_out = f"; positions {','.join(map(str, exclude))} left out{exclude_note}" if exclude else ""
     untested = "" if loaded.family.tested else ", discovered: not a tested family"
     print(
@@ -355,12 +363,23 @@ def _analyze(args: argparse.Namespace) -> int:
     print(format_table(analysis))
     if analysis.frontier:
         print(format_frontier(analysis))
-    print(f"wrote {args.out}/: {', '.join(written_files(analysis))}")
+    print(f"wrote {args.out}/: {', '.join(written_files(analysis, args.format))}")
     return 0
 
 
 #: the options that apply to a model this tool trained (it brings its own inputs, method and job)
-_SAVED_RUN_OPTIONS = ("model", "max_sequences", "null", "cka", "compare", "device", "out", "force", "progress")
+_SAVED_RUN_OPTIONS = (
+    "model",
+    "max_sequences",
+    "null",
+    "cka",
+    "compare",
+    "device",
+    "out",
+    "format",
+    "force",
+    "progress",
+)
 
 
 def _analyze_saved(args: argparse.Namespace, saved) -> int:
@@ -389,7 +408,7 @@ def _analyze_saved(args: argparse.Namespace, saved) -> int:
             "run of its task (a run, its model/, an adaptation arm)"
         )
     analysis = analyze_saved(saved, args.max_sequences, args.null, device, cka=args.cka, other=other)
-    written = write_run_report(analysis, args.out, command_line(args))
+    written = write_run_report(analysis, args.out, command_line(args), args.format)
     print(format_run(analysis))
     print(f"wrote {args.out}/: {', '.join(written)}")
     return 0

@@ -71,6 +71,7 @@ def run(args: argparse.Namespace) -> int:
         adapted=found.adapted,
         benchmark=found.benchmark,
         third_protocol=found.third_protocol,
+        formats=args.format,
     )
     report.write(out)
     width = max((len(c.id) for c in claims), default=1)

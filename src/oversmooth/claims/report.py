@@ -252,7 +252,7 @@ def plot_effects(claims: list[Claim], stem: Path, formats=DEFAULT_FORMATS) -> No
                 title += f"\nthird protocol: {c.reading}"
             set_title(ax, title)
             level = f"{100 * c.ci_level:.4g} % CI, " if c.ci_level else ""
-            width = ax.get_position().width * PAGE
+            width = 0.8 * ax.get_position().width * PAGE  # narrower than the panel: it shrinks in the layout
             ax.set_xlabel(fill(f"claimed: {claimed} (shaded)\n{level}n = {c.n}", width, 7), fontsize=7)
             ax.set_ylabel(fill(c.measure, 2.3, 6), fontsize=6)
         figure_legend(fig)

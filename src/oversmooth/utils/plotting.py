@@ -204,7 +204,7 @@ def fill(text: str, width: float, size: float | None = None) -> str:
     title size of ``STYLE``): for titles that name a model and its inputs."""
     size = size or STYLE["axes.titlesize"]
     chars = max(int(width * 72 / (0.6 * size)), 10)  # DejaVu Sans: about 0.6 em a character
-    return "\n".join(textwrap.fill(line, chars) for line in text.split("\n"))
+    return "\n".join(textwrap.fill(line, chars, break_on_hyphens=False) for line in text.split("\n"))
 
 
 def set_title(ax, text: str) -> None:

@@ -79,10 +79,10 @@ def embed(alt: str, stem: str, formats: tuple[str, ...]) -> str:
 
 
 @contextmanager
-def figure(rows: int = 1, cols: int = 1, width: float = COLUMN, height: float = 2.6, **options) -> Iterator:
+def figure(rows: int = 1, cols: int = 1, width: float = COLUMN, height: float = 2.6) -> Iterator:
     """``(fig, axes)`` in ``STYLE``, ``width`` x ``height`` inches, constrained layout, ``axes``
-    always a 2-D array ``[rows][cols]``; ``options`` go to ``Figure.subplots``. Draw and
-    ``save_figure`` inside the ``with``: the style holds there."""
+    always a 2-D array ``[rows][cols]``. Draw and ``save_figure`` inside the ``with``: the style
+    holds there."""
     import matplotlib
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
@@ -90,7 +90,7 @@ def figure(rows: int = 1, cols: int = 1, width: float = COLUMN, height: float = 
     with matplotlib.rc_context(STYLE):
         fig = Figure(figsize=(width, height), layout="constrained")
         FigureCanvasAgg(fig)
-        yield fig, fig.subplots(rows, cols, squeeze=False, **options)
+        yield fig, fig.subplots(rows, cols, squeeze=False)
 
 
 def save_figure(fig, stem: str | Path, formats: tuple[str, ...] = DEFAULT_FORMATS) -> list[str]:
@@ -105,14 +105,14 @@ def save_figure(fig, stem: str | Path, formats: tuple[str, ...] = DEFAULT_FORMAT
 
 def integer_ticks(*axes, axis: str = "x") -> None:
     """Whole-number ticks on ``axis`` ("x" or "y") of each of ``axes``: for one that counts layers,
-    blocks, epochs or steps."""
+    blocks, epochs or steps (a view around one count: its one tick)."""
     from matplotlib.ticker import MaxNLocator
 
     for ax in axes:
-        getattr(ax, f"{axis}axis").set_major_locator(MaxNLocator(integer=True))
+        getattr(ax, f"{axis}axis").set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
 
 
-def legend_below(ax, ncols: int | None = None, **options):
+def legend_below(ax, ncols: int | None = None):
     """``ax``'s legend under its x label, outside the data, in as many columns as fit under the
     axes (``ncols``: so many); None when nothing is labelled. Call it after the x label is set: the
     legend drops by the tick labels and the label's lines."""
@@ -129,10 +129,10 @@ def legend_below(ax, ncols: int | None = None, **options):
     drop = 4 + rc["xtick.major.size"] + rc["xtick.major.pad"] + tick + rc["axes.labelpad"]
     drop += 1.25 * lines * _points(rc["axes.labelsize"])
     below = ax.transAxes + ScaledTranslation(0, -drop / 72, ax.figure.dpi_scale_trans)
-    return ax.legend(loc="upper center", bbox_to_anchor=(0.5, 0), bbox_transform=below, ncols=ncols, **options)
+    return ax.legend(loc="upper center", bbox_to_anchor=(0.5, 0), bbox_transform=below, ncols=ncols)
 
 
-def figure_legend(fig, ncols: int | None = None, **options):
+def figure_legend(fig, ncols: int | None = None):
     """One legend for every panel of ``fig`` (each label once), under them all, in as many columns
     as fit across the figure (``ncols``: so many); None when nothing is labelled."""
     labelled: dict[str, object] = {}
@@ -142,7 +142,7 @@ def figure_legend(fig, ncols: int | None = None, **options):
     if not labelled:
         return None
     ncols = ncols or _columns(list(labelled), fig.get_figwidth())
-    return fig.legend(list(labelled.values()), list(labelled), loc="outside lower center", ncols=ncols, **options)
+    return fig.legend(list(labelled.values()), list(labelled), loc="outside lower center", ncols=ncols)
 
 
 #: where a point's label may go, tried in this order: (offset in points, horizontal and vertical alignment)

@@ -86,7 +86,7 @@ EXPECTED = {
     "analyze": ("cos_sim", "attn_entropy", "massive_ratio", "sinks", "frontier", "sublayers", "cka", "cka_compare"),
     "train": ("curves", "similarity"),
     "saved": ("cos_sim", "block_influence", "cka"),
-    "adapt": ("adapt",),
+    "adapt": ("adapt", "tradeoff"),
     "theory": ("smoothing", "lnflip", "escalation", "escalation_rates"),
     "report": ("depth-w32_scores", "depth-w32_layers", "depth-w32_curves"),
     "claims": ("claims", "claim4_depth", "depth_fixes", "claims_8_2c_lambda", "probes", "fmnist-p7_curves"),

@@ -7,7 +7,7 @@ no verdict."""
 from __future__ import annotations
 
 from oversmooth.claims.presets import CLAIMS_PRESETS
-from oversmooth.study.report import Draw, arm_table, differences_table, plot_depth, seed_span
+from oversmooth.study.report import Draw, arm_table, differences_table, plot_differences, seed_span
 from oversmooth.study.results import CellResult
 from oversmooth.utils.plotting import DEFAULT_FORMATS, embed
 
@@ -58,10 +58,11 @@ def depth_fixes_section(
         "",
         differences_table(chosen, against=BASELINE) or f"(no seed of {BASELINE[0]}-norm {BASELINE[1]} has finished)",
         "",
-        "Test accuracy and last-layer cos_sim by depth, the mean over seeds with its 95 % t interval (seeds per "
-        "arm and depth in brackets):",
+        f"Each arm's difference from {BASELINE[0]}-norm {BASELINE[1]} at the same depth, paired by seed: test "
+        "accuracy and last-layer cos_sim, the mean difference with its 95 % t interval (seeds per arm and depth in "
+        "brackets; no line through a depth without data):",
         "",
         embed("depth fixes by depth", PLOT, formats),
         "",
     ]
-    return lines, {PLOT: lambda stem, f: plot_depth(chosen, stem, title, f)}
+    return lines, {PLOT: lambda stem, f: plot_differences(chosen, stem, title, BASELINE, f)}

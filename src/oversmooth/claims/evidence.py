@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 #: deep pilots and third family, the regime pilot (the re-tests' studies are read by
 #: scripts/retest_pilots.py, which records them)
 THIRD_PROTOCOL_STUDIES = (*DEEP_PILOTS, DEPTH_FIXES, *REGIME_PILOTS)
+#: the fourth step's studies the claims report reads (docs/registrations/fourth-step.md)
+FOURTH_STEP_STUDIES = (POSTNORM_SCREEN, "austen-p3-fresh")
 #: what the claims report reads under results/: the second and third protocols' archives (the first
 #: protocol's stay there as they ran, read by nothing but their own sections of old reports)
 PROTOCOL_ARCHIVES = (
@@ -50,8 +52,7 @@ PROTOCOL_ARCHIVES = (
     "claim3",
     "probes",
     THIRD_PROTOCOL,
-    POSTNORM_SCREEN,
-    "austen-p3-fresh",
+    *FOURTH_STEP_STUDIES,
     FOURTH_STEP,
 )
 

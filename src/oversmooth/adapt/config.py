@@ -15,7 +15,8 @@ from typing import Any
 from oversmooth.data.text_source import TEXT_HELP, parse_text
 from oversmooth.errors import FieldError, UsageError
 from oversmooth.mitigations import registry
-from oversmooth.train.run_spec import option
+from oversmooth.train.run_spec import check_formats, option
+from oversmooth.utils.plotting import DEFAULT_FORMATS, FORMATS
 from oversmooth.utils.seeds import check_seed
 
 OBJECTIVES = {
@@ -103,6 +104,11 @@ class AdaptConfig:
     gradient_checkpointing: bool = option(False, "families that support it", group=RUN)
     threads: int | None = option(None, "CPU threads for torch", group=RUN)
     progress: bool = option(True, "no progress bar", group=RUN)  # help of --no-progress
+    format: str = option(
+        ",".join(DEFAULT_FORMATS),
+        f"the formats of adapt's figures, comma-separated: {', '.join(FORMATS)} (default %(default)s; PNGs at 200 dpi)",
+        group=RUN,
+    )
 
     def check(self) -> AdaptConfig:
         """Ranges and choices of the fields (``FieldError`` naming the field and the fix); returns self."""
@@ -120,6 +126,7 @@ class AdaptConfig:
                 count=self.steps,
             )
         check_seed(self.seed)
+        check_formats(self.format)
         for name in ("lr", "grad_clip"):
             value = getattr(self, name)
             if value is not None and not (_number(value) and value > 0):
@@ -220,7 +227,7 @@ class AdaptConfig:
 
 
 #: fields that may differ when an adaptation is resumed in the same folder: how it runs, not what it learns.
-RUN_OPTIONS = ("threads", "progress")
+RUN_OPTIONS = ("threads", "progress", "format")
 
 
 def setting(config: AdaptConfig) -> dict[str, Any]:

@@ -36,7 +36,7 @@ def register(subparsers) -> None:
         help="patch a mitigation in, fine-tune briefly beside a control, report what came back",
         description="Patch a mitigation into a model (any MODEL analyze takes, or an `oversmooth train` run "
         "folder), fine-tune it briefly with a label-free objective, and run the same steps "
-        "without the patch as a control. Writes adapt.json, adapt.csv, adapt.png, report.md "
+        "without the patch as a control. Writes adapt.json, adapt.csv, adapt.png (--format: more), report.md "
         "and each arm's adapted model. Resumable: rerun the same command. See docs/adapt.md.",
     )
     groups = {MAIN: parser}
@@ -105,6 +105,7 @@ def run_adapt(args: argparse.Namespace) -> int:
     from transformers.utils import logging as hf_logging
 
     from oversmooth.adapt import adapt
+    from oversmooth.adapt.report import figures
     from oversmooth.adapt.tradeoff import verdict_words
     from oversmooth.adapt.verdict import judge
 
@@ -117,5 +118,6 @@ def run_adapt(args: argparse.Namespace) -> int:
         print(judge(result, arm).words())
     print(verdict_words(result))
     kept = "frontier.json, " if result.frontier else ""
-    print(f"wrote {args.out}/: adapt.json, {kept}adapt.csv, adapt.png, tradeoff.png, report.md, arms/<arm>/model")
+    written = ", ".join(figures(result))
+    print(f"wrote {args.out}/: adapt.json, {kept}adapt.csv, {written}, report.md, arms/<arm>/model")
     return 0

@@ -18,6 +18,7 @@ from oversmooth.analyze.settings import (
 )
 from oversmooth.cli._arguments import (
     add_force_flag,
+    add_format_flag,
     add_knob_flags,
     add_progress_flag,
     add_threads_flag,
@@ -188,6 +189,7 @@ def register(subparsers) -> None:
         help="auto: spread a model that fits no single device over GPUs, CPU and disk (accelerate)",
     )
     parser.add_argument("--out", default="runs/analyze", metavar="DIR", help="output folder (default runs/analyze)")
+    add_format_flag(parser)
     add_force_flag(parser)
     add_progress_flag(parser)
     add_threads_flag(parser)
@@ -363,7 +365,7 @@ def _analyze(args: argparse.Namespace) -> int:
         "exclude_note": exclude_note,
         "compare": None if other is None else other.name,
     }
-    write_report(analysis, args.out, meta)
+    write_report(analysis, args.out, meta, args.format)
     left_out = f"; positions {','.join(map(str, exclude))} left out{exclude_note}" if exclude else ""
     untested = "" if loaded.family.tested else ", discovered: not a tested family"
     print(
@@ -373,7 +375,7 @@ def _analyze(args: argparse.Namespace) -> int:
     print(format_table(analysis))
     if analysis.frontier:
         print(format_frontier(analysis))
-    print(f"wrote {args.out}/: {', '.join(written_files(analysis))}")
+    print(f"wrote {args.out}/: {', '.join(written_files(analysis, args.format))}")
     return 0
 
 
@@ -386,6 +388,7 @@ _SAVED_RUN_OPTIONS = (
     "compare",
     "device",
     "out",
+    "format",
     "force",
     "progress",
     "threads",
@@ -418,7 +421,7 @@ def _analyze_saved(args: argparse.Namespace, saved) -> int:
             "run of its task (a run, its model/, an adaptation arm)"
         )
     analysis = analyze_saved(saved, args.max_sequences, args.null, device, cka=args.cka, other=other)
-    written = write_run_report(analysis, args.out, command_line(args))
+    written = write_run_report(analysis, args.out, command_line(args), args.format)
     print(format_run(analysis))
     print(f"wrote {args.out}/: {', '.join(written)}")
     return 0

@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
 
     out = report_folder(args)
     cells, commands = read_studies(args.dirs)
-    report = render_report(cells, commands, args.title or TITLE, command=report_command(args))
+    report = render_report(cells, commands, args.title or TITLE, command=report_command(args), formats=args.format)
     report.write(out)
     print(f"wrote {out / 'report.md'} ({len(cells)} cells)")
     return 0

@@ -22,6 +22,7 @@ from oversmooth.train.tasks import SupervisedTask
 from oversmooth.utils.atomic import atomic_write
 from oversmooth.utils.memory import check_memory
 from oversmooth.utils.outputs import check_output_dir, holds_files
+from oversmooth.utils.plotting import figure_formats
 
 DEFAULT_SHAPE_PRESET = {"vit": "vit-cpu", "lm": "lm-cpu"}
 
@@ -151,7 +152,10 @@ def _run(spec: RunSpec, env: Distributed) -> dict | None:
         return None
     if results["status"] == "completed":
         save_model(model, out / "model")
-    write_run_plots(out, f"{spec.model} {model.cfg.mitigation.name}, {spec.task} ({out.name})")
+    inputs = "images" if spec.model == "vit" else f"sequences x {spec.seq_len} tokens"
+    probe = f"the first {min(spec.probe_size, task.size('val'))} validation {inputs}"
+    title = f"{spec.model} {model.cfg.mitigation.name}, {spec.task} ({out.name})"
+    write_run_plots(out, title, probe, figure_formats(spec.format))
     if tokenizer is not None:
         with atomic_write(out / "tokenizer.json") as handle:
             handle.write(tokenizer.to_str())

@@ -497,3 +497,31 @@ def test_lora_is_refused_for_a_patch_that_reparametrises_the_weights(text_file, 
     with pytest.raises(UsageError, match="sigma_reparam reparametrises the weights that LoRA adapts"):
         adapt(AdaptConfig(**{**config.to_dict(), "method": "sigma_reparam", "knobs": [{}]}))
     assert not (tmp_path / "a").exists()
+
+
+def test_a_gated_attention_adaptation_starts_as_the_model_and_saves_its_gates(text_file, tmp_path):
+    """Gated attention patched into a tiny Llama (gate 2 sigmoid(0) = 1) starts exactly where the
+    control does; the arm trains the gates away from 0, saves them with the model, and the model
+    loaded with its recorded patch reads them back and scores what the arm scored at its last step."""
+    from safetensors.torch import load_file
+
+    from oversmooth.adapt.text_blocks import documents, token_blocks
+    from oversmooth.hf.load import load
+    from oversmooth.hf.patch import patched_method
+
+    model_dir = save_tiny_with_head("llama", tmp_path / "llama")
+    config = small(tmp_path / "a", model_dir, text=f"text:{text_file}", seq_len=16, eval_sequences=6)
+    result = adapt(AdaptConfig(**{**config.to_dict(), "method": "gated_attention", "knobs": [{}]}))
+    (arm,) = result.patched
+    assert arm.start["loss"] == result.control.start["loss"]
+    saved = tmp_path / "a" / "arms" / arm.name / "model"
+    gates = {k: v for k, v in load_file(str(saved / "model.safetensors")).items() if "oversmooth_gate" in k}
+    assert len(gates) == 4 and all(v.abs().max() > 0 for v in gates.values())  # 2 blocks x (weight, bias)
+    again = load(str(saved), 6)
+    assert patched_method(again.model) == "gated_attention"
+    blocks = token_blocks(again.tokenizer, documents(f"text:{text_file}")["val"], 16, extra=1, limit=6)
+    with torch.no_grad():
+        logits = again.model(input_ids=blocks[:, :-1]).logits
+    loss = F.cross_entropy(logits.flatten(0, 1), blocks[:, 1:].flatten())
+    assert loss.item() == pytest.approx(arm.val["loss"], rel=1e-5)
+    assert arm.val["loss"] != result.control.val["loss"]

@@ -319,9 +319,9 @@ def load(spec: str | None, sequences: int, max_length: int | None = None, where:
     if record:
         from oversmooth.hf.patch import patch
 
-        plain = set(model.state_dict())
+        unpatched = set(model.state_dict())
         patch(model, record["method"], **record["knobs"])
-        model.load_state_dict(_saved_tensors(checkpoint.folder, set(model.state_dict()) - plain), strict=False)
+        model.load_state_dict(_saved_tensors(checkpoint.folder, set(model.state_dict()) - unpatched), strict=False)
     name, device = spec or DEFAULT_MODEL, model.device
     if family.modality == "image":
         return Loaded(

@@ -16,7 +16,8 @@ our own layers; this module hooks the edit at the method's site:
   ``unpatch(model, keep=True)`` leaves what it does in the plain weights, for saving;
 - ``scores``: on the attention weights of every attention call, the model switched to its own
   eager attention for the patch's lifetime (``attention_weights``);
-- ``gate``: on the output projection's input per head, with the attention's input; the gate is a
+- ``gate``: on the output projection's input per head, with what the queries read (the block input,
+  after the norm in front of attention where there is one); the gate is a
   module registered on each attention module as ``oversmooth_gate`` (``adapt`` trains it;
   ``unpatch(model, keep=True)`` leaves it there, so that it is saved with the model);
 - ``block_output``: on each block's output.
@@ -339,7 +340,9 @@ def _remover(attention: nn.Module) -> Callable[[bool], None]:
 
 def _gate(lay: Layout, state: PatchState, make) -> None:
     """A gate ``make()`` registered on each attention module (a shared one once), in the dtype and
-    on the device of its output projection, applied per head to that projection's input."""
+    on the device of its output projection, applied per head to that projection's input with what
+    the queries read (pre-LN and parallel blocks: the output of the norm in front of attention;
+    post-LN: the block input)."""
     gates: dict[nn.Module, nn.Module] = {}
     for layer in range(lay.depth):
         attention = lay.module(layer, "attention")
@@ -348,16 +351,23 @@ def _gate(lay: Layout, state: PatchState, make) -> None:
             gates[attention] = make().to(device=reference.device, dtype=reference.dtype)
             attention.add_module(GATE, gates[attention])
             state.undo.append(_remover(attention))
-    inputs: dict[int, Tensor] = {}
+    inputs: dict[int, Tensor] = {}  # what the queries read: the pre-norm's output, else the block input
 
     def keep_input(layer, module, args, kwargs):
         inputs[layer] = first_input(args, kwargs)
 
+    def keep_output(layer, module, args, out):
+        inputs[layer] = out
+
     def gated(layer, module, args):
         z = split_heads(args[0], lay.heads)
-        return (merge_heads(gates[lay.module(layer, "attention")].gate(z, inputs.pop(layer))), *args[1:])
+        x = inputs.pop(layer).reshape(z.shape[0], z.shape[2], -1)
+        return (merge_heads(gates[lay.module(layer, "attention")].gate(z, x)), *args[1:])
 
-    lay.hook(state.hooks, "attention", keep_input, before=True, with_kwargs=True)
+    if lay.family.pre_norm is not None:
+        lay.hook(state.hooks, "pre_norm", keep_output)
+    else:
+        lay.hook(state.hooks, "block", keep_input, before=True, with_kwargs=True)
     lay.hook(state.hooks, "out_proj", gated, before=True)
 
 

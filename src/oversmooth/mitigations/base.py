@@ -156,7 +156,10 @@ class Patcher:
     - ``block_output``: ``edit(layer, x) -> x`` on each block's output ``[B, n, d]``, in call order.
 
     ``build`` may return None: at these knobs the method changes nothing, and nothing is installed.
+    ``check(knobs, valid)``, where given, raises UsageError before any work when the knobs cannot
+    act on sequences whose real tokens are ``valid [B, n]`` (bool).
     """
 
     site: Literal["context", "output", "stream", "branches", "weights", "scores", "gate", "block_output"]
-    build: Callable[[Any, PatchTarget], Callable]
+    build: Callable[[Any, PatchTarget], Callable | None]
+    check: Callable[[Any, Tensor], None] | None = None

@@ -45,9 +45,15 @@ def sink_columns(valid: Tensor | None, batch: int, keys: int, position: int) -> 
     """``[batch]``: the key of each sequence's sink, ``position`` keys after its first real one
     (``valid [batch, keys]`` bool, None: all real); UsageError when a sequence is shorter."""
     if valid is None:
-        first, real = torch.zeros(batch, dtype=torch.long), torch.full((batch,), keys)
-    else:
-        first, real = valid.int().argmax(dim=1).cpu(), valid.sum(dim=1).cpu()
+        valid = torch.ones(batch, keys, dtype=torch.bool)
+    check_position(position, valid)
+    return valid.int().argmax(dim=1).cpu() + position
+
+
+def check_position(position: int, valid: Tensor) -> None:
+    """UsageError unless every sequence of ``valid [batch, tokens]`` (its real tokens) has more
+    than ``position`` real tokens."""
+    real = valid.sum(dim=1).cpu()
     short = (real <= position).nonzero()
     if len(short):
         row = int(short[0])
@@ -55,7 +61,6 @@ def sink_columns(valid: Tensor | None, batch: int, keys: int, position: int) -> 
             f"sink position {position} is outside sequence {row}, which has {int(real[row])} real "
             f"token(s); give a position below {int(real.min())}"
         )
-    return first + position
 
 
 def patch_edit(knobs: SinkRemovalKnobs, target: PatchTarget):
@@ -70,4 +75,4 @@ def patch_edit(knobs: SinkRemovalKnobs, target: PatchTarget):
     return edit
 
 
-PATCHER = Patcher("scores", patch_edit)
+PATCHER = Patcher("scores", patch_edit, lambda knobs, valid: check_position(knobs.position, valid))

@@ -13,6 +13,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 from oversmooth.errors import UsageError
@@ -32,15 +33,20 @@ def _family_eager(module: nn.Module) -> Callable | None:
     return getattr(sys.modules[type(module).__module__], "eager_attention_forward", None)
 
 
-def _attention(module: nn.Module, query: Tensor, key: Tensor, value: Tensor, attention_mask, **kwargs):
-    """The interface's call: the family's eager attention, its weights edited where an edit sits."""
-    out, weights = _family_eager(module)(module, query, key, value, attention_mask, **kwargs)
+def _attention(
+    module: nn.Module, query: Tensor, key: Tensor, value: Tensor, attention_mask, dropout: float = 0.0, **kwargs
+):
+    """The interface's call: the family's eager attention, its weights edited where an edit sits
+    (before the attention dropout, which is applied after the edit, as eager applies it)."""
+    eager = _family_eager(module)
     edit = module.__dict__.get(_EDIT)
     if edit is None:
-        return out, weights
+        return eager(module, query, key, value, attention_mask, dropout=dropout, **kwargs)
+    _, weights = eager(module, query, key, value, attention_mask, dropout=0.0, **kwargs)
     weights = edit(weights)
+    dropped = F.dropout(weights, p=dropout, training=module.training)
     values = value.repeat_interleave(weights.shape[1] // value.shape[1], dim=1)
-    return (weights.to(values.dtype) @ values).transpose(1, 2).contiguous(), weights
+    return (dropped.to(values.dtype) @ values).transpose(1, 2).contiguous(), weights
 
 
 def _register() -> None:

@@ -141,12 +141,14 @@ def patched(model: nn.Module, method: str, **knobs) -> Iterator[nn.Module]:
 def setting_text(knobs: dict) -> str:
     """``{"s_dc": -0.5, "s_hc": 0.5}`` -> ``'s_dc=-0.5,s_hc=0.5'`` (per-head / per-channel lists as lists).
 
-    >>> setting_text({"lam": 0.6})
-    'lam=0.6'
+    >>> setting_text({"lam": 0.6, "to": "mean"})
+    'lam=0.6,to=mean'
     """
 
     def text(value) -> str:
         values = value.tolist() if isinstance(value, Tensor) else value
+        if isinstance(values, str):
+            return values
         return f"[{' '.join(f'{v:g}' for v in values)}]" if isinstance(values, (list, tuple)) else f"{values:g}"
 
     return ",".join(f"{name}={text(value)}" for name, value in knobs.items())

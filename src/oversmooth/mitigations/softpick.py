@@ -7,7 +7,7 @@ row can put no weight anywhere (its weights then sum to 0, and to less than 1 in
 needs no sink to dump attention on. Computed as the official code does
 (``zaydzuhri/softpick-attention``, ``naive_softpick_attn.py``): numerator and sum multiplied by
 ``e^{-m}``, m the row's largest score, so nothing overflows, and ``eps = 1e-8`` added to that
-scaled sum; in float32.
+scaled sum (``eps e^m`` in the formula's units); in float32 at least.
 
 It replaces softmax, so our attention builds A itself (no fused kernel). No setting of it is
 softmax: it does not patch into a pretrained model.
@@ -44,7 +44,7 @@ class Softpick(SiteLayer):
     normalises = True
 
     def normalise(self, scores: Tensor) -> Tensor:
-        return softpick(scores.float()).to(scores.dtype)
+        return softpick(scores.to(torch.promote_types(scores.dtype, torch.float32))).to(scores.dtype)
 
 
 def layer(knobs: SoftpickKnobs, shape: LayerShape) -> Softpick:

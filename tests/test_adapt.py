@@ -249,6 +249,8 @@ def test_refusals_write_nothing(vit_run, tmp_path):
         (small(out, vit_run, method="spectral"), "re-parameterises"),
         *((small(out, vit_run, method=m), "from its own initialisation") for m in ("layerscale", "rezero")),
         *((small(out, vit_run, method=m), "from its own initialisation") for m in ("mv_split", "sigma_reparam")),
+        *((small(out, vit_run, method=m), "own initialisation") for m in ("softpick", "gated_attention", "registers")),
+        (small(out, vit_run, method="sink_removal"), "sink_removal does not train"),
         (small(out, vit_run, objective="masked_lm"), "own task"),
         (small(out, tmp_path / "nothing-here"), "no such file or folder"),
         (small(out, vit_run, batch_size=10_000), "exceeds"),

@@ -64,10 +64,11 @@ def reference(attn: Attention, x, v_first, cfg: MitigationConfig, causal: bool, 
 
 def plain_softpick(scores, eps=1e-8):
     """Softpick as Zuhri et al. write it, unstabilised: ReLU(e^s - 1) / (sum over the finite s of
-    |e^s - 1| + eps e^max s), the official code's eps added to the sum it scales by e^-max s."""
+    |e^s - 1| + eps e^max s), the official code's eps added to the sum it scales by e^-max s (the
+    row maximum held constant, as the official kernel's gradient holds it)."""
     lifted = torch.exp(scores) - 1
     total = torch.where(scores.isfinite(), lifted.abs(), 0.0).sum(dim=-1, keepdim=True)
-    return torch.relu(lifted) / (total + eps * torch.exp(scores.amax(dim=-1, keepdim=True)))
+    return torch.relu(lifted) / (total + eps * torch.exp(scores.amax(dim=-1, keepdim=True).detach()))
 
 
 def test_softpick_is_the_formula_and_leaves_rows_that_see_nothing_positive_empty():

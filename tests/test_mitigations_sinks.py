@@ -4,8 +4,8 @@ formulas at shared weights: tests/test_layers_attention.py; the interventions an
 in every Hugging Face family: tests/test_hf_families.py."""
 
 import torch
+from test_bad_input import refused  # one line, exit 2, nothing written
 
-from oversmooth.cli import main
 from oversmooth.layers import MitigationConfig
 from oversmooth.models import ViT, ViTConfig
 
@@ -35,29 +35,17 @@ def test_registers_are_appended_unpositioned_read_by_the_blocks_and_left_out_of_
         torch.testing.assert_close(torch.tensor(table[column].values), torch.tensor(expected[column].values))
 
 
-def refused(capsys, argv, folder, match):
-    """``oversmooth argv`` exits 2 with one line holding ``match``, and ``folder`` is not made."""
-    capsys.readouterr()
-    try:
-        code = main(argv)
-    except SystemExit as stop:
-        code = stop.code
-    error = capsys.readouterr().err.strip()
-    assert code == 2 and len(error.splitlines()) == 1 and match in error, error
-    assert not folder.exists()
-
-
 def test_bad_requests_are_one_line_exit_2_and_write_nothing(tmp_path, capsys):
-    out = tmp_path / "out"
-    train = ["train", "--task", "synthetic", "--epochs", "1", "--out", str(out)]
-    refused(capsys, [*train, "--model", "lm", "--method", "registers"], out, "registers trains in our ViT only")
-    refused(capsys, [*train, "--model", "vit", "--method", "sink_removal"], out, "sink_removal does not train")
-    refused(capsys, [*train, "--model", "vit", "--method", "registers", "--registers", "1.5"], out, "invalid int")
-    analyze = ["analyze", "--text", "a short text " * 20, "--max-sequences", "2", "--max-length", "16"]
+    out = str(tmp_path / "out")
+    train = ["train", "--task", "synthetic", "--epochs", "1", "--out", out]
+    refused([*train, "--model", "lm", "--method", "registers"], capsys, tmp_path, "registers trains in our ViT only")
+    refused([*train, "--model", "vit", "--method", "sink_removal"], capsys, tmp_path, "sink_removal does not train")
+    refused([*train, "--model", "vit", "--method", "registers", "--registers", "1.5"], capsys, tmp_path, "invalid int")
+    analyze = ["analyze", "--text", "a short text " * 20, "--max-sequences", "2", "--max-length", "16", "--out", out]
     refused(
+        [*analyze, "--methods", "sink_removal", "--sink-position", "40"],
         capsys,
-        [*analyze, "--methods", "sink_removal", "--sink-position", "40", "--out", str(out)],
-        out,
+        tmp_path,
         "sink position 40 is outside sequence 0",
     )
-    refused(capsys, [*analyze, "--methods", "registers", "--out", str(out)], out, "registers cannot be patched")
+    refused([*analyze, "--methods", "registers"], capsys, tmp_path, "registers cannot be patched")

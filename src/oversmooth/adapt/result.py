@@ -80,14 +80,18 @@ class ArmResult:
 @dataclass
 class AdaptResult:
     """The whole adaptation: its config (defaults filled in), what was adapted, the objective, the
-    arms by name (``control`` first) and ``data``: per split, the ``examples`` trained or scored on
-    and, for text, the ``tokens`` they hold (``adapt.run.sizes``)."""
+    arms by name (``control`` first), ``data``: per split, the ``examples`` trained or scored on
+    and, for text, the ``tokens`` they hold (``adapt.run.sizes``), ``methods``: per method asked
+    for, how its arms got their knobs or why it has none (``adapt.arms.plan_arms``), and with
+    ``knobs="frontier"`` the ``frontier`` they were read off (``adapt.frontier_knobs.frontier``)."""
 
     config: dict
     source: dict
     objective: str
     arms: dict[str, ArmResult]
     data: dict[str, dict[str, int]]
+    methods: dict[str, str] = field(default_factory=dict)
+    frontier: dict | None = None
 
     @property
     def control(self) -> ArmResult:
@@ -104,6 +108,8 @@ class AdaptResult:
             "objective": self.objective,
             "arms": {name: asdict(arm) for name, arm in self.arms.items()},
             "data": self.data,
+            "methods": self.methods,
+            "frontier": self.frontier,
         }
 
     @classmethod
@@ -114,4 +120,6 @@ class AdaptResult:
             data["objective"],
             {name: ArmResult(**arm) for name, arm in data["arms"].items()},
             data.get("data", {}),  # adaptations written before it was recorded have none
+            data.get("methods", {}),  # nor these, written before adaptations held several methods
+            data.get("frontier"),
         )

@@ -44,7 +44,7 @@ from oversmooth.metrics import METRICS, SINK_METRICS, massive_location, measure
 from oversmooth.metrics.attention import counted_eigenvalues
 from oversmooth.metrics.massive import LOCATION_COLUMNS
 from oversmooth.metrics.tokens import valid_tokens
-from oversmooth.mitigations.registry import make_knobs, method
+from oversmooth.mitigations.registry import flat_knobs, make_knobs, method
 from oversmooth.utils.threads import single_thread, thread_map
 
 BASELINE = "baseline"
@@ -60,7 +60,7 @@ class Analysis:
     sequences: int
     tokens: int
     tables: dict[str, pd.DataFrame]  # BASELINE and each method: ``metric_table``s
-    knobs: dict[str, dict]
+    knobs: dict[str, dict[str, dict]]  # each patched entry (a method or a stack): its methods' knobs
     attention: pd.DataFrame | None  # ``metric_table`` of the attention measures
     attention_shape: tuple[int, int]
     spectrum: list[LayerSpectrum]
@@ -262,16 +262,18 @@ def check_inputs(inputs: dict[str, Tensor], settings: AnalysisSettings) -> None:
         )
 
 
-def check_patch_inputs(inputs: dict[str, Tensor], knobs: dict[str, dict]) -> None:
-    """UsageError, before any work, when a method's knobs cannot act on these text sequences
-    (``Patcher.check``: a sink position past a sequence's end); an image's tokens are the model's."""
+def check_patch_inputs(inputs: dict[str, Tensor], knobs: dict[str, dict[str, dict]]) -> None:
+    """UsageError, before any work, when a patched method's knobs (``AnalysisSettings.resolved_knobs``:
+    per entry, per method) cannot act on these text sequences (``Patcher.check``: a sink position
+    past a sequence's end); an image's tokens are the model's."""
     if "input_ids" not in inputs:
         return
     valid = valid_tokens(inputs["input_ids"], inputs.get("attention_mask"))
-    for name, values in knobs.items():
-        check = method(name).patcher.check
-        if check is not None:
-            check(make_knobs(name, values, scope="patch"), valid)
+    for stack in knobs.values():
+        for name, values in stack.items():
+            check = method(name).patcher.check
+            if check is not None:
+                check(make_knobs(name, values, scope="patch"), valid)
 
 
 def run_analysis(
@@ -307,10 +309,12 @@ def run_analysis(
         quality = {BASELINE: probe.judge(BASELINE, "", base_seen, base_seen, settings.budget)}
         step(BASELINE)
         for method in settings.methods:
-            with patched(model, method, **knobs[method]):
+            with patched(model, method, knobs[method]):
                 tables[method], outputs, _, _ = _stream_table(model, inputs, settings)
                 seen = probe.observe(model, outputs)
-            quality[method] = probe.judge(method, setting_text(knobs[method]), seen, base_seen, settings.budget)
+            quality[method] = probe.judge(
+                method, setting_text(flat_knobs(knobs[method])), seen, base_seen, settings.budget
+            )
             step(method)
         frontier = _sweep(model, inputs, settings, probe, base_seen, baseline, step)
         null = _null(model, inputs, settings, step) if settings.null_inits else None

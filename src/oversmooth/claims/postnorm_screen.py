@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from oversmooth.claims.presets import SCREEN_RECIPES
 from oversmooth.study.results import CellResult
+from oversmooth.utils.markdown import markdown_table
 
 STUDY = "postnorm-screen"
 CHANCE_BAR = 0.20  # below it a 10-class model is at chance
@@ -90,7 +91,7 @@ def candidates(rows: list[ScreenRow]) -> list[str]:
 
 def _cell(arm: Arm | None) -> tuple[str, str]:
     if arm is None:
-        return "not run", ""
+        return "not yet", ""
     accuracy = "–" if arm.val_accuracy is None else f"{100 * arm.val_accuracy:.2f} %"
     cos = "" if arm.cos_sim is None else f"{arm.cos_sim:.3f}"
     return (f"{accuracy} (diverged)" if arm.status == "diverged" else accuracy), cos
@@ -102,16 +103,29 @@ def _yes_no(value: bool | None) -> str:
 
 def screen_table(rows: list[ScreenRow]) -> str:
     """The screen as a Markdown table, one row per recipe and depth."""
-    head = (
-        "| recipe | depth | post-norm val acc | pre-norm val acc | pre − post (pp) | post cos_sim | pre cos_sim "
-        "| post fails | pre trains |\n|---|---|---|---|---|---|---|---|---|"
+    header = ["recipe", "depth", "post-norm val acc", "pre-norm val acc", "pre − post (pp)", "post cos_sim"]
+    header += ["pre cos_sim", "post fails", "pre trains"]
+    return markdown_table(header, map(_screen_line, rows))
+
+
+def _screen_line(r: ScreenRow) -> list[str]:
+    """A recipe and depth's cells in ``screen_table``."""
+    (post, post_cos), (pre, pre_cos) = _cell(r.post), _cell(r.pre)
+    deficit = "" if r.deficit_pp is None else f"{r.deficit_pp:+.2f}"
+    return [r.recipe, r.depth, post, pre, deficit, post_cos, pre_cos, _yes_no(r.post_fails), _yes_no(r.pre_trains)]
+
+
+def screen_sentence(rows: list[ScreenRow]) -> str:
+    """Where the screen stands, in a clause for the report's opening."""
+    deep = [r for r in rows if r.depth == DEEP]
+    found = candidates(rows)
+    if found:
+        return f"the registered screen found a recipe where it fails at depth {DEEP} while pre-norm trains ({found[0]})"
+    finished = sum(arm is not None for r in rows for arm in (r.post, r.pre))
+    if finished < 2 * len(rows):
+        return f"the registered screen has finished {finished} of its {2 * len(rows)} cells, no candidate yet"
+    neither = sum(bool(r.post_fails) and not r.pre_trains for r in deep)
+    return (
+        f"the registered screen found no recipe at depth {DEEP} where post-norm fails while pre-norm trains "
+        f"(in {neither} of {len(deep)} recipes post-norm fails and pre-norm stays below {100 * TRAINS_BAR:g} % too)"
     )
-    lines = [head]
-    for r in rows:
-        (post, post_cos), (pre, pre_cos) = _cell(r.post), _cell(r.pre)
-        deficit = "" if r.deficit_pp is None else f"{r.deficit_pp:+.2f}"
-        lines.append(
-            f"| {r.recipe} | {r.depth} | {post} | {pre} | {deficit} | {post_cos} | {pre_cos} "
-            f"| {_yes_no(r.post_fails)} | {_yes_no(r.pre_trains)} |"
-        )
-    return "\n".join(lines)

@@ -14,6 +14,7 @@ bytes autograd keeps for backward on a CPU, the CUDA peak on a GPU.
 
     PYTHONPATH=src python benchmarks/bench_overhead.py --threads 1            # both shapes
     PYTHONPATH=src python benchmarks/bench_overhead.py --shapes vit-cpu-d8 --modes eager --rounds 5
+    PYTHONPATH=src python benchmarks/bench_overhead.py --manual --methods gated_attention,softpick,registers
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import torch.nn.functional as F
 
 from oversmooth.bench.cost import flops, peak_bytes, traffic_bytes
 from oversmooth.bench.timing import allow_compiled_models, interleaved_rounds, median_seconds, ratio, step_clock
-from oversmooth.layers import METHOD_FORMULAS, MitigationConfig
+from oversmooth.layers import METHOD_FORMULAS, Attention, MitigationConfig
 from oversmooth.mitigations.registry import METHODS as REGISTRY
 from oversmooth.models import CausalLM, CausalLMConfig, ViT, ViTConfig
 from oversmooth.utils.markdown import markdown_table
@@ -51,6 +52,8 @@ DEFAULT_METHODS = (
 #: a second, identical softmax model: its "overhead" is what two instances of one model differ by
 #: on this machine (memory placement, noise the rounds do not remove), the resolution of the table.
 CONTROL = "softmax (copy)"
+#: ``--manual``: softmax with A built explicitly, the path a method that replaces softmax (softpick) takes
+MANUAL = "softmax (manual A)"
 
 
 @dataclass(frozen=True)
@@ -128,6 +131,7 @@ def main() -> None:
         help=f"comma-separated, besides softmax and its copy (any of {', '.join(METHOD_FORMULAS)})",
     )
     parser.add_argument("--modes", default="eager,compiled", help="eager, compiled or both")
+    parser.add_argument("--manual", action="store_true", help=f"also time {MANUAL!r}: softmax without the fused kernel")
     parser.add_argument("--rounds", type=int, default=15, help="kept rounds (default 15)")
     parser.add_argument("--warmup", type=int, default=2, help="rounds run first and dropped (default 2)")
     parser.add_argument("--deit-batch", type=int, default=SHAPES["deit-tiny"].batch)
@@ -136,7 +140,12 @@ def main() -> None:
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
-    methods = ["softmax", CONTROL, *[m for m in args.methods.split(",") if m and m != "softmax"]]
+    methods = [
+        "softmax",
+        CONTROL,
+        *([MANUAL] if args.manual else []),
+        *[m for m in args.methods.split(",") if m and m != "softmax"],
+    ]
     modes = [m for m in args.modes.split(",") if m]
     allow_compiled_models(len(methods) * len(args.shapes.split(",")))
     sync = torch.cuda.synchronize if args.device == "cuda" else (lambda: None)
@@ -161,7 +170,9 @@ def measure_shape(shape: Shape, methods: list[str], modes: list[str], args, sync
     compile_seconds: dict[str, float] = {}
     for method in methods:
         torch.manual_seed(0)
-        model = shape.model("softmax" if method == CONTROL else method).to(args.device).train()
+        model = shape.model("softmax" if method in (CONTROL, MANUAL) else method).to(args.device).train()
+        for attention in (m for m in model.modules() if isinstance(m, Attention)):
+            attention.materialize = method == MANUAL
         x, y = shape.batch_of(model, args.device)
         for mode in modes:
             name = f"{method}/{mode}"

@@ -127,6 +127,24 @@ def perturb(model):
     return model
 
 
+#: knobs at which a patch whose defaults are the identity, or find nothing to act on in a tiny random
+#: model (no activation there is 100 times its token's median), changes it
+LIVE_KNOBS = {"layerscale": {"gamma": 0.5}, "massive_clip": {"ratio": 2.0}}
+
+
+def move_gates(model, seed: int = 0):
+    """What adaptation does to gated attention's patch: its gate weights move away from 0 (drawn here)."""
+    from oversmooth.mitigations.gated_attention import Gate
+
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for module in model.modules():
+            if isinstance(module, Gate):
+                for p in module.parameters():
+                    p.copy_(torch.randn(p.shape, generator=g))
+    return model
+
+
 def tiny_model(kind: str, seed: int = 0, attn: str = "eager"):
     """A tiny random base model in eval mode (an encoder-decoder kind: its encoder), with perturbed
     norm weights."""

@@ -249,6 +249,8 @@ def test_refusals_write_nothing(vit_run, tmp_path):
         (small(out, vit_run, method="spectral"), "re-parameterises"),
         *((small(out, vit_run, method=m), "from its own initialisation") for m in ("layerscale", "rezero")),
         *((small(out, vit_run, method=m), "from its own initialisation") for m in ("mv_split", "sigma_reparam")),
+        *((small(out, vit_run, method=m), "own initialisation") for m in ("softpick", "gated_attention", "registers")),
+        (small(out, vit_run, method="sink_removal"), "sink_removal does not train"),
         (small(out, vit_run, objective="masked_lm"), "own task"),
         (small(out, tmp_path / "nothing-here"), "no such file or folder"),
         (small(out, vit_run, batch_size=10_000), "exceeds"),
@@ -463,32 +465,38 @@ def test_masked_lm_objective_scores_as_transformers_does(text_file, tmp_path):
     assert not torch.equal(first, second)
 
 
-def test_a_sigma_reparam_adaptation_starts_as_the_model_and_saves_what_it_learned(text_file, tmp_path):
-    """sigmaReparam patched into a tiny GPT-2 (Conv1D weights) starts exactly where the control does;
-    its saved model holds plain weights (gamma / sigma W folded in) and, loaded with its recorded
-    patch, scores what the arm scored at its last step."""
+def adapted_and_reloaded(method: str, kind: str, text_file, tmp_path) -> dict:
+    """Adapt a tiny ``kind`` with ``method`` patched in (one arm, at its defaults): the arm starts
+    exactly where the control does, moves away from it, and its saved model, loaded with its
+    recorded patch, scores what the arm scored at its last step. Returns the saved tensors."""
     from safetensors.torch import load_file
 
     from oversmooth.adapt.text_blocks import documents, token_blocks
     from oversmooth.hf.load import load
     from oversmooth.hf.patch import patched_method
 
-    model_dir = save_tiny_with_head("gpt2", tmp_path / "gpt2")
+    model_dir = save_tiny_with_head(kind, tmp_path / kind)
     config = small(tmp_path / "a", model_dir, text=f"text:{text_file}", seq_len=16, eval_sequences=6)
-    config = AdaptConfig(**{**config.to_dict(), "method": "sigma_reparam", "knobs": [{}]})
-    result = adapt(config)
+    result = adapt(AdaptConfig(**{**config.to_dict(), "method": method, "knobs": [{}]}))
     (arm,) = result.patched
     assert arm.start["loss"] == result.control.start["loss"]
     saved = tmp_path / "a" / "arms" / arm.name / "model"
-    assert not any("parametrizations" in key for key in load_file(str(saved / "model.safetensors")))
     again = load(str(saved), 6)
-    assert patched_method(again.model) == "sigma_reparam"
+    assert patched_method(again.model) == method
     blocks = token_blocks(again.tokenizer, documents(f"text:{text_file}")["val"], 16, extra=1, limit=6)
     with torch.no_grad():
         logits = again.model(input_ids=blocks[:, :-1]).logits
     loss = F.cross_entropy(logits.flatten(0, 1), blocks[:, 1:].flatten())
     assert loss.item() == pytest.approx(arm.val["loss"], rel=1e-5)
     assert arm.val["loss"] != result.control.val["loss"]
+    return load_file(str(saved / "model.safetensors"))
+
+
+def test_a_sigma_reparam_adaptation_starts_as_the_model_and_saves_what_it_learned(text_file, tmp_path):
+    """sigmaReparam patched into a tiny GPT-2 (Conv1D weights): its saved model holds plain weights
+    (gamma / sigma W folded in), which the recorded patch re-wraps exactly."""
+    saved = adapted_and_reloaded("sigma_reparam", "gpt2", text_file, tmp_path)
+    assert not any("parametrizations" in key for key in saved)
 
 
 def test_lora_is_refused_for_a_patch_that_reparametrises_the_weights(text_file, tmp_path):
@@ -497,3 +505,11 @@ def test_lora_is_refused_for_a_patch_that_reparametrises_the_weights(text_file, 
     with pytest.raises(UsageError, match="sigma_reparam reparametrises the weights that LoRA adapts"):
         adapt(AdaptConfig(**{**config.to_dict(), "method": "sigma_reparam", "knobs": [{}]}))
     assert not (tmp_path / "a").exists()
+
+
+def test_a_gated_attention_adaptation_starts_as_the_model_and_saves_its_gates(text_file, tmp_path):
+    """Gated attention patched into a tiny Llama (gate 2 sigmoid(0) = 1): the arm trains the gates
+    away from 0 and saves them with the model, and loading reads them back."""
+    saved = adapted_and_reloaded("gated_attention", "llama", text_file, tmp_path)
+    gates = {k: v for k, v in saved.items() if "oversmooth_gate" in k}
+    assert len(gates) == 4 and all(v.abs().max() > 0 for v in gates.values())  # 2 blocks x (weight, bias)

@@ -162,9 +162,10 @@ def test_all_patchable_lists_what_the_model_takes_and_says_why_not_the_rest(bert
     neox = save_tiny("gpt_neox", tmp_path / "neox")  # attention and MLP in parallel: no stream for ContraNorm
     config = AdaptConfig(model=str(neox), text=f"text:{text}", seq_len=16, method="all-patchable", ramp=2)
     methods, left_out = methods_of(config, PretrainedSource(config))
-    assert methods == ("attnscale", "neutreno", "featscale", "deescalate", "layerscale")
-    assert set(left_out) == {"contranorm", "sigma_reparam"}
+    assert methods == ("attnscale", "neutreno", "featscale", "deescalate", "layerscale", "sink_removal", "massive_clip")
+    assert set(left_out) == {"contranorm", "sigma_reparam", "gated_attention"}
     assert "in parallel" in left_out["contranorm"] and "nothing to ramp" in left_out["sigma_reparam"]
+    assert "nothing to ramp" in left_out["gated_attention"]
     config = AdaptConfig(model=str(bert), text=f"text:{text}", seq_len=16, method="all-patchable", lora=2)
     assert methods_of(config, PretrainedSource(config))[1].keys() == {"sigma_reparam"}  # LoRA adapts its weights
 

@@ -278,10 +278,11 @@ class Reached(Exception):
     """The CLI got to the analysis (stubbed out)."""
 
 
-# Hand-written: the patchable methods, and those a parallel-residual family (attention and MLP
-# added to the block input at once) cannot take: contranorm edits the stream after the attention add.
-ALL_PATCHABLE = ("attnscale", "neutreno", "featscale", "deescalate", "contranorm")
-PARALLEL = ("attnscale", "neutreno", "featscale", "deescalate")
+# Hand-written: the patchable methods that change a model at their defaults, and those a
+# parallel-residual family (attention and MLP added to the block input at once) cannot take:
+# contranorm edits the stream after the attention add.
+ALL_PATCHABLE = ("attnscale", "neutreno", "featscale", "deescalate", "contranorm", "sink_removal", "massive_clip")
+PARALLEL = ("attnscale", "neutreno", "featscale", "deescalate", "sink_removal", "massive_clip")
 
 
 @pytest.mark.parametrize(

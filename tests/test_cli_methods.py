@@ -16,6 +16,8 @@ def test_every_method_and_knob_is_listed(capsys):
     assert "0.6 (0.4 causal LM)" in entries["neutreno"]  # NeuTRENO's LM default, the paper's
     for name, m in METHODS.items():
         assert ("no patch: " + m.unpatchable if not m.patch_at else "patch (analyze, adapt)") in entries[name]
+        assert ("no training: " + m.untrainable if m.untrainable else "train (norms: ") in entries[name]
+    assert "our ViT only: registers are tokens" in entries["registers"]
 
 
 def test_named_methods_only_and_a_wrong_name_is_one_line(capsys):

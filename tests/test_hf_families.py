@@ -1,17 +1,21 @@
 """Every supported family, discovered from a tiny random checkpoint saved to disk and loaded back:
 the structure found, capture against transformers' own outputs, the residual identity, values
-and context against the attention pattern, zero-knob patches bit-identical, unpatch, causality."""
+and context against the attention pattern, zero-knob patches bit-identical, unpatch, causality,
+and each patch against a naive reference (the sink interventions and gated attention included)."""
+
+import itertools
 
 import pytest
 import torch
 import transformers as tf
-from hf_tiny import ALL_FAMILIES, CONFIGS, ENCODER_DECODER, VISION, perturb, tiny_inputs
+from hf_tiny import ALL_FAMILIES, CONFIGS, ENCODER_DECODER, LIVE_KNOBS, VISION, move_gates, perturb, tiny_inputs
 
 from oversmooth.errors import UsageError
 from oversmooth.hf import layout
-from oversmooth.hf.capture import capture, merge_heads
+from oversmooth.hf.capture import capture, merge_heads, split_heads
+from oversmooth.hf.hooks import first_output
 from oversmooth.hf.load import encoder_of
-from oversmooth.hf.patch import ZERO_KNOBS, patch, supported_methods, unpatch
+from oversmooth.hf.patch import ZERO_KNOBS, patch, patched_method, supported_methods, unpatch
 
 ATOL = 1e-5
 POST = ("bert", "roberta", "xlm_roberta", "electra", "albert", "distilbert", "opt_post", "bart")
@@ -141,10 +145,6 @@ def test_values_context_and_output_projection(loaded):
         torch.testing.assert_close(out, cache.layer_stack("attn_out")[layer], atol=ATOL, rtol=0)
 
 
-#: knobs at which a patch whose defaults are the identity changes the model
-LIVE_KNOBS = {"layerscale": {"gamma": 0.5}}
-
-
 def move_sigma_reparam_gammas(model, factor=0.9):
     """What adaptation does to sigmaReparam: its gammas move away from sigma(W)."""
     from oversmooth.mitigations.sigma_reparam import SpectralScale
@@ -164,6 +164,7 @@ def test_zero_knobs_are_exact_and_unpatch_restores(loaded):
         unpatch(model)
         patch(model, method, **LIVE_KNOBS.get(method, {}))
         move_sigma_reparam_gammas(model)
+        move_gates(model)
         assert not torch.allclose(outputs(model, inputs), baseline), f"{method} at defaults changes nothing"
         unpatch(model)
         assert torch.equal(outputs(model, inputs), baseline), f"{method}: unpatch did not restore"
@@ -355,3 +356,195 @@ def test_sigma_reparam_is_each_weight_over_its_spectral_norm_and_saves_as_plain_
     patch(model, "sigma_reparam")
     torch.testing.assert_close(outputs(model, inputs), kept, atol=1e-6, rtol=1e-6)
     unpatch(model)
+
+
+def naive_sink_removal(pattern, sink, strength):
+    """Each row by hand: the sink's weight times ``1 - strength``, the row divided by its new sum (a
+    row left with nothing, all on the sink, kept). pattern: [B, H, q, k]; sink: a key per sequence."""
+    out = pattern.clone()
+    for b, h, i in itertools.product(*map(range, pattern.shape[:3])):
+        row = pattern[b, h, i].clone()
+        row[sink[b]] *= 1 - strength
+        if row.sum() > 0:
+            out[b, h, i] = row / row.sum()
+    return out
+
+
+@pytest.mark.parametrize("strength", [1.0, 0.6])
+def test_sink_removal_matches_naive_reference(loaded, strength):
+    """Sink removal (Barbero et al.) in every family: block 0's patterns are the unpatched ones with
+    the sink's weight cut and each row renormalised by hand; in every block the context is the
+    edited pattern times the values, and the model's output is unchanged where the edit is off."""
+    _, model, inputs = loaded
+    _, plain = capture(model, inputs, pattern=True)
+    patch(model, "sink_removal", strength=strength)
+    _, cache = capture(model, inputs, pattern=True)
+    unpatch(model)
+    sink = [0, 0]  # tiny_inputs pads on the right: each sequence's first token is key 0
+    torch.testing.assert_close(
+        cache.layer_stack("pattern")[0], naive_sink_removal(plain.layer_stack("pattern")[0], sink, strength)
+    )
+    for a, v, z in zip(cache.layer_stack("pattern"), cache.layer_stack("v"), cache.layer_stack("z")):
+        torch.testing.assert_close(a @ v, z, atol=ATOL, rtol=0)
+        if strength == 1.0:
+            alone = a[..., 1:].sum(-1) == 0  # rows that see the sink only (a causal model's first query)
+            assert torch.all((a[..., 0] == 0) | alone)
+
+
+def hidden_sink_mask(inputs, causal: bool) -> torch.Tensor:
+    """A 4-D additive mask ``[B, 1, n, n]`` that hides key 0 from every query that sees another key,
+    the padding and (causal) the future: transformers' own attention computing sink removal."""
+    valid = inputs["attention_mask"].bool()
+    n = valid.shape[1]
+    keep = valid[:, None, None, :].expand(-1, 1, n, n).clone()
+    if causal:
+        keep &= torch.ones(n, n, dtype=torch.bool).tril()
+    hidden = keep.clone()
+    hidden[..., 0] = False
+    keep = torch.where(hidden.any(-1, keepdim=True), hidden, keep)
+    return torch.zeros(keep.shape).masked_fill(~keep, torch.finfo(torch.float32).min)
+
+
+@pytest.mark.parametrize("kind", ["bert", "distilbert", "gpt2", "llama", "t5"])
+def test_sink_removal_is_the_softmax_over_every_other_key(kind):
+    """The whole patched model against transformers with a 4-D mask that hides the sink (families
+    that take one): the same states at every real token."""
+    from hf_tiny import tiny_model
+
+    model, inputs = tiny_model(kind), tiny_inputs(kind)
+    mask = hidden_sink_mask(inputs, layout(model).family.causal)
+    with torch.no_grad():
+        expected = model(input_ids=inputs["input_ids"], attention_mask=mask).last_hidden_state
+        patch(model, "sink_removal")
+        try:
+            got = model(**inputs).last_hidden_state
+        finally:
+            unpatch(model)
+    real = inputs["attention_mask"].bool()
+    torch.testing.assert_close(got[real], expected[real], atol=ATOL, rtol=0)
+
+
+def test_sink_removal_counts_from_the_first_real_token_and_refuses_a_position_outside():
+    """A left-padded prompt's sink is its first real token; a position past a sequence's end is
+    refused in one line, and the failed call leaves the model unpatched-equal after unpatch."""
+    from hf_tiny import tiny_model
+
+    model = tiny_model("llama")
+    ids = torch.randint(3, 50, (2, 7), generator=torch.Generator().manual_seed(3))
+    mask = torch.ones(2, 7, dtype=torch.long)
+    mask[1, :3] = 0
+    _, plain = capture(model, {"input_ids": ids, "attention_mask": mask}, pattern=True)
+    patch(model, "sink_removal", position=1)
+    try:
+        _, cache = capture(model, {"input_ids": ids, "attention_mask": mask}, pattern=True)
+        with pytest.raises(UsageError, match="sink position 1 is outside sequence 0, which has 1 real token"):
+            model(input_ids=ids[:, :1], attention_mask=mask[:, :1])
+    finally:
+        unpatch(model)
+    expected = naive_sink_removal(plain.layer_stack("pattern")[0], [1, 4], 1.0)
+    torch.testing.assert_close(cache.layer_stack("pattern")[0], expected)
+    assert model.config._attn_implementation == "eager"
+
+
+def test_sink_removal_refuses_a_family_without_eager_attention(monkeypatch):
+    """A model whose attention has no eager form (nothing returns its weights) is refused in one
+    line, before anything is switched."""
+    from hf_tiny import tiny_model
+
+    model = tiny_model("bert", attn="sdpa")
+    layout(model)  # discovered (one forward pass) before the eager form goes
+    monkeypatch.delattr("transformers.models.bert.modeling_bert.eager_attention_forward")
+    with pytest.raises(UsageError, match="BERT's attention has no eager form"):
+        patch(model, "sink_removal")
+    assert model.config._attn_implementation == "sdpa" and patched_method(model) is None
+
+
+def block_outputs(lay, run) -> tuple[list, object]:
+    """Each block's output as the block returned it (hooked before anything ``run`` adds), and ``run()``."""
+    raw = []
+    handles = [
+        block.register_forward_hook(lambda module, args, out: raw.append(first_output(out).clone()))
+        for block in dict.fromkeys(lay.blocks)
+    ]
+    try:
+        return raw, run()
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+def naive_massive_clip(raws, mask, ratio, to, strength):
+    """Sun et al.'s intervention by hand, entry by entry: ``raws`` the blocks' outputs as they left
+    each block (each computed from the edited output before it); returns the edited outputs."""
+    edited_tokens = set()
+    outs = []
+    for x in raws:
+        out = x.clone()
+        forming = {}
+        for b, t in itertools.product(range(x.shape[0]), range(x.shape[1])):
+            if not mask[b, t] or (b, t) in edited_tokens:
+                continue
+            values = sorted(abs(v) for v in x[b, t].tolist())
+            median = (values[(len(values) - 1) // 2] + values[len(values) // 2]) / 2
+            channels = [c for c in range(x.shape[2]) if abs(x[b, t, c].item()) > ratio * median]
+            if channels:
+                edited_tokens.add((b, t))
+                for c in channels:
+                    forming.setdefault((t, c), []).append(b)
+        for (t, c), rows in forming.items():
+            target = 0.0 if to == "zero" else sum(x[b, t, c].item() for b in rows) / len(rows)
+            for b in rows:
+                out[b, t, c] = x[b, t, c] + strength * (target - x[b, t, c])
+        outs.append(out)
+    return outs
+
+
+@pytest.mark.parametrize(("to", "strength"), [("mean", 1.0), ("zero", 0.7)])
+def test_massive_clip_matches_naive_reference(loaded, to, strength):
+    """Massive-activation clipping (Sun et al.) in every family: each block's output is what the
+    block made, with each token's massive entries (|h| > 2 x its median |h|, a low ratio so that a
+    tiny random model has some) moved toward their target at the first block where the token has
+    one, by hand; padding never counts."""
+    _, model, inputs = loaded
+    lay = layout(model)
+
+    def patched_run():
+        patch(model, "massive_clip", ratio=2.0, to=to, strength=strength)
+        try:
+            return capture(model, inputs, hooks=("resid_post",))
+        finally:
+            unpatch(model)
+
+    raw, (_, cache) = block_outputs(lay, patched_run)
+    mask = cache.mask
+    expected = naive_massive_clip(raw, mask, 2.0, to, strength)
+    assert any(not torch.equal(e, r) for e, r in zip(expected, raw))  # the clip acted
+    for got, want in zip(cache.layer_stack("resid_post"), expected):
+        torch.testing.assert_close(got[mask], want[mask], atol=ATOL, rtol=0)
+
+
+def test_gated_attention_patch_is_the_identity_then_gates_each_head(loaded):
+    """Gated attention (Qiu et al., G1) patched: 2 sigmoid(0) = 1 leaves the model bit for bit;
+    with the gates drawn, the output projection reads A V times 2 sigmoid(x W_g + b_g) per head, x
+    the attention's input (the block input after its norm), from the patched model's own A and V."""
+    _, model, inputs = loaded
+    lay = layout(model)
+    baseline = outputs(model, inputs)
+    patch(model, "gated_attention")
+    try:
+        assert torch.equal(outputs(model, inputs), baseline)
+        move_gates(model)
+        _, cache = capture(model, inputs, pattern=True)
+        gates = [lay.module(layer, "attention").oversmooth_gate for layer in range(lay.depth)]
+    finally:
+        unpatch(model)
+    assert not any(hasattr(lay.module(layer, "attention"), "oversmooth_gate") for layer in range(lay.depth))
+    for layer, gate in enumerate(gates):
+        x = cache.layer_stack("resid_pre")[layer]
+        with torch.no_grad():
+            if lay.family.pre_norm is not None:
+                x = lay.module(layer, "pre_norm")(x)
+            g = 2 * torch.sigmoid(x @ gate.proj.weight.T + gate.proj.bias)
+        av = cache.layer_stack("pattern")[layer] @ cache.layer_stack("v")[layer]
+        expected = av * split_heads(g, lay.heads)
+        torch.testing.assert_close(cache.layer_stack("z")[layer], expected, atol=ATOL, rtol=0)

@@ -7,7 +7,7 @@ import inspect
 import pytest
 import torch
 import transformers as tf
-from hf_tiny import CONFIGS, perturb
+from hf_tiny import CONFIGS, LIVE_KNOBS, move_gates, perturb
 
 from oversmooth.errors import UsageError
 from oversmooth.hf.patch import PATCHABLE, patch, supported_methods, unpatch
@@ -88,7 +88,8 @@ def test_cached_generation_equals_recomputation(lm, method, batch):
     if method and method not in supported_methods(lm):
         pytest.skip(f"{method} refuses this family")
     if method:
-        patch(lm, method)
+        patch(lm, method, **LIVE_KNOBS.get(method, {}))
+        move_gates(lm)
     try:
         tokens, logits = cached(lm, ids, mask, STEPS)
         expected_tokens, expected_logits = recompute(lm, ids, mask, STEPS)

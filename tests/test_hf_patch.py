@@ -3,7 +3,7 @@ test_hf_families.py)."""
 
 import pytest
 import torch
-from hf_tiny import tiny_inputs
+from hf_tiny import LIVE_KNOBS, tiny_inputs
 
 from oversmooth.errors import UsageError
 from oversmooth.hf.patch import DEFAULT_KNOBS, PATCHABLE, patch, unpatch
@@ -41,9 +41,9 @@ def test_patch_with_a_head_model_and_bad_requests():
 
 @pytest.mark.parametrize("method", PATCHABLE)
 def test_every_listed_method_patches_at_its_defaults_and_unpatches(method):
-    """Each name in ``PATCHABLE`` is a working patch: at ``DEFAULT_KNOBS`` (all non-zero) it changes
-    the model's output (or, a patch declared the identity at its defaults, leaves it bit for bit),
-    and ``unpatch`` gives back the unpatched output bit for bit."""
+    """Each name in ``PATCHABLE`` is a working patch: at ``DEFAULT_KNOBS`` (off their zero
+    setting; ``LIVE_KNOBS`` beside them) it changes the model's output (or, a patch declared the identity
+    at its defaults, leaves it bit for bit), and ``unpatch`` gives back the unpatched output bit for bit."""
     from transformers import BertConfig, BertModel
 
     torch.manual_seed(0)
@@ -51,10 +51,11 @@ def test_every_listed_method_patches_at_its_defaults_and_unpatches(method):
         BertConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=48, vocab_size=50)
     ).eval()
     inputs = tiny_inputs("bert")
-    assert all(value != 0 for value in DEFAULT_KNOBS[method].values())
+    if not REGISTRY[method].patch_is_identity:
+        assert all(DEFAULT_KNOBS[method][knob] != value for knob, value in REGISTRY[method].zero.items())
     with torch.no_grad():
         base = model(**inputs).last_hidden_state
-        patch(model, method)
+        patch(model, method, **({} if REGISTRY[method].patch_is_identity else LIVE_KNOBS.get(method, {})))
         patched = model(**inputs).last_hidden_state
         unpatch(model)
         if REGISTRY[method].patch_is_identity:

@@ -97,20 +97,23 @@ def test_the_registry_refuses_the_stacks_it_refuses_in_training(spec, why):
 
 
 def test_every_patchable_pair_train_allows_patches_too():
-    """One rule: a pair of patchable methods stacks when ``MitigationConfig`` (train) takes it."""
-    from oversmooth.mitigations.registry import patchable
+    """One rule: a pair of patchable methods stacks when ``MitigationConfig`` (train) takes it; the
+    interventions, which do not train, stack by the same rule (``check_methods``)."""
+    from oversmooth.mitigations.registry import METHODS, check_methods, patchable
 
     for a in patchable():
         for b in patchable():
             if a >= b:
                 continue
             try:
-                MitigationConfig(f"{a}+{b}")
+                trains = not (METHODS[a].untrainable or METHODS[b].untrainable)
+                MitigationConfig(f"{a}+{b}") if trains else check_methods((a, b))
             except UsageError:
                 with pytest.raises(UsageError):
                     patch_stack(f"{a}+{b}")
             else:
                 assert set(patch_stack(f"{a}+{b}")) == {a, b}
+    assert patch_stack("massive_clip+sink_removal+neutreno") == ("neutreno", "sink_removal", "massive_clip")
 
 
 def test_analyze_methods_takes_a_stack_and_its_knob_flags(tmp_path, capsys):

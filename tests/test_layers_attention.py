@@ -1,4 +1,5 @@
-"""Attention against a naive per-head reference built from docs/methods.md's formulas, fused vs manual."""
+"""Attention against a naive per-head reference built from docs/methods.md's formulas (softpick and
+gated attention: their papers' and official code's), fused vs manual."""
 
 import math
 
@@ -8,6 +9,8 @@ import torch
 from oversmooth.bench.cost import activation_bytes
 from oversmooth.layers import METHOD_FORMULAS, Attention, MitigationConfig
 from oversmooth.mitigations.deescalation import Deescalation
+from oversmooth.mitigations.registry import METHODS as REGISTRY
+from oversmooth.mitigations.softpick import softpick
 
 WIDTH, HEADS, TOKENS = 12, 3, 6
 D_HEAD = WIDTH // HEADS
@@ -40,12 +43,14 @@ def reference(attn: Attention, x, v_first, cfg: MitigationConfig, causal: bool, 
                 v = (1 - cfg.value_mix) * v + cfg.value_mix * v_first[b, h]
             scores = q @ k.T / math.sqrt(D_HEAD)
             scores = scores.masked_fill(allowed == 0, float("-inf"))
-            a = torch.softmax(scores, dim=-1)
+            a = plain_softpick(scores) if "softpick" in cfg else torch.softmax(scores, dim=-1)
             if "attnscale" in cfg:
                 a = a + attn.attnscale.omega[h] * (a - uniform)
             o = a @ v
             if v_first is not None and "neutreno" in cfg:
                 o = o + cfg.lam * (v_first[b, h] - v)
+            if "gated_attention" in cfg:  # Qiu et al.'s G1: attn_output * sigmoid(gate_score), before o_proj
+                o = o * torch.sigmoid(x[b] @ attn.gate.proj.weight.T[:, cols] + attn.gate.proj.bias[cols])
             heads.append(o)
         z = torch.cat(heads, dim=1) @ w_o + b_o
         if "featscale" in cfg:
@@ -55,6 +60,27 @@ def reference(attn: Attention, x, v_first, cfg: MitigationConfig, causal: bool, 
             z = z - tau * (uniform @ z)
         out.append(z)
     return torch.stack(out)
+
+
+def plain_softpick(scores, eps=1e-8):
+    """Softpick as Zuhri et al. write it, unstabilised: ReLU(e^s - 1) / (sum over the finite s of
+    |e^s - 1| + eps e^max s), the official code's eps added to the sum it scales by e^-max s (the
+    row maximum held constant, as the official kernel's gradient holds it)."""
+    lifted = torch.exp(scores) - 1
+    total = torch.where(scores.isfinite(), lifted.abs(), 0.0).sum(dim=-1, keepdim=True)
+    return torch.relu(lifted) / (total + eps * torch.exp(scores.amax(dim=-1, keepdim=True).detach()))
+
+
+def test_softpick_is_the_formula_and_leaves_rows_that_see_nothing_positive_empty():
+    g = torch.Generator().manual_seed(0)
+    scores = 3 * torch.randn(5, 9, generator=g, dtype=torch.float64)
+    scores[:, 6:] = -math.inf  # masked keys
+    torch.testing.assert_close(softpick(scores), plain_softpick(scores), rtol=1e-12, atol=1e-15)
+    assert torch.all(softpick(scores)[scores <= 0] == 0)
+    assert torch.all(softpick(scores).sum(-1) <= 1 + 1e-12)
+    assert torch.equal(softpick(-torch.rand(2, 4, dtype=torch.float64)), torch.zeros(2, 4, dtype=torch.float64))
+    big = torch.tensor([[800.0, 799.0, -3.0]])  # e^800 overflows: the stable form does not
+    assert torch.isfinite(softpick(big)).all() and softpick(big)[0, 0] > softpick(big)[0, 1] > 0
 
 
 def randomise(module, seed):
@@ -67,12 +93,13 @@ def randomise(module, seed):
 
 
 SPECS = [
-    *[(m,) for m in METHOD_FORMULAS if m != "deescalate"],
+    *[(m,) for m in METHOD_FORMULAS if m != "deescalate" and not REGISTRY[m].untrainable],
     ("neutreno", "featscale"),
     ("symmetric", "value_residual", "neutreno", "attnscale", "spectral"),
     ("deescalate",),
     ("attnscale", "featscale", "deescalate"),
     ("neutreno", "attnscale", "deescalate"),
+    ("softpick", "gated_attention", "neutreno", "attnscale", "featscale"),  # the gate stops AttnScale's fold
 ]
 
 

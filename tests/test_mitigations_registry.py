@@ -71,6 +71,11 @@ MODULE_OF = {
     "mv_split": "mv_split",
     "deepnorm": "deepnorm",
     "sigma_reparam": "sigma_reparam",
+    "gated_attention": "gated_attention",
+    "softpick": "softpick",
+    "registers": "registers",
+    "sink_removal": "sink_removal",
+    "massive_clip": "massive_clip",
 }
 MODULES = [
     f"oversmooth.mitigations.{name}"
@@ -88,6 +93,11 @@ MODULES = [
         "mv_split",
         "deepnorm",
         "sigma_reparam",
+        "gated_attention",
+        "softpick",
+        "registers",
+        "sink_removal",
+        "massive_clip",
         "base",
         "knobs",
         "token_mean",
@@ -100,7 +110,8 @@ import importlib
 for module in {first!r}:
     importlib.import_module(module)
 from oversmooth.mitigations.registry import method
-print(repr({{name: (method(name).layer.__module__, method(name).patcher and method(name).patcher.build.__module__)
+print(repr({{name: (method(name).layer and method(name).layer.__module__,
+                    method(name).patcher and method(name).patcher.build.__module__)
             for name in {names!r}}}))
 """
 
@@ -117,9 +128,13 @@ def fresh_python(code: str) -> str:
 @pytest.mark.parametrize("first", [[], MODULES, MODULES[::-1]], ids=["registry-first", "modules-first", "reversed"])
 def test_every_method_is_found_by_name_whatever_was_imported_first(first):
     found = eval(fresh_python(LOOKUP.format(first=first, names=list(MODULE_OF))))
-    unpatchable = {"symmetric", "spectral", "value_residual", "rezero", "mv_split", "deepnorm"}
+    unpatchable = {"symmetric", "spectral", "value_residual", "rezero", "mv_split", "deepnorm", "softpick", "registers"}
+    untrainable = {"sink_removal", "massive_clip"}
     assert found == {
-        name: (f"oversmooth.mitigations.{module}", None if name in unpatchable else f"oversmooth.mitigations.{module}")
+        name: (
+            None if name in untrainable else f"oversmooth.mitigations.{module}",
+            None if name in unpatchable else f"oversmooth.mitigations.{module}",
+        )
         for name, module in MODULE_OF.items()
     }
 
@@ -140,11 +155,31 @@ def test_the_package_exports_no_method_and_listing_methods_imports_no_torch():
 def test_a_patch_is_declared_exactly_where_no_reason_against_one_is_given():
     for name, m in METHODS.items():
         assert bool(m.patch_at) != bool(m.unpatchable), name
+        assert bool(m.layer_at) != bool(m.untrainable), name
+        assert (set(m.models) == {"vit", "lm"}) != bool(m.models_why), name
+
+
+def test_training_refuses_the_interventions_and_registers_in_the_causal_lm():
+    from oversmooth.layers import MitigationConfig
+    from oversmooth.models import CausalLMConfig
+
+    with pytest.raises(UsageError, match="sink_removal does not train: it is an intervention on a pretrained"):
+        MitigationConfig.parse("neutreno+sink_removal")
+    with pytest.raises(UsageError, match="massive_clip does not train"):
+        MitigationConfig.parse("massive_clip")
+    with pytest.raises(UsageError, match="registers trains in our ViT only, not the causal LM: "):
+        CausalLMConfig.preset("lm-cpu", mitigation="registers")
+    with pytest.raises(UsageError, match="registers must be a whole number, got 1.5"):
+        make_knobs("registers", {"registers": 1.5})
 
 
 def test_readme_methods_table_lists_exactly_the_registry_and_which_patch():
     readme = (Path(__file__).parent.parent / "README.md").read_text().split("## Methods")[1].split("\n## ")[0]
-    rows = dict(re.findall(r"^\| `(\w+)` \|.*\| (yes|no) \|$", readme, flags=re.M))
+    rows = {
+        name: (train, patch)
+        for name, train, patch in re.findall(r"^\| `(\w+)` \|.*\| (yes|no|ViT) \| (yes|no) \|$", readme, flags=re.M)
+    }
     assert set(rows) == set(METHODS)
     for name, m in METHODS.items():
-        assert rows[name] == ("yes" if m.patch_at else "no"), name
+        trains = "no" if m.untrainable else "yes" if len(m.models) == 2 else "ViT"
+        assert rows[name] == (trains, "yes" if m.patch_at else "no"), name

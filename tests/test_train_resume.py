@@ -1,5 +1,6 @@
 """A run killed with SIGKILL mid-epoch and resumed ends exactly like an uninterrupted one (CPU):
-an LM with NeuTRENO, and a ViT with the spectral map and augmented images."""
+an LM with NeuTRENO, and a ViT with the spectral map and augmented images, sigmaReparam, an LM
+with softpick and gated attention, a ViT with registers."""
 
 import json
 import os
@@ -30,6 +31,9 @@ RUNS = {
     "vit-spectral-augment": ["--model", "vit", "--method", "spectral", "--spectral", "sharpen", "--augment"],
     # sigmaReparam's power-iteration vector is a buffer that every training step moves
     "vit-sigma-reparam": ["--model", "vit", "--method", "sigma_reparam"],
+    # the methods that train the sink away: a rectified softmax and gates; learned extra tokens
+    "lm-softpick-gated": ["--model", "lm", "--method", "softpick+gated_attention"],
+    "vit-registers": ["--model", "vit", "--method", "registers", "--registers", "2"],
 }
 
 

@@ -3,8 +3,9 @@ its saved model continued with or without a mitigation.
 
 A patched arm is the run's model rebuilt with ``method`` (and knobs) in place of the run's
 method, loading the run's weights: a method that adds parameters (AttnScale, FeatScale) starts
-them at their initial values; one that removes or re-parameterises weights (symmetric, spectral)
-cannot continue from them and is refused.
+them at their initial values; one that removes or re-parameterises weights (symmetric, spectral),
+or starts from an initialisation of its own that is not the run's function (``FRESH_SITES``: the
+depth fixes, softpick, gated attention, registers), cannot continue from them and is refused.
 """
 
 from __future__ import annotations
@@ -27,6 +28,16 @@ def is_unfinished_train_run(path: str | None) -> bool:
         and not is_train_run(path)
         and any((Path(path) / name).is_file() for name in ("checkpoint.pt", "metrics.jsonl", "spec.json"))
     )
+
+
+#: sites whose methods start from an initialisation of their own, not from a run's function
+FRESH_SITES = {
+    "residual": "changes how each block's output joins the stream",
+    "weights": "reparametrises every block weight",
+    "scores": "replaces the attention's softmax",
+    "gate": "gates every head's output (at about 1/2)",
+    "tokens": "adds tokens every patch attends to",
+}
 
 
 class TrainRunSource:
@@ -135,15 +146,12 @@ class TrainRunSource:
 
     def _patched(self, name: str, knobs: dict) -> nn.Module:
         from oversmooth.layers import MitigationConfig
-        from oversmooth.mitigations.registry import method
+        from oversmooth.mitigations.registry import check_trainable, method
 
+        check_trainable((name,))  # an intervention, which does not train: refused first
         chosen = method(name)
-        if chosen.site in ("residual", "weights"):
-            what = (
-                "changes how each block's output joins the stream"
-                if chosen.site == "residual"
-                else ("reparametrises every block weight")
-            )
+        if chosen.site in FRESH_SITES:
+            what = FRESH_SITES[chosen.site]
             raise UsageError(
                 f"{name} {what} from its own initialisation, so a run's trained model would not "
                 f"be where it starts; train with --method {name} instead, or continue with a method "

@@ -44,7 +44,7 @@ from oversmooth.metrics import METRICS, SINK_METRICS, massive_location, measure
 from oversmooth.metrics.attention import counted_eigenvalues
 from oversmooth.metrics.massive import LOCATION_COLUMNS
 from oversmooth.metrics.tokens import valid_tokens
-from oversmooth.mitigations.registry import flat_knobs
+from oversmooth.mitigations.registry import flat_knobs, make_knobs, method
 from oversmooth.utils.threads import single_thread, thread_map
 
 BASELINE = "baseline"
@@ -262,6 +262,20 @@ def check_inputs(inputs: dict[str, Tensor], settings: AnalysisSettings) -> None:
         )
 
 
+def check_patch_inputs(inputs: dict[str, Tensor], knobs: dict[str, dict[str, dict]]) -> None:
+    """UsageError, before any work, when a patched method's knobs (``AnalysisSettings.resolved_knobs``:
+    per entry, per method) cannot act on these text sequences (``Patcher.check``: a sink position
+    past a sequence's end); an image's tokens are the model's."""
+    if "input_ids" not in inputs:
+        return
+    valid = valid_tokens(inputs["input_ids"], inputs.get("attention_mask"))
+    for stack in knobs.values():
+        for name, values in stack.items():
+            check = method(name).patcher.check
+            if check is not None:
+                check(make_knobs(name, values, scope="patch"), valid)
+
+
 def run_analysis(
     model,
     inputs: dict[str, Tensor],
@@ -283,6 +297,7 @@ def run_analysis(
     check_inputs(inputs, settings)
     lay = layout(model)
     knobs = settings.resolved_knobs(lay.family.causal)
+    check_patch_inputs(inputs, knobs)
     probe = QualityProbe.for_model(model, inputs, tokenizer)
     sample = _attention_sample(model, inputs, settings)  # before patching: the unpatched attention
     with ThreadPoolExecutor(1, thread_name_prefix="oversmooth-diagnose") as background:

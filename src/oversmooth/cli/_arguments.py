@@ -84,7 +84,7 @@ def add_knob_flags(group, scope: str) -> None:
                     f"--{flag.replace('_', '-')}", dest=flag, action="store_true", default=None, help=text
                 )
             else:
-                kind = str if isinstance(f.default, str) else finite_float
+                kind = str if isinstance(f.default, str) else int if isinstance(f.default, int) else finite_float
                 group.add_argument(f"--{flag.replace('_', '-')}", dest=flag, type=kind, help=text)
 
 

@@ -288,7 +288,7 @@ def _analyze(args: argparse.Namespace) -> int:
     from tqdm import tqdm
     from transformers.utils import logging as hf_logging
 
-    from oversmooth.analyze.analysis import check_inputs, run_analysis
+    from oversmooth.analyze.analysis import check_inputs, check_patch_inputs, run_analysis
     from oversmooth.analyze.inputs import analysis_inputs, small_sample_warning, text_tokens
     from oversmooth.analyze.report import format_frontier, format_table, write_report, written_files
     from oversmooth.analyze.representation import check_comparable
@@ -332,6 +332,7 @@ def _analyze(args: argparse.Namespace) -> int:
         )
     inputs, source = analysis_inputs(loaded, args.text, args.images, args.max_sequences, args.max_length)
     check_inputs(inputs, chosen)  # before the progress bar: a refusal is one line
+    check_patch_inputs(inputs, chosen.resolved_knobs(loaded.family.causal))
     warning = small_sample_warning(inputs)
     if warning:
         print(f"warning: {warning}", file=sys.stderr)

@@ -8,8 +8,9 @@ import argparse
 
 DESCRIPTION = (
     "List the mitigations: formula and paper, where each acts, its knobs (flag, default, where it "
-    "applies), its zero setting (the baseline exactly), the norm placements it trains in, and "
-    "whether it patches into a pretrained model (and if not, why). Read from the registry."
+    "applies), its zero setting (the baseline exactly), the norm placements and models it trains in "
+    "(and if it does not train, why), and whether it patches into a pretrained model (and if not, "
+    "why). Read from the registry."
 )
 
 
@@ -21,7 +22,7 @@ def register(subparsers) -> None:
 
 def describe(name: str) -> str:
     """The lines of one method's entry."""
-    from oversmooth.mitigations.registry import method
+    from oversmooth.mitigations.registry import MODELS, method
 
     m = method(name)
     lines = [f"{m.name}: {m.formula}", f"  paper: {m.paper}", f"  acts on: {m.site}"]
@@ -31,7 +32,13 @@ def describe(name: str) -> str:
         lines.append(f"  --{m.flag(f.name).replace('_', '-')}  default {default}; {scope}: {f.metadata['help']}")
     if m.zero:
         lines.append("  zero setting: " + ", ".join(f"{k}={v}" for k, v in m.zero.items()))
-    trains = f"train (norms: {', '.join(m.norms)}{'; ' + m.norms_why if m.norms_why else ''})"
+    if m.untrainable:
+        trains = f"no training: {m.untrainable}"
+    else:
+        models = (
+            "" if not m.models_why else f"; our {' and '.join(MODELS[kind] for kind in m.models)} only: {m.models_why}"
+        )
+        trains = f"train (norms: {', '.join(m.norms)}{'; ' + m.norms_why if m.norms_why else ''}{models})"
     patches = (
         "patch (analyze, adapt)" + (": the model as it is at its defaults" if m.patch_is_identity else "")
         if m.patch_at

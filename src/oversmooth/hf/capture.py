@@ -19,7 +19,8 @@ For block ``l`` (0-based, in call order: a shared block, as in ALBERT, counts on
 - ``blocks.{l}.attn.hook_z``     ``[B, H, n, d_head]`` per-head attention context ``A V`` (the output
   projection's input, where NeuTRENO and AttnScale act).
 - ``blocks.{l}.attn.hook_pattern`` ``[B, H, n, n]`` attention weights (only with ``pattern=True``;
-  the model is switched to eager attention for that call).
+  the model is switched to eager attention for that call, unless a patch of the weights already
+  runs it so: then the patterns are the edited weights).
 
 Norm hook points (``NORM_HOOKS``), captured only on request:
 
@@ -42,6 +43,7 @@ from torch import Tensor
 
 from oversmooth.activations import ActivationCache, hook_name
 from oversmooth.errors import UsageError
+from oversmooth.hf.attention_weights import returns_weights
 from oversmooth.hf.discover import layout
 from oversmooth.hf.families import Layout
 from oversmooth.hf.hooks import HookSet, first_input, first_output
@@ -148,7 +150,7 @@ def capture(
     handles = HookSet()
     previous = model.config._attn_implementation
     try:
-        if pattern and previous != "eager":
+        if pattern and not returns_weights(previous):
             model.set_attn_implementation("eager")
         _register(lay, handles, wanted, sink or store.__setitem__, shapes)
         outputs = model(**inputs)

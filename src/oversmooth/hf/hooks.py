@@ -22,6 +22,11 @@ def first_output(output) -> Tensor:
     return output[0] if isinstance(output, (tuple, list)) else output
 
 
+def with_first_output(output, main: Tensor):
+    """``output`` with its main output (``first_output``) replaced by ``main``."""
+    return (main, *output[1:]) if isinstance(output, (tuple, list)) else main
+
+
 class HookSet:
     """Registered hooks that are removed together (``remove()``), leaving the model as it was."""
 

@@ -12,7 +12,8 @@ package, or a Hugging Face model name.
   ``from_pretrained`` does: the local cache (``HF_HOME``, ``HF_HUB_CACHE``) first, the hub when the
   network allows and ``HF_HUB_OFFLINE`` is not set (never set here: that is the user's choice).
 No name means the bundled all-MiniLM-L6-v2. A folder saved with a patch in it (``oversmooth adapt``,
-``oversmooth.hf.saved_patch``) loads with that patch applied again (``Loaded.patch``). A checkpoint
+``oversmooth.hf.saved_patch``) loads with that patch applied again (``Loaded.patch``), with the
+parameters the patch adds (gated attention's gates) read back from the checkpoint. A checkpoint
 saved with a head we can score (causal
 LM, masked LM, classifier) loads with it, so the analysis can report what a patch does to the
 model's job; any other loads as its base model, and an encoder-decoder model as its encoder.
@@ -261,6 +262,18 @@ def estimate_bytes(checkpoint: Checkpoint, config: dict, sequences: int, tokens:
     return weights + size * sequences * tokens * per_token
 
 
+def _saved_tensors(folder: Path, names: set[str]) -> dict[str, torch.Tensor]:
+    """Those of ``names`` that the folder's safetensors files hold: the parameters a re-applied
+    patch adds to the model (a gate), which ``from_pretrained`` did not load."""
+    from safetensors import safe_open
+
+    found = {}
+    for file in sorted(folder.glob("*.safetensors")) if names else ():
+        with safe_open(file, "pt") as tensors:
+            found.update({name: tensors.get_tensor(name) for name in names & set(tensors.keys())})
+    return found
+
+
 def encoder_of(model: torch.nn.Module) -> torch.nn.Module:
     """An encoder-decoder model's encoder (T5, BART); any other model as it is."""
     if "decoder_input_ids" in inspect.signature(model.forward).parameters and hasattr(model, "get_encoder"):
@@ -307,7 +320,9 @@ def load(spec: str | None, sequences: int, max_length: int | None = None, where:
     if record:
         from oversmooth.hf.patch import patch
 
+        unpatched = set(model.state_dict())
         patch(model, record["method"], **record["knobs"])
+        model.load_state_dict(_saved_tensors(checkpoint.folder, set(model.state_dict()) - unpatched), strict=False)
     name, device = spec or DEFAULT_MODEL, model.device
     if family.modality == "image":
         return Loaded(

@@ -16,7 +16,14 @@ edit at the method's site:
   (GPT-NeoX, Phi) have no such stream and are refused;
 - ``branches``: on the attention branch's output and the MLP branch's (``Family.mlp_out``);
 - ``weights``: on the weight of every linear map in the blocks (a parametrisation, not a hook);
-  ``unpatch(model, keep=True)`` leaves what it does in the plain weights, for saving.
+  ``unpatch(model, keep=True)`` leaves what it does in the plain weights, for saving;
+- ``scores``: on the attention weights of every attention call, the model switched to its own
+  eager attention for the patch's lifetime (``attention_weights``);
+- ``gate``: on the output projection's input per head, with what the queries read (the block input,
+  after the norm in front of attention where there is one); the gate is a
+  module registered on each attention module as ``oversmooth_gate`` (``adapt`` trains it;
+  ``unpatch(model, keep=True)`` leaves it there, so that it is saved with the model);
+- ``block_output``: on each block's output.
 
 Means run over the valid tokens of the call's ``attention_mask``; causal models use prefix means
 (token t: the mean of the valid tokens s <= t). With a KV cache (``generate``) each call sees only
@@ -37,10 +44,11 @@ from torch import Tensor, nn
 from transformers.pytorch_utils import Conv1D
 
 from oversmooth.errors import NonFiniteError, UsageError
+from oversmooth.hf.attention_weights import edit_weights
 from oversmooth.hf.capture import merge_heads, split_heads
 from oversmooth.hf.discover import layout
 from oversmooth.hf.families import Layout
-from oversmooth.hf.hooks import BatchMask, HookSet, first_input
+from oversmooth.hf.hooks import BatchMask, HookSet, first_input, first_output, with_first_output
 from oversmooth.mitigations.base import PatchTarget
 from oversmooth.mitigations.knobs import Knobs
 from oversmooth.mitigations.registry import METHODS as REGISTRY
@@ -149,12 +157,14 @@ def patched(model: nn.Module, method: str, knobs: Mapping[str, Mapping] | None =
 def setting_text(knobs: dict) -> str:
     """``{"s_dc": -0.5, "s_hc": 0.5}`` -> ``'s_dc=-0.5,s_hc=0.5'`` (per-head / per-channel lists as lists).
 
-    >>> setting_text({"lam": 0.6})
-    'lam=0.6'
+    >>> setting_text({"lam": 0.6, "to": "mean"})
+    'lam=0.6,to=mean'
     """
 
     def text(value) -> str:
         values = value.tolist() if isinstance(value, Tensor) else value
+        if isinstance(values, str):
+            return values
         return f"[{' '.join(f'{v:g}' for v in values)}]" if isinstance(values, (list, tuple)) else f"{values:g}"
 
     return ",".join(f"{name}={text(value)}" for name, value in knobs.items())
@@ -290,12 +300,17 @@ def _install(lay: Layout, state: PatchState) -> None:
 
 
 def _install_method(lay: Layout, state: PatchState, patcher, knobs: Knobs) -> None:
-    """One method's edit, hooked at its site in every block."""
+    """One method's edit, hooked at its site in every block (nothing when the edit is None)."""
     hooks = state.hooks
-    history = _History(BatchMask(state.entries, hooks), keep=lay.family.causal)
+    batch = BatchMask(state.entries, hooks)
+    history = _History(batch, keep=lay.family.causal)
     state.carried.append(history)
-    target = PatchTarget(lay.heads, lay.hidden, lay.family.causal, state.means(lay), history)
+    target = PatchTarget(
+        lay.heads, lay.hidden, lay.family.causal, state.means(lay), history, batch.new_mask, lay.head_dim
+    )
     edit = patcher.build(knobs, target)
+    if edit is None:  # at these knobs the method changes nothing
+        return
     if patcher.site == "context":
         values = _Values(lay, hooks)
         lay.hook(
@@ -319,8 +334,65 @@ def _install_method(lay: Layout, state: PatchState, patcher, knobs: Knobs) -> No
             for module in block.modules():
                 if isinstance(module, (nn.Linear, Conv1D)):
                     state.undo.append(edit(module))
+    elif patcher.site == "scores":
+        state.undo.append(edit_weights(state.entries[0], lay, batch, edit))
+    elif patcher.site == "gate":
+        _gate(lay, state, edit)
+    elif patcher.site == "block_output":
+        lay.hook(hooks, "block", _on_block_output(edit))
     else:
         _on_stream(lay, hooks, edit)
+
+
+def _on_block_output(edit):
+    """A forward hook that passes a block's main output through ``edit(layer, x)``."""
+    return lambda layer, module, args, out: with_first_output(out, edit(layer, first_output(out)))
+
+
+GATE = "oversmooth_gate"
+
+
+def _remover(attention: nn.Module) -> Callable[[bool], None]:
+    """``undo(keep)`` of a gate: off the attention module, unless kept (to be saved with the model)."""
+
+    def undo(keep: bool) -> None:
+        if not keep:
+            delattr(attention, GATE)
+
+    return undo
+
+
+def _gate(lay: Layout, state: PatchState, make) -> None:
+    """A gate ``make()`` registered on each attention module (a shared one once), in the dtype and
+    on the device of its output projection, applied per head to that projection's input with what
+    the queries read (pre-LN and parallel blocks: the output of the norm in front of attention;
+    post-LN: the block input)."""
+    gates: dict[nn.Module, nn.Module] = {}
+    for layer in range(lay.depth):
+        attention = lay.module(layer, "attention")
+        if attention not in gates:
+            reference = lay.module(layer, "out_proj").weight
+            gates[attention] = make().to(device=reference.device, dtype=reference.dtype)
+            attention.add_module(GATE, gates[attention])
+            state.undo.append(_remover(attention))
+    inputs: dict[int, Tensor] = {}  # what the queries read: the pre-norm's output, else the block input
+
+    def keep_input(layer, module, args, kwargs):
+        inputs[layer] = first_input(args, kwargs)
+
+    def keep_output(layer, module, args, out):
+        inputs[layer] = out
+
+    def gated(layer, module, args):
+        z = split_heads(args[0], lay.heads)
+        x = inputs.pop(layer).reshape(z.shape[0], z.shape[2], -1)
+        return (merge_heads(gates[lay.module(layer, "attention")].gate(z, x)), *args[1:])
+
+    if lay.family.pre_norm is not None:
+        lay.hook(state.hooks, "pre_norm", keep_output)
+    else:
+        lay.hook(state.hooks, "block", keep_input, before=True, with_kwargs=True)
+    lay.hook(state.hooks, "out_proj", gated, before=True)
 
 
 def _on_stream(lay: Layout, hooks: HookSet, edit) -> None:

@@ -5,12 +5,13 @@ manual path that materialises ``A = softmax(Q K^T / sqrt(d_h))`` and passes it t
 ``hook_pattern`` (set ``materialize = True``). Everything after ``A V`` is shared, so both paths
 give the same result for every method.
 
-Order inside the sub-layer, per head, then merged: values methods (value residual) -> ``A V`` ->
-context methods (AttnScale, NeuTRENO) -> merge -> W_O -> output methods (FeatScale, de-escalation
-when the block places it at attn_out), each site in the registry's order.
+Order inside the sub-layer, per head, then merged: values methods (value residual) -> ``A V``
+(A: softmax, or the method that replaces it, softpick) -> context methods (AttnScale, NeuTRENO)
+-> gate (gated attention) -> merge -> W_O -> output methods (FeatScale, de-escalation when the
+block places it at attn_out), each site in the registry's order.
 Without a causal mask, the last context method and the output methods fold into W_O and a
 per-sequence bias where they can (``layers/output_projection.py``): AttnScale stays per head when
-NeuTRENO adds its term after it.
+NeuTRENO adds its term after it, or a gate.
 The merged input of W_O is not kept for backward but rebuilt, so the per-head terms add no
 activation memory.
 """
@@ -18,6 +19,7 @@ activation memory.
 from __future__ import annotations
 
 import math
+from typing import Literal
 
 import torch
 import torch.nn.functional as F
@@ -30,13 +32,20 @@ from oversmooth.mitigations.base import LayerShape, SiteLayer
 from oversmooth.mitigations.registry import METHODS
 
 
-def method_layers(mitigation: MitigationConfig, shape: LayerShape, in_block: bool) -> dict[str, SiteLayer]:
-    """Attribute name -> layer of each method in ``mitigation`` that lives on the block
-    (``in_block``) or on its attention, in the registry's order (the order they act in)."""
+def method_layers(
+    mitigation: MitigationConfig, shape: LayerShape, where: Literal["attention", "block", "model"]
+) -> dict[str, SiteLayer]:
+    """Attribute name -> layer of each method in ``mitigation`` that lives ``where``: on the model
+    (site ``tokens``), on the block, or on its attention; in the registry's order (the order they
+    act in)."""
+
+    def home(m) -> str:
+        return "model" if m.site == "tokens" else "block" if m.in_block else "attention"
+
     return {
         m.attribute: m.layer(mitigation.knobs[name], shape)
         for name, m in METHODS.items()
-        if name in mitigation and m.in_block == in_block
+        if name in mitigation and home(m) == where
     }
 
 
@@ -66,10 +75,13 @@ class Attention(nn.Module):
         self.causal, self.dropout = causal, dropout
         self.mitigation = mitigation
         self.materialize = False
-        layers = method_layers(mitigation, LayerShape(width, heads, causal), in_block=False)
+        layers = method_layers(mitigation, LayerShape(width, heads, causal), "attention")
         for attribute, layer in layers.items():
             self.add_module(attribute, layer)
         self.methods: tuple[SiteLayer, ...] = tuple(layers.values())
+        # softpick replaces the softmax (A is then built explicitly); gated attention gates the context
+        self.normaliser = next((m for m in self.methods if m.normalises), None)
+        self.gates = tuple(m for m in self.methods if m.gates)
         self.query = nn.Linear(width, width)
         self.key = None if any(m.ties_keys for m in self.methods) else nn.Linear(width, width)
         self.value_output = next((m.value_output() for m in self.methods if m.value_output() is not None), None)
@@ -96,23 +108,25 @@ class Attention(nn.Module):
             mixed = method.values(mixed, v_first)
         attended = (
             self._manual(q, k, mixed)
-            if self.materialize
+            if self.materialize or self.normaliser is not None
             else F.scaled_dot_product_attention(
                 q, k, mixed, dropout_p=self.dropout if self.training else 0.0, is_causal=self.causal
             )
         )
-        # The last method on the context may fold into W_O (column scale and offset); the others
-        # act per head.
+        # The last method on the context may fold into W_O (column scale and offset) unless a gate
+        # follows it; the others act per head.
         per_head = [m for m in self.methods if m.on_context(v_first)]
-        folded = per_head[-1].context_fold(mixed, x.dtype) if per_head else None
+        folded = per_head[-1].context_fold(mixed, x.dtype) if per_head and not self.gates else None
         if folded is not None:
             per_head.pop()
 
         def context() -> Tensor:
-            """``[batch, tokens, width]``: per head ``A V`` plus the per-head terms, heads merged."""
+            """``[batch, tokens, width]``: per head ``A V`` plus the per-head terms, gated, heads merged."""
             out = attended
             for method in per_head:
                 out = method.context(out, mixed, v_first)
+            for method in self.gates:
+                out = method.gate(out, x)
             return out.transpose(1, 2).flatten(2)
 
         if self.value_output is not None:
@@ -145,7 +159,8 @@ class Attention(nn.Module):
             n = scores.shape[-1]
             future = torch.ones(n, n, dtype=torch.bool, device=scores.device).triu(1)
             scores = scores.masked_fill(future, float("-inf"))
-        pattern = self.hook_pattern(scores.softmax(dim=-1))
+        weights = scores.softmax(dim=-1) if self.normaliser is None else self.normaliser.normalise(scores)
+        pattern = self.hook_pattern(weights)
         return self.attn_dropout(pattern) @ v
 
     def value_output_weights(self) -> tuple[Tensor, Tensor]:

@@ -31,7 +31,7 @@ class Block(nn.Module):
         super().__init__()
         mit = cfg.mitigation
         self.pre_norm = cfg.norm == "pre"
-        layers = method_layers(mit, LayerShape(cfg.width, cfg.heads, causal, cfg.depth), in_block=True)
+        layers = method_layers(mit, LayerShape(cfg.width, cfg.heads, causal, cfg.depth), "block")
         norms = all(m.keeps_norms for m in layers.values())
         self.ln_attn = signed_layer_norm(cfg.width, cfg.ln_sign) if norms else nn.Identity()
         self.attn = Attention(cfg.width, cfg.heads, mitigation=mit, causal=causal, dropout=cfg.dropout)

@@ -1,6 +1,6 @@
 """Which oversmoothing mitigations a Transformer uses, and their knobs.
 
-Every method is a switch in ``MitigationConfig.methods`` (the registry,
+Every method that trains is a switch in ``MitigationConfig.methods`` (the registry,
 ``oversmooth.mitigations.registry``, lists them); the empty tuple is the plain softmax
 Transformer. Methods compose freely (e.g. NeuTRENO + FeatScale, as in the NeuTRENO paper).
 """
@@ -13,7 +13,14 @@ from typing import Any
 from oversmooth.errors import UsageError
 from oversmooth.mitigations.knobs import Knobs
 from oversmooth.mitigations.registry import METHODS as REGISTRY
-from oversmooth.mitigations.registry import check_methods, knob_dict, knob_owners, make_knobs, split_methods
+from oversmooth.mitigations.registry import (
+    check_methods,
+    check_trainable,
+    knob_dict,
+    knob_owners,
+    make_knobs,
+    split_methods,
+)
 
 #: name -> one-line description (formula, source).
 METHOD_FORMULAS: dict[str, str] = {name: f"{m.formula} ({m.paper})" for name, m in REGISTRY.items()}
@@ -36,6 +43,7 @@ class MitigationConfig:
         checked, then dropped); ``causal``: start from a causal model's defaults."""
         methods = split_methods(methods) if isinstance(methods, str) else tuple(methods)
         check_methods(methods)
+        check_trainable(methods)
         owners = knob_owners("train")
         unknown = sorted(set(flat) - set(owners))
         if unknown:

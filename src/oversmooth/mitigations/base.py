@@ -37,12 +37,18 @@ class LayerShape:
 
 
 class SiteLayer(nn.Module):
-    """A method inside our Transformer block. Override the sites where it acts; the defaults do
-    nothing. Tensors: ``v, v_first, out [batch, heads, tokens, d_head]``, ``z, x [batch, tokens, width]``.
-    ``v_first`` (layer 1's values) is None in layer 1."""
+    """A method inside our Transformer block (site ``tokens``: on the model). Override the sites
+    where it acts; the defaults do nothing. Tensors: ``v, v_first, out [batch, heads, tokens,
+    d_head]``, ``z, x [batch, tokens, width]``. ``v_first`` (layer 1's values) is None in layer 1."""
 
     #: keys = queries (no key projection).
     ties_keys: ClassVar[bool] = False
+    #: ``normalise`` replaces the softmax of the attention scores (the attention then builds A itself).
+    normalises: ClassVar[bool] = False
+    #: ``gate`` acts on the per-head context.
+    gates: ClassVar[bool] = False
+    #: its parameters that the model draws as its own tensors (N(0, 0.02), like the CLS token).
+    drawn: ClassVar[tuple[str, ...]] = ()
     #: the block keeps its LayerNorms (ReZero drops them).
     keeps_norms: ClassVar[bool] = True
     #: acts on the attention sub-layer output (``output``) / the stream after the add (``stream``).
@@ -54,9 +60,19 @@ class SiteLayer(nn.Module):
         ``value_bias``, ``output_bias``), or None."""
         return None
 
+    def extend(self, x: Tensor) -> Tensor:
+        """Site ``tokens``: the sequence the blocks read, from the embeddings' ``x`` (registers
+        append theirs after it)."""
+        return x
+
     def values(self, v: Tensor, v_first: Tensor | None) -> Tensor:
         """The values ``A`` averages."""
         return v
+
+    def normalise(self, scores: Tensor) -> Tensor:
+        """The attention weights ``[batch, heads, queries, keys]`` from the scores ``Q K^T /
+        sqrt(d_h)`` (a masked key's score is -inf), in place of softmax."""
+        return scores.softmax(dim=-1)
 
     def on_context(self, v_first: Tensor | None) -> bool:
         """Whether ``context`` acts in this call."""
@@ -64,6 +80,11 @@ class SiteLayer(nn.Module):
 
     def context(self, out: Tensor, v: Tensor, v_first: Tensor | None) -> Tensor:
         """Per head, after ``A V`` (``v``: the values A averaged)."""
+        return out
+
+    def gate(self, out: Tensor, x: Tensor) -> Tensor:
+        """Per head, the context ``out`` as the output projection reads it, gated by the attention's
+        input ``x [batch, tokens, width]``."""
         return out
 
     def context_fold(self, v: Tensor, dtype) -> tuple[Tensor, Tensor] | None:
@@ -108,6 +129,9 @@ class PatchTarget:
     #: ``history(layer, x [B, n, d]) -> (x_all [B, past + n, d], valid [B, past + n] bool)``: this
     #: call's rows after the earlier calls' (KV-cache decoding), for edits that read whole prefixes.
     history: Callable[[int, Tensor], tuple[Tensor, Tensor]]
+    #: ``mask(n) -> [B, n] bool``: which of the call's ``n`` new tokens are real (None: all of them).
+    mask: Callable[[int], Tensor | None]
+    head_dim: int
 
 
 @dataclass(frozen=True)
@@ -122,8 +146,20 @@ class Patcher:
     - ``branches``: ``edit(layer, branch, out) -> out`` on the attention (0) and MLP (1) branch
       outputs, before their residual adds;
     - ``weights``: ``edit(linear) -> undo`` on every linear map of every block, once (a shared block
-      once); ``undo(keep)`` takes the edit off, ``keep`` leaving its effect in the plain weight.
+      once); ``undo(keep)`` takes the edit off, ``keep`` leaving its effect in the plain weight;
+    - ``scores``: ``edit(weights, valid) -> weights`` on the attention weights ``[B, H, queries,
+      keys]`` of every attention call (``valid [B, keys]`` bool: the real keys, cached and new;
+      None: all), the model's own eager attention then computing its output from them;
+    - ``gate``: ``edit() -> module``, a fresh module for one attention module whose
+      ``gate(z, x) -> z`` acts per head on the output projection's input ``z`` with the
+      attention's input ``x [B, n, d]``; it joins the model (trained by ``adapt``, saved with it);
+    - ``block_output``: ``edit(layer, x) -> x`` on each block's output ``[B, n, d]``, in call order.
+
+    ``build`` may return None: at these knobs the method changes nothing, and nothing is installed.
+    ``check(knobs, valid)``, where given, raises UsageError before any work when the knobs cannot
+    act on sequences whose real tokens are ``valid [B, n]`` (bool).
     """
 
-    site: Literal["context", "output", "stream", "branches", "weights"]
-    build: Callable[[Any, PatchTarget], Callable]
+    site: Literal["context", "output", "stream", "branches", "weights", "scores", "gate", "block_output"]
+    build: Callable[[Any, PatchTarget], Callable | None]
+    check: Callable[[Any, Tensor], None] | None = None

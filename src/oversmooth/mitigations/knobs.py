@@ -69,6 +69,8 @@ class Knobs:
             if meta["choices"]:
                 if value not in meta["choices"]:
                     raise UsageError(f"{name} {value!r} unknown; choose from {', '.join(meta['choices'])}")
+            elif _whole(f.default) and not _whole(value):
+                raise UsageError(f"{name} must be a whole number, got {value!r}")
             elif isinstance(value, (int, float)) and not isinstance(value, bool):
                 check_range(name, value, meta["low"], meta["high"], meta["open_high"])
 
@@ -90,3 +92,8 @@ def check_range(name: str, value: float, low: float | None, high: float | None, 
         else:
             allowed = f" in [{'-inf' if low is None else f'{low:g}'}, {high:g}{')' if open_high else ']'}"
         raise UsageError(f"{name} must be a finite number{allowed}, got {value}")
+
+
+def _whole(value: Any) -> bool:
+    """An int knob's value: an int, not a bool."""
+    return isinstance(value, int) and not isinstance(value, bool)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -24,14 +25,30 @@ from oversmooth.mitigations.knobs import Knobs, Scope, knob
 if TYPE_CHECKING:
     from oversmooth.mitigations.base import LayerShape, Patcher, SiteLayer
 
-#: Where a method acts, in the order a block meets them: the layer's own weights (structure), the
-#: values before ``A V``, the per-head context ``A V``, the attention sub-layer output before the
-#: residual add, the residual stream after the attention residual add, the residual add itself
-#: (how each branch joins the stream; one method at most), or the block's linear weights as
-#: the model's init leaves them (weights).
-Site = Literal["structure", "values", "context", "output", "stream", "residual", "weights"]
-SITES: tuple[Site, ...] = ("structure", "values", "context", "output", "stream", "residual", "weights")
+#: Where a method acts, in the order a model meets them: the token sequence the blocks read
+#: (tokens), the layer's own weights (structure), the values before ``A V``, the attention weights
+#: ``A`` (scores: how the scores are normalised, or an edit of the weights), the per-head context
+#: ``A V``, the per-head context as the output projection reads it (gate), the attention sub-layer
+#: output before the residual add, the residual stream after the attention residual add, the
+#: residual add itself (how each branch joins the stream; one method at most), the block's linear
+#: weights as the model's init leaves them (weights), or the block's output (block_output).
+Site = Literal[
+    "tokens",
+    "structure",
+    "values",
+    "scores",
+    "context",
+    "gate",
+    "output",
+    "stream",
+    "residual",
+    "weights",
+    "block_output",
+]
+SITES: tuple[Site, ...] = typing.get_args(Site)
 NORMS = ("pre", "post")
+#: our models (``oversmooth train --model``), by name
+MODELS = {"vit": "ViT", "lm": "causal LM"}
 
 
 @dataclass(frozen=True)
@@ -43,11 +60,14 @@ class Method:
     formula: str  # one line
     knobs: type[Knobs]
     site: Site
-    layer_at: str  # "module:name" of ``layer(knobs, LayerShape) -> SiteLayer``
+    layer_at: str  # "module:name" of ``layer(knobs, LayerShape) -> SiteLayer``; "" if it has none
     attribute: str  # the layer's attribute name (state-dict prefix)
-    in_block: bool = False  # the layer lives on the block, not on its attention
+    in_block: bool = False  # the layer lives on the block, not on its attention (site tokens: on the model)
     patch_at: str = ""  # "module:name" of its ``Patcher``; "" if it has none
     unpatchable: str = ""  # why there is no patch
+    untrainable: str = ""  # why there is no layer in our models (an intervention on pretrained ones)
+    models: tuple[str, ...] = tuple(MODELS)  # our models it trains in
+    models_why: str = ""  # why not in the others
     zero: dict[str, Any] = dataclasses.field(default_factory=dict)  # knobs at which it is the baseline
     norms: tuple[str, ...] = NORMS  # the block norm placements where it is defined
     norms_why: str = ""  # why not in the others
@@ -58,9 +78,9 @@ class Method:
     short: str = ""  # short label in tables
 
     @property
-    def layer(self) -> Callable[[Knobs, LayerShape], SiteLayer]:
-        """Builds the method's layer in our Transformer (imports its module, and torch)."""
-        return _resolve(self.layer_at)
+    def layer(self) -> Callable[[Knobs, LayerShape], SiteLayer] | None:
+        """Builds the method's layer in our Transformer (imports its module, and torch), or None."""
+        return _resolve(self.layer_at) if self.layer_at else None
 
     @property
     def patcher(self) -> Patcher | None:
@@ -287,6 +307,92 @@ class SigmaReparamKnobs(Knobs):
     method = "sigma_reparam"
 
 
+@dataclass(frozen=True)
+class GatedAttentionKnobs(Knobs):
+    method = "gated_attention"
+
+
+@dataclass(frozen=True)
+class SoftpickKnobs(Knobs):
+    method = "softpick"
+
+
+@dataclass(frozen=True)
+class RegistersKnobs(Knobs):
+    method = "registers"
+    registers: int = knob(
+        4,
+        "registers: learned tokens appended after the ViT's patch tokens (Darcet et al.: 4 in most of their runs)",
+        low=0,
+        flag="registers",
+        scope=("train",),
+    )
+
+
+@dataclass(frozen=True)
+class SinkRemovalKnobs(Knobs):
+    """Patched into pretrained models only."""
+
+    method = "sink_removal"
+    position: int = knob(
+        0,
+        "sink removal: the key whose attention is removed, counted from each sequence's first real token "
+        "(0: the first token, Barbero et al.'s BOS)",
+        low=0,
+        flag="sink_position",
+        scope=("patch",),
+        label="sink position",
+    )
+    strength: float = knob(
+        1.0,
+        "sink removal: the share of the sink's attention weight taken away before each row is renormalised, "
+        "in [0, 1] (1: masked, Barbero et al.'s ablation; 0: off)",
+        low=0.0,
+        high=1.0,
+        flag="sink_strength",
+        scope=("patch",),
+        label="sink removal strength",
+    )
+
+
+#: what ``massive_clip`` sets the massive entries to
+CLIP_TARGETS = ("mean", "zero")
+
+
+@dataclass(frozen=True)
+class MassiveClipKnobs(Knobs):
+    """Patched into pretrained models only."""
+
+    method = "massive_clip"
+    ratio: float = knob(
+        100.0,
+        "massive-activation clip: an entry is massive when its |h| exceeds ratio times the median |h| of "
+        "its token, >= 1 (Sun et al.: massive activations are 100 to 10 000 times the median)",
+        low=1.0,
+        flag="clip_ratio",
+        scope=("patch",),
+        label="massive-activation clip ratio",
+    )
+    to: str = knob(
+        "mean",
+        "massive-activation clip: set massive entries to their mean over the batch's sequences at that "
+        "position and channel (mean: Sun et al.'s ablation that keeps the model) or to zero (zero: theirs "
+        "that breaks it)",
+        choices=CLIP_TARGETS,
+        flag="clip_to",
+        scope=("patch",),
+    )
+    strength: float = knob(
+        1.0,
+        "massive-activation clip: the share of the way from each massive entry to its target, in [0, 1] (0: off)",
+        low=0.0,
+        high=1.0,
+        flag="clip_strength",
+        scope=("patch",),
+        label="massive-activation clip strength",
+    )
+
+
 METHODS: dict[str, Method] = {
     m.name: m
     for m in (
@@ -455,6 +561,81 @@ METHODS: dict[str, Method] = {
             patch_is_identity=True,
             short="sigmaR",
         ),
+        Method(
+            "gated_attention",
+            "Qiu et al., NeurIPS 2025, 'Gated Attention for Large Language Models: Non-linearity, Sparsity, "
+            "and Attention-Sink-Free' (arXiv 2505.06708), gate G1, elementwise",
+            "O_h <- O_h * sigmoid(X W_g + b_g)_h after A V, before W_O; X the attention's input (the block "
+            "input after its norm), one gate per head and channel (patched: 2 sigmoid, W_g = b_g = 0)",
+            GatedAttentionKnobs,
+            "gate",
+            "gated_attention:layer",
+            "gate",
+            patch_at="gated_attention:PATCHER",
+            patch_is_identity=True,
+            short="gated",
+        ),
+        Method(
+            "softpick",
+            "Zuhri, Fuadi & Aji 2025, 'Softpick: No Attention Sink, No Massive Activations with Rectified "
+            "Softmax' (arXiv 2504.20966)",
+            "A_ij = ReLU(e^s_ij - 1) / (sum_j |e^s_ij - 1| + eps) in place of softmax, s = QK^T / sqrt(d_h), "
+            "masked keys left out; rows may sum to less than 1",
+            SoftpickKnobs,
+            "scores",
+            "softpick:layer",
+            "softpick",
+            unpatchable="no setting of it is softmax: it changes every attention row of a pretrained model",
+        ),
+        Method(
+            "registers",
+            "Darcet et al., ICLR 2024, 'Vision Transformers Need Registers' (arXiv 2309.16588)",
+            "k learned tokens appended after the patch tokens (no position embedding), dropped at the output",
+            RegistersKnobs,
+            "tokens",
+            "registers:Registers",
+            "registers",
+            unpatchable="extra tokens take softmax attention from every token (a softmax weight is never 0), "
+            "so no setting leaves a pretrained model as it was",
+            zero={"registers": 0},
+            models=("vit",),
+            models_why="registers are tokens every patch attends to; in a causal LM, tokens appended after the "
+            "sequence are seen by none",
+        ),
+        Method(
+            "sink_removal",
+            "Barbero et al., COLM 2025, 'Why do LLMs attend to the first token?' (arXiv 2504.02732), their "
+            "first-token ablation",
+            "A_ip <- (1 - strength) A_ip, then each row renormalised: A_ij / (1 - strength A_ip); p the sink "
+            "key (strength 1: attention to it masked)",
+            SinkRemovalKnobs,
+            "scores",
+            "",
+            "",
+            patch_at="sink_removal:PATCHER",
+            untrainable="it is an intervention on a pretrained model's attention (oversmooth analyze --methods "
+            "sink_removal); gated_attention, softpick and registers train without a sink",
+            zero={"strength": 0.0},
+            sweep={"strength": (0.1, 0.2, 0.5, 0.8, 1.0)},
+            short="sinkrm",
+        ),
+        Method(
+            "massive_clip",
+            "Sun et al., COLM 2024, 'Massive Activations in Large Language Models' (arXiv 2402.17762), their "
+            "intervention at the layer where the massive activations appear",
+            "h <- h + strength (target - h) on each entry with |h| > ratio * median |h| of its token, at the "
+            "block where that token's first massive entry forms; target: their mean over the batch, or 0",
+            MassiveClipKnobs,
+            "block_output",
+            "",
+            "",
+            patch_at="massive_clip:PATCHER",
+            untrainable="it is an intervention on a pretrained model's stream (oversmooth analyze --methods "
+            "massive_clip); gated_attention, softpick and registers train without a sink",
+            zero={"strength": 0.0},
+            sweep={"strength": (0.1, 0.2, 0.5, 0.8, 1.0)},
+            short="mclip",
+        ),
     )
 }
 
@@ -495,6 +676,28 @@ def check_methods(names: tuple[str, ...]) -> None:
     adds = [name for name in names if method(name).site == "residual"]
     if len(adds) > 1:
         raise UsageError(f"{' and '.join(adds)} each replace the residual add; use one of them")
+
+
+def check_trainable(names: tuple[str, ...]) -> None:
+    """UsageError unless each of ``names`` has a layer in our models (not an intervention that only
+    patches pretrained ones)."""
+    for name in names:
+        if method(name).untrainable:
+            raise UsageError(f"{name} does not train: {METHODS[name].untrainable}")
+
+
+def trainable() -> tuple[str, ...]:
+    """The methods that train in our models (``oversmooth train --method``)."""
+    return tuple(name for name, m in METHODS.items() if not m.untrainable)
+
+
+def check_model(names: tuple[str, ...], model: str) -> None:
+    """UsageError unless every method of ``names`` trains in our ``model`` (``MODELS``: vit, lm)."""
+    for name in names:
+        m = method(name)
+        if model not in m.models:
+            only = " and ".join(MODELS[kind] for kind in m.models)
+            raise UsageError(f"{name} trains in our {only} only, not the {MODELS[model]}: {m.models_why}")
 
 
 def patch_stack(spec: str) -> tuple[str, ...]:

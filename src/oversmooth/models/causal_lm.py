@@ -11,6 +11,7 @@ from torch import Tensor, nn
 from oversmooth.errors import UsageError
 from oversmooth.layers import StackConfig, signed_layer_norm
 from oversmooth.layers.config_fields import check_positive_ints
+from oversmooth.mitigations.registry import check_model
 from oversmooth.models.hooked import HookedTransformer
 
 
@@ -34,6 +35,7 @@ class CausalLMConfig(StackConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        check_model(self.mitigation.methods, "lm")
         check_positive_ints(self, "vocab_size", "context")
 
 

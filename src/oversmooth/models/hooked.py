@@ -12,6 +12,7 @@ from torch import Tensor, nn
 from oversmooth.activations import ActivationCache
 from oversmooth.errors import UsageError
 from oversmooth.layers import Attention, Block, HookPoint, SpectralValueOutput, StackConfig
+from oversmooth.mitigations.base import SiteLayer
 
 INIT_STD = 0.02
 
@@ -48,8 +49,14 @@ class HookedTransformer(nn.Module):
                 v_first = v
         return x
 
+    def counted_tokens(self, batch: int) -> Tensor | None:
+        """``[batch, tokens]`` bool: the tokens of the stream the measures count (``run_with_cache``'s
+        mask); None: every one."""
+        return None
+
     def init_weights(self) -> None:
-        """Linear/conv/embedding weights and the model's own tensors (positions, CLS) ~ N(0, 0.02),
+        """Linear/conv/embedding weights and the model's own tensors (positions, CLS; a method's
+        ``SiteLayer.drawn``, registers) ~ N(0, 0.02),
         biases 0, spectral maps at the baseline's scale; norms and mitigations keep theirs; then
         each block's methods rescale or reparametrise what was drawn (``Block.reweight``: DeepNorm,
         sigmaReparam). Called once, by the constructor.
@@ -68,6 +75,10 @@ class HookedTransformer(nn.Module):
                     nn.init.zeros_(module.bias)
             elif isinstance(module, SpectralValueOutput):
                 module.reset_parameters(INIT_STD, named_generator(seed, name))
+            elif isinstance(module, SiteLayer):
+                for drawn in module.drawn:
+                    path = f"{name}.{drawn}"
+                    nn.init.normal_(getattr(module, drawn), std=INIT_STD, generator=named_generator(seed, path))
         for name, tensor in self.named_parameters(recurse=False):
             nn.init.normal_(tensor, std=INIT_STD, generator=named_generator(seed, name))
         for block in self.blocks:
@@ -96,7 +107,8 @@ class HookedTransformer(nn.Module):
 
         Asking for any ``hook_pattern`` switches attention to the manual path for this call.
         Capture never changes the output beyond float rounding of fused vs manual attention.
-        The cache's mask is None: every token of ``x`` counts.
+        The cache's mask is ``counted_tokens``: None (every token of ``x`` counts), or a ViT's
+        tokens without its registers.
 
         >>> from oversmooth.models import CausalLM, CausalLMConfig
         >>> model = CausalLM(CausalLMConfig.preset("lm-cpu", depth=2)).eval()
@@ -128,4 +140,5 @@ class HookedTransformer(nn.Module):
         finally:
             for handle in handles:
                 handle.remove()
-        return output, ActivationCache({name: store[name] for name in wanted if name in store}, depth=len(self.blocks))
+        tensors = {name: store[name] for name in wanted if name in store}
+        return output, ActivationCache(tensors, depth=len(self.blocks), mask=self.counted_tokens(len(output)))

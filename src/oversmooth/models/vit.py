@@ -10,7 +10,10 @@ from torch import Tensor, nn
 
 from oversmooth.errors import FieldError, UsageError
 from oversmooth.layers import StackConfig, signed_layer_norm
+from oversmooth.layers.attention import method_layers
 from oversmooth.layers.config_fields import check_positive_ints
+from oversmooth.mitigations.base import LayerShape, SiteLayer
+from oversmooth.mitigations.registry import check_model
 from oversmooth.models.hooked import HookedTransformer
 
 
@@ -43,6 +46,7 @@ class ViTConfig(StackConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        check_model(self.mitigation.methods, "vit")
         check_positive_ints(self, "image_size", "patch_size", "channels", "num_classes")
         if self.image_size % self.patch_size:
             raise FieldError(
@@ -61,14 +65,19 @@ class ViTConfig(StackConfig):
 class ViT(HookedTransformer):
     """``ViT(cfg)(images [batch, channels, H, W]) -> logits [batch, num_classes]`` (CLS pooling).
 
-    Token 0 of every hooked activation is CLS. Post-norm stacks end in their last block's
-    LayerNorm, so the final norm is only added for pre-norm.
+    Token 0 of every hooked activation is CLS; with registers, the last k tokens are theirs (the
+    blocks read them, the head and the measures do not). Post-norm stacks end in their last
+    block's LayerNorm, so the final norm is only added for pre-norm.
     """
 
     family = "vit"
 
     def __init__(self, cfg: ViTConfig):
         super().__init__(cfg, causal=False)
+        layers = method_layers(cfg.mitigation, LayerShape(cfg.width, cfg.heads, False, cfg.depth), "model")
+        for attribute, layer in layers.items():
+            self.add_module(attribute, layer)
+        self.token_methods: tuple[SiteLayer, ...] = tuple(layers.values())
         self.patch_embed = nn.Conv2d(cfg.channels, cfg.width, cfg.patch_size, stride=cfg.patch_size)
         self.cls_token = nn.Parameter(torch.zeros(cfg.width))
         self.pos_embed = nn.Parameter(torch.zeros(cfg.tokens, cfg.width))
@@ -90,6 +99,25 @@ class ViT(HookedTransformer):
         cls = self.cls_token.expand(patches.shape[0], 1, -1)
         return self.embed_dropout(torch.cat([cls, patches], dim=1) + self.pos_embed)
 
+    def extend(self, x: Tensor) -> Tensor:
+        """The sequence the blocks read: the embeddings ``[batch, tokens, width]``, then the tokens
+        a method appends (registers)."""
+        for method in self.token_methods:
+            x = method.extend(x)
+        return x
+
     def forward(self, images: Tensor) -> Tensor:
-        x = self.final_norm(self.run_blocks(self.embed(images)))
-        return self.head(x[:, 0])
+        x = self.run_blocks(self.extend(self.embed(images)))[:, : self.cfg.tokens]  # registers dropped
+        return self.head(self.final_norm(x)[:, 0])
+
+    @property
+    def extra_tokens(self) -> int:
+        """How many tokens the methods append (registers: k)."""
+        return self.extend(self.pos_embed[None, :0]).shape[1]
+
+    def counted_tokens(self, batch: int) -> Tensor | None:
+        """Every token but the registers, or None without them."""
+        if not self.extra_tokens:
+            return None
+        tokens = torch.arange(self.cfg.tokens + self.extra_tokens, device=self.pos_embed.device)
+        return (tokens < self.cfg.tokens).expand(batch, -1)

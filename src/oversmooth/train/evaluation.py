@@ -43,7 +43,7 @@ def stream_table(model: nn.Module, inputs: torch.Tensor):
     with ``run_with_cache``: our ViT and CausalLM) for ``inputs`` (images ``[B, 1, H, W]`` or
     tokens ``[B, n]``), in eval mode (the mode is restored): one ``metric_table`` row per state in
     ``oversmooth.activations``' numbering, ``layer`` 0 = embeddings output, i = after block i;
-    ``attrs["tokens"]``: tokens per sequence."""
+    ``attrs["tokens"]``: tokens per sequence, the measured ones (a ViT's registers left out)."""
     from oversmooth.metrics.suite import measure
 
     was_training = model.training
@@ -53,8 +53,8 @@ def stream_table(model: nn.Module, inputs: torch.Tensor):
     finally:
         model.train(was_training)
     stream = cache.stream()
-    table = measure(stream, hook="stream")
-    table.attrs["tokens"] = stream[0].shape[1]
+    table = measure(stream, cache.mask, hook="stream")  # a ViT's registers left out
+    table.attrs["tokens"] = stream[0].shape[1] if cache.mask is None else int(cache.mask[0].sum())
     return table
 
 

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from oversmooth.errors import FieldError, UsageError
-from oversmooth.mitigations.registry import METHODS
+from oversmooth.mitigations.registry import trainable
 from oversmooth.train.compile_rule import AUTO_MIN_STEPS, COMPILE_MODES
 from oversmooth.utils.atomic import atomic_write
 from oversmooth.utils.plotting import DEFAULT_FORMATS, FORMATS, figure_formats
@@ -109,7 +109,7 @@ class RunSpec:
     dropout: float | None = option(None, group=MODEL)
     patch_size: int | None = option(None, "ViT patch size (must divide the image size)", group=MODEL, applies=("vit",))
     # the mitigation: a method name ('+' combines) and its knobs, e.g. {"lam": 0.6}, one flag each
-    method: str = option("softmax", f"softmax | {' | '.join(METHODS)} ('+' combines)", group=MITIGATION)
+    method: str = option("softmax", f"softmax | {' | '.join(trainable())} ('+' combines)", group=MITIGATION)
     knobs: dict[str, Any] = option(factory=dict, group=MITIGATION)
     # data
     data_dir: str | None = option(

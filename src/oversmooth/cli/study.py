@@ -86,7 +86,7 @@ def register(subparsers) -> None:
     parser.add_argument(
         "--status",
         action="store_true",
-        help="show each cell's state (pending, running, completed, diverged, preempted, failed "
+        help="show each cell's state (pending, running, completed, diverged, preempted, interrupted, failed "
         "with the tail of its log) and run nothing",
     )
     slurm = parser.add_argument_group(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import itertools
+import sys
 
 from oversmooth.adapt.config import MAIN, AdaptConfig
 from oversmooth.cli._arguments import add_field
@@ -86,7 +87,7 @@ def run_adapt(args: argparse.Namespace) -> int:
     from transformers.utils import logging as hf_logging
 
     from oversmooth.adapt import adapt
-    from oversmooth.adapt.verdict import judge
+    from oversmooth.adapt.verdict import judge, small_sample
 
     hf_logging.disable_progress_bar()  # one progress bar: ours (a refusal: one line)
     try:
@@ -95,5 +96,8 @@ def run_adapt(args: argparse.Namespace) -> int:
         raise UsageError(error.message(_named)) from None
     for arm in result.patched:
         print(judge(result, arm).words())
+    warning = small_sample(result)
+    if warning:
+        print(f"warning: {warning}", file=sys.stderr)
     print(f"wrote {args.out}/: adapt.json, adapt.csv, adapt.png, report.md, arms/<arm>/model")
     return 0

@@ -215,7 +215,7 @@ def test_distillation_of_a_headless_encoder_starts_where_the_patch_left_it(text_
 
 def test_a_reference_to_a_model_that_is_gone_is_named(tmp_path):
     from oversmooth.hf.load import resolve
-    from oversmooth.hf.reference import write_reference
+    from oversmooth.hf.model_reference import write_reference
 
     source = save_tiny("bert", tmp_path / "bert")
     write_reference(tmp_path / "control", source)

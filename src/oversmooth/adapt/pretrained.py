@@ -190,9 +190,9 @@ class PretrainedSource:
                 record_patch(staging, self.config.method, knobs)
 
     def refer(self, folder: Path) -> None:
-        """Make ``folder`` stand for the model as it came (``hf.reference``): the model of an arm
+        """Make ``folder`` stand for the model as it came (``hf.model_reference``): the model of an arm
         that took no step (a distillation control) is its source; ``hf.load`` follows the reference."""
-        from oversmooth.hf.reference import write_reference
+        from oversmooth.hf.model_reference import write_reference
 
         write_reference(folder, self.description["path"])
 

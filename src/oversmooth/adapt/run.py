@@ -6,7 +6,7 @@ Folder ``config.out``:
   ``checkpoint.pt`` while the arm runs: it is deleted once the arm's model is saved),
   ``start.json`` (held-out scores and layer metrics before any step) and ``model/`` (the adapted
   model; a pretrained model's patch is recorded in its config; a distillation control's, which
-  took no step, refers to its source instead of copying it: ``hf.reference``, which ``hf.load``
+  took no step, refers to its source instead of copying it: ``hf.model_reference``, which ``hf.load``
   follows);
 - ``adapt.json``, ``adapt.csv``, ``adapt.png``, ``report.md`` (``oversmooth.adapt.report``).
 

@@ -203,6 +203,13 @@ class PretrainedSource:
             if method is not None:
                 record_patch(staging, method, knobs)
 
+    def refer(self, folder: Path) -> None:
+        """Make ``folder`` stand for the model as it came (``hf.model_reference``): the model of an arm
+        that took no step (a distillation control) is its source; ``hf.load`` follows the reference."""
+        from oversmooth.hf.model_reference import write_reference
+
+        write_reference(folder, self.description["path"])
+
 
 def _lora(model: nn.Module, rank: int) -> nn.Module:
     """``model`` with rank-``rank`` LoRA adapters on peft's default modules for its family."""

@@ -11,7 +11,7 @@ import pandas as pd
 
 from oversmooth.adapt import tradeoff
 from oversmooth.adapt.result import AdaptResult
-from oversmooth.adapt.verdict import judge, quality_measure
+from oversmooth.adapt.verdict import judge, quality_measure, small_sample
 from oversmooth.utils.atomic import atomic_write
 from oversmooth.utils.markdown import markdown_table
 from oversmooth.utils.plotting import (
@@ -121,6 +121,8 @@ def markdown(result: AdaptResult) -> str:
         "## Verdict (validation split, last step)",
         "",
     ]
+    warning = small_sample(result)
+    lines += [f"**Warning**: {warning}.", ""] if warning else []
     lines += [f"- {judge(result, arm).words()}" for arm in result.patched]
     lines += [
         "",
@@ -151,7 +153,12 @@ def markdown(result: AdaptResult) -> str:
         "",
         "Quality beside similarity: low similarity from a broken model is no success. "
         f"`adapt.csv` has every checkpoint; {', '.join(figure_files('adapt', _formats(result)))} plots them; "
-        "`arms/<arm>/model` is the adapted model.",
+        "`arms/<arm>/model` is the adapted model"
+        + (
+            " (the control's, which took no step, refers to the model as it came: its `same_as.json`)."
+            if result.objective == "distill"
+            else "."
+        ),
         "",
     ]
     return "\n".join(lines)

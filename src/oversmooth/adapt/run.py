@@ -5,7 +5,9 @@ Folder ``config.out``:
 - ``arms/<arm>/``: the train loop's files for that arm (``metrics.jsonl``, ``results.json``, and
   ``checkpoint.pt`` while the arm runs: it is deleted once the arm's model is saved),
   ``start.json`` (held-out scores and layer metrics before any step) and ``model/`` (the adapted
-  model; a pretrained model's patch is recorded in its config);
+  model; a pretrained model's patch is recorded in its config; a distillation control's, which
+  took no step, refers to its source instead of copying it: ``hf.model_reference``, which ``hf.load``
+  follows);
 - ``frontier.json``, with ``knobs="frontier"``: analyze's sweep the knobs were read off
   (``oversmooth.adapt.frontier_knobs``), run before the first arm;
 - ``adapt.json``, ``adapt.csv``, ``adapt.png``, ``report.md`` (``oversmooth.adapt.report``).
@@ -227,8 +229,9 @@ def _run_arm(config: AdaptConfig, source, task, env, folder: Path, arm: Arm) -> 
     torch.manual_seed(config.seed)
     model = source.arm(method, knobs).to(env.device)
     folder.mkdir(parents=True, exist_ok=True)
-    cfg = train_config(config, spe)
-    if method is None and source.objective == "distill":  # a control at its minimum: no step (module docstring)
+    cfg = replace(train_config(config, spe), label=arm.name)  # its progress lines name the arm
+    unchanged = method is None and source.objective == "distill"  # a control at its minimum: no step (module docstring)
+    if unchanged:
         cfg = replace(cfg, lr=0.0)
     start = _start(model, task, cfg, env, folder)
     description = {
@@ -243,7 +246,7 @@ def _run_arm(config: AdaptConfig, source, task, env, folder: Path, arm: Arm) -> 
     results = train(model, task, cfg, folder, env, resume=True, description=description, at_step=ramp)
     if results["status"] == "completed":
         if not (folder / "model").is_dir():
-            source.save(model, folder / "model", method, knobs)
+            source.refer(folder / "model") if unchanged else source.save(model, folder / "model", method, knobs)
         (folder / FILENAME).unlink(missing_ok=True)  # resume needs it only while the arm runs
     records = [json.loads(line) for line in (folder / "metrics.jsonl").read_text().splitlines() if line]
     return ArmResult.of(arm.name, description["method"], knobs, start, records, results, ramp and ramp.evaluated)

@@ -44,6 +44,7 @@ from oversmooth.study.report import (
 from oversmooth.study.results import CellResult
 from oversmooth.utils.json_files import json_text
 from oversmooth.utils.markdown import markdown_table
+from oversmooth.utils.outputs import signature
 from oversmooth.utils.plotting import (
     COLUMN,
     DEFAULT_FORMATS,
@@ -470,7 +471,7 @@ def render_claims(
         "Which claims of the source papers held here, at CPU scale, under the second protocol "
         "of docs/studies.md (pre-registered; paired by seed; Holm within two families fixed in advance, an "
         "unfinished claim counted with p = 1; gates on the baseline's validation scores)"
-        + (f"; written by `{command}`" if command else "")
+        + ("; " + signature(command) if command else "")
         + ". Each row's fields are in `claims.json`. "
         '"Not tested" names the gate that failed, with the seed and the margin, or what has not finished. '
         "A Holm-matched interval is at 1 - a' with a' = 0.05 / (m - r) for a claim Holm kept, r being its "

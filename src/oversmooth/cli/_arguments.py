@@ -10,7 +10,7 @@ from pathlib import Path
 
 from oversmooth.errors import UsageError
 from oversmooth.train.run_spec import flag
-from oversmooth.utils.outputs import check_output_dir
+from oversmooth.utils.outputs import check_output_dir, signed_by
 from oversmooth.utils.plotting import DEFAULT_FORMATS, FORMATS, figure_formats
 
 
@@ -160,7 +160,8 @@ def add_report_arguments(parser, folders: str, nargs: str = "+") -> None:
     parser.add_argument(
         "--out",
         metavar="DIR",
-        help="where report.md and the figures go (default: the first DIR; in a DIR, its report is replaced)",
+        help="where report.md and the figures go (default: the first DIR; in a DIR, the report this command wrote "
+        "there is replaced, another's only with --force)",
     )
     add_format_flag(parser)
     add_force_flag(parser)
@@ -169,9 +170,17 @@ def add_report_arguments(parser, folders: str, nargs: str = "+") -> None:
 
 def report_folder(args: argparse.Namespace) -> Path:
     """Where the report of ``args.dirs`` goes (``--out``, default the first DIR), checked by
-    ``outputs.check_output_dir``: a folder among DIRS holds its own report, rewritten, never refused."""
+    ``outputs.check_output_dir``: a folder among DIRS holds its own report, rewritten without
+    ``--force``, unless its ``report.md`` was not written by this command (``outputs.signed_by``:
+    ``analyze``'s, ``claims``' beside ``report``'s, the user's own), which is never replaced unasked."""
     out = Path(args.out or args.dirs[0])
     own = any(out.resolve() == Path(folder).resolve() for folder in args.dirs)
+    program = f"oversmooth {args.command}"
+    if own and not args.force and (out / "report.md").is_file() and not signed_by(out / "report.md", program):
+        raise UsageError(
+            f"{out / 'report.md'} was not written by `{program}`; give --out DIR to write the report elsewhere, "
+            "or pass --force to replace it"
+        )
     check_output_dir(out, force=None if own else args.force)
     return out
 

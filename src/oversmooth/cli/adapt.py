@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import itertools
+import sys
 
 from oversmooth.adapt.config import FRONTIER, MAIN, AdaptConfig
 from oversmooth.cli._arguments import add_field
@@ -107,7 +108,7 @@ def run_adapt(args: argparse.Namespace) -> int:
     from oversmooth.adapt import adapt
     from oversmooth.adapt.report import figures
     from oversmooth.adapt.tradeoff import verdict_words
-    from oversmooth.adapt.verdict import judge
+    from oversmooth.adapt.verdict import judge, small_sample
 
     hf_logging.disable_progress_bar()  # one progress bar: ours (a refusal: one line)
     try:
@@ -117,6 +118,9 @@ def run_adapt(args: argparse.Namespace) -> int:
     for arm in result.patched:
         print(judge(result, arm).words())
     print(verdict_words(result))
+    warning = small_sample(result)
+    if warning:
+        print(f"warning: {warning}", file=sys.stderr)
     kept = "frontier.json, " if result.frontier else ""
     written = ", ".join(figures(result))
     print(f"wrote {args.out}/: adapt.json, {kept}adapt.csv, {written}, report.md, arms/<arm>/model")

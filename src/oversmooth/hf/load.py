@@ -11,10 +11,11 @@ package, or a Hugging Face model name.
 - a Hugging Face model name (``gpt2``, ``sentence-transformers/all-MiniLM-L6-v2``), resolved as
   ``from_pretrained`` does: the local cache (``HF_HOME``, ``HF_HUB_CACHE``) first, the hub when the
   network allows and ``HF_HUB_OFFLINE`` is not set (never set here: that is the user's choice).
-No name means the bundled all-MiniLM-L6-v2. A folder saved with a patch in it (``oversmooth adapt``,
-``oversmooth.hf.saved_patch``) loads with that patch applied again (``Loaded.patch``), with the
-parameters the patch adds (gated attention's gates) read back from the checkpoint. A checkpoint
-saved with a head we can score (causal
+No name means the bundled all-MiniLM-L6-v2. A folder that stands for another checkpoint
+(``oversmooth.hf.model_reference``: an adaptation's distillation control) loads that checkpoint. A folder
+saved with a patch in it (``oversmooth adapt``, ``oversmooth.hf.saved_patch``) loads with that patch
+applied again (``Loaded.patch``), with the parameters the patch adds (gated attention's gates) read
+back from the checkpoint. A checkpoint saved with a head we can score (causal
 LM, masked LM, classifier) loads with it, so the analysis can report what a patch does to the
 model's job; any other loads as its base model, and an encoder-decoder model as its encoder.
 Before loading, the memory the analysis needs is estimated and compared with what the device has.
@@ -34,6 +35,7 @@ import torch
 from oversmooth.errors import UsageError
 from oversmooth.hf.discover import layout
 from oversmooth.hf.families import Family, note_for
+from oversmooth.hf.model_reference import referenced
 from oversmooth.hf.placement import Placement, placement
 from oversmooth.hf.saved_patch import split_record
 from oversmooth.utils.memory import check_memory
@@ -153,6 +155,9 @@ def hub_snapshot(name: str) -> Path:
 
 
 def _checkpoint(path: Path) -> Checkpoint:
+    target = referenced(path) if path.is_dir() else None
+    if target is not None:  # a folder that stands for another checkpoint, unchanged (hf.model_reference)
+        return _checkpoint(target)
     if path.is_file():
         if path.suffix.lower() != ".gguf":
             raise UsageError(

@@ -24,6 +24,7 @@ from oversmooth.study.results import CellResult, paired_score
 from oversmooth.study.stats import paired_test
 from oversmooth.utils.atomic import atomic_directory
 from oversmooth.utils.markdown import markdown_table
+from oversmooth.utils.outputs import signature
 from oversmooth.utils.plotting import (
     DEFAULT_FORMATS,
     PAGE,
@@ -595,7 +596,7 @@ def render_report(
         f"# {title}",
         "",
         f"{len(cells)} cells of {len(studies)} {'study' if len(studies) == 1 else 'studies'} ({names}) as they "
-        "stand" + (f"; written by `{command}`" if command else "") + ". The source papers' claims are decided by "
+        "stand" + ("; " + signature(command) if command else "") + ". The source papers' claims are decided by "
         "`oversmooth claims` (docs/studies.md), not here.",
         "",
     ]

@@ -40,7 +40,7 @@ METRICS_FILE, RESULTS_FILE = "metrics.jsonl", "results.json"
 #: a run folder that holds files (a run, or others) is refused without resume: ``oversmooth.utils.outputs``'s rule
 NOT_EMPTY = "{out} {path} already holds files; pass {resume} auto to continue the run in it, or choose another {out}"
 # may change when a run is resumed (compile changes float rounding only, not what is learned)
-_NOT_SETTINGS = {"checkpoint_every", "progress", "tensorboard", "compile"}
+_NOT_SETTINGS = {"checkpoint_every", "progress", "tensorboard", "compile", "label"}
 
 
 @dataclass(frozen=True)
@@ -63,6 +63,7 @@ class TrainConfig:
     tensorboard: bool = False  # also log each epoch's record to out_dir/tensorboard
     max_steps: int | None = None  # stop after this many optimiser steps (the schedule spans them); None: all epochs
     record_every: int = 0  # steps between records (val scores, layer metrics, checkpoint); 0: at epoch ends
+    label: str = ""  # what the progress bar and each record's line name first (an adaptation's arm)
 
     def total_steps(self, steps_per_epoch: int) -> int:
         """Optimiser steps of the whole run: ``max_steps``, or every step of ``epochs``."""
@@ -387,7 +388,7 @@ class _Run:
         self.checkpoint()  # first: a crash in between leaves metrics.jsonl behind its checkpoint, never ahead
         if env.is_main:
             _write_records(self.out_dir, self.records)
-            print(_summary(record, -(-self.total_steps // self.steps_per_epoch)), file=sys.stderr)
+            print(_summary(record, -(-self.total_steps // self.steps_per_epoch), config.label), file=sys.stderr)
             if writer is not None:
                 log_epoch(writer, record)
 
@@ -481,13 +482,19 @@ def _progress(config: TrainConfig, env: Distributed, epoch: int, total: int, ini
     return tqdm(
         total=total,
         initial=initial,
-        desc=f"epoch {epoch + 1}/{config.epochs}",
+        desc=_labelled(config.label, f"epoch {epoch + 1}/{config.epochs}"),
         unit="step",
         leave=False,
         mininterval=1.0,
     )
 
 
-def _summary(record: dict, epochs: int) -> str:
+def _summary(record: dict, epochs: int, label: str = "") -> str:
     scores = "  ".join(f"val_{k} {v:.4f}" for k, v in record["val"].items())
-    return f"epoch {record['epoch']}/{epochs}  step {record['step']}  train_loss {record['train_loss']:.4f}  {scores}"
+    line = f"epoch {record['epoch']}/{epochs}  step {record['step']}  train_loss {record['train_loss']:.4f}  {scores}"
+    return _labelled(label, line)
+
+
+def _labelled(label: str, text: str) -> str:
+    """``text`` named by the run's ``TrainConfig.label`` first (an adaptation's arm), if it has one."""
+    return f"{label}  {text}" if label else text

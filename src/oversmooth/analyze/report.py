@@ -27,6 +27,7 @@ from oversmooth.metrics.massive import LOCATION_COLUMNS
 from oversmooth.mitigations.registry import METHODS as REGISTRY
 from oversmooth.utils.atomic import atomic_directory
 from oversmooth.utils.plotting import figure, save_png
+from oversmooth.utils.provenance import Provenance
 
 SHORT = {BASELINE: "base", **{name: m.short or name for name, m in REGISTRY.items()}}
 BROKEN_MARK = "!"
@@ -198,13 +199,14 @@ def _clean(value):
     return value
 
 
-def spectrum_document(analysis: Analysis) -> dict:
+def spectrum_document(analysis: Analysis, provenance: Provenance) -> dict:
     return _clean(
         {
             "family": analysis.family,
             "norm_placement": analysis.norm_placement,
             "attention_sample": {"sequences": analysis.attention_shape[0], "tokens": analysis.attention_shape[1]},
             "layers": [s.to_dict() for s in analysis.spectrum],
+            "provenance": provenance.to_json(),
         }
     )
 
@@ -373,7 +375,7 @@ def _wiring(placement: str) -> str:
     return "parallel attention + MLP, pre-LN" if placement == "parallel" else f"{placement}-LN"
 
 
-def report_markdown(analysis: Analysis, meta: dict) -> str:
+def report_markdown(analysis: Analysis, meta: dict, provenance: Provenance) -> str:
     knobs = ", ".join(f"{m}: {setting_text(kv)}" for m, kv in analysis.knobs.items())
     verdicts = [s.dynamics["verdict"] for s in analysis.spectrum if s.dynamics]
     exclude = analysis.tables[BASELINE].attrs["exclude"]
@@ -385,8 +387,7 @@ def report_markdown(analysis: Analysis, meta: dict) -> str:
     lines = [
         f"# oversmooth analyze: {meta['model']}",
         "",
-        f"- command: `{meta['command']}`",
-        f"- family: {analysis.family} ({_wiring(analysis.norm_placement)}); checkpoint: `{meta['path']}`",
+        f"- family: {analysis.family} ({_wiring(analysis.norm_placement)}); checkpoint: {meta['identity']}",
         f"- input: {meta['source']}; {analysis.sequences} sequences x up to {analysis.tokens} tokens; {excluded}",
         f"- states: residual stream, layer 0 = embeddings, layer L = last block output, {analysis.last_state}",
         f"- methods (patched, no fine-tuning): {knobs or 'none'}",
@@ -422,8 +423,8 @@ def report_markdown(analysis: Analysis, meta: dict) -> str:
         ]
     if analysis.frontier:
         lines += ["", "```", format_frontier(analysis), "```", "", "![frontier](frontier.png)"]
-    lines += ["", "Files: " + ", ".join(f"`{name}`" for name in written_files(analysis)) + "."]
-    return "\n".join(lines) + "\n"
+    lines += ["", "Files: " + ", ".join(f"`{name}`" for name in written_files(analysis)) + ".", ""]
+    return "\n".join(lines) + "\n" + provenance.to_markdown()
 
 
 def format_sinks(analysis: Analysis) -> str:
@@ -547,15 +548,16 @@ def write_cka(staging: Path, model: str, cka, compared, compare: str | None) -> 
     return written
 
 
-def write_report(analysis: Analysis, out: str | Path, meta: dict) -> Path:
+def write_report(analysis: Analysis, out: str | Path, meta: dict, provenance: Provenance) -> Path:
     """Write every file into ``out``, replacing those of an earlier analysis (``OUTPUTS``); on any
-    failure ``out`` is left as it was."""
+    failure ``out`` is left as it was. ``meta``: ``model`` (its name as given), ``identity`` (as
+    ``Loaded.identity`` names it), ``source`` (the inputs in words), ``exclude_note``, ``compare``."""
     with atomic_directory(out, replaces=ANY_ANALYSIS) as staging:
         write_csv(staging / "metrics.csv", csv_rows(analysis))
         write_csv(staging / "quality.csv", quality_rows(analysis))
         write_csv(staging / "sublayers.csv", [asdict(row) for row in analysis.sublayers])
         plot_sublayers(analysis, staging / "sublayers.png", meta)
-        (staging / "spectrum.json").write_text(json.dumps(spectrum_document(analysis), indent=1))
+        (staging / "spectrum.json").write_text(json.dumps(spectrum_document(analysis, provenance), indent=1))
         if analysis.frontier:
             write_csv(staging / "frontier.csv", frontier_rows(analysis.frontier))
             plot_frontier(analysis, staging / "frontier.png", meta)
@@ -564,5 +566,5 @@ def write_report(analysis: Analysis, out: str | Path, meta: dict) -> Path:
             plot_metric(analysis, metric, staging / f"{metric}.png", meta)
         if analysis.sinks is not None:
             plot_sinks(analysis, staging / "sinks.png", meta)
-        (staging / "report.md").write_text(report_markdown(analysis, meta))
+        (staging / "report.md").write_text(report_markdown(analysis, meta, provenance))
     return Path(out)

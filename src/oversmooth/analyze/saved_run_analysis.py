@@ -35,6 +35,7 @@ from oversmooth.train.evaluation import evaluate, stream_table, validation_probe
 from oversmooth.train.saved_run import SavedRun
 from oversmooth.utils.atomic import atomic_directory
 from oversmooth.utils.plotting import figure, save_png
+from oversmooth.utils.provenance import Provenance, digest, shown_path
 
 #: the files ``write_run_report`` writes (one PNG per measure besides)
 FILES = ("metrics.csv", "quality.json", "report.md")
@@ -54,6 +55,7 @@ class RunAnalysis:
     shuffled: pd.DataFrame | None
     sequences: int
     tokens: int
+    inputs_sha256: str  # of the examples measured (``utils.provenance.digest``)
     cka: torch.Tensor | None = None  # [layers, layers] linear CKA of the model's stream
     cka_compare: torch.Tensor | None = None  # [layers, other's layers] with ``compare`` on the same inputs
     compare: str | None = None
@@ -108,6 +110,7 @@ def analyze_saved(
         shuffled,
         len(inputs),
         table.attrs["tokens"],
+        digest([inputs]),
         own,
         compared,
         None if other is None else other.name,
@@ -188,17 +191,20 @@ def plot_run_metric(analysis: RunAnalysis, metric: str, path: Path) -> None:
     save_png(plt, fig, path)
 
 
-def write_run_report(analysis: RunAnalysis, out: str | Path, command: str) -> list[str]:
-    """``metrics.csv``, ``quality.json``, ``report.md`` and one PNG per measure, written together
-    (atomically) into ``out``, where any file an earlier ``analyze`` wrote and this one does not is
-    removed; returns the names written."""
+def write_run_report(analysis: RunAnalysis, out: str | Path, provenance: Provenance) -> list[str]:
+    """``metrics.csv``, ``quality.json`` (the scores and the provenance), ``report.md`` and one PNG
+    per measure, written together (atomically) into ``out``, where any file an earlier ``analyze``
+    wrote and this one does not is removed; returns the names written."""
     plotted = [m for m in METRICS if analysis.table[m].notna().any()]
     with atomic_directory(out, replaces=ANY_ANALYSIS) as staging:
         write_csv(staging / "metrics.csv", csv_rows(analysis))
-        (staging / "quality.json").write_text(json.dumps(analysis.quality, indent=2) + "\n")
+        quality = {**analysis.quality, "provenance": provenance.to_json()}
+        (staging / "quality.json").write_text(json.dumps(quality, indent=2) + "\n")
         (staging / "report.md").write_text(
-            f"# {analysis.saved.name}\n\n`{command}`\n\n```\n{format_run(analysis)}\n```\n\n"
+            f"# {shown_path(analysis.saved.model_dir, out)}\n\n```\n{format_run(analysis)}\n```\n\n"
             + "".join(f"![{m}]({m}.png)\n" for m in plotted)
+            + "\n"
+            + provenance.to_markdown()
         )
         for metric in plotted:
             plot_run_metric(analysis, metric, staging / f"{metric}.png")

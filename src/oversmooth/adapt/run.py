@@ -40,6 +40,7 @@ from oversmooth.train.evaluation import evaluate, layer_metrics, validation_prob
 from oversmooth.train.loop import TrainConfig, train
 from oversmooth.utils.atomic import atomic_write
 from oversmooth.utils.outputs import check_output_dir, holds_files
+from oversmooth.utils.provenance import Provenance
 
 CONFIG_FILE, RESULT_FILE, START_FILE = "adapt_config.json", "adapt.json", "start.json"
 
@@ -86,8 +87,9 @@ def check_out(config: AdaptConfig) -> Path:
     return out
 
 
-def adapt(config: AdaptConfig) -> AdaptResult:
+def adapt(config: AdaptConfig, command: str | None = None) -> AdaptResult:
     """Run (or resume, or return) the adaptation ``config`` describes; see the module docstring.
+    ``command``: the command line that asked for it, for its provenance (None: the Python API).
 
     Every refusal (a ``UsageError`` naming the problem and the fix) comes before anything is
     written."""
@@ -116,11 +118,22 @@ def adapt(config: AdaptConfig) -> AdaptResult:
     if not (out / CONFIG_FILE).is_file():
         given.save(out / CONFIG_FILE)  # as given: a rerun compares its own settings with these
     env = setup_distributed(config.device)
+    provenance = Provenance.gather(
+        command or f"oversmooth.adapt.adapt(AdaptConfig(...)) from Python, the settings in {CONFIG_FILE}",
+        env.device,
+        {"seed": config.seed},
+        {**source.identity, "data sha256": task.digest()},
+    )
     arms = {}
     for name, knobs in zip(config.arm_names(), [None, *source.knobs]):
-        arms[name] = _run_arm(config, source, task, env, out / "arms" / name, name, knobs)
+        arms[name] = _run_arm(config, source, task, env, out / "arms" / name, name, knobs, provenance)
     result = AdaptResult(
-        config=config.to_dict(), source=source.description, objective=source.objective, arms=arms, data=sizes(task)
+        config=config.to_dict(),
+        source=source.description,
+        objective=source.objective,
+        arms=arms,
+        data=sizes(task),
+        provenance=provenance,
     )
     from oversmooth.adapt.report import write_outputs
 
@@ -194,7 +207,9 @@ def train_config(config: AdaptConfig, steps_per_epoch: int) -> TrainConfig:
     )
 
 
-def _run_arm(config: AdaptConfig, source, task, env, folder: Path, name: str, knobs: dict | None) -> ArmResult:
+def _run_arm(
+    config: AdaptConfig, source, task, env, folder: Path, name: str, knobs: dict | None, provenance: Provenance
+) -> ArmResult:
     """One arm: its start scores, then the train loop (resumed if it was cut), then its model; the
     checkpoint of a completed arm is deleted once its model is saved (a diverged arm keeps its
     last good one)."""
@@ -215,7 +230,9 @@ def _run_arm(config: AdaptConfig, source, task, env, folder: Path, name: str, kn
     }
     ramp = source.ramp(model, knobs) if knobs is not None and config.ramp else None  # from the start, not at it
     torch.manual_seed(config.seed)
-    results = train(model, task, cfg, folder, env, resume=True, description=description, at_step=ramp)
+    results = train(
+        model, task, cfg, folder, env, resume=True, description=description, at_step=ramp, provenance=provenance
+    )
     if results["status"] == "completed":
         if not (folder / "model").is_dir():
             source.save(model, folder / "model", knobs)

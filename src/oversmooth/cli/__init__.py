@@ -11,6 +11,7 @@ import argparse
 import importlib
 import os
 import pkgutil
+import shlex
 import sys
 
 from oversmooth.errors import UsageError
@@ -55,6 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.invocation = shlex.join(["oversmooth", *(sys.argv[1:] if argv is None else argv)])  # as typed
     if args.command is None:
         parser.print_help()
         return 0

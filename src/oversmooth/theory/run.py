@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import csv
+import json
 from pathlib import Path
 
 import torch
@@ -29,6 +30,7 @@ OUTPUTS = (
     "escalation.csv",
     "escalation_rates.png",
     "escalation_rates.csv",
+    "provenance.json",
 )
 
 
@@ -60,11 +62,13 @@ def check_size(setup: Setup, escalation: bool = True) -> None:
         ) from None
 
 
-def run_theory(which: str, setup: Setup, out: str | Path, progress: bool = True) -> str:
+def run_theory(which: str, setup: Setup, out: str | Path, progress: bool = True, command: str | None = None) -> str:
     """Run ``which`` (one of ``RUNS``) with ``setup``; write its files into ``out`` all at once
-    (atomically, replacing those of an earlier run: ``OUTPUTS``) and return its tables as text;
-    ``progress``: a bar over the presets."""
+    (atomically, replacing those of an earlier run: ``OUTPUTS``), with ``provenance.json``
+    (``command``: the command line that asked for it; None: the Python API), and return its
+    tables as text; ``progress``: a bar over the presets."""
     from oversmooth.utils import atomic
+    from oversmooth.utils.provenance import Provenance
 
     if which not in RUNS:
         raise UsageError(f"unknown theory run {which!r}; choose from {', '.join(RUNS)}")
@@ -76,6 +80,13 @@ def run_theory(which: str, setup: Setup, out: str | Path, progress: bool = True)
             tables.append(_presets(setup, presets, staging, progress))
         if which in ("all", "escalation"):
             tables.append(_escalation(setup, staging))
+        provenance = Provenance.gather(
+            command or f"oversmooth.theory.run_theory({which!r}, {setup!r})",
+            torch.device("cpu"),
+            {"seed": setup.seed},
+            {"inputs": "simulated from the seed (no data read)"},
+        )
+        (staging / "provenance.json").write_text(json.dumps({"provenance": provenance.to_json()}, indent=1) + "\n")
     return "\n\n".join(tables)
 
 

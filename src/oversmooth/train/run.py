@@ -22,6 +22,7 @@ from oversmooth.train.tasks import SupervisedTask
 from oversmooth.utils.atomic import atomic_write
 from oversmooth.utils.memory import check_memory
 from oversmooth.utils.outputs import check_output_dir, holds_files
+from oversmooth.utils.provenance import Provenance, shown_path
 
 DEFAULT_SHAPE_PRESET = {"vit": "vit-cpu", "lm": "lm-cpu"}
 
@@ -138,6 +139,7 @@ def _run(spec: RunSpec, env: Distributed) -> dict | None:
         "method": model.cfg.mitigation.name,
     }
     out = Path(spec.out)
+    provenance = Provenance.gather(spec.command(), env.device, {"seed": spec.seed}, data_identity(spec.task, task, out))
     results = train(
         model,
         task,
@@ -146,6 +148,7 @@ def _run(spec: RunSpec, env: Distributed) -> dict | None:
         env,
         resume=spec.resume == "auto",
         description=description,
+        provenance=provenance,
     )
     if not env.is_main:
         return None
@@ -156,6 +159,14 @@ def _run(spec: RunSpec, env: Distributed) -> dict | None:
         with atomic_write(out / "tokenizer.json") as handle:
             handle.write(tokenizer.to_str())
     return results
+
+
+def data_identity(task_name: str, task: SupervisedTask, out: str | Path) -> dict[str, str]:
+    """What a run in folder ``out`` trains on: its task ``task_name`` (a text file named relative to
+    ``out``) and the sha256 of ``task``'s data as the model sees it (``SupervisedTask.digest``)."""
+    name, _, files = task_name.partition(":")
+    shown = ",".join(shown_path(file, out) for file in files.split(",") if file)
+    return {"task": f"{name}:{shown}" if shown else name, "data sha256": task.digest()}
 
 
 def build_model(spec: RunSpec, task: SupervisedTask) -> torch.nn.Module:

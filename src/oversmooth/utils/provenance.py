@@ -165,6 +165,21 @@ class Provenance:
             "data": self.data,
         }
 
+    @classmethod
+    def from_json(cls, data: dict) -> Provenance:
+        """The provenance ``to_json`` wrote (a field it lacks: None, or empty)."""
+        return cls(
+            command=data.get("command", ""),
+            device=data.get("device"),
+            seeds=data.get("seeds") or {},
+            data=data.get("data") or {},
+            oversmooth=data.get("oversmooth", "?"),
+            commit=data.get("commit"),
+            dirty=data.get("dirty"),
+            python=data.get("python", "?"),
+            libraries={name: data.get(name) for name in LIBRARIES},
+        )
+
     def to_markdown(self) -> str:
         """The ``## Provenance`` section that ends a report (one list item per fact)."""
         code = f"git {self.commit}" + (" with uncommitted changes" if self.dirty else "") if self.commit else "no git"

@@ -63,6 +63,7 @@ class AdaptConfig:
     )
     objective: str = option("auto", f"{' | '.join(OBJECTIVES)} (default %(default)s)", group=MAIN)
     text: str = option("austen", f"pretrained text models: {' | '.join(TEXTS)} (default %(default)s)", group=MAIN)
+    text_column: str | None = option(None, "the column of a CSV or TSV text:FILE to read", group=MAIN)
     steps: int = option(200, "optimiser steps per arm (default %(default)s)", group=SCHEDULE)
     batch_size: int | None = option(None, "default: 8, or the train run's", group=SCHEDULE)
     seq_len: int = option(128, "pretrained text models: tokens per sequence", group=SCHEDULE)
@@ -124,6 +125,8 @@ class AdaptConfig:
                 )
         if not (self.text in ("austen", "sample") or (self.text.startswith("text:") and self.text[5:].strip())):
             raise FieldError("{text} must be one of {choices}, got {got!r}", choices=" | ".join(TEXTS), got=self.text)
+        if self.text_column is not None and not self.text.startswith("text:"):
+            raise FieldError("{text_column} reads a column of a CSV or TSV file: give that file as {text} text:FILE")
         if not self.knobs or not all(isinstance(k, dict) for k in self.knobs):
             raise UsageError(
                 f"knobs is a list of knob settings, one per patched arm, e.g. [{{'lam': 0.6}}]; got {self.knobs!r}"
@@ -141,12 +144,13 @@ class AdaptConfig:
         return [CONTROL, *(f"{self.method}{arm_name_of_knobs(k)}" for k in self.knobs)]
 
     def to_dict(self) -> dict[str, Any]:
-        """The fields as JSON; ``ramp`` only when set (an adaptation without one is described, and
-        resumes, as before the ramp existed)."""
+        """The fields as JSON; ``ramp`` and ``text_column`` only when set (an adaptation without
+        them is described, and resumes, as before they existed)."""
         data = dataclasses.asdict(self)
         data["knobs"] = [dict(k) for k in self.knobs]
-        if not self.ramp:
-            del data["ramp"]
+        for name in ("ramp", "text_column"):
+            if not data[name]:
+                del data[name]
         return data
 
     @classmethod

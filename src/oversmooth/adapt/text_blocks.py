@@ -16,8 +16,9 @@ from oversmooth.errors import UsageError
 PASSAGE_CHARS = 8000
 
 
-def documents(text: str, data_dir: str | None = None) -> dict[str, list[data.Document]]:
-    """``austen``, ``sample`` or ``text:FILE[,FILE...]`` -> train / val / test passages."""
+def documents(text: str, data_dir: str | None = None, column: str | None = None) -> dict[str, list[data.Document]]:
+    """``austen``, ``sample`` or ``text:FILE[,FILE...]`` (``column``: of a CSV or TSV file) ->
+    train / val / test passages."""
     if text == "austen":
         sources = data.load_austen(data_dir)
     elif text == "sample":
@@ -27,7 +28,7 @@ def documents(text: str, data_dir: str | None = None) -> dict[str, list[data.Doc
     else:
         from pathlib import Path
 
-        sources = data.read_text_files([Path(p) for p in text[5:].split(",") if p])
+        sources = data.read_text_files([Path(p) for p in text[5:].split(",") if p], column)
     return data.split_text(sources, PASSAGE_CHARS)
 
 

@@ -67,6 +67,11 @@ def register(subparsers) -> None:
         "--images", metavar="DIR", help="folder of images (default for vision models: Fashion-MNIST test images)"
     )
     parser.add_argument(
+        "--text-column",
+        metavar="NAME",
+        help="the column of a CSV or TSV --text file to read, one row a paragraph (a table is refused without it)",
+    )
+    parser.add_argument(
         "--methods",
         metavar="LIST",
         help=f"comma-separated mitigations to compare, or 'none' (default: those of "
@@ -313,7 +318,9 @@ def _analyze(args: argparse.Namespace) -> int:
             "measured as saved, no other method patched on top",
             file=sys.stderr,
         )
-    inputs, source = analysis_inputs(loaded, args.text, args.images, args.max_sequences, args.max_length)
+    inputs, source = analysis_inputs(
+        loaded, args.text, args.images, args.max_sequences, args.max_length, args.text_column
+    )
     check_inputs(inputs, chosen)  # before the progress bar: a refusal is one line
     warning = small_sample_warning(inputs)
     if warning:

@@ -79,6 +79,7 @@ def data_options(spec: RunSpec) -> DataOptions:
         spec.vocab_size,
         spec.passage_chars,
         spec.limit_train,
+        spec.text_column,
     )
 
 
@@ -135,7 +136,7 @@ def _run(spec: RunSpec, env: Distributed) -> dict | None:
         "task": spec.task,
         "model": spec.model,
         "model_config": model.cfg.to_dict(),
-        "data": {**vars(options), "data_dir": None},
+        "data": options.described(),
         "method": model.cfg.mitigation.name,
     }
     out = Path(spec.out)

@@ -124,5 +124,5 @@ class AdaptResult:
             data["objective"],
             {name: ArmResult(**arm) for name, arm in data["arms"].items()},
             data.get("data", {}),  # adaptations written before it was recorded have none
-            Provenance.from_json(data["provenance"]) if "provenance" in data else None,  # nor this
+            Provenance.from_json(data["provenance"]) if isinstance(data.get("provenance"), dict) else None,  # nor this
         )

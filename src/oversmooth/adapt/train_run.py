@@ -17,6 +17,7 @@ from torch import nn
 from oversmooth.adapt.config import AdaptConfig
 from oversmooth.adapt.ramp import Ramp, off_setting
 from oversmooth.errors import FieldError, UsageError
+from oversmooth.train.run import shown_task
 from oversmooth.train.saved_run import SavedRun, is_train_run
 from oversmooth.utils.provenance import shown_path
 
@@ -60,7 +61,7 @@ class TrainRunSource:
             "weight_decay": train["weight_decay"],
             "grad_clip": train["grad_clip"],
         }
-        self.identity = {"model": shown_path(self.folder, config.out), "task": self.run["task"]}
+        self.identity = {"model": shown_path(self.folder, config.out), "task": shown_task(self.run["task"], config.out)}
         self.description = {  # as recorded since the first adaptations (a resumed arm compares it)
             "kind": "train run",
             "path": str(self.folder),

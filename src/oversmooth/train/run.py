@@ -162,12 +162,18 @@ def _run(spec: RunSpec, env: Distributed) -> dict | None:
     return results
 
 
-def data_identity(task_name: str, task: SupervisedTask, out: str | Path) -> dict[str, str]:
-    """What a run in folder ``out`` trains on: its task ``task_name`` (a text file named relative to
-    ``out``) and the sha256 of ``task``'s data as the model sees it (``SupervisedTask.digest``)."""
+def shown_task(task_name: str, out: str | Path) -> str:
+    """Task ``task_name`` as a report in folder ``out`` names it: ``text:FILE[,FILE...]`` with its
+    files relative to ``out``, any other as it is."""
     name, _, files = task_name.partition(":")
     shown = ",".join(shown_path(file, out) for file in files.split(",") if file)
-    return {"task": f"{name}:{shown}" if shown else name, "data sha256": task.digest()}
+    return f"{name}:{shown}" if shown else name
+
+
+def data_identity(task_name: str, task: SupervisedTask, out: str | Path) -> dict[str, str]:
+    """What a run in folder ``out`` trains on: its task ``task_name`` (``shown_task``) and the
+    sha256 of ``task``'s data as the model sees it (``SupervisedTask.digest``)."""
+    return {"task": shown_task(task_name, out), "data sha256": task.digest()}
 
 
 def build_model(spec: RunSpec, task: SupervisedTask) -> torch.nn.Module:

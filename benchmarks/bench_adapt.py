@@ -33,10 +33,11 @@ from oversmooth.train.loop import TrainConfig, optimizer_step
 from oversmooth.train.optim import build_optimizer
 
 
-def contender(source: PretrainedSource, knobs: dict | None, inputs, targets, task, device: str):
-    """One adapt optimiser step of a fresh arm (``knobs`` None: unpatched); returns (step, model)."""
+def contender(source: PretrainedSource, method: str | None, inputs, targets, task, device: str):
+    """One adapt optimiser step of a fresh arm (``method`` None: unpatched, else at its default
+    knobs); returns (step, model)."""
     torch.manual_seed(0)
-    model = source.arm(knobs).to(device).train()
+    model = source.arm(method, method and source.resolve(method, {})).to(device).train()
     optimizer, _ = build_optimizer(model, 1e-5, 0.01, 0, 10**6)  # a tiny lr: the weights barely move
     runner, config, env = (
         CompiledForward(model, False),
@@ -93,8 +94,8 @@ def main() -> None:
     inputs, targets = inputs.to(args.device), targets.to(args.device)
     steps, memory = {}, {}
     for kind, source in sources.items():
-        for arm, knobs in (("plain", None), (args.method, source.knobs[0])):
-            step, model = contender(source, knobs, inputs, targets, task, args.device)
+        for arm, method in (("plain", None), (args.method, args.method)):
+            step, model = contender(source, method, inputs, targets, task, args.device)
             steps[f"{kind}/{arm}"] = step
             memory[f"{kind}/{arm}"] = (peak_bytes(step, args.device), state_bytes(model))
     sync = torch.cuda.synchronize if args.device.startswith("cuda") else (lambda: None)

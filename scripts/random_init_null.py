@@ -1,6 +1,7 @@
 """The null of a trained cell's last-layer cos_sim: each arm of the named study presets at random
-initialisation (``oversmooth.study.null.measure_arm_nulls``), written to ``RESULTS/<preset>/null.json``.
-DESIGN 9.8: every trained claim's row reports its baseline's last-layer cos_sim beside this value.
+initialisation (``oversmooth.study.null.measure_arm_nulls``), written to
+``RESULTS/<preset>/null.json``. docs/registrations/fourth-step.md: every trained claim's row reports
+its baseline's last-layer cos_sim beside this value.
 
     PYTHONPATH=src .venv/bin/python scripts/random_init_null.py fmnist-p7 austen-p3 depth-w32
 """

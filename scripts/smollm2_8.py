@@ -29,7 +29,7 @@ from oversmooth.utils.atomic import atomic_write
 RUNS, ARCHIVE = Path("runs/smollm2-8"), Path("results/third-protocol/smollm2-8")
 PILOT, FIRST_TEST_SEED, MOST = (0, 1), 10, 12
 AFFORDABLE = 6  # test pairs the budget holds, the depth-fixes family's fourth seed dropped (docs/studies.md)
-EFFECT = -0.017  # nats per token: ln(33.70 / 34.29), WikiText-103 (Nguyen et al. 2023, Table 2)
+EFFECT = -0.017  # nats per token: ln(33.70 / 34.29), WikiText-103 (Nguyen et al. 2023, Table 3)
 KEPT = ("adapt.json", "report.md")
 
 
@@ -92,12 +92,12 @@ def sequence_differences(seed: int) -> list[float]:
 
 
 def random_init_null(seed: int, inits: int = 3) -> dict:
-    """Where the problem exists (DESIGN 9.8): last-layer cos_sim on ``adapt``'s validation probe
-    (its first ``probe_size`` validation blocks, the first token left out) of SmolLM2 at
-    ``inits`` random initialisations (``analyze.null.random_init``, seeds 0 ..), beside the
-    pretrained model's on the same probe, which must equal the control's recorded start (the
-    check that the probe is adapt's). Computed once with seed ``seed``'s registered config, then
-    read from the archive (``null.json``)."""
+    """Where the problem exists (docs/registrations/fourth-step.md): last-layer cos_sim on
+    ``adapt``'s validation probe (its first ``probe_size`` validation blocks, the first token left
+    out) of SmolLM2 at ``inits`` random initialisations (``analyze.null.random_init``, seeds 0 ..),
+    beside the pretrained model's on the same probe, which must equal the control's recorded start
+    (the check that the probe is adapt's). Computed once with seed ``seed``'s registered config,
+    then read from the archive (``null.json``)."""
     saved = ARCHIVE / "null.json"
     if saved.is_file():
         return json.loads(saved.read_text())
@@ -145,7 +145,8 @@ def random_init_null(seed: int, inits: int = 3) -> dict:
 
 def regime(null: dict, seeds: list[int]) -> str:
     """The control's last-layer cos_sim after adaptation (mean over those of ``seeds`` that recorded
-    one) beside the null, and what DESIGN 9.8's rule (``OVERSMOOTHS``) and the null each say of it."""
+    one) beside the null, and what docs/registrations/fourth-step.md's rule (``OVERSMOOTHS``) and
+    the null each say of it."""
     results = [adapt_result(s) for s in seeds]
     measured = [r.control.cos_sim_last for r in results if r.control.cos_sim_last is not None]
     after = statistics.fmean(measured)

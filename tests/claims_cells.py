@@ -223,7 +223,8 @@ def probes(quality=None, existence=None):
     return Probes(lower, broken, blocks, frontier, existence)
 
 
-#: the paper's +0.84 pp (72.17 -> 73.01 %) carried to SOFTMAX_VAL's error by hand (DESIGN 9.8)
+#: the paper's +0.84 pp (72.17 -> 73.01 %) carried to SOFTMAX_VAL's error by hand (fourth-step.md's
+#: rule)
 TRANSFERRED_2A = 0.84 / 27.83 * (100 - 100 * statistics.fmean(SOFTMAX_VAL))
 
 #: fmnist-p7's softmax arm at random init, as scripts/random_init_null.py writes it

@@ -418,7 +418,7 @@ def test_a_patched_lora_arm_computes_what_its_merged_weights_patched_compute(kin
 
     folder = save_tiny(kind, tmp_path / kind)
     source = PretrainedSource(AdaptConfig(model=str(folder), text=f"text:{text_file}", seq_len=16, lora=2))
-    arm = source.arm({"lam": 0.6}).eval()
+    arm = source.arm("neutreno", {"lam": 0.6}).eval()
     with torch.no_grad():
         for name, p in arm.model.named_parameters():
             if "lora_B" in name:

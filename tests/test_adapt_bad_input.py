@@ -132,5 +132,5 @@ def test_a_train_run_takes_a_knob_whose_global_name_differs_from_its_field(vit_r
     from oversmooth.train.saved_run import saved_run
 
     config = AdaptConfig(model=str(vit_run), out=str(tmp_path / "out"), method="contranorm", knobs=({"s": 0.2},))
-    model = TrainRunSource(config, saved_run(vit_run)).arm(config.knobs[0])
+    model = TrainRunSource(config, saved_run(vit_run)).arm("contranorm", config.knobs[0])
     assert model.cfg.mitigation.contranorm_s == 0.2

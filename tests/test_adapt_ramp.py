@@ -55,7 +55,7 @@ def held(model, method, knob) -> float:
     """The knob the patched arm ``model`` computes with now, read off the model itself."""
     state = getattr(model, "base", None) and model.base.__dict__.get("_oversmooth_patch")
     if state is not None:  # a pretrained model: the knobs its patch was built with
-        return float(getattr(state.knobs, knob))
+        return float(getattr(state.knobs[method], knob))
     from oversmooth.mitigations.registry import method as entry
 
     attribute = entry(method).attribute
@@ -154,7 +154,8 @@ def test_a_pretrained_arm_re_patched_by_the_ramp_computes_what_a_fresh_patch_doe
 
     cfg = config("pretrained", "neutreno", "lam", 1.0, tmp_path / "a", (bert, text), ramp=4, lora=lora)
     source = PretrainedSource(cfg)
-    arm, inputs = source.arm(source.knobs[0]), torch.randint(5, 40, (2, 12))
+    knobs = source.resolve("neutreno", {"lam": 1.0})
+    arm, inputs = source.arm("neutreno", knobs), torch.randint(5, 40, (2, 12))
     target = _outputs(arm, inputs)
     optimizer = torch.optim.AdamW([p for p in arm.parameters() if p.requires_grad], lr=1e-3)
     arm.train()
@@ -163,7 +164,7 @@ def test_a_pretrained_arm_re_patched_by_the_ramp_computes_what_a_fresh_patch_doe
     parameters = {name: id(p) for name, p in arm.named_parameters()}
     weights = {k: v.clone() for k, v in arm.state_dict().items()}
     moments = {id(p): {k: v.clone() for k, v in s.items()} for p, s in optimizer.state.items()}
-    ramp = source.ramp(arm, source.knobs[0])
+    ramp = source.ramp(arm, "neutreno", knobs)
     for step, lam in ((0, 0.0), (2, 0.5), (3, 0.75), (4, 1.0), (6, 1.0)):
         ramp(step)
         torch.testing.assert_close(_outputs(arm, inputs), _patched_afresh(source, arm, inputs, lam), rtol=0, atol=0)
@@ -186,16 +187,16 @@ def test_a_train_run_arm_set_by_the_ramp_computes_what_a_model_built_at_that_kno
 
     cfg = config("train run", "deescalate", "tau", 0.6, tmp_path / "a", (vit_run, None), ramp=4)
     source = TrainRunSource(cfg, saved_run(vit_run))
-    arm = source.arm(source.knobs[0])
+    arm = source.arm("deescalate", {"tau": 0.6})
     with torch.no_grad():
         for p in arm.parameters():
             p.add_(0.01 * torch.randn_like(p))  # weights of its own, as after some steps
     images = torch.randn(3, *source.task().batch("val", torch.arange(1))[0].shape[1:])
-    ramp = source.ramp(arm, source.knobs[0])
+    ramp = source.ramp(arm, "deescalate", {"tau": 0.6})
     own = {k: v for k, v in arm.state_dict().items() if not k.endswith(".tau")}  # its weights, not its knob
     for step, tau in ((0, 0.0), (2, 0.3), (4, 0.6), (5, 0.6)):
         ramp(step)
-        built = source.arm({"tau": tau})
+        built = source.arm("deescalate", {"tau": tau})
         missing, unexpected = built.load_state_dict(own, strict=False)
         assert not unexpected and all(k.endswith(".tau") for k in missing)
         torch.testing.assert_close(_outputs(arm, images), _outputs(built, images), rtol=0, atol=0)

@@ -4,7 +4,8 @@ import pytest
 import torch
 from hf_tiny import WORDS, tiny_tokenizer
 
-from oversmooth.analyze.inputs import image_batch, read_text, sample_text, text_batch
+from oversmooth.analyze.inputs import image_batch, read_text, text_batch
+from oversmooth.data.text_source import sample_text
 from oversmooth.errors import UsageError
 
 
@@ -27,7 +28,7 @@ def test_read_text_sources(tmp_path):
     (tmp_path / "a.txt").write_text("It is a truth.")
     assert read_text(str(tmp_path / "a.txt"))[0] == "It is a truth."
     assert read_text("a plain string")[0] == "a plain string"
-    with pytest.raises(UsageError, match="no such text file"):
+    with pytest.raises(UsageError, match="no such file or folder: .*missing.txt"):
         read_text(str(tmp_path / "missing.txt"))
     (tmp_path / "bin.txt").write_bytes(b"\xff\xfe\x00bad")
     with pytest.raises(UsageError, match="UTF-8"):

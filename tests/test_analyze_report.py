@@ -103,12 +103,12 @@ def expect_usage_error(capsys, argv, out, match):
 
 def test_bad_inputs_exit_2_and_write_nothing(bert_dir, tmp_path, capsys, monkeypatch):
     out = tmp_path / "out"
-    expect_usage_error(capsys, [str(tmp_path / "missing")], out, "missing: no such file or folder")
+    expect_usage_error(capsys, [str(tmp_path / "missing")], out, "no such file or folder: " + str(tmp_path / "missing"))
     (tmp_path / "empty_dir").mkdir()
     expect_usage_error(capsys, [str(tmp_path / "empty_dir")], out, "not a transformer checkpoint")
     (tmp_path / "blank.txt").write_text("  \n")
     expect_usage_error(capsys, [str(bert_dir), "--text", str(tmp_path / "blank.txt")], out, "is empty")
-    expect_usage_error(capsys, [str(bert_dir), "--text", str(tmp_path / "gone.txt")], out, "no such text file")
+    expect_usage_error(capsys, [str(bert_dir), "--text", str(tmp_path / "gone.txt")], out, "no such file or folder: ")
     expect_usage_error(capsys, [str(bert_dir), "--methods", "neutreno,magic"], out, "unknown method 'magic'")
     expect_usage_error(capsys, [str(bert_dir), "--methods", "neutreno", "--tau", "0.3"], out, "not in --methods")
     expect_usage_error(capsys, [str(bert_dir), "--images", str(tmp_path)], out, "text model")

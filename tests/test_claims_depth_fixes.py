@@ -4,6 +4,7 @@ same depth paired by seed (checked against scipy's t interval), the plot, and no
 
 import json
 
+import pytest
 from claims_cells import make_cell
 from test_study_report import difference_row, t_interval
 
@@ -56,9 +57,10 @@ def test_an_arm_with_a_null_shows_its_random_init_cos_sim_beside_the_trained_one
     assert rows["softmax"].endswith("| 0.123 |") and rows["deepnorm"].endswith("| – |")
 
 
-def test_a_line_through_a_depth_its_arm_never_trained_is_dashed(tmp_path, monkeypatch):
-    """depth-w32 gives post-norm softmax a depth-48 point; DeepNorm has only depths 8 and 96, so
-    its line crosses 48 without a cell there: dashed, and the title says what dashed means."""
+def test_no_line_is_drawn_through_a_depth_its_arm_never_trained(tmp_path, monkeypatch):
+    """depth-w32 gives post-norm softmax a depth-48 point; DeepNorm has only depths 8 and 96, so its
+    points at 8 and 96 are drawn apart (two segments of one point, one label), never joined across 48;
+    the differences plot draws DeepNorm minus post-norm softmax of the same seed and depth."""
     from oversmooth.study import report
     from oversmooth.study.results import read_studies
 
@@ -72,6 +74,14 @@ def test_a_line_through_a_depth_its_arm_never_trained_is_dashed(tmp_path, monkey
     monkeypatch.setattr(report, "save_png", lambda plt, fig, path: drawn.update(fig=fig))
     report.plot_depth(cells, tmp_path / "depth.png", "fixes")
     accuracy = drawn["fig"].axes[0]
-    styles = {bars.get_label(): bars.lines[0].get_linestyle() for bars in accuracy.containers}  # the data line
-    assert styles == {"post-norm softmax (2/1/2)": "-", "post-norm deepnorm (2/2)": "--"}
-    assert "dashed: the arm has no finished cell at a depth its line passes" in drawn["fig"].get_suptitle()
+    lines = {}
+    for bars in accuracy.containers:  # one error-bar container per segment
+        lines.setdefault(bars.lines[0].get_color(), []).append(list(bars.lines[0].get_xdata()))
+    assert sorted(lines.values()) == [[[8], [96]], [[8, 48, 96]]]  # deepnorm apart; softmax joined
+    labels = sorted(b.get_label() for b in accuracy.containers if not b.get_label().startswith("_"))
+    assert labels == ["post-norm deepnorm (2/2)", "post-norm softmax (2/1/2)"]
+    report.plot_differences(cells, tmp_path / "differences.png", "fixes", ("post", "softmax"))
+    accuracy = drawn["fig"].axes[0]
+    means = [list(b.lines[0].get_ydata()) for b in accuracy.containers]
+    expected = 100 * sum(d - p for d, p in zip(DEEPNORM, POST_SOFTMAX)) / 2  # the same at 8 and 96
+    assert means == [[pytest.approx(expected)], [pytest.approx(expected)]]  # apart again: no deepnorm at 48

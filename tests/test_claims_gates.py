@@ -1,6 +1,6 @@
-"""The gates of the claims (DESIGN 9.3, on validation only): each part can fail and names its seed
-and margin, one passed close to its bar says so, a gate waits for what has not finished, and it
-judges the seeds of its own test."""
+"""The gates of the claims (docs/registrations/second-protocol.md, on validation only): each part
+can fail and names its seed and margin, one passed close to its bar says so, a gate waits for what
+has not finished, and it judges the seeds of its own test."""
 
 import json
 import math
@@ -20,7 +20,8 @@ from claims_cells import NEUTRENO_GAIN, SEEDS, SOFTMAX_VAL, adapted, claims_of, 
     ],
 )
 def test_each_gate_can_fail_and_names_its_seed_and_margin(tmp_path, change, why):
-    """DESIGN 9.3 on validation: the floor (c), 1.5x the epochs (b), the plateau of each seed (a)."""
+    """docs/registrations/second-protocol.md's gates on validation: the floor (c), 1.5x the epochs
+    (b), the plateau of each seed (a)."""
     kw = dict(change)
     val = kw.pop("val", None)
     fmnist(tmp_path, **kw, **({"val": val} if val else {}))
@@ -103,7 +104,8 @@ def test_claim_4s_long_run_is_depth_w32_long(tmp_path):
 
 
 def test_a_method_arm_that_has_not_plateaued_is_compared_at_equal_budget_and_says_so(tmp_path):
-    """DESIGN 9.3: method arms report gate (a) too; NeuTRENO's seed 3 ends 0.7 pp short of its best."""
+    """Method arms report gate (a) too (second-protocol.md); NeuTRENO's seed 3 ends 0.7 pp short of
+    its best."""
     fmnist(tmp_path, spectral=False)
     shutil.rmtree(tmp_path / "fmnist-p7" / "fmnist-pre-d8-neutreno-s3")
     make_cell(tmp_path, "fmnist-p7", "neutreno", 3, SOFTMAX_VAL[3] + NEUTRENO_GAIN[3], val=[0.89, 0.895, 0.888])

@@ -117,7 +117,7 @@ def test_a_claims_command_runs_the_whole_grid():
 def test_the_papers_numbers_give_the_registered_effects_and_only_where_the_rule_applies():
     """The paper's two numbers of 2a, 2b and 8 give the effect registered beside them (+0.84,
     -0.017 rounded, +0.46: at the paper's own baseline, transferring changes nothing); the existence
-    claims are 5a and 6 (DESIGN 9.8)."""
+    claims are 5a and 6 (docs/registrations/fourth-step.md)."""
     numbers = {i: s.paper_numbers for i, s in STATEMENTS.items() if s.paper_numbers is not None}
     assert sorted(numbers) == ["2a", "2b", "8"]
     for claim_id, paper in numbers.items():

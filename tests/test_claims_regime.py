@@ -1,5 +1,6 @@
-"""Where a trained claim was tested (``claims.regime``, DESIGN 9.8): its softmax baseline's last-layer
-cos_sim beside the same architecture's at random init, and whether it oversmooths."""
+"""Where a trained claim was tested (``claims.regime``, docs/registrations/fourth-step.md): its
+softmax baseline's last-layer cos_sim beside the same architecture's at random init, and whether it
+oversmooths."""
 
 import json
 import statistics
@@ -26,8 +27,9 @@ def softmax_cos_sim(root, value_of_seed=None) -> dict[int, float]:
 
 
 def test_each_trained_claims_row_gives_its_baselines_cos_sim_beside_the_random_init_null(tmp_path):
-    """DESIGN 9.8: the softmax arm's last-layer cos_sim, the mean over the claim's own seeds, beside
-    the same architecture's at random init (the study's null.json); none for the static claims."""
+    """docs/registrations/fourth-step.md: the softmax arm's last-layer cos_sim, the mean over the
+    claim's own seeds, beside the same architecture's at random init (the study's null.json); none
+    for the static claims."""
     fmnist(tmp_path)
     softmax_cos_sim(tmp_path, lambda seed: 0.2 + 0.01 * seed)
     (tmp_path / "fmnist-p7" / "null.json").write_text(json.dumps({"study": "fmnist-p7", "arms": [NULL_ARM]}))
@@ -60,8 +62,8 @@ def test_each_trained_claims_row_gives_its_baselines_cos_sim_beside_the_random_i
 def test_the_row_says_it_was_tested_where_the_baseline_does_not_oversmooth_exactly_below_one_half(
     tmp_path, value, oversmooths
 ):
-    """Below 0.5 (DESIGN 9.8's gate) the row, its details and the summary say so; a study without
-    null.json says the null was not computed, and the report is still written."""
+    """Below 0.5 (fourth-step.md's gate) the row, its details and the summary say so; a study
+    without null.json says the null was not computed, and the report is still written."""
     fmnist(tmp_path)
     softmax_cos_sim(tmp_path, lambda seed: value)
     cells = [cell for study in sorted(p for p in tmp_path.iterdir() if p.is_dir()) for cell in read_study(study)]

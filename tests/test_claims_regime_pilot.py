@@ -1,7 +1,7 @@
-"""The regime pilot in the claims report (DESIGN 9.8, docs/studies.md): per configuration its
-tokens, validation accuracy, last-layer cos_sim beside the random-init null, and whether it
-oversmooths (cos_sim >= 0.5) and trains (gate W's (a) and (c): plateaued, and above its logistic
-regression on the same images)."""
+"""The regime pilot in the claims report (docs/registrations/fourth-step.md, third-protocol.md): per
+configuration its tokens, validation accuracy, last-layer cos_sim beside the random-init null, and
+whether it oversmooths (cos_sim >= 0.5) and trains (gate W's (a) and (c): plateaued, and above its
+logistic regression on the same images)."""
 
 import json
 

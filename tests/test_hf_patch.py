@@ -94,7 +94,7 @@ def test_one_rule_for_default_knobs_a_causal_lms_where_the_registry_has_one(tmp_
 
         assert torch.equal(hidden(), hidden(lam=lam)) and not torch.allclose(hidden(), hidden(lam=other)), kind
         analysis = run_analysis(model, inputs, AnalysisSettings(methods=("neutreno",), attention_sequences=0))
-        assert analysis.knobs["neutreno"]["lam"] == lam, kind
+        assert analysis.knobs["neutreno"]["neutreno"]["lam"] == lam, kind
     folder = save_tiny("llama", tmp_path / "llama")
     source = PretrainedSource(AdaptConfig(model=str(folder), text="sample", seq_len=16))
-    assert source.knob_defaults()["lam"] == 0.4
+    assert source.knob_defaults("neutreno")["lam"] == 0.4

@@ -4,8 +4,8 @@ import pytest
 import torch
 
 from oversmooth.layers import METHOD_FORMULAS, Block, MitigationConfig, StackConfig
-from oversmooth.layers.mitigation_config import split_methods
 from oversmooth.mitigations.registry import METHODS as REGISTRY
+from oversmooth.mitigations.registry import split_methods
 from oversmooth.models import CausalLM, CausalLMConfig
 
 SPECS = [

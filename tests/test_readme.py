@@ -111,14 +111,46 @@ def test_shown_output_reads_the_comments_below_a_print():
     assert shown_output(code) == [[("a | one, two", True), ("b", False)]]
 
 
+FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
+
+
+def check_flag_table(command: str, table: str, page: str) -> None:
+    """A page's table of ``oversmooth COMMAND``'s flags cannot drift: every option of the command's
+    parser (what ``--help`` prints) is in ``table``, and every ``--flag`` in it is one of them."""
+    options, shown = subcommand_flags()[command] - {"-h", "--help"}, set(FLAG.findall(table))
+    assert not sorted(options - shown), f"{command} flags missing from {page}'s table: {sorted(options - shown)}"
+    assert not sorted(shown - options), f"{page}'s table shows flags {command} lacks: {sorted(shown - options)}"
+
+
 def test_training_md_flag_table_lists_every_train_flag_and_method():
-    """docs/training.md's flag table cannot drift: every option of ``oversmooth train`` and every
-    method of the registry is in it (the registry and the parser are the sources)."""
+    """docs/training.md's flag table: every ``oversmooth train`` flag and every method of the registry."""
     from oversmooth.mitigations.registry import METHODS
 
     text = (ROOT / "docs" / "training.md").read_text()
     table = text[text.index("## Flags") :].split("\n\n")[1]
-    missing = sorted(flag for flag in subcommand_flags()["train"] - {"-h", "--help"} if f"`{flag}" not in table)
-    assert not missing, f"train flags missing from docs/training.md's table: {missing}"
+    check_flag_table("train", table, "docs/training.md")
     methods = next(line for line in table.splitlines() if line.startswith("| mitigation"))
     assert not [name for name in METHODS if not re.search(rf"[`|]{name}[`\\]", methods)]
+
+
+def test_analyze_md_usage_block_lists_every_analyze_flag():
+    """docs/analyze.md's usage block: every ``oversmooth analyze`` flag, each knob of the registry
+    that patches (its flag), and no flag the command lacks."""
+    from oversmooth.mitigations.registry import knob_owners
+
+    block = re.search(r"```diagram\n(oversmooth analyze .*?)```", (ROOT / "docs" / "analyze.md").read_text(), re.S)
+    check_flag_table("analyze", block.group(1), "docs/analyze.md")
+    assert {f"--{k.replace('_', '-')}" for k in knob_owners("patch")} <= set(FLAG.findall(block.group(1)))
+
+
+def test_a_flag_table_that_drifted_would_be_caught():
+    with pytest.raises(AssertionError, match=r"missing from page's table: \['--threads'\]"):
+        check_flag_table(
+            "theory", "--depth --tokens --dim --seed --sequences --attention --out --force --no-progress", "page"
+        )
+    with pytest.raises(AssertionError, match=r"shows flags theory lacks: \['--made-up'\]"):
+        check_flag_table(
+            "theory",
+            "--depth --tokens --dim --seed --sequences --attention --out --force --no-progress --threads --made-up",
+            "page",
+        )

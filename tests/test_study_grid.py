@@ -143,7 +143,7 @@ def test_bad_input_exits_2_with_one_line_and_writes_nothing(tmp_path, capsys, ar
 def test_missing_data_is_caught_before_anything_runs(tmp_path, capsys):
     study = _write(tmp_path, {**TINY, "tasks": ["text:/no/such/book.txt"], "model": "lm"})
     assert main(["study", str(study), "--out", str(tmp_path / "out")]) == 2
-    assert "does not exist" in capsys.readouterr().err and not (tmp_path / "out").exists()
+    assert "no such file or folder: /no/such/book.txt" in capsys.readouterr().err and not (tmp_path / "out").exists()
 
 
 def test_compile_setting_reaches_every_cell(tmp_path, capsys):

@@ -1,5 +1,6 @@
-"""The random-init null of a study's arms (``oversmooth.study.null``, DESIGN 9.8): recomputed here
-from each init's last block output with the naive cos_sim of tests/reference_metrics.py."""
+"""The random-init null of a study's arms (``oversmooth.study.null``,
+docs/registrations/fourth-step.md): recomputed here from each init's last block output with the
+naive cos_sim of tests/reference_metrics.py."""
 
 import dataclasses
 import json

@@ -361,7 +361,8 @@ def test_a_failed_gate_is_not_tested_whatever_the_data(method, baseline, directi
 
 
 def test_a_not_tested_claim_stays_in_the_holm_family_with_p_one():
-    """DESIGN 9.5: m is fixed in advance; an unfinished or gated claim enters with p = 1."""
+    """docs/registrations/second-protocol.md: m is fixed in advance; an unfinished or gated claim
+    enters with p = 1."""
     tested = [
         PairedClaim(tuple(DRUG2), tuple(DRUG1), "higher"),
         PairedClaim((0.5, 1.5, 1.0, 2.0, 0.2), (0.0,) * 5, "higher"),
@@ -423,7 +424,7 @@ def test_a_claim_holm_keeps_gets_the_interval_at_alpha_over_the_claims_it_kept()
     assert decide_family([untested] * 3 + [tested] + [untested] * 3)[3].ci_level == pytest.approx(1 - 0.05 / 7)
 
 
-# --- the third protocol's verdicts (DESIGN 9.8) ---------------------------------------------------
+# --- the third protocol's verdicts (fourth-step.md) -----------------------------------------------
 
 
 def test_the_papers_effect_is_carried_to_our_measure_by_hand():

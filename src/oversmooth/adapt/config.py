@@ -1,5 +1,5 @@
-"""``AdaptConfig``: one adaptation (a model, a mitigation at one or more knob settings, a schedule)
-described as data. JSON-able and checked by ``check()`` without loading anything (errors name its
+"""``AdaptConfig``: one adaptation (a model, one or more mitigations at one or more knob settings
+each, a schedule) described as data. JSON-able and checked by ``check()`` without loading anything (errors name its
 fields: ``FieldError``, which a CLI maps to its flags); imports no torch.
 """
 
@@ -12,7 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from oversmooth.data.text_source import TEXT_HELP, parse_text
 from oversmooth.errors import FieldError, UsageError
+from oversmooth.mitigations import registry
 from oversmooth.train.run_spec import option
 from oversmooth.utils.seeds import check_seed
 
@@ -24,9 +26,10 @@ OBJECTIVES = {
     "distill": "match the unpatched model: 1 - cosine of token states (encoders), "
     "KL of next-token distributions (decoders)",
 }
-TEXTS = ("austen", "sample", "text:FILE[,FILE...]")
 DEVICES, DTYPES = ("auto", "cpu", "cuda"), ("float32", "bfloat16")
 CONTROL = "control"
+ALL_PATCHABLE = "all-patchable"  # ``method``: every method that can patch the model (its source lists them)
+FRONTIER = "frontier"  # ``knobs``: each method's from analyze's frontier (``oversmooth.adapt.frontier_knobs``)
 
 
 #: the flag groups of ``oversmooth adapt --help`` (``MAIN``: the command's own options).
@@ -35,10 +38,14 @@ MAIN, KNOBS, SCHEDULE, RUN = "", "knobs", "schedule", "run"
 
 @dataclass(frozen=True)
 class AdaptConfig:
-    """Every setting of one adaptation. Arms: one ``control`` (method unchanged), and one patched
-    arm per entry of ``knobs`` (``({"lam": 0.2}, {"lam": 0.6})``: two arms; ``({},)``: the
-    method's defaults). Every arm starts from the same weights with the same seed, data order and
-    schedule (``steps``, peak ``lr``, linear warm-up over ``warmup`` of the steps, cosine decay).
+    """Every setting of one adaptation. Arms: one ``control`` (method unchanged), and per method
+    of ``method`` (one name, several comma-separated, or ``all-patchable``) one patched arm per
+    knob setting: ``knobs`` is, for one method, a tuple of settings (``({"lam": 0.2}, {"lam":
+    0.6})``: two arms; ``({},)``: the method's defaults), for several a dict method -> such a
+    tuple (a method left out: its defaults), or ``"frontier"``: each method's from the quality
+    frontier of ``analyze --sweep`` (``oversmooth.adapt.frontier_knobs``). Every arm starts from the
+    same weights with the same seed, data order and schedule (``steps``, peak ``lr``, linear
+    warm-up over ``warmup`` of the steps, cosine decay).
 
     ``None`` settings take the source's default: a train run's own batch size, weight decay and
     gradient clip, and a tenth of its peak lr; for a pretrained model batch 8, lr 1e-4 (whole
@@ -55,15 +62,21 @@ class AdaptConfig:
         group=MAIN,
     )
     out: str = option("runs/adapt", "output folder", group=MAIN)
-    method: str = option("neutreno", "the mitigation to patch in (default %(default)s)", group=MAIN)
-    knobs: tuple[dict[str, Any], ...] = option(
+    method: str = option(
+        "neutreno",
+        "the mitigation to patch in; several, comma-separated (neutreno,contranorm: each beside the one "
+        f"control), or {ALL_PATCHABLE}: every method that can patch this model (default %(default)s)",
+        group=MAIN,
+    )
+    knobs: tuple[dict[str, Any], ...] | dict[str, tuple[dict[str, Any], ...]] | str = option(
         ({},),
-        "one patched arm per value: --lam 0.2,0.6,1.0 makes three (several knobs with lists: every combination)",
+        "one patched arm per value: --lam 0.2,0.6,1.0 makes three (several knobs of a method with lists: every "
+        f"combination); --knobs {FRONTIER}: each method's largest swept knob within analyze's quality budget",
         group=KNOBS,
     )
     objective: str = option("auto", f"{' | '.join(OBJECTIVES)} (default %(default)s)", group=MAIN)
-    text: str = option("austen", f"pretrained text models: {' | '.join(TEXTS)} (default %(default)s)", group=MAIN)
-    text_column: str | None = option(None, "the column of a CSV or TSV text:FILE to read", group=MAIN)
+    text: str = option("austen", f"pretrained text models: {TEXT_HELP} (default %(default)s)", group=MAIN)
+    text_column: str | None = option(None, "the column of a CSV or TSV --text file to read", group=MAIN)
     steps: int = option(200, "optimiser steps per arm (default %(default)s)", group=SCHEDULE)
     batch_size: int | None = option(None, "default: 8, or the train run's", group=SCHEDULE)
     seq_len: int = option(128, "pretrained text models: tokens per sequence", group=SCHEDULE)
@@ -123,31 +136,66 @@ class AdaptConfig:
                     choices=" | ".join(choices),
                     got=getattr(self, name),
                 )
-        if not (self.text in ("austen", "sample") or (self.text.startswith("text:") and self.text[5:].strip())):
-            raise FieldError("{text} must be one of {choices}, got {got!r}", choices=" | ".join(TEXTS), got=self.text)
-        if self.text_column is not None and not self.text.startswith("text:"):
-            raise FieldError("{text_column} reads a column of a CSV or TSV file: give that file as {text} text:FILE")
-        if not self.knobs or not all(isinstance(k, dict) for k in self.knobs):
-            raise UsageError(
-                f"knobs is a list of knob settings, one per patched arm, e.g. [{{'lam': 0.6}}]; got {self.knobs!r}"
-            )
-        if len(set(map(arm_name_of_knobs, self.knobs))) != len(self.knobs):
-            raise UsageError("two patched arms have the same knobs; give each setting once")
+        parse_text(self.text)
+        names = self.method_names()
+        if isinstance(self.knobs, str):
+            if self.knobs != FRONTIER:
+                raise FieldError("{knobs} is a list of knob settings or %s, got {got!r}" % FRONTIER, got=self.knobs)
+            return self
+        if isinstance(self.knobs, dict):
+            for name, settings in self.knobs.items():
+                if names is not None and name not in names:
+                    raise FieldError(
+                        "{knobs} sets %s, which {method} %s does not name; add it there or drop its knobs"
+                        % (name, self.method)
+                    )
+                registry.method(name)  # an unknown method
+                _check_settings(settings, name)
+        else:
+            _check_settings(self.knobs, self.method)
+            if names != (self.method,) and any(self.knobs):
+                raise UsageError(
+                    f"with several methods ({self.method}) knobs are given per method, "
+                    "e.g. {'neutreno': [{'lam': 0.6}]}; a list of settings is for one method"
+                )
         return self
+
+    def method_names(self) -> tuple[str, ...] | None:
+        """The methods ``method`` names, in its order; None for ``all-patchable`` (the source lists
+        those that can patch its model). Checked: ``FieldError`` naming ``method`` for none, one
+        named twice, ``all-patchable`` beside names; ``UsageError`` for an unknown one."""
+        names = tuple(name.strip() for name in self.method.split(",") if name.strip())
+        if not names:
+            raise FieldError(
+                "{method} names no method; name one (neutreno), several (neutreno,contranorm) or %s" % ALL_PATCHABLE
+            )
+        if names == (ALL_PATCHABLE,):
+            return None
+        if ALL_PATCHABLE in names:
+            raise FieldError("{method} %s stands alone; drop the other names or it" % ALL_PATCHABLE)
+        twice = next((name for name in names if names.count(name) > 1), None)
+        if twice:
+            raise FieldError("{method} names %s twice; name each method once" % twice)
+        for name in names:
+            registry.method(name)  # UsageError: unknown, with the choices
+        return names
+
+    def knobs_of(self, name: str) -> tuple[dict[str, Any], ...]:
+        """The knob settings given for method ``name``, one patched arm each (``({},)``: its defaults)."""
+        if isinstance(self.knobs, dict):
+            return tuple(self.knobs.get(name, ({},)))
+        return tuple(self.knobs)
 
     @property
     def every(self) -> int:
         """Steps between held-out evaluations."""
         return self.record_every or max(1, self.steps // 8)
 
-    def arm_names(self) -> list[str]:
-        return [CONTROL, *(f"{self.method}{arm_name_of_knobs(k)}" for k in self.knobs)]
-
     def to_dict(self) -> dict[str, Any]:
         """The fields as JSON; ``ramp`` and ``text_column`` only when set (an adaptation without
         them is described, and resumes, as before they existed)."""
         data = dataclasses.asdict(self)
-        data["knobs"] = [dict(k) for k in self.knobs]
+        data["knobs"] = _knobs_data(self.knobs)
         for name in ("ramp", "text_column"):
             if not data[name]:
                 del data[name]
@@ -159,7 +207,12 @@ class AdaptConfig:
         unknown = sorted(set(data) - names)
         if unknown:
             raise UsageError(f"unknown adapt setting(s) {', '.join(unknown)}; valid: {', '.join(sorted(names))}")
-        return cls(**{**data, "knobs": tuple(dict(k) for k in data.get("knobs", ({},)))})
+        knobs = data.get("knobs", ({},))
+        if isinstance(knobs, dict):
+            knobs = {name: tuple(map(dict, settings)) for name, settings in knobs.items()}
+        elif not isinstance(knobs, str):
+            knobs = tuple(map(dict, knobs))
+        return cls(**{**data, "knobs": knobs})
 
     def save(self, path: Path) -> None:
         from oversmooth.utils.atomic import atomic_write
@@ -177,9 +230,26 @@ def setting(config: AdaptConfig) -> dict[str, Any]:
     return {k: v for k, v in config.to_dict().items() if k not in (*RUN_OPTIONS, "out")}
 
 
-def arm_name_of_knobs(knobs: dict[str, Any]) -> str:
-    """``{"lam": 0.6}`` -> ``"-lam0.6"``; ``{}`` -> ``""`` (the defaults)."""
-    return "".join(f"-{k}{v:g}" if isinstance(v, float) else f"-{k}{v}" for k, v in sorted(knobs.items()))
+def arm_name(method: str, knobs: dict[str, Any]) -> str:
+    """``("neutreno", {"lam": 0.6})`` -> ``"neutreno-lam0.6"``; ``{}`` (the defaults) -> ``"neutreno"``."""
+    return method + "".join(f"-{k}{v:g}" if isinstance(v, float) else f"-{k}{v}" for k, v in sorted(knobs.items()))
+
+
+def _check_settings(settings: Any, name: str) -> None:
+    """``settings``: a non-empty list of knob dicts, one per patched arm of method ``name``, each once."""
+    if not isinstance(settings, (tuple, list)) or not settings or not all(isinstance(k, dict) for k in settings):
+        raise UsageError(
+            f"knobs of {name} are a list of knob settings, one per patched arm, e.g. [{{'lam': 0.6}}]; got {settings!r}"
+        )
+    if len({arm_name(name, k) for k in settings}) != len(settings):
+        raise UsageError(f"two patched arms of {name} have the same knobs; give each setting once")
+
+
+def _knobs_data(knobs: Any) -> Any:
+    """``knobs`` as JSON: a list of settings, a dict method -> list, or ``"frontier"``."""
+    if isinstance(knobs, dict):
+        return {name: [dict(k) for k in settings] for name, settings in knobs.items()}
+    return knobs if isinstance(knobs, str) else [dict(k) for k in knobs]
 
 
 def _number(value: Any) -> bool:

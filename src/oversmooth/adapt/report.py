@@ -1,5 +1,7 @@
 """The files of an adaptation: ``adapt.csv`` (one row per arm x checkpoint), ``adapt.png``
-(quality and last-layer cos_sim vs steps, every arm) and ``report.md`` (the verdict in words)."""
+(quality and last-layer cos_sim vs steps, every arm), ``tradeoff.png`` (quality against
+similarity, step 0 and the end: ``oversmooth.adapt.tradeoff``) and ``report.md`` (the verdict in
+words, the methods and their knobs, the tradeoff table)."""
 
 from __future__ import annotations
 
@@ -7,9 +9,11 @@ from pathlib import Path
 
 import pandas as pd
 
+from oversmooth.adapt import tradeoff
 from oversmooth.adapt.result import AdaptResult
 from oversmooth.adapt.verdict import judge, quality_measure
 from oversmooth.utils.atomic import atomic_write
+from oversmooth.utils.markdown import markdown_table
 from oversmooth.utils.plotting import figure, save_png
 
 
@@ -34,6 +38,7 @@ def write_outputs(result: AdaptResult, out: Path) -> None:
     with atomic_write(out / "adapt.csv") as handle:
         frame.to_csv(handle, index=False)
     plot(result, frame, out / "adapt.png")
+    tradeoff.plot(result, out / "tradeoff.png")
     with atomic_write(out / "report.md") as handle:
         handle.write(markdown(result))
 
@@ -55,8 +60,9 @@ def plot(result: AdaptResult, frame: pd.DataFrame, path: Path) -> None:
 
 def markdown(result: AdaptResult) -> str:
     cfg = result.config
+    methods = ", ".join(dict.fromkeys(arm.method for arm in result.patched)) or cfg["method"]
     lines = [
-        f"# Adaptation: {cfg['method']} on {result.model}",
+        f"# Adaptation: {methods} on {result.model}",
         "",
         f"Objective `{result.objective}`; {cfg['steps']} steps, batch {cfg['batch_size']}, peak lr "
         f"{cfg['lr']:g} (warm-up {cfg['warmup']:g} of the steps, cosine decay), seed {cfg['seed']}"
@@ -69,6 +75,7 @@ def markdown(result: AdaptResult) -> str:
         ),
         "",
         *_data(result.data),
+        *_methods(result),
         *_ramp(result),
         "## Verdict (validation split, last step)",
         "",
@@ -76,18 +83,30 @@ def markdown(result: AdaptResult) -> str:
     lines += [f"- {judge(result, arm).words()}" for arm in result.patched]
     lines += [
         "",
+        "## Similarity against quality: step 0 and the end, beside the control",
+        "",
+        tradeoff.verdict_words(result),
+        "",
+        "Step 0 is each arm patched, before adaptation, beside the control at step 0; the end, beside the "
+        "control's end. Removed: the control's last-layer cos_sim minus the arm's; quality lost: against the "
+        "control (ratio - 1 for a perplexity, else the difference; positive: worse). `tradeoff.png` draws it: "
+        "one arrow per arm from step 0 to the end, the control as a square, the budget as a line, and cos_sim "
+        "per layer.",
+        "",
+        *tradeoff.table(result),
+    ]
+    lines += [
+        "",
         "## Arms",
         "",
-        "| arm | status | steps | wall s | val start | val end | test | cos_sim last: start -> end |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
-    for arm in result.arms.values():
-        lines.append(
-            f"| {arm.name} | {arm.status} | {arm.steps} | {arm.wall_seconds:.0f} | {_scores(arm.start)} | "
-            f"{_scores(arm.val)} | {_scores(arm.test)} | {_f(arm.start_cos_sim_last)} -> "
-            f"{_f(arm.cos_sim_last)} |"
-        )
-    lines += [
+        markdown_table(
+            ["arm", "status", "steps", "wall s", "val start", "val end", "test", "cos_sim last: start -> end"],
+            [
+                [arm.name, arm.status, arm.steps, f"{arm.wall_seconds:.0f}", _scores(arm.start), _scores(arm.val)]
+                + [_scores(arm.test), f"{_f(arm.start_cos_sim_last)} -> {_f(arm.cos_sim_last)}"]
+                for arm in result.arms.values()
+            ],
+        ),
         "",
         "Quality beside similarity: low similarity from a broken model is no success. "
         "`adapt.csv` has every checkpoint; `adapt.png` plots them; `arms/<arm>/model` is the adapted model.",
@@ -106,6 +125,21 @@ def _data(data: dict[str, dict[str, int]]) -> list[str]:
     return [f"Data, as trained and scored: {', '.join(words)}.", ""]
 
 
+def _methods(result: AdaptResult) -> list[str]:
+    """With several methods or frontier knobs: how each method's arms got their knobs, or why it has none."""
+    if not (result.frontier or len(result.methods) > 1):
+        return []
+    lines = ["## Methods and their knobs", ""]
+    if result.frontier:
+        lines += [
+            f"Knobs read off the frontier of `{result.frontier['command']}` (no fine-tuning; text: "
+            f"{result.frontier['text']}; budget: {result.frontier['budget']}; `frontier.json`): each method's "
+            "largest swept value within that budget.",
+            "",
+        ]
+    return [*lines, *(f"- {name}: {why}" for name, why in result.methods.items()), ""]
+
+
 def _ramp(result: AdaptResult) -> list[str]:
     """What ``--ramp`` did, and which knobs each evaluation of each patched arm used."""
     steps = result.config.get("ramp")
@@ -114,21 +148,27 @@ def _ramp(result: AdaptResult) -> list[str]:
         return []
     from oversmooth.mitigations.registry import METHODS
 
-    ramped = list(arms[0].rows[0]["knobs_in_force"])
-    off = {k: v for k, v in METHODS[result.config["method"]].zero.items() if k in ramped}
+    ramped = {arm.method: list(arm.rows[0]["knobs_in_force"]) for arm in arms}
+    off = "; ".join(
+        f"{name} {_setting({k: v for k, v in METHODS[name].zero.items() if k in knobs})}"
+        for name, knobs in ramped.items()
+    )
     lines = [
-        f"**Ramped over the first {steps} steps**: each patched arm's {' and '.join(ramped)} grew linearly from "
-        f"the method's off setting ({_setting(off)}) at step 0 to the arm's value at step {steps}, then stayed "
+        f"**Ramped over the first {steps} steps**: each patched arm's "
+        f"{' and '.join(dict.fromkeys(k for knobs in ramped.values() for k in knobs))} grew linearly from "
+        f"its method's off setting ({off}) at step 0 to the arm's value at step {steps}, then stayed "
         "there (the method's other knobs: the arm's values throughout). Which knobs each evaluation used: step 0, "
         "the verdict's *patched* (before adaptation), the arm's full value, the damage the adaptation has to "
         f"undo; every later evaluation the knobs in force at its step, the arm's value from step {steps} on "
         "(`knobs_in_force` in `adapt.csv` and `adapt.json`):",
         "",
-        "| arm | " + " | ".join(f"step {r['step']}" for r in arms[0].rows) + " |",
-        "|---|" + "---|" * len(arms[0].rows),
+        markdown_table(
+            ["arm", *(f"step {r['step']}" for r in arms[0].rows)],
+            [[arm.name, *(_setting(r["knobs_in_force"]) for r in arm.rows)] for arm in arms],
+        ),
+        "",
     ]
-    lines += ["| %s | %s |" % (arm.name, " | ".join(_setting(r["knobs_in_force"]) for r in arm.rows)) for arm in arms]
-    return [*lines, ""]
+    return lines
 
 
 def _setting(knobs: dict) -> str:

@@ -82,14 +82,18 @@ class ArmResult:
 class AdaptResult:
     """The whole adaptation: its config (defaults filled in), what was adapted, the objective, the
     arms by name (``control`` first), ``data``: per split, the ``examples`` trained or scored on
-    and, for text, the ``tokens`` they hold (``adapt.run.sizes``), and ``provenance``
-    (``utils.provenance``; None in adaptations written before it was recorded)."""
+    and, for text, the ``tokens`` they hold (``adapt.run.sizes``), ``methods``: per method asked
+    for, how its arms got their knobs or why it has none (``adapt.arms.plan_arms``), with
+    ``knobs="frontier"`` the ``frontier`` they were read off (``adapt.frontier_knobs.frontier``),
+    and ``provenance`` (``utils.provenance``; None in adaptations written before it was recorded)."""
 
     config: dict
     source: dict
     objective: str
     arms: dict[str, ArmResult]
     data: dict[str, dict[str, int]]
+    methods: dict[str, str] = field(default_factory=dict)
+    frontier: dict | None = None
     provenance: Provenance | None = None
 
     @property
@@ -113,6 +117,8 @@ class AdaptResult:
             "objective": self.objective,
             "arms": {name: asdict(arm) for name, arm in self.arms.items()},
             "data": self.data,
+            "methods": self.methods,
+            "frontier": self.frontier,
             **({"provenance": self.provenance.to_json()} if self.provenance is not None else {}),
         }
 
@@ -124,5 +130,7 @@ class AdaptResult:
             data["objective"],
             {name: ArmResult(**arm) for name, arm in data["arms"].items()},
             data.get("data", {}),  # adaptations written before it was recorded have none
+            data.get("methods", {}),  # nor these, written before adaptations held several methods
+            data.get("frontier"),
             Provenance.from_json(data["provenance"]) if isinstance(data.get("provenance"), dict) else None,  # nor this
         )

@@ -6,9 +6,12 @@ Folder ``config.out``:
   ``checkpoint.pt`` while the arm runs: it is deleted once the arm's model is saved),
   ``start.json`` (held-out scores and layer metrics before any step) and ``model/`` (the adapted
   model; a pretrained model's patch is recorded in its config);
+- ``frontier.json``, with ``knobs="frontier"``: analyze's sweep the knobs were read off
+  (``oversmooth.adapt.frontier_knobs``), run before the first arm;
 - ``adapt.json``, ``adapt.csv``, ``adapt.png``, ``report.md`` (``oversmooth.adapt.report``).
 
-Arms run one after the other, control first; each is resumable on its own, so a killed call
+The arms (``oversmooth.adapt.arms``): the control, then each method's, named by method and knobs.
+They run one after the other, control first; each is resumable on its own, so a killed call
 rerun with the same config continues where it stopped and ends bit-identical; a finished one
 returns the stored result without training.
 
@@ -30,7 +33,9 @@ from pathlib import Path
 
 import torch
 
-from oversmooth.adapt.config import AdaptConfig, setting
+from oversmooth.adapt import frontier_knobs
+from oversmooth.adapt.arms import Arm, methods_of, plan_arms
+from oversmooth.adapt.config import FRONTIER, AdaptConfig, setting
 from oversmooth.adapt.result import AdaptResult, ArmResult
 from oversmooth.errors import FieldError, UsageError
 from oversmooth.mitigations import registry
@@ -113,10 +118,16 @@ def adapt(config: AdaptConfig, command: str | None = None) -> AdaptResult:
             got=config.batch_size,
             size=task.size("train"),
         )
-    check_overflow(config, source, task)
+    methods, left_out = methods_of(config, source)
+    choices = _frontier(config, source, methods, out) if config.knobs == FRONTIER else None
+    plan, notes = plan_arms(config, source, methods, left_out, choices)
+    check_overflow(source, task, plan)
     out.mkdir(parents=True, exist_ok=True)
     if not (out / CONFIG_FILE).is_file():
         given.save(out / CONFIG_FILE)  # as given: a rerun compares its own settings with these
+    if choices is not None and not (out / frontier_knobs.FILE).is_file():
+        with atomic_write(out / frontier_knobs.FILE) as handle:
+            json.dump(choices, handle, indent=2)
     env = setup_distributed(config.device)
     provenance = Provenance.gather(
         command or f"oversmooth.adapt.adapt(AdaptConfig(...)) from Python, the settings in {CONFIG_FILE}",
@@ -124,15 +135,15 @@ def adapt(config: AdaptConfig, command: str | None = None) -> AdaptResult:
         {"seed": config.seed},
         {**source.identity, "data sha256": task.digest()},
     )
-    arms = {}
-    for name, knobs in zip(config.arm_names(), [None, *source.knobs]):
-        arms[name] = _run_arm(config, source, task, env, out / "arms" / name, name, knobs, provenance)
+    arms = {arm.name: _run_arm(config, source, task, env, out / "arms" / arm.name, arm, provenance) for arm in plan}
     result = AdaptResult(
         config=config.to_dict(),
         source=source.description,
         objective=source.objective,
         arms=arms,
         data=sizes(task),
+        methods=notes,
+        frontier=choices,
         provenance=provenance,
     )
     from oversmooth.adapt.report import write_outputs
@@ -143,28 +154,37 @@ def adapt(config: AdaptConfig, command: str | None = None) -> AdaptResult:
     return result
 
 
-def check_overflow(config: AdaptConfig, source, task) -> None:
+def _frontier(config: AdaptConfig, source, methods: tuple[str, ...], out: Path) -> dict:
+    """``knobs="frontier"``: the choices kept in ``out`` (the sweep ran before this adaptation's
+    first arm), else the sweep run now (``oversmooth.adapt.frontier_knobs``)."""
+    path = out / frontier_knobs.FILE
+    if path.is_file():
+        return json.loads(path.read_text())
+    return frontier_knobs.frontier(config, source.loaded, methods)
+
+
+def check_overflow(source, task, plan: list[Arm]) -> None:
     """Each patched arm on a few validation examples: NaN or Inf in its outputs or stream states,
     where the unpatched model's are finite, come from its knobs (far out of scale), so they are
     refused (``FieldError`` naming the knobs and their defaults) before anything is written."""
     with torch.no_grad():  # a distillation batch runs the teacher
         inputs = validation_probe(task, 4)  # overflow shows on any example
-    for knobs, given in zip(source.knobs, config.knobs):
-        if _finite(source.arm(knobs), inputs):
+    for arm in plan[1:]:
+        if _finite(source.arm(arm.method, arm.knobs), inputs):
             continue
         if not _finite(source.arm(None), inputs):
             raise UsageError(
                 "the model's outputs or states hold NaN or Inf before any step, unpatched too; check its weights"
             )
-        names = {registry.method(config.method).flag(k): k for k in given}  # flag -> knob field
+        names = {registry.method(arm.method).flag(k): k for k in arm.given}  # flag -> knob field
         fix = "bring the knobs closer to their defaults (%s)" % ", ".join("{%s} {default_%s}" % (n, n) for n in names)
         raise FieldError(
             "with {method} {method_name}%s this model's states overflow (NaN or Inf before any step; "
             "unpatched they are finite); %s"
             % ("".join(" {%s} {value_%s}" % (n, n) for n in names), fix if names else "choose another {method}"),
-            method_name=config.method,
-            **{f"value_{n}": given[k] for n, k in names.items()},
-            **{f"default_{n}": source.knob_defaults()[k] for n, k in names.items()},
+            method_name=arm.method,
+            **{f"value_{n}": arm.given[k] for n, k in names.items()},
+            **{f"default_{n}": source.knob_defaults(arm.method)[k] for n, k in names.items()},
         )
 
 
@@ -207,38 +227,37 @@ def train_config(config: AdaptConfig, steps_per_epoch: int) -> TrainConfig:
     )
 
 
-def _run_arm(
-    config: AdaptConfig, source, task, env, folder: Path, name: str, knobs: dict | None, provenance: Provenance
-) -> ArmResult:
+def _run_arm(config: AdaptConfig, source, task, env, folder: Path, arm: Arm, provenance: Provenance) -> ArmResult:
     """One arm: its start scores, then the train loop (resumed if it was cut), then its model; the
     checkpoint of a completed arm is deleted once its model is saved (a diverged arm keeps its
     last good one)."""
     spe = task.size("train") // config.batch_size
+    method, knobs = arm.method, arm.knobs
     torch.manual_seed(config.seed)
-    model = source.arm(knobs).to(env.device)
+    model = source.arm(method, knobs).to(env.device)
     folder.mkdir(parents=True, exist_ok=True)
     cfg = train_config(config, spe)
-    if knobs is None and source.objective == "distill":  # a control at its minimum: no step (module docstring)
+    if method is None and source.objective == "distill":  # a control at its minimum: no step (module docstring)
         cfg = replace(cfg, lr=0.0)
     start = _start(model, task, cfg, env, folder)
     description = {
         "adapt": setting(config),
         "source": source.description,
-        "arm": name,
-        "method": config.method if knobs is not None else source.description.get("method", "unpatched"),
+        "arm": arm.name,
+        "method": method or source.description.get("method", "unpatched"),
         "knobs": knobs,
     }
-    ramp = source.ramp(model, knobs) if knobs is not None and config.ramp else None  # from the start, not at it
+    ramp = source.ramp(model, method, knobs) if method and config.ramp else None  # from the start, not at it
     torch.manual_seed(config.seed)
     results = train(
         model, task, cfg, folder, env, resume=True, description=description, at_step=ramp, provenance=provenance
     )
     if results["status"] == "completed":
         if not (folder / "model").is_dir():
-            source.save(model, folder / "model", knobs)
+            source.save(model, folder / "model", method, knobs)
         (folder / FILENAME).unlink(missing_ok=True)  # resume needs it only while the arm runs
     records = [json.loads(line) for line in (folder / "metrics.jsonl").read_text().splitlines() if line]
-    return ArmResult.of(name, description["method"], knobs, start, records, results, ramp and ramp.evaluated)
+    return ArmResult.of(arm.name, description["method"], knobs, start, records, results, ramp and ramp.evaluated)
 
 
 def _start(model, task, cfg: TrainConfig, env, folder: Path) -> dict:

@@ -11,25 +11,16 @@ import numpy as np
 import torch
 
 from oversmooth import data
+from oversmooth.data.text_source import parse_text
 from oversmooth.errors import UsageError
 
 PASSAGE_CHARS = 8000
 
 
 def documents(text: str, data_dir: str | None = None, column: str | None = None) -> dict[str, list[data.Document]]:
-    """``austen``, ``sample`` or ``text:FILE[,FILE...]`` (``column``: of a CSV or TSV file) ->
-    train / val / test passages."""
-    if text == "austen":
-        sources = data.load_austen(data_dir)
-    elif text == "sample":
-        from oversmooth.analyze import sample_text
-
-        sources = [data.Document("sample", sample_text())]
-    else:
-        from pathlib import Path
-
-        sources = data.read_text_files([Path(p) for p in text[5:].split(",") if p], column)
-    return data.split_text(sources, PASSAGE_CHARS)
+    """A text source (``oversmooth.data.text_source``; ``column``: of a CSV or TSV file) -> train /
+    val / test passages."""
+    return data.split_text(parse_text(text).documents(data_dir, column), PASSAGE_CHARS)
 
 
 def token_blocks(

@@ -14,7 +14,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from oversmooth.adapt.config import AdaptConfig
+from oversmooth.adapt.config import FRONTIER, AdaptConfig
 from oversmooth.adapt.ramp import Ramp, off_setting
 from oversmooth.errors import FieldError, UsageError
 from oversmooth.train.run import shown_task
@@ -46,14 +46,13 @@ class TrainRunSource:
             )
         if config.lora:
             raise UsageError("lora is for large pretrained models; our own train runs are fine-tuned whole: set lora 0")
+        if config.knobs == FRONTIER:
+            raise FieldError(
+                "{knobs} %s reads the frontier of `oversmooth analyze --sweep`, which sweeps pretrained models; "
+                "give an `oversmooth train` run's knobs as values (--lam 0.2,0.6)" % FRONTIER
+            )
         self.source = saved
         self.run, self.saved = saved.description, saved.load()
-        # an unknown method, a knob out of range, weights it cannot take: refused now; so is a knob --ramp cannot set
-        arms = [self._patched(knobs) for knobs in config.knobs]
-        self.ramp_off = self._ramp_off() if config.ramp else {}
-        for model in arms if self.ramp_off else ():
-            ramped_layers(model, config.method, self.ramp_off, config.ramp)
-        self.knobs = [dict(k) for k in config.knobs]
         train = self.run["train"]
         self.defaults = {
             "batch_size": train["batch_size"],
@@ -75,32 +74,49 @@ class TrainRunSource:
         """The run's own task (``SavedRun.task``)."""
         return self.source.task()
 
-    def arm(self, knobs: dict | None) -> nn.Module:
-        """The run's model (``knobs`` None: the control, method unchanged) or the patched one."""
-        if knobs is None:
+    def check_method(self, name: str) -> None:
+        """``UsageError`` (``FieldError`` naming ``ramp``) naming method ``name`` and why when the
+        run's model cannot continue with it: a method that rebuilds what the run trained, or whose
+        knobs ``--ramp`` cannot set."""
+        self._patched(name, {})
+        if self.config.ramp:
+            self._ramp_off(name)
+
+    def resolve(self, name: str, knobs: dict) -> dict:
+        """``knobs`` as given (our models fill in the defaults), checked by building the arm: a knob
+        the method lacks or a value out of range, or (``--ramp``) a knob made learnable, refused."""
+        model = self._patched(name, knobs)
+        if self.config.ramp:
+            ramped_layers(model, name, self._ramp_off(name), self.config.ramp)
+        return dict(knobs)
+
+    def arm(self, method: str | None, knobs: dict | None = None) -> nn.Module:
+        """The run's model (``method`` None: the control, its method unchanged) or the patched one."""
+        if method is None:
             model = type(self.saved)(self.saved.cfg)
             model.load_state_dict(self.saved.state_dict())
             return model
-        return self._patched(knobs)
+        return self._patched(method, knobs)
 
-    def _ramp_off(self) -> dict:
-        """``--ramp``'s start: the method's off setting, of the knobs our layers take."""
+    def _ramp_off(self, name: str) -> dict:
+        """``--ramp``'s start: method ``name``'s off setting, of the knobs our layers take."""
         from oversmooth.mitigations.registry import method
 
-        chosen = method(self.config.method)
+        chosen = method(name)
         zero = " and ".join(chosen.zero)
         return off_setting(
-            self.config.method,
+            name,
             self.config.ramp,
             {f.name for f in chosen.fields("train")},
             f"in an `oversmooth train` run's model it learns {zero}, as parameters that start at the off setting",
         )
 
-    def ramp(self, model: nn.Module, knobs: dict) -> Ramp:
-        """``--ramp`` for the arm ``model`` built with ``knobs``: the knob values its method's layers
+    def ramp(self, model: nn.Module, method: str, knobs: dict) -> Ramp:
+        """``--ramp`` for the arm ``model`` built with ``method`` at ``knobs``: the knob values its method's layers
         hold (``NeutrenoLayer.lam``, ``Deescalation.tau``, ``ContraNorm.s``) set in place."""
-        layers = ramped_layers(model, self.config.method, self.ramp_off, self.config.ramp)
-        target = {**self.knob_defaults(), **knobs}
+        off = self._ramp_off(method)
+        layers = ramped_layers(model, method, off, self.config.ramp)
+        target = {**self.knob_defaults(method), **knobs}
 
         def apply(values: dict) -> None:
             for layer in layers:
@@ -112,19 +128,19 @@ class TrainRunSource:
                     else:
                         setattr(layer, name, value)
 
-        return Ramp(self.ramp_off, {k: target[k] for k in self.ramp_off}, self.config.ramp, apply)
+        return Ramp(off, {k: target[k] for k in off}, self.config.ramp, apply)
 
-    def knob_defaults(self) -> dict:
-        """The method's knobs when not given (a causal LM's where they differ)."""
+    def knob_defaults(self, method: str) -> dict:
+        """``method``'s knobs when not given (a causal LM's where they differ)."""
         from oversmooth.mitigations.registry import knob_dict, make_knobs
 
-        return knob_dict(make_knobs(self.config.method, {}, causal=self.run["model"] == "lm"))
+        return knob_dict(make_knobs(method, {}, causal=self.run["model"] == "lm"))
 
-    def _patched(self, knobs: dict) -> nn.Module:
+    def _patched(self, name: str, knobs: dict) -> nn.Module:
         from oversmooth.layers import MitigationConfig
         from oversmooth.mitigations.registry import method
 
-        chosen = method(self.config.method)
+        chosen = method(name)
         if chosen.site in ("residual", "weights"):
             what = (
                 "changes how each block's output joins the stream"
@@ -132,24 +148,24 @@ class TrainRunSource:
                 else ("reparametrises every block weight")
             )
             raise UsageError(
-                f"{self.config.method} {what} from its own initialisation, so a run's trained model would not "
-                f"be where it starts; train with --method {self.config.method} instead, or continue with a method "
+                f"{name} {what} from its own initialisation, so a run's trained model would not "
+                f"be where it starts; train with --method {name} instead, or continue with a method "
                 "that keeps the run's function (neutreno, attnscale, featscale, deescalate, contranorm)"
             )
         named = {chosen.flag(k): v for k, v in knobs.items()}  # a config names knobs globally
-        mitigation = MitigationConfig.parse(self.config.method, causal=self.run["model"] == "lm", **named)
+        mitigation = MitigationConfig.parse(name, causal=self.run["model"] == "lm", **named)
         cfg = type(self.saved.cfg).from_dict({**self.saved.cfg.to_dict(), "mitigation": mitigation.to_dict()})
         model = type(self.saved)(cfg)
         missing, unexpected = model.load_state_dict(self.saved.state_dict(), strict=False)
         if unexpected:
             raise UsageError(
-                f"{self.config.method} re-parameterises the run's weights ({unexpected[0]} has no "
+                f"{name} re-parameterises the run's weights ({unexpected[0]} has no "
                 "place in it), so it cannot continue from them; choose a method that keeps "
                 "them (neutreno, attnscale, featscale, deescalation, contranorm)"
             )
         return model
 
-    def save(self, model: nn.Module, folder: Path, knobs: dict | None) -> None:
+    def save(self, model: nn.Module, folder: Path, method: str | None, knobs: dict | None) -> None:
         """Our own models record their method in their config: they load again with it."""
         from oversmooth.models import save_model
 

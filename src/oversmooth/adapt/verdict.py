@@ -120,8 +120,14 @@ def judge(result: AdaptResult, arm: ArmResult) -> Verdict:
 
 def within(value: float, reference: float, higher: bool, kind: str, bound: float) -> bool:
     """``value`` inside the budget (``reference``: what a ratio or difference is taken against)."""
+    edge = limit(reference, kind, bound)
+    return value >= edge if higher else value <= edge
+
+
+def limit(reference: float, kind: str, bound: float) -> float:
+    """The worst value inside the budget (``reference``: what a ratio or difference is taken against)."""
     if kind == "absolute":
-        return value >= bound if higher else value <= bound
+        return bound
     if kind == "ratio":
-        return value <= bound * reference
-    return value >= reference - bound
+        return bound * reference
+    return reference - bound

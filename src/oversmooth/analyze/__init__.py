@@ -5,9 +5,8 @@ The names below import torch on first use only, so that ``settings`` (read by ``
 """
 
 import sys
-import types
 
-from oversmooth.utils.lazy import lazy_exports
+from oversmooth.utils.lazy import CallablePackage, lazy_exports
 
 _LAZY = {
     "BASELINE": "analysis",
@@ -25,7 +24,6 @@ _LAZY = {
     "analysis_inputs": "inputs",
     "check_token_ids": "inputs",
     "read_text": "inputs",
-    "sample_text": "inputs",
     "text_batch": "inputs",
     "Quality": "quality",
     "QualityRow": "quality",
@@ -41,15 +39,7 @@ __all__ = list(_LAZY)
 __getattr__ = lazy_exports(__name__, _LAZY)
 
 
-class _CallablePackage(types.ModuleType):
-    """``oversmooth.analyze`` is this package *and* the notebook's ``analyze(model, ...)``
-    (``oversmooth.analyze.notebook.analyze``): once the package is imported, the attribute
-    ``oversmooth.analyze`` is the package, so calling it must call the function."""
-
-    def __call__(self, *args, **kwargs):
-        from oversmooth.analyze.notebook import analyze
-
-        return analyze(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallablePackage
+#: ``oversmooth.analyze`` is this package *and* the notebook's ``analyze(model, ...)``: calling the
+#: package calls it, and ``help`` / ``inspect.signature`` show its docstring and signature
+__call_target__ = "oversmooth.analyze.notebook:analyze"
+sys.modules[__name__].__class__ = CallablePackage

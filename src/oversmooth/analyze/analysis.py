@@ -44,6 +44,7 @@ from oversmooth.metrics import METRICS, SINK_METRICS, massive_location, measure
 from oversmooth.metrics.attention import counted_eigenvalues
 from oversmooth.metrics.massive import LOCATION_COLUMNS
 from oversmooth.metrics.tokens import valid_tokens
+from oversmooth.mitigations.registry import flat_knobs
 from oversmooth.utils.threads import single_thread, thread_map
 
 BASELINE = "baseline"
@@ -59,7 +60,7 @@ class Analysis:
     sequences: int
     tokens: int
     tables: dict[str, pd.DataFrame]  # BASELINE and each method: ``metric_table``s
-    knobs: dict[str, dict]
+    knobs: dict[str, dict[str, dict]]  # each patched entry (a method or a stack): its methods' knobs
     attention: pd.DataFrame | None  # ``metric_table`` of the attention measures
     attention_shape: tuple[int, int]
     spectrum: list[LayerSpectrum]
@@ -293,10 +294,12 @@ def run_analysis(
         quality = {BASELINE: probe.judge(BASELINE, "", base_seen, base_seen, settings.budget)}
         step(BASELINE)
         for method in settings.methods:
-            with patched(model, method, **knobs[method]):
+            with patched(model, method, knobs[method]):
                 tables[method], outputs, _, _ = _stream_table(model, inputs, settings)
                 seen = probe.observe(model, outputs)
-            quality[method] = probe.judge(method, setting_text(knobs[method]), seen, base_seen, settings.budget)
+            quality[method] = probe.judge(
+                method, setting_text(flat_knobs(knobs[method])), seen, base_seen, settings.budget
+            )
             step(method)
         frontier = _sweep(model, inputs, settings, probe, base_seen, baseline, step)
         null = _null(model, inputs, settings, step) if settings.null_inits else None

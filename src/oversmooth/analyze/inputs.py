@@ -1,7 +1,7 @@
 """Model inputs for an analysis: text chunked to the model's length, or a batch of images.
 
-Text: a string, a text file, or the built-in sample (the opening chapters of Austen's *Pride and
-Prejudice*, public domain, ``data/austen_sample.txt``). Long text is cut into consecutive chunks
+Text: any text source (``oversmooth.data.text_source``: a file, files, a folder, a string,
+``austen``, or the built-in ``sample``, the default). Long text is cut into consecutive chunks
 of at most ``max_length`` tokens (special tokens included), padded, with an attention mask.
 Images: every readable image file of a folder (sorted by name), or the first Fashion-MNIST test
 images; resized to the model's size, normalised with its mean / std.
@@ -10,7 +10,6 @@ images; resized to the model's size, normalised with its mean / std.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,15 +18,15 @@ import torch
 from torch import Tensor
 
 from oversmooth.analyze.settings import DEFAULT_SEQUENCES, DEFAULT_TEXT_TOKENS, check_sequences
-from oversmooth.data import read_text_file
+from oversmooth.data.text_source import parse_text
 from oversmooth.errors import FieldError, UsageError
+from oversmooth.utils.paths import exists, missing_path
 from oversmooth.utils.tensors import check_tensor
 
 if TYPE_CHECKING:
     from oversmooth.hf import Loaded
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".webp", ".tif", ".tiff")
-SAMPLE = "austen_sample.txt"
 #: the shape of each model input the toolkit makes (any other: at least a batch dimension)
 INPUT_SHAPES = {
     "input_ids": "[batch, tokens]",
@@ -36,64 +35,15 @@ INPUT_SHAPES = {
 }
 
 
-def sample_text() -> str:
-    return resources.files("oversmooth.analyze").joinpath("data", SAMPLE).read_text(encoding="utf-8")
-
-
 def read_text(source: str | None, column: str | None = None) -> tuple[str, str]:
-    """``(text, description)`` from a file path, several comma-separated files, a folder (its
-    ``.txt`` and ``.md`` files in name order), a literal string, or None (the built-in sample);
-    several files are joined by a blank line; ``column``: the column of a CSV or TSV file to read
-    (``data.read_text_file``, which refuses a table without it). FieldError naming ``text`` when
-    it is empty, ``text_column`` when it is given without a file."""
-    files = _text_files(source, Path(source).expanduser()) if source and source.strip() else []
-    if column is not None and not files:
-        raise FieldError("{text_column} %s reads a column of a CSV or TSV file: give that file as {text}" % column)
-    if source is None:
-        return sample_text(), f"built-in sample ({SAMPLE})"
-    if not source.strip():
-        raise FieldError(
-            "{text} is empty; pass a text file or a quoted string, or leave it out for the built-in sample"
-        )
-    path = Path(source).expanduser()
-    if files:
-        text = "\n\n".join(read_text_file(file, column) for file in files)
-        description = str(files[0]) if len(files) == 1 else f"{len(files)} files ({', '.join(f.name for f in files)})"
-    elif "\n" not in source and (path.suffix in (".txt", ".md") or _is_dir(path)):
-        raise UsageError(f"{source}: no such text file; pass an existing file or a quoted string")
-    else:
-        text, description = source, "text given on the command line"
+    """``(text, description)`` from a text source (``oversmooth.data.text_source``: ``sample``,
+    ``austen``, files, a folder, a string; None: the built-in sample), its documents joined by a
+    blank line; ``column``: the column of a CSV or TSV file to read (``TextSource.documents``)."""
+    parsed = parse_text("sample" if source is None else source)
+    text = "\n\n".join(d.text for d in parsed.documents(column=column))
     if not text.strip():
-        raise UsageError(f"the text from {description} is empty; pass some text")
-    return text, description
-
-
-def _text_files(source: str, path: Path) -> list[Path]:
-    """The files ``source`` names: one file, comma-separated files (all existing), or a folder's
-    text files; none when it names no file (a literal string). UsageError for a folder without text."""
-    if _is_file(path):
-        return [path]
-    if _is_dir(path):
-        files = sorted(p for p in path.iterdir() if p.suffix in (".txt", ".md") and p.is_file())
-        if not files:
-            raise UsageError(f"{path} holds no .txt or .md file; pass a folder of text files, a file or a string")
-        return files
-    parts = [Path(p.strip()).expanduser() for p in source.split(",")] if "," in source else []
-    return parts if parts and all(_is_file(p) for p in parts) else []
-
-
-def _is_file(path: Path) -> bool:
-    try:
-        return path.is_file()
-    except OSError:  # a long literal string is no file name
-        return False
-
-
-def _is_dir(path: Path) -> bool:
-    try:
-        return path.is_dir()
-    except OSError:
-        return False
+        raise UsageError(f"the text from {parsed.describe()} is empty; pass some text")
+    return text, parsed.describe()
 
 
 def model_max_length(tokenizer, config) -> int:
@@ -146,9 +96,11 @@ def check_token_ids(ids: Tensor, model, name: str) -> None:
 
 
 def image_files(folder: str | Path) -> list[Path]:
+    if not exists(str(folder)):
+        raise missing_path(str(folder), "pass a folder of image files")
     folder = Path(folder).expanduser()
     if not folder.is_dir():
-        raise UsageError(f"{folder}: no such image folder; pass a directory of image files")
+        raise UsageError(f"{folder} is not a folder; pass a folder of image files")
     files = sorted(p for p in folder.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
     if not files:
         raise UsageError(f"{folder} has no image files ({', '.join(IMAGE_SUFFIXES)}); pass a folder of images")

@@ -15,7 +15,8 @@ methods as one tidy table, plot that table. ``oversmooth.load``, ``oversmooth.an
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import pandas as pd
 
@@ -26,6 +27,7 @@ from oversmooth.analyze.saved_run_analysis import analyze_saved
 from oversmooth.analyze.settings import AnalysisSettings
 from oversmooth.hf import Loaded
 from oversmooth.hf import load as load_model
+from oversmooth.mitigations.registry import assign_knobs, patch_stack
 from oversmooth.train.saved_run import SavedRun, saved_run
 
 #: quality columns of ``analyze``'s table: whether each method kept the model's job, and how well
@@ -43,30 +45,31 @@ def load(model: str | None = None, sequences: int = 8, tokens: int = 128) -> Loa
 
 
 def analyze(
-    loaded: Loaded,
+    loaded: Loaded | SavedRun,
     text: str | None = None,
     methods: Sequence[str] = (),
     sequences: int = 8,
     tokens: int = 128,
-    **knobs,
+    knobs: Mapping[str, Mapping[str, Any]] | None = None,
+    **bare: Any,
 ) -> pd.DataFrame:
     """Per layer, every measure of ``oversmooth.metrics`` (mean and ``_std`` over sequences) of
-    ``loaded`` unpatched (``method`` "baseline") and with each of ``methods`` patched in (knobs by
-    name, e.g. ``lam=0.4``), as one tidy table: ``method, layer, <measure>, <measure>_std, ...,
-    within_budget, quality``. ``quality`` is the method's headline quality measure (an encoder's
-    output cosine to the unpatched model, an LM's perplexity) and ``within_budget`` whether it
-    stays within the default budget: lower similarity in a broken model is no mitigation. ``text``:
-    a file or a string (None: the built-in sample). A model this tool trained is measured on its own
-    validation split (``text`` and ``methods`` do not apply), ``quality`` its validation accuracy."""
+    ``loaded`` unpatched (``method`` "baseline") and with each of ``methods`` patched in (``a+b``:
+    stacked), as one tidy table: ``method, layer, <measure>, <measure>_std, ..., within_budget,
+    quality, knobs``. Knobs per method, ``knobs={"deescalate": {"tau": 0.5}}``, or bare,
+    ``lam=0.4``, when the name fits one method only (``tau`` fits de-escalation and ContraNorm:
+    refused, naming them); the ``knobs`` column holds each row's, defaults included.
+    ``quality`` is the method's headline quality measure (an encoder's output cosine to the
+    unpatched model, an LM's perplexity) and ``within_budget`` whether it stays within the
+    default budget: lower similarity in a broken model is no mitigation. ``text``: a text source
+    (``oversmooth.data.text_source``: a file, a folder, a string, ``austen``; None: the built-in
+    sample). A model this tool trained is measured on its own validation split (``text``,
+    ``methods`` and knobs do not apply), ``quality`` its validation accuracy."""
     if isinstance(loaded, SavedRun):
-        return _saved_table(loaded, text, methods, sequences, tokens, knobs)
+        return _saved_table(loaded, text, methods, sequences, tokens, {**(knobs or {}), **bare})
+    members = tuple(dict.fromkeys(name for entry in methods for name in patch_stack(entry)))
+    by_method = assign_knobs(members, bare, knobs)  # before the inputs: a refusal costs nothing
     inputs, source = analysis_inputs(loaded, text, None, sequences, tokens)
-    by_method: dict[str, dict] = {}
-    for name, values in knobs.items():
-        owner = next((m for m in methods if name in _knob_names(m)), None)
-        if owner is None:
-            raise ValueError(f"knob {name}={values!r} belongs to none of methods {list(methods)}")
-        by_method.setdefault(owner, {})[name] = values
     settings = AnalysisSettings(methods=tuple(methods), knobs=by_method, attention_sequences=0)
     result = run_analysis(loaded.model, inputs, settings, tokenizer=loaded.tokenizer)
     return tidy_table(result, loaded.name, f"{result.sequences} sequences x {result.tokens} tokens from {source}")
@@ -83,9 +86,3 @@ def _saved_table(
             "drop text, methods, knobs and tokens (oversmooth adapt continues it with another method)"
         )
     return analyze_saved(saved, sequences).tidy()
-
-
-def _knob_names(method: str) -> set[str]:
-    from oversmooth.mitigations.registry import method as registry_method
-
-    return {f.name for f in registry_method(method).fields("patch")}

@@ -1,6 +1,6 @@
 """Per-layer pictures of an analysis, for the notebook and the report alike: ``tidy_table`` turns
 an ``Analysis`` into one long table (``method, layer, <measure>, <measure>_std, ...,
-within_budget, quality``) and ``plot_layers`` draws one measure of it: a line per method with a
+within_budget, quality, knobs``) and ``plot_layers`` draws one measure of it: a line per method with a
 band of one std over sequences, a method that broke the model dashed and labelled with its
 quality."""
 
@@ -9,7 +9,9 @@ from __future__ import annotations
 import pandas as pd
 
 from oversmooth.analyze.analysis import BASELINE, Analysis
+from oversmooth.hf import setting_text
 from oversmooth.metrics import ATTENTION_METRICS, METRICS, SINK_METRICS, measure_columns
+from oversmooth.mitigations.registry import flat_knobs
 
 
 def tidy_table(
@@ -17,7 +19,8 @@ def tidy_table(
 ) -> pd.DataFrame:
     """Every method's stream measures (``attention``: the unpatched model's attention measures;
     ``sinks``: its sink measures, ``SINK_METRICS``, on the attention sample) per layer with its
-    quality; ``attrs``: ``model``, ``inputs`` (in words) and ``quality_measure``."""
+    quality and the knobs it was patched with (``lam=0.6``; a stack's by their global names;
+    ``""`` for the baseline); ``attrs``: ``model``, ``inputs`` (in words) and ``quality_measure``."""
     if attention or sinks:
         tables = {BASELINE: analysis.attention if attention else analysis.sinks}
         measures = ATTENTION_METRICS if attention else SINK_METRICS
@@ -30,6 +33,7 @@ def tidy_table(
         frame.insert(0, "method", method)
         frame["within_budget"] = quality.within_budget
         frame["quality"] = quality.rows[0].value
+        frame["knobs"] = setting_text(flat_knobs(analysis.knobs[method])) if method in analysis.knobs else ""
         frames.append(frame)
     tidy = pd.concat(frames, ignore_index=True)
     tidy.attrs.update(model=model, inputs=inputs, quality_measure=analysis.quality[BASELINE].rows[0].measure)

@@ -7,7 +7,6 @@ printed on the terminal.
 from __future__ import annotations
 
 import csv
-import json
 import math
 import textwrap
 from dataclasses import asdict
@@ -25,7 +24,9 @@ from oversmooth.metrics import ATTENTION_METRICS, LAYER_MEASURES, METRICS, RANK_
 from oversmooth.metrics.attention import SINK_EPSILON
 from oversmooth.metrics.massive import LOCATION_COLUMNS
 from oversmooth.mitigations.registry import METHODS as REGISTRY
+from oversmooth.mitigations.registry import flat_knobs
 from oversmooth.utils.atomic import atomic_directory
+from oversmooth.utils.json_files import json_text
 from oversmooth.utils.plotting import figure, save_png
 from oversmooth.utils.provenance import Provenance
 
@@ -188,27 +189,16 @@ def csv_rows(analysis: Analysis) -> list[dict]:
     return rows
 
 
-def _clean(value):
-    """NaN -> None, recursively, so the JSON is standard."""
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _clean(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_clean(v) for v in value]
-    return value
-
-
 def spectrum_document(analysis: Analysis, provenance: Provenance) -> dict:
-    return _clean(
-        {
-            "family": analysis.family,
-            "norm_placement": analysis.norm_placement,
-            "attention_sample": {"sequences": analysis.attention_shape[0], "tokens": analysis.attention_shape[1]},
-            "layers": [s.to_dict() for s in analysis.spectrum],
-            "provenance": provenance.to_json(),
-        }
-    )
+    """``spectrum.json``: the model's family and norm placement, the attention sample's shape, per
+    layer its spectrum (``spectra.summary``), and the provenance."""
+    return {
+        "family": analysis.family,
+        "norm_placement": analysis.norm_placement,
+        "attention_sample": {"sequences": analysis.attention_shape[0], "tokens": analysis.attention_shape[1]},
+        "layers": [s.to_dict() for s in analysis.spectrum],
+        "provenance": provenance.to_json(),
+    }
 
 
 def plot_metric(analysis: Analysis, metric: str, path: Path, meta: dict) -> None:
@@ -376,7 +366,7 @@ def _wiring(placement: str) -> str:
 
 
 def report_markdown(analysis: Analysis, meta: dict, provenance: Provenance) -> str:
-    knobs = ", ".join(f"{m}: {setting_text(kv)}" for m, kv in analysis.knobs.items())
+    knobs = ", ".join(f"{m}: {setting_text(flat_knobs(kv))}" for m, kv in analysis.knobs.items())
     verdicts = [s.dynamics["verdict"] for s in analysis.spectrum if s.dynamics]
     exclude = analysis.tables[BASELINE].attrs["exclude"]
     excluded = (
@@ -557,7 +547,7 @@ def write_report(analysis: Analysis, out: str | Path, meta: dict, provenance: Pr
         write_csv(staging / "quality.csv", quality_rows(analysis))
         write_csv(staging / "sublayers.csv", [asdict(row) for row in analysis.sublayers])
         plot_sublayers(analysis, staging / "sublayers.png", meta)
-        (staging / "spectrum.json").write_text(json.dumps(spectrum_document(analysis, provenance), indent=1))
+        (staging / "spectrum.json").write_text(json_text(spectrum_document(analysis, provenance), indent=1))
         if analysis.frontier:
             write_csv(staging / "frontier.csv", frontier_rows(analysis.frontier))
             plot_frontier(analysis, staging / "frontier.png", meta)

@@ -9,7 +9,6 @@ beside each measure. Our models carry their method in their config, so nothing i
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,6 +33,7 @@ from oversmooth.train.distributed import Distributed
 from oversmooth.train.evaluation import evaluate, stream_table, validation_probe
 from oversmooth.train.saved_run import SavedRun
 from oversmooth.utils.atomic import atomic_directory
+from oversmooth.utils.json_files import json_text
 from oversmooth.utils.plotting import figure, save_png
 from oversmooth.utils.provenance import Provenance, digest, shown_path
 
@@ -199,7 +199,7 @@ def write_run_report(analysis: RunAnalysis, out: str | Path, provenance: Provena
     with atomic_directory(out, replaces=ANY_ANALYSIS) as staging:
         write_csv(staging / "metrics.csv", csv_rows(analysis))
         quality = {**analysis.quality, "provenance": provenance.to_json()}
-        (staging / "quality.json").write_text(json.dumps(quality, indent=2) + "\n")
+        (staging / "quality.json").write_text(json_text(quality, indent=2) + "\n")
         (staging / "report.md").write_text(
             f"# {shown_path(analysis.saved.model_dir, out)}\n\n```\n{format_run(analysis)}\n```\n\n"
             + "".join(f"![{m}]({m}.png)\n" for m in plotted)

@@ -19,6 +19,8 @@ from oversmooth.mitigations.registry import (
     method,
     patch_knobs,
     patchable,
+    split_methods,
+    stack_knobs,
 )
 
 if TYPE_CHECKING:
@@ -55,8 +57,10 @@ class Sweep:
 
 
 def default_sweeps(methods: tuple[str, ...]) -> tuple[Sweep, ...]:
-    """Every knob of every method in ``methods`` over its default grid (its registry entry's ``sweep``)."""
-    return tuple(Sweep(m, knob, values) for m in methods for knob, values in method(m).sweep.items())
+    """Every knob of every single method in ``methods`` (not a stack) over its default grid (its
+    registry entry's ``sweep``)."""
+    singles = (m for m in methods if len(split_methods(m)) == 1)
+    return tuple(Sweep(m, knob, values) for m in singles for knob, values in method(m).sweep.items())
 
 
 def parse_sweep(text: str) -> Sweep:
@@ -216,22 +220,23 @@ class AnalysisSettings:
         check_count("rank_sequences", self.rank_sequences, 1)
         check_count("null_inits", self.null_inits, 0)
         chosen = default_patches() if self.methods is None else self.methods
+        members = {name for entry in chosen for name in split_methods(entry)}  # a stack's methods too
         for name, values in self.knobs.items():
             make_knobs(name, values, scope="patch")  # an unknown method or knob, or a value out of range
-            if values and name not in chosen:
+            if values and name not in members:
                 raise FieldError(
                     "{%s} sets %s, which is not in {methods} (%s); add it there or drop the knob"
                     % (_knob_name(name, values), name, ", ".join(chosen) or "none")
                 )
 
-    def resolved_knobs(self, causal: bool = False) -> dict[str, dict]:
-        """Each method's knobs, its defaults (a causal LM's with ``causal``) overridden by ``knobs``
-        (methods None: ``default_patches``); UsageError on an unknown method or knob, or a value
-        out of range."""
-
+    def resolved_knobs(self, causal: bool = False) -> dict[str, dict[str, dict]]:
+        """Per entry of ``methods`` (one method or a stack ``a+b``; None: ``default_patches``), each
+        of its methods' knobs: the defaults (a causal LM's with ``causal``) overridden by ``knobs``.
+        UsageError on an unknown method or knob, a value out of range, or a stack the registry
+        does not allow."""
         return {
-            m: patch_knobs(check_patchable(m), self.knobs.get(m, {}), causal)
-            for m in (default_patches() if self.methods is None else self.methods)
+            entry: stack_knobs(entry, self.knobs, causal)
+            for entry in (default_patches() if self.methods is None else self.methods)
         }
 
     def for_model(self, model) -> AnalysisSettings:

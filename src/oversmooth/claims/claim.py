@@ -1,12 +1,12 @@
-"""A row of the claims table and of ``claims.json`` (DESIGN 9.6): ``Claim``, and the kinds of "not
-tested" it may give."""
+"""A row of the claims table and of ``claims.json`` (docs/studies.md): ``Claim``, and the kinds of
+"not tested" it may give."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass
 
 from oversmooth.claims.regime import Regime
+from oversmooth.utils.json_files import finite
 
 #: the kinds of "not tested" (``Claim.why_not_tested``), in the order the report lists them
 NOT_TESTED_WHY = ("a gate failed", "a finished seed gave no value", "runs not finished", "see its row")
@@ -15,7 +15,7 @@ RULE = "deterministic rule"  # the static claims' test (no p-value)
 
 @dataclass(frozen=True)
 class Claim:
-    """One row of the claims table and of ``claims.json`` (DESIGN 9.6)."""
+    """One row of the claims table and of ``claims.json`` (its fields: docs/studies.md)."""
 
     id: str
     family: str | None  # primary | secondary; None for the static claims
@@ -42,17 +42,12 @@ class Claim:
     ci95: tuple[float, float] | None = None  # the plain, unadjusted 95 % interval of the effect
     why_not_tested: str | None = None  # a not-tested claim's kind of reason, one of NOT_TESTED_WHY
     test: str = "paired t"  # what decided it: "paired t", "TOST" (equivalence) or "deterministic rule"
-    reading: str = ""  # the third protocol's verdict on these same data (DESIGN 9.8)
+    reading: str = ""  # the third protocol's verdict on these same data (fourth-step.md)
     reading_reason: str = ""  # why it reads them so, where it says more than the registered verdict
-    paper_transferred: float | None = None  # the paper's effect carried to our measure (DESIGN 9.8)
+    paper_transferred: float | None = None  # the paper's effect carried to our measure (fourth-step.md)
     direction: str | None = None  # the claimed sign of the effect, "higher" or "lower" (None: static claims)
-    regime: Regime | None = None  # where a trained claim was tested (DESIGN 9.8; None: no trained model)
+    regime: Regime | None = None  # where a trained claim was tested (fourth-step.md; None: no trained model)
 
     def to_json(self) -> dict:
         """The JSON object of ``claims.json``: NaN and infinities become null."""
-        clean = lambda x: None if isinstance(x, float) and not math.isfinite(x) else x  # noqa: E731
-        row = asdict(self)
-        for key in ("ci", "ci95"):
-            row[key] = None if row[key] is None else [clean(x) for x in row[key]]
-        row["deviations"] = list(self.deviations)
-        return {k: clean(v) for k, v in row.items()}
+        return finite(asdict(self))

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from oversmooth.claims.presets import CLAIMS_PRESETS
-from oversmooth.study.report import arm_table, differences_table, plot_depth, seed_span
+from oversmooth.study.report import arm_table, differences_table, plot_differences, seed_span
 from oversmooth.study.results import CellResult
 
 STUDY = "depth-fixes"
@@ -59,10 +59,11 @@ def depth_fixes_section(
         "",
         differences_table(chosen, against=BASELINE) or f"(no seed of {BASELINE[0]}-norm {BASELINE[1]} has finished)",
         "",
-        "Test accuracy and last-layer cos_sim by depth, the mean over seeds with its 95 % t interval (seeds per "
-        "arm and depth in brackets):",
+        f"Each arm's difference from {BASELINE[0]}-norm {BASELINE[1]} at the same depth, paired by seed: test "
+        "accuracy and last-layer cos_sim, the mean difference with its 95 % t interval (seeds per arm and depth in "
+        "brackets; no line through a depth without data):",
         "",
         f"![depth fixes by depth]({PLOT})",
         "",
     ]
-    return lines, {PLOT: lambda path: plot_depth(chosen, path, title)}
+    return lines, {PLOT: lambda path: plot_differences(chosen, path, title, BASELINE)}

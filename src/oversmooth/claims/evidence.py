@@ -1,7 +1,7 @@
 """What ``oversmooth claims DIR ...`` reads: study folders (or their archives), the archive of
 claim 8's adaptations (``results/fmnist-p7-adapt``), claim 3's cost rounds (``results/claim3``),
-the archived probes (``results/probes``) and the third protocol's records
-(``results/third-protocol``), told apart by what they hold."""
+the archived probes (``results/probes``), the third protocol's records (``results/third-protocol``)
+and the fourth step's adaptations (``results/fourth-step``), told apart by what they hold."""
 
 from __future__ import annotations
 
@@ -14,8 +14,11 @@ from oversmooth.claims.adaptations import NAME as ADAPTATIONS
 from oversmooth.claims.adaptations import read_adaptations
 from oversmooth.claims.depth_fixes import STUDY as DEPTH_FIXES
 from oversmooth.claims.files import PROBES_FILE, ROUNDS_FILE
+from oversmooth.claims.postnorm_screen import STUDY as POSTNORM_SCREEN
 from oversmooth.claims.protocol import DEEP_PILOTS
 from oversmooth.claims.regime_pilot import PILOTS as REGIME_PILOTS
+from oversmooth.claims.smollm2_fair import FOLDER as FOURTH_STEP
+from oversmooth.claims.smollm2_fair import read_fair_adaptations
 from oversmooth.claims.third_protocol import NAME as THIRD_PROTOCOL
 from oversmooth.claims.third_protocol import read_third_protocol
 from oversmooth.errors import UsageError
@@ -24,9 +27,12 @@ from oversmooth.study.results import CellResult, read_studies
 if TYPE_CHECKING:
     from oversmooth.claims.probes import Probes
 
-#: the third protocol's studies the claims report reads (DESIGN 9.8): claim 4's deep pilots and third
-#: family, the regime pilot (the re-tests' studies are read by scripts/retest_pilots.py, which records them)
+#: the third protocol's studies the claims report reads (docs/registrations/fourth-step.md): claim 4's
+#: deep pilots and third family, the regime pilot (the re-tests' studies are read by
+#: scripts/retest_pilots.py, which records them)
 THIRD_PROTOCOL_STUDIES = (*DEEP_PILOTS, DEPTH_FIXES, *REGIME_PILOTS)
+#: the fourth step's studies the claims report reads (docs/registrations/fourth-step.md)
+FOURTH_STEP_STUDIES = (POSTNORM_SCREEN, "austen-p3-fresh")
 #: what the claims report reads under results/: the second and third protocols' archives (the first
 #: protocol's stay there as they ran, read by nothing but their own sections of old reports)
 PROTOCOL_ARCHIVES = (
@@ -46,12 +52,15 @@ PROTOCOL_ARCHIVES = (
     "claim3",
     "probes",
     THIRD_PROTOCOL,
+    *FOURTH_STEP_STUDIES,
+    FOURTH_STEP,
 )
 
 
 @dataclass
-class Evidence:
-    """Everything a report decides on, by kind."""
+class FolderContents:
+    """What the folders given to ``oversmooth claims`` hold, by kind: everything its report decides
+    on (a claim's pairs drawn from them are a ``claims.gathering.Evidence``)."""
 
     cells: list[CellResult] = field(default_factory=list)
     commands: dict[str, str] = field(default_factory=dict)
@@ -59,6 +68,7 @@ class Evidence:
     benchmark: dict | None = None
     probes: Probes | None = None
     third_protocol: list[dict] = field(default_factory=list)
+    fair_adapted: dict[int, dict] = field(default_factory=dict)  # claim 8 on SmolLM2, fairly: seed -> adapt.json
 
 
 def read_benchmark(folder: Path) -> dict:
@@ -81,10 +91,10 @@ def protocol_archives(root: str | Path = "results") -> list[Path]:
     return [Path(root) / name for name in PROTOCOL_ARCHIVES if (Path(root) / name).exists()]
 
 
-def read_folders(folders: list[str | Path]) -> Evidence:
+def read_folders(folders: list[str | Path]) -> FolderContents:
     """Read each folder by its kind, the study folders together (``read_studies``: a cell read
     twice is refused); a folder of no known kind is a UsageError naming it."""
-    found, studies = Evidence(), []
+    found, studies = FolderContents(), []
     for folder in map(Path, folders):
         if (folder / ROUNDS_FILE).is_file():
             found.benchmark = read_benchmark(folder)
@@ -96,6 +106,8 @@ def read_folders(folders: list[str | Path]) -> Evidence:
             found.adapted += read_adaptations(folder.parent)
         elif folder.name == THIRD_PROTOCOL:
             found.third_protocol += read_third_protocol(folder)
+        elif folder.name == FOURTH_STEP:
+            found.fair_adapted |= read_fair_adaptations(folder)
         else:
             studies.append(folder)
     found.cells, found.commands = read_studies(studies)

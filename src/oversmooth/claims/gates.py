@@ -1,4 +1,5 @@
-"""The gates of the second claims protocol (DESIGN 9.3): did the baseline train, on validation only?
+"""The gates of the second claims protocol (docs/registrations/second-protocol.md): did the baseline
+train, on validation only?
 
 A gate judges the baseline arm's cells of the seeds in a test (``groups``: one mapping of arm ->
 ``CellResult`` per seed) and, where it needs them, the report's other cells. ``judge`` returns a
@@ -20,7 +21,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from oversmooth.claims.measures import Key
+from oversmooth.claims.measures import Key, val_score
 from oversmooth.study.config import StudyConfig
 from oversmooth.study.results import CellResult
 from oversmooth.train.run_spec import training_key
@@ -37,12 +38,6 @@ REFERENCES = {
     "lm": ("bigram_val_nll", "the bigram reference"),
     "vit": ("logistic_val_accuracy", "the logistic-regression reference"),
 }
-
-
-def val_score(cell: CellResult, epoch: int = -1) -> float:
-    """Validation accuracy in % (ViT) or NLL per token in nats (LM) at ``epoch`` (index into the records)."""
-    val = cell.epochs[epoch]["val"]
-    return 100 * val["accuracy"] if cell.model == "vit" else val["loss"]
 
 
 def reference_score(cell: CellResult) -> float | None:
@@ -104,11 +99,13 @@ class Judgement:
 
 @dataclass(frozen=True)
 class PlateauGate:
-    """DESIGN 9.3 on the baseline ``arm``: (a) each seed plateaued within ``tolerance`` (pp, or a
-    share of the NLL); (b) ``long``'s seed gains less than ``long_tolerance`` over the same seed
-    of this setting; (c) the mean validation score reaches ``floor`` (accuracy %, at least; LM
-    NLL, at most; ``floor`` None: better than the reference model each baseline cell's analysis
-    records, ``REFERENCES``), cited by ``source``."""
+    """The gates of docs/registrations/second-protocol.md on the baseline ``arm``: (a) each seed
+    plateaued within ``tolerance`` (pp, or a share of the NLL); (b) ``long``'s seed gains less than
+    ``long_tolerance`` over the same seed of this setting; (c) the mean validation score reaches
+    ``floor`` (accuracy %, at least; LM NLL, at most; ``floor`` None: better than the reference
+    model each baseline cell's analysis records, ``REFERENCES``), cited by ``source``.
+    ``judge_long`` False: part (b) is not asked (a fresh test registered on a setting's gate parts
+    (a) and (c), its long run already judged)."""
 
     arm: Key
     floor: float | None
@@ -116,6 +113,7 @@ class PlateauGate:
     long: StudyConfig
     tolerance: float
     long_tolerance: float
+    judge_long: bool = True
 
     @property
     def arms(self) -> frozenset[Key]:
@@ -135,15 +133,13 @@ class PlateauGate:
         gain = (
             f"< {100 * self.long_tolerance:g} % lower val NLL" if lm else f"< {self.long_tolerance:g} pp val accuracy"
         )
-        return (
-            f"{arm_name(self.arm)}, on validation: (a) plateaued on every seed; (b) "
-            f"{self.long.name} (1.5x the epochs) gains {gain}; (c) {floor}"
-        )
+        long = f"(b) {self.long.name} (1.5x the epochs) gains {gain}; " if self.judge_long else ""
+        return f"{arm_name(self.arm)}, on validation: (a) plateaued on every seed; {long}(c) {floor}"
 
     def equal_budget(self, groups: Sequence[Mapping[Key, CellResult]], arms: frozenset[Key]) -> str:
-        """DESIGN 9.3: the method ``arms`` report (a) too; one that has not plateaued on a seed is
-        compared there at equal budget, and this says so; that every other arm plateaued, when
-        they all did ("" with no other arm)."""
+        """As docs/registrations/second-protocol.md registers: the method ``arms`` report (a) too;
+        one that has not plateaued on a seed is compared there at equal budget, and this says so;
+        that every other arm plateaued, when they all did ("" with no other arm)."""
         short: dict[Key, list[str]] = {}
         methods = {arm for group in groups for arm in group if arm in arms and arm != self.arm}
         for group in groups:
@@ -169,7 +165,7 @@ class PlateauGate:
         floor_failure, floor = self._floor(baseline)
         if floor_failure:
             return Judgement(floor_failure)
-        long = self._long(baseline, cells)
+        long = self._long(baseline, cells) if self.judge_long else Judgement(measured="not asked")
         if long.failure or long.waiting:
             return long
         shortfalls = [x for c in baseline if (x := _shortfall(c)) is not None]

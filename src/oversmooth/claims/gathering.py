@@ -1,6 +1,6 @@
-"""A tested claim's evidence (DESIGN 9.2, 9.3): its pairs, one ``(unit, method, baseline)`` triple
-per seed (or per benchmark round, or per sequence), with the first gate that failed and what has
-not finished. Where the evidence comes from:
+"""A tested claim's evidence (docs/registrations/second-protocol.md: validation decides, the gates):
+its pairs, one ``(unit, method, baseline)`` triple per seed (or per benchmark round, or per
+sequence), with the first gate that failed and what has not finished. Where the evidence comes from:
 
 - cells trained in our studies (``gather`` on a ``Protocol``: 2a, 2b, 4a, 4b, 5b, 5c, 6, 7),
   grouped by setting and seed; a claim is not tested until every planned seed has finished;

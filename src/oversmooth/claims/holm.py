@@ -1,7 +1,8 @@
-"""The Holm families' decisions (DESIGN 9.5): the questions of each family (``protocol.FAMILIES``)
-decided together, once, on their evidence (``verdicts.decide_family``: m is fixed, an unfinished
-claim enters with p = 1); a question with a measure chosen after its data (``Question.reread``)
-decided again by that measure, the rest of its family as registered."""
+"""The Holm families' decisions (docs/registrations/second-protocol.md): the questions of each
+family (``protocol.FAMILIES``) decided together, once, on their evidence
+(``verdicts.decide_family``: m is fixed, an unfinished claim enters with p = 1); a question with a
+measure chosen after its data (``Question.reread``) decided again by that measure, the rest of its
+family as registered."""
 
 from __future__ import annotations
 

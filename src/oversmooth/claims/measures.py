@@ -24,10 +24,25 @@ def score(cells: Mapping[Key, CellResult], arms: tuple[Key, Key]) -> tuple[float
     return None if method is None or baseline is None else (method, baseline)
 
 
+def val_score(cell: CellResult, epoch: int = -1) -> float:
+    """Validation accuracy in % (ViT) or NLL per token in nats (LM) at ``epoch`` (index into the records)."""
+    val = cell.epochs[epoch]["val"]
+    return 100 * val["accuracy"] if cell.model == "vit" else val["loss"]
+
+
+def final_val(cells: Mapping[Key, CellResult], arms: tuple[Key, Key]) -> tuple[float, float] | None:
+    """Validation score after the last epoch (``val_score``) of the method and of the baseline: the
+    fourth step's fresh tests decide on validation, the test split reported beside it."""
+    if any(cells[arm].results is None or not cells[arm].epochs for arm in arms):
+        return None
+    method, baseline = (val_score(cells[arm]) for arm in arms)
+    return method, baseline
+
+
 def deficit_by_depth(cells: Mapping[Key, CellResult], arms: tuple[Key, Key]) -> tuple[float, float] | None:
-    """Claim 4a (DESIGN 8.4's interaction): post-norm's test-accuracy deficit to pre-norm, ``pre -
-    post`` in pp, at the deeper depth (``arms[0]``, a post-norm key) and at the shallower
-    (``arms[1]``); their difference is the claim's per-seed value."""
+    """Claim 4a (docs/claims.md: an interaction with depth): post-norm's test-accuracy deficit to
+    pre-norm, ``pre - post`` in pp, at the deeper depth (``arms[0]``, a post-norm key) and at the
+    shallower (``arms[1]``); their difference is the claim's per-seed value."""
     deficits = []
     for norm, label, depth in arms:
         pair = score(cells, (("pre", label, depth), (norm, label, depth)))
@@ -58,11 +73,11 @@ def verdict_vs_majority(cells: Mapping[Key, CellResult], arms: tuple[Key, Key]) 
 
 
 def value_flip(cells: Mapping[Key, CellResult], arms: tuple[Key, Key]) -> tuple[float, float] | None:
-    """Claim 5c as registered (DESIGN 8.5c: does a block's measured change flip with its verdict?):
-    over the blocks whose dynamics verdict the value-path flip of their pre-attention gamma turns
-    (smoothing <-> sharpening), the share whose measured ``t_sim`` change across the attention
-    sublayer moves the way the new verdict says (up towards smoothing, down towards sharpening),
-    against 1/2."""
+    """Claim 5c as registered (docs/registrations/second-protocol.md: does a block's measured change
+    flip with its verdict?): over the blocks whose dynamics verdict the value-path flip of their
+    pre-attention gamma turns (smoothing <-> sharpening), the share whose measured ``t_sim`` change
+    across the attention sublayer moves the way the new verdict says (up towards smoothing, down
+    towards sharpening), against 1/2."""
     found = _flip_shares(cells, arms)
     return None if found is None else (found[0], 0.5)
 
@@ -96,7 +111,7 @@ def _flip_shares(cells: Mapping[Key, CellResult], arms: tuple[Key, Key]) -> tupl
 
 
 def sign_flips_vs_sham(cells: Mapping[Key, CellResult], arms: tuple[Key, Key]) -> tuple[float, float] | None:
-    """Claim 5c's re-test (the third protocol: DESIGN 8.5c's literal measure): over this seed's
+    """Claim 5c's re-test (the third protocol: the measure docs/claims.md states): over this seed's
     blocks, the share whose measured ``t_sim`` change across the attention sublayer changes sign
     under the value-path flip of gamma, and the share under a sham shift of gamma of the same size;
     None before the cell's analysis measured the sham."""

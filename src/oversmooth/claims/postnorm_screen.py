@@ -4,7 +4,8 @@ final validation accuracy, whether post-norm *fails* (diverged, below 20 %, or a
 below pre-norm) and pre-norm *trains* (not diverged, at least 50 %), and the *candidates*: the
 recipes where both hold at depth 96, in the registered order (the preset's).
 
->>> row = ScreenRow("w32-lr0.004-wu0-clip0", 96, post=Arm("completed", 0.101, 0.9), pre=Arm("completed", 0.62, 0.4))
+>>> post, pre = ScreenArm("completed", 0.101, 0.9), ScreenArm("completed", 0.62, 0.4)
+>>> row = ScreenRow("w32-lr0.004-wu0-clip0", 96, post=post, pre=pre)
 >>> row.post_fails, row.pre_trains, row.deficit_pp
 (True, True, 51.9)
 """
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 
 from oversmooth.claims.presets import SCREEN_RECIPES
 from oversmooth.study.results import CellResult
+from oversmooth.utils.markdown import markdown_table
 
 STUDY = "postnorm-screen"
 CHANCE_BAR = 0.20  # below it a 10-class model is at chance
@@ -24,7 +26,7 @@ DEEP = 96  # the depth whose rows make a recipe a candidate
 
 
 @dataclass(frozen=True)
-class Arm:
+class ScreenArm:
     """One finished cell: its status, final validation accuracy and last-layer cos_sim of the probe."""
 
     status: str  # completed | diverged
@@ -38,8 +40,8 @@ class ScreenRow:
 
     recipe: str
     depth: int
-    post: Arm | None
-    pre: Arm | None
+    post: ScreenArm | None
+    pre: ScreenArm | None
 
     @property
     def deficit_pp(self) -> float | None:
@@ -64,12 +66,12 @@ class ScreenRow:
         return self.pre.status != "diverged" and (self.pre.val_accuracy or 0.0) >= TRAINS_BAR
 
 
-def _arm(cell: CellResult) -> Arm | None:
+def _arm(cell: CellResult) -> ScreenArm | None:
     if cell.status not in ("completed", "diverged"):
         return None
     val = cell.epochs[-1]["val"]["accuracy"] if cell.epochs else None
     layers = cell.final_layers
-    return Arm(cell.status, val, layers[-1]["cos_sim"] if layers else None)
+    return ScreenArm(cell.status, val, layers[-1]["cos_sim"] if layers else None)
 
 
 def screen_rows(cells: list[CellResult]) -> list[ScreenRow]:
@@ -88,9 +90,9 @@ def candidates(rows: list[ScreenRow]) -> list[str]:
     return [r.recipe for r in rows if r.depth == DEEP and r.post_fails and r.pre_trains]
 
 
-def _cell(arm: Arm | None) -> tuple[str, str]:
+def _cell(arm: ScreenArm | None) -> tuple[str, str]:
     if arm is None:
-        return "not run", ""
+        return "not yet", ""
     accuracy = "–" if arm.val_accuracy is None else f"{100 * arm.val_accuracy:.2f} %"
     cos = "" if arm.cos_sim is None else f"{arm.cos_sim:.3f}"
     return (f"{accuracy} (diverged)" if arm.status == "diverged" else accuracy), cos
@@ -102,16 +104,29 @@ def _yes_no(value: bool | None) -> str:
 
 def screen_table(rows: list[ScreenRow]) -> str:
     """The screen as a Markdown table, one row per recipe and depth."""
-    head = (
-        "| recipe | depth | post-norm val acc | pre-norm val acc | pre − post (pp) | post cos_sim | pre cos_sim "
-        "| post fails | pre trains |\n|---|---|---|---|---|---|---|---|---|"
+    header = ["recipe", "depth", "post-norm val acc", "pre-norm val acc", "pre − post (pp)", "post cos_sim"]
+    header += ["pre cos_sim", "post fails", "pre trains"]
+    return markdown_table(header, map(_screen_line, rows))
+
+
+def _screen_line(r: ScreenRow) -> list[str]:
+    """A recipe and depth's cells in ``screen_table``."""
+    (post, post_cos), (pre, pre_cos) = _cell(r.post), _cell(r.pre)
+    deficit = "" if r.deficit_pp is None else f"{r.deficit_pp:+.2f}"
+    return [r.recipe, r.depth, post, pre, deficit, post_cos, pre_cos, _yes_no(r.post_fails), _yes_no(r.pre_trains)]
+
+
+def screen_sentence(rows: list[ScreenRow]) -> str:
+    """Where the screen stands, in a clause for the report's opening."""
+    deep = [r for r in rows if r.depth == DEEP]
+    found = candidates(rows)
+    if found:
+        return f"the registered screen found a recipe where it fails at depth {DEEP} while pre-norm trains ({found[0]})"
+    finished = sum(arm is not None for r in rows for arm in (r.post, r.pre))
+    if finished < 2 * len(rows):
+        return f"the registered screen has finished {finished} of its {2 * len(rows)} cells, no candidate yet"
+    neither = sum(bool(r.post_fails) and not r.pre_trains for r in deep)
+    return (
+        f"the registered screen found no recipe at depth {DEEP} where post-norm fails while pre-norm trains "
+        f"(in {neither} of {len(deep)} recipes post-norm fails and pre-norm stays below {100 * TRAINS_BAR:g} % too)"
     )
-    lines = [head]
-    for r in rows:
-        (post, post_cos), (pre, pre_cos) = _cell(r.post), _cell(r.pre)
-        deficit = "" if r.deficit_pp is None else f"{r.deficit_pp:+.2f}"
-        lines.append(
-            f"| {r.recipe} | {r.depth} | {post} | {pre} | {deficit} | {post_cos} | {pre_cos} "
-            f"| {_yes_no(r.post_fails)} | {_yes_no(r.pre_trains)} |"
-        )
-    return "\n".join(lines)

@@ -17,7 +17,8 @@ it, about 40 CPU-hours on a shared 2-core machine):
 The first protocol's presets (``fmnist-vit``, ``fmnist-featscale``, ``austen-lm``,
 ``postnorm-pilot``, ``postnorm-pilot-2``, ``postnorm-deesc``) stay, so their archives under
 results/ still read; docs/studies.md tells what they found. The third protocol's pilots and
-re-tests and the fourth step's screen follow.
+re-tests and the fourth step's screen and fresh pairs (``postnorm-screen``, ``austen-p3-fresh``;
+docs/registrations/fourth-step.md) follow.
 """
 
 from __future__ import annotations
@@ -58,10 +59,10 @@ PILOT_VIT = {
     "limit_train": 10000,
     "checkpoint_every": 100,
 }
-#: the second protocol's Fashion-MNIST ViT (DESIGN 9.7: a cell plateaus in <= 20 core-minutes):
-#: fmnist-vit's 8 x 64 body with MLP x2 and 7 x 7 patches (16 + CLS tokens: about a fifth of
-#: recipe 3's cost), 10 epochs of the 55 000 training images, no augmentation; gated on the
-#: softmax cells' validation scores (docs/studies.md, "The second protocol").
+#: the second protocol's Fashion-MNIST ViT (docs/registrations/second-protocol.md: a cell plateaus in
+#: about 20 core-minutes): fmnist-vit's 8 x 64 body with MLP x2 and 7 x 7 patches (16 + CLS tokens:
+#: about a fifth of recipe 3's cost), 10 epochs of the 55 000 training images, no augmentation; gated on
+#: the softmax cells' validation scores (docs/studies.md, "The second protocol").
 FMNIST_P7 = {
     "width": 64,
     "heads": 4,
@@ -446,4 +447,16 @@ CLAIMS_PRESETS: dict[str, StudyConfig] = {
         "pilot, seeds 0-3)",
     ),
     "austen-p3-long": _long("austen-p3", "lm", "austen", 8, AUSTEN_P3),
+    "austen-p3-fresh": StudyConfig(
+        name="austen-p3-fresh",
+        model="lm",
+        tasks=("austen",),
+        norms=("pre",),
+        depths=(8,),
+        variants=(_M("softmax"), Variant("neutreno", "neutreno", {"lam": 0.4})),
+        seeds=tuple(range(20, 34)),
+        train=AUSTEN_P3,
+        description="fourth step, claim 2b on fresh pairs (docs/registrations/fourth-step.md, section 2): austen-p3's "
+        "setting unchanged, softmax vs NeuTRENO (lam 0.4), seeds 20-33 by the seed rule; decided on validation NLL",
+    ),
 }

@@ -1,7 +1,7 @@
-"""The second claims protocol (DESIGN 8, 9; docs/studies.md), declared before its method arms ran:
-per claim trained in our studies, the primary measure, the arms it compares, the seeds, the test,
-its Holm family and the gates (how each claim is stated, with the deviations logged since, is its
-row of ``claims.statements``).
+"""The second claims protocol (docs/registrations/second-protocol.md; docs/claims.md), declared
+before its method arms ran: per claim trained in our studies, the primary measure, the arms it
+compares, the seeds, the test, its Holm family and the gates (how each claim is stated, with the
+deviations logged since, is its row of ``claims.statements``).
 
 Each claim is one question: one setting (task, width, training), its cells paired by seed. A
 protocol names its setting by the study preset that trains it, and its arms by ``(norm, label,
@@ -18,8 +18,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from oversmooth.claims import measures
-from oversmooth.claims.gates import PlateauGate, val_score
-from oversmooth.claims.measures import Key, Measure
+from oversmooth.claims.gates import PlateauGate
+from oversmooth.claims.measures import Key, Measure, val_score
 from oversmooth.claims.presets import CLAIMS_PRESETS
 from oversmooth.claims.statements import STATEMENTS
 from oversmooth.study.config import StudyConfig
@@ -28,14 +28,16 @@ from oversmooth.study.stats import min_detectable_effect
 from oversmooth.train.run_spec import training_key
 
 PRIMARY, SECONDARY = "primary", "secondary"
-#: DESIGN 9.8: a trained softmax baseline oversmooths when its last-layer cos_sim on the validation
-#: probe is at least this (the paper's trained DeiT: about 0.9 in its last two layers)
+#: docs/registrations/fourth-step.md: a trained softmax baseline oversmooths when its last-layer cos_sim
+#: on the validation probe is at least this (NeuTRENO's trained DeiT, Fig. 1: about 0.9 in its last two
+#: layers)
 OVERSMOOTHS = 0.5
 #: claim 4's third-protocol pilots (docs/studies.md): a depth where post-norm softmax *fails* (a seed's
 #: final validation accuracy below FAILS_BELOW; chance is 0.10) is where 4a and 4b are to be tested
 DEEP_PILOTS = ("depth-w32-d96-pilot", "depth-w32-d192-pilot")
 FAILS_BELOW = 0.20
-#: DESIGN 9.5, fixed before the runs: Holm within each family, m never shrinks.
+#: docs/registrations/second-protocol.md, fixed before the runs: Holm within each family, m never
+#: shrinks.
 FAMILIES = {PRIMARY: ("2a", "2b", "4a", "4b", "6", "7", "8"), SECONDARY: ("2c", "3", "5a", "5b", "5c")}
 
 
@@ -65,7 +67,7 @@ class Protocol:
     margin: float | None = None
     across: tuple[str, ...] = ()
     mde_planned: float | None = None  # the smallest detectable effect docs/studies.md registered (pilot's SD)
-    existence: bool = False  # an existence claim ("can improve"): held or not shown here (DESIGN 9.8)
+    existence: bool = False  # an existence claim ("can improve"): held or not shown here (fourth-step.md)
     reread: Measure | None = None  # a measure chosen after the data: the third protocol reads them with it
     reread_reference: str = ""  # what ``reread`` compares against, in words
     needs_failing_depth: bool = False  # claim 4: tested where a deep pilot (DEEP_PILOTS) finds post-norm failing
@@ -95,8 +97,9 @@ class Protocol:
 
     @property
     def softmax_arm(self) -> Key:
-        """The softmax arm whose last-layer cos_sim says whether this setting oversmooths (DESIGN
-        9.8): the deepest softmax arm the claim compares, else its gate's baseline."""
+        """The softmax arm whose last-layer cos_sim says whether this setting oversmooths
+        (docs/registrations/fourth-step.md): the deepest softmax arm the claim compares, else its
+        gate's baseline."""
         compared = [arm for arm in (self.method, self.baseline) if arm[1] == "softmax"]
         return max(compared, key=lambda arm: arm[2]) if compared else self.gates[0].arm
 
@@ -115,7 +118,8 @@ SOFTMAX = ("pre", "softmax", 8)  # the baseline arm of every setting at depth 8
 SEEDS_A = tuple(range(14))  # 2a, 7, 8: NeuTRENO, FeatScale and softmax (fmnist-p7's seeds)
 SEEDS_C = tuple(range(4, 14))  # 5c: seeds 0-3 were its pilot (their flip was measured before 5c was fixed)
 SEEDS_B = tuple(range(8))  # 6, 5b, 2c: the spectral arms, the extra lambdas (fmnist-p7-spectral's seeds)
-#: gate V: the Fashion-MNIST ViT's softmax baseline, on validation (DESIGN 9.3)
+#: gate V: the Fashion-MNIST ViT's softmax baseline, on validation
+#: (docs/registrations/second-protocol.md)
 VIT_GATE = PlateauGate(
     SOFTMAX,
     87.0,
@@ -276,11 +280,12 @@ DEPTH_GROW_ABOVE = 5.0
 def depth_seeds(cells: list[CellResult]) -> tuple[float, float, tuple[int, ...]]:
     """Claim 4's seed rule on the pilot ``depth-w32-pilot``'s cells (others among ``cells`` are
     ignored): ``(sigma, detectable, seeds)``. ``sigma`` is the SD of the last validation accuracy
-    (pp; DESIGN 9.2: the test split decides nothing, not even a seed count) pooled over the
-    pilot's four arms (pre- and post-norm softmax at depths 8 and 48); a seed's 4a value (four
-    arms) has SD ``2 sigma``; ``detectable`` is 4a's smallest detectable effect (power 0.8,
-    the paired t-test at alpha / 7) with 8 seeds; above ``DEPTH_GROW_ABOVE`` pp the test has
-    seeds 2-13, else 2-9. ValueError while a pilot cell has not completed. Run once, after the pilot::
+    (pp; docs/registrations/second-protocol.md: the test split decides nothing, not even a seed
+    count) pooled over the pilot's four arms (pre- and post-norm softmax at depths 8 and 48); a
+    seed's 4a value (four arms) has SD ``2 sigma``; ``detectable`` is 4a's smallest detectable
+    effect (power 0.8, the paired t-test at alpha / 7) with 8 seeds; above ``DEPTH_GROW_ABOVE`` pp
+    the test has seeds 2-13, else 2-9. ValueError while a pilot cell has not completed. Run once,
+    after the pilot::
 
         python -c "from oversmooth.claims.evidence import read_folders; from oversmooth.claims.protocol import \\
         depth_seeds; print(depth_seeds(read_folders(['results/depth-w32-pilot']).cells))"

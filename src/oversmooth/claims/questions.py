@@ -1,8 +1,8 @@
-"""The tested claims (DESIGN 9): per claim id a ``Question``, how it is tested (the claimed sign of
-its effect, a margin for an equivalence claim, its gate, what its pairs are paired by) and where its
-evidence comes from (``claims.gathering``). The trained claims' questions are their protocols
-(``claims.protocol``); 8, 2c, 3 and 5a's are written here. How each claim is stated is its row of
-``claims.statements``; how a family of questions is decided, ``claims.holm``."""
+"""The tested claims (docs/claims.md): per claim id a ``Question``, how it is tested (the claimed
+sign of its effect, a margin for an equivalence claim, its gate, what its pairs are paired by) and
+where its evidence comes from (``claims.gathering``). The trained claims' questions are their
+protocols (``claims.protocol``); 8, 2c, 3 and 5a's are written here. How each claim is stated is its
+row of ``claims.statements``; how a family of questions is decided, ``claims.holm``."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ class Question:
     log_ratio: bool = False  # the measure is the log of a ratio: "ours" gives the ratio too
     units: str = "seeds"  # what the pairs are paired by
     mde_planned: float | None = None  # the smallest detectable effect docs/studies.md registered (pilot's SD)
-    existence: bool = False  # an existence claim: held or not shown here (DESIGN 9.8)
+    existence: bool = False  # an existence claim: held or not shown here (fourth-step.md)
     reread: Callable[[Inputs], Evidence] | None = None  # evidence by a measure chosen after the data
     reread_reference: str = ""  # what that measure compares against, in words
     softmax: Protocol | None = None  # whose softmax arm says where it was tested (``regime``; None: no trained model)

@@ -1,8 +1,8 @@
-"""The third protocol's reading of a tested claim's data (DESIGN 9.8), beside its registered verdict,
-never in its place: in magnitude where the paper states an effect (its effect carried to our
-measure), as an existence claim where it is one, by a measure chosen after the data where one was
-(``Question.reread``), and exploratory where the outcome was seen before its rule was written;
-claim 4 is not tested while post-norm trains at every depth its deep pilots tried."""
+"""The third protocol's reading of a tested claim's data (docs/registrations/fourth-step.md), beside
+its registered verdict, never in its place: in magnitude where the paper states an effect (its
+effect carried to our measure), as an existence claim where it is one, by a measure chosen after the
+data where one was (``Question.reread``), and exploratory where the outcome was seen before its rule
+was written; claim 4 is not tested while post-norm trains at every depth its deep pilots tried."""
 
 from __future__ import annotations
 
@@ -20,10 +20,10 @@ SEEN_FIRST = "exploratory: its outcome was seen before its rule was written"
 
 
 def reading(question: Question, cells: list[CellResult], decided: Decided) -> tuple[str, str, float | None]:
-    """The third protocol's verdict on a tested claim's data (DESIGN 9.8; ``decided``: its family's
-    decisions, ``cells``: the report's), why it reads them so ("" where nothing is added to the
-    registered verdict), and the paper's effect carried to our measure (None where the paper states
-    none, or the claim is not tested)."""
+    """The third protocol's verdict on a tested claim's data (docs/registrations/fourth-step.md;
+    ``decided``: its family's decisions, ``cells``: the report's), why it reads them so ("" where
+    nothing is added to the registered verdict), and the paper's effect carried to our measure (None
+    where the paper states none, or the claim is not tested)."""
     stated = STATEMENTS[question.id]
     evidence, decision = decided.registered[question.id]
     if decision.verdict == NOT_TESTED:
@@ -95,7 +95,7 @@ def post_norm_trains_deep(cells: list[CellResult]) -> str:
 
 
 def _transfer(stated: Statement, ours: float) -> str:
-    """How DESIGN 9.8 carries the paper's effect to our measure, in words."""
+    """How docs/registrations/fourth-step.md carries the paper's effect to our measure, in words."""
     numbers = stated.paper_numbers
     if numbers.scale == "perplexity":
         return f"nats per token: ln({numbers.method:g} / {numbers.baseline:g})"

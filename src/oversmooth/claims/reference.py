@@ -1,4 +1,5 @@
-"""Reference models run in the same study (DESIGN 9.3 (c)): the floor a baseline must beat.
+"""Reference models run in the same study (gate (c) of docs/registrations/second-protocol.md): the
+floor a baseline must beat.
 
 A language model: an interpolated bigram model on the study's own tokens: ``p(w | v) = a c(v, w) / c(v) + (1 - a)
 p(w)``, with add-one unigram ``p(w)``, counted on the training blocks and scored on the

@@ -1,7 +1,7 @@
-"""Where a trained claim was tested (DESIGN 9.8): its softmax arm's last-layer cos_sim beside the
-same architecture's at random init, and whether that baseline oversmooths (``OVERSMOOTHS``); the
-``regime`` of its row. (The third protocol's search for a regime that oversmooths is
-``claims.regime_pilot``.)"""
+"""Where a trained claim was tested (docs/registrations/fourth-step.md): its softmax arm's
+last-layer cos_sim beside the same architecture's at random init, and whether that baseline
+oversmooths (``OVERSMOOTHS``); the ``regime`` of its row. (The third protocol's search for a regime
+that oversmooths is ``claims.regime_pilot``.)"""
 
 from __future__ import annotations
 
@@ -16,9 +16,10 @@ from oversmooth.study.results import CellResult
 
 @dataclass(frozen=True)
 class Regime:
-    """Where a trained claim was tested (DESIGN 9.8): its softmax arm's last-layer cos_sim on the
-    validation probe at the end of training, the mean over the claim's seeds that finished it,
-    beside the same architecture's at random init (``oversmooth.study.null``; None: not computed)."""
+    """Where a trained claim was tested (docs/registrations/fourth-step.md): its softmax arm's
+    last-layer cos_sim on the validation probe at the end of training, the mean over the claim's
+    seeds that finished it, beside the same architecture's at random init
+    (``oversmooth.study.null``; None: not computed)."""
 
     arm: str  # which softmax arm (``Protocol.softmax_arm``), of which studies' cells
     cos_sim: float | None  # None: no seed of the claim has finished it
@@ -31,10 +32,10 @@ class Regime:
 
 
 def tested_where(protocol: Protocol, cells: list[CellResult]) -> Regime:
-    """Where ``protocol``'s claim was tested (DESIGN 9.8): the last-layer cos_sim of its softmax arm
-    (``Protocol.softmax_arm``) in the last record of each of its seeds that finished it, their
-    mean, beside that arm's random-init null; below ``OVERSMOOTHS`` the words say that the claim was
-    tested where the baseline does not oversmooth."""
+    """Where ``protocol``'s claim was tested (docs/registrations/fourth-step.md): the last-layer
+    cos_sim of its softmax arm (``Protocol.softmax_arm``) in the last record of each of its seeds
+    that finished it, their mean, beside that arm's random-init null; below ``OVERSMOOTHS`` the
+    words say that the claim was tested where the baseline does not oversmooth."""
     arm = protocol.softmax_arm
     seeds = group_cells(protocol, cells)
     cells_of_arm = (seeds.get(seed, {}).get(arm) for seed in protocol.seeds)

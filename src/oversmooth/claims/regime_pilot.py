@@ -1,9 +1,10 @@
-"""The third protocol's regime pilot (DESIGN 9.8, docs/studies.md), which looks for a trained
-softmax ViT that oversmooths: per configuration the pilot trained, its token count, validation accuracy and
-last-layer cos_sim beside the same architecture's at random init, and whether it oversmooths
-(``OVERSMOOTHS``) and trains (gate W's parts (a) and (c): plateaued, and above the logistic
-regression it runs on the same images). Where no configuration does both, 2a, 2c and 8 were not
-re-tested in a new regime of the ViT."""
+"""The third protocol's regime pilot (docs/registrations/fourth-step.md,
+docs/registrations/third-protocol.md), which looks for a trained softmax ViT that oversmooths: per
+configuration the pilot trained, its token count, validation accuracy and last-layer cos_sim beside
+the same architecture's at random init, and whether it oversmooths (``OVERSMOOTHS``) and trains
+(gate W's parts (a) and (c): plateaued, and above the logistic regression it runs on the same
+images). Where no configuration does both, 2a, 2c and 8 were not re-tested in a new regime of the
+ViT."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import statistics
 from oversmooth.claims.gates import not_plateaued, reference_score
 from oversmooth.claims.protocol import DEPTH_GATE, OVERSMOOTHS
 from oversmooth.study.results import CellResult
+from oversmooth.utils.markdown import markdown_table
 
 PILOTS = ("regime-pilot", "regime-pilot-p2")
 FLOOR_STUDY = "depth-w32"  # gate W's baseline cells: the first 10 000 training images, as the pilot's
@@ -36,11 +38,10 @@ def regime_pilot_section(cells: list[CellResult]) -> list[str]:
         null = f"{c.null['mean']:.3f} ± {c.null['sd']:.3f}" if c.null and c.null["sd"] is not None else "–"
         trains = floor is not None and accuracy > floor and not_plateaued(c, DEPTH_GATE.tolerance) is None
         both |= trains and cos_sim >= OVERSMOOTHS
-        rows.append(
-            f"| width {spec.width}, {spec.patch_size} × {spec.patch_size} patches, depth {c.depth} "
-            f"| {(IMAGE_SIDE // spec.patch_size) ** 2 + 1} | {accuracy:.2f} % | {cos_sim:.3f} | {null} "
-            f"| {_yes(cos_sim >= OVERSMOOTHS)} | {'–' if floor is None else _yes(trains)} |"
-        )
+        configuration = f"width {spec.width}, {spec.patch_size} × {spec.patch_size} patches, depth {c.depth}"
+        tokens = (IMAGE_SIDE // spec.patch_size) ** 2 + 1
+        oversmooths, trained = _yes(cos_sim >= OVERSMOOTHS), "–" if floor is None else _yes(trains)
+        rows.append([configuration, tokens, f"{accuracy:.2f} %", f"{cos_sim:.3f}", null, oversmooths, trained])
     floor_text = "–" if floor is None else f"{floor:.2f} %"
     images = f"{pilot[0].spec.limit_train:,}".replace(",", " ")
     arms = ", ".join(sorted({f"{c.norm}-norm {c.label} seed {c.seed}" for c in pilot}))
@@ -58,8 +59,9 @@ def regime_pilot_section(cells: list[CellResult]) -> list[str]:
             "(their regime column), and were not re-tested in a new regime of the ViT."
         ),
         "",
-        "| configuration | tokens | val accuracy | last-layer cos_sim | random init | oversmooths | trains |",
-        "|---|---|---|---|---|---|---|",
-        *rows,
+        markdown_table(
+            ["configuration", "tokens", "val accuracy", "last-layer cos_sim", "random init", "oversmooths", "trains"],
+            rows,
+        ),
         "",
     ]

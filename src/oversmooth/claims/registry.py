@@ -1,5 +1,5 @@
 """Every claim of the source papers by its stable id (``CLAIMS``), each decided by one rule into one
-``Claim``, a row of the table and of ``claims.json`` (DESIGN 9.6):
+``Claim``, a row of the table and of ``claims.json`` (docs/studies.md):
 
 - a tested claim (``decide_question``): its Holm family's decision on its evidence
   (``claims.holm``), with the third protocol's reading beside it (``claims.reading``) and,
@@ -181,7 +181,7 @@ def decide_no_training(
             )
         base, neut = pair.mean("baseline"), pair.mean("neutreno")
         rule, sentence = similarity_verdict(base, neut, pair.quality)
-        verdict = rule if rule in (HELD, NOT_TESTED) else CONTRADICTED  # "model broken" is a reason (DESIGN 9.4)
+        verdict = rule if rule in (HELD, NOT_TESTED) else CONTRADICTED  # "model broken": a reason, no verdict
         if verdict != rule:  # the rule's own word ("did not hold", "model broken") becomes the reason
             sentence = f"{verdict} (the claimed change does not happen within the quality budget): {sentence}"
         return Claim(

@@ -9,7 +9,6 @@ The claims table decides only on finished seeds (``oversmooth.claims.registry``)
 
 from __future__ import annotations
 
-import json
 import math
 import statistics
 import textwrap
@@ -21,13 +20,15 @@ from oversmooth.claims.claim import NOT_TESTED_WHY, Claim
 from oversmooth.claims.commands import study_command
 from oversmooth.claims.depth_fixes import PLOT as DEPTH_FIXES_PLOT
 from oversmooth.claims.depth_fixes import depth_fixes_section
+from oversmooth.claims.fourth_step import fourth_step_records, fourth_step_section, screen_clause
 from oversmooth.claims.probes import Probes
 from oversmooth.claims.protocol import OVERSMOOTHS
 from oversmooth.claims.reading import SEEN_FIRST, post_norm_trains_deep
 from oversmooth.claims.regime_pilot import regime_pilot_section
 from oversmooth.claims.registry import decide_claims
-from oversmooth.claims.summary import effect_text, summary_table
-from oversmooth.claims.third_protocol import third_protocol_section
+from oversmooth.claims.statements import STATEMENTS
+from oversmooth.claims.summary import effect_text, opening, paper_effect, summary_table
+from oversmooth.claims.third_protocol import fresh_tests, third_protocol_section
 from oversmooth.study.report import OUTPUTS as STUDY_OUTPUTS
 from oversmooth.study.report import (
     Rendered,
@@ -40,6 +41,8 @@ from oversmooth.study.report import (
     study_section,
 )
 from oversmooth.study.results import CellResult
+from oversmooth.utils.json_files import json_text
+from oversmooth.utils.markdown import markdown_table
 from oversmooth.utils.plotting import figure, save_png
 
 TITLE = "oversmooth claims report"
@@ -107,6 +110,16 @@ def _gate(c: Claim) -> str:
     return {True: "passed", False: "**failed**", None: "–"}[c.gate_passed]
 
 
+def fresh_summary(records: Sequence[dict]) -> str:
+    """One line: the fresh tests (the third protocol's and the fourth step's) by verdict, counted
+    apart from the registered verdicts."""
+    by_verdict: dict[str, list[str]] = defaultdict(list)
+    for r in fresh_tests(records):
+        by_verdict[r["verdict"]].append(r["claim"])
+    parts = [f"**{verdict}** ({len(names)}): {', '.join(names)}" for verdict, names in by_verdict.items()]
+    return "- *fresh tests* (registered before they ran): " + ("; ".join(parts) or "none")
+
+
 def verdict_summary(claims: list[Claim]) -> str:
     """One line per verdict: which claims it went to; "not tested" says which for a failed gate
     and which because their runs have not finished."""
@@ -118,7 +131,7 @@ def verdict_summary(claims: list[Claim]) -> str:
         found = by_verdict[verdict]
         if not found:
             continue
-        listed = ", ".join(c.id for c in found)
+        listed = ", ".join(c.id + (" ⚑" if STATEMENTS[c.id].flag else "") for c in found)
         if verdict == "not tested":
             listed = "; ".join(
                 f"{', '.join(c.id for c in found if c.why_not_tested == why)} ({why})"
@@ -144,9 +157,9 @@ def reading_summary(claims: list[Claim]) -> str:
 
 
 def regime_summary(claims: list[Claim], records: Sequence[dict] = ()) -> str:
-    """One line (DESIGN 9.8): the trained claims tested where their softmax baseline does not
-    oversmooth, and those where it does or has no value yet; then each third-protocol ``records``'
-    regime as recorded (a fresh test on a pretrained model)."""
+    """One line (docs/registrations/fourth-step.md): the trained claims tested where their softmax
+    baseline does not oversmooth, and those where it does or has no value yet; then each
+    third-protocol ``records``' regime as recorded (a fresh test on a pretrained model)."""
     where = {False: "tested where the baseline does not oversmooth", True: "the baseline oversmooths"}
     groups: dict[str, list[str]] = defaultdict(list)
     for c in claims:
@@ -172,6 +185,8 @@ def _reading(c: Claim) -> str:
 def claims_table(claims: list[Claim]) -> str:
     """One table per Holm family (and one for the static claims), then per claim its verdict's
     reason, what it measured, its gate in full and the command that reproduces it."""
+    header = ["id", "claim", "paper", "ours", "effect [Holm-matched CI]", "n", "p", "Holm p", "detectable", "gate"]
+    header += ["verdict", "third protocol's reading", "regime: softmax last-layer cos_sim, trained vs random init"]
     lines = []
     for family, title in (
         ("primary", "Primary family (Holm, m = 7)"),
@@ -181,20 +196,7 @@ def claims_table(claims: list[Claim]) -> str:
         rows = [c for c in claims if c.family == family]
         if not rows:
             continue
-        lines += [
-            f"### {title}",
-            "",
-            "| id | claim | paper | ours | effect [Holm-matched CI] | n | p | Holm p | detectable | gate | verdict "
-            "| third protocol's reading | regime: softmax last-layer cos_sim, trained vs random init |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
-        ]
-        lines += [
-            f"| {c.id} | {c.statement} | {c.paper} | {c.ours} | {effect_text(c)} | {c.n} | {_num(c.p)} | "
-            f"{_num(c.p_holm)} | {_detectable(c)} | {_gate(c)} | **{c.verdict}** | {_reading(c)} | "
-            f"{'–' if c.regime is None else c.regime.text} |"
-            for c in rows
-        ]
-        lines.append("")
+        lines += [f"### {title}", "", markdown_table(header, map(_claim_row, rows)), ""]
     lines += ["Why each verdict, what each claim measured, its gate and how to reproduce it:", ""]
     for c in claims:
         lines += [
@@ -211,19 +213,43 @@ def claims_table(claims: list[Claim]) -> str:
     return "\n".join(lines)
 
 
-def plot_effects(claims: list[Claim], path: Path) -> None:
+def _claim_row(c: Claim) -> list:
+    """A claim's cells in ``claims_table``."""
+    numbers = [effect_text(c), c.n, _num(c.p), _num(c.p_holm), _detectable(c)]
+    regime = "–" if c.regime is None else c.regime.text
+    return [c.id, c.statement, c.paper, c.ours, *numbers, _gate(c), f"**{c.verdict}**", _reading(c), regime]
+
+
+def plot_effects(claims: list[Claim], path: Path, records: Sequence[dict] = ()) -> None:
     """Each tested claim's effect with its Holm-matched interval and n, one panel per claim (units
     differ, each named in full), the primary family's first, up to 4 a row: the claimed side
     shaded (an equivalence claim's: inside its margin), the paper's effect as it states it (star)
-    and carried to our measure (DESIGN 9.8, dotted) where it states one, and the third protocol's
-    reading under the verdict where the two differ."""
+    and carried to our measure (docs/registrations/fourth-step.md, dotted) where it states one, and the third protocol's
+    reading under the verdict where the two differ; then a panel per decided fresh test of
+    ``records`` (the third protocol's and the fourth step's), its interval beside the paper's effect."""
     tested = [c for c in claims if c.effect is not None and c.ci is not None and all(map(math.isfinite, c.ci))]
     tested.sort(key=lambda c: c.family != "primary")  # stable: each family keeps the claims' order
-    cols = min(max(len(tested), 1), 4)
-    rows = max(math.ceil(len(tested) / cols), 1)
+    fresh = [r for r in fresh_tests(records) if {"mean", "ci"} <= r.get("test", {}).keys()]
+    panels = len(tested) + len(fresh)
+    cols = min(max(panels, 1), 4)
+    rows = max(math.ceil(panels / cols), 1)
     plt, fig, axes = figure(rows, cols, 4.0 * cols, 4.2 * rows)
-    for ax in axes.flat[len(tested) :]:
+    for ax in axes.flat[panels:]:
         ax.set_visible(False)
+    for ax, r in zip(axes.flat[len(tested) :], fresh):
+        mean, (low, high) = r["test"]["mean"], r["test"]["ci"]
+        ax.vlines(0, low, high, color="tab:green")  # the record's interval, as recorded
+        ax.plot([0], [mean], "o", color="tab:green")
+        if (effect := paper_effect(r)) is not None:
+            ax.axhline(effect, color="tab:orange", ls=":", lw=1.2, label="paper, carried")
+            ax.legend(fontsize=6)
+        ax.axhline(0.0, color="grey", lw=0.8)
+        ax.set_xticks([])
+        ax.set_xlim(-0.5, 1.5)
+        ax.set_title(textwrap.fill(f"fresh test {r['claim']}: {r['verdict']}", 40), fontsize=9)
+        ax.set_xlabel(f"n = {len(r['test']['seeds'])}", fontsize=8)
+        ax.set_ylabel(textwrap.fill(r["model"], 56), fontsize=7.5)
+        ax.grid(alpha=0.3)
     for ax, c in zip(axes.flat, tested):
         ax.errorbar(
             [0], [c.effect], yerr=[[c.effect - c.ci[0]], [c.ci[1] - c.effect]], fmt="o", capsize=4, label="ours"
@@ -275,7 +301,8 @@ def _shade_claimed(ax, direction: str | None, margin: float | None = None) -> st
 def adaptation_table(adapted: list[dict]) -> str:
     """Claims 8 and 2c, per continuation arm (mean ± sd over the seeds that ran it): validation
     accuracy right after patching (step 0) and after the continuation, test accuracy after it, and
-    the last layer's token cos_sim before and after (DESIGN 10: what the continuation recovers)."""
+    the last layer's token cos_sim before and after (docs/adapt.md: what the continuation
+    recovers)."""
     by_arm: dict[str, list[dict]] = defaultdict(list)
     for record in adapted:
         for name, arm in record["arms"].items():
@@ -297,16 +324,13 @@ def adaptation_table(adapted: list[dict]) -> str:
         spread = f" ± {statistics.stdev(values):.2f}" if len(values) > 1 else ""
         return f"{statistics.fmean(values):.2f}{spread}"
 
-    lines = [
-        "| arm | seeds | val accuracy at step 0 (%) | val accuracy after (%) | test accuracy after (%) "
-        "| last-layer cos_sim at step 0 | after |",
-        "|---|---|---|---|---|---|---|",
+    header = ["arm", "seeds", "val accuracy at step 0 (%)", "val accuracy after (%)", "test accuracy after (%)"]
+    header += ["last-layer cos_sim at step 0", "after"]
+    rows = [
+        [name, seed_span([arm["seed"] for arm in by_arm[name]]), *(cell(by_arm[name], read) for read in columns)]
+        for name in sorted(by_arm, key=lambda n: (n != "control", n))
     ]
-    for name in sorted(by_arm, key=lambda n: (n != "control", n)):
-        arms = by_arm[name]
-        seeds = seed_span([arm["seed"] for arm in arms])
-        lines.append(f"| {name} | {seeds} | " + " | ".join(cell(arms, read) for read in columns) + " |")
-    return "\n".join(lines)
+    return markdown_table(header, rows)
 
 
 def _read(read: Callable[[dict], float | None], arm: dict) -> float | None:
@@ -381,11 +405,8 @@ def verdict_confusion(cells: list[CellResult]) -> str:
             for model in (c.label, "all"):
                 counts[(model, block["verdict"]["verdict"])][sign] += 1
     order = sorted(counts, key=lambda key: (key[0] == "all", key))
-    lines = ["| model | verdict \\ measured t_sim change | rises | falls |", "|---|---|---|---|"]
-    lines += [
-        f"| {model} | {v} | {counts[(model, v)]['rises']} | {counts[(model, v)]['falls']} |" for model, v in order
-    ]
-    return "\n".join(lines)
+    rows = [[model, v, counts[(model, v)]["rises"], counts[(model, v)]["falls"]] for model, v in order]
+    return markdown_table(["model", "verdict \\ measured t_sim change", "rises", "falls"], rows)
 
 
 def adaptation_hours(adapted: list[dict]) -> float:
@@ -402,23 +423,42 @@ def render_claims(
     adapted: list[dict] | None = None,
     benchmark: dict | None = None,
     third_protocol: list[dict] | None = None,
+    fair_adapted: dict[int, dict] | None = None,
 ) -> tuple[list[Claim], Rendered]:
     """Every claim decided on this evidence, and the claims report of it, to write with
     ``Rendered.write``.
 
     ``commands``: study name -> the command that ran it (printed under its section); ``command``:
     the one that wrote this report; ``adapted``: claim 8's adaptations (``claims.adaptations``);
-    ``benchmark``: claim 3's rounds; ``third_protocol``: its records (``claims.third_protocol``).
+    ``benchmark``: claim 3's rounds; ``third_protocol``: its records (``claims.third_protocol``);
+    ``fair_adapted``: claim 8's adaptations of SmolLM2 in the fourth step (``claims.smollm2_fair``).
     """
     from oversmooth.claims.protocol import DEPTH, protocol
 
     claims = decide_claims(cells, probes, commands, adapted=adapted, benchmark=benchmark)
     equivalence = " and ".join(c.id for c in claims if c.margin is not None)
-    files: dict[str, Callable[[Path], None]] = {"claims.png": lambda p: plot_effects(claims, p)}
+    fourth = fourth_step_records(cells, fair_adapted or {})
+    records = [*(third_protocol or ()), *fourth]
+    files: dict[str, Callable[[Path], None]] = {"claims.png": lambda p: plot_effects(claims, p, records)}
     lines = [
         f"# {title}",
         "",
-        summary_table(claims, third_protocol or ()),
+        opening(claims, records, screen_clause(cells)),
+        "",
+        summary_table(claims, records),
+        "",
+        "- *registered verdicts* (the second protocol; ⚑: rests on a disclosed flaw, named in the table):",
+        "\n".join(f"  {line}" for line in verdict_summary(claims).splitlines()),
+        fresh_summary(records),
+        reading_summary(claims),
+        regime_summary(claims, third_protocol or ()),
+        "",
+        "The columns: the paper's effect in the claim's measure where the paper states one (and carried to our "
+        "baseline, docs/registrations/fourth-step.md); ours, with its Holm-matched interval and n (pp: percentage "
+        "points of test accuracy); the regime, the softmax baseline's last-layer cos_sim after training vs the same "
+        f"architecture at random init (it oversmooths at {OVERSMOOTHS:g} and above); the registered verdict; the "
+        "fresh tests of the claim (on new seeds, passages or models, each registered before it ran: their sections "
+        "below); the third protocol's exploratory reading of the registered data.",
         "",
         "Which claims of the source papers held here, at CPU scale, under the second protocol "
         "of docs/studies.md (pre-registered; paired by seed; Holm within two families fixed in advance, an "
@@ -449,14 +489,11 @@ def render_claims(
         "after its data reads them beside the registered one; and a claim whose outcome was seen before its rule "
         "was written is exploratory.",
         "",
-        verdict_summary(claims),
-        reading_summary(claims),
-        regime_summary(claims, third_protocol or ()),
-        "",
         claims_table(claims),
         "",
         "Each tested claim's effect with its Holm-matched interval and n, in the claim's own measure (named on "
-        "each panel's axis); shaded: the side the claim states (an equivalence claim: inside its margin, red); "
+        "each panel's axis), then each decided fresh test's (green); shaded: the side the claim states (an "
+        "equivalence claim: inside its margin, red); "
         "the star is the paper's effect where the paper states one, the dotted line the same carried to our "
         "measure (docs/registrations/fourth-step.md):",
         "",
@@ -464,21 +501,22 @@ def render_claims(
         "",
     ]
     depth = protocol("4a")
-    depth_cells = [
-        c
-        for c in cells
-        if depth.key(c) == depth.training and c.seed in depth.seeds and (c.norm, c.label, c.depth) in depth.arms
-    ]
+    methods = {(norm, label) for norm, label, _ in depth.arms}
+    depth_cells = [c for c in cells if depth.key(c) == depth.training and (c.norm, c.label) in methods]
     if depth_cells:
+        depths = sorted({c.depth for c in depth_cells})
+        studies, recipe = ", ".join(sorted({c.study for c in depth_cells})), DEPTH.train
         files["claim4_depth.png"] = lambda p: plot_depth(
             depth_cells,
             p,
-            f"claim 4: {DEPTH.name}, seeds {depth.seeds[0]}-{depth.seeds[-1]}; claimed: post-norm falls behind "
-            "pre-norm with depth (4a), de-escalation lifts post-norm (4b)",
+            f"claim 4 at {DEPTH.name}'s recipe (width {recipe['width']}, lr {recipe['lr']:g}, {recipe['epochs']} "
+            f"epochs of {recipe['limit_train']} images), depths {', '.join(map(str, depths))}: {studies}",
         )
         lines += [
-            f"Claim 4 ({DEPTH.name}, seeds {depth.seeds[0]}-{depth.seeds[-1]}): test accuracy and last-layer "
-            "cos_sim by depth, the mean over seeds with its 95 % t interval (seeds per arm and depth in brackets):",
+            f"Claim 4 at {DEPTH.name}'s recipe, every depth trained with it ({studies}: the registered cells at "
+            "depths 8 and 48 and the third protocol's pilots and family deeper): test accuracy and last-layer "
+            "cos_sim by depth, the mean over the seeds with its 95 % t interval (seeds per arm and depth in "
+            "brackets; no line through a depth without data):",
             "",
             "![test accuracy and last-layer cos_sim by depth](claim4_depth.png)",
             "",
@@ -534,10 +572,13 @@ def render_claims(
             "",
         ]
     lines += [*(third_protocol_section(third_protocol) if third_protocol else []), *regime_pilot_section(cells)]
+    fourth_lines, fourth_plots = fourth_step_section(cells, fourth, fair_adapted or {})
+    lines += fourth_lines
+    files |= fourth_plots
     fixes, fixes_plot = depth_fixes_section(cells, post_norm_trains_deep(cells))
     lines += fixes
     files |= fixes_plot
     for name, group in by_study(cells).items():
         lines += study_section(name, group, files, study_command(name, (commands or {}).get(name)))
-    texts = {"claims.json": json.dumps([c.to_json() for c in claims], indent=1)}
+    texts = {"claims.json": json_text([c.to_json() for c in claims], indent=1)}
     return claims, Rendered("\n".join(lines), files, cell_rows(cells), texts, OUTPUTS)

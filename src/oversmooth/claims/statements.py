@@ -1,6 +1,6 @@
-"""How each claim is stated, one row per claim id in the report's order (DESIGN 9.6): the paper's
-words and numbers, our measure and its unit, what the two means of "ours" are, what the test can
-and cannot show (its scope) and the deviations from the registered protocol, each dated. Nothing
+"""How each claim is stated, one row per claim id in the report's order (docs/studies.md): the
+paper's words and numbers, our measure and its unit, what the two means of "ours" are, what the test
+can and cannot show (its scope) and the deviations from the registered protocol, each dated. Nothing
 here decides anything: how a claim is tested is ``claims.protocol`` (the trained claims) and
 ``claims.questions`` (every tested claim); 1a and 1b's rule is in ``claims.registry``."""
 
@@ -49,9 +49,10 @@ class Statement:
     unit: str  # the unit of ``measure`` in a word or two (the claims' summary; '' for a static claim)
     sides: tuple[str, str] = ("", "")  # what the two means in "ours" are: (method side, baseline side)
     paper_effect: float | None = None  # the paper's effect in our measure, where it states one
-    paper_numbers: PaperEffect | None = None  # the paper's two numbers: its effect carried to ours (DESIGN 9.8)
+    paper_numbers: PaperEffect | None = None  # the paper's two numbers: its effect carried to ours (fourth-step.md)
     scope: str = ""  # what the test shows and what it does not, printed with any verdict
     deviations: tuple[str, ...] = ()  # from the registered protocol, each dated
+    flag: str = ""  # the disclosed flaw the registered verdict rests on, in a few words (the report's first screen)
 
 
 _STATIC = "NeuTRENO lowers per-layer token cos_sim without training"
@@ -86,7 +87,7 @@ _ROWS = (
     Statement(
         id="2b",
         statement="trained NeuTRENO beats softmax at equal config (language modelling)",
-        paper="WikiText-103 test PPL 34.29 -> 33.70 (-0.017 nats per token; Nguyen et al. 2023, Table 2)",
+        paper="WikiText-103 test PPL 34.29 -> 33.70 (-0.017 nats per token; Nguyen et al. 2023, Table 3)",
         measure="test NLL per token, nats",
         unit="nats/token",
         sides=("NeuTRENO lam 0.4", "softmax"),
@@ -133,6 +134,7 @@ _ROWS = (
     ),
     Statement(
         id="4a",
+        flag="tested where post-norm did not fail (depth 48 trains)",
         statement="post-norm Transformers get worse with depth (token similarity escalates)",
         paper="Yu & Zhang 2023: post-norm fails to train deep; 'preliminary', small-scale experiments",
         measure="per seed: post-norm softmax's test-accuracy deficit to pre-norm softmax (pre - post, pp) at depth 48 "
@@ -147,6 +149,7 @@ _ROWS = (
     ),
     Statement(
         id="4b",
+        flag="tested where post-norm did not fail: no rescue to measure",
         statement="de-escalation lets post-norm Transformers go deeper",
         paper="Yu & Zhang 2023: de-escalated post-norm trains where plain post-norm fails",
         measure="test accuracy at depth 48, pp: post-norm de-escalation (tau 1) - post-norm softmax",
@@ -199,6 +202,7 @@ _ROWS = (
     ),
     Statement(
         id="5c",
+        flag="held on its registered reference, later found flawed: the measured sign turned in 1 of 80 blocks",
         statement="the sign of the LayerNorm weights can change smoothing into sharpening",
         paper="Dovonon et al. 2025, Sec. 5 (pre-LN: the effective map is diag(gamma) W_V W_O)",
         measure="over the blocks whose verdict turns when that block's pre-attention gamma is negated in the value "
@@ -227,6 +231,7 @@ _ROWS = (
     ),
     Statement(
         id="6",
+        flag="an existence claim: one setting cannot contradict it",
         statement="smoothing can improve image classification (vs sharpening, at matched initial scale)",
         paper="Dovonon et al., arXiv v2 (the TMLR version states no direction)",
         measure="test accuracy, pp",
@@ -260,5 +265,14 @@ _ROWS = (
         deviations=(RETRAINED_STARTS,),
     ),
 )
+#: the disclosed flaw a fresh test's verdict rests on, by its record's ``claim`` (the first screen flags it)
+FRESH_FLAGS = {
+    "8 (SmolLM2)": "from a broken start: NeuTRENO at lam 0.4 starts at 9.71 nats against 4.04",
+}
+#: the paper's effect printed beside a fresh test whose record carries another: the third protocol's
+#: claim 8 on SmolLM2 recorded 2b's from-scratch -0.017 nats; the paper's adaptation effect (DeiT-tiny
+#: +0.46 pp, Nguyen et al. 2023, Table 1: 1.65 % of the error removed) carried to the control's mean
+#: final validation NLL there (3.412 nats, seeds 10-15) is -0.056 nats per token
+FRESH_EFFECTS = {"8 (SmolLM2)": -0.056}
 #: every claim by its stable id, in the report's order
 STATEMENTS: dict[str, Statement] = {row.id: row for row in _ROWS}

@@ -9,8 +9,9 @@ from collections.abc import Sequence
 
 from oversmooth.claims.claim import Claim
 from oversmooth.claims.protocol import OVERSMOOTHS
-from oversmooth.claims.statements import STATEMENTS
+from oversmooth.claims.statements import FRESH_EFFECTS, FRESH_FLAGS, STATEMENTS
 from oversmooth.claims.third_protocol import fresh_tests
+from oversmooth.utils.markdown import markdown_table
 
 #: a parenthesis of a statement longer than this is its setting or its test in full, left to the
 #: claims table below the summary
@@ -94,39 +95,102 @@ def _regime(c: Claim) -> str:
 def _fresh(record: dict) -> str:
     """A fresh test's verdict; where its record holds a decided paired test (``test``: ``mean``,
     ``ci``, ``seeds``, ``reading``), its mean difference with the interval (in the record's ``unit``,
-    if any) and n, the paper's ``effect`` beside it, and the magnitude reading where it differs."""
+    if any) and n, the paper's ``effect`` beside it, and the magnitude reading where it differs; a
+    flag (``FRESH_FLAGS``) where its verdict rests on a disclosed flaw."""
     test, text = record.get("test", {}), f"{record['claim']}: **{record['verdict']}**"
     unit = f" {record['unit']}" if "unit" in record else ""
     if "mean" in test and "ci" in test:
         text += f", {interval_text(test['mean'], *test['ci'])}{unit}, n = {len(test['seeds'])}"
-        text += f" (paper {record['effect']:+g}{unit})" if "effect" in record else ""
+        effect = paper_effect(record)
+        text += f" (paper {effect:+.3g}{unit})" if effect is not None else ""
         text += f" (*{test['reading']}*)" if test.get("reading", record["verdict"]) != record["verdict"] else ""
-    return text
+    flag = FRESH_FLAGS.get(record["claim"])
+    return text + (f" ⚑ *{flag}*" if flag else "")
 
 
-def _verdict(c: Claim, records: Sequence[dict]) -> str:
-    """The verdict, the third protocol's reading where it differs, and its fresh tests' (``_fresh``)."""
-    fresh = "".join(f"; {_fresh(r)}" for r in fresh_tests(records, c.id))
-    return f"**{c.verdict}**" + (f" (third protocol: *{c.reading}*)" if c.reading != c.verdict else "") + fresh
+def paper_effect(record: dict) -> float | None:
+    """The paper's effect carried to a fresh test's measure (``FRESH_EFFECTS`` where its record holds another)."""
+    return FRESH_EFFECTS.get(record["claim"], record.get("effect"))
+
+
+def _registered(c: Claim) -> str:
+    flag = STATEMENTS[c.id].flag
+    return f"**{c.verdict}**" + (f" ⚑ *{flag}*" if flag else "")
+
+
+def _exploratory(c: Claim) -> str:
+    return f"*{c.reading}*" if c.reading != c.verdict else "same"
 
 
 def summary_table(claims: list[Claim], records: Sequence[dict] = ()) -> str:
-    """Markdown: a line on what the columns are, then one row per claim; ``records``: the third
-    protocol's (``claims.third_protocol``), whose verdicts join their claims' rows."""
+    """Markdown: one row per claim, its registered verdict (the second protocol's), its fresh tests'
+    (``records``: the third protocol's and the fourth step's, registered before they ran) and the
+    third protocol's exploratory reading in separate columns; ⚑ marks a verdict resting on a
+    disclosed flaw."""
     lines = [
-        "One row per claim (each in full below, with its test, gate and command): the paper's effect in the "
-        "claim's measure where the paper states one (and carried to our baseline, "
-        "docs/registrations/fourth-step.md); ours, with its "
-        "Holm-matched interval and n (pp: percentage points of test accuracy); the regime, the softmax "
-        "baseline's last-layer cos_sim after training vs the same architecture at random init (it oversmooths "
-        f"at {OVERSMOOTHS:g} and above); the verdict, with the third protocol's exploratory reading where it "
-        "differs and the verdicts of its fresh tests of the claim (on new seeds, passages or models, registered "
-        "before they ran: their section below).",
-        "",
-        "| id | claim | paper's effect | ours [Holm-matched CI] | regime: softmax cos_sim vs random init | verdict |",
-        "|---|---|---|---|---|---|",
+        markdown_table(
+            [
+                "id",
+                "claim",
+                "paper's effect",
+                "ours [Holm-matched CI]",
+                "regime: softmax cos_sim vs random init",
+                "registered verdict",
+                "fresh tests",
+                "exploratory reading",
+            ],
+            [
+                [
+                    c.id,
+                    short_statement(c.statement),
+                    _paper(c),
+                    _ours(c),
+                    _regime(c),
+                    _registered(c),
+                    "; ".join(_fresh(r) for r in fresh_tests(records, c.id)) or "–",
+                    _exploratory(c),
+                ]
+                for c in claims
+            ],
+        ),
     ]
-    for c in claims:
-        row = [c.id, short_statement(c.statement), _paper(c), _ours(c), _regime(c), _verdict(c, records)]
-        lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines)
+
+
+def _ids(ids: Sequence[str]) -> str:
+    return ", ".join(ids[:-1]) + (" and " if len(ids) > 1 else "") + ids[-1] if ids else "none"
+
+
+def opening(claims: list[Claim], records: Sequence[dict], untestable: str) -> str:
+    """At most five plain sentences: what held and failed under the registered rules, what the fresh
+    tests found, what could not be tested and why (``untestable``: claim 4's screen, in a clause),
+    and where the problem exists."""
+    tested = [c for c in claims if c.verdict != "not tested"]
+    by = {v: [c.id for c in tested if c.verdict == v] for v in ("held", "contradicted", "inconclusive")}
+    flagged = [c.id for c in claims if STATEMENTS[c.id].flag]
+    sentences = [
+        f"Under the rules registered before their data (the second protocol), {_ids(by['held'])} held, "
+        f"{_ids(by['contradicted'])} {'was' if len(by['contradicted']) == 1 else 'were'} contradicted and "
+        f"{_ids(by['inconclusive'])} {'was' if len(by['inconclusive']) == 1 else 'were'} inconclusive, of "
+        f"{len(claims)} claims; {_ids(flagged)} rest on a disclosed flaw (⚑ in the table)."
+    ]
+    decided: dict[str, list[str]] = {}
+    for r in fresh_tests(records):
+        decided.setdefault(r["verdict"], []).append(r["claim"])
+    if decided:
+        parts = [f"{verdict}: {_ids(names)}" for verdict, names in decided.items()]
+        sentences.append(f"Fresh tests, each registered before it ran: {'; '.join(parts)}.")
+    not_tested = [c.id for c in claims if c.verdict == "not tested"]
+    sentences.append(
+        "Not tested: "
+        + (f"{_ids(not_tested)} (see their rows); " if not_tested else "")
+        + f"4a and 4b where post-norm fails: {untestable}."
+    )
+    strong = [c.id for c in claims if c.regime is not None and c.regime.oversmooths]
+    strong += [r["claim"] for r in fresh_tests(records) if "regime" in r]
+    sentences.append(
+        f"Where the problem is strong (a softmax baseline's last-layer cos_sim at least {OVERSMOOTHS:g}): "
+        + (f"{_ids(strong)}; " if strong else "none; ")
+        + "every other trained claim was tested where its baseline does not oversmooth."
+    )
+    return " ".join(sentences)

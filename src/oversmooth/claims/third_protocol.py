@@ -11,7 +11,10 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
+from oversmooth.claims.statements import STATEMENTS
+from oversmooth.claims.verdicts import Decision
 from oversmooth.errors import UsageError
+from oversmooth.utils.markdown import markdown_table
 
 NAME = "third-protocol"
 FIELDS = ("claim", "model", "command", "verdict", "sentence")
@@ -35,29 +38,45 @@ def read_third_protocol(folder: Path) -> list[dict]:
     return records
 
 
-def fresh_tests(records: Sequence[dict], claim_id: str) -> list[dict]:
-    """The records that test claim ``claim_id`` afresh: their ``claim`` is the id, then what sets
-    them apart (``"1b (re-test)"``, ``"8 (SmolLM2)"``); a family's record names none."""
-    return [r for r in records if r["claim"].split()[0] == claim_id]
+def test_fields(decision: Decision, seeds: list[int]) -> dict:
+    """A decided paired test as a record's ``test`` holds it: the seeds, the mean difference, the
+    decision's (Holm-matched) interval, the unadjusted and Holm-adjusted two-sided p."""
+    return {
+        "seeds": seeds,
+        "mean": decision.test.mean,
+        "ci": [decision.ci_low, decision.ci_high],
+        "p": decision.test.p_two_sided,
+        "p_holm": decision.p_adjusted,
+    }
+
+
+def fresh_tests(records: Sequence[dict], claim_id: str | None = None) -> list[dict]:
+    """The records that test claim ``claim_id`` (None: any claim) afresh: their ``claim`` is the id,
+    then what sets them apart (``"1b (re-test)"``, ``"8 (SmolLM2)"``); a family's record names none."""
+    wanted = set(STATEMENTS) if claim_id is None else {claim_id}
+    return [r for r in records if r["claim"].split()[0] in wanted]
+
+
+def records_table(records: Sequence[dict]) -> list[str]:
+    """The fresh tests' records as a Markdown table, one row each, as recorded."""
+    rows = [
+        [r["claim"], r["model"], r.get("regime", "–"), f"**{r['verdict']}**", r["sentence"], f"`{r['command']}`"]
+        for r in records
+    ]
+    header = ["claim", "tested on", "regime: baseline cos_sim vs random init", "verdict", "why", "command"]
+    return markdown_table(header, rows).splitlines()
 
 
 def third_protocol_section(records: list[dict]) -> list[str]:
     """The claims report's section on them: one row per record, as recorded."""
-    rows = [
-        f"| {r['claim']} | {r['model']} | {r.get('regime', '–')} | **{r['verdict']}** | {r['sentence']} | "
-        f"`{r['command']}` |"
-        for r in records
-    ]
     return [
         "## The third protocol: where the problem exists, and its re-tests",
         "",
-        "Registered in docs/studies.md before they ran; each row as its script recorded it under "
-        f"results/{NAME}/ (a pending row says what it waits for). The regime, where the script records one (a "
+        "Registered in docs/registrations/third-protocol.md before they ran; each row as its script recorded it "
+        f"under results/{NAME}/ (a pending row says what it waits for). The regime, where the script records one (a "
         "test on a pretrained model), is its baseline's last-layer cos_sim beside the same architecture's at random "
         "init; a re-test on the second protocol's ViT has that setting's, in the summary:",
         "",
-        "| claim | tested on | regime: baseline cos_sim vs random init | verdict | why | command |",
-        "|---|---|---|---|---|---|",
-        *rows,
+        *records_table(records),
         "",
     ]

@@ -39,7 +39,8 @@ the margin exactly when held, and wholly outside it when contradicted.
 The plain, unadjusted ``1 - alpha`` interval stays in ``Decision.test``; when it excludes 0 but
 Holm's does not, the reason says so.
 
-The third protocol (DESIGN 9.8) reads a decision in magnitude and an existence claim as one:
+The third protocol (docs/registrations/fourth-step.md) reads a decision in magnitude and an
+existence claim as one:
 
 - ``smaller than claimed``: the Holm-matched interval covers 0 and lies entirely short of the
   paper's effect on the claimed side, the effect carried to our measure by ``PaperEffect``;
@@ -74,7 +75,7 @@ HELD: Verdict = "held"
 CONTRADICTED: Verdict = "contradicted"
 INCONCLUSIVE: Verdict = "inconclusive"
 NOT_TESTED: Verdict = "not tested"
-HELD_SMALLER: Verdict = "held, smaller than claimed"  # the third protocol's (DESIGN 9.8)
+HELD_SMALLER: Verdict = "held, smaller than claimed"  # the third protocol's (fourth-step.md)
 SMALLER: Verdict = "smaller than claimed"
 NOT_SHOWN: Verdict = "not shown here"
 
@@ -305,7 +306,7 @@ def decide_family(claims: Sequence[PairedClaim], alpha: float = 0.05, power: flo
 class PaperEffect:
     """A paper's two numbers for one claim, its baseline's and its method's, on ``scale``: an
     ``accuracy`` in % or a ``perplexity``. ``transferred`` carries the effect to our measure by
-    the rule DESIGN 9.8 fixes."""
+    the rule docs/registrations/fourth-step.md fixes."""
 
     baseline: float
     method: float

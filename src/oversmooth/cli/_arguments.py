@@ -27,6 +27,30 @@ def finite_float(text: str) -> float:
     return value
 
 
+def threads(text: str) -> int:
+    """A count of CPU threads: a whole number >= 1.
+
+    >>> threads("2")
+    2
+    """
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of threads >= 1, got {text!r}")
+    return value
+
+
+def add_threads_flag(parser, default: int | None = None, why: str = "") -> None:
+    """``--threads N``: torch's CPU threads while the command computes (``utils.threads.set_threads``);
+    ``default`` None: torch's choice; ``why``: the reason for another default."""
+    shown = "torch's choice" if default is None else f"{default}{why}"
+    parser.add_argument(
+        "--threads", type=threads, default=default, metavar="N", help=f"CPU threads for torch (default {shown})"
+    )
+
+
 def positions(text: str) -> tuple[int, ...]:
     """``"0"`` or ``"0,-1"`` -> token positions; ``"none"`` -> ``()``.
 

@@ -7,7 +7,7 @@ import argparse
 import dataclasses
 import itertools
 
-from oversmooth.adapt.config import MAIN, AdaptConfig
+from oversmooth.adapt.config import FRONTIER, MAIN, AdaptConfig
 from oversmooth.cli._arguments import add_field
 from oversmooth.errors import FieldError, UsageError
 from oversmooth.train.run_spec import field_kinds, flag, literal
@@ -45,6 +45,14 @@ def register(subparsers) -> None:
         if name not in groups:
             groups[name] = parser.add_argument_group(name, f.metadata["help"] if f.name == "knobs" else None)
         if f.name == "knobs":
+            groups[name].add_argument(
+                "--knobs",
+                dest="knobs",
+                choices=(FRONTIER,),
+                help="each method's knob from the quality frontier of `oversmooth analyze --sweep` on the same model "
+                "and text: its largest swept value within analyze's quality budget (no arm for a method with none); "
+                "pretrained models, instead of the knob flags",
+            )
             for knob, (method, _) in _knob_flags().items():
                 groups[name].add_argument(
                     flag(knob), dest=f"knob_{knob}", type=_values, metavar="V[,V...]", help=f"{method} knob"
@@ -58,20 +66,31 @@ def register(subparsers) -> None:
 
 def _named(name: str) -> str:
     """How a message names field (or knob) ``name``: its flag (``--batch-size``), ``MODEL``, ``knobs``."""
-    return {_POSITIONAL: _METAVARS[_POSITIONAL], "knobs": "knobs"}.get(name, flag(name))
+    return {_POSITIONAL: _METAVARS[_POSITIONAL]}.get(name, flag(name))
 
 
-def knob_arms(args: argparse.Namespace) -> tuple[dict, ...]:
-    """The patched arms the knob flags ask for: every combination of the given values."""
+def knob_arms(args: argparse.Namespace) -> tuple[dict, ...] | dict[str, tuple[dict, ...]] | str:
+    """The patched arms the knob flags ask for: per method, every combination of its given values
+    (one method: a tuple of settings; several: a dict method -> settings); ``--knobs frontier``:
+    ``"frontier"``."""
     owners = _knob_flags()
     given = {knob: getattr(args, f"knob_{knob}") for knob in owners if getattr(args, f"knob_{knob}") is not None}
+    if args.knobs == FRONTIER and given:
+        raise UsageError(f"{flag(next(iter(given)))} and --knobs {FRONTIER} both set knobs; give one of them")
+    if args.knobs == FRONTIER:
+        return FRONTIER
+    names = AdaptConfig(method=args.method).method_names()
     for knob in given:
-        if owners[knob][0] != args.method:
-            raise UsageError(
-                f"{flag(knob)} sets {owners[knob][0]}, not --method {args.method}; drop it or change --method"
-            )
-    fields = [owners[knob][1] for knob in given]
-    return tuple(dict(zip(fields, combo)) for combo in itertools.product(*given.values())) or ({},)
+        if names is not None and owners[knob][0] not in names:
+            fix = "change --method" if len(names) == 1 else f"add {owners[knob][0]} to --method"
+            raise UsageError(f"{flag(knob)} sets {owners[knob][0]}, not --method {args.method}; drop it or {fix}")
+    arms = {}
+    for method in dict.fromkeys(owners[knob][0] for knob in given):
+        values = {owners[knob][1]: v for knob, v in given.items() if owners[knob][0] == method}
+        arms[method] = tuple(dict(zip(values, combo)) for combo in itertools.product(*values.values()))
+    if names is not None and len(names) == 1:
+        return arms.get(names[0], ({},))
+    return arms or ({},)
 
 
 def config_of(args: argparse.Namespace) -> AdaptConfig:
@@ -86,6 +105,7 @@ def run_adapt(args: argparse.Namespace) -> int:
     from transformers.utils import logging as hf_logging
 
     from oversmooth.adapt import adapt
+    from oversmooth.adapt.tradeoff import verdict_words
     from oversmooth.adapt.verdict import judge
 
     hf_logging.disable_progress_bar()  # one progress bar: ours (a refusal: one line)
@@ -95,5 +115,7 @@ def run_adapt(args: argparse.Namespace) -> int:
         raise UsageError(error.message(_named)) from None
     for arm in result.patched:
         print(judge(result, arm).words())
-    print(f"wrote {args.out}/: adapt.json, adapt.csv, adapt.png, report.md, arms/<arm>/model")
+    print(verdict_words(result))
+    kept = "frontier.json, " if result.frontier else ""
+    print(f"wrote {args.out}/: adapt.json, {kept}adapt.csv, adapt.png, tradeoff.png, report.md, arms/<arm>/model")
     return 0

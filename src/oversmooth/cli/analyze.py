@@ -16,7 +16,15 @@ from oversmooth.analyze.settings import (
     Budget,
     check_sequences,
 )
-from oversmooth.cli._arguments import add_force_flag, add_knob_flags, add_progress_flag, knob_flags, positions
+from oversmooth.cli._arguments import (
+    add_force_flag,
+    add_knob_flags,
+    add_progress_flag,
+    add_threads_flag,
+    knob_flags,
+    positions,
+)
+from oversmooth.data.text_source import TEXT_HELP, parse_text
 from oversmooth.mitigations.registry import default_patches, knob_owners, patchable
 
 DEFAULT_METHODS = ",".join(default_patches())
@@ -59,9 +67,8 @@ def register(subparsers) -> None:
     source = parser.add_mutually_exclusive_group()
     source.add_argument(
         "--text",
-        metavar="FILE|STRING",
-        help="a text file, several (a.txt,b.txt), a folder of .txt/.md files, or a quoted string "
-        "(default: built-in Austen sample)",
+        metavar="TEXT",
+        help=f"text models: {TEXT_HELP} (default: sample)",
     )
     source.add_argument(
         "--images", metavar="DIR", help="folder of images (default for vision models: Fashion-MNIST test images)"
@@ -74,7 +81,8 @@ def register(subparsers) -> None:
     parser.add_argument(
         "--methods",
         metavar="LIST",
-        help=f"comma-separated mitigations to compare, or 'none' (default: those of "
+        help="comma-separated mitigations to compare (a+b: stacked, where train allows them), or 'none' "
+        f"(default: those of "
         f"{DEFAULT_METHODS} that can patch the model; {IDENTITY_PATCHES}, the model as it is at their "
         "defaults, only when named)",
     )
@@ -187,18 +195,23 @@ def register(subparsers) -> None:
     parser.add_argument("--out", default="runs/analyze", metavar="DIR", help="output folder (default runs/analyze)")
     add_force_flag(parser)
     add_progress_flag(parser)
+    add_threads_flag(parser)
     parser.set_defaults(run=run)
 
 
 def parse_methods(text: str | None) -> tuple[str, ...] | None:
-    """``--methods`` -> method names; None (not given): the library's default."""
-    from oversmooth.mitigations.registry import check_patchable
+    """``--methods`` -> method names (``a+b``: a stack, ``registry.patch_stack``); None (not
+    given): the library's default."""
+    from oversmooth.mitigations.registry import patch_stack
 
     if text is None:
         return None
     if text.strip() == "none":
         return ()
-    return tuple(check_patchable(m.strip()) for m in text.split(",") if m.strip())
+    entries = tuple(m.strip() for m in text.split(",") if m.strip())
+    for entry in entries:
+        patch_stack(entry)
+    return entries
 
 
 def knob_overrides(args: argparse.Namespace) -> dict[str, dict]:
@@ -212,7 +225,7 @@ def knob_overrides(args: argparse.Namespace) -> dict[str, dict]:
 
 
 #: flags that change nothing measured: left out of the recorded command
-_UNRECORDED = ("force", "progress")
+_UNRECORDED = ("force", "progress", "threads")
 
 
 def command_line(args: argparse.Namespace) -> str:
@@ -268,6 +281,9 @@ def run(args: argparse.Namespace) -> int:
 
 def _analyze(args: argparse.Namespace) -> int:
     from oversmooth.train.saved_run import saved_run
+    from oversmooth.utils.threads import set_threads
+
+    set_threads(args.threads)
 
     saved = saved_run(args.model)  # one of ours: a train run, its model, an adaptation arm's model
     if saved is not None:
@@ -302,6 +318,8 @@ def _analyze(args: argparse.Namespace) -> int:
         sweeps=parse_sweeps(args.sweep or (), methods),
     )
     check_sequences(args.max_sequences)  # analysis_inputs checks it too; here it fails before the load
+    if args.text is not None:
+        parse_text(args.text)  # a missing file fails before the load too
     where = placement(args.device, args.dtype, args.device_map)
     hf_logging.disable_progress_bar()  # one progress bar: ours
     loaded = load(args.model, args.max_sequences, text_tokens(args.max_length), where)
@@ -372,7 +390,18 @@ def _analyze(args: argparse.Namespace) -> int:
 
 
 #: the options that apply to a model this tool trained (it brings its own inputs, method and job)
-_SAVED_RUN_OPTIONS = ("model", "max_sequences", "null", "cka", "compare", "device", "out", "force", "progress")
+_SAVED_RUN_OPTIONS = (
+    "model",
+    "max_sequences",
+    "null",
+    "cka",
+    "compare",
+    "device",
+    "out",
+    "force",
+    "progress",
+    "threads",
+)
 
 
 def _analyze_saved(args: argparse.Namespace, saved) -> int:

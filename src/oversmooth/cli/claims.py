@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from oversmooth.cli._arguments import add_report_arguments, report_command, report_folder
+from oversmooth.cli._arguments import add_report_arguments, add_threads_flag, report_command, report_folder
 from oversmooth.errors import UsageError
 
 
@@ -34,6 +34,7 @@ def register(subparsers) -> None:
         help="skip the claims that need no training (no MiniLM, no untrained DeiT-tiny) unless their archive "
         "(results/probes, from python -m oversmooth.claims.probes) is among DIRS",
     )
+    add_threads_flag(parser, 1, ": the probes measure small models on a shared CPU")
     parser.set_defaults(run=run)
 
 
@@ -54,12 +55,12 @@ def run(args: argparse.Namespace) -> int:
     found = read_folders(args.dirs)
     probes = found.probes  # archived probes (results/probes) are read, not run again
     if probes is None and not args.no_probes:
-        import torch
         from transformers.utils import logging as hf_logging
 
         from oversmooth.claims.probes import run_probes
+        from oversmooth.utils.threads import set_threads
 
-        torch.set_num_threads(1)
+        set_threads(args.threads)
         hf_logging.disable_progress_bar()
         probes = run_probes()
     claims, report = render_claims(
@@ -71,6 +72,7 @@ def run(args: argparse.Namespace) -> int:
         adapted=found.adapted,
         benchmark=found.benchmark,
         third_protocol=found.third_protocol,
+        fair_adapted=found.fair_adapted,
     )
     report.write(out)
     width = max((len(c.id) for c in claims), default=1)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from oversmooth.cli._arguments import add_force_flag, add_progress_flag
+from oversmooth.cli._arguments import add_force_flag, add_progress_flag, add_threads_flag
 
 CHOICES = ("all", "smoothing", "sharpening", "rotating", "lnflip", "escalation")
 
@@ -33,19 +33,19 @@ def register(subparsers) -> None:
     parser.add_argument("--out", default="theory-out", help="output folder (default theory-out)")
     add_force_flag(parser)
     add_progress_flag(parser)
+    add_threads_flag(parser, 1, ": tiny matrices, where threads only add overhead on a shared CPU")
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    import torch
-
     from oversmooth.errors import FieldError, UsageError
     from oversmooth.theory.experiment import Setup
     from oversmooth.theory.run import run_theory
     from oversmooth.utils.outputs import check_output_dir
+    from oversmooth.utils.threads import set_threads
 
     check_output_dir(args.out, force=args.force)
-    torch.set_num_threads(1)  # tiny matrices: threads only add overhead on a shared CPU
+    set_threads(args.threads)
     try:
         setup = Setup(
             depth=args.depth,

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from oversmooth.errors import FieldError, UsageError
+from oversmooth.utils.paths import missing_path
 
 SPLITS = ("train", "val", "test")
 FRACTIONS = (0.9, 0.05, 0.05)  # of the characters, per split
@@ -90,7 +91,7 @@ def read_text_files(paths: Sequence[str | os.PathLike], column: str | None = Non
     documents = []
     for path in map(Path, paths):
         if not path.is_file():
-            raise UsageError(f"text file {path} does not exist; pass --task text:FILE with a readable file")
+            raise missing_path(str(path), "pass an existing text file")
         text = reflow(read_text_file(path, column).splitlines())
         if not text:
             raise UsageError(f"text file {path} is empty; give a file with some prose in it")

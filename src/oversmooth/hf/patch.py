@@ -1,9 +1,12 @@
 """Switch a loaded Hugging Face model's attention to a mitigation, in place, without fine-tuning.
 
 ``patch(model, "neutreno", lam=0.6)`` adds forward hooks on the model's own modules (see
-``families``); ``unpatch(model)`` removes them and the model is exactly as before. Each method's
-knobs and edit come from the registry (``oversmooth.mitigations.registry``), the same code as
-our own layers; this module hooks the edit at the method's site:
+``families``); ``unpatch(model)`` removes them and the model is exactly as before. Methods stack
+as in training, ``patch(model, "neutreno+featscale", lam=0.4, s_hc=0.3)``: each hooked at its
+site, methods at one site in the registry's order, the combinations the registry allows
+(``patch_stack``). Each method's knobs and edit come from the registry
+(``oversmooth.mitigations.registry``), the same code as our own layers; this module hooks the
+edit at the method's site:
 
 - ``context``: per head, on the output projection's input (``A V``), with the block's values and
   block 0's values (V1) of the same forward pass;
@@ -26,7 +29,7 @@ patched into a pretrained model they take fixed values. Every method is the iden
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 import torch
@@ -41,7 +44,14 @@ from oversmooth.hf.hooks import BatchMask, HookSet, first_input
 from oversmooth.mitigations.base import PatchTarget
 from oversmooth.mitigations.knobs import Knobs
 from oversmooth.mitigations.registry import METHODS as REGISTRY
-from oversmooth.mitigations.registry import check_patchable, make_knobs, patch_knobs, patchable
+from oversmooth.mitigations.registry import (
+    assign_knobs,
+    flat_knobs,
+    make_knobs,
+    patch_knobs,
+    patch_stack,
+    patchable,
+)
 from oversmooth.mitigations.token_mean import PrefixSums, prefix_mean, token_mean
 
 #: the methods that can be patched into a pretrained model
@@ -51,11 +61,12 @@ _ATTRIBUTE = "_oversmooth_patch"
 
 @dataclass
 class PatchState:
-    """What a patch holds on the model: its method, knobs, hooks and what it carries from call to
-    call (token means, earlier stream rows)."""
+    """What a patch holds on the model: its method (``a+b`` for a stack), each method's knobs in
+    the order they act, hooks and what it carries from call to call (token means, earlier stream
+    rows)."""
 
     method: str
-    knobs: Knobs
+    knobs: dict[str, Knobs]
     entries: tuple[nn.Module, ...]  # the modules a forward pass enters by: the model, its base model
     hooks: HookSet = field(default_factory=HookSet)
     carried: list[_Means | _History] = field(default_factory=list)
@@ -91,15 +102,19 @@ ZERO_KNOBS: dict[str, dict] = {m: dict(REGISTRY[m].zero) for m in PATCHABLE}
 SWEEP_GRIDS: dict[str, dict[str, tuple[float, ...]]] = {m: dict(REGISTRY[m].sweep) for m in PATCHABLE}
 
 
-def patch(model: nn.Module, method: str, **knobs) -> nn.Module:
-    """Patch ``model`` in place with ``method`` (one of ``PATCHABLE``) and its knobs (defaults and
-    ranges: the registry, ``oversmooth analyze --help``). Returns the model. Call
+def patch(model: nn.Module, method: str, knobs: Mapping[str, Mapping] | None = None, **bare) -> nn.Module:
+    """Patch ``model`` in place with ``method`` (one of ``PATCHABLE``, or several joined by ``+``)
+    and its knobs, per method (``knobs={"neutreno": {"lam": 0.4}}``) or bare (``lam=0.4``; one
+    that fits several methods of a stack is refused: ``registry.assign_knobs``); defaults and
+    ranges: the registry, ``oversmooth analyze --help``. Returns the model. Call
     ``unpatch(model)`` before patching again.
     """
     if patched_method(model) is not None:
         raise UsageError(f"model is already patched with {patched_method(model)}; call unpatch(model) first")
+    names = patch_stack(method)
     lay = layout(model)
-    values = make_knobs(check_patchable(method), knobs, causal=lay.family.causal, scope="patch")
+    given = assign_knobs(names, bare, knobs)
+    values = {n: make_knobs(n, given.get(n, {}), causal=lay.family.causal, scope="patch") for n in names}
     state = PatchState(method=method, knobs=values, entries=(model, lay.base))
     try:
         _install(lay, state)
@@ -113,16 +128,17 @@ def patch(model: nn.Module, method: str, **knobs) -> nn.Module:
 
 
 @contextlib.contextmanager
-def patched(model: nn.Module, method: str, **knobs) -> Iterator[nn.Module]:
+def patched(model: nn.Module, method: str, knobs: Mapping[str, Mapping] | None = None, **bare) -> Iterator[nn.Module]:
     """``patch`` for the block, ``unpatch`` after it. States that overflow inside the block (NaN or
     Inf, ``NonFiniteError``) are blamed on the knobs, by name and value: call it on a model whose
     unpatched states were found finite."""
-    patch(model, method, **knobs)
+    given = assign_knobs(patch_stack(method), bare, knobs)
+    patch(model, method, given)
     try:
         yield model
     except NonFiniteError as error:
         raise UsageError(
-            f"with {method} {setting_text(knobs) or '(its defaults)'} patched in, {error.where} "
+            f"with {method} {setting_text(flat_knobs(given)) or '(its defaults)'} patched in, {error.where} "
             "hold NaN or Inf (unpatched they are finite): the knobs overflow this model's states; "
             "bring them closer to their defaults"
         ) from None
@@ -264,16 +280,22 @@ def supported_methods(model: nn.Module) -> tuple[str, ...]:
 
 
 def _install(lay: Layout, state: PatchState) -> None:
-    """The method's edit, hooked at its site in every block."""
-    patcher = REGISTRY[state.method].patcher
-    refused = supports(lay, state.method)
+    """Each method's edit, hooked at its site in every block, in the order the methods act: hooks
+    on one module run in the order they were added."""
+    refused = next(filter(None, (supports(lay, name) for name in state.knobs)), None)
     if refused:
         raise UsageError(refused)
+    for name, knobs in state.knobs.items():
+        _install_method(lay, state, REGISTRY[name].patcher, knobs)
+
+
+def _install_method(lay: Layout, state: PatchState, patcher, knobs: Knobs) -> None:
+    """One method's edit, hooked at its site in every block."""
     hooks = state.hooks
     history = _History(BatchMask(state.entries, hooks), keep=lay.family.causal)
     state.carried.append(history)
     target = PatchTarget(lay.heads, lay.hidden, lay.family.causal, state.means(lay), history)
-    edit = patcher.build(state.knobs, target)
+    edit = patcher.build(knobs, target)
     if patcher.site == "context":
         values = _Values(lay, hooks)
         lay.hook(

@@ -13,20 +13,10 @@ from typing import Any
 from oversmooth.errors import UsageError
 from oversmooth.mitigations.knobs import Knobs
 from oversmooth.mitigations.registry import METHODS as REGISTRY
-from oversmooth.mitigations.registry import check_methods, knob_dict, knob_owners, make_knobs, method
+from oversmooth.mitigations.registry import check_methods, knob_dict, knob_owners, make_knobs, split_methods
 
 #: name -> one-line description (formula, source).
 METHOD_FORMULAS: dict[str, str] = {name: f"{m.formula} ({m.paper})" for name, m in REGISTRY.items()}
-
-BASELINE_NAMES = ("", "softmax", "baseline", "none")
-
-
-def split_methods(spec: str) -> tuple[str, ...]:
-    """``"neutreno+featscale"`` -> ``("neutreno", "featscale")``; ``"softmax"`` -> ``()``."""
-    spec = spec.strip().lower()
-    if spec in BASELINE_NAMES:
-        return ()
-    return tuple(part.strip() for part in spec.replace(",", "+").split("+"))
 
 
 class MitigationConfig:
@@ -45,10 +35,6 @@ class MitigationConfig:
         """``methods`` and knob values by global name (a knob of a method not in ``methods`` is
         checked, then dropped); ``causal``: start from a causal model's defaults."""
         methods = split_methods(methods) if isinstance(methods, str) else tuple(methods)
-        for name in methods:
-            method(name)
-        if len(set(methods)) != len(methods):
-            raise UsageError(f"mitigation listed twice in {'+'.join(methods)}; give each once")
         check_methods(methods)
         owners = knob_owners("train")
         unknown = sorted(set(flat) - set(owners))

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
 
@@ -14,6 +13,7 @@ from oversmooth.errors import UsageError
 from oversmooth.metrics.registry import ATTENTION_METRICS, METRICS, check_measures, layer_values, measure_columns
 from oversmooth.metrics.tokens import check_counted, check_finite
 from oversmooth.utils.atomic import atomic_write
+from oversmooth.utils.json_files import finite, json_text
 from oversmooth.utils.tensors import check_tensor
 from oversmooth.utils.threads import thread_map
 
@@ -39,16 +39,13 @@ def metric_table(
 
 def json_records(table: pd.DataFrame) -> list[dict]:
     """The rows as dicts of Python numbers, NaN (undefined, e.g. no previous layer) as None: strict JSON."""
-    return [
-        {k: None if isinstance(v, float) and math.isnan(v) else v for k, v in row.items()}
-        for row in table.to_dict("records")
-    ]
+    return finite(table.to_dict("records"))
 
 
 def table_json(table: pd.DataFrame) -> str:
     """JSON text: ``hook``, ``exclude``, ``sequences``, ``metrics``, ``notes`` and ``rows``."""
     a = table.attrs
-    return json.dumps(
+    return json_text(
         {
             "hook": a["hook"],
             "exclude": list(a["exclude"]),

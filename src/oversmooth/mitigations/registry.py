@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -469,11 +469,103 @@ def method(name: str) -> Method:
     return METHODS[name]
 
 
+#: what names the plain softmax Transformer (no method) in a ``+``-joined spec
+BASELINE_NAMES = ("", "softmax", "baseline", "none")
+
+
+def split_methods(spec: str) -> tuple[str, ...]:
+    """``"neutreno+featscale"`` -> ``("neutreno", "featscale")``; ``"softmax"`` -> ``()``.
+
+    >>> split_methods("neutreno+featscale"), split_methods("softmax")
+    (('neutreno', 'featscale'), ())
+    """
+    spec = spec.strip().lower()
+    if spec in BASELINE_NAMES:
+        return ()
+    return tuple(part.strip() for part in spec.replace(",", "+").split("+"))
+
+
 def check_methods(names: tuple[str, ...]) -> None:
-    """UsageError unless the methods ``names`` can act together: one residual add at most."""
+    """UsageError unless the methods ``names`` can act together, in training and patched alike:
+    each named once, one residual add at most. The one rule for combining methods."""
+    for name in names:
+        method(name)
+    if len(set(names)) != len(names):
+        raise UsageError(f"mitigation listed twice in {'+'.join(names)}; give each once")
     adds = [name for name in names if method(name).site == "residual"]
     if len(adds) > 1:
         raise UsageError(f"{' and '.join(adds)} each replace the residual add; use one of them")
+
+
+def patch_stack(spec: str) -> tuple[str, ...]:
+    """The methods of a patch ``spec`` (``"neutreno"``, or ``"neutreno+featscale"`` stacked), in the
+    order they act (the registry's); UsageError unless each can patch a pretrained model and they
+    can act together (``check_methods``: the combinations ``train`` allows).
+
+    >>> patch_stack("featscale+neutreno")
+    ('neutreno', 'featscale')
+    """
+    names = split_methods(spec)
+    if not names:
+        raise UsageError(f"{spec!r} names no method to patch; name one of {', '.join(patchable())}")
+    for name in names:
+        check_patchable(name)
+    check_methods(names)
+    return tuple(sorted(names, key=list(METHODS).index))
+
+
+def assign_knobs(
+    methods: tuple[str, ...], bare: Mapping[str, Any], per_method: Mapping[str, Mapping[str, Any]] | None = None
+) -> dict[str, dict[str, Any]]:
+    """Method -> knob field -> value for the patched ``methods``, from knobs given per method
+    (``{"deescalate": {"tau": 0.5}}``) and bare ones (``tau=0.5``). A bare knob goes to the one
+    method among ``methods`` with a patch knob of that name, else to the owner of that global name
+    (``contranorm_tau``); UsageError when it fits several (naming them), none, or is given twice.
+
+    >>> assign_knobs(("neutreno", "contranorm"), {"lam": 0.2, "contranorm_tau": 2.0})
+    {'neutreno': {'lam': 0.2}, 'contranorm': {'tau': 2.0}}
+    """
+    given: dict[str, dict[str, Any]] = {}
+    for name, values in (per_method or {}).items():
+        if name not in methods:
+            raise UsageError(f"knobs for {name}, which is not among the methods {list(methods)}; add it or drop them")
+        make_knobs(name, dict(values), scope="patch")  # a knob the method lacks, a value out of range
+        given[name] = dict(values)
+    owners = knob_owners("patch")
+    for knob_name, value in bare.items():
+        fits = [m for m in methods if knob_name in {f.name for f in METHODS[m].fields("patch")}]
+        if len(fits) > 1:
+            raise UsageError(
+                f"{knob_name}={value!r} fits {' and '.join(fits)}; give it per method, e.g. "
+                f"knobs={{{fits[0]!r}: {{{knob_name!r}: {value!r}}}}}"
+            )
+        owner, field = (fits[0], knob_name) if fits else owners.get(knob_name, (None, None))
+        if owner not in methods:
+            takes = ", ".join(f.name for m in methods for f in METHODS[m].fields("patch")) or "no knobs"
+            raise UsageError(f"{'+'.join(methods) or 'no method'} takes {takes}, not {knob_name}")
+        if field in given.get(owner, {}):
+            raise UsageError(f"{owner}'s {field} is given twice (bare and in knobs); give it once")
+        given.setdefault(owner, {})[field] = value
+    return given
+
+
+def stack_knobs(spec: str, per_method: Mapping[str, Mapping[str, Any]], causal: bool = False) -> dict[str, dict]:
+    """Each method of patch ``spec``'s knobs (``patch_knobs``): its defaults overridden by ``per_method``."""
+    return {name: patch_knobs(name, per_method.get(name, {}), causal) for name in patch_stack(spec)}
+
+
+def flat_knobs(per_method: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """Method -> knob -> value as one flat dict for display: one method by its knob names, a stack
+    by their global names (``contranorm_tau``), which never collide.
+
+    >>> flat_knobs({"contranorm": {"s": 0.1, "tau": 1.0}})
+    {'s': 0.1, 'tau': 1.0}
+    >>> flat_knobs({"deescalate": {"tau": 1.0}, "contranorm": {"s": 0.1, "tau": 1.0}})
+    {'tau': 1.0, 'contranorm_s': 0.1, 'contranorm_tau': 1.0}
+    """
+    if len(per_method) == 1:
+        return dict(*per_method.values())
+    return {METHODS[m].flag(field): value for m, values in per_method.items() for field, value in values.items()}
 
 
 def patchable() -> tuple[str, ...]:

@@ -1,7 +1,8 @@
-"""The null of a trained cell's last-layer cos_sim (DESIGN 9.8): the same architecture at random
-initialisation, on the validation probe its training records. ``scripts/random_init_null.py``
-writes it, per arm of a study preset, to ``results/<study>/null.json``; ``read_null`` reads it
-back, by arm, for the cells archived beside it.
+"""The null of a trained cell's last-layer cos_sim (docs/registrations/fourth-step.md): the same
+architecture at random initialisation, on the validation probe its training records.
+``scripts/random_init_null.py`` writes it, per arm of a study preset, to
+``results/<study>/null.json``; ``read_null`` reads it back, by arm, for the cells archived beside
+it.
 """
 
 from __future__ import annotations

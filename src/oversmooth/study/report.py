@@ -26,6 +26,7 @@ from matplotlib.ticker import MaxNLocator
 from oversmooth.study.results import CellResult, paired_score
 from oversmooth.study.stats import paired_test
 from oversmooth.utils.atomic import atomic_directory
+from oversmooth.utils.markdown import markdown_table
 from oversmooth.utils.plotting import figure, save_png
 from oversmooth.utils.provenance import Provenance, digest
 
@@ -82,15 +83,12 @@ def score_table(cells: list[CellResult]) -> str:
     """Markdown: one row per task x norm x method, one column per depth: mean ± std (seeds)."""
     depths = sorted({c.depth for c in cells})
     name = cells[0].score_name
-    lines = [
-        "| task | norm | method | " + " | ".join(f"depth {d}" for d in depths) + " |",
-        "|---|---|---|" + "---|" * len(depths),
-    ]
+    rows = []
     for task, norm in _panels(cells):
         for label in _labels(cells):
             if not any((c.task, c.norm, c.label) == (task, norm, label) for c in cells):
                 continue  # a method the study trains under other norms only
-            row = []
+            row = [task, norm, label]
             for depth in depths:
                 group = [
                     c
@@ -104,8 +102,8 @@ def score_table(cells: list[CellResult]) -> str:
                 marks = "".join(sorted({MARK[c.status] for c in group if c.status in MARK}))
                 scale = 100 if name == "accuracy" else 1
                 row.append(f"{mean * scale:.1f} ± {std * scale:.1f}{marks} ({len(group)})")
-            lines.append(f"| {task} | {norm} | {label} | " + " | ".join(row) + " |")
-    return "\n".join(lines)
+            rows.append(row)
+    return markdown_table(["task", "norm", "method", *(f"depth {d}" for d in depths)], rows)
 
 
 def _seeds_and_mean(ax, runs: list[list[float]], x: list, color: str, label: str) -> None:
@@ -214,9 +212,9 @@ def _diverged(cells: list[CellResult]) -> str:
     return MARK["diverged"] if any(c.status == "diverged" for c in cells) else ""
 
 
-def _with_note(table: list[str], marked: bool) -> str:
-    """The table's lines, and ``DIVERGED`` under them where a row is ``marked`` (``_diverged``)."""
-    return "\n".join([*table, *(["", DIVERGED] if marked else [])])
+def _with_note(table: str, marked: bool) -> str:
+    """The table, and ``DIVERGED`` under it where a row is ``marked`` (``_diverged``)."""
+    return "\n".join([table, *(["", DIVERGED] if marked else [])])
 
 
 def _one_sample(values: list[float]):
@@ -238,21 +236,17 @@ def arm_table(cells: list[CellResult]) -> str:
     probe, seconds per step, and the arm's cos_sim at random init where a study has its null."""
     lm = cells[0].model == "lm"
     measures = ARM_MEASURES | (NULL_MEASURE if any(c.null for c in cells) else {})
-    lines = [
-        f"| task | norm | method | depth | n | test {'NLL (nats)' if lm else 'accuracy (%)'} | "
-        + " | ".join(measures)
-        + " |",
-        "|---|---|---|---|---|---|" + "---|" * len(measures),
-    ]
+    rows = []
     for (task, norm, label, depth), group in _arms(cells).items():
         scores = [s for c in group if (s := paired_score(c)) is not None]
         score = _with_interval(scores, ".2f") + _diverged(group) if scores else "–"
-        row = [task, norm, label, str(depth), str(len(scores)), score]
+        row = [task, norm, label, depth, len(scores), score]
         for read, spec in measures.values():
             values = [v for c in group if (v := read(c)) is not None]
             row.append(format(statistics.fmean(values), spec) if values else "–")
-        lines.append("| " + " | ".join(row) + " |")
-    return _with_note(lines, bool(_diverged(cells)))
+        rows.append(row)
+    header = ["task", "norm", "method", "depth", "n", f"test {'NLL (nats)' if lm else 'accuracy (%)'}", *measures]
+    return _with_note(markdown_table(header, rows), bool(_diverged(cells)))
 
 
 def _baseline_of(labels: list[str]) -> str:
@@ -288,8 +282,7 @@ def differences_table(cells: list[CellResult], against: tuple[str, str] | None =
             found = _with_interval(differences, "+.3f") + mark if differences else "–"
             each = ", ".join(format(d, "+.3f") for d in differences) or "–"
             name = f"{arm[1]} - {base[1]}" if not against else f"{arm[0]}-norm {arm[1]} - {base[0]}-norm {base[1]}"
-            row = [task, arm[0], str(depth), name, str(len(seeds)), seed_span(seeds) or "–", found, each]
-            rows.append("| " + " | ".join(row) + " |")
+            rows.append([task, arm[0], depth, name, len(seeds), seed_span(seeds) or "–", found, each])
     if not rows:
         return ""
     unit = "test NLL (nats per token)" if cells[0].model == "lm" else "test accuracy (pp)"
@@ -303,11 +296,8 @@ def differences_table(cells: list[CellResult], against: tuple[str, str] | None =
         "finished, with its 95 % t interval (one seed: the difference alone), and each seed's difference in the "
         "order of the seeds:"
     )
-    head = [
-        "| task | norm | depth | method - baseline | n | seeds | mean difference [95 % CI] | by seed |",
-        "|---" * 8 + "|",
-    ]
-    return intro + "\n\n" + _with_note([*head, *rows], marked)
+    header = ["task", "norm", "depth", "method - baseline", "n", "seeds", "mean difference [95 % CI]", "by seed"]
+    return intro + "\n\n" + _with_note(markdown_table(header, rows), marked)
 
 
 def _finite(x: float) -> bool:
@@ -324,40 +314,85 @@ def mean_with_interval(ax, samples: dict[float, list[float]], **style) -> None:
     ax.errorbar(xs, [t.mean for t in tests], yerr=[below, above], **{"marker": "o", "capsize": 3, **style})
 
 
+def _runs(present: dict[int, list[float]], depths: list[int]) -> list[dict[int, list[float]]]:
+    """``present`` (depth -> values) split where a depth of ``depths`` has none, so that no line
+    is drawn through a depth without data."""
+    runs: list[dict[int, list[float]]] = [{}]
+    for depth in depths:
+        if depth in present:
+            runs[-1][depth] = present[depth]
+        elif runs[-1]:
+            runs.append({})
+    return [run for run in runs if run]
+
+
+def _by_depth_panels(axes, depths: list[int], by_arm_panels: list[dict[str, dict[int, list[float]]]]) -> None:
+    """Per panel, per arm: the mean over seeds with its 95 % t interval at each depth with values
+    (seeds in brackets), a line only between neighbouring depths that both have some."""
+    for ax, by_arm in zip(axes, by_arm_panels):
+        for index, (arm, by_depth) in enumerate(by_arm.items()):
+            by_depth = {d: v for d, v in by_depth.items() if v}
+            seeds = "/".join(str(len(by_depth[d])) for d in sorted(by_depth))
+            for run_index, run in enumerate(_runs(by_depth, depths)):
+                label = f"{arm} ({seeds})" if run_index == 0 else None
+                mean_with_interval(ax, run, ms=3, color=f"C{index % 10}", label=label)
+        ax.set_xticks(depths, [str(d) for d in depths])
+        ax.set_xlabel("depth (blocks)")
+        ax.grid(alpha=0.3)
+    axes[-1].legend(fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5))  # beside the lines, not on them
+
+
+def _depth_measures(cells: list[CellResult]) -> tuple[tuple[Callable[[CellResult], float | None], str], ...]:
+    """The two measures plotted against depth: the test score and the probe's last-layer cos_sim."""
+    lm = cells[0].model == "lm"
+    return (
+        (paired_score, "test NLL (nats per token)" if lm else "test accuracy (%)"),
+        (ARM_MEASURES["last-layer cos_sim"][0], "last-layer cos_sim (validation probe)"),
+    )
+
+
 def plot_depth(cells: list[CellResult], path: Path, title: str) -> None:
     """The finished seeds' test score and last-layer cos_sim (validation probe) vs depth, one line
-    per arm (norm and method), the mean over seeds with its 95 % t interval; seeds in brackets. A
-    line that passes a depth where its arm has no finished value is dashed."""
-    read_cos = ARM_MEASURES["last-layer cos_sim"][0]
-    lm = cells[0].model == "lm"
-    panels = (
-        (paired_score, "test NLL (nats per token)" if lm else "test accuracy (%)"),
-        (read_cos, "last-layer cos_sim (validation probe)"),
-    )
+    per arm (norm and method), the mean over seeds with its 95 % t interval; seeds in brackets; no
+    line through a depth where the arm has no finished value."""
     several_tasks = len({c.task for c in cells}) > 1
-    depths = sorted({c.depth for c in cells})
-    skipped = False
-    plt, fig, axes = figure(1, 2, 12, 3.6)
-    for ax, (read, ylabel) in zip(axes[0], panels):
+    panels = []
+    for read, _ in _depth_measures(cells):
         by_arm: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
         for (task, norm, label, depth), group in _arms(cells).items():
             arm = f"{task} " * several_tasks + f"{norm}-norm {label}"
             by_arm[arm][depth] += [v for c in group if c.status == "completed" and (v := read(c)) is not None]
-        for index, (arm, by_depth) in enumerate(by_arm.items()):
-            by_depth = {d: v for d, v in by_depth.items() if v}
-            if by_depth:
-                seeds = "/".join(str(len(by_depth[d])) for d in sorted(by_depth))
-                gap = any(min(by_depth) < d < max(by_depth) and d not in by_depth for d in depths)
-                skipped |= gap
-                style = {"ls": "--"} if gap else {}
-                mean_with_interval(ax, by_depth, ms=3, color=f"C{index % 10}", label=f"{arm} ({seeds})", **style)
-        ax.set_xticks(depths, [str(d) for d in depths])
-        ax.set_xlabel("depth (blocks)")
+        panels.append(by_arm)
+    plt, fig, axes = figure(1, 2, 12, 3.6)
+    _by_depth_panels(axes[0], sorted({c.depth for c in cells}), panels)
+    for ax, (_, ylabel) in zip(axes[0], _depth_measures(cells)):
         ax.set_ylabel(ylabel)
-        ax.grid(alpha=0.3)
-    axes[0][1].legend(fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5))  # beside the lines, not on them
-    if skipped:
-        title += "\ndashed: the arm has no finished cell at a depth its line passes"
+    fig.suptitle(title, fontsize=9)
+    save_png(plt, fig, path)
+
+
+def plot_differences(cells: list[CellResult], path: Path, title: str, against: tuple[str, str]) -> None:
+    """Each arm minus the ``against`` arm (norm, label) of its depth, paired by seed: the mean
+    difference of the test score and of the last-layer cos_sim with its 95 % t interval, by depth."""
+    arms = _arms(cells)
+    panels = []
+    for read, _ in _depth_measures(cells):
+        by_arm: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
+        for (task, norm, label, depth), group in arms.items():
+            base = {c.seed: v for c in arms.get((task, *against, depth), []) if (v := read(c)) is not None}
+            if (norm, label) == against or not base:
+                continue
+            by_arm[f"{norm}-norm {label}"][depth] += [
+                v - base[c.seed]
+                for c in group
+                if c.seed in base and c.status == "completed" and (v := read(c)) is not None
+            ]
+        panels.append(by_arm)
+    plt, fig, axes = figure(1, 2, 12, 3.6)
+    _by_depth_panels(axes[0], sorted({c.depth for c in cells}), panels)
+    for ax, (_, ylabel) in zip(axes[0], _depth_measures(cells)):
+        ax.axhline(0.0, color="grey", lw=0.8)
+        ax.set_ylabel(f"{ylabel}\nminus {against[0]}-norm {against[1]}")
     fig.suptitle(title, fontsize=9)
     save_png(plt, fig, path)
 

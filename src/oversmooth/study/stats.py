@@ -226,9 +226,9 @@ def min_detectable_effect(n: int, sd: float, alpha: float = 0.05, power: float =
 
 def sd_upper_limit(sd: float, n: int, level: float = 0.8) -> float:
     """The one-sided ``level`` upper confidence limit of a normal population's SD estimated as
-    ``sd`` from ``n`` values: ``sd * sqrt((n - 1) / chi2_(1 - level)(n - 1))``. The third
-    protocol's seed rule (DESIGN 9.8) plans on it at 80 %, so that a pilot's lucky small spread
-    does not under-size the test. ``inf`` below 2 values.
+    ``sd`` from ``n`` values: ``sd * sqrt((n - 1) / chi2_(1 - level)(n - 1))``. The third protocol's
+    seed rule (docs/registrations/fourth-step.md) plans on it at 80 %, so that a pilot's lucky small
+    spread does not under-size the test. ``inf`` below 2 values.
 
     >>> round(sd_upper_limit(1.0, 2), 3)  # chi2(1) 20th percentile 0.06418 (tables): sqrt(1 / 0.06418)
     3.947
@@ -252,9 +252,10 @@ def seeds_needed(effect: float, sd: float, alpha: float, most: int, power: float
 
 @dataclass(frozen=True)
 class SeedPlan:
-    """The third protocol's seed rule (DESIGN 9.8) read from a pilot: the sample SD of its paired
-    differences, that SD's 80 % upper limit (``sd_upper_limit``), and the pairs a test needs to
-    detect the effect at that limit (``seeds_needed``; None: more than allowed)."""
+    """The third protocol's seed rule (docs/registrations/fourth-step.md) read from a pilot: the
+    sample SD of its paired differences, that SD's 80 % upper limit (``sd_upper_limit``), and the
+    pairs a test needs to detect the effect at that limit (``seeds_needed``; None: more than
+    allowed)."""
 
     sd: float
     limit: float

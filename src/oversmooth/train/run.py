@@ -11,6 +11,7 @@ from pathlib import Path
 
 import torch
 
+from oversmooth.data.text_source import PREFIX, parse_text
 from oversmooth.errors import FieldError, UsageError
 from oversmooth.train.compile_rule import should_compile
 from oversmooth.train.distributed import Distributed, setup_distributed, teardown_distributed
@@ -22,7 +23,7 @@ from oversmooth.train.tasks import SupervisedTask
 from oversmooth.utils.atomic import atomic_write
 from oversmooth.utils.memory import check_memory
 from oversmooth.utils.outputs import check_output_dir, holds_files
-from oversmooth.utils.provenance import Provenance, shown_path
+from oversmooth.utils.provenance import Provenance
 
 DEFAULT_SHAPE_PRESET = {"vit": "vit-cpu", "lm": "lm-cpu"}
 
@@ -163,11 +164,9 @@ def _run(spec: RunSpec, env: Distributed) -> dict | None:
 
 
 def shown_task(task_name: str, out: str | Path) -> str:
-    """Task ``task_name`` as a report in folder ``out`` names it: ``text:FILE[,FILE...]`` with its
-    files relative to ``out``, any other as it is."""
-    name, _, files = task_name.partition(":")
-    shown = ",".join(shown_path(file, out) for file in files.split(",") if file)
-    return f"{name}:{shown}" if shown else name
+    """Task ``task_name`` as a report in folder ``out`` names it: ``text:...`` with its files
+    relative to ``out`` (``TextSource.shown``), any other as it is."""
+    return parse_text(task_name).shown(out) if task_name.startswith(PREFIX) else task_name
 
 
 def data_identity(task_name: str, task: SupervisedTask, out: str | Path) -> dict[str, str]:

@@ -92,7 +92,10 @@ class RunSpec:
     """
 
     # task and model
-    task: str = option(help="fmnist | austen | text:FILE[,FILE...] | synthetic", group=MODEL)
+    task: str = option(
+        help="fmnist | austen | text:FILE[,FILE...] | text:FOLDER | synthetic (docs/analyze.md#text-sources)",
+        group=MODEL,
+    )
     model: str = option(help="vit | lm", group=MODEL)
     epochs: int = option(group=OPTIMISATION)
     preset: str | None = option(None, "model preset (default vit-cpu / lm-cpu)", group=MODEL)

@@ -4,18 +4,19 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from pathlib import Path
 
 import torch
 
 from oversmooth import data
+from oversmooth.data.text_source import parse_text
 from oversmooth.errors import FieldError, UsageError
 from oversmooth.train.tasks import ImageClassification, LanguageModelling, SupervisedTask
+from oversmooth.utils.paths import exists
 
 TASKS = {
     "fmnist": "Fashion-MNIST image classification (ViT)",
     "austen": "Jane Austen's six novels, next-token prediction (LM)",
-    "text:FILE[,FILE...]": "your UTF-8 text file(s), next-token prediction (LM)",
+    "text:FILE[,FILE...]": "your UTF-8 text file(s), or text:FOLDER its .txt/.md files, next-token prediction (LM)",
     "synthetic": "a tiny synthetic task for tests (ViT or LM); never for results",
 }
 MODEL_KINDS = ("vit", "lm")
@@ -49,7 +50,8 @@ def task_model_kind(spec: str, model: str) -> None:
     name = spec.split(":", 1)[0]
     needs = {"fmnist": "vit", "austen": "lm", "text": "lm", "synthetic": model}.get(name)
     if needs is None:
-        raise UsageError(f"unknown task {spec!r}; choose from {', '.join(TASKS)}")
+        hint = f" (a text file or folder: text:{spec})" if exists(spec) else ""
+        raise UsageError(f"unknown task {spec!r}; choose from {', '.join(TASKS)}{hint}")
     if name == "text" and not spec[5:].strip():
         raise FieldError("{task} text: needs a file, e.g. text:notes.txt")
     if needs != model:
@@ -71,11 +73,7 @@ def make_task(
     if name == "synthetic":
         blocks = {k: torch.from_numpy(v) for k, v in data.synthetic_tokens(seq_len=options.seq_len).items()}
         return LanguageModelling(_limit(blocks, options), vocab_size=16), None
-    sources = (
-        data.load_austen(options.data_dir)
-        if name == "austen"
-        else data.read_text_files(_text_paths(spec), options.text_column)
-    )
+    sources = parse_text(spec).documents(options.data_dir, options.text_column)  # austen or text:...
     splits = data.split_text(sources, options.passage_chars)
     tokenizer = data.cached_tokenizer([d.text for d in splits["train"]], options.vocab_size, cache_dir)
     blocks = {
@@ -85,21 +83,14 @@ def make_task(
     return LanguageModelling(_limit(blocks, options), tokenizer.get_vocab_size()), tokenizer
 
 
-def _text_paths(spec: str) -> list[Path]:
-    """``text:a.txt,b.txt`` -> the files."""
-    return [Path(p) for p in spec[5:].split(",") if p]
-
-
 def check_data(spec: str, data_dir: str | None = None, text_column: str | None = None) -> None:
     """Read the raw data of task ``spec`` once, so a missing or broken data set fails (UsageError)
     before any long work starts."""
     name = spec.split(":", 1)[0]
     if name == "fmnist":
         data.load_fashion_mnist(data_dir)
-    elif name == "austen":
-        data.load_austen(data_dir)
-    elif name == "text":
-        data.read_text_files(_text_paths(spec), text_column)
+    elif name in ("austen", "text"):
+        parse_text(spec).documents(data_dir, text_column)
 
 
 def _image_task(splits: dict[str, data.ImageSplit], classes: int, options: DataOptions) -> ImageClassification:

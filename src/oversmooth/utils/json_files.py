@@ -1,18 +1,42 @@
-"""Reading the JSON files oversmooth writes (results, cells, studies, run specs) when they may be
-damaged: truncated, not JSON, not a table, or missing a field or holding one of the wrong type.
-Each is one ``UsageError`` naming the file, what is wrong and the fix the caller gives (delete
-the folder and rerun, restore the file...), instead of a traceback from deep in a reader.
+"""The JSON files oversmooth writes. Its reports write strict JSON (``json_text``: NaN and
+infinities as null, which every JSON reader takes). Reading them (results, cells, studies, run
+specs) when they may be damaged: truncated, not JSON, not a table, or missing a field or holding
+one of the wrong type. Each is one ``UsageError`` naming the file, what is wrong and the fix the
+caller gives (delete the folder and rerun, restore the file...), instead of a traceback from deep
+in a reader.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
 from oversmooth.errors import UsageError
 
 NUMBER = (int, float)
+
+
+def finite(value: Any) -> Any:
+    """``value`` with every NaN or infinite float in it, at any depth of dicts, lists and tuples
+    (tuples become lists), turned into None.
+
+    >>> finite({"p": float("nan"), "ci": (0.5, float("inf")), "n": 3})
+    {'p': None, 'ci': [0.5, None], 'n': 3}
+    """
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite(v) for v in value]
+    return value
+
+
+def json_text(value: Any, indent: int | None = None) -> str:
+    """``value`` as strict JSON: NaN and infinities as null (``finite``)."""
+    return json.dumps(finite(value), indent=indent, allow_nan=False)
 
 
 def read_json(path: str | Path, fix: str) -> Any:

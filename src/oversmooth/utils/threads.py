@@ -19,6 +19,13 @@ Item = TypeVar("Item")
 Result = TypeVar("Result")
 
 
+def set_threads(count: int | None) -> None:
+    """Run torch on ``count`` intra-op threads from now on (None: leave torch's choice), as every
+    command's ``--threads`` does."""
+    if count is not None:
+        torch.set_num_threads(count)
+
+
 @contextlib.contextmanager
 def single_thread() -> Iterator[None]:
     """Run torch on one intra-op thread inside the block, then restore the previous count."""

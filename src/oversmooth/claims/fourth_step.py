@@ -1,0 +1,82 @@
+"""The claims report's section on the fourth step (docs/registrations/fourth-step.md): claim 4's
+post-norm failure screen by its registered rule, and the fresh tests registered there (2b on fresh
+pairs, claim 8 on SmolLM2 fairly), each decided from the archives under results/ whenever the
+report is written, with the learning curves of claim 8's arms."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from oversmooth.claims.fresh_2b import fresh_2b_record
+from oversmooth.claims.postnorm_screen import STUDY, candidates, screen_rows, screen_sentence, screen_table
+from oversmooth.claims.smollm2_fair import fair_records, learning_curves
+from oversmooth.claims.third_protocol import records_table
+from oversmooth.study.results import CellResult
+from oversmooth.utils.plotting import figure, save_png
+
+REGISTRATION = "docs/registrations/fourth-step.md"
+CURVES = "claim8_smollm2_fair.png"
+
+
+def fourth_step_records(cells: list[CellResult], fair_adapted: dict[int, dict]) -> list[dict]:
+    """The fourth step's fresh tests, each a record as the third protocol's (pending until run)."""
+    return [fresh_2b_record(cells), *fair_records(fair_adapted)]
+
+
+def screen_clause(cells: list[CellResult]) -> str:
+    """Where claim 4's screen stands, for the report's opening."""
+    return screen_sentence(screen_rows(cells))
+
+
+def fourth_step_section(
+    cells: list[CellResult], records: list[dict], fair_adapted: dict[int, dict]
+) -> tuple[list[str], dict[str, Callable[[Path], None]]]:
+    """The section's Markdown lines and its figures (file name -> draw)."""
+    rows = screen_rows(cells)
+    found = candidates(rows)
+    lines = [
+        "## The fourth step: where post-norm fails, and fresh tests",
+        "",
+        f"Registered in {REGISTRATION} before any of their cells ran. Claim 4's post-norm failure screen (preset "
+        f"`{STUDY}`, 2 epochs, seed 0): post-norm *fails* when it diverges, ends below 20 % or at least 5 pp below "
+        "pre-norm at the same recipe; pre-norm *trains* at 50 % or more; a recipe is a candidate where both hold "
+        "at depth 96, in the registered order. Validation accuracy after the last epoch, last-layer cos_sim of the "
+        "validation probe:",
+        "",
+        screen_table(rows),
+        "",
+        f"Candidates at depth 96, in the registered order: {', '.join(found) if found else 'none'} "
+        f"({screen_sentence(rows)}).",
+        "",
+        "The fresh tests, decided from results/ as registered (a pending row says what it waits for):",
+        "",
+        *records_table(records),
+        "",
+    ]
+    files: dict[str, Callable[[Path], None]] = {}
+    if fair_adapted:
+        files[CURVES] = lambda path: plot_learning_curves(learning_curves(fair_adapted), len(fair_adapted), path)
+        lines += [
+            f"Claim 8 on SmolLM2 (fairly): validation NLL and last-layer cos_sim against step, the mean over the "
+            f"{len(fair_adapted)} finished seeds (both NeuTRENO arms ramped from lambda 0 over the first 200 steps):",
+            "",
+            f"![claim 8 on SmolLM2: learning curves]({CURVES})",
+            "",
+        ]
+    return lines, files
+
+
+def plot_learning_curves(curves: dict[str, list[tuple[int, float, float]]], seeds: int, path: Path) -> None:
+    """Two panels, validation NLL and last-layer cos_sim against step, one line per arm."""
+    plt, fig, axes = figure(1, 2, 9, 3.4)
+    nll, cos = axes[0]
+    for arm, points in curves.items():
+        steps = [step for step, _, _ in points]
+        nll.plot(steps, [v for _, v, _ in points], marker="o", markersize=3, label=arm)
+        cos.plot(steps, [c for _, _, c in points], marker="o", markersize=3, label=arm)
+    nll.set(xlabel="step", ylabel="validation NLL (nats/token)", yscale="log")
+    cos.set(xlabel="step", ylabel="last-layer cos_sim")
+    fig.legend(*nll.get_legend_handles_labels(), loc="upper center", ncol=len(curves), fontsize=8)
+    fig.suptitle(f"SmolLM2-135M adapted on the Austen text, mean of {seeds} seeds", fontsize=10, y=0.02, va="bottom")
+    save_png(plt, fig, path, rect=(0, 0.06, 1, 0.9))

@@ -1,0 +1,125 @@
+"""Claim 8 on SmolLM2, fairly (docs/registrations/fourth-step.md, section 3): per seed (20-22) one
+adaptation of SmolLM2-135M-Instruct on the Austen text, 600 steps, with the control and NeuTRENO at
+lambda 0.4 and 0.05, both ramped from lambda 0 over the first 200 steps (``adapt --ramp 200``); each
+patched arm's final validation NLL per token minus the control's, two-sided paired t-tests, Holm
+over the two arms, each Holm-matched interval beside the paper's adaptation effect carried to a
+language model (Nguyen et al. 2023, Table 1: DeiT-tiny 72.17 -> 72.63 % after adaptation, 1.65 % of
+the error removed, carried as 1.65 % of the control's NLL). ``scripts/smollm2_8_fair.sh`` runs the
+seeds and archives each ``adapt.json`` under ``results/fourth-step/smollm2-8-fair/s<seed>/``; the
+report tables one record per arm with the other fresh tests and draws their learning curves."""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+
+from oversmooth.claims.third_protocol import test_fields
+from oversmooth.claims.verdicts import PairedClaim, PaperEffect, decide_family, in_magnitude
+from oversmooth.errors import UsageError
+from oversmooth.utils.json_files import NUMBER, check_table, read_table
+
+FOLDER = "fourth-step"
+NAME = "smollm2-8-fair"
+SEEDS = (20, 21, 22)
+STEPS, RAMP = 600, 200
+LAMBDAS = (0.4, 0.05)
+COMMAND = "scripts/smollm2_8_fair.sh 20 21 22"
+#: NeuTRENO's adaptation result (DeiT-tiny on ImageNet), carried as a share of the control's NLL
+PAPER = PaperEffect(72.17, 72.63, "accuracy")
+
+
+def read_fair_adaptations(folder: str | Path) -> dict[int, dict]:
+    """Each archived seed's ``adapt.json`` under ``folder/smollm2-8-fair/s<seed>/`` (``folder``:
+    ``results/fourth-step``), checked to be the registered adaptation; a damaged or different one
+    is a UsageError naming it."""
+    found = {}
+    for path in sorted((Path(folder) / NAME).glob("s*/adapt.json")):
+        fix = f"delete its folder and rerun: {COMMAND}"
+        record = read_table(path, {"config": dict, "arms": dict}, fix)
+        check_table(record["config"], f"{path} (its config)", {"seed": int, "steps": int, "ramp": int}, fix)
+        config = record["config"]
+        lams = tuple(arm.get("knobs", {}).get("lam") for name, arm in record["arms"].items() if name != "control")
+        ran, registered = (config["steps"], config["ramp"], lams), (STEPS, RAMP, LAMBDAS)
+        if path.parent.name != f"s{config['seed']}" or ran != registered or "control" not in record["arms"]:
+            raise UsageError(
+                f"{path} is not the registered adaptation of its seed (steps, ramp, lambdas {ran}, not {registered}, "
+                f"and a control arm, in folder s<seed>); {fix}"
+            )
+        for name, arm in record["arms"].items():
+            check_table(arm, f"{path} (arm {name})", {"val": dict, "start": dict, "rows": list}, fix)
+            check_table(arm["val"], f"{path} (arm {name}'s val)", {"loss": NUMBER}, fix)
+        found[config["seed"]] = record
+    return found
+
+
+def _arm(record: dict, lam: float) -> dict:
+    return next(arm for name, arm in record["arms"].items() if name != "control" and arm["knobs"]["lam"] == lam)
+
+
+def fair_records(adapted: dict[int, dict]) -> list[dict]:
+    """One record per patched arm (``claims.third_protocol``'s fields, with the numbers once
+    decided): "pending" until every registered seed has finished, then decided by Holm over both."""
+    done = [seed for seed in SEEDS if seed in adapted]
+    base = {"command": COMMAND, "unit": "nats/token"}
+    if len(done) < len(SEEDS):
+        sentence = f"{len(done)} of the {len(SEEDS)} registered seeds ({SEEDS[0]}-{SEEDS[-1]}) have finished"
+        pending = {"verdict": "pending", "sentence": sentence}
+        return [base | {"claim": f"8 (SmolLM2, lam {lam:g})", "model": _model(lam)} | pending for lam in LAMBDAS]
+    control = [adapted[s]["arms"]["control"]["val"]["loss"] for s in SEEDS]
+    effect = -PAPER.error_removed * statistics.fmean(control)
+    claims = [
+        PairedClaim(tuple(_arm(adapted[s], lam)["val"]["loss"] for s in SEEDS), tuple(control), "lower")
+        for lam in LAMBDAS
+    ]
+    records = []
+    for lam, decision in zip(LAMBDAS, decide_family(claims)):
+        starts = [_arm(adapted[s], lam)["rows"] for s in SEEDS]
+        at_full = statistics.fmean(_at_step(rows, RAMP) for rows in starts)
+        control_start = statistics.fmean(adapted[s]["arms"]["control"]["start"]["loss"] for s in SEEDS)
+        scope = (
+            f"at lam {lam:g}, ramped from 0 over {RAMP} of {STEPS} steps, from a start of {control_start:.2f} nats "
+            f"(lam 0; the control's too), {at_full:.2f} at full lam (step {RAMP}), against the paper's adaptation "
+            f"effect carried: {effect:+.3f} nats ({100 * PAPER.error_removed:.2f} % of the control's "
+            f"{statistics.fmean(control):.3f})"
+        )
+        records.append(
+            base
+            | {
+                "claim": f"8 (SmolLM2, lam {lam:g})",
+                "model": _model(lam),
+                "verdict": in_magnitude(decision, effect),
+                "sentence": f"{decision.reason}; {scope}",
+                "effect": effect,
+                "test": test_fields(decision, list(SEEDS)),
+            }
+        )
+    return records
+
+
+def _model(lam: float) -> str:
+    return (
+        f"SmolLM2-135M-Instruct adapted {STEPS} steps: NeuTRENO (lam {lam:g}, ramped over {RAMP}) vs the control, "
+        "val NLL (nats/token)"
+    )
+
+
+def _at_step(rows: list[dict], step: int) -> float:
+    """The validation NLL recorded at ``step`` (the registered evaluations every 75 steps: the first at or after it)."""
+    return next(row["val_loss"] for row in rows if row["step"] >= step)
+
+
+def learning_curves(adapted: dict[int, dict]) -> dict[str, list[tuple[int, float, float]]]:
+    """Per arm, ``(step, val NLL, last-layer cos_sim)`` averaged over the finished seeds, at each
+    recorded step (every seed records the same steps)."""
+    curves: dict[str, list[tuple[int, float, float]]] = {}
+    for name in next(iter(adapted.values()))["arms"] if adapted else ():
+        rows = [record["arms"][name]["rows"] for record in adapted.values()]
+        curves[name] = [
+            (
+                steps[0]["step"],
+                statistics.fmean(r["val_loss"] for r in steps),
+                statistics.fmean(r["cos_sim_last"] for r in steps),
+            )
+            for steps in zip(*rows)
+        ]
+    return curves

@@ -1,0 +1,121 @@
+"""The fourth step's fresh tests (docs/registrations/fourth-step.md): 2b on fresh pairs decided on
+validation NLL, claim 8 on SmolLM2 with Holm over its two arms, and the report's opening; each
+checked against scipy on hand-made archives whose answers are known."""
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from claims_cells import analysis, make_cell
+from scipy import stats
+
+from oversmooth.claims.fresh_2b import fresh_2b_record
+from oversmooth.claims.postnorm_screen import ScreenArm, ScreenRow, screen_sentence
+from oversmooth.claims.smollm2_fair import fair_records, learning_curves, read_fair_adaptations
+from oversmooth.errors import UsageError
+from oversmooth.study.results import read_studies
+
+SEEDS = range(20, 34)
+#: NeuTRENO's validation NLL minus softmax's per fresh seed: about -0.03, below 0 with room
+GAINS = [-0.030, -0.028, -0.033, -0.031, -0.027, -0.032, -0.029, -0.030, -0.034, -0.026, -0.031, -0.030, -0.029, -0.032]
+
+
+def fresh_cells(root: Path, seeds=SEEDS, softmax_val=((4.3, 4.05, 4.0),)) -> list:
+    for i, seed in enumerate(seeds):
+        val = list(softmax_val[i % len(softmax_val)])
+        make_cell(root, "austen-p3-fresh", "softmax", seed, 4.1, val=val, cell_analysis=analysis(reference=4.5))
+        neutreno = [v + GAINS[i] for v in val]
+        make_cell(root, "austen-p3-fresh", "neutreno", seed, 4.1 + 0.05, val=neutreno, cell_analysis=analysis())
+    return read_studies([root / "austen-p3-fresh"])[0]
+
+
+def test_2b_fresh_pairs_are_decided_on_validation_nll_by_scipys_paired_t_test(tmp_path):
+    record = fresh_2b_record(fresh_cells(tmp_path))
+    reference = stats.ttest_rel([4.0 + g for g in GAINS], [4.0] * 14)
+    interval = reference.confidence_interval(0.95)
+    assert record["verdict"] == "held"  # the interval lies below 0 and reaches past -0.017
+    assert record["test"]["p"] == pytest.approx(reference.pvalue)
+    assert record["test"]["ci"] == pytest.approx([interval.low, interval.high])
+    assert record["test"]["seeds"] == list(SEEDS)
+    assert "test split (deciding nothing) the mean difference is +0.05" in record["sentence"]  # test NLL: worse
+
+
+def test_2b_fresh_pairs_wait_for_every_seed_and_gate_on_the_baseline(tmp_path):
+    assert fresh_2b_record(fresh_cells(tmp_path / "a", seeds=SEEDS[:-1]))["verdict"] == "pending"
+    rising = fresh_cells(tmp_path / "b", softmax_val=((4.3, 4.0, 4.2),))  # the softmax NLL rose again: no plateau
+    record = fresh_2b_record(rising)
+    assert record["verdict"] == "not tested" and "not plateaued (a)" in record["sentence"]
+
+
+def adapt_json(root: Path, seed: int, control: float, lam04: float, lam005: float, steps: int = 600) -> None:
+    rows = lambda final: [  # noqa: E731
+        {"step": s, "val_loss": 4.0 + (final - 4.0) * s / 600, "cos_sim_last": 0.6} for s in range(0, 601, 75)
+    ]
+    arms = {
+        "control": {"knobs": None, "val": {"loss": control}, "start": {"loss": 4.04}, "rows": rows(control)},
+        "neutreno-lam0.4": {
+            "knobs": {"lam": 0.4},
+            "val": {"loss": lam04},
+            "start": {"loss": 4.04},
+            "rows": rows(lam04),
+        },
+        "neutreno-lam0.05": {
+            "knobs": {"lam": 0.05},
+            "val": {"loss": lam005},
+            "start": {"loss": 4.04},
+            "rows": rows(lam005),
+        },
+    }
+    folder = root / "fourth-step" / "smollm2-8-fair" / f"s{seed}"
+    folder.mkdir(parents=True)
+    config = {"seed": seed, "steps": steps, "ramp": 200}
+    (folder / "adapt.json").write_text(json.dumps({"config": config, "arms": arms}))
+
+
+def test_claim_8_on_smollm2_is_decided_by_holm_over_its_two_arms(tmp_path):
+    control = [3.40, 3.42, 3.41]
+    lam04 = [3.52, 3.55, 3.53]  # clearly worse
+    lam005 = [3.39, 3.43, 3.40]  # within noise
+    for seed, c, a, b in zip((20, 21, 22), control, lam04, lam005):
+        adapt_json(tmp_path, seed, c, a, b)
+    records = fair_records(read_fair_adaptations(tmp_path / "fourth-step"))
+    p = [stats.ttest_rel(arm, control).pvalue for arm in (lam04, lam005)]
+    low, high = sorted(p)
+    holm = {low: min(1.0, 2 * low), high: max(min(1.0, 2 * low), high)}  # Holm by hand, m = 2
+    assert [r["test"]["p_holm"] for r in records] == pytest.approx([holm[x] for x in p])
+    # Holm rejected lam 0.4 alone, so lam 0.05's interval is at 95 % (alpha / 1): scipy's, wholly short of
+    # the carried -0.056 and covering 0
+    interval = stats.ttest_rel(lam005, control).confidence_interval(0.95)
+    assert records[1]["test"]["ci"] == pytest.approx([interval.low, interval.high])
+    assert -0.056 < interval.low < 0 < interval.high
+    assert [r["verdict"] for r in records] == ["contradicted", "smaller than claimed"]
+    assert records[0]["effect"] == pytest.approx(-(0.46 / 27.83) * 3.41)  # 1.65 % of the control's NLL
+    assert "ramped from 0 over 200 of 600 steps" in records[0]["sentence"]
+    curves = learning_curves(read_fair_adaptations(tmp_path / "fourth-step"))
+    assert curves["control"][-1] == pytest.approx((600, sum(control) / 3, 0.6))
+
+
+def test_claim_8_on_smollm2_waits_for_its_seeds_and_refuses_another_design(tmp_path):
+    adapt_json(tmp_path, 20, 3.4, 3.5, 3.4)
+    assert {r["verdict"] for r in fair_records(read_fair_adaptations(tmp_path / "fourth-step"))} == {"pending"}
+    adapt_json(tmp_path, 21, 3.4, 3.5, 3.4, steps=200)
+    with pytest.raises(UsageError, match=r"s21/adapt.json is not the registered adaptation"):
+        read_fair_adaptations(tmp_path / "fourth-step")
+
+
+def test_the_screen_sentence_says_what_is_missing_found_or_absent():
+    fails = ScreenArm("completed", 0.15, 1.0)
+    low, trains = ScreenArm("completed", 0.38, 0.6), ScreenArm("completed", 0.6, 0.6)
+    assert "finished 3 of its 4 cells" in screen_sentence(
+        [ScreenRow("r", 96, fails, low), ScreenRow("r", 48, fails, None)]
+    )
+    assert "found no recipe" in screen_sentence([ScreenRow("r", 96, fails, low)])
+    assert "(r)" in screen_sentence([ScreenRow("r", 96, fails, trains)])
+
+
+def test_the_committed_report_opens_with_at_most_five_sentences_and_separate_verdict_columns():
+    report = Path(__file__).parents[1].joinpath("docs/results/report.md").read_text().splitlines()
+    opening = report[2]
+    assert len(re.split(r"(?<=\.)\s+(?=[A-Z])", opening)) <= 5
+    assert report[4].startswith("| id |") and "| registered verdict | fresh tests | exploratory reading |" in report[4]

@@ -64,8 +64,9 @@ def analyze(
     unpatched model, an LM's perplexity) and ``within_budget`` whether it stays within the
     default budget: lower similarity in a broken model is no mitigation. ``text``: a text source
     (``oversmooth.data.text_source``: a file, a folder, a string, ``austen``; None: the built-in
-    sample; ``text_column``: the column of a CSV or TSV file). A model this tool trained is measured on its own validation split (``text``,
-    ``methods`` and knobs do not apply), ``quality`` its validation accuracy."""
+    sample; ``text_column``: the column of a CSV or TSV file). A model this tool trained is
+    measured on its own validation split (``text``, ``methods`` and knobs do not apply),
+    ``quality`` its validation accuracy."""
     if isinstance(loaded, SavedRun):
         return _saved_table(loaded, text or text_column, methods, sequences, tokens, {**(knobs or {}), **bare})
     members = tuple(dict.fromkeys(name for entry in methods for name in patch_stack(entry)))

@@ -81,6 +81,12 @@ def test_versions_are_the_imported_libraries_and_version_prints_them(capsys):
     assert Provenance.from_json(json.loads(json.dumps(found.to_json()))) == found  # JSON and back
 
 
+def test_a_gpu_is_named_with_its_model(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda index: f"GPU {index}")
+    assert provenance.device_name(torch.device("cuda", 1)) == "cuda:1 (GPU 1)"
+    assert provenance.device_name("cpu") == "cpu"
+
+
 def test_a_digest_is_the_datas_identity():
     assert digest(["ab", b"c"]) == hashlib.sha256(b"abc").hexdigest()
     x = torch.arange(6, dtype=torch.int64)

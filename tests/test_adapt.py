@@ -15,6 +15,7 @@ import torch.nn.functional as F
 from hf_tiny import ESSAY_WORDS, prose, save_tiny, save_tiny_with_head
 
 from oversmooth.adapt import AdaptConfig, adapt
+from oversmooth.adapt.result import AdaptResult
 from oversmooth.errors import UsageError
 from oversmooth.train.run import run
 from oversmooth.train.run_spec import RunSpec
@@ -260,6 +261,16 @@ def test_a_short_text_is_split_by_characters_and_the_report_counts_its_tokens(tm
     report = (tmp_path / "a" / "report.md").read_text()
     assert "train {tokens:,} tokens ({examples:,} sequences)".format(**result.data["train"]) in report
     assert "test {tokens:,} tokens".format(**result.data["test"]) in report
+    # provenance: the model named relative to the adaptation's folder, never by an absolute path
+    assert report.startswith("# Adaptation: neutreno on ../gpt2\n") and str(tmp_path) not in report
+    stored = json.loads((tmp_path / "a" / "adapt.json").read_text())
+    recorded = stored["provenance"]
+    assert recorded["data"]["model"] == "../gpt2" and recorded["data"]["text"] == "text:../essay.txt"
+    assert recorded["seeds"] == {"seed": 0} and "adapt_config.json" in recorded["command"]  # the Python API
+    arm = json.loads((tmp_path / "a" / "arms" / "control" / "results.json").read_text())
+    assert arm["provenance"] == recorded
+    del stored["provenance"]  # an adaptation written before provenance was recorded still reads
+    assert AdaptResult.from_dict(stored).provenance is None and AdaptResult.from_dict(stored).model
 
 
 def test_lora_trains_adapters_only_and_saves_them_merged(text_file, tmp_path):

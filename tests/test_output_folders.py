@@ -116,7 +116,7 @@ def test_theory_with_force_leaves_no_file_of_an_earlier_run(tmp_path, capsys):
     assert listing(out) == set(THEORY_OUTPUTS)  # OUTPUTS names every file a run may write, in every format
     (out / "notes.txt").write_text("mine")
     assert run(capsys, ["theory", "lnflip", *THEORY, "--out", str(out), "--force"])[0] == 0
-    assert listing(out) == {"lnflip.png", "predictions.csv", "trajectories.csv", "notes.txt"}
+    assert listing(out) == {"lnflip.png", "predictions.csv", "trajectories.csv", "provenance.json", "notes.txt"}
 
 
 @pytest.mark.parametrize(

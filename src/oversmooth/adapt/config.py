@@ -77,6 +77,7 @@ class AdaptConfig:
     )
     objective: str = option("auto", f"{' | '.join(OBJECTIVES)} (default %(default)s)", group=MAIN)
     text: str = option("austen", f"pretrained text models: {TEXT_HELP} (default %(default)s)", group=MAIN)
+    text_column: str | None = option(None, "the column of a CSV or TSV --text file to read", group=MAIN)
     steps: int = option(200, "optimiser steps per arm (default %(default)s)", group=SCHEDULE)
     batch_size: int | None = option(None, "default: 8, or the train run's", group=SCHEDULE)
     seq_len: int = option(128, "pretrained text models: tokens per sequence", group=SCHEDULE)
@@ -198,12 +199,13 @@ class AdaptConfig:
         return self.record_every or max(1, self.steps // 8)
 
     def to_dict(self) -> dict[str, Any]:
-        """The fields as JSON; ``ramp`` only when set (an adaptation without one is described, and
-        resumes, as before the ramp existed)."""
+        """The fields as JSON; ``ramp`` and ``text_column`` only when set (an adaptation without
+        them is described, and resumes, as before they existed)."""
         data = dataclasses.asdict(self)
         data["knobs"] = _knobs_data(self.knobs)
-        if not self.ramp:
-            del data["ramp"]
+        for name in ("ramp", "text_column"):
+            if not data[name]:
+                del data[name]
         return data
 
     @classmethod

@@ -100,10 +100,10 @@ def _measured_on(result: AdaptResult) -> tuple[str, str]:
 
 
 def markdown(result: AdaptResult) -> str:
-    cfg, src = result.config, result.source
+    cfg = result.config
     methods = ", ".join(dict.fromkeys(arm.method for arm in result.patched)) or cfg["method"]
     lines = [
-        f"# Adaptation: {methods} on {src['path']}",
+        f"# Adaptation: {methods} on {result.model}",
         "",
         f"Objective `{result.objective}`; {cfg['steps']} steps, batch {cfg['batch_size']}, peak lr "
         f"{cfg['lr']:g} (warm-up {cfg['warmup']:g} of the steps, cosine decay), seed {cfg['seed']}"
@@ -161,7 +161,7 @@ def markdown(result: AdaptResult) -> str:
         ),
         "",
     ]
-    return "\n".join(lines)
+    return "\n".join(lines) + ("\n" + result.provenance.to_markdown() if result.provenance else "")
 
 
 def _data(data: dict[str, dict[str, int]]) -> list[str]:

@@ -41,6 +41,7 @@ from oversmooth.utils.plotting import (
     save_figure,
     set_title,
 )
+from oversmooth.utils.provenance import Provenance
 
 SHORT = {BASELINE: "base", **{name: m.short or name for name, m in REGISTRY.items()}}
 BROKEN_MARK = "!"
@@ -201,14 +202,15 @@ def csv_rows(analysis: Analysis) -> list[dict]:
     return rows
 
 
-def spectrum_document(analysis: Analysis) -> dict:
-    """``spectrum.json``: the model's family and norm placement, the attention sample's shape, and
-    per layer its spectrum (``spectra.summary``)."""
+def spectrum_document(analysis: Analysis, provenance: Provenance) -> dict:
+    """``spectrum.json``: the model's family and norm placement, the attention sample's shape, per
+    layer its spectrum (``spectra.summary``), and the provenance."""
     return {
         "family": analysis.family,
         "norm_placement": analysis.norm_placement,
         "attention_sample": {"sequences": analysis.attention_shape[0], "tokens": analysis.attention_shape[1]},
         "layers": [s.to_dict() for s in analysis.spectrum],
+        "provenance": provenance.to_json(),
     }
 
 
@@ -377,7 +379,7 @@ def _wiring(placement: str) -> str:
     return "parallel attention + MLP, pre-LN" if placement == "parallel" else f"{placement}-LN"
 
 
-def report_markdown(analysis: Analysis, meta: dict, formats=DEFAULT_FORMATS) -> str:
+def report_markdown(analysis: Analysis, meta: dict, provenance: Provenance, formats=DEFAULT_FORMATS) -> str:
     knobs = ", ".join(f"{m}: {setting_text(flat_knobs(kv))}" for m, kv in analysis.knobs.items())
     verdicts = [s.dynamics["verdict"] for s in analysis.spectrum if s.dynamics]
     exclude = analysis.tables[BASELINE].attrs["exclude"]
@@ -389,8 +391,7 @@ def report_markdown(analysis: Analysis, meta: dict, formats=DEFAULT_FORMATS) -> 
     lines = [
         f"# oversmooth analyze: {meta['model']}",
         "",
-        f"- command: `{meta['command']}`",
-        f"- family: {analysis.family} ({_wiring(analysis.norm_placement)}); checkpoint: `{meta['path']}`",
+        f"- family: {analysis.family} ({_wiring(analysis.norm_placement)})",
         f"- input: {meta['source']}; {analysis.sequences} sequences x up to {analysis.tokens} tokens; {excluded}",
         f"- states: residual stream, layer 0 = embeddings, layer L = last block output, {analysis.last_state}",
         f"- methods (patched, no fine-tuning): {knobs or 'none'}",
@@ -426,8 +427,8 @@ def report_markdown(analysis: Analysis, meta: dict, formats=DEFAULT_FORMATS) -> 
         ]
     if analysis.frontier:
         lines += ["", "```", format_frontier(analysis), "```", "", embed("frontier", "frontier", formats)]
-    lines += ["", "Files: " + ", ".join(f"`{name}`" for name in written_files(analysis, formats)) + "."]
-    return "\n".join(lines) + "\n"
+    lines += ["", "Files: " + ", ".join(f"`{name}`" for name in written_files(analysis, formats)) + ".", ""]
+    return "\n".join(lines) + "\n" + provenance.to_markdown()
 
 
 def format_sinks(analysis: Analysis) -> str:
@@ -563,15 +564,19 @@ def write_cka(
     return written
 
 
-def write_report(analysis: Analysis, out: str | Path, meta: dict, formats=DEFAULT_FORMATS) -> Path:
+def write_report(
+    analysis: Analysis, out: str | Path, meta: dict, provenance: Provenance, formats=DEFAULT_FORMATS
+) -> Path:
     """Write every file into ``out``, each figure in ``formats``, replacing those of an earlier
-    analysis (``OUTPUTS``); on any failure ``out`` is left as it was."""
+    analysis (``OUTPUTS``); on any failure ``out`` is left as it was. ``meta``: ``model`` and
+    ``compare`` (the models as ``Loaded.identity`` names them), ``source`` (the inputs in words),
+    ``exclude_note``."""
     with atomic_directory(out, replaces=ANY_ANALYSIS) as staging:
         write_csv(staging / "metrics.csv", csv_rows(analysis))
         write_csv(staging / "quality.csv", quality_rows(analysis))
         write_csv(staging / "sublayers.csv", [asdict(row) for row in analysis.sublayers])
         plot_sublayers(analysis, staging / "sublayers", meta, formats)
-        (staging / "spectrum.json").write_text(json_text(spectrum_document(analysis), indent=1))
+        (staging / "spectrum.json").write_text(json_text(spectrum_document(analysis, provenance), indent=1))
         if analysis.frontier:
             write_csv(staging / "frontier.csv", frontier_rows(analysis.frontier))
             plot_frontier(analysis, staging / "frontier", meta, formats)
@@ -581,5 +586,5 @@ def write_report(analysis: Analysis, out: str | Path, meta: dict, formats=DEFAUL
             plot_metric(analysis, metric, staging / metric, meta, formats)
         if analysis.sinks is not None:
             plot_sinks(analysis, staging / "sinks", meta, formats)
-        (staging / "report.md").write_text(report_markdown(analysis, meta, formats))
+        (staging / "report.md").write_text(report_markdown(analysis, meta, provenance, formats))
     return Path(out)

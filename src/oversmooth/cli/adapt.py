@@ -112,7 +112,7 @@ def run_adapt(args: argparse.Namespace) -> int:
 
     hf_logging.disable_progress_bar()  # one progress bar: ours (a refusal: one line)
     try:
-        result = adapt(config_of(args))
+        result = adapt(config_of(args), args.invocation)
     except FieldError as error:  # the library names fields and knobs; name our flags
         raise UsageError(error.message(_named)) from None
     for arm in result.patched:

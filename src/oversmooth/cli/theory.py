@@ -56,7 +56,11 @@ def run(args: argparse.Namespace) -> int:
             sequences=args.sequences,
             attention=args.attention,
         )
-        print(run_theory(args.preset, setup, args.out, progress=args.progress, formats=args.format))
+        print(
+            run_theory(
+                args.preset, setup, args.out, progress=args.progress, formats=args.format, command=args.invocation
+            )
+        )
     except FieldError as error:  # the library names Setup's fields; name our flags
         raise UsageError(error.message(lambda field: "--" + field)) from None
     print(f"wrote {args.out}/")

@@ -14,6 +14,7 @@ it counts with its last validation score.
 from __future__ import annotations
 
 import csv
+import json
 import statistics
 from collections import defaultdict
 from collections.abc import Callable
@@ -38,6 +39,7 @@ from oversmooth.utils.plotting import (
     save_figure,
     set_title,
 )
+from oversmooth.utils.provenance import Provenance, digest
 
 TITLE = "oversmooth study report"
 MARK = {"diverged": "†", "partial": "*"}
@@ -579,17 +581,26 @@ def seed_span(ids: list[int]) -> str:
     return ", ".join(str(r[0]) if len(r) == 1 else f"{r[0]}-{r[-1]}" for r in runs)
 
 
+def cells_read(cells: list[CellResult]) -> dict[str, str]:
+    """What a report on ``cells`` read, for its provenance: the studies, and the sha256 of every
+    cell's records and results (``utils.provenance.digest``)."""
+    studies = ", ".join(by_study(cells))
+    records = (json.dumps([c.study, c.name, c.status, c.results, c.epochs], sort_keys=True) for c in cells)
+    return {"cells": f"{len(cells)} of {studies or 'no study'}", "cells sha256": digest(records)}
+
+
 def render_report(
     cells: list[CellResult],
     commands: dict[str, str] | None = None,
     title: str = TITLE,
     command: str | None = None,
     formats: tuple[str, ...] = DEFAULT_FORMATS,
+    provenance: Provenance | None = None,
 ) -> Rendered:
     """The report on the cells of the studies ``cells`` come from, one section each, to write with
     ``Rendered.write``, its figures in ``formats``. ``commands``: study name -> the command that ran
-    it; ``command``: the one that wrote this report. The source papers' claims are not decided here:
-    ``oversmooth claims``."""
+    it; ``command``: the one that wrote this report; ``provenance``: its section at the end. The
+    source papers' claims are not decided here: ``oversmooth claims``."""
     studies = by_study(cells)
     names = ", ".join(f"`{name}`" for name in studies)
     lines = [
@@ -603,4 +614,6 @@ def render_report(
     files: dict[str, Draw] = {}
     for name, group in studies.items():
         lines += study_section(name, group, files, (commands or {}).get(name), differences=True, formats=formats)
+    if provenance is not None:
+        lines += ["", provenance.to_markdown()]
     return Rendered("\n".join(lines), files, cell_rows(cells), formats=formats)

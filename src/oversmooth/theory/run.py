@@ -8,6 +8,7 @@ tables to print.
 from __future__ import annotations
 
 import csv
+import json
 from pathlib import Path
 
 import torch
@@ -32,6 +33,7 @@ OUTPUTS = (
     "escalation.csv",
     *figure_files("escalation_rates", FORMATS),
     "escalation_rates.csv",
+    "provenance.json",
 )
 
 
@@ -64,12 +66,19 @@ def check_size(setup: Setup, escalation: bool = True) -> None:
 
 
 def run_theory(
-    which: str, setup: Setup, out: str | Path, progress: bool = True, formats: tuple[str, ...] = DEFAULT_FORMATS
+    which: str,
+    setup: Setup,
+    out: str | Path,
+    progress: bool = True,
+    formats: tuple[str, ...] = DEFAULT_FORMATS,
+    command: str | None = None,
 ) -> str:
     """Run ``which`` (one of ``RUNS``) with ``setup``; write its files into ``out`` all at once
-    (atomically, replacing those of an earlier run: ``OUTPUTS``), each figure in ``formats``, and
+    (atomically, replacing those of an earlier run: ``OUTPUTS``), each figure in ``formats``, with
+    ``provenance.json`` (``command``: the command line that asked for it; None: the Python API), and
     return its tables as text; ``progress``: a bar over the presets."""
     from oversmooth.utils import atomic
+    from oversmooth.utils.provenance import Provenance
 
     if which not in RUNS:
         raise UsageError(f"unknown theory run {which!r}; choose from {', '.join(RUNS)}")
@@ -81,6 +90,13 @@ def run_theory(
             tables.append(_presets(setup, presets, staging, formats, progress))
         if which in ("all", "escalation"):
             tables.append(_escalation(setup, staging, formats))
+        provenance = Provenance.gather(
+            command or f"oversmooth.theory.run_theory({which!r}, {setup!r})",
+            torch.device("cpu"),
+            {"seed": setup.seed},
+            {"inputs": "simulated from the seed (no data read)"},
+        )
+        (staging / "provenance.json").write_text(json.dumps({"provenance": provenance.to_json()}, indent=1) + "\n")
     return "\n\n".join(tables)
 
 

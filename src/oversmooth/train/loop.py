@@ -35,6 +35,7 @@ from oversmooth.train.tasks import SupervisedTask
 from oversmooth.train.tensorboard import log_epoch, open_writer
 from oversmooth.utils.atomic import atomic_write
 from oversmooth.utils.json_files import read_table
+from oversmooth.utils.provenance import Provenance
 
 METRICS_FILE, RESULTS_FILE = "metrics.jsonl", "results.json"
 #: a run folder that holds files (a run, or others) is refused without resume: ``oversmooth.utils.outputs``'s rule
@@ -165,11 +166,14 @@ def train(
     resume: bool = False,
     description: dict | None = None,
     at_step: Callable[[int], None] | None = None,
+    provenance: Provenance | None = None,
 ) -> dict:
     """Train ``model`` on ``task``; return (and write) the results dict.
 
     ``description``: JSON-able facts about the run (model, task, method...) stored in the
-    checkpoint and results; resuming with a different description is refused.
+    checkpoint and results; resuming with a different description is refused. ``provenance``:
+    where the results come from (``utils.provenance``), recorded in them as the session that
+    finished the run has it.
     ``at_step(step)``: called each time the run stands at ``step`` optimiser steps done: once
     before this session's first step (after a resume: at the step resumed), then after every
     step, before that step's record and checkpoint. It may change what the model computes (a
@@ -198,7 +202,8 @@ def train(
             finished = _finished(model, out_dir, description) if resume else None
             if finished is not None:
                 return finished
-            return _Run(model, task, config, out_dir, env, description, steps_per_epoch, at_step).train(resume)
+            run = _Run(model, task, config, out_dir, env, description, steps_per_epoch, at_step, provenance)
+            return run.train(resume)
     except BaseException:  # Ctrl-C, a kill, an error: before a checkpoint, leave the folder as found
         if env.is_main:
             _forget_unsaved(out_dir, found)
@@ -248,9 +253,10 @@ class _Run:
         description: dict,
         steps_per_epoch: int,
         at_step: Callable[[int], None] | None = None,
+        provenance: Provenance | None = None,
     ):
         self.model, self.task, self.config, self.out_dir, self.env = model, task, config, out_dir, env
-        self.description, self.steps_per_epoch = description, steps_per_epoch
+        self.description, self.steps_per_epoch, self.provenance = description, steps_per_epoch, provenance
         self.at_step = at_step or (lambda step: None)
         self.total_steps = total_steps = config.total_steps(steps_per_epoch)
         model.to(env.device)
@@ -414,6 +420,8 @@ class _Run:
             "world_size": env.world_size,
             "description": self.description,
         }
+        if self.provenance is not None:
+            results["provenance"] = self.provenance.to_json()
         if diverged:
             results["diverged"] = diverged
             if env.is_main:

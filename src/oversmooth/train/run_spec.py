@@ -125,6 +125,9 @@ class RunSpec:
     passage_chars: int = option(
         8000, "text: least characters per passage (smaller in a short text)", group=DATA, applies=("austen", "text")
     )
+    text_column: str | None = option(
+        None, "text: the column of a CSV or TSV file to read, one row a paragraph", group=DATA, applies=("text",)
+    )
     limit_train: int | None = option(None, "use only the first N training examples", group=DATA)
     # optimisation
     batch_size: int = option(128, "global batch (split over DDP processes)", group=OPTIMISATION)

@@ -61,6 +61,7 @@ class PretrainedSource:
             )
         name = config.model or "the bundled MiniLM"
         self.head = task_of_class(model_class(hf_config, checkpoint))
+        self.checkpoint_path = checkpoint.path  # where the source lies: a control that takes no step refers to it
         self.objective = choose_objective(config.objective, self.head, name)
         if config.lora and importlib.util.find_spec("peft") is None:
             raise UsageError(f"lora needs the peft package: pip install {PEFT_PIN}")
@@ -213,7 +214,7 @@ class PretrainedSource:
         that took no step (a distillation control) is its source; ``hf.load`` follows the reference."""
         from oversmooth.hf.model_reference import write_reference
 
-        write_reference(folder, self.description["path"])
+        write_reference(folder, str(self.checkpoint_path))
 
 
 def _lora(model: nn.Module, rank: int) -> nn.Module:

@@ -518,6 +518,7 @@ def render_claims(
             p,
             f"claim 4 at {DEPTH.name}'s recipe (width {recipe['width']}, lr {recipe['lr']:g}, {recipe['epochs']} "
             f"epochs of {recipe['limit_train']} images), depths {', '.join(map(str, depths))}: {studies}",
+            f,
         )
         lines += [
             f"Claim 4 at {DEPTH.name}'s recipe, every depth trained with it ({studies}: the registered cells at "

@@ -31,6 +31,7 @@ from oversmooth.train.compiled import CompiledForward
 from oversmooth.train.distributed import Distributed
 from oversmooth.train.loop import TrainConfig, optimizer_step
 from oversmooth.train.optim import build_optimizer
+from oversmooth.utils.markdown import markdown_table
 
 
 def contender(source: PretrainedSource, method: str | None, inputs, targets, task, device: str):
@@ -106,16 +107,14 @@ def main() -> None:
         f"{sources['whole'].objective}, batch {args.batch} x {args.seq_len} tokens; {args.device}, threads "
         f"{torch.get_num_threads()}, {clock_name}, {args.rounds} rounds"
     )
-    print("| contender | step ms | ratio to plain step [95 % CI] | activations MiB | training state MiB |")
-    print("|---|---|---|---|---|")
+    rows = []
     for name in steps:
         kind, arm = name.split("/")
         share = "1" if arm == "plain" else str(ratio(times, name, f"{kind}/plain"))
-        activations, state = memory[name]
-        print(
-            f"| {name} | {1000 * median_seconds(times, name):.1f} | {share} | {activations / 2**20:.1f} | "
-            f"{state / 2**20:.1f} |"
-        )
+        mebibytes = [f"{size / 2**20:.1f}" for size in memory[name]]  # activations, training state
+        rows.append([name, f"{1000 * median_seconds(times, name):.1f}", share, *mebibytes])
+    header = ["contender", "step ms", "ratio to plain step [95 % CI]", "activations MiB", "training state MiB"]
+    print(markdown_table(header, rows))
 
 
 if __name__ == "__main__":

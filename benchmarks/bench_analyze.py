@@ -16,13 +16,15 @@ noisy on a shared machine). Cases:
 - ``ranks-all``, ``attention-64``, ``no-attention``: the same with the ranks over all 64
   sequences, the attention sample cut to 64 tokens, and no attention sample (what each costs);
 - ``methods``: every method that patches the model, one pass each beside the unpatched one (its
-  ratio is to as many forwards as passes: 1 + the methods, which the worker reports).
+  ratio is to as many forwards as passes: 1 + the methods, which the worker reports);
+- ``floor``: what no analysis can avoid, the forward with the hooks ``analyze`` takes its states
+  from (the stream and the sublayer stages), each state let go as it comes: no measure, no check.
 
 ``--against SRC`` adds a second worker that imports the package from another checkout's ``src``
 (e.g. ``git worktree add /tmp/before <commit>``), so that old and new code are timed in the same
 rounds on the same machine.
 
-Run: python benchmarks/bench_analyze.py [--rounds 7] [--threads 1] [--cases analyze] [--against SRC]
+Run: python benchmarks/bench_analyze.py [--rounds 7] [--threads 1] [--cases analyze,floor] [--against SRC]
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ CASES = {
     "no-attention": {"attention_sequences": 0},
     "methods": None,
 }  # None: every method
+FLOOR = "floor"
 
 
 def serve(threads: int) -> None:
@@ -54,9 +57,12 @@ def serve(threads: int) -> None:
     try:
         from oversmooth.analyze.analysis import AnalysisSettings, run_analysis
         from oversmooth.analyze.inputs import read_text, text_batch
+        from oversmooth.analyze.sublayers import stage_hooks
     except ImportError:  # --against a checkout from before the analysis left hf/
         from oversmooth.hf.analysis import AnalysisSettings, run_analysis
         from oversmooth.hf.inputs import read_text, text_batch
+        from oversmooth.hf.sublayers import stage_hooks
+    from oversmooth.hf import capture, layout
 
     torch.set_num_threads(threads)
     loaded = load(None, SEQUENCES, TOKENS)
@@ -71,7 +77,8 @@ def serve(threads: int) -> None:
         with torch.no_grad():
             model(**inputs)
 
-    runs = {"forward": forward}
+    hooks = ("resid_pre", "resid_post", *stage_hooks(layout(model).family))
+    runs = {"forward": forward, FLOOR: lambda: capture(model, inputs, hooks=hooks, sink=lambda name, state: None)}
     for name, overrides in CASES.items():
         settings = AnalysisSettings() if overrides is None else AnalysisSettings(methods=(), **overrides)
         runs[name] = lambda settings=settings: run_analysis(model, inputs, settings)
@@ -115,16 +122,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--threads", type=int, default=1, help="torch threads in each worker")
-    parser.add_argument("--cases", default="analyze", help=f"comma list of {', '.join(CASES)}")
+    parser.add_argument("--cases", default="analyze", help=f"comma list of {', '.join([*CASES, FLOOR])}")
     parser.add_argument("--against", type=Path, help="another checkout's src/, timed in the same rounds")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
         return serve(args.threads)
     cases = args.cases.split(",")
-    unknown = [c for c in cases if c not in CASES]
+    unknown = [c for c in cases if c not in (*CASES, FLOOR)]
     if unknown:
-        sys.exit(f"--cases: unknown case {unknown[0]!r}; choose from {', '.join(CASES)}")
+        sys.exit(f"--cases: unknown case {unknown[0]!r}; choose from {', '.join([*CASES, FLOOR])}")
     from oversmooth.bench.timing import bootstrap_median  # after the worker check: the driver needs no model
 
     sources = {"this": Path(__file__).resolve().parents[1] / "src"}

@@ -35,6 +35,7 @@ from oversmooth.bench.timing import allow_compiled_models, interleaved_rounds, m
 from oversmooth.layers import METHOD_FORMULAS, Attention, MitigationConfig
 from oversmooth.mitigations.registry import METHODS as REGISTRY
 from oversmooth.models import CausalLM, CausalLMConfig, ViT, ViTConfig
+from oversmooth.utils.markdown import markdown_table
 
 Step = Callable[[], None]
 DEFAULT_METHODS = (
@@ -209,7 +210,7 @@ def measure_shape(shape: Shape, methods: list[str], modes: list[str], args, sync
         "FLOP ratio",
         *(f"{memory_label} ratio ({mode})" for mode in modes),
     ]
-    print("| " + " | ".join(header) + " |\n|" + "---|" * len(header))
+    rows = []
     for method in methods:
         row = [method]
         for mode in modes:
@@ -226,7 +227,8 @@ def measure_shape(shape: Shape, methods: list[str], modes: list[str], args, sync
             f"{flop_count[method] / flop_count['softmax']:.4f}",
         ]
         row += [f"{memory[f'{method}/{mode}'] / memory[f'softmax/{mode}']:.3f}" for mode in modes]
-        print("| " + " | ".join(row) + " |")
+        rows.append(row)
+    print(markdown_table(header, rows))
     print(
         f"softmax: {flop_count['softmax'] / 1e9:.2f} GFLOP and {traffic['softmax'] / 2**30:.2f} GiB of "
         f"elementwise traffic per step; streaming rate {statistics.median(rate) / 1e9:.1f} GB/s; "

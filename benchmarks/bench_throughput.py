@@ -39,6 +39,7 @@ from oversmooth.train import ImageClassification, LanguageModelling, SupervisedT
 from oversmooth.train.compiled import CompiledForward
 from oversmooth.train.distributed import Distributed
 from oversmooth.train.loop import epoch_order, optimizer_step, training_batch
+from oversmooth.utils.markdown import markdown_table
 
 Step = Callable[[], None]
 
@@ -171,17 +172,17 @@ def measure(
         "FLOP/s vs matmul",
         "first step s",
     ]
-    print("| " + " | ".join(header) + " |\n|" + "---|" * len(header))
+    rows = []
     for method in methods:
         step_flops = trainers[f"{method}/{modes[0]}"].forward_backward_flops()
         for mode in modes:
             name = f"{method}/{mode}"
             rates = [bootstrap_median([per_batch / t for t in times[f"{name}/{load}"]]) for load in ("load", "fixed")]
             fraction = ratio(times, "matmul", f"{name}/fixed").scaled(step_flops / mm_flops)
-            print(
-                f"| {method} | {mode} | {rates[0].format('.0f')} | {rates[1].format('.0f')} | {fraction} | "
-                f"{compile_seconds[name]:.1f} |"
+            rows.append(
+                [method, mode, rates[0].format(".0f"), rates[1].format(".0f"), fraction, f"{compile_seconds[name]:.1f}"]
             )
+    print(markdown_table(header, rows))
     loader = ratio(times, "loader", f"{methods[0]}/{modes[0]}/load")
     print(
         f"loader alone: {bootstrap_median(times['loader']).scaled(1e3).format('.2f')} ms per batch, "

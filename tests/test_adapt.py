@@ -4,6 +4,7 @@ a hand-written forward and loss, transformers' own loss, peft's own merge."""
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +15,7 @@ import torch.nn.functional as F
 from hf_tiny import ESSAY_WORDS, prose, save_tiny, save_tiny_with_head
 
 from oversmooth.adapt import AdaptConfig, adapt
+from oversmooth.adapt.result import AdaptResult
 from oversmooth.errors import UsageError
 from oversmooth.train.run import run
 from oversmooth.train.run_spec import RunSpec
@@ -202,9 +204,44 @@ def test_distillation_of_a_headless_encoder_starts_where_the_patch_left_it(text_
     from safetensors.torch import load_file
 
     original = load_file(model_dir / "model.safetensors")
-    control, adapted = (load_file(tmp_path / "a" / "arms" / a / "model" / "model.safetensors") for a in result.arms)
-    assert all(torch.equal(original[k], control[k]) for k in original)
+    adapted = load_file(tmp_path / "a" / "arms" / "neutreno-lam1" / "model" / "model.safetensors")
     assert not all(torch.equal(original[k], adapted[k]) for k in original)
+    # so the control saves no copy: its model refers to its source, and our loader follows the reference
+    control = tmp_path / "a" / "arms" / "control" / "model"
+    assert [p.name for p in control.iterdir()] == ["same_as.json"]
+    loaded = load(str(control), 4).model.state_dict()
+    assert all(torch.equal(tensor, loaded[name]) for name, tensor in teacher.state_dict().items())
+    assert "refers to the model as it came: its `same_as.json`" in (tmp_path / "a" / "report.md").read_text()
+
+
+def test_a_reference_to_a_model_that_is_gone_is_named(tmp_path):
+    from oversmooth.hf.load import resolve
+    from oversmooth.hf.model_reference import write_reference
+
+    source = save_tiny("bert", tmp_path / "bert")
+    write_reference(tmp_path / "control", source)
+    assert resolve(str(tmp_path / "control")).path == source.resolve()  # what analyze and adapt load
+    source.rename(tmp_path / "moved")
+    gone = f"^{re.escape(str(tmp_path / 'control'))} stands for {re.escape(str(source.resolve()))} .* which is gone"
+    with pytest.raises(UsageError, match=gone):
+        resolve(str(tmp_path / "control"))
+
+
+def test_progress_lines_name_their_arm(vit_run, tmp_path, capsys):
+    adapt(small(tmp_path / "a", vit_run, knobs=({"lam": 0.6},), batch_size=16))
+    records = [line for line in capsys.readouterr().err.splitlines() if "train_loss" in line]
+    assert [line.split("  ")[0] for line in records] == ["control"] * 2 + ["neutreno-lam0.6"] * 2, records
+
+
+def test_a_verdict_on_four_sequences_warns_on_the_terminal_and_in_the_report(tmp_path, capsys):
+    from oversmooth.cli import main
+
+    model_dir = save_tiny("bert", tmp_path / "bert")
+    argv = ["adapt", str(model_dir), "--text", "sample", "--seq-len", "16", "--eval-sequences", "4", "--steps", "2"]
+    assert main([*argv, "--no-progress", "--out", str(tmp_path / "a")]) == 0
+    warning = "the verdict rests on 4 validation sequences, fewer than 8: another sample may reverse it"
+    assert f"warning: {warning}" in capsys.readouterr().err
+    assert f"**Warning**: {warning}" in (tmp_path / "a" / "report.md").read_text()
 
 
 def test_a_short_text_is_split_by_characters_and_the_report_counts_its_tokens(tmp_path):
@@ -224,6 +261,16 @@ def test_a_short_text_is_split_by_characters_and_the_report_counts_its_tokens(tm
     report = (tmp_path / "a" / "report.md").read_text()
     assert "train {tokens:,} tokens ({examples:,} sequences)".format(**result.data["train"]) in report
     assert "test {tokens:,} tokens".format(**result.data["test"]) in report
+    # provenance: the model named relative to the adaptation's folder, never by an absolute path
+    assert report.startswith("# Adaptation: neutreno on ../gpt2\n") and str(tmp_path) not in report
+    stored = json.loads((tmp_path / "a" / "adapt.json").read_text())
+    recorded = stored["provenance"]
+    assert recorded["data"]["model"] == "../gpt2" and recorded["data"]["text"] == "text:../essay.txt"
+    assert recorded["seeds"] == {"seed": 0} and "adapt_config.json" in recorded["command"]  # the Python API
+    arm = json.loads((tmp_path / "a" / "arms" / "control" / "results.json").read_text())
+    assert arm["provenance"] == recorded
+    del stored["provenance"]  # an adaptation written before provenance was recorded still reads
+    assert AdaptResult.from_dict(stored).provenance is None and AdaptResult.from_dict(stored).model
 
 
 def test_lora_trains_adapters_only_and_saves_them_merged(text_file, tmp_path):

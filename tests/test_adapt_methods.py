@@ -74,9 +74,9 @@ def test_several_methods_with_frontier_knobs_and_a_ramp_beside_one_control(bert,
         loads.append(args[0])
         return load_before(*args, **kwargs)
 
-    def run_arm(config, source, task, env, folder, arm):
+    def run_arm(config, source, task, env, folder, arm, *rest):
         current.append(arm.name)
-        return run_arm_before(config, source, task, env, folder, arm)
+        return run_arm_before(config, source, task, env, folder, arm, *rest)
 
     def optimizer_step(runner, model, task, inputs, targets, *rest):
         batches.setdefault(current[-1], []).append(inputs.clone())

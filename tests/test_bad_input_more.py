@@ -280,3 +280,116 @@ def test_status_of_a_study_that_does_not_exist_is_refused(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "holds no study" in err and "oversmooth study quick" in err
     assert not (tmp_path / "none").exists()
+
+
+def _tiny_bert(folder, tokenizer=None, **changes):
+    """A tiny random BERT saved with ``tokenizer`` (default: the tiny word-level one), its config
+    the tiny one's with ``changes``."""
+    import transformers as tf
+    from hf_tiny import CONFIGS, tiny_tokenizer
+
+    config = CONFIGS["bert"]()
+    for name, value in changes.items():
+        setattr(config, name, value)
+    torch.manual_seed(0)
+    tf.AutoModel.from_config(config).eval().save_pretrained(folder)
+    (tokenizer or tiny_tokenizer()).save_pretrained(folder)
+    return folder
+
+
+@pytest.mark.parametrize("command", ["analyze", "adapt"])
+def test_a_tokenizer_beyond_the_models_vocabulary_names_the_model(tmp_path, capsys, command):
+    """A cached model whose vocabulary (20) is smaller than its tokenizer's (46): one line naming
+    the model and both sizes, not an IndexError from its embedding table."""
+    from hf_tiny import prose
+
+    model = _tiny_bert(tmp_path / "small-vocab", vocab_size=20)
+    text = tmp_path / "t.txt"
+    text.write_text(prose([150] * 40))
+    source = ["--text", str(text)] if command == "analyze" else ["--text", f"text:{text}", "--seq-len", "16"]
+    capsys.readouterr()
+    refused([command, str(model), *source, "--out", str(tmp_path / "out")], capsys, str(model), "vocabulary of 20")
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_tokenizer_that_gives_no_ids_says_so(tmp_path, capsys):
+    """A tokenizer that reads none of the text's characters (BPE without an unknown token drops
+    them): the message says the tokenizer gave no ids and names --text."""
+    from tokenizers import Tokenizer, models
+    from transformers import PreTrainedTokenizerFast
+
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=Tokenizer(models.BPE(vocab={"a": 0, "b": 1}, merges=[])))
+    model = _tiny_bert(tmp_path / "no-ids", tokenizer)
+    capsys.readouterr()
+    argv = ["analyze", str(model), "--text", "xyz zz", "--out", str(tmp_path / "out")]
+    refused(argv, capsys, "no token ids", "--text")
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_list_as_mask_or_probe_mask_is_named():
+    from hf_tiny import tiny_inputs, tiny_model
+
+    import oversmooth
+
+    states = [torch.randn(2, 3, 4) for _ in range(2)]
+    with pytest.raises(UsageError, match="mask is a list; pass a torch tensor"):
+        oversmooth.measure(states, [[1, 1, 0], [1, 1, 1]])
+    probe = tiny_inputs("bert")
+    probe["attention_mask"] = probe["attention_mask"].tolist()
+    with pytest.raises(UsageError, match=r"probe\['attention_mask'\] are a list; pass a torch tensor"):
+        oversmooth.watch(tiny_model("bert"), probe)
+
+
+CSV_TEXT = 'id,text,label\n1,"It is a truth, universally acknowledged",0\n2,"However little\nknown",1\n'
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["analyze", "--text", "{csv}"],
+        ["train", "--task", "text:{csv}", "--model", "lm", "--epochs", "1"],
+        ["adapt", "--text", "text:{csv}", "--steps", "1"],
+        ["analyze", "--text", "{tsv}"],
+    ],
+    ids=["analyze", "train", "adapt", "analyze-tsv"],
+)
+def test_a_table_given_as_text_is_refused_with_the_column_flag(tmp_path, capsys, args):
+    """A CSV or TSV read as prose would run its fields together: refused, naming --text-column and
+    the file's columns."""
+    files = {"csv": tmp_path / "data.csv", "tsv": tmp_path / "data.tsv"}
+    files["csv"].write_text(CSV_TEXT)
+    files["tsv"].write_text(CSV_TEXT.replace(",", "\t"))
+    argv = [word.format(**files) for word in args]
+    refused([*argv, "--out", str(tmp_path / "out")], capsys, "looks like", "--text-column NAME", "id, text, label")
+    assert not (tmp_path / "out").exists()
+    refused([*argv, "--text-column", "body", "--out", str(tmp_path / "out")], capsys, "no such column", "id, text")
+
+
+def test_a_text_column_is_read_row_by_row_and_trains_as_the_same_prose(tmp_path, capsys):
+    """``--text-column`` reads that field of every row (quoted commas and newlines kept), one row a
+    paragraph: trained on, it is the same data as those paragraphs in a .txt file."""
+    from hf_tiny import prose
+
+    from oversmooth.data import read_text_file
+
+    (tmp_path / "data.csv").write_text(CSV_TEXT)
+    rows = ["It is a truth, universally acknowledged", "However little\nknown"]
+    assert read_text_file(tmp_path / "data.csv", "text") == "\n\n".join(rows)
+    paragraphs = prose([150] * 30).split("\n\n")
+    with open(tmp_path / "essays.csv", "w", newline="") as handle:
+        import csv
+
+        writer = csv.writer(handle)
+        writer.writerow(["title", "body"])
+        writer.writerows([f"essay {i}", body] for i, body in enumerate(paragraphs))
+    (tmp_path / "essays.txt").write_text("\n\n".join(paragraphs))
+    digests = []
+    for task, extra in (("essays.csv", ["--text-column", "body"]), ("essays.txt", [])):
+        out = tmp_path / task.replace(".", "-")
+        argv = ["train", "--task", f"text:{tmp_path / task}", "--model", "lm", "--epochs", "1", "--depth", "1"]
+        argv += ["--width", "8", "--heads", "2", "--batch-size", "8", "--vocab-size", "300", "--threads", "1"]
+        assert main([*argv, *extra, "--no-progress", "--out", str(out)]) == 0
+        digests.append(json.loads((out / "results.json").read_text())["provenance"]["data"]["data sha256"])
+    assert digests[0] == digests[1]
+    capsys.readouterr()
+    refused(["analyze", "--text-column", "body", "--out", str(tmp_path / "x")], capsys, "--text-column", "--text")

@@ -71,7 +71,7 @@ def test_no_line_is_drawn_through_a_depth_its_arm_never_trained(tmp_path, monkey
     make_cell(tmp_path, "depth-w32", "softmax", 2, 0.85, norm="post", depth=48)
     cells, _ = read_studies([tmp_path / "depth-fixes", tmp_path / "depth-w32"])
     drawn = {}
-    monkeypatch.setattr(report, "save_png", lambda plt, fig, path: drawn.update(fig=fig))
+    monkeypatch.setattr(report, "save_figure", lambda fig, stem, formats: drawn.update(fig=fig))
     report.plot_depth(cells, tmp_path / "depth.png", "fixes")
     accuracy = drawn["fig"].axes[0]
     lines = {}

@@ -11,7 +11,7 @@ from claims_cells import analysis, make_cell
 from scipy import stats
 
 from oversmooth.claims.fresh_2b import fresh_2b_record
-from oversmooth.claims.postnorm_screen import Arm, ScreenRow, screen_sentence
+from oversmooth.claims.postnorm_screen import ScreenArm, ScreenRow, screen_sentence
 from oversmooth.claims.smollm2_fair import fair_records, learning_curves, read_fair_adaptations
 from oversmooth.errors import UsageError
 from oversmooth.study.results import read_studies
@@ -105,8 +105,8 @@ def test_claim_8_on_smollm2_waits_for_its_seeds_and_refuses_another_design(tmp_p
 
 
 def test_the_screen_sentence_says_what_is_missing_found_or_absent():
-    fails = Arm("completed", 0.15, 1.0)
-    low, trains = Arm("completed", 0.38, 0.6), Arm("completed", 0.6, 0.6)
+    fails = ScreenArm("completed", 0.15, 1.0)
+    low, trains = ScreenArm("completed", 0.38, 0.6), ScreenArm("completed", 0.6, 0.6)
     assert "finished 3 of its 4 cells" in screen_sentence(
         [ScreenRow("r", 96, fails, low), ScreenRow("r", 48, fails, None)]
     )

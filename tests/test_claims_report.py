@@ -167,7 +167,7 @@ def test_the_effects_plot_puts_the_papers_effect_beside_ours(tmp_path, monkeypat
     fmnist(tmp_path)
     claims = claims_of(tmp_path)
     figures = []
-    monkeypatch.setattr(report, "save_png", lambda plt, fig, path: figures.append(fig))
+    monkeypatch.setattr(report, "save_figure", lambda fig, stem, formats: figures.append(fig))
     report.plot_effects(list(claims.values()), tmp_path / "claims.png")
     panels = {ax.get_title().split(" ")[0]: ax for ax in figures[0].axes if ax.get_visible()}
     stars = lambda ax: [line.get_ydata()[0] for line in ax.get_lines() if line.get_marker() == "*"]  # noqa: E731
@@ -185,7 +185,7 @@ def test_the_effects_plot_marks_the_claimed_side_n_and_the_full_measure(tmp_path
     fmnist(tmp_path, gains=FEATSCALE_NOISE)
     claims = claims_of(tmp_path)
     figures = []
-    monkeypatch.setattr(report, "save_png", lambda plt, fig, path: figures.append(fig))
+    monkeypatch.setattr(report, "save_figure", lambda fig, stem, formats: figures.append(fig))
     report.plot_effects(list(claims.values()), tmp_path / "claims.png")
     panels = {ax.get_title().split(" ")[0]: ax for ax in figures[0].axes if ax.get_visible()}
     for claim_id, (low, high) in (("2a", (0, None)), ("7", (-0.5, 0.5))):
@@ -193,10 +193,10 @@ def test_the_effects_plot_marks_the_claimed_side_n_and_the_full_measure(tmp_path
         (shaded,) = [p for p in ax.patches if isinstance(p, Rectangle) and p.get_alpha() == 0.08]  # axhspan
         ys = shaded.get_y(), shaded.get_y() + shaded.get_height()
         assert ys == pytest.approx((low, ax.get_ylim()[1] if high is None else high))
-        assert f"n = {claims[claim_id].n}" in ax.get_xlabel()
+        assert f"n = {claims[claim_id].n}" in ax.get_xlabel().replace("\n", " ")
         assert ax.get_ylabel().replace("\n", " ") == claims[claim_id].measure
-    assert "claimed: higher than 0" in panels["2a"].get_xlabel()
-    assert "third protocol: smaller than claimed" in panels["2a"].get_title()
+    assert "claimed: higher than 0" in panels["2a"].get_xlabel().replace("\n", " ")
+    assert "third protocol: smaller than claimed" in panels["2a"].get_title().replace("\n", " ")
     dotted = [line.get_ydata()[0] for line in panels["2a"].get_lines() if line.get_linestyle() == ":"]
     assert dotted == [pytest.approx(TRANSFERRED_2A)]
 
@@ -207,7 +207,7 @@ def test_the_probes_plot_draws_the_deciding_lambda_and_labels_a_broken_one(tmp_p
     from oversmooth.claims import report
 
     figures = []
-    monkeypatch.setattr(report, "save_png", lambda plt, fig, path: figures.append(fig))
+    monkeypatch.setattr(report, "save_figure", lambda fig, stem, formats: figures.append(fig))
     broken = Quality((QualityRow("neutreno", "lam=0.6", "output_cosine", 0.2, 1.0, None, False),))
     report.plot_probes(probes(broken), tmp_path / "probes.png")
     untrained, pretrained = figures[0].axes
@@ -221,7 +221,7 @@ def test_the_probes_plot_draws_the_deciding_lambda_and_labels_a_broken_one(tmp_p
     assert lines["NeuTRENO lam 0.6 (broken: output cosine 0.2)"].get_linestyle() == "--"
     assert lines["NeuTRENO lam 0.1 (output cosine 0.97)"].get_linestyle() == "-"
     assert [line.get_label() for line in untrained.get_lines()] == ["softmax", "NeuTRENO lam 0.6"]
-    assert all("claimed: NeuTRENO lower" in ax.get_title() for ax in (untrained, pretrained))
+    assert all("claimed: NeuTRENO lower" in ax.get_title().replace("\n", " ") for ax in (untrained, pretrained))
 
 
 def test_the_lambda_plot_shows_each_continuations_gain_over_its_control(tmp_path, monkeypatch):
@@ -232,7 +232,7 @@ def test_the_lambda_plot_shows_each_continuations_gain_over_its_control(tmp_path
 
     records = [adapted(0, 0.880, {0.2: 0.881, 0.6: 0.886, 1.8: 0.870}), adapted(1, 0.890, {0.6: 0.892})]
     figures = []
-    monkeypatch.setattr(report, "save_png", lambda plt, fig, path: figures.append(fig))
+    monkeypatch.setattr(report, "save_figure", lambda fig, stem, formats: figures.append(fig))
     report.plot_lambdas(records, tmp_path / "lambda.png")
     ax = figures[0].axes[0]
     bold = max(ax.get_lines(), key=lambda line: line.get_linewidth())
@@ -247,7 +247,7 @@ def test_the_lambda_plot_shows_each_continuations_gain_over_its_control(tmp_path
     ]
     (shaded,) = [p for p in ax.patches if p.get_alpha() == 0.08]  # claim 8's side: above 0
     assert shaded.get_y() == 0 and shaded.get_y() + shaded.get_height() == pytest.approx(ax.get_ylim()[1])
-    assert "claimed: 8 higher than 0 (shaded); 2c highest at lambda 0.6" in ax.get_title()
+    assert "claimed: 8 higher than 0 (shaded); 2c highest at lambda 0.6" in ax.get_title().replace("\n", " ")
 
 
 def test_the_adaptation_table_gives_each_arms_recovery():
@@ -345,7 +345,7 @@ def test_docs_results_are_the_report_of_the_committed_results(tmp_path):
     for claim in claims:
         assert json.loads(json.dumps(claim.to_json())) == written[claim.id], claim.id
     assert (docs / "report.md").read_text() == report.markdown
-    expected = {*report.figures, "report.md", "claims.json"} | ({"cells.csv"} if found.cells else set())
+    expected = {*report.figure_files(), "report.md", "claims.json"} | ({"cells.csv"} if found.cells else set())
     assert {f.name for f in docs.iterdir()} == expected
     report.write(tmp_path / "now")
     for name in expected - {"report.md", "claims.json"}:

@@ -13,7 +13,7 @@ from oversmooth.errors import UsageError
 from oversmooth.hf.capture import capture
 from oversmooth.metrics import measure
 from oversmooth.metrics.lanczos import top_eigenvalue
-from oversmooth.metrics.rank import effective_rank, stable_rank
+from oversmooth.metrics.rank import effective_rank, rank_measures, stable_rank
 
 
 def masked_batch(seed, batch, n, d, rank=None, scale=1.0):
@@ -49,6 +49,23 @@ def test_ranks_match_numpy_svd(n, d, rank, scale):
             p = s[s > 1e-7 * s[0]] / s[s > 1e-7 * s[0]].sum()
             assert effective[b].item() == pytest.approx(np.exp(-(p * np.log(p)).sum()), rel=1e-6)
             assert effective[b].item() <= rank + 1e-6
+
+
+def test_both_ranks_take_one_eigensolve_and_the_bits_each_gives_alone(monkeypatch):
+    """The suite computes the two rank measures in one pass (``Measure.together``): one symmetric
+    eigensolve per chunk of sequences, whose top eigenvalue bounds the stable rank's Lanczos error
+    (without it Lanczos seldom stops and a second eigensolve answers); each value is the one its
+    measure gives alone, bit for bit, and numpy's SVD (``test_ranks_match_numpy_svd``) checks those."""
+    x, mask = masked_batch(3, 5, 24, 16)
+    alone = {"effective_rank": effective_rank(x, mask, (0,)), "stable_rank": stable_rank(x, mask, (0,))}
+    solves = []
+    eigvalsh = torch.linalg.eigvalsh
+    monkeypatch.setattr(torch.linalg, "eigvalsh", lambda gram: solves.append(gram.shape) or eigvalsh(gram))
+    table = measure([x], mask, exclude=(0,), metrics=("effective_rank", "stable_rank"))
+    assert solves == [(5, 16, 16)]  # one chunk of 5 sequences, the features side (16 < 24 tokens)
+    for name, values in alone.items():
+        assert table[name][0] == values.mean().item(), name
+        assert torch.equal(rank_measures(x, mask, (0,))[name], values), name
 
 
 def test_rank_sample_is_the_first_sequences():

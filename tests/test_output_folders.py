@@ -1,8 +1,10 @@
 """An output folder is never merged into (``oversmooth.utils.outputs``): every command refuses an
-``--out`` that already holds files with one line naming the way on (``--force``, or resume for
-``train``), exit 2, and nothing written; with ``--force`` the files of an earlier run that are not
-written again are gone, other files are kept, and ``analyze`` says every file it wrote."""
+``--out`` that already holds files other than its own resumable state with one line naming the way
+on (``--force``, or resume for ``train``), exit 2, and nothing written; with ``--force`` the files of
+an earlier run that are not written again are gone, other files are kept, and ``analyze`` says every
+file it wrote. ``report`` never replaces a ``report.md`` another command wrote."""
 
+import json
 import re
 import shutil
 from pathlib import Path
@@ -32,7 +34,16 @@ def inputs(tmp_path_factory) -> dict[str, Path]:
     shutil.copytree(ROOT / "results" / "claim3", root / "claim3")
     for label in ("softmax", "neutreno"):
         make_cell(root, "fmnist-p7", label, 0, 0.90)
-    return {"bert": save_tiny("bert", root / "bert"), "study": root / "fmnist-p7", "claims": root / "claim3"}
+    grid = root / "grid.json"
+    train = {"width": 8, "heads": 2, "epochs": 1, "batch_size": 32, "probe_size": 8}
+    study = {"name": "tiny", "model": "vit", "tasks": ["synthetic"], "depths": [1], "methods": ["softmax"]}
+    grid.write_text(json.dumps({**study, "train": train}))
+    return {
+        "bert": save_tiny("bert", root / "bert"),
+        "study": root / "fmnist-p7",
+        "claims": root / "claim3",
+        "grid": grid,
+    }
 
 
 def state(root: Path) -> dict[str, tuple[int, int]]:
@@ -60,6 +71,7 @@ def listing(folder: Path) -> set[str]:
         ("claims", "pass --force"),
         ("train", "pass --resume auto to continue the run in it"),
         ("adapt", "choose a new or empty --out"),
+        ("study", "but no study.json (it is not this command's folder); choose a new or empty folder, or pass --force"),
     ],
 )
 def test_a_folder_that_holds_files_is_refused_and_left_as_it_was(command, needle, inputs, tmp_path, capsys):
@@ -70,6 +82,7 @@ def test_a_folder_that_holds_files_is_refused_and_left_as_it_was(command, needle
         "claims": ["claims", str(inputs["claims"]), "--no-probes"],
         "train": ["train", *TRAIN],
         "adapt": ["adapt", str(inputs["bert"]), *ADAPT],
+        "study": ["study", str(inputs["grid"])],
     }[command]
     out = tmp_path / "out"
     out.mkdir()
@@ -99,11 +112,11 @@ def test_analyze_with_force_replaces_its_own_files_and_says_every_file_it_wrote(
 
 def test_theory_with_force_leaves_no_file_of_an_earlier_run(tmp_path, capsys):
     out = tmp_path / "out"
-    assert run(capsys, ["theory", "all", *THEORY, "--out", str(out)])[0] == 0
-    assert listing(out) == set(THEORY_OUTPUTS)  # OUTPUTS names every file a run may write
+    assert run(capsys, ["theory", "all", *THEORY, "--format", "png,pdf,svg", "--out", str(out)])[0] == 0
+    assert listing(out) == set(THEORY_OUTPUTS)  # OUTPUTS names every file a run may write, in every format
     (out / "notes.txt").write_text("mine")
     assert run(capsys, ["theory", "lnflip", *THEORY, "--out", str(out), "--force"])[0] == 0
-    assert listing(out) == {"lnflip.png", "predictions.csv", "trajectories.csv", "notes.txt"}
+    assert listing(out) == {"lnflip.png", "predictions.csv", "trajectories.csv", "provenance.json", "notes.txt"}
 
 
 @pytest.mark.parametrize(
@@ -143,3 +156,39 @@ def test_report_with_force_removes_the_claims_files_an_earlier_report_wrote(inpu
     assert run(capsys, ["report", str(inputs["study"]), "--out", str(out), "--force"])[0] == 0
     assert listing(out) == {"report.md", "cells.csv", "fmnist-p7_curves.png", "fmnist-p7_layers.png", "notes.txt"}
     assert (out / "notes.txt").read_text() == "mine"
+
+
+def test_a_study_resumes_only_in_a_folder_that_holds_a_study(inputs, tmp_path, capsys):
+    """A folder holding a study's ``study.json`` is resumed (here: its one cell, as a dry run), and
+    ``--status`` on a folder holding other files says it holds no study; ``--force`` begins the
+    study beside the files there."""
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "report.md").write_text("analyze's")
+    code, _, err = run(capsys, ["study", str(inputs["grid"]), "--out", str(out), "--status"])
+    assert code == 2 and "holds no study (no study.json in it)" in err, err
+    code, printed, _ = run(capsys, ["study", str(inputs["grid"]), "--out", str(out), "--dry-run", "--force"])
+    assert code == 0 and printed.endswith("1 cells\n")
+    (out / "study.json").write_text(json.dumps({"name": "tiny"}))  # as a first run leaves it
+    code, printed, _ = run(capsys, ["study", str(inputs["grid"]), "--out", str(out), "--dry-run"])
+    assert code == 0 and printed.endswith("1 cells\n")
+    assert listing(out) == {"report.md", "study.json"}
+
+
+def test_report_never_replaces_a_report_it_did_not_write(inputs, tmp_path, capsys):
+    """`oversmooth report DIR` rewrites the report it wrote in DIR, but not ``analyze``'s ``report.md``
+    in a folder that holds both (a study begun there with ``--force``): one line naming ``--out``
+    and ``--force``, exit 2, the folder as it was; with ``--force`` it is replaced, as asked."""
+    folder = tmp_path / "demo"
+    code, _, _ = run(capsys, ["analyze", str(inputs["bert"]), *ANALYZE, "--methods", "none", "--out", str(folder)])
+    shutil.copytree(inputs["study"], folder, dirs_exist_ok=True)  # the study's files beside analyze's
+    analyzed = (folder / "report.md").read_text()
+    before = state(tmp_path)
+    code, _, err = run(capsys, ["report", str(folder)])
+    assert code == 2 and len(err.splitlines()) == 1, err
+    assert f"{folder / 'report.md'} was not written by `oversmooth report`" in err and "--out DIR" in err
+    assert "--force" in err and state(tmp_path) == before
+    for _ in range(2):  # asked with --force: replaced; then the report is this command's own, rewritten
+        assert run(capsys, ["report", str(folder), *(["--force"] if _ == 0 else [])])[0] == 0
+        assert (folder / "report.md").read_text() != analyzed
+    assert run(capsys, ["claims", str(folder), "--no-probes"])[0] == 2  # `report`'s is not `claims`' either

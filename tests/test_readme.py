@@ -147,11 +147,14 @@ def test_analyze_md_usage_block_lists_every_analyze_flag():
 def test_a_flag_table_that_drifted_would_be_caught():
     with pytest.raises(AssertionError, match=r"missing from page's table: \['--threads'\]"):
         check_flag_table(
-            "theory", "--depth --tokens --dim --seed --sequences --attention --out --force --no-progress", "page"
+            "theory",
+            "--depth --tokens --dim --seed --sequences --attention --out --format --force --no-progress",
+            "page",
         )
     with pytest.raises(AssertionError, match=r"shows flags theory lacks: \['--made-up'\]"):
         check_flag_table(
             "theory",
-            "--depth --tokens --dim --seed --sequences --attention --out --force --no-progress --threads --made-up",
+            "--depth --tokens --dim --seed --sequences --attention --out --format --force --no-progress --threads "
+            "--made-up",
             "page",
         )

@@ -225,7 +225,7 @@ def _by_hand(out: Path, seed: int) -> None:
         "task": "synthetic",
         "model": "vit",
         "model_config": config.to_dict(),
-        "data": {**vars(options), "data_dir": None},
+        "data": {**{k: v for k, v in vars(options).items() if k != "text_column"}, "data_dir": None},  # none given
         "method": config.mitigation.name,
     }
     train(

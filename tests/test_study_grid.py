@@ -2,6 +2,7 @@
 
 import fcntl
 import json
+import os
 import re
 import signal
 import subprocess
@@ -143,7 +144,7 @@ def test_bad_input_exits_2_with_one_line_and_writes_nothing(tmp_path, capsys, ar
 def test_missing_data_is_caught_before_anything_runs(tmp_path, capsys):
     study = _write(tmp_path, {**TINY, "tasks": ["text:/no/such/book.txt"], "model": "lm"})
     assert main(["study", str(study), "--out", str(tmp_path / "out")]) == 2
-    assert "does not exist" in capsys.readouterr().err and not (tmp_path / "out").exists()
+    assert "no such file or folder: /no/such/book.txt" in capsys.readouterr().err and not (tmp_path / "out").exists()
 
 
 def test_compile_setting_reaches_every_cell(tmp_path, capsys):
@@ -224,6 +225,36 @@ def test_sigterm_stops_the_running_cells_and_keeps_their_checkpoints(tmp_path):
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
 
 
+def test_ctrl_c_stops_the_study_in_one_line_and_a_rerun_resumes_the_interrupted_cell(tmp_path, capsys):
+    """Ctrl-C in a terminal sends SIGINT to the study's whole process group (the study, submitit's
+    controller, the cell's job and its train process): one line and exit 130, no traceback; the
+    cell reads `interrupted` in --status, and the next run resumes it from its checkpoint."""
+    train = {**TINY["train"], "epochs": 15, "checkpoint_every": 4}  # a checkpoint within a second, then seconds more
+    study = _write(tmp_path, {**TINY, "depths": [1], "methods": ["softmax"], "train": train})
+    out = tmp_path / "out"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "oversmooth", "study", str(study), "--out", str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # its own process group, as a terminal's foreground job
+    )
+    deadline = time.time() + 120
+    while not list(out.glob("cells/*/checkpoint.pt")) and time.time() < deadline:
+        time.sleep(0.05)
+    os.killpg(process.pid, signal.SIGINT)
+    _, err = process.communicate(timeout=120)
+    assert process.returncode == 130 and err == "oversmooth study: interrupted\n", err
+    (cell,) = (out / "cells").iterdir()
+    assert not (cell / "results.json").exists()
+    assert main(["study", str(study), "--out", str(out), "--status"]) == 0
+    status = capsys.readouterr().out
+    assert f"{cell.name}  interrupted  job" in status and "a rerun resumes it from its last checkpoint" in status
+    assert main(["study", str(study), "--out", str(out)]) == 0
+    assert "tiny: 1 completed" in capsys.readouterr().out
+    assert "resuming" in (cell / "train.log").read_text()
+
+
 def test_quick_preset_trains_on_real_data_and_reports(tmp_path, capsys):
     from oversmooth.data import FASHION_MNIST_DIR
 
@@ -244,8 +275,10 @@ def test_the_study_names_the_files_train_writes():
     """The runner repeats train's file names (to keep torch out of `--help`): they must agree."""
     from oversmooth import train
     from oversmooth.study import files
+    from oversmooth.train.checkpoint import FILENAME
 
     assert (files.METRICS_FILE, files.RESULTS_FILE) == (train.METRICS_FILE, train.RESULTS_FILE)
+    assert files.CHECKPOINT_FILE == FILENAME
 
 
 def test_finished_cells_are_archived_and_an_archived_cell_is_never_trained_again(tmp_path, capsys):

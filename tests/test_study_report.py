@@ -180,8 +180,8 @@ def test_the_command_is_the_one_the_study_recorded_as_it_ran(tmp_path):
 
 
 def test_every_panel_names_its_methods_in_one_colour_each(tmp_path, monkeypatch):
-    """Panels may hold different methods (de-escalation only in the post-norm one): each panel has
-    its own legend, and a method keeps its colour across panels."""
+    """Panels may hold different methods (de-escalation only in the post-norm one): each column has
+    its own legend (under its bottom panel), and a method keeps its colour across panels."""
     import matplotlib.colors
 
     from oversmooth.study import report
@@ -189,14 +189,14 @@ def test_every_panel_names_its_methods_in_one_colour_each(tmp_path, monkeypatch)
     depth_cells(tmp_path)
     cells = [c for c in read_study(tmp_path / "depth-w32") if c.depth == 48]
     figures = []
-    monkeypatch.setattr(report, "save_png", lambda plt, fig, path: figures.append(fig))
+    monkeypatch.setattr(report, "save_figure", lambda fig, stem, formats: figures.append(fig))
     report.plot_curves(cells, tmp_path / "curves.png")
     report.plot_layers(cells, tmp_path / "layers.png")
     for fig in figures:
         colours = {}
-        for index, ax in enumerate(fig.axes):  # row by row: the first two are the pre- and post-norm panels
+        for index, ax in enumerate(fig.axes):  # row by row: the last two are the pre- and post-norm panels
             lines = [line for line in ax.get_lines() if not line.get_label().startswith("_")]
-            if index < 2:  # the top row names what its column shows
+            if index >= len(fig.axes) - 2:  # the bottom row names what its column shows
                 assert {t.get_text().split(" (")[0] for t in ax.get_legend().get_texts()} == {
                     line.get_label().split(" (")[0] for line in lines
                 }

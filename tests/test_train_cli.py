@@ -18,7 +18,7 @@ BASE = ["train", "--epochs", "1", "--threads", "1", "--no-progress"]
         (["--task", "synthetic", "--model", "lm", "--heads", "5"], "heads (5) must divide width"),
         (["--task", "synthetic", "--model", "lm", "--method", "neutreno", "--lam", "-1"], "lambda"),
         (["--task", "fmnist", "--model", "vit", "--data-dir", "/no/such/folder"], "--data-dir /no/such/folder"),
-        (["--task", "text:/no/such/file.txt", "--model", "lm"], "does not exist"),
+        (["--task", "text:/no/such/file.txt", "--model", "lm"], "no such file or folder"),
         (["--task", "synthetic", "--model", "vit", "--batch-size", "0"], "--batch-size must be at least 1"),
         (["--task", "synthetic", "--model", "vit", "--lr", "0"], "--lr must be > 0"),
         (["--task", "synthetic", "--model", "vit", "--warmup", "1.5"], "--warmup must lie in [0, 1)"),

@@ -66,11 +66,11 @@ def write_results(path, version):
 
 
 def write_png(path, version):
-    from oversmooth.utils.plotting import figure, save_png
+    from oversmooth.utils.plotting import figure, save_figure
 
-    plt, fig, axes = figure(1, 1, 2, 2)
-    axes[0][0].plot([0, 1], [0, version])
-    save_png(plt, fig, path)
+    with figure(1, 1, 2, 2) as (fig, axes):
+        axes[0][0].plot([0, 1], [0, version])
+        save_figure(fig, path.with_suffix(""))
 
 
 def write_study_file(path, version):

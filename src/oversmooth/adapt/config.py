@@ -15,7 +15,8 @@ from typing import Any
 from oversmooth.data.text_source import TEXT_HELP, parse_text
 from oversmooth.errors import FieldError, UsageError
 from oversmooth.mitigations import registry
-from oversmooth.train.run_spec import option
+from oversmooth.train.run_spec import check_formats, option
+from oversmooth.utils.plotting import DEFAULT_FORMATS, FORMATS
 from oversmooth.utils.seeds import check_seed
 
 OBJECTIVES = {
@@ -76,6 +77,7 @@ class AdaptConfig:
     )
     objective: str = option("auto", f"{' | '.join(OBJECTIVES)} (default %(default)s)", group=MAIN)
     text: str = option("austen", f"pretrained text models: {TEXT_HELP} (default %(default)s)", group=MAIN)
+    text_column: str | None = option(None, "the column of a CSV or TSV --text file to read", group=MAIN)
     steps: int = option(200, "optimiser steps per arm (default %(default)s)", group=SCHEDULE)
     batch_size: int | None = option(None, "default: 8, or the train run's", group=SCHEDULE)
     seq_len: int = option(128, "pretrained text models: tokens per sequence", group=SCHEDULE)
@@ -103,6 +105,11 @@ class AdaptConfig:
     gradient_checkpointing: bool = option(False, "families that support it", group=RUN)
     threads: int | None = option(None, "CPU threads for torch", group=RUN)
     progress: bool = option(True, "no progress bar", group=RUN)  # help of --no-progress
+    format: str = option(
+        ",".join(DEFAULT_FORMATS),
+        f"the formats of adapt's figures, comma-separated: {', '.join(FORMATS)} (default %(default)s; PNGs at 200 dpi)",
+        group=RUN,
+    )
 
     def check(self) -> AdaptConfig:
         """Ranges and choices of the fields (``FieldError`` naming the field and the fix); returns self."""
@@ -120,6 +127,7 @@ class AdaptConfig:
                 count=self.steps,
             )
         check_seed(self.seed)
+        check_formats(self.format)
         for name in ("lr", "grad_clip"):
             value = getattr(self, name)
             if value is not None and not (_number(value) and value > 0):
@@ -191,12 +199,13 @@ class AdaptConfig:
         return self.record_every or max(1, self.steps // 8)
 
     def to_dict(self) -> dict[str, Any]:
-        """The fields as JSON; ``ramp`` only when set (an adaptation without one is described, and
-        resumes, as before the ramp existed)."""
+        """The fields as JSON; ``ramp`` and ``text_column`` only when set (an adaptation without
+        them is described, and resumes, as before they existed)."""
         data = dataclasses.asdict(self)
         data["knobs"] = _knobs_data(self.knobs)
-        if not self.ramp:
-            del data["ramp"]
+        for name in ("ramp", "text_column"):
+            if not data[name]:
+                del data[name]
         return data
 
     @classmethod
@@ -220,7 +229,7 @@ class AdaptConfig:
 
 
 #: fields that may differ when an adaptation is resumed in the same folder: how it runs, not what it learns.
-RUN_OPTIONS = ("threads", "progress")
+RUN_OPTIONS = ("threads", "progress", "format")
 
 
 def setting(config: AdaptConfig) -> dict[str, Any]:

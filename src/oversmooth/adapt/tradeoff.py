@@ -21,7 +21,15 @@ from pathlib import Path
 
 from oversmooth.adapt.result import AdaptResult, ArmResult
 from oversmooth.adapt.verdict import MEASURES, SIMILARITY_MARGIN, judge, limit, quality_measure
-from oversmooth.utils.plotting import figure, save_png
+from oversmooth.utils.plotting import (
+    DEFAULT_FORMATS,
+    PAGE,
+    figure,
+    figure_legend,
+    integer_ticks,
+    save_figure,
+    set_title,
+)
 
 
 @dataclass(frozen=True)
@@ -143,47 +151,45 @@ def _ratio(point: Point) -> str:
     return "no loss" if point.per_unit is None else f"{point.per_unit:.3g}"
 
 
-def plot(result: AdaptResult, path: Path) -> None:
+def plot(result: AdaptResult, stem: Path, formats: tuple[str, ...] = DEFAULT_FORMATS) -> None:
     """Left: quality (x) against last-layer cos_sim (y), one arrow per patched arm from step 0
     (patched, before adaptation) to the end, the control as a point (its start as a ring when it
     moved), the budget at the end as a line. Right: cos_sim per layer, each arm at step 0 (dotted)
-    and the end (solid), the control dashed."""
-    from matplotlib.ticker import MaxNLocator
+    and the end (solid), the control dashed. One legend under both."""
+    import matplotlib
 
     control = result.control
     measure = quality_measure(control.start)
     higher, kind, bound = MEASURES[measure]
     end_of = lambda arm: arm.val or arm.start  # noqa: E731
-    plt, fig, axes = figure(1, 2, 11, 4.2)
-    left, right = axes[0]
-    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    for index, arm in enumerate(result.patched):
-        color = colors[index % len(colors)]
-        start, end = (arm.start[measure], arm.start_cos_sim_last), (end_of(arm)[measure], arm.cos_sim_last)
-        if None in (*start, *end):
-            continue
-        left.annotate("", end, start, arrowprops={"arrowstyle": "->", "color": color, "lw": 1.5})
-        left.plot(*start, "o", color=color, markerfacecolor="none")
-        left.plot(*end, "o", color=color, label=arm.name)
-        _layers(right, arm, color)
-    finish = (end_of(control)[measure], control.cos_sim_last)
-    left.plot(*finish, "s", color="black", label="control")
-    if (control.start[measure], control.start_cos_sim_last) != finish:
-        left.plot(control.start[measure], control.start_cos_sim_last, "s", color="black", markerfacecolor="none")
-    edge = limit(end_of(control)[measure], kind, bound)
-    left.axvline(edge, color="grey", linestyle=":", label=f"budget ({'>=' if higher else '<='} {edge:.4g})")
-    _layers(right, control, "black", dashed=True)
-    if kind == "ratio":
-        left.set_xscale("log")
-    left.set(
-        xlabel=f"val {measure.replace('_', ' ')}",
-        ylabel="last-layer cos_sim",
-        title="ring: step 0 (patched, before adaptation); dot: end",
-    )
-    right.set(xlabel="layer (0 = embeddings)", ylabel="cos_sim", title="per layer: step 0 dotted, end solid")
-    right.xaxis.set_major_locator(MaxNLocator(integer=True))
-    left.legend(fontsize=7)
-    save_png(plt, fig, path)
+    with figure(1, 2, PAGE, 3.2) as (fig, axes):
+        left, right = axes[0]
+        colors = matplotlib.rcParams["axes.prop_cycle"].by_key()["color"]
+        for index, arm in enumerate(result.patched):
+            color = colors[index % len(colors)]
+            start, end = (arm.start[measure], arm.start_cos_sim_last), (end_of(arm)[measure], arm.cos_sim_last)
+            if None in (*start, *end):
+                continue
+            left.annotate("", end, start, arrowprops={"arrowstyle": "->", "color": color, "lw": 1.5})
+            left.plot(*start, "o", color=color, markerfacecolor="none")
+            left.plot(*end, "o", color=color, label=arm.name)
+            _layers(right, arm, color)
+        finish = (end_of(control)[measure], control.cos_sim_last)
+        left.plot(*finish, "s", color="black", label="control")
+        if (control.start[measure], control.start_cos_sim_last) != finish:
+            left.plot(control.start[measure], control.start_cos_sim_last, "s", color="black", markerfacecolor="none")
+        edge = limit(end_of(control)[measure], kind, bound)
+        left.axvline(edge, color="grey", linestyle=":", label=f"budget ({'>=' if higher else '<='} {edge:.4g})")
+        _layers(right, control, "black", dashed=True)
+        if kind == "ratio":
+            left.set_xscale("log")
+        left.set(xlabel=f"val {measure.replace('_', ' ')}", ylabel="last-layer cos_sim")
+        set_title(left, "ring: step 0 (patched, before adaptation); dot: end")
+        right.set(xlabel="layer (0 = embeddings)", ylabel="cos_sim")
+        set_title(right, "per layer: step 0 dotted, end solid")
+        integer_ticks(right)
+        figure_legend(fig)
+        save_figure(fig, stem, formats)
 
 
 def _layers(ax, arm: ArmResult, color: str, dashed: bool = False) -> None:

@@ -18,7 +18,9 @@ from torch import nn
 from oversmooth.adapt.config import FRONTIER, AdaptConfig
 from oversmooth.adapt.ramp import Ramp, off_setting
 from oversmooth.errors import FieldError, UsageError
+from oversmooth.train.run import shown_task
 from oversmooth.train.saved_run import SavedRun, is_train_run
+from oversmooth.utils.provenance import shown_path
 
 
 def is_unfinished_train_run(path: str | None) -> bool:
@@ -69,7 +71,8 @@ class TrainRunSource:
             "weight_decay": train["weight_decay"],
             "grad_clip": train["grad_clip"],
         }
-        self.description = {
+        self.identity = {"model": shown_path(self.folder, config.out), "task": shown_task(self.run["task"], config.out)}
+        self.description = {  # as recorded since the first adaptations (a resumed arm compares it)
             "kind": "train run",
             "path": str(self.folder),
             "task": self.run["task"],

@@ -7,6 +7,7 @@ The quality measure and its budget follow the objective (``analyze``'s budget wh
 - ``perplexity`` / ``masked_perplexity``: at most 1.1 x the control arm's;
 - ``accuracy`` (a ViT run's task): at least the control arm's minus 0.01.
 Judged on the validation split at the last step; the test split is reported, never judged on.
+A verdict on fewer than ``MIN_VAL_EXAMPLES`` validation examples comes with a warning (``small_sample``).
 """
 
 from __future__ import annotations
@@ -25,6 +26,11 @@ MEASURES = {
     "accuracy": (True, "difference", 0.01),
 }
 SIMILARITY_MARGIN = 0.01  # cos_sim lower than the control's by at least this counts as lower
+#: fewer validation examples (sequences, images) than this and a verdict comes with a warning: it is
+#: ``analyze``'s default sample (8 passages), and below it the 95 % t interval of a mean over n examples,
+#: t(0.975, n - 1) / sqrt(n) per-example standard deviations wide each side, is wider than the spread
+#: between single examples (1.05 at n = 6, 0.84 at 8): another sample may well reverse the verdict
+MIN_VAL_EXAMPLES = 8
 
 
 def quality_measure(scores: dict) -> str:
@@ -39,7 +45,8 @@ class Verdict:
     patched: float  # this arm's start: patched, before any step
     adapted: float  # this arm's end
     control: float  # the control's end
-    recovered: float | None  # share of the gap patched -> control closed (log scale for perplexities)
+    recovered: float | None  # share of the gap patched -> control closed (log scale for perplexities);
+    # None: no gap, the patched start was already as good as the control's end
     within_budget: bool
     damaged: bool  # the patched start was out of budget
     cos_unpatched: float | None
@@ -60,7 +67,11 @@ class Verdict:
         if self.status != "completed":
             return f"{self.arm}: {self.status}; no verdict"
         name = self.measure.replace("_", " ")
-        share = "" if self.recovered is None else f", {100 * self.recovered:.0f} % of the gap to the control closed"
+        share = (
+            f", {100 * self.recovered:.0f} % of the gap to the control closed"
+            if self.recovered is not None
+            else f", no gap to close: patched {self.patched:.4g} already as good as the control's {self.control:.4g}"
+        )
         numbers = (
             f"{name} {self.unpatched:.4g} unpatched -> {self.patched:.4g} patched -> {self.adapted:.4g} "
             f"adapted (control {self.control:.4g}){share}"
@@ -98,8 +109,9 @@ def judge(result: AdaptResult, arm: ArmResult) -> Verdict:
     unpatched, patched, adapted, reference = values
     ok, damaged = within(adapted, reference, higher, kind, bound), not within(patched, unpatched, higher, kind, bound)
     scale = (lambda v: math.log(v)) if kind == "ratio" else (lambda v: v)
-    gap = scale(reference) - scale(patched)
-    recovered = (scale(adapted) - scale(patched)) / gap if abs(gap) > 1e-12 else None
+    gap = scale(reference) - scale(patched)  # what the patched start lacks of the control's end
+    worse = gap if higher else -gap  # > 0: the patched start is worse, a gap to close
+    recovered = (scale(adapted) - scale(patched)) / gap if worse > 1e-12 else None
     return Verdict(
         arm.name,
         measure,
@@ -131,3 +143,18 @@ def limit(reference: float, kind: str, bound: float) -> float:
     if kind == "ratio":
         return bound * reference
     return reference - bound
+
+
+def small_sample(result: AdaptResult) -> str | None:
+    """A warning when the verdicts rest on fewer than ``MIN_VAL_EXAMPLES`` validation examples, or None."""
+    val = result.data.get("val", {})  # adaptations written before it was recorded have no data
+    count = val.get("examples", MIN_VAL_EXAMPLES)
+    if count >= MIN_VAL_EXAMPLES:
+        return None
+    unit = "sequences" if "tokens" in val else "examples"
+    pretrained = result.source.get("kind") == "pretrained"
+    fix = "raise --eval-sequences, or give more text" if pretrained else "train the run with a larger --val-size"
+    return (
+        f"the verdict rests on {count} validation {unit}, fewer than {MIN_VAL_EXAMPLES}: another sample may "
+        f"reverse it; read it as a smoke test ({fix})"
+    )

@@ -22,6 +22,7 @@ _LAZY = {
     "parse_sweep": "settings",
     "parse_sweeps": "settings",
     "analysis_inputs": "inputs",
+    "check_token_ids": "inputs",
     "read_text": "inputs",
     "text_batch": "inputs",
     "Quality": "quality",

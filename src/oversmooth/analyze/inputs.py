@@ -35,12 +35,12 @@ INPUT_SHAPES = {
 }
 
 
-def read_text(source: str | None) -> tuple[str, str]:
+def read_text(source: str | None, column: str | None = None) -> tuple[str, str]:
     """``(text, description)`` from a text source (``oversmooth.data.text_source``: ``sample``,
     ``austen``, files, a folder, a string; None: the built-in sample), its documents joined by a
-    blank line."""
+    blank line; ``column``: the column of a CSV or TSV file to read (``TextSource.documents``)."""
     parsed = parse_text("sample" if source is None else source)
-    text = "\n\n".join(d.text for d in parsed.documents())
+    text = "\n\n".join(d.text for d in parsed.documents(column=column))
     if not text.strip():
         raise UsageError(f"the text from {parsed.describe()} is empty; pass some text")
     return text, parsed.describe()
@@ -68,10 +68,31 @@ def text_batch(tokenizer, text: str, max_length: int, max_sequences: int) -> dic
         )
     encoded = tokenizer(text, truncation=True, max_length=max_length, return_overflowing_tokens=True, padding=False)
     chunks = [ids for ids in encoded["input_ids"] if ids][:max_sequences]
-    if not chunks or max(len(ids) for ids in chunks) < 2:
+    if not chunks:
+        raise FieldError(
+            "the model's tokenizer gives no token ids for this text (it reads none of its characters); give "
+            "{text} in a language and script the tokenizer knows"
+        )
+    if max(len(ids) for ids in chunks) < 2:
         raise UsageError("the text gives fewer than 2 tokens; pass more text")
     batch = tokenizer.pad({"input_ids": chunks}, padding=True, return_tensors="pt")
     return {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]}
+
+
+def check_token_ids(ids: Tensor, model, name: str) -> None:
+    """UsageError naming model ``name`` when ``ids`` hold a token id beyond its input embeddings
+    (a tokenizer larger than the model's vocabulary: not its own), instead of an IndexError deep
+    in its forward."""
+    try:
+        size = model.get_input_embeddings().num_embeddings
+    except (AttributeError, NotImplementedError):  # a model without one embedding table: nothing to check
+        return
+    top = int(ids.max()) if ids.numel() else -1
+    if top >= size:
+        raise UsageError(
+            f"{name}: its tokenizer gives token id {top}, beyond the model's vocabulary of {size} (ids 0 to "
+            f"{size - 1}): the tokenizer is not the model's own; save the model's tokenizer beside it"
+        )
 
 
 def image_files(folder: str | Path) -> list[Path]:
@@ -141,21 +162,22 @@ def text_tokens(max_length: int | None) -> int | None:
     return DEFAULT_TEXT_TOKENS if max_length is None else max_length or None
 
 
-def check_model_inputs(inputs: Mapping[str, Tensor]) -> None:
-    """UsageError naming the input unless ``inputs`` is a dict of tensors of the shapes a model
-    takes (``INPUT_SHAPES``), the mask one value per token."""
+def check_model_inputs(inputs: Mapping[str, Tensor], what: str = "inputs") -> None:
+    """UsageError naming the input (``what``: the argument, e.g. ``inputs['attention_mask']``)
+    unless ``inputs`` is a dict of tensors of the shapes a model takes (``INPUT_SHAPES``), the
+    mask one value per token."""
     if not isinstance(inputs, Mapping):
         raise UsageError(
-            f"inputs are a {type(inputs).__name__}; pass a dict of torch tensors, as a tokenizer "
+            f"{what} are a {type(inputs).__name__}; pass a dict of torch tensors, as a tokenizer "
             "(input_ids, attention_mask) or an image processor (pixel_values) returns"
         )
     for name, value in inputs.items():
-        check_tensor(value, f"inputs[{name!r}]", INPUT_SHAPES.get(name, "[batch, ...]"))
+        check_tensor(value, f"{what}[{name!r}]", INPUT_SHAPES.get(name, "[batch, ...]"))
     if "attention_mask" in inputs and "input_ids" in inputs:
         ids, mask = inputs["input_ids"].shape, inputs["attention_mask"].shape
         if ids != mask:
             raise UsageError(
-                f"inputs['attention_mask'] has shape {tuple(mask)} but inputs['input_ids'] {tuple(ids)}; "
+                f"{what}['attention_mask'] has shape {tuple(mask)} but {what}['input_ids'] {tuple(ids)}; "
                 "pass one mask value per token"
             )
 
@@ -166,6 +188,7 @@ def analysis_inputs(
     images: str | None = None,
     max_sequences: int = DEFAULT_SEQUENCES,
     max_length: int | None = None,
+    text_column: str | None = None,
 ) -> tuple[dict[str, Tensor], str]:
     """The batch an analysis of ``loaded`` measures, on its device, and where it came from. A text
     model takes ``text`` (a file or a string; None: the built-in sample) in up to ``max_sequences``
@@ -173,18 +196,21 @@ def analysis_inputs(
     ``input_ids`` and ``attention_mask [B, n]``. A vision model takes up to ``max_sequences`` images
     of ``images`` (a folder; None: Fashion-MNIST test images): ``pixel_values [B, C, H, W]`` in the
     model's dtype. FieldError when ``text`` or ``max_length`` is given to a vision model or
-    ``images`` to a text model, or ``max_sequences`` below 1."""
+    ``images`` to a text model, or ``max_sequences`` below 1; ``text_column``: the column of a CSV
+    or TSV ``text`` to read. UsageError naming the model when its tokenizer gives token ids its
+    vocabulary lacks (``check_token_ids``)."""
     check_sequences(max_sequences)
     kind = f"({loaded.family.name})"
     if loaded.family.modality == "text":
         if images:
             raise FieldError("{model} is a text model {kind}; use {text}, not {images}", model=loaded.name, kind=kind)
-        body, source = read_text(text)
+        body, source = read_text(text, text_column)
         limit = model_max_length(loaded.tokenizer, loaded.model.config)
         inputs = text_batch(loaded.tokenizer, body, min(text_tokens(max_length) or limit, limit), max_sequences)
+        check_token_ids(inputs["input_ids"], loaded.model, loaded.name)
     else:
-        if text or max_length is not None:
-            field = "{text}" if text else "{max_length}"
+        if text or max_length is not None or text_column is not None:
+            field = "{text}" if text else "{max_length}" if max_length is not None else "{text_column}"
             raise FieldError(
                 f"{{model}} is a vision model {{kind}}; {field} applies to text models only: drop it"
                 + (" and give {images}" if text else ""),

@@ -51,6 +51,7 @@ def analyze(
     sequences: int = 8,
     tokens: int = 128,
     knobs: Mapping[str, Mapping[str, Any]] | None = None,
+    text_column: str | None = None,
     **bare: Any,
 ) -> pd.DataFrame:
     """Per layer, every measure of ``oversmooth.metrics`` (mean and ``_std`` over sequences) of
@@ -63,13 +64,14 @@ def analyze(
     unpatched model, an LM's perplexity) and ``within_budget`` whether it stays within the
     default budget: lower similarity in a broken model is no mitigation. ``text``: a text source
     (``oversmooth.data.text_source``: a file, a folder, a string, ``austen``; None: the built-in
-    sample). A model this tool trained is measured on its own validation split (``text``,
-    ``methods`` and knobs do not apply), ``quality`` its validation accuracy."""
+    sample; ``text_column``: the column of a CSV or TSV file). A model this tool trained is
+    measured on its own validation split (``text``, ``methods`` and knobs do not apply),
+    ``quality`` its validation accuracy."""
     if isinstance(loaded, SavedRun):
-        return _saved_table(loaded, text, methods, sequences, tokens, {**(knobs or {}), **bare})
+        return _saved_table(loaded, text or text_column, methods, sequences, tokens, {**(knobs or {}), **bare})
     members = tuple(dict.fromkeys(name for entry in methods for name in patch_stack(entry)))
     by_method = assign_knobs(members, bare, knobs)  # before the inputs: a refusal costs nothing
-    inputs, source = analysis_inputs(loaded, text, None, sequences, tokens)
+    inputs, source = analysis_inputs(loaded, text, None, sequences, tokens, text_column)
     settings = AnalysisSettings(methods=tuple(methods), knobs=by_method, attention_sequences=0)
     result = run_analysis(loaded.model, inputs, settings, tokenizer=loaded.tokenizer)
     return tidy_table(result, loaded.name, f"{result.sequences} sequences x {result.tokens} tokens from {source}")

@@ -26,6 +26,8 @@ from torch import Tensor, nn
 
 from oversmooth.metrics.tokens import valid_tokens
 
+SHUFFLE_SEED = 0  # the generator of the shuffled-order null
+
 
 def random_init(model: nn.Module, seed: int) -> nn.Module:
     """A model of ``model``'s architecture and config with weights drawn afresh (``torch.manual_seed
@@ -91,9 +93,18 @@ def measure_shuffled(
     metrics: Sequence[str],
 ) -> pd.DataFrame:
     """``null_table`` (name ``shuffled``) of ``table_of(shuffle(generator))`` over ``shuffles``
-    shuffles drawn from one generator seeded 0 (the global RNG is not touched)."""
-    generator = torch.Generator().manual_seed(0)
+    shuffles drawn from one generator seeded ``SHUFFLE_SEED`` (the global RNG is not touched)."""
+    generator = torch.Generator().manual_seed(SHUFFLE_SEED)
     return null_table([table_of(shuffle(generator)) for _ in range(shuffles)], metrics, name="shuffled")
+
+
+def null_seeds(inits: int) -> dict[str, object]:
+    """The seeds of ``inits`` random inits and as many shuffles (none without them), by what they seed.
+
+    >>> null_seeds(3), null_seeds(0)
+    ({'random inits': '0-2', 'shuffled orders': 0}, {})
+    """
+    return {"random inits": f"0-{inits - 1}", "shuffled orders": SHUFFLE_SEED} if inits else {}
 
 
 def measure_null(

@@ -12,6 +12,7 @@ from oversmooth.analyze.analysis import BASELINE, Analysis
 from oversmooth.hf import setting_text
 from oversmooth.metrics import ATTENTION_METRICS, METRICS, SINK_METRICS, measure_columns
 from oversmooth.mitigations.registry import flat_knobs
+from oversmooth.utils.plotting import COLUMN, integer_ticks, legend_below, set_title
 
 
 def tidy_table(
@@ -50,11 +51,11 @@ def plot_layers(
     """``measure`` vs layer, one line per method of an ``analyze`` table, a band of one std over
     sequences; a method outside the quality budget dashed and labelled broken; with the nulls
     (``oversmooth.analyze.null``), the random-init mean dashed grey with its spread over inits and
-    the shuffled-order mean dotted. Returns the Axes."""
+    the shuffled-order mean dotted; the legend under the axes, off the data. Returns the Axes."""
     if ax is None:
         import matplotlib.pyplot as plt
 
-        _, ax = plt.subplots(figsize=(5, 3.4))
+        _, ax = plt.subplots(figsize=(COLUMN, 3.4), layout="constrained")
     for index, (method, rows) in enumerate(table.groupby("method", sort=False)):
         broken = not bool(rows["within_budget"].iloc[0])
         measure_name = table.attrs.get("quality_measure", "quality").replace("_", " ")
@@ -83,10 +84,10 @@ def plot_layers(
         label = f"token order shuffled ({shuffled.attrs.get('inits', '?')})"
         ax.plot(shuffled["layer"], shuffled[f"{measure}_shuffled"], ls=":", color="black", label=label)
     ax.set_xlabel("layer (0 = embeddings)")
+    integer_ticks(ax)
     ax.set_ylabel(measure)
-    title = [table.attrs.get("model", ""), table.attrs.get("inputs", "")]
-    ax.set_title("\n".join(t for t in title if t), fontsize=8)
+    title = "\n".join(t for t in (table.attrs.get("model", ""), table.attrs.get("inputs", "")) if t)
+    set_title(ax, title)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
-    ax.figure.tight_layout()
+    legend_below(ax)
     return ax

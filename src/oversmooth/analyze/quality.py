@@ -80,6 +80,11 @@ def ratio_text(ratio: float) -> str:
     return f"{ratio:,.0f}" if ratio >= 100 else f"{ratio:.3f}" if ratio < 10 else f"{ratio:.1f}"
 
 
+def quality_seeds(task: str) -> dict[str, int]:
+    """The seeds scoring a model's ``task`` takes, by what they seed: a masked LM's masked tokens."""
+    return {"masked tokens": MASK_SEED} if task == "masked_lm" else {}
+
+
 def mask_tokens(
     inputs: Mapping[str, Tensor],
     mask_token_id: int,

@@ -1,14 +1,13 @@
-"""Write an analysis to a folder, all or nothing: metrics.csv, quality.csv, spectrum.json, one PNG
-per metric, with an attention sample sinks.png (the sink measures beside cos_sim), report.md, and
-with a sweep frontier.csv and frontier.png; and the compact per-layer table with the quality block
-printed on the terminal.
+"""Write an analysis to a folder, all or nothing: metrics.csv, quality.csv, spectrum.json, one figure
+per metric, with an attention sample sinks (the sink measures beside cos_sim), report.md, and
+with a sweep frontier.csv and the frontier figure (each figure a PNG, or the ``--format``s asked
+for); and the compact per-layer table with the quality block printed on the terminal.
 """
 
 from __future__ import annotations
 
 import csv
 import math
-import textwrap
 from dataclasses import asdict
 from pathlib import Path
 
@@ -27,7 +26,22 @@ from oversmooth.mitigations.registry import METHODS as REGISTRY
 from oversmooth.mitigations.registry import flat_knobs
 from oversmooth.utils.atomic import atomic_directory
 from oversmooth.utils.json_files import json_text
-from oversmooth.utils.plotting import figure, save_png
+from oversmooth.utils.plotting import (
+    COLUMN,
+    DEFAULT_FORMATS,
+    FORMATS,
+    PAGE,
+    embed,
+    figure,
+    figure_files,
+    figure_legend,
+    fill,
+    integer_ticks,
+    place_labels,
+    save_figure,
+    set_title,
+)
+from oversmooth.utils.provenance import Provenance
 
 SHORT = {BASELINE: "base", **{name: m.short or name for name, m in REGISTRY.items()}}
 BROKEN_MARK = "!"
@@ -188,32 +202,33 @@ def csv_rows(analysis: Analysis) -> list[dict]:
     return rows
 
 
-def spectrum_document(analysis: Analysis) -> dict:
-    """``spectrum.json``: the model's family and norm placement, the attention sample's shape, and
-    per layer its spectrum (``spectra.summary``)."""
+def spectrum_document(analysis: Analysis, provenance: Provenance) -> dict:
+    """``spectrum.json``: the model's family and norm placement, the attention sample's shape, per
+    layer its spectrum (``spectra.summary``), and the provenance."""
     return {
         "family": analysis.family,
         "norm_placement": analysis.norm_placement,
         "attention_sample": {"sequences": analysis.attention_shape[0], "tokens": analysis.attention_shape[1]},
         "layers": [s.to_dict() for s in analysis.spectrum],
+        "provenance": provenance.to_json(),
     }
 
 
-def plot_metric(analysis: Analysis, metric: str, path: Path, meta: dict) -> None:
+def plot_metric(analysis: Analysis, metric: str, stem: Path, meta: dict, formats=DEFAULT_FORMATS) -> None:
     """``metric`` vs layer (``plots.plot_layers``: one line per method with its std band, a broken
-    method dashed; attention and sink measures: the unpatched model only, a sink measure titled
-    with the attention sample), titled with the model and inputs; a log axis for a measure that
-    spans decades (``Measure.log``)."""
-    plt, fig, axes = figure(1, 1, 5, 3.6)
+    method dashed; attention and sink measures: the unpatched model only, titled with the attention
+    sample they read), titled with the model and inputs; a log axis for a measure that spans
+    decades (``Measure.log``)."""
     record = LAYER_MEASURES[metric]
     attention, sinks = record.kind == "attention", record.sink
-    model, inputs = (_sample_title if sinks else _title)(analysis, meta).split("\n")
+    model, inputs = (_sample_title if attention or sinks else _title)(analysis, meta).split("\n")
     tidy = tidy_table(analysis, model, inputs, attention=attention, sinks=sinks)
     nulls = (None, None) if attention or sinks else (analysis.null, analysis.shuffled)
-    plot_layers(tidy, metric, axes[0][0], *nulls)
-    if record.log:
-        axes[0][0].set_yscale("log")
-    save_png(plt, fig, path)
+    with figure(height=3.4) as (fig, axes):
+        plot_layers(tidy, metric, axes[0][0], *nulls)
+        if record.log:
+            axes[0][0].set_yscale("log")
+        save_figure(fig, stem, formats)
 
 
 def _sample_title(analysis: Analysis, meta: dict) -> str:
@@ -224,12 +239,17 @@ def _sample_title(analysis: Analysis, meta: dict) -> str:
     )
 
 
-def plot_sinks(analysis: Analysis, path: Path, meta: dict) -> None:
+def plot_sinks(analysis: Analysis, stem: Path, meta: dict, formats=DEFAULT_FORMATS) -> None:
     """The sink beside cos_sim, per layer, on the attention sample of the unpatched model (means over
     its sequences), four panels for a paper's column: cos_sim with and without the first token and
     the massive channels; the sink rate; the massive-activation ratio (log) with Sun et al.'s 1 000;
     the first token's norm over the median (log). The legend sits under the panels."""
-    plt, fig, axes = figure(2, 2, 3.6, 3.5)
+    with figure(2, 2, COLUMN, 3.9) as (fig, axes):
+        _draw_sinks(analysis, fig, axes, meta)
+        save_figure(fig, stem, formats)
+
+
+def _draw_sinks(analysis: Analysis, fig, axes, meta: dict) -> None:
     sinks, attention = analysis.sinks, analysis.attention
     style = {"marker": "o", "markersize": 2.5, "linewidth": 1}
     ax = axes[0][0]
@@ -257,23 +277,18 @@ def plot_sinks(analysis: Analysis, path: Path, meta: dict) -> None:
     ax.axhline(1, color="grey", ls=":", linewidth=0.8)  # the median token
     ax.set_yscale("log")
     ax.set_ylabel("|h_0| / median |h_t|")
-    from matplotlib.ticker import MaxNLocator, NullFormatter
+    from matplotlib.ticker import NullFormatter
 
     for ax in axes.flat:
-        ax.set_xlabel("layer", fontsize=7)
-        ax.yaxis.label.set_size(7)
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_xlabel("layer")
         ax.yaxis.set_minor_formatter(NullFormatter())
-        ax.tick_params(which="both", labelsize=6)
-        ax.grid(alpha=0.3)
-    handles = [h for ax in axes.flat for h in ax.get_legend_handles_labels()[0]]
-    fig.legend(handles=handles, loc="lower center", ncol=2, fontsize=5.5, frameon=False)
+        integer_ticks(ax)
+    figure_legend(fig, ncols=1)
     sequences, tokens = analysis.attention_shape
     title = (
         f"{meta['model']}, unpatched: {sequences} sequences x {tokens} tokens (attention sample of {meta['source']})"
     )
-    fig.suptitle(textwrap.fill(title, 72), fontsize=6)
-    save_png(plt, fig, path, rect=(0, 0.07, 1, 1), dpi=200)
+    fig.suptitle(fill(title, COLUMN))
 
 
 def format_frontier(analysis: Analysis) -> str:
@@ -300,34 +315,35 @@ def _title(analysis: Analysis, meta: dict) -> str:
     return f"{meta['model']}\n{analysis.sequences} sequences x {analysis.tokens} tokens from {meta['source']}"
 
 
-def plot_frontier(analysis: Analysis, path: Path, meta: dict) -> None:
-    """Last-layer cos_sim against quality loss, one curve per swept knob, from the unpatched point."""
-    plt, fig, axes = figure(1, 1, 6, 4)
-    ax = axes[0][0]
-    base_quality = analysis.quality[BASELINE]
-    origin = (quality_loss(base_quality), analysis.tables[BASELINE]["cos_sim"].iloc[-1])
-    for method, knob in dict.fromkeys((p.method, p.knob) for p in analysis.frontier):
-        points = sorted(
-            (p for p in analysis.frontier if (p.method, p.knob) == (method, knob)), key=lambda p: abs(p.value)
-        )
-        xs = [origin[0], *(quality_loss(p.quality) for p in points)]
-        ys = [origin[1], *(p.cos_sim for p in points)]
-        (line,) = ax.plot(xs, ys, marker="o", label=f"{method} {knob}")
-        for index, (p, x, y) in enumerate(zip(points, xs[1:], ys[1:])):
-            offset = (4, 4) if index % 2 == 0 else (4, -10)  # alternate sides: neighbours' labels do not overlap
-            ax.annotate(
-                f"{p.value:g}", (x, y), fontsize=6, textcoords="offset points", xytext=offset, color=line.get_color()
+def plot_frontier(analysis: Analysis, stem: Path, meta: dict, formats=DEFAULT_FORMATS) -> None:
+    """Last-layer cos_sim against quality loss, one curve per swept knob, from the unpatched point;
+    each knob value labelled where its label overlaps no other label and no point
+    (``plotting.place_labels``: a crowded value is in frontier.csv and the printed table)."""
+    with figure(width=COLUMN, height=3.8) as (fig, axes):
+        ax = axes[0][0]
+        base_quality = analysis.quality[BASELINE]
+        origin = (quality_loss(base_quality), analysis.tables[BASELINE]["cos_sim"].iloc[-1])
+        labels = []
+        for method, knob in dict.fromkeys((p.method, p.knob) for p in analysis.frontier):
+            points = sorted(
+                (p for p in analysis.frontier if (p.method, p.knob) == (method, knob)), key=lambda p: abs(p.value)
             )
-    ax.plot(*origin, marker="*", markersize=12, color="black", linestyle="none", label="unpatched")
-    limit = _budget_loss(analysis)
-    ax.axvline(limit, color="grey", linestyle="--", linewidth=1, label="quality budget")
-    ax.set_xscale("symlog", linthresh=max(limit, 1e-3))
-    ax.set_xlabel(f"quality loss ({_loss_name(analysis)})")
-    ax.set_ylabel("last-layer cos_sim")
-    ax.set_title(_title(analysis, meta), fontsize=8)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
-    save_png(plt, fig, path)
+            xs = [origin[0], *(quality_loss(p.quality) for p in points)]
+            ys = [origin[1], *(p.cos_sim for p in points)]
+            (line,) = ax.plot(xs, ys, marker="o", label=f"{method} {knob}")
+            labels += [(f"{p.value:g}", x, y, line.get_color()) for p, x, y in zip(points, xs[1:], ys[1:])]
+        ax.plot(*origin, marker="*", markersize=9, color="black", linestyle="none", label="unpatched")
+        limit = _budget_loss(analysis)
+        ax.axvline(limit, color="grey", linestyle="--", linewidth=1, label="quality budget")
+        ax.set_xscale("symlog", linthresh=max(limit, 1e-3))
+        low, high = ax.get_xlim()
+        ax.set_xticks([tick for tick in ax.get_xticks() if max(low, 0) <= tick <= high])  # no loss is negative
+        ax.set_xlabel(f"quality loss ({_loss_name(analysis)})")
+        ax.set_ylabel("last-layer cos_sim")
+        set_title(ax, _title(analysis, meta))
+        figure_legend(fig)
+        place_labels(ax, labels)
+        save_figure(fig, stem, formats)
 
 
 def _budget_loss(analysis: Analysis) -> float:
@@ -363,7 +379,7 @@ def _wiring(placement: str) -> str:
     return "parallel attention + MLP, pre-LN" if placement == "parallel" else f"{placement}-LN"
 
 
-def report_markdown(analysis: Analysis, meta: dict) -> str:
+def report_markdown(analysis: Analysis, meta: dict, provenance: Provenance, formats=DEFAULT_FORMATS) -> str:
     knobs = ", ".join(f"{m}: {setting_text(flat_knobs(kv))}" for m, kv in analysis.knobs.items())
     verdicts = [s.dynamics["verdict"] for s in analysis.spectrum if s.dynamics]
     exclude = analysis.tables[BASELINE].attrs["exclude"]
@@ -375,8 +391,7 @@ def report_markdown(analysis: Analysis, meta: dict) -> str:
     lines = [
         f"# oversmooth analyze: {meta['model']}",
         "",
-        f"- command: `{meta['command']}`",
-        f"- family: {analysis.family} ({_wiring(analysis.norm_placement)}); checkpoint: `{meta['path']}`",
+        f"- family: {analysis.family} ({_wiring(analysis.norm_placement)})",
         f"- input: {meta['source']}; {analysis.sequences} sequences x up to {analysis.tokens} tokens; {excluded}",
         f"- states: residual stream, layer 0 = embeddings, layer L = last block output, {analysis.last_state}",
         f"- methods (patched, no fine-tuning): {knobs or 'none'}",
@@ -408,12 +423,12 @@ def report_markdown(analysis: Analysis, meta: dict) -> str:
             format_sinks(analysis),
             "```",
             "",
-            "![sinks](sinks.png)",
+            embed("sinks", "sinks", formats),
         ]
     if analysis.frontier:
-        lines += ["", "```", format_frontier(analysis), "```", "", "![frontier](frontier.png)"]
-    lines += ["", "Files: " + ", ".join(f"`{name}`" for name in written_files(analysis)) + "."]
-    return "\n".join(lines) + "\n"
+        lines += ["", "```", format_frontier(analysis), "```", "", embed("frontier", "frontier", formats)]
+    lines += ["", "Files: " + ", ".join(f"`{name}`" for name in written_files(analysis, formats)) + ".", ""]
+    return "\n".join(lines) + "\n" + provenance.to_markdown()
 
 
 def format_sinks(analysis: Analysis) -> str:
@@ -450,61 +465,69 @@ def plotted_metrics(analysis: Analysis) -> list[str]:
     return [*METRICS, *(sampled if analysis.attention is not None else ())]
 
 
-#: every file ``write_report`` may write, in order; one it does not write for an analysis is
-#: removed from the folder (no ``frontier.csv`` of an earlier ``--sweep`` stays)
+#: every file ``write_report`` may write, in order, a figure by its stem (a name without a suffix:
+#: one file per ``--format``); one it does not write for an analysis is removed from the folder (no
+#: ``frontier.csv`` of an earlier ``--sweep`` stays)
 OUTPUTS = (
     "metrics.csv",
     "quality.csv",
     "sublayers.csv",
     "spectrum.json",
     "frontier.csv",
-    "frontier.png",
+    "frontier",
     "cka.csv",
-    "cka.png",
+    "cka",
     "cka_compare.csv",
-    "cka_compare.png",
-    "sublayers.png",
-    *(f"{m}.png" for m in (*METRICS, *SINK_METRICS, *ATTENTION_METRICS)),
-    "sinks.png",
+    "cka_compare",
+    "sublayers",
+    *METRICS,
+    *SINK_METRICS,
+    *ATTENTION_METRICS,
+    "sinks",
     "report.md",
 )
 
 
+def file_names(outputs, formats: tuple[str, ...]) -> list[str]:
+    """``outputs`` with each figure stem (no suffix) written out in ``formats``."""
+    return [name for entry in outputs for name in ([entry] if "." in entry else figure_files(entry, formats))]
+
+
 #: every file an ``analyze`` may leave in its folder, this writer's and ``analyze.saved_run_analysis``'s (its
-#: ``quality.json``): either one replaces what the other wrote before (``--force``)
-ANY_ANALYSIS = (*OUTPUTS, "quality.json")
+#: ``quality.json``), figures in every format: either one replaces what the other wrote before (``--force``)
+ANY_ANALYSIS = (*file_names(OUTPUTS, FORMATS), "quality.json")
 
 
-def written_files(analysis: Analysis) -> list[str]:
+def written_files(analysis: Analysis, formats: tuple[str, ...] = DEFAULT_FORMATS) -> list[str]:
     """Every file ``write_report`` writes for ``analysis``, in order: ``OUTPUTS`` less what it lacks."""
     lacks = {
-        *([] if analysis.frontier else ["frontier.csv", "frontier.png"]),
-        *([] if analysis.cka is not None else ["cka.csv", "cka.png"]),
-        *([] if analysis.cka_compare is not None else ["cka_compare.csv", "cka_compare.png"]),
-        *([] if analysis.attention is not None else [f"{m}.png" for m in ATTENTION_METRICS]),
-        *([] if analysis.sinks is not None else [*(f"{m}.png" for m in SINK_METRICS), "sinks.png"]),
+        *([] if analysis.frontier else ["frontier.csv", "frontier"]),
+        *([] if analysis.cka is not None else ["cka.csv", "cka"]),
+        *([] if analysis.cka_compare is not None else ["cka_compare.csv", "cka_compare"]),
+        *([] if analysis.attention is not None else ATTENTION_METRICS),
+        *([] if analysis.sinks is not None else [*SINK_METRICS, "sinks"]),
     }
-    return [name for name in OUTPUTS if name not in lacks]
+    return file_names([entry for entry in OUTPUTS if entry not in lacks], formats)
 
 
-def plot_sublayers(analysis: Analysis, path: Path, meta: dict) -> None:
+def plot_sublayers(analysis: Analysis, stem: Path, meta: dict, formats=DEFAULT_FORMATS) -> None:
     """Per block, the change of cos_sim and of t_sim across its attention, MLP and norms (bars)."""
-    plt, fig, axes = figure(1, 2, 10, 3.4)
     totals = block_totals(analysis.sublayers)
     blocks = sorted({t.layer for t in totals})
     width = 0.8 / len(SUBLAYER_COLUMNS)
-    for ax, metric in zip(axes[0], ("cos_sim", "t_sim")):
-        for i, kind in enumerate(SUBLAYER_COLUMNS):
-            change = {t.layer: getattr(t, f"{metric}_change") for t in totals if t.kind == kind}
-            ax.bar([b + (i - 1) * width for b in blocks], [change.get(b, 0.0) for b in blocks], width, label=kind)
-        ax.axhline(0, color="black", linewidth=0.8)
-        ax.set_xticks(blocks)
-        ax.set_xlabel("block")
-        ax.set_ylabel(f"change of {metric}")
-        ax.grid(alpha=0.3, axis="y")
-    axes[0][0].legend(fontsize=8)
-    fig.suptitle(_title(analysis, meta), fontsize=8)
-    save_png(plt, fig, path)
+    with figure(1, 2, PAGE, 2.8) as (fig, axes):
+        for ax, metric in zip(axes[0], ("cos_sim", "t_sim")):
+            for i, kind in enumerate(SUBLAYER_COLUMNS):
+                change = {t.layer: getattr(t, f"{metric}_change") for t in totals if t.kind == kind}
+                ax.bar([b + (i - 1) * width for b in blocks], [change.get(b, 0.0) for b in blocks], width, label=kind)
+            ax.axhline(0, color="black", linewidth=0.8)
+            ax.set_xticks(blocks)
+            ax.set_xlabel("block")
+            ax.set_ylabel(f"change of {metric}")
+            ax.grid(False, axis="x")
+        figure_legend(fig)
+        fig.suptitle(_title(analysis, meta))
+        save_figure(fig, stem, formats)
 
 
 def quality_rows(analysis: Analysis) -> list[dict]:
@@ -522,37 +545,46 @@ def write_csv(path: Path, rows: list[dict]) -> None:
         )
 
 
-def write_cka(staging: Path, model: str, cka, compared, compare: str | None) -> list[str]:
-    """``cka.csv`` / ``cka.png`` (``cka``: the model's layer x layer matrix) and ``cka_compare.csv``
-    / ``.png`` (``compared``: against the model ``compare``) where measured; the names written."""
+def write_cka(
+    staging: Path, model: str, cka, compared, compare: str | None, inputs: str, formats=DEFAULT_FORMATS
+) -> list[str]:
+    """``cka.csv`` and its heatmap (``cka``: the model's layer x layer matrix) and ``cka_compare.csv``
+    and its heatmap (``compared``: against the model ``compare``) where measured, titled with the
+    ``inputs`` they were measured on; the names written."""
     written = []
     if cka is not None:
         write_csv(staging / "cka.csv", cka_rows(cka))
-        plot_cka(cka, staging / "cka.png", f"{model}: layer x layer", "layer", "layer")
-        written += ["cka.csv", "cka.png"]
+        title = f"{model}: layer x layer\n{inputs}"
+        written += ["cka.csv", *plot_cka(cka, staging / "cka", title, "layer", "layer", formats)]
     if compared is not None:
         write_csv(staging / "cka_compare.csv", cka_rows(compared))
-        plot_cka(compared, staging / "cka_compare.png", f"{model} vs {compare}", f"layer of {compare}", "layer")
-        written += ["cka_compare.csv", "cka_compare.png"]
+        title = f"{model} vs {compare}\n{inputs}"
+        drawn = plot_cka(compared, staging / "cka_compare", title, f"layer of {compare}", "layer", formats)
+        written += ["cka_compare.csv", *drawn]
     return written
 
 
-def write_report(analysis: Analysis, out: str | Path, meta: dict) -> Path:
-    """Write every file into ``out``, replacing those of an earlier analysis (``OUTPUTS``); on any
-    failure ``out`` is left as it was."""
+def write_report(
+    analysis: Analysis, out: str | Path, meta: dict, provenance: Provenance, formats=DEFAULT_FORMATS
+) -> Path:
+    """Write every file into ``out``, each figure in ``formats``, replacing those of an earlier
+    analysis (``OUTPUTS``); on any failure ``out`` is left as it was. ``meta``: ``model`` and
+    ``compare`` (the models as ``Loaded.identity`` names them), ``source`` (the inputs in words),
+    ``exclude_note``."""
     with atomic_directory(out, replaces=ANY_ANALYSIS) as staging:
         write_csv(staging / "metrics.csv", csv_rows(analysis))
         write_csv(staging / "quality.csv", quality_rows(analysis))
         write_csv(staging / "sublayers.csv", [asdict(row) for row in analysis.sublayers])
-        plot_sublayers(analysis, staging / "sublayers.png", meta)
-        (staging / "spectrum.json").write_text(json_text(spectrum_document(analysis), indent=1))
+        plot_sublayers(analysis, staging / "sublayers", meta, formats)
+        (staging / "spectrum.json").write_text(json_text(spectrum_document(analysis, provenance), indent=1))
         if analysis.frontier:
             write_csv(staging / "frontier.csv", frontier_rows(analysis.frontier))
-            plot_frontier(analysis, staging / "frontier.png", meta)
-        write_cka(staging, meta["model"], analysis.cka, analysis.cka_compare, meta.get("compare"))
+            plot_frontier(analysis, staging / "frontier", meta, formats)
+        inputs = _title(analysis, meta).split("\n")[1]
+        write_cka(staging, meta["model"], analysis.cka, analysis.cka_compare, meta.get("compare"), inputs, formats)
         for metric in plotted_metrics(analysis):
-            plot_metric(analysis, metric, staging / f"{metric}.png", meta)
+            plot_metric(analysis, metric, staging / metric, meta, formats)
         if analysis.sinks is not None:
-            plot_sinks(analysis, staging / "sinks.png", meta)
-        (staging / "report.md").write_text(report_markdown(analysis, meta))
+            plot_sinks(analysis, staging / "sinks", meta, formats)
+        (staging / "report.md").write_text(report_markdown(analysis, meta, provenance, formats))
     return Path(out)

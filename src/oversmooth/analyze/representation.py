@@ -14,7 +14,7 @@ from oversmooth.analyze.watch import stream_of
 from oversmooth.errors import UsageError
 from oversmooth.hf import Loaded
 from oversmooth.metrics import CKA
-from oversmooth.utils.plotting import figure, save_png
+from oversmooth.utils.plotting import COLUMN, DEFAULT_FORMATS, figure, integer_ticks, save_figure, set_title
 
 #: each counted token of the analysed sequences is one example (8 x 128 tokens by default)
 POOLING = "tokens"
@@ -71,14 +71,18 @@ def cka_rows(matrix: Tensor) -> list[dict]:
     ]
 
 
-def plot_cka(matrix: Tensor, path: Path, title: str, xlabel: str, ylabel: str) -> None:
-    """The heatmap, layer 0 at the bottom left; rectangular for models of different depths."""
+def plot_cka(matrix: Tensor, stem: Path, title: str, xlabel: str, ylabel: str, formats=DEFAULT_FORMATS) -> list[str]:
+    """The heatmap, layer 0 at the bottom left, a column wide; rectangular for models of different
+    depths. The names written."""
     rows, cols = matrix.shape
-    plt, fig, axes = figure(1, 1, 2.0 + 0.28 * cols, 1.6 + 0.28 * rows)
-    ax = axes[0][0]
-    image = ax.imshow(matrix.numpy(), origin="lower", vmin=0.0, vmax=1.0, cmap="magma", aspect="auto")
-    fig.colorbar(image, ax=ax, label="linear CKA (unbiased)")
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
-    ax.set_title(title, fontsize=9)
-    save_png(plt, fig, path)
+    with figure(width=COLUMN, height=1.4 + 2.2 * min(rows / cols, 1.5)) as (fig, axes):
+        ax = axes[0][0]
+        image = ax.imshow(matrix.numpy(), origin="lower", vmin=0.0, vmax=1.0, cmap="magma", aspect="auto")
+        fig.colorbar(image, ax=ax, label="linear CKA (unbiased)")
+        ax.grid(False)
+        integer_ticks(ax, axis="x")
+        integer_ticks(ax, axis="y")
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        set_title(ax, title)
+        return save_figure(fig, stem, formats)

@@ -34,9 +34,10 @@ from oversmooth.train.evaluation import evaluate, stream_table, validation_probe
 from oversmooth.train.saved_run import SavedRun
 from oversmooth.utils.atomic import atomic_directory
 from oversmooth.utils.json_files import json_text
-from oversmooth.utils.plotting import figure, save_png
+from oversmooth.utils.plotting import DEFAULT_FORMATS, embed, figure, save_figure
+from oversmooth.utils.provenance import Provenance, digest, shown_path
 
-#: the files ``write_run_report`` writes (one PNG per measure besides)
+#: the files ``write_run_report`` writes (one figure per measure besides)
 FILES = ("metrics.csv", "quality.json", "report.md")
 
 
@@ -54,6 +55,7 @@ class RunAnalysis:
     shuffled: pd.DataFrame | None
     sequences: int
     tokens: int
+    inputs_sha256: str  # of the examples measured (``utils.provenance.digest``)
     cka: torch.Tensor | None = None  # [layers, layers] linear CKA of the model's stream
     cka_compare: torch.Tensor | None = None  # [layers, other's layers] with ``compare`` on the same inputs
     compare: str | None = None
@@ -72,7 +74,7 @@ class RunAnalysis:
     @property
     def inputs(self) -> str:
         """What was measured, in words."""
-        kind = "images" if self.saved.description["model"] == "vit" else "sequences"
+        kind = "images" if self.saved.description["model"] == "vit" else f"sequences x {self.tokens} tokens"
         return f"the first {self.sequences} validation {kind} of {self.saved.description['task']}"
 
 
@@ -108,6 +110,7 @@ def analyze_saved(
         shuffled,
         len(inputs),
         table.attrs["tokens"],
+        digest([inputs]),
         own,
         compared,
         None if other is None else other.name,
@@ -180,27 +183,33 @@ def format_run(analysis: RunAnalysis) -> str:
     return "\n".join(lines)
 
 
-def plot_run_metric(analysis: RunAnalysis, metric: str, path: Path) -> None:
+def plot_run_metric(analysis: RunAnalysis, metric: str, stem: Path, formats=DEFAULT_FORMATS) -> list[str]:
     """``metric`` per layer (``plots.plot_layers``) with a band of one std over sequences, the
-    nulls beside it."""
-    plt, fig, axes = figure(1, 1, 5, 3.6)
-    plot_layers(analysis.tidy(), metric, axes[0][0], analysis.null, analysis.shuffled)
-    save_png(plt, fig, path)
+    nulls beside it; the names written."""
+    with figure(height=3.4) as (fig, axes):
+        plot_layers(analysis.tidy(), metric, axes[0][0], analysis.null, analysis.shuffled)
+        return save_figure(fig, stem, formats)
 
 
-def write_run_report(analysis: RunAnalysis, out: str | Path, command: str) -> list[str]:
-    """``metrics.csv``, ``quality.json``, ``report.md`` and one PNG per measure, written together
-    (atomically) into ``out``, where any file an earlier ``analyze`` wrote and this one does not is
-    removed; returns the names written."""
+def write_run_report(
+    analysis: RunAnalysis, out: str | Path, provenance: Provenance, formats=DEFAULT_FORMATS
+) -> list[str]:
+    """``metrics.csv``, ``quality.json`` (the scores and the provenance), ``report.md`` and one figure
+    per measure (in each of ``formats``), written together (atomically) into ``out``, where any file
+    an earlier ``analyze`` wrote and this one does not is removed; returns the names written."""
     plotted = [m for m in METRICS if analysis.table[m].notna().any()]
     with atomic_directory(out, replaces=ANY_ANALYSIS) as staging:
         write_csv(staging / "metrics.csv", csv_rows(analysis))
-        (staging / "quality.json").write_text(json_text(analysis.quality, indent=2) + "\n")
+        quality = {**analysis.quality, "provenance": provenance.to_json()}
+        (staging / "quality.json").write_text(json_text(quality, indent=2) + "\n")
         (staging / "report.md").write_text(
-            f"# {analysis.saved.name}\n\n`{command}`\n\n```\n{format_run(analysis)}\n```\n\n"
-            + "".join(f"![{m}]({m}.png)\n" for m in plotted)
+            f"# {shown_path(analysis.saved.model_dir, out)}\n\n```\n{format_run(analysis)}\n```\n\n"
+            + "".join(f"{embed(m, m, formats)}\n" for m in plotted)
+            + "\n"
+            + provenance.to_markdown()
         )
-        for metric in plotted:
-            plot_run_metric(analysis, metric, staging / f"{metric}.png")
-        cka = write_cka(staging, analysis.saved.name, analysis.cka, analysis.cka_compare, analysis.compare)
-    return [*FILES, *(f"{m}.png" for m in plotted), *cka]
+        figures = [name for metric in plotted for name in plot_run_metric(analysis, metric, staging / metric, formats)]
+        cka = write_cka(
+            staging, analysis.saved.name, analysis.cka, analysis.cka_compare, analysis.compare, analysis.inputs, formats
+        )
+    return [*FILES, *figures, *cka]

@@ -36,6 +36,7 @@ import torch
 from torch import Tensor, nn
 
 from oversmooth.activations import stream_names
+from oversmooth.analyze.inputs import check_model_inputs
 from oversmooth.analyze.settings import default_exclude
 from oversmooth.errors import UsageError
 from oversmooth.hf import capture, layout
@@ -58,6 +59,7 @@ def stream_of(model: nn.Module, probe) -> tuple[list[Tensor], Tensor | None, tup
             f"the probe for a Hugging Face model is its input dict (input_ids, attention_mask, ...), "
             f"got a {type(probe).__name__}"
         )
+    check_model_inputs(probe, "probe")  # a list where a tensor is meant: one line naming it
     lay = layout(model)  # UsageError naming the model when no family matches
     _, cache = capture(model, dict(probe), hooks=("resid_pre", "resid_post"))
     return cache.stream(), cache.mask, default_exclude(lay.family.causal)

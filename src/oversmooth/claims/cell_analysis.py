@@ -51,8 +51,10 @@ from oversmooth.spectra.verdict import dynamics_verdict
 from oversmooth.study.files import ANALYSIS_FILE, CELL_FILE, MODEL_DIR, RESULTS_FILE
 from oversmooth.study.results import read_cell
 from oversmooth.train.evaluation import validation_probe
+from oversmooth.train.run import data_identity
 from oversmooth.utils.atomic import atomic_write
 from oversmooth.utils.json_files import read_table
+from oversmooth.utils.provenance import Provenance
 
 PROBE, ATTENTION = 64, 8
 METRICS = ("cos_sim", "t_sim")
@@ -238,6 +240,12 @@ def analyze_cell(folder: str | Path) -> dict:
         analysis["value_flip"] = value_flip(model, inputs, sample.layer_stack("pattern"), description["train"]["seed"])
     if (folder / CELL_FILE).is_file() and reference_needed(read_cell(folder)):
         analysis["reference"] = reference(task, description["model"])
+    analysis["provenance"] = Provenance.gather(
+        "python -m oversmooth.claims.cell_analysis .",  # run in the cell's folder
+        next(model.parameters()).device,
+        {"seed": description["train"]["seed"]},
+        data_identity(description["task"], task, folder),
+    ).to_json()
     with atomic_write(folder / ANALYSIS_FILE) as handle:
         json.dump(analysis, handle, indent=1)
     return analysis

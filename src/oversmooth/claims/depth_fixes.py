@@ -6,17 +6,15 @@ no verdict."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from pathlib import Path
-
 from oversmooth.claims.presets import CLAIMS_PRESETS
-from oversmooth.study.report import arm_table, differences_table, plot_differences, seed_span
+from oversmooth.study.report import Draw, arm_table, differences_table, plot_differences, seed_span
 from oversmooth.study.results import CellResult
+from oversmooth.utils.plotting import DEFAULT_FORMATS, embed
 
 STUDY = "depth-fixes"
 MIDDLE = ("depth-w32", 48)  # the same recipe at depth 48 (other seeds), for the arms it trained
 BASELINE = ("post", "softmax")
-PLOT = "depth_fixes.png"
+PLOT = "depth_fixes"  # the figure's stem
 
 
 def depth_fixes_cells(cells: list[CellResult]) -> list[CellResult]:
@@ -28,10 +26,11 @@ def depth_fixes_cells(cells: list[CellResult]) -> list[CellResult]:
 
 
 def depth_fixes_section(
-    cells: list[CellResult], trains_deep: str
-) -> tuple[list[str], dict[str, Callable[[Path], None]]]:
-    """The claims report's section on the family (``depth_fixes_cells``) and its plot; ``trains_deep``:
-    why claim 4 is not tested (``reading.post_norm_trains_deep``), '' while the pilots have not said."""
+    cells: list[CellResult], trains_deep: str, formats: tuple[str, ...] = DEFAULT_FORMATS
+) -> tuple[list[str], dict[str, Draw]]:
+    """The claims report's section on the family (``depth_fixes_cells``) and its figure, shown in
+    the first of ``formats`` a browser shows; ``trains_deep``: why claim 4 is not tested
+    (``reading.post_norm_trains_deep``), '' while the pilots have not said."""
     chosen = depth_fixes_cells(cells)
     if not chosen:
         return [], {}
@@ -63,7 +62,7 @@ def depth_fixes_section(
         "accuracy and last-layer cos_sim, the mean difference with its 95 % t interval (seeds per arm and depth in "
         "brackets; no line through a depth without data):",
         "",
-        f"![depth fixes by depth]({PLOT})",
+        embed("depth fixes by depth", PLOT, formats),
         "",
     ]
-    return lines, {PLOT: lambda path: plot_differences(chosen, path, title, BASELINE)}
+    return lines, {PLOT: lambda stem, f: plot_differences(chosen, stem, title, BASELINE, f)}

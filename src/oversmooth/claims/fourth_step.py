@@ -5,18 +5,18 @@ report is written, with the learning curves of claim 8's arms."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
 from oversmooth.claims.fresh_2b import fresh_2b_record
 from oversmooth.claims.postnorm_screen import STUDY, candidates, screen_rows, screen_sentence, screen_table
 from oversmooth.claims.smollm2_fair import fair_records, learning_curves
 from oversmooth.claims.third_protocol import records_table
+from oversmooth.study.report import Draw
 from oversmooth.study.results import CellResult
-from oversmooth.utils.plotting import figure, save_png
+from oversmooth.utils.plotting import DEFAULT_FORMATS, PAGE, embed, figure, figure_legend, integer_ticks, save_figure
 
 REGISTRATION = "docs/registrations/fourth-step.md"
-CURVES = "claim8_smollm2_fair.png"
+CURVES = "claim8_smollm2_fair"  # the figure's stem
 
 
 def fourth_step_records(cells: list[CellResult], fair_adapted: dict[int, dict]) -> list[dict]:
@@ -30,9 +30,10 @@ def screen_clause(cells: list[CellResult]) -> str:
 
 
 def fourth_step_section(
-    cells: list[CellResult], records: list[dict], fair_adapted: dict[int, dict]
-) -> tuple[list[str], dict[str, Callable[[Path], None]]]:
-    """The section's Markdown lines and its figures (file name -> draw)."""
+    cells: list[CellResult], records: list[dict], fair_adapted: dict[int, dict], formats=DEFAULT_FORMATS
+) -> tuple[list[str], dict[str, Draw]]:
+    """The section's Markdown lines and its figures (stem -> draw), shown in the first of
+    ``formats`` a browser shows."""
     rows = screen_rows(cells)
     found = candidates(rows)
     lines = [
@@ -54,29 +55,32 @@ def fourth_step_section(
         *records_table(records),
         "",
     ]
-    files: dict[str, Callable[[Path], None]] = {}
+    files: dict[str, Draw] = {}
     if fair_adapted:
-        files[CURVES] = lambda path: plot_learning_curves(learning_curves(fair_adapted), len(fair_adapted), path)
+        files[CURVES] = lambda stem, f: plot_learning_curves(learning_curves(fair_adapted), len(fair_adapted), stem, f)
         lines += [
             f"Claim 8 on SmolLM2 (fairly): validation NLL and last-layer cos_sim against step, the mean over the "
             f"{len(fair_adapted)} finished seeds (both NeuTRENO arms ramped from lambda 0 over the first 200 steps):",
             "",
-            f"![claim 8 on SmolLM2: learning curves]({CURVES})",
+            embed("claim 8 on SmolLM2: learning curves", CURVES, formats),
             "",
         ]
     return lines, files
 
 
-def plot_learning_curves(curves: dict[str, list[tuple[int, float, float]]], seeds: int, path: Path) -> None:
+def plot_learning_curves(
+    curves: dict[str, list[tuple[int, float, float]]], seeds: int, stem: Path, formats=DEFAULT_FORMATS
+) -> None:
     """Two panels, validation NLL and last-layer cos_sim against step, one line per arm."""
-    plt, fig, axes = figure(1, 2, 9, 3.4)
-    nll, cos = axes[0]
-    for arm, points in curves.items():
-        steps = [step for step, _, _ in points]
-        nll.plot(steps, [v for _, v, _ in points], marker="o", markersize=3, label=arm)
-        cos.plot(steps, [c for _, _, c in points], marker="o", markersize=3, label=arm)
-    nll.set(xlabel="step", ylabel="validation NLL (nats/token)", yscale="log")
-    cos.set(xlabel="step", ylabel="last-layer cos_sim")
-    fig.legend(*nll.get_legend_handles_labels(), loc="upper center", ncol=len(curves), fontsize=8)
-    fig.suptitle(f"SmolLM2-135M adapted on the Austen text, mean of {seeds} seeds", fontsize=10, y=0.02, va="bottom")
-    save_png(plt, fig, path, rect=(0, 0.06, 1, 0.9))
+    with figure(1, 2, PAGE, 3.0) as (fig, axes):
+        nll, cos = axes[0]
+        for arm, points in curves.items():
+            steps = [step for step, _, _ in points]
+            nll.plot(steps, [v for _, v, _ in points], marker="o", label=arm)
+            cos.plot(steps, [c for _, _, c in points], marker="o", label=arm)
+        nll.set(xlabel="step", ylabel="validation NLL (nats/token)", yscale="log")
+        cos.set(xlabel="step", ylabel="last-layer cos_sim")
+        integer_ticks(nll, cos)
+        figure_legend(fig)
+        fig.suptitle(f"SmolLM2-135M adapted on the Austen text, mean of {seeds} seeds")
+        save_figure(fig, stem, formats)

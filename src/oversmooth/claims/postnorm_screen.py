@@ -4,7 +4,8 @@ final validation accuracy, whether post-norm *fails* (diverged, below 20 %, or a
 below pre-norm) and pre-norm *trains* (not diverged, at least 50 %), and the *candidates*: the
 recipes where both hold at depth 96, in the registered order (the preset's).
 
->>> row = ScreenRow("w32-lr0.004-wu0-clip0", 96, post=Arm("completed", 0.101, 0.9), pre=Arm("completed", 0.62, 0.4))
+>>> post, pre = ScreenArm("completed", 0.101, 0.9), ScreenArm("completed", 0.62, 0.4)
+>>> row = ScreenRow("w32-lr0.004-wu0-clip0", 96, post=post, pre=pre)
 >>> row.post_fails, row.pre_trains, row.deficit_pp
 (True, True, 51.9)
 """
@@ -25,7 +26,7 @@ DEEP = 96  # the depth whose rows make a recipe a candidate
 
 
 @dataclass(frozen=True)
-class Arm:
+class ScreenArm:
     """One finished cell: its status, final validation accuracy and last-layer cos_sim of the probe."""
 
     status: str  # completed | diverged
@@ -39,8 +40,8 @@ class ScreenRow:
 
     recipe: str
     depth: int
-    post: Arm | None
-    pre: Arm | None
+    post: ScreenArm | None
+    pre: ScreenArm | None
 
     @property
     def deficit_pp(self) -> float | None:
@@ -65,12 +66,12 @@ class ScreenRow:
         return self.pre.status != "diverged" and (self.pre.val_accuracy or 0.0) >= TRAINS_BAR
 
 
-def _arm(cell: CellResult) -> Arm | None:
+def _arm(cell: CellResult) -> ScreenArm | None:
     if cell.status not in ("completed", "diverged"):
         return None
     val = cell.epochs[-1]["val"]["accuracy"] if cell.epochs else None
     layers = cell.final_layers
-    return Arm(cell.status, val, layers[-1]["cos_sim"] if layers else None)
+    return ScreenArm(cell.status, val, layers[-1]["cos_sim"] if layers else None)
 
 
 def screen_rows(cells: list[CellResult]) -> list[ScreenRow]:
@@ -89,7 +90,7 @@ def candidates(rows: list[ScreenRow]) -> list[str]:
     return [r.recipe for r in rows if r.depth == DEEP and r.post_fails and r.pre_trains]
 
 
-def _cell(arm: Arm | None) -> tuple[str, str]:
+def _cell(arm: ScreenArm | None) -> tuple[str, str]:
     if arm is None:
         return "not yet", ""
     accuracy = "–" if arm.val_accuracy is None else f"{100 * arm.val_accuracy:.2f} %"

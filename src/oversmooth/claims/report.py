@@ -1,4 +1,4 @@
-"""The claims report (``oversmooth claims``): ``report.md`` + PNGs + ``claims.json`` for the claims
+"""The claims report (``oversmooth claims``): ``report.md`` + figures + ``claims.json`` for the claims
 protocol's archives under ``results/``. It opens with one row per claim, then the claims table by
 Holm family with each claim's reason, gate and command, the effects plot, claim 4's depth plot,
 claims 8 and 2c's continuations, claim 5b's verdicts, the probes that need no training, and the
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 import statistics
-import textwrap
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -20,6 +19,7 @@ from oversmooth.claims.claim import NOT_TESTED_WHY, Claim
 from oversmooth.claims.commands import study_command
 from oversmooth.claims.depth_fixes import PLOT as DEPTH_FIXES_PLOT
 from oversmooth.claims.depth_fixes import depth_fixes_section
+from oversmooth.claims.fourth_step import CURVES as FOURTH_STEP_CURVES
 from oversmooth.claims.fourth_step import fourth_step_records, fourth_step_section, screen_clause
 from oversmooth.claims.probes import Probes
 from oversmooth.claims.protocol import OVERSMOOTHS
@@ -31,6 +31,7 @@ from oversmooth.claims.summary import effect_text, opening, paper_effect, summar
 from oversmooth.claims.third_protocol import fresh_tests, third_protocol_section
 from oversmooth.study.report import OUTPUTS as STUDY_OUTPUTS
 from oversmooth.study.report import (
+    Draw,
     Rendered,
     by_study,
     cell_hours,
@@ -43,51 +44,62 @@ from oversmooth.study.report import (
 from oversmooth.study.results import CellResult
 from oversmooth.utils.json_files import json_text
 from oversmooth.utils.markdown import markdown_table
-from oversmooth.utils.plotting import figure, save_png
+from oversmooth.utils.outputs import signature
+from oversmooth.utils.plotting import (
+    COLUMN,
+    DEFAULT_FORMATS,
+    PAGE,
+    embed,
+    figure,
+    figure_files,
+    figure_legend,
+    fill,
+    integer_ticks,
+    legend_below,
+    save_figure,
+    set_title,
+)
 
 TITLE = "oversmooth claims report"
 #: every file a claims report may write: the study report's and the claims' own
 OUTPUTS = (
     *STUDY_OUTPUTS,
     "claims.json",
-    "claims.png",
-    "claim4_depth.png",
-    DEPTH_FIXES_PLOT,
-    "claims_8_2c_lambda.png",
-    "probes.png",
+    *(
+        name
+        for stem in ("claims", "claim4_depth", DEPTH_FIXES_PLOT, FOURTH_STEP_CURVES, "claims_8_2c_lambda", "probes")
+        for name in figure_files(stem)
+    ),
 )
 
 
-def plot_probes(probes: Probes, path: Path) -> None:
+def plot_probes(probes: Probes, stem: Path, formats=DEFAULT_FORMATS) -> None:
     """Claims 1a and 1b, no training: per-layer cos_sim with softmax and with NeuTRENO (claimed:
-    lower), on the untrained DeiT-tiny body and on MiniLM. MiniLM's panel draws the lambda that
-    decides 1b (``frontier``: the largest within the quality budget) beside the registered 0.6;
-    a lambda outside the budget is dashed and labelled broken, with what it did to the model."""
-    plt, fig, axes = figure(1, 2, 9.0, 3.8)
-    panels = (  # each legend where its panel's curves leave room
-        ("1a, untrained DeiT-tiny (G.3)", [probes.random_init], "center right"),
-        (
-            "1b, pretrained MiniLM (G.9)",
-            [p for p in (probes.frontier, probes.pretrained) if p is not None],
-            "upper left",
-        ),
+    lower), on the untrained DeiT-tiny body and on MiniLM, each panel titled with its inputs.
+    MiniLM's panel draws the lambda that decides 1b (``frontier``: the largest within the quality
+    budget) beside the registered 0.6; a lambda outside the budget is dashed and labelled broken,
+    with what it did to the model. The legends sit under the panels."""
+    panels = (
+        ("1a, untrained DeiT-tiny (G.3)", [probes.random_init]),
+        ("1b, pretrained MiniLM (G.9)", [p for p in (probes.frontier, probes.pretrained) if p is not None]),
     )
-    for ax, (title, pairs, corner) in zip(axes[0], panels):
-        baseline = pairs[0].mean("baseline")
-        ax.plot(range(len(baseline)), baseline, "-", color="black", marker="o", ms=3, label="softmax")
-        for pair in pairs:
-            values = pair.mean("neutreno")
-            broken = pair.quality is not None and not pair.quality.within_budget
-            label = f"NeuTRENO lam {pair.lam:g}"
-            if pair.quality is not None:
-                label += f" ({'broken: ' if broken else ''}{pair.quality.headline()})"
-            ax.plot(range(len(values)), values, "--" if broken else "-", marker="o", ms=3, label=label)
-        ax.set_xlabel("layer (0 = embeddings)")
-        ax.set_ylabel("cos_sim")
-        ax.set_title(f"{title}; claimed: NeuTRENO lower\n{textwrap.fill(pairs[0].source, 70)}", fontsize=8)
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=7, loc=corner)
-    save_png(plt, fig, path)
+    with figure(1, 2, PAGE, 3.6) as (fig, axes):
+        for ax, (title, pairs) in zip(axes[0], panels):
+            baseline = pairs[0].mean("baseline")
+            ax.plot(range(len(baseline)), baseline, "-", color="black", marker="o", label="softmax")
+            for pair in pairs:
+                values = pair.mean("neutreno")
+                broken = pair.quality is not None and not pair.quality.within_budget
+                label = f"NeuTRENO lam {pair.lam:g}"
+                if pair.quality is not None:
+                    label += f" ({'broken: ' if broken else ''}{pair.quality.headline()})"
+                ax.plot(range(len(values)), values, "--" if broken else "-", marker="o", label=label)
+            ax.set_xlabel("layer (0 = embeddings)")
+            integer_ticks(ax)
+            ax.set_ylabel("cos_sim")
+            set_title(ax, f"{title}; claimed: NeuTRENO lower\n{pairs[0].source}")
+            legend_below(ax, ncols=1)
+        save_figure(fig, stem, formats)
 
 
 def _num(x: float | None, spec: str = ".3g") -> str:
@@ -220,62 +232,60 @@ def _claim_row(c: Claim) -> list:
     return [c.id, c.statement, c.paper, c.ours, *numbers, _gate(c), f"**{c.verdict}**", _reading(c), regime]
 
 
-def plot_effects(claims: list[Claim], path: Path, records: Sequence[dict] = ()) -> None:
+def plot_effects(claims: list[Claim], stem: Path, records: Sequence[dict] = (), formats=DEFAULT_FORMATS) -> None:
     """Each tested claim's effect with its Holm-matched interval and n, one panel per claim (units
     differ, each named in full), the primary family's first, up to 4 a row: the claimed side
     shaded (an equivalence claim's: inside its margin), the paper's effect as it states it (star)
-    and carried to our measure (docs/registrations/fourth-step.md, dotted) where it states one, and the third protocol's
-    reading under the verdict where the two differ; then a panel per decided fresh test of
-    ``records`` (the third protocol's and the fourth step's), its interval beside the paper's effect."""
+    and carried to our measure (docs/registrations/fourth-step.md, dotted) where it states one, and
+    the third protocol's reading under the verdict where the two differ; then a panel per decided
+    fresh test of ``records`` (the third protocol's and the fourth step's), its interval beside the
+    paper's effect; one legend under them all."""
     tested = [c for c in claims if c.effect is not None and c.ci is not None and all(map(math.isfinite, c.ci))]
     tested.sort(key=lambda c: c.family != "primary")  # stable: each family keeps the claims' order
     fresh = [r for r in fresh_tests(records) if {"mean", "ci"} <= r.get("test", {}).keys()]
     panels = len(tested) + len(fresh)
     cols = min(max(panels, 1), 4)
     rows = max(math.ceil(panels / cols), 1)
-    plt, fig, axes = figure(rows, cols, 4.0 * cols, 4.2 * rows)
-    for ax in axes.flat[panels:]:
-        ax.set_visible(False)
-    for ax, r in zip(axes.flat[len(tested) :], fresh):
-        mean, (low, high) = r["test"]["mean"], r["test"]["ci"]
-        ax.vlines(0, low, high, color="tab:green")  # the record's interval, as recorded
-        ax.plot([0], [mean], "o", color="tab:green")
-        if (effect := paper_effect(r)) is not None:
-            ax.axhline(effect, color="tab:orange", ls=":", lw=1.2, label="paper, carried")
-            ax.legend(fontsize=6)
-        ax.axhline(0.0, color="grey", lw=0.8)
-        ax.set_xticks([])
-        ax.set_xlim(-0.5, 1.5)
-        ax.set_title(textwrap.fill(f"fresh test {r['claim']}: {r['verdict']}", 40), fontsize=9)
-        ax.set_xlabel(f"n = {len(r['test']['seeds'])}", fontsize=8)
-        ax.set_ylabel(textwrap.fill(r["model"], 56), fontsize=7.5)
-        ax.grid(alpha=0.3)
-    for ax, c in zip(axes.flat, tested):
-        ax.errorbar(
-            [0], [c.effect], yerr=[[c.effect - c.ci[0]], [c.ci[1] - c.effect]], fmt="o", capsize=4, label="ours"
-        )
-        if c.paper_effect is not None:
-            ax.plot([0.5], [c.paper_effect], "*", color="tab:orange", ms=9, label="paper")
-        if c.paper_transferred is not None:
-            ax.axhline(c.paper_transferred, color="tab:orange", ls=":", lw=1.2, label="paper, transferred")
-        if c.paper_effect is not None or c.paper_transferred is not None:  # in the corner away from the claim
-            ax.legend(fontsize=6, loc="upper right" if c.direction == "lower" else "lower right")
-        ax.axhline(0.0, color="grey", lw=0.8)
-        if c.margin is not None:
-            for bound in (-c.margin, c.margin):
-                ax.axhline(bound, color="tab:red", ls="--", lw=0.8)
-        claimed = _shade_claimed(ax, c.direction, c.margin)
-        ax.set_xticks([])
-        ax.set_xlim(-0.5, 1.5)
-        title = f"{c.id} ({c.family}): {c.verdict}"
-        if c.reading != c.verdict:
-            title += f"\nthird protocol: {c.reading}"
-        ax.set_title(title, fontsize=9)
-        level = f"{100 * c.ci_level:.4g} % CI, " if c.ci_level else ""
-        ax.set_xlabel(f"claimed: {claimed} (shaded)\n{level}n = {c.n}", fontsize=8)
-        ax.set_ylabel(textwrap.fill(c.measure, 56), fontsize=7.5)
-        ax.grid(alpha=0.3)
-    save_png(plt, fig, path)
+    with figure(rows, cols, PAGE, 2.7 * rows + 0.4) as (fig, axes):
+        for ax in axes.flat[panels:]:
+            ax.set_visible(False)
+        for ax, r in zip(axes.flat[len(tested) :], fresh):
+            mean, (low, high) = r["test"]["mean"], r["test"]["ci"]
+            ax.vlines(0, low, high, color="tab:green")  # the record's interval, as recorded
+            ax.plot([0], [mean], "o", color="tab:green")
+            if (effect := paper_effect(r)) is not None:
+                ax.axhline(effect, color="tab:orange", ls=":", lw=1.2, label="paper, carried")
+            ax.axhline(0.0, color="grey", lw=0.8)
+            _effect_panel(ax, f"fresh test {r['claim']}: {r['verdict']}", f"n = {len(r['test']['seeds'])}", r["model"])
+        for ax, c in zip(axes.flat, tested):
+            ax.errorbar([0], [c.effect], yerr=[[c.effect - c.ci[0]], [c.ci[1] - c.effect]], fmt="o", label="ours")
+            if c.paper_effect is not None:
+                ax.plot([0.5], [c.paper_effect], "*", color="tab:orange", ms=7, label="paper")
+            if c.paper_transferred is not None:
+                ax.axhline(c.paper_transferred, color="tab:orange", ls=":", lw=1.2, label="paper, transferred")
+            ax.axhline(0.0, color="grey", lw=0.8)
+            if c.margin is not None:
+                for bound in (-c.margin, c.margin):
+                    ax.axhline(bound, color="tab:red", ls="--", lw=0.8, label="equivalence margin")
+            claimed = _shade_claimed(ax, c.direction, c.margin)
+            title = f"{c.id} ({c.family}): {c.verdict}"
+            if c.reading != c.verdict:
+                title += f"\nthird protocol: {c.reading}"
+            level = f"{100 * c.ci_level:.4g} % CI, " if c.ci_level else ""
+            _effect_panel(ax, title, f"claimed: {claimed} (shaded)\n{level}n = {c.n}", c.measure)
+        figure_legend(fig)
+        save_figure(fig, stem, formats)
+
+
+def _effect_panel(ax, title: str, xlabel: str, measure: str) -> None:
+    """An effect panel's words, wrapped to its width: no x ticks (one interval a panel), the
+    ``title``, the ``xlabel`` under it and the ``measure`` on the y axis."""
+    ax.set_xticks([])
+    ax.set_xlim(-0.5, 1.5)
+    set_title(ax, title)
+    width = 0.8 * ax.get_position().width * ax.figure.get_figwidth()  # narrower than the panel: it shrinks
+    ax.set_xlabel(fill(xlabel, width, 7), fontsize=7)
+    ax.set_ylabel(fill(measure, 2.3, 6), fontsize=6)
 
 
 def _shade_claimed(ax, direction: str | None, margin: float | None = None) -> str:
@@ -341,58 +351,55 @@ def _read(read: Callable[[dict], float | None], arm: dict) -> float | None:
         return None
 
 
-def plot_lambdas(adapted: list[dict], path: Path) -> None:
+def plot_lambdas(adapted: list[dict], stem: Path, formats=DEFAULT_FORMATS) -> None:
     """Claims 8 and 2c: per seed, test accuracy after each NeuTRENO continuation minus the control's
     (thin), by lambda; the mean over the seeds that ran every lambda with its 95 % t interval (bold),
     and beside it, for a lambda more seeds ran, the mean over all of them (squares): one n a line;
     claim 8's side of 0 (NeuTRENO above the control) shaded."""
     from oversmooth.claims.adaptations import LAMBDAS, arm_accuracy
 
-    plt, fig, axes = figure(1, 1, 5.5, 3.4)
-    ax = axes[0][0]
-    by_seed: dict[int, dict[float, float]] = {}
-    for record in adapted:
-        control = arm_accuracy(record, None)
-        gains = {lam: acc - control for lam in LAMBDAS if (acc := arm_accuracy(record, lam)) is not None}
-        if control is None or not gains:
-            continue
-        by_seed[record["seed"]] = gains
-        ax.plot(list(gains), list(gains.values()), color="grey", lw=0.6, alpha=0.5, marker=".", ms=3)
-    lams = sorted({lam for gains in by_seed.values() for lam in gains})
-    every = [gains for gains in by_seed.values() if len(gains) == len(lams)]
-    if every:
-        mean_with_interval(
-            ax,
-            {lam: [gains[lam] for gains in every] for lam in lams},
-            lw=2,
-            color="C0",
-            label=f"mean over the seeds that ran every lambda (n = {len(every)}), 95 % CI",
-        )
-    for lam in lams:
-        values = [gains[lam] for gains in by_seed.values() if lam in gains]
-        if len(values) > len(every):
+    with figure(width=COLUMN, height=3.6) as (fig, axes):
+        ax = axes[0][0]
+        by_seed: dict[int, dict[float, float]] = {}
+        for record in adapted:
+            control = arm_accuracy(record, None)
+            gains = {lam: acc - control for lam in LAMBDAS if (acc := arm_accuracy(record, lam)) is not None}
+            if control is None or not gains:
+                continue
+            by_seed[record["seed"]] = gains
+            ax.plot(list(gains), list(gains.values()), color="grey", lw=0.6, alpha=0.5, marker=".", ms=3)
+        lams = sorted({lam for gains in by_seed.values() for lam in gains})
+        every = [gains for gains in by_seed.values() if len(gains) == len(lams)]
+        if every:
             mean_with_interval(
                 ax,
-                {lam * 1.12: values},  # beside its lambda, not on it
-                ls="none",
-                marker="s",
-                color="C1",
-                label=f"lambda {lam:g}: mean over every seed that ran it (n = {len(values)}), 95 % CI",
+                {lam: [gains[lam] for gains in every] for lam in lams},
+                lw=2,
+                color="C0",
+                label=f"mean over the seeds that ran every lambda (n = {len(every)}), 95 % CI",
             )
-    ax.axhline(0.0, color="black", lw=0.8)
-    claimed = _shade_claimed(ax, "higher")
-    ax.set_xscale("log")
-    ax.set_xticks(lams, [f"{lam:g}" for lam in lams])
-    ax.minorticks_off()
-    ax.set_title(
-        f"claims 8 and 2c: NeuTRENO continuation - control\nclaimed: 8 {claimed} (shaded); 2c highest at lambda 0.6",
-        fontsize=8,
-    )
-    ax.set_xlabel("NeuTRENO lambda in the continuation (thin: each seed)")
-    ax.set_ylabel("test accuracy - control's (pp)")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
-    save_png(plt, fig, path)
+        for lam in lams:
+            values = [gains[lam] for gains in by_seed.values() if lam in gains]
+            if len(values) > len(every):
+                mean_with_interval(
+                    ax,
+                    {lam * 1.12: values},  # beside its lambda, not on it
+                    ls="none",
+                    marker="s",
+                    color="C1",
+                    label=f"lambda {lam:g}: mean over every seed that ran it (n = {len(values)}), 95 % CI",
+                )
+        ax.axhline(0.0, color="black", lw=0.8)
+        claimed = _shade_claimed(ax, "higher")
+        ax.set_xscale("log")
+        ax.set_xticks(lams, [f"{lam:g}" for lam in lams])
+        ax.minorticks_off()
+        claims_8_2c = f"claims 8 and 2c: NeuTRENO continuation - control\nclaimed: 8 {claimed} (shaded); 2c highest"
+        set_title(ax, f"{claims_8_2c} at lambda 0.6")
+        ax.set_xlabel("NeuTRENO lambda in the continuation (thin: each seed)")
+        ax.set_ylabel("test accuracy - control's (pp)")
+        legend_below(ax, ncols=1)
+        save_figure(fig, stem, formats)
 
 
 def verdict_confusion(cells: list[CellResult]) -> str:
@@ -424,9 +431,10 @@ def render_claims(
     benchmark: dict | None = None,
     third_protocol: list[dict] | None = None,
     fair_adapted: dict[int, dict] | None = None,
+    formats: tuple[str, ...] = DEFAULT_FORMATS,
 ) -> tuple[list[Claim], Rendered]:
     """Every claim decided on this evidence, and the claims report of it, to write with
-    ``Rendered.write``.
+    ``Rendered.write`` (its figures in ``formats``).
 
     ``commands``: study name -> the command that ran it (printed under its section); ``command``:
     the one that wrote this report; ``adapted``: claim 8's adaptations (``claims.adaptations``);
@@ -439,7 +447,7 @@ def render_claims(
     equivalence = " and ".join(c.id for c in claims if c.margin is not None)
     fourth = fourth_step_records(cells, fair_adapted or {})
     records = [*(third_protocol or ()), *fourth]
-    files: dict[str, Callable[[Path], None]] = {"claims.png": lambda p: plot_effects(claims, p, records)}
+    files: dict[str, Draw] = {"claims": lambda p, f: plot_effects(claims, p, records, f)}
     lines = [
         f"# {title}",
         "",
@@ -463,7 +471,7 @@ def render_claims(
         "Which claims of the source papers held here, at CPU scale, under the second protocol "
         "of docs/studies.md (pre-registered; paired by seed; Holm within two families fixed in advance, an "
         "unfinished claim counted with p = 1; gates on the baseline's validation scores)"
-        + (f"; written by `{command}`" if command else "")
+        + ("; " + signature(command) if command else "")
         + ". Each row's fields are in `claims.json`. "
         '"Not tested" names the gate that failed, with the seed and the margin, or what has not finished. '
         "A Holm-matched interval is at 1 - a' with a' = 0.05 / (m - r) for a claim Holm kept, r being its "
@@ -497,7 +505,7 @@ def render_claims(
         "the star is the paper's effect where the paper states one, the dotted line the same carried to our "
         "measure (docs/registrations/fourth-step.md):",
         "",
-        "![effects](claims.png)",
+        embed("effects", "claims", formats),
         "",
     ]
     depth = protocol("4a")
@@ -506,11 +514,12 @@ def render_claims(
     if depth_cells:
         depths = sorted({c.depth for c in depth_cells})
         studies, recipe = ", ".join(sorted({c.study for c in depth_cells})), DEPTH.train
-        files["claim4_depth.png"] = lambda p: plot_depth(
+        files["claim4_depth"] = lambda p, f: plot_depth(
             depth_cells,
             p,
             f"claim 4 at {DEPTH.name}'s recipe (width {recipe['width']}, lr {recipe['lr']:g}, {recipe['epochs']} "
             f"epochs of {recipe['limit_train']} images), depths {', '.join(map(str, depths))}: {studies}",
+            f,
         )
         lines += [
             f"Claim 4 at {DEPTH.name}'s recipe, every depth trained with it ({studies}: the registered cells at "
@@ -518,17 +527,17 @@ def render_claims(
             "cos_sim by depth, the mean over the seeds with its 95 % t interval (seeds per arm and depth in "
             "brackets; no line through a depth without data):",
             "",
-            "![test accuracy and last-layer cos_sim by depth](claim4_depth.png)",
+            embed("test accuracy and last-layer cos_sim by depth", "claim4_depth", formats),
             "",
         ]
     if adapted:
-        files["claims_8_2c_lambda.png"] = lambda p: plot_lambdas(adapted, p)
+        files["claims_8_2c_lambda"] = lambda p, f: plot_lambdas(adapted, p, f)
         lines += [
             "Claims 8 and 2c (the continuations of fmnist-p7's softmax models): test accuracy after each "
             "NeuTRENO continuation minus the control continuation's, by lambda (thin: each seed; bold: the mean over "
             "the seeds that ran every lambda; squares: the mean over every seed that ran a lambda, where more did):",
             "",
-            "![accuracy gain by lambda](claims_8_2c_lambda.png)",
+            embed("accuracy gain by lambda", "claims_8_2c_lambda", formats),
             "",
             "Each continuation arm, mean ± sd over the seeds that ran it (step 0: the start with the arm's "
             f"method patched in, before any step); {adaptation_hours(adapted):.2f} hours of training in all (the "
@@ -556,7 +565,7 @@ def render_claims(
             "",
         ]
     if probes:
-        files["probes.png"] = lambda p: plot_probes(probes, p)
+        files["probes"] = lambda p, f: plot_probes(probes, p, f)
         lines += [
             "## Without training",
             "",
@@ -568,17 +577,17 @@ def render_claims(
                 f"block {b['layer']}: {probes.block_text(b['layer'])}, {b['verdict']}" for b in probes.pretrained_blocks
             ),
             "",
-            "![cos_sim per layer with and without NeuTRENO, no training](probes.png)",
+            embed("cos_sim per layer with and without NeuTRENO, no training", "probes", formats),
             "",
         ]
     lines += [*(third_protocol_section(third_protocol) if third_protocol else []), *regime_pilot_section(cells)]
-    fourth_lines, fourth_plots = fourth_step_section(cells, fourth, fair_adapted or {})
+    fourth_lines, fourth_plots = fourth_step_section(cells, fourth, fair_adapted or {}, formats)
     lines += fourth_lines
     files |= fourth_plots
-    fixes, fixes_plot = depth_fixes_section(cells, post_norm_trains_deep(cells))
+    fixes, fixes_plot = depth_fixes_section(cells, post_norm_trains_deep(cells), formats)
     lines += fixes
     files |= fixes_plot
     for name, group in by_study(cells).items():
-        lines += study_section(name, group, files, study_command(name, (commands or {}).get(name)))
+        lines += study_section(name, group, files, study_command(name, (commands or {}).get(name)), formats=formats)
     texts = {"claims.json": json_text([c.to_json() for c in claims], indent=1)}
-    return claims, Rendered("\n".join(lines), files, cell_rows(cells), texts, OUTPUTS)
+    return claims, Rendered("\n".join(lines), files, cell_rows(cells), texts, OUTPUTS, formats)

@@ -11,10 +11,24 @@ import argparse
 import importlib
 import os
 import pkgutil
+import shlex
 import sys
 
-from oversmooth import __version__
 from oversmooth.errors import UsageError
+
+
+class _Version(argparse.Action):
+    """``--version``: the version, the git commit it runs from, Python and the libraries
+    (``utils.provenance.version_line``, read only when asked: it runs git)."""
+
+    def __init__(self, option_strings, dest, **kwargs):
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        from oversmooth.utils.provenance import version_line
+
+        print(version_line())
+        parser.exit(0)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -29,7 +43,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="oversmooth",
         description="Measure, diagnose and mitigate oversmoothing in deep Transformers.",
     )
-    parser.add_argument("--version", action="version", version=f"oversmooth {__version__}")
+    parser.add_argument(
+        "--version", action=_Version, help="the version, its git commit, and Python's, torch's and transformers'"
+    )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
         if not info.name.startswith("_"):  # _arguments: shared argument types, no subcommand
@@ -40,6 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.invocation = shlex.join(["oversmooth", *(sys.argv[1:] if argv is None else argv)])  # as typed
     if args.command is None:
         parser.print_help()
         return 0

@@ -8,8 +8,10 @@ import math
 import shlex
 from pathlib import Path
 
+from oversmooth.errors import UsageError
 from oversmooth.train.run_spec import flag
-from oversmooth.utils.outputs import check_output_dir
+from oversmooth.utils.outputs import check_output_dir, signed_by
+from oversmooth.utils.plotting import DEFAULT_FORMATS, FORMATS, figure_formats
 
 
 def finite_float(text: str) -> float:
@@ -116,6 +118,26 @@ def add_field(
         group.add_argument(flag(f.name), **options)
 
 
+#: the help of every ``--format`` flag (``oversmooth train``'s and ``adapt``'s come from their config field)
+FORMAT_HELP = (
+    f"the formats every figure is written in, comma-separated: {', '.join(FORMATS)} "
+    f"(default {','.join(DEFAULT_FORMATS)}; PNGs at 200 dpi)"
+)
+
+
+def add_format_flag(parser) -> None:
+    """``--format png,pdf,svg``: the formats of the figures (``args.format``, a tuple); an unknown
+    one is refused by argparse with one line."""
+    parser.add_argument("--format", type=_formats, default=DEFAULT_FORMATS, metavar="LIST", help=FORMAT_HELP)
+
+
+def _formats(text: str) -> tuple[str, ...]:
+    try:
+        return figure_formats(text)
+    except UsageError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
 def add_progress_flag(parser) -> None:
     """``--no-progress``: no progress bar (``args.progress`` False), for logs and scripts."""
     parser.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
@@ -132,34 +154,46 @@ def add_force_flag(parser) -> None:
 
 
 def add_report_arguments(parser, folders: str, nargs: str = "+") -> None:
-    """DIR ..., ``--out``, ``--force`` and ``--title`` of a report on folders (``folders`` says which;
+    """DIR ..., ``--out``, ``--format``, ``--force`` and ``--title`` of a report on folders (``folders`` says which;
     ``nargs`` "*": the command has folders of its own to read where none is given)."""
     parser.add_argument("dirs", nargs=nargs, metavar="DIR", help=folders)
     parser.add_argument(
         "--out",
         metavar="DIR",
-        help="where report.md and the PNGs go (default: the first DIR; in a DIR, its report is replaced)",
+        help="where report.md and the figures go (default: the first DIR; in a DIR, the report this command wrote "
+        "there is replaced, another's only with --force)",
     )
+    add_format_flag(parser)
     add_force_flag(parser)
     parser.add_argument("--title", help="the report's heading")
 
 
 def report_folder(args: argparse.Namespace) -> Path:
     """Where the report of ``args.dirs`` goes (``--out``, default the first DIR), checked by
-    ``outputs.check_output_dir``: a folder among DIRS holds its own report, rewritten, never refused."""
+    ``outputs.check_output_dir``: a folder among DIRS holds its own report, rewritten without
+    ``--force``, unless its ``report.md`` was not written by this command (``outputs.signed_by``:
+    ``analyze``'s, ``claims``' beside ``report``'s, the user's own), which is never replaced unasked."""
     out = Path(args.out or args.dirs[0])
     own = any(out.resolve() == Path(folder).resolve() for folder in args.dirs)
+    program = f"oversmooth {args.command}"
+    if own and not args.force and (out / "report.md").is_file() and not signed_by(out / "report.md", program):
+        raise UsageError(
+            f"{out / 'report.md'} was not written by `{program}`; give --out DIR to write the report elsewhere, "
+            "or pass --force to replace it"
+        )
     check_output_dir(out, force=None if own else args.force)
     return out
 
 
 def report_command(args: argparse.Namespace, *switches: str) -> str:
-    """The command line that writes this report again: DIRS, ``--out``, the ``switches`` given and ``--title``."""
+    """The command line that writes this report again: DIRS, ``--out``, ``--format`` (when not the
+    default), the ``switches`` given and ``--title``."""
     words = [
         "oversmooth",
         args.command,
         *args.dirs,
         *(["--out", args.out] if args.out else []),
+        *(["--format", ",".join(args.format)] if args.format != DEFAULT_FORMATS else []),
         *switches,
         *(["--title", args.title] if args.title else []),
     ]

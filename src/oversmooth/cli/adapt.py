@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import itertools
+import sys
 
 from oversmooth.adapt.config import FRONTIER, MAIN, AdaptConfig
 from oversmooth.cli._arguments import add_field
@@ -36,7 +37,7 @@ def register(subparsers) -> None:
         help="patch a mitigation in, fine-tune briefly beside a control, report what came back",
         description="Patch a mitigation into a model (any MODEL analyze takes, or an `oversmooth train` run "
         "folder), fine-tune it briefly with a label-free objective, and run the same steps "
-        "without the patch as a control. Writes adapt.json, adapt.csv, adapt.png, report.md "
+        "without the patch as a control. Writes adapt.json, adapt.csv, adapt.png (--format: more), report.md "
         "and each arm's adapted model. Resumable: rerun the same command. See docs/adapt.md.",
     )
     groups = {MAIN: parser}
@@ -105,17 +106,22 @@ def run_adapt(args: argparse.Namespace) -> int:
     from transformers.utils import logging as hf_logging
 
     from oversmooth.adapt import adapt
+    from oversmooth.adapt.report import figures
     from oversmooth.adapt.tradeoff import verdict_words
-    from oversmooth.adapt.verdict import judge
+    from oversmooth.adapt.verdict import judge, small_sample
 
     hf_logging.disable_progress_bar()  # one progress bar: ours (a refusal: one line)
     try:
-        result = adapt(config_of(args))
+        result = adapt(config_of(args), args.invocation)
     except FieldError as error:  # the library names fields and knobs; name our flags
         raise UsageError(error.message(_named)) from None
     for arm in result.patched:
         print(judge(result, arm).words())
     print(verdict_words(result))
+    warning = small_sample(result)
+    if warning:
+        print(f"warning: {warning}", file=sys.stderr)
     kept = "frontier.json, " if result.frontier else ""
-    print(f"wrote {args.out}/: adapt.json, {kept}adapt.csv, adapt.png, tradeoff.png, report.md, arms/<arm>/model")
+    written = ", ".join(figures(result))
+    print(f"wrote {args.out}/: adapt.json, {kept}adapt.csv, {written}, report.md, arms/<arm>/model")
     return 0

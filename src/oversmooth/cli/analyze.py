@@ -18,6 +18,7 @@ from oversmooth.analyze.settings import (
 )
 from oversmooth.cli._arguments import (
     add_force_flag,
+    add_format_flag,
     add_knob_flags,
     add_progress_flag,
     add_threads_flag,
@@ -72,6 +73,11 @@ def register(subparsers) -> None:
     )
     source.add_argument(
         "--images", metavar="DIR", help="folder of images (default for vision models: Fashion-MNIST test images)"
+    )
+    parser.add_argument(
+        "--text-column",
+        metavar="NAME",
+        help="the column of a CSV or TSV --text file to read, one row a paragraph (a table is refused without it)",
     )
     parser.add_argument(
         "--methods",
@@ -188,6 +194,7 @@ def register(subparsers) -> None:
         help="auto: spread a model that fits no single device over GPUs, CPU and disk (accelerate)",
     )
     parser.add_argument("--out", default="runs/analyze", metavar="DIR", help="output folder (default runs/analyze)")
+    add_format_flag(parser)
     add_force_flag(parser)
     add_progress_flag(parser)
     add_threads_flag(parser)
@@ -288,12 +295,15 @@ def _analyze(args: argparse.Namespace) -> int:
 
     from oversmooth.analyze.analysis import check_inputs, check_patch_inputs, run_analysis
     from oversmooth.analyze.inputs import analysis_inputs, small_sample_warning, text_tokens
+    from oversmooth.analyze.null import null_seeds
+    from oversmooth.analyze.quality import quality_seeds
     from oversmooth.analyze.report import format_frontier, format_table, write_report, written_files
     from oversmooth.analyze.representation import check_comparable
     from oversmooth.analyze.settings import parse_sweeps
     from oversmooth.hf.load import load
     from oversmooth.hf.placement import placement
     from oversmooth.utils.outputs import check_output_dir
+    from oversmooth.utils.provenance import Provenance, digest
 
     check_output_dir(args.out, force=args.force)
     methods = parse_methods(args.methods)
@@ -328,7 +338,9 @@ def _analyze(args: argparse.Namespace) -> int:
             "measured as saved, no other method patched on top",
             file=sys.stderr,
         )
-    inputs, source = analysis_inputs(loaded, args.text, args.images, args.max_sequences, args.max_length)
+    inputs, source = analysis_inputs(
+        loaded, args.text, args.images, args.max_sequences, args.max_length, args.text_column
+    )
     check_inputs(inputs, chosen)  # before the progress bar: a refusal is one line
     check_patch_inputs(inputs, chosen.resolved_knobs(loaded.family.causal))
     warning = small_sample_warning(inputs)
@@ -357,14 +369,17 @@ def _analyze(args: argparse.Namespace) -> int:
             other=None if other is None else other.model,
         )
     meta = {
-        "model": loaded.name,
-        "path": str(loaded.path),
+        "model": loaded.identity(args.out),
         "source": source,
-        "command": command_line(args),
         "exclude_note": exclude_note,
-        "compare": None if other is None else other.name,
+        "compare": None if other is None else other.identity(args.out),
     }
-    write_report(analysis, args.out, meta)
+    data = {"model": meta["model"], "inputs": source, "inputs sha256": digest(inputs.values())}
+    if other is not None:
+        data["compared with"] = meta["compare"]
+    seeds = {**null_seeds(args.null), **quality_seeds(analysis.task)}
+    provenance = Provenance.gather(command_line(args), loaded.device, seeds, data)
+    write_report(analysis, args.out, meta, provenance, args.format)
     left_out = f"; positions {','.join(map(str, exclude))} left out{exclude_note}" if exclude else ""
     untested = "" if loaded.family.tested else ", discovered: not a tested family"
     print(
@@ -374,7 +389,7 @@ def _analyze(args: argparse.Namespace) -> int:
     print(format_table(analysis))
     if analysis.frontier:
         print(format_frontier(analysis))
-    print(f"wrote {args.out}/: {', '.join(written_files(analysis))}")
+    print(f"wrote {args.out}/: {', '.join(written_files(analysis, args.format))}")
     return 0
 
 
@@ -387,6 +402,7 @@ _SAVED_RUN_OPTIONS = (
     "compare",
     "device",
     "out",
+    "format",
     "force",
     "progress",
     "threads",
@@ -395,11 +411,13 @@ _SAVED_RUN_OPTIONS = (
 
 def _analyze_saved(args: argparse.Namespace, saved) -> int:
     """``analyze`` of a model this tool trained: its own validation split, its own job, the null."""
+    from oversmooth.analyze.null import null_seeds
     from oversmooth.analyze.saved_run_analysis import analyze_saved, format_run, write_run_report
     from oversmooth.errors import UsageError
     from oversmooth.hf.placement import placement
     from oversmooth.train.saved_run import saved_run
     from oversmooth.utils.outputs import check_output_dir
+    from oversmooth.utils.provenance import Provenance, shown_path
 
     given = _given(args, _SAVED_RUN_OPTIONS)
     if given:
@@ -419,7 +437,13 @@ def _analyze_saved(args: argparse.Namespace, saved) -> int:
             "run of its task (a run, its model/, an adaptation arm)"
         )
     analysis = analyze_saved(saved, args.max_sequences, args.null, device, cka=args.cka, other=other)
-    written = write_run_report(analysis, args.out, command_line(args))
+    data = {
+        "model": shown_path(saved.model_dir, args.out),
+        "inputs": analysis.inputs,
+        "inputs sha256": analysis.inputs_sha256,
+    }
+    provenance = Provenance.gather(command_line(args), device, null_seeds(args.null), data)
+    written = write_run_report(analysis, args.out, provenance, args.format)
     print(format_run(analysis))
     print(f"wrote {args.out}/: {', '.join(written)}")
     return 0

@@ -73,6 +73,7 @@ def run(args: argparse.Namespace) -> int:
         benchmark=found.benchmark,
         third_protocol=found.third_protocol,
         fair_adapted=found.fair_adapted,
+        formats=args.format,
     )
     report.write(out)
     width = max((len(c.id) for c in claims), default=1)

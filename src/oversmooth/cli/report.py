@@ -34,12 +34,17 @@ class _ClaimsFlag(argparse.Action):
 
 
 def run(args: argparse.Namespace) -> int:
-    from oversmooth.study.report import TITLE, render_report
+    from oversmooth.study.report import TITLE, cells_read, render_report
     from oversmooth.study.results import read_studies
+    from oversmooth.utils.provenance import Provenance
 
     out = report_folder(args)
     cells, commands = read_studies(args.dirs)
-    report = render_report(cells, commands, args.title or TITLE, command=report_command(args))
+    command = report_command(args)
+    provenance = Provenance.gather(command, data=cells_read(cells))
+    report = render_report(
+        cells, commands, args.title or TITLE, command=command, provenance=provenance, formats=args.format
+    )
     report.write(out)
     print(f"wrote {out / 'report.md'} ({len(cells)} cells)")
     return 0

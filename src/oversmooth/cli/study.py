@@ -39,7 +39,16 @@ def register(subparsers) -> None:
         metavar="PRESET|FILE",
         help=f"a preset ({', '.join(named)}) or a .json/.toml study file (see docs/studies.md)",
     )
-    parser.add_argument("--out", required=True, metavar="DIR", help="study folder")
+    parser.add_argument(
+        "--out",
+        required=True,
+        metavar="DIR",
+        help="study folder: new, empty, or one that holds this study (resumed); a folder holding other files is "
+        "refused",
+    )
+    parser.add_argument(
+        "--force", action="store_true", help="begin the study in an --out that holds other files (they are kept)"
+    )
     parser.add_argument(
         "--results",
         metavar="ROOT",
@@ -77,7 +86,7 @@ def register(subparsers) -> None:
     parser.add_argument(
         "--status",
         action="store_true",
-        help="show each cell's state (pending, running, completed, diverged, preempted, failed "
+        help="show each cell's state (pending, running, completed, diverged, preempted, interrupted, failed "
         "with the tail of its log) and run nothing",
     )
     slurm = parser.add_argument_group(
@@ -159,22 +168,25 @@ def run(args: argparse.Namespace) -> int:
 
     from oversmooth.errors import UsageError
     from oversmooth.study import run_study, worker_spec
+    from oversmooth.study.files import STUDY_FILE
     from oversmooth.study.runner import cell_dir, check_cells, check_study
     from oversmooth.utils.outputs import check_output_dir
 
     for flag in ("jobs", "threads"):
         if getattr(args, flag) is not None and getattr(args, flag) < 1:
             raise UsageError(f"--{flag} must be at least 1, got {getattr(args, flag)}")
-    out = check_output_dir(args.out)
+    # a study is resumed only in its own folder; --status reads any folder, and says when it holds no study
+    out = check_output_dir(args.out, force=None if args.status else args.force, resumes=STUDY_FILE)
     for flag, folder in (("--results", Path(args.results) if args.results else None),):
         if folder is not None and folder.exists() and not folder.is_dir():
             raise UsageError(f"{flag} {folder} is a file; give a folder")
     study = resolve_study(args)
     executor = executor_settings(args, study)
     if args.status:
-        if not out.exists() and not args.results:
+        if not (out / STUDY_FILE).is_file() and not args.results:
+            why = f"no {STUDY_FILE} in it" if out.exists() else "it does not exist"
             raise UsageError(
-                f"--status: {out} holds no study (it does not exist); start one with "
+                f"--status: {out} holds no study ({why}); start one with "
                 f"`oversmooth study {args.study} --out {out}`, or give --results where its cells were archived"
             )
         return print_status(study, out, args.results)

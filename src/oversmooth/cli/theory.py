@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from oversmooth.cli._arguments import add_force_flag, add_progress_flag, add_threads_flag
+from oversmooth.cli._arguments import add_force_flag, add_format_flag, add_progress_flag, add_threads_flag
 
 CHOICES = ("all", "smoothing", "sharpening", "rotating", "lnflip", "escalation")
 
@@ -16,7 +16,7 @@ def register(subparsers) -> None:
         description="Iterate X <- X + A X H (Dovonon et al.) for a preset, predict the outcome "
         "from the eigenvalues 1 + lambda_A lambda_H, and compare with the simulated "
         "cos_sim / t_sim / rank measures; 'escalation' runs Yu & Zhang's t_sim "
-        "escalation and de-escalation study. Writes CSVs and PNG plots to --out.",
+        "escalation and de-escalation study. Writes CSVs and figures (PNG; --format: PDF, SVG) to --out.",
     )
     parser.add_argument("preset", nargs="?", default="all", choices=CHOICES, help="what to run (default: all)")
     parser.add_argument("--depth", type=int, default=64, help="layers (default 64)")
@@ -31,6 +31,7 @@ def register(subparsers) -> None:
         help="a sampled fixed A, or data-dependent softmax(X M X^T / sqrt d)",
     )
     parser.add_argument("--out", default="theory-out", help="output folder (default theory-out)")
+    add_format_flag(parser)
     add_force_flag(parser)
     add_progress_flag(parser)
     add_threads_flag(parser, 1, ": tiny matrices, where threads only add overhead on a shared CPU")
@@ -55,7 +56,11 @@ def run(args: argparse.Namespace) -> int:
             sequences=args.sequences,
             attention=args.attention,
         )
-        print(run_theory(args.preset, setup, args.out, progress=args.progress))
+        print(
+            run_theory(
+                args.preset, setup, args.out, progress=args.progress, formats=args.format, command=args.invocation
+            )
+        )
     except FieldError as error:  # the library names Setup's fields; name our flags
         raise UsageError(error.message(lambda field: "--" + field)) from None
     print(f"wrote {args.out}/")

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from oversmooth.errors import UsageError
+from oversmooth.errors import FieldError, UsageError
 from oversmooth.utils.paths import missing_path
 
 SPLITS = ("train", "val", "test")
@@ -50,17 +50,49 @@ def reflow(lines: Sequence[str]) -> str:
     return "\n".join(paragraphs)
 
 
-def read_text_files(paths: Sequence[str | os.PathLike]) -> list[Document]:
-    """Read UTF-8 text files, one document each, reflowed like :func:`reflow`."""
+#: files read as tables, not prose: their suffix and the character between their fields
+TABLES = {".csv": ",", ".tsv": "\t"}
+
+
+def read_text_file(path: str | os.PathLike, column: str | None = None) -> str:
+    """The text of the UTF-8 file ``path``, every command's one reader of a user's text file. A
+    table (``.csv``, ``.tsv``: ``TABLES``) is read only through ``column``, the name of one of its
+    header's fields: that field of every row, one row a paragraph (read as prose, its fields would run
+    together); FieldError naming ``text_column`` otherwise, and for a ``column`` of a file that is
+    no table."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise UsageError(f"cannot read {path} as UTF-8 text ({error}); convert it to UTF-8") from None
+    delimiter = TABLES.get(path.suffix.lower())
+    if delimiter is None:
+        if column is not None:
+            raise FieldError("{text_column} %s: %s is no table (.csv or .tsv); drop {text_column}" % (column, path))
+        return text
+    import csv
+    import io
+
+    rows = csv.DictReader(io.StringIO(text), delimiter=delimiter)
+    fields = ", ".join(rows.fieldnames or ()) or "none"
+    if column is None:
+        raise FieldError(
+            "%s looks like %s, a table, not prose; give {text_column} NAME to read one of its columns (%s)"
+            % (path, path.suffix[1:].upper(), fields)
+        )
+    if column not in (rows.fieldnames or ()):
+        raise FieldError("{text_column} %s: %s has no such column; give one of %s" % (column, path, fields))
+    return "\n\n".join(row[column] or "" for row in rows)
+
+
+def read_text_files(paths: Sequence[str | os.PathLike], column: str | None = None) -> list[Document]:
+    """Read UTF-8 text files (``read_text_file``: ``column`` of a table), one document each,
+    reflowed like :func:`reflow`."""
     documents = []
     for path in map(Path, paths):
         if not path.is_file():
             raise missing_path(str(path), "pass an existing text file")
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as error:
-            raise UsageError(f"cannot read {path} as UTF-8 text ({error}); convert it to UTF-8") from None
-        text = reflow(text.splitlines())
+        text = reflow(read_text_file(path, column).splitlines())
         if not text:
             raise UsageError(f"text file {path} is empty; give a file with some prose in it")
         documents.append(Document(path.name, text))

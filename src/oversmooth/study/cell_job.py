@@ -6,6 +6,9 @@ group (``RANK``, ``WORLD_SIZE``, ``MASTER_ADDR``... from submitit); task 0 holds
 writes the cell's state. When the scheduler preempts the job or its time runs out, submitit calls
 ``checkpoint``: the train process is stopped (its checkpoint stays), the cell is marked
 ``preempted`` and the same job is requeued; it resumes from the checkpoint, bit-identical.
+Ctrl-C (SIGINT, from the terminal or from the local controller stopping the job) marks the cell
+``interrupted`` at once, before the train process is stopped: the controller kills the job a
+second later, and a rerun resumes the cell from its last checkpoint.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -76,6 +80,7 @@ class CellJob(submitit.helpers.Checkpointable):
             lock = acquire(folder)
         except UsageError:
             return "busy", 0
+        interrupted = signal.signal(signal.SIGINT, self._interrupted(folder, job.job_id))
         try:
             trained = (folder / RESULTS_FILE).is_file()
             if not trained:
@@ -94,8 +99,22 @@ class CellJob(submitit.helpers.Checkpointable):
                     self._run(command, folder, env, lock)  # failure: logged
                 archive_cell(folder, Path(self.archive))
         finally:
+            signal.signal(signal.SIGINT, interrupted)
             os.close(lock)
         return "skipped" if trained else _status(folder), 0
+
+    def _interrupted(self, folder: Path, job_id: str) -> Callable:
+        """The SIGINT handler of the cell in ``folder``: mark it ``interrupted`` (unless it has
+        finished) and stop as Ctrl-C does, ignoring a second SIGINT (the terminal's and the local
+        controller's both come) so that nothing cuts the stop short."""
+
+        def handler(signum, frame) -> None:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            if not (folder / RESULTS_FILE).is_file():
+                CellState("interrupted", self.executor, job_id).write(folder)
+            raise KeyboardInterrupt
+
+        return handler
 
     def _run(self, command: list[str], folder: Path, env: dict[str, str], lock: int | None) -> int:
         """Run ``command`` with its output appended to the cell's log; a child inherits the cell's

@@ -4,7 +4,8 @@
 ``running`` (a process trains it), ``preempted`` (the scheduler stopped it; it resumes from its
 checkpoint), ``interrupted`` (its train process was stopped by a signal) or ``failed`` (it exited
 with an error). ``cell_status`` turns that, the cell's ``.lock``, its ``results.json`` and the
-queue into one of: pending, running, completed, diverged, preempted, failed.
+queue into one of: pending, running, completed, diverged, preempted, interrupted (local cells:
+Ctrl-C or a signal stopped them), failed.
 """
 
 from __future__ import annotations
@@ -17,12 +18,13 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from oversmooth.study.files import LOCK_FILE, LOG_FILE, RESULTS_FIELDS, RESULTS_FILE
+from oversmooth.study.files import CHECKPOINT_FILE, LOCK_FILE, LOG_FILE, RESULTS_FIELDS, RESULTS_FILE
 from oversmooth.utils.atomic import atomic_write
 from oversmooth.utils.json_files import read_table
 
 STATE_FILE = "state.json"
 LOG_TAIL_LINES = 5
+RERUN = {True: "resumes it from its last checkpoint", False: "starts it again (it reached no checkpoint)"}
 
 
 @dataclass(frozen=True)
@@ -120,6 +122,7 @@ def cell_status(folder: Path, queue: dict[str, str]) -> CellStatus:
         return CellStatus("running", last.job)
     if in_queue is not None:  # queued: for the first time, or again after a requeue
         return CellStatus("pending" if last.state == "submitted" else "preempted", last.job, in_queue.lower(), True)
-    if last.state == "preempted" and last.executor == "local":
-        return CellStatus("preempted", last.job, "a rerun resumes it from its checkpoint")
+    if last.state in ("preempted", "interrupted") and last.executor == "local":
+        saved = (folder / CHECKPOINT_FILE).is_file()
+        return CellStatus(last.state, last.job, f"a rerun {RERUN[saved]}")
     return CellStatus("failed", last.job, log_tail(folder) or f"no log; last state {last.state}")

@@ -1,12 +1,13 @@
 """The submitit executors that run a study's cells: local processes, ``jobs`` at a time, or one
-Slurm job array. Their own files (pickled jobs, the job processes' logs) live in ``DIR/submitit/``;
-the cells' files stay in their folders."""
+Slurm job array. Their own files (pickled jobs, the job processes' logs, the local controllers'
+output in ``controllers.log``) live in ``DIR/submitit/``; the cells' files stay in their folders."""
 
 from __future__ import annotations
 
 import contextlib
 import os
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -20,6 +21,7 @@ from oversmooth.study.cell_state import is_locked
 from oversmooth.study.executor_settings import ExecutorSettings
 
 SUBMITIT_DIR = "submitit"
+CONTROLLERS_LOG = "controllers.log"  # DIR/submitit/: what submitit's local controllers print
 POLL_SECONDS = 0.05  # how often the local runner looks for a finished cell
 
 
@@ -51,6 +53,22 @@ def make_executor(settings: ExecutorSettings, out: Path, threads: int) -> submit
 
 
 @contextlib.contextmanager
+def stderr_into(path: Path) -> Iterator[None]:
+    """Processes started inside write their stderr to ``path`` (appended), not to ours: submitit's
+    local controller prints the traceback of the KeyboardInterrupt it is stopped with, which the
+    terminal of a study stopped by Ctrl-C must not show."""
+    sys.stderr.flush()
+    ours = os.dup(2)
+    try:
+        with open(path, "ab") as log:
+            os.dup2(log.fileno(), 2)
+        yield
+    finally:
+        os.dup2(ours, 2)
+        os.close(ours)
+
+
+@contextlib.contextmanager
 def this_code() -> Iterator[None]:
     """Jobs submitted inside import this ``oversmooth`` (its folder first on ``PYTHONPATH``, which
     the local job processes and sbatch inherit), not another copy installed elsewhere."""
@@ -78,11 +96,12 @@ def run_local(
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN and threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, signal.default_int_handler)
     waiting, live = list(enumerate(jobs)), {}
+    log = Path(executor.folder).parent / CONTROLLERS_LOG  # executor.folder: DIR/submitit/%j
     try:
         while waiting or live:
             while waiting and len(live) < slots:
                 index, job = waiting.pop(0)
-                with this_code():
+                with this_code(), stderr_into(log):
                     live[index] = executor.submit(job)
             for index, handle in list(live.items()):
                 if handle.done():

@@ -9,6 +9,7 @@ LOCK_FILE = ".lock"  # held while a process trains the cell
 # Named again here (oversmooth.train.METRICS_FILE / RESULTS_FILE) so that `oversmooth --help`
 # does not import torch; a test keeps the two in step.
 METRICS_FILE = "metrics.jsonl"
+CHECKPOINT_FILE = "checkpoint.pt"  # oversmooth.train.checkpoint.FILENAME
 RESULTS_FILE = "results.json"
 RESULTS_FIELDS = {"status": str}  # what every reader of a results.json needs (oversmooth.utils.json_files)
 MODEL_DIR = "model"  # the trained weights (completed runs)

@@ -1,8 +1,8 @@
-"""``report.md`` + PNGs for the cells of one or more studies (``oversmooth report``): per study its
-score table, the paired differences of each method from its baseline by seed, the training curves
-and per-layer similarity at the end of training (every seed a thin line, their mean bold), and
-scores vs depth. The claims report (``oversmooth.claims.report``) adds the same study sections
-under its claims.
+"""``report.md`` + figures (PNG, or each ``--format``) for the cells of one or more studies
+(``oversmooth report``): per study its score table, the paired differences of each method from its
+baseline by seed, the training curves and per-layer similarity at the end of training (every seed a
+thin line, their mean bold), and scores vs depth. The claims report (``oversmooth.claims.report``)
+adds the same study sections under its claims.
 
 Scores in the study tables are means over seeds with their standard deviation. A completed cell
 contributes its test score; a diverged or unfinished one its last validation score, marked
@@ -14,29 +14,52 @@ it counts with its last validation score.
 from __future__ import annotations
 
 import csv
+import json
 import statistics
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from matplotlib.ticker import MaxNLocator
-
 from oversmooth.study.results import CellResult, paired_score
 from oversmooth.study.stats import paired_test
 from oversmooth.utils.atomic import atomic_directory
 from oversmooth.utils.markdown import markdown_table
-from oversmooth.utils.plotting import figure, save_png
+from oversmooth.utils.outputs import signature
+from oversmooth.utils.plotting import (
+    DEFAULT_FORMATS,
+    PAGE,
+    embed,
+    figure,
+    figure_files,
+    figure_legend,
+    fill,
+    integer_ticks,
+    legend_below,
+    save_figure,
+    set_title,
+)
+from oversmooth.utils.provenance import Provenance, digest
 
 TITLE = "oversmooth study report"
 MARK = {"diverged": "†", "partial": "*"}
-#: every file a study report may write (three figures per study); one a report does not write is
-#: removed from its folder, e.g. the figures of a study no longer in it
-OUTPUTS = ("report.md", "cells.csv", "*_scores.png", "*_layers.png", "*_curves.png")
+#: every file a study report may write (three figures per study, in each format); one a report does
+#: not write is removed from its folder, e.g. the figures of a study no longer in it
+OUTPUTS = (
+    "report.md",
+    "cells.csv",
+    *(name for kind in ("scores", "layers", "curves") for name in figure_files("*_" + kind)),
+)
 #: what a study report replaces in its folder: its own files, and those `oversmooth report` wrote
 #: besides before the source papers' claims moved to `oversmooth claims`, so that no verdict of an
 #: earlier report stays beside one that decides none
-REPLACES = (*OUTPUTS, "claims.json", "claims.png", "claim4_depth.png", "claims_8_2c_lambda.png", "probes.png")
+REPLACES = (
+    *OUTPUTS,
+    "claims.json",
+    *(name for stem in ("claims", "claim4_depth", "claims_8_2c_lambda", "probes") for name in figure_files(stem)),
+)
+#: a figure of a report: it draws itself at a stem (a path without suffix) in the formats given
+Draw = Callable[[Path, tuple[str, ...]], None]
 #: the note under a table whose ``†`` marks a diverged seed (``paired_score``)
 DIVERGED = (
     "† a seed diverged: it counts with its last validation score (chance where it diverged in its first "
@@ -67,10 +90,9 @@ def _colours(cells: list[CellResult]) -> dict[str, str]:
 
 
 def _legends(axes) -> None:
-    """A legend in every panel that has labelled lines: panels may hold different methods."""
+    """A legend under every panel that has labelled lines (panels may hold different methods)."""
     for ax in axes:
-        if ax.get_legend_handles_labels()[0]:
-            ax.legend(fontsize=7)
+        legend_below(ax, ncols=1)
 
 
 def _panels(cells: list[CellResult]) -> list[tuple[str, str]]:
@@ -113,63 +135,81 @@ def _seeds_and_mean(ax, runs: list[list[float]], x: list, color: str, label: str
     ax.plot(x[:longest], mean, color=color, lw=2.2, label=f"{label} ({len(runs)} seed{'s' if len(runs) > 1 else ''})")
 
 
-def plot_layers(cells: list[CellResult], path: Path, metrics: tuple[str, ...] = ("cos_sim", "t_sim")) -> None:
+def _panel_width(panels: list) -> float:
+    """A figure's width for ``panels`` side by side: a column for one, the page for more."""
+    return PAGE if len(panels) > 1 else 3.6
+
+
+def _probe(cells: list[CellResult]) -> str:
+    """What the validation probe of ``cells`` is, in words ("32 validation images"), '' unknown."""
+    spec = next((c.spec for c in cells if c.spec is not None), None)
+    if spec is None:
+        return ""
+    inputs = "images" if spec.model == "vit" else f"sequences x {spec.seq_len} tokens"
+    return f"{spec.probe_size} validation {inputs}"
+
+
+def plot_layers(
+    cells: list[CellResult], stem: Path, formats=DEFAULT_FORMATS, metrics: tuple[str, ...] = ("cos_sim", "t_sim")
+) -> None:
     """Per-layer metrics of the probe batch at the end of training, deepest depth: one thin line
     per seed, the mean over seeds bold."""
     panels, colours = _panels(cells), _colours(cells)
-    plt, fig, axes = figure(len(metrics), len(panels), 4.2 * len(panels), 3.0 * len(metrics))
-    for col, (task, norm) in enumerate(panels):
-        chosen = [c for c in cells if (c.task, c.norm) == (task, norm) and c.final_layers]
-        if not chosen:
-            continue
-        depth = max(c.depth for c in chosen)
-        for row, metric in enumerate(metrics):
-            ax = axes[row][col]
-            for label in _labels(chosen):
-                runs = [
-                    [layer[metric] for layer in c.final_layers] for c in chosen if c.depth == depth and c.label == label
-                ]
-                if runs:  # x in the stream numbering; records of blocks alone (no embeddings) start at 1
-                    longest = max(len(run) for run in runs)
-                    _seeds_and_mean(ax, runs, list(range(depth + 1 - longest, depth + 1)), colours[label], label)
-            ax.set_xlabel("layer (0 = embeddings, i = after block i)")
-            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-            ax.set_ylabel(metric)
-            ax.set_title(f"{task}, {norm}-norm, depth {depth}, end of training", fontsize=9)
-            ax.grid(alpha=0.3)
-    _legends(axes[0])
-    save_png(plt, fig, path)
+    with figure(len(metrics), len(panels), _panel_width(panels), 1.2 + 2.2 * len(metrics)) as (fig, axes):
+        for col, (task, norm) in enumerate(panels):
+            chosen = [c for c in cells if (c.task, c.norm) == (task, norm) and c.final_layers]
+            if not chosen:
+                continue
+            depth = max(c.depth for c in chosen)
+            probe = _probe(chosen)
+            for row, metric in enumerate(metrics):
+                ax = axes[row][col]
+                for label in _labels(chosen):
+                    runs = [
+                        [layer[metric] for layer in c.final_layers]
+                        for c in chosen
+                        if c.depth == depth and c.label == label
+                    ]
+                    if runs:  # x in the stream numbering; records of blocks alone (no embeddings) start at 1
+                        longest = max(len(run) for run in runs)
+                        _seeds_and_mean(ax, runs, list(range(depth + 1 - longest, depth + 1)), colours[label], label)
+                ax.set_xlabel("layer (0 = embeddings, i = after block i)")
+                integer_ticks(ax)
+                ax.set_ylabel(metric)
+                title = f"{task}, {norm}-norm, depth {depth}, end of training" + (f"\nprobe: {probe}" if probe else "")
+                set_title(ax, title)
+        _legends(axes[-1])
+        save_figure(fig, stem, formats)
 
 
-def plot_curves(cells: list[CellResult], path: Path) -> None:
+def plot_curves(cells: list[CellResult], stem: Path, formats=DEFAULT_FORMATS) -> None:
     """Validation score per epoch at the deepest depth, one panel per task x norm: one thin line
     per seed, the mean over seeds bold."""
     panels, colours = _panels(cells), _colours(cells)
-    plt, fig, axes = figure(1, len(panels), 4.2 * len(panels), 3.2)
-    for ax, (task, norm) in zip(axes[0], panels):
-        chosen = [c for c in cells if (c.task, c.norm) == (task, norm) and c.epochs]
-        if not chosen:
-            continue
-        depth = max(c.depth for c in chosen)
-        for label in _labels(chosen):
-            runs = [c for c in chosen if c.depth == depth and c.label == label]
-            if runs:
-                longest = max(len(c.epochs) for c in runs)
-                scale = 100.0 if chosen[0].score_name == "accuracy" else 1.0  # percent, as the tables
-                _seeds_and_mean(
-                    ax,
-                    [[scale * e["val"][c.score_name] for e in c.epochs] for c in runs],
-                    list(range(1, longest + 1)),
-                    colours[label],
-                    label,
-                )
-        ax.set_xlabel("epoch")
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        ax.set_ylabel(f"val {chosen[0].score_name}" + (" (%)" if chosen[0].score_name == "accuracy" else ""))
-        ax.set_title(f"{task}, {norm}-norm, depth {depth}", fontsize=9)
-        ax.grid(alpha=0.3)
-    _legends(axes[0])
-    save_png(plt, fig, path)
+    with figure(1, len(panels), _panel_width(panels), 3.4) as (fig, axes):
+        for ax, (task, norm) in zip(axes[0], panels):
+            chosen = [c for c in cells if (c.task, c.norm) == (task, norm) and c.epochs]
+            if not chosen:
+                continue
+            depth = max(c.depth for c in chosen)
+            for label in _labels(chosen):
+                runs = [c for c in chosen if c.depth == depth and c.label == label]
+                if runs:
+                    longest = max(len(c.epochs) for c in runs)
+                    scale = 100.0 if chosen[0].score_name == "accuracy" else 1.0  # percent, as the tables
+                    _seeds_and_mean(
+                        ax,
+                        [[scale * e["val"][c.score_name] for e in c.epochs] for c in runs],
+                        list(range(1, longest + 1)),
+                        colours[label],
+                        label,
+                    )
+            ax.set_xlabel("epoch")
+            integer_ticks(ax)
+            ax.set_ylabel(f"val {chosen[0].score_name}" + (" (%)" if chosen[0].score_name == "accuracy" else ""))
+            ax.set_title(f"{task}, {norm}-norm, depth {depth}")
+        _legends(axes[0])
+        save_figure(fig, stem, formats)
 
 
 def escalation(layers: list[dict]) -> float | None:
@@ -309,7 +349,7 @@ def mean_with_interval(ax, samples: dict[float, list[float]], **style) -> None:
     tests = [_one_sample(samples[x]) for x in xs]
     below = [t.mean - t.ci_low if _finite(t.ci_low) else 0.0 for t in tests]
     above = [t.ci_high - t.mean if _finite(t.ci_high) else 0.0 for t in tests]
-    ax.errorbar(xs, [t.mean for t in tests], yerr=[below, above], **{"marker": "o", "capsize": 3, **style})
+    ax.errorbar(xs, [t.mean for t in tests], yerr=[below, above], **{"marker": "o", **style})
 
 
 def _runs(present: dict[int, list[float]], depths: list[int]) -> list[dict[int, list[float]]]:
@@ -326,7 +366,8 @@ def _runs(present: dict[int, list[float]], depths: list[int]) -> list[dict[int, 
 
 def _by_depth_panels(axes, depths: list[int], by_arm_panels: list[dict[str, dict[int, list[float]]]]) -> None:
     """Per panel, per arm: the mean over seeds with its 95 % t interval at each depth with values
-    (seeds in brackets), a line only between neighbouring depths that both have some."""
+    (seeds in brackets), a line only between neighbouring depths that both have some; one legend
+    under the panels."""
     for ax, by_arm in zip(axes, by_arm_panels):
         for index, (arm, by_depth) in enumerate(by_arm.items()):
             by_depth = {d: v for d, v in by_depth.items() if v}
@@ -336,8 +377,7 @@ def _by_depth_panels(axes, depths: list[int], by_arm_panels: list[dict[str, dict
                 mean_with_interval(ax, run, ms=3, color=f"C{index % 10}", label=label)
         ax.set_xticks(depths, [str(d) for d in depths])
         ax.set_xlabel("depth (blocks)")
-        ax.grid(alpha=0.3)
-    axes[-1].legend(fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5))  # beside the lines, not on them
+    figure_legend(axes[-1].figure)
 
 
 def _depth_measures(cells: list[CellResult]) -> tuple[tuple[Callable[[CellResult], float | None], str], ...]:
@@ -349,7 +389,7 @@ def _depth_measures(cells: list[CellResult]) -> tuple[tuple[Callable[[CellResult
     )
 
 
-def plot_depth(cells: list[CellResult], path: Path, title: str) -> None:
+def plot_depth(cells: list[CellResult], stem: Path, title: str, formats=DEFAULT_FORMATS) -> None:
     """The finished seeds' test score and last-layer cos_sim (validation probe) vs depth, one line
     per arm (norm and method), the mean over seeds with its 95 % t interval; seeds in brackets; no
     line through a depth where the arm has no finished value."""
@@ -361,15 +401,17 @@ def plot_depth(cells: list[CellResult], path: Path, title: str) -> None:
             arm = f"{task} " * several_tasks + f"{norm}-norm {label}"
             by_arm[arm][depth] += [v for c in group if c.status == "completed" and (v := read(c)) is not None]
         panels.append(by_arm)
-    plt, fig, axes = figure(1, 2, 12, 3.6)
-    _by_depth_panels(axes[0], sorted({c.depth for c in cells}), panels)
-    for ax, (_, ylabel) in zip(axes[0], _depth_measures(cells)):
-        ax.set_ylabel(ylabel)
-    fig.suptitle(title, fontsize=9)
-    save_png(plt, fig, path)
+    with figure(1, 2, PAGE, 3.4) as (fig, axes):
+        _by_depth_panels(axes[0], sorted({c.depth for c in cells}), panels)
+        for ax, (_, ylabel) in zip(axes[0], _depth_measures(cells)):
+            ax.set_ylabel(ylabel)
+        fig.suptitle(fill(title, PAGE))
+        save_figure(fig, stem, formats)
 
 
-def plot_differences(cells: list[CellResult], path: Path, title: str, against: tuple[str, str]) -> None:
+def plot_differences(
+    cells: list[CellResult], stem: Path, title: str, against: tuple[str, str], formats=DEFAULT_FORMATS
+) -> None:
     """Each arm minus the ``against`` arm (norm, label) of its depth, paired by seed: the mean
     difference of the test score and of the last-layer cos_sim with its 95 % t interval, by depth."""
     arms = _arms(cells)
@@ -386,13 +428,13 @@ def plot_differences(cells: list[CellResult], path: Path, title: str, against: t
                 if c.seed in base and c.status == "completed" and (v := read(c)) is not None
             ]
         panels.append(by_arm)
-    plt, fig, axes = figure(1, 2, 12, 3.6)
-    _by_depth_panels(axes[0], sorted({c.depth for c in cells}), panels)
-    for ax, (_, ylabel) in zip(axes[0], _depth_measures(cells)):
-        ax.axhline(0.0, color="grey", lw=0.8)
-        ax.set_ylabel(f"{ylabel}\nminus {against[0]}-norm {against[1]}")
-    fig.suptitle(title, fontsize=9)
-    save_png(plt, fig, path)
+    with figure(1, 2, PAGE, 3.4) as (fig, axes):
+        _by_depth_panels(axes[0], sorted({c.depth for c in cells}), panels)
+        for ax, (_, ylabel) in zip(axes[0], _depth_measures(cells)):
+            ax.axhline(0.0, color="grey", lw=0.8)
+            ax.set_ylabel(f"{ylabel}\nminus {against[0]}-norm {against[1]}")
+        fig.suptitle(fill(title, PAGE))
+        save_figure(fig, stem, formats)
 
 
 def _status_line(cells: list[CellResult]) -> str:
@@ -410,13 +452,15 @@ def cell_hours(cells: list[CellResult]) -> float:
 def study_section(
     name: str,
     cells: list[CellResult],
-    files: dict[str, Callable[[Path], None]],
+    files: dict[str, Draw],
     command: str | None,
     differences: bool = False,
+    formats: tuple[str, ...] = DEFAULT_FORMATS,
 ) -> list[str]:
     """The report's section on study ``name``: its cells, the ``command`` that ran it (None: not
     recorded, no line), its score table (with ``differences``, each method's paired differences
-    from its baseline), its arms by depth where it has several, and its figures, added to ``files``."""
+    from its baseline), its arms by depth where it has several, and its figures, added to ``files``
+    by stem (the section shows them in the first of ``formats`` a browser shows)."""
     lines = [
         f"## Study `{name}`",
         "",
@@ -444,23 +488,23 @@ def study_section(
             arm_table(cells),
             "",
         ]
-        files[f"{name}_scores.png"] = lambda p: plot_depth(cells, p, f"{name}: by depth")
-        lines += [f"![{cells[0].score_name} and last-layer cos_sim vs depth]({name}_scores.png)", ""]
+        files[f"{name}_scores"] = lambda p, f: plot_depth(cells, p, f"{name}: by depth", f)
+        lines += [embed(f"{cells[0].score_name} and last-layer cos_sim vs depth", f"{name}_scores", formats), ""]
     if any(c.final_layers for c in cells):
-        files[f"{name}_layers.png"] = lambda p: plot_layers(cells, p)
+        files[f"{name}_layers"] = lambda p, f: plot_layers(cells, p, f)
         lines += [
             "Per-layer token similarity of the probe batch at the end of training, deepest depth (thin: "
             "each seed; bold: their mean):",
             "",
-            f"![per-layer cos_sim and t_sim]({name}_layers.png)",
+            embed("per-layer cos_sim and t_sim", f"{name}_layers", formats),
             "",
         ]
     if any(len(c.epochs) > 1 for c in cells):
-        files[f"{name}_curves.png"] = lambda p: plot_curves(cells, p)
+        files[f"{name}_curves"] = lambda p, f: plot_curves(cells, p, f)
         lines += [
             "Validation score per epoch (thin: each seed; bold: their mean):",
             "",
-            f"![validation curves]({name}_curves.png)",
+            embed("validation curves", f"{name}_curves", formats),
             "",
         ]
     return lines
@@ -495,22 +539,27 @@ def cell_rows(cells: list[CellResult]) -> list[dict]:
 
 @dataclass(frozen=True)
 class Rendered:
-    """A report before it is written: ``report.md``'s text, each figure's file name and drawing, one
-    row per cell (``cells.csv``), any other file by name with its text, and the names it replaces
-    in its folder (glob patterns: a study report's ``REPLACES``)."""
+    """A report before it is written: ``report.md``'s text, each figure's stem and drawing, one row
+    per cell (``cells.csv``), any other file by name with its text, the names it replaces in its
+    folder (glob patterns: a study report's ``REPLACES``) and the formats of its figures."""
 
     markdown: str
-    figures: dict[str, Callable[[Path], None]]
+    figures: dict[str, Draw]
     cells: list[dict]
     texts: dict[str, str] = field(default_factory=dict)
     outputs: tuple[str, ...] = REPLACES
+    formats: tuple[str, ...] = DEFAULT_FORMATS
+
+    def figure_files(self) -> list[str]:
+        """The file names of the figures, each in every format."""
+        return [name for stem in self.figures for name in figure_files(stem, self.formats)]
 
     def write(self, out: str | Path) -> None:
-        """Write ``report.md``, the PNGs, ``cells.csv`` and the other files into ``out``, all or
+        """Write ``report.md``, the figures, ``cells.csv`` and the other files into ``out``, all or
         nothing, replacing those of an earlier report (``outputs``)."""
         with atomic_directory(out, replaces=self.outputs) as staging:
-            for filename, draw in self.figures.items():
-                draw(staging / filename)
+            for stem, draw in self.figures.items():
+                draw(staging / stem, self.formats)
             if self.cells:
                 with open(staging / "cells.csv", "w", newline="") as handle:
                     writer = csv.DictWriter(handle, fieldnames=list(self.cells[0]))
@@ -532,26 +581,39 @@ def seed_span(ids: list[int]) -> str:
     return ", ".join(str(r[0]) if len(r) == 1 else f"{r[0]}-{r[-1]}" for r in runs)
 
 
+def cells_read(cells: list[CellResult]) -> dict[str, str]:
+    """What a report on ``cells`` read, for its provenance: the studies, and the sha256 of every
+    cell's records and results (``utils.provenance.digest``)."""
+    studies = ", ".join(by_study(cells))
+    records = (json.dumps([c.study, c.name, c.status, c.results, c.epochs], sort_keys=True) for c in cells)
+    return {"cells": f"{len(cells)} of {studies or 'no study'}", "cells sha256": digest(records)}
+
+
 def render_report(
     cells: list[CellResult],
     commands: dict[str, str] | None = None,
     title: str = TITLE,
     command: str | None = None,
+    formats: tuple[str, ...] = DEFAULT_FORMATS,
+    provenance: Provenance | None = None,
 ) -> Rendered:
     """The report on the cells of the studies ``cells`` come from, one section each, to write with
-    ``Rendered.write``. ``commands``: study name -> the command that ran it; ``command``: the one
-    that wrote this report. The source papers' claims are not decided here: ``oversmooth claims``."""
+    ``Rendered.write``, its figures in ``formats``. ``commands``: study name -> the command that ran
+    it; ``command``: the one that wrote this report; ``provenance``: its section at the end. The
+    source papers' claims are not decided here: ``oversmooth claims``."""
     studies = by_study(cells)
     names = ", ".join(f"`{name}`" for name in studies)
     lines = [
         f"# {title}",
         "",
         f"{len(cells)} cells of {len(studies)} {'study' if len(studies) == 1 else 'studies'} ({names}) as they "
-        "stand" + (f"; written by `{command}`" if command else "") + ". The source papers' claims are decided by "
+        "stand" + ("; " + signature(command) if command else "") + ". The source papers' claims are decided by "
         "`oversmooth claims` (docs/studies.md), not here.",
         "",
     ]
-    files: dict[str, Callable[[Path], None]] = {}
+    files: dict[str, Draw] = {}
     for name, group in studies.items():
-        lines += study_section(name, group, files, (commands or {}).get(name), differences=True)
-    return Rendered("\n".join(lines), files, cell_rows(cells))
+        lines += study_section(name, group, files, (commands or {}).get(name), differences=True, formats=formats)
+    if provenance is not None:
+        lines += ["", provenance.to_markdown()]
+    return Rendered("\n".join(lines), files, cell_rows(cells), formats=formats)

@@ -11,6 +11,7 @@ Folder layout::
     DIR/cells/<cell>/state.json     what last happened to it: submitted, running, preempted... (``cell_state``)
     DIR/cells/<cell>/...            the train run itself: checkpoint.pt, metrics.jsonl, results.json
     DIR/submitit/<job>/             submitit's own files: pickled jobs, the job processes' logs
+    DIR/submitit/controllers.log    what submitit's local controllers print (``executors.run_local``)
 
 A cell whose ``results.json`` exists (completed or diverged) is skipped, and so is one that a
 process trains or Slurm holds in its queue; any other cell runs with ``resume = "auto"``, so a
@@ -211,7 +212,8 @@ def run_study(
     ``archive``: the root of the tracked copy (``results/``): cells archived there are skipped,
     finished ones are measured (by module ``analysis``, ``CellJob.analysis``) and copied there.
     ``on_done(outcome)`` is called as each cell ends. A failing cell does not stop the others.
-    Ctrl-C (KeyboardInterrupt) stops the local cells (their checkpoints stay) and re-raises.
+    Ctrl-C (KeyboardInterrupt) stops the local cells (their checkpoints stay; each reads
+    ``interrupted``, resumed by the next run) and re-raises.
     """
     out = Path(out).absolute()
     archive = None if archive is None else Path(archive).absolute()

@@ -1,4 +1,5 @@
-"""Run the theory experiments into a folder: CSVs, PNG plots, and the tables to print.
+"""Run the theory experiments into a folder: CSVs, figures (PNG, or each format asked for), and the
+tables to print.
 
 ``run_theory(which, setup, out)`` is what ``oversmooth theory`` does: ``which`` is a preset
 (``THEORY_PRESETS``), ``"escalation"`` (Yu & Zhang's study) or ``"all"``.
@@ -7,6 +8,7 @@
 from __future__ import annotations
 
 import csv
+import json
 from pathlib import Path
 
 import torch
@@ -16,19 +18,22 @@ from oversmooth.theory.escalation import RATE_DRAWS
 from oversmooth.theory.experiment import Setup
 from oversmooth.theory.presets import THEORY_PRESETS
 from oversmooth.utils.memory import check_memory
+from oversmooth.utils.plotting import DEFAULT_FORMATS, FORMATS, figure_files
 
 RUNS = ("all", *THEORY_PRESETS, "escalation")
 ROW_BYTES = 10 * 2**10  # the table and CSV rows of one layer, all cases together (measured: about 7 KiB)
 RATE_DEPTH = 48  # the most layers of the escalation rate study
-#: every file a run may write (``all`` writes them all); one a run does not write is removed from its folder
+#: every file a run may write (``all`` in every format writes them all); one a run does not write is
+#: removed from its folder
 OUTPUTS = (
-    *(f"{name}.png" for name in THEORY_PRESETS),
+    *(name for preset in THEORY_PRESETS for name in figure_files(preset, FORMATS)),
     "predictions.csv",
     "trajectories.csv",
-    "escalation.png",
+    *figure_files("escalation", FORMATS),
     "escalation.csv",
-    "escalation_rates.png",
+    *figure_files("escalation_rates", FORMATS),
     "escalation_rates.csv",
+    "provenance.json",
 )
 
 
@@ -60,11 +65,20 @@ def check_size(setup: Setup, escalation: bool = True) -> None:
         ) from None
 
 
-def run_theory(which: str, setup: Setup, out: str | Path, progress: bool = True) -> str:
+def run_theory(
+    which: str,
+    setup: Setup,
+    out: str | Path,
+    progress: bool = True,
+    formats: tuple[str, ...] = DEFAULT_FORMATS,
+    command: str | None = None,
+) -> str:
     """Run ``which`` (one of ``RUNS``) with ``setup``; write its files into ``out`` all at once
-    (atomically, replacing those of an earlier run: ``OUTPUTS``) and return its tables as text;
-    ``progress``: a bar over the presets."""
+    (atomically, replacing those of an earlier run: ``OUTPUTS``), each figure in ``formats``, with
+    ``provenance.json`` (``command``: the command line that asked for it; None: the Python API), and
+    return its tables as text; ``progress``: a bar over the presets."""
     from oversmooth.utils import atomic
+    from oversmooth.utils.provenance import Provenance
 
     if which not in RUNS:
         raise UsageError(f"unknown theory run {which!r}; choose from {', '.join(RUNS)}")
@@ -73,9 +87,16 @@ def run_theory(which: str, setup: Setup, out: str | Path, progress: bool = True)
     tables = []
     with atomic.atomic_directory(out, replaces=OUTPUTS) as staging:
         if presets:
-            tables.append(_presets(setup, presets, staging, progress))
+            tables.append(_presets(setup, presets, staging, formats, progress))
         if which in ("all", "escalation"):
-            tables.append(_escalation(setup, staging))
+            tables.append(_escalation(setup, staging, formats))
+        provenance = Provenance.gather(
+            command or f"oversmooth.theory.run_theory({which!r}, {setup!r})",
+            torch.device("cpu"),
+            {"seed": setup.seed},
+            {"inputs": "simulated from the seed (no data read)"},
+        )
+        (staging / "provenance.json").write_text(json.dumps({"provenance": provenance.to_json()}, indent=1) + "\n")
     return "\n\n".join(tables)
 
 
@@ -93,8 +114,8 @@ def _write_csv(path: Path, rows: list[dict]) -> None:
         writer.writerows(rows)
 
 
-def _presets(setup: Setup, names: tuple[str, ...], out: Path, progress: bool = True) -> str:
-    """Run the presets: one PNG each, predictions.csv, trajectories.csv; returns the table."""
+def _presets(setup: Setup, names: tuple[str, ...], out: Path, formats: tuple[str, ...], progress: bool = True) -> str:
+    """Run the presets: one figure each, predictions.csv, trajectories.csv; returns the table."""
     from tqdm import tqdm
 
     from oversmooth.theory import experiment
@@ -105,8 +126,10 @@ def _presets(setup: Setup, names: tuple[str, ...], out: Path, progress: bool = T
         results = experiment.run_preset(name, setup)
         plot_metrics_vs_depth(
             {r.case.label: r.table for r in results},
-            f"{name}: X <- X + A X H ({setup.attention} A, n={setup.tokens}, d={setup.dim})",
-            out / f"{name}.png",
+            f"{name}: X <- X + A X H ({setup.attention} A, n={setup.tokens}, d={setup.dim}; "
+            f"mean over {setup.sequences} starting X)",
+            out / name,
+            formats=formats,
         )
         for r in results:
             summary.append(r.summary_row())
@@ -131,7 +154,7 @@ def _presets(setup: Setup, names: tuple[str, ...], out: Path, progress: bool = T
     )
 
 
-def _escalation(setup: Setup, out: Path) -> str:
+def _escalation(setup: Setup, out: Path, formats: tuple[str, ...]) -> str:
     """Yu & Zhang: t_sim curves with and without de-escalation, and rate vs |lambda_2|; returns
     the t_sim table and the prediction errors."""
     from oversmooth.theory.escalation import escalation_curves, escalation_rates
@@ -141,9 +164,11 @@ def _escalation(setup: Setup, out: Path) -> str:
     curves = escalation_curves(setup.tokens, setup.dim, setup.depth, generator, sequences=setup.sequences)
     plot_metrics_vs_depth(
         curves,
-        f"Yu & Zhang: repeated attention, H = I (n={setup.tokens}, d={setup.dim}); tau = de-escalation",
-        out / "escalation.png",
+        f"Yu & Zhang: repeated attention, H = I (n={setup.tokens}, d={setup.dim}; mean over {setup.sequences} "
+        "starting X); tau = de-escalation",
+        out / "escalation",
         metrics=("t_sim", "cos_sim"),
+        formats=formats,
     )
     _write_csv(
         out / "escalation.csv",
@@ -157,8 +182,10 @@ def _escalation(setup: Setup, out: Path) -> str:
         ),
         "",
     ]
-    study = escalation_rates(setup.tokens, setup.dim, min(setup.depth, RATE_DEPTH), generator)
-    plot_escalation_rates(study, out / "escalation_rates.png")
+    depth = min(setup.depth, RATE_DEPTH)
+    study = escalation_rates(setup.tokens, setup.dim, depth, generator)
+    title = f"Yu & Zhang: {RATE_DRAWS} draws of A (n={setup.tokens}, d={setup.dim}), {depth} layers each"
+    plot_escalation_rates(study, title, out / "escalation_rates", formats)
     _write_csv(
         out / "escalation_rates.csv",
         [

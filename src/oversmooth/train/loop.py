@@ -35,12 +35,13 @@ from oversmooth.train.tasks import SupervisedTask
 from oversmooth.train.tensorboard import log_epoch, open_writer
 from oversmooth.utils.atomic import atomic_write
 from oversmooth.utils.json_files import read_table
+from oversmooth.utils.provenance import Provenance
 
 METRICS_FILE, RESULTS_FILE = "metrics.jsonl", "results.json"
 #: a run folder that holds files (a run, or others) is refused without resume: ``oversmooth.utils.outputs``'s rule
 NOT_EMPTY = "{out} {path} already holds files; pass {resume} auto to continue the run in it, or choose another {out}"
 # may change when a run is resumed (compile changes float rounding only, not what is learned)
-_NOT_SETTINGS = {"checkpoint_every", "progress", "tensorboard", "compile"}
+_NOT_SETTINGS = {"checkpoint_every", "progress", "tensorboard", "compile", "label"}
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,7 @@ class TrainConfig:
     tensorboard: bool = False  # also log each epoch's record to out_dir/tensorboard
     max_steps: int | None = None  # stop after this many optimiser steps (the schedule spans them); None: all epochs
     record_every: int = 0  # steps between records (val scores, layer metrics, checkpoint); 0: at epoch ends
+    label: str = ""  # what the progress bar and each record's line name first (an adaptation's arm)
 
     def total_steps(self, steps_per_epoch: int) -> int:
         """Optimiser steps of the whole run: ``max_steps``, or every step of ``epochs``."""
@@ -164,11 +166,14 @@ def train(
     resume: bool = False,
     description: dict | None = None,
     at_step: Callable[[int], None] | None = None,
+    provenance: Provenance | None = None,
 ) -> dict:
     """Train ``model`` on ``task``; return (and write) the results dict.
 
     ``description``: JSON-able facts about the run (model, task, method...) stored in the
-    checkpoint and results; resuming with a different description is refused.
+    checkpoint and results; resuming with a different description is refused. ``provenance``:
+    where the results come from (``utils.provenance``), recorded in them as the session that
+    finished the run has it.
     ``at_step(step)``: called each time the run stands at ``step`` optimiser steps done: once
     before this session's first step (after a resume: at the step resumed), then after every
     step, before that step's record and checkpoint. It may change what the model computes (a
@@ -197,7 +202,8 @@ def train(
             finished = _finished(model, out_dir, description) if resume else None
             if finished is not None:
                 return finished
-            return _Run(model, task, config, out_dir, env, description, steps_per_epoch, at_step).train(resume)
+            run = _Run(model, task, config, out_dir, env, description, steps_per_epoch, at_step, provenance)
+            return run.train(resume)
     except BaseException:  # Ctrl-C, a kill, an error: before a checkpoint, leave the folder as found
         if env.is_main:
             _forget_unsaved(out_dir, found)
@@ -247,9 +253,10 @@ class _Run:
         description: dict,
         steps_per_epoch: int,
         at_step: Callable[[int], None] | None = None,
+        provenance: Provenance | None = None,
     ):
         self.model, self.task, self.config, self.out_dir, self.env = model, task, config, out_dir, env
-        self.description, self.steps_per_epoch = description, steps_per_epoch
+        self.description, self.steps_per_epoch, self.provenance = description, steps_per_epoch, provenance
         self.at_step = at_step or (lambda step: None)
         self.total_steps = total_steps = config.total_steps(steps_per_epoch)
         model.to(env.device)
@@ -387,7 +394,7 @@ class _Run:
         self.checkpoint()  # first: a crash in between leaves metrics.jsonl behind its checkpoint, never ahead
         if env.is_main:
             _write_records(self.out_dir, self.records)
-            print(_summary(record, -(-self.total_steps // self.steps_per_epoch)), file=sys.stderr)
+            print(_summary(record, -(-self.total_steps // self.steps_per_epoch), config.label), file=sys.stderr)
             if writer is not None:
                 log_epoch(writer, record)
 
@@ -413,6 +420,8 @@ class _Run:
             "world_size": env.world_size,
             "description": self.description,
         }
+        if self.provenance is not None:
+            results["provenance"] = self.provenance.to_json()
         if diverged:
             results["diverged"] = diverged
             if env.is_main:
@@ -481,13 +490,19 @@ def _progress(config: TrainConfig, env: Distributed, epoch: int, total: int, ini
     return tqdm(
         total=total,
         initial=initial,
-        desc=f"epoch {epoch + 1}/{config.epochs}",
+        desc=_labelled(config.label, f"epoch {epoch + 1}/{config.epochs}"),
         unit="step",
         leave=False,
         mininterval=1.0,
     )
 
 
-def _summary(record: dict, epochs: int) -> str:
+def _summary(record: dict, epochs: int, label: str = "") -> str:
     scores = "  ".join(f"val_{k} {v:.4f}" for k, v in record["val"].items())
-    return f"epoch {record['epoch']}/{epochs}  step {record['step']}  train_loss {record['train_loss']:.4f}  {scores}"
+    line = f"epoch {record['epoch']}/{epochs}  step {record['step']}  train_loss {record['train_loss']:.4f}  {scores}"
+    return _labelled(label, line)
+
+
+def _labelled(label: str, text: str) -> str:
+    """``text`` named by the run's ``TrainConfig.label`` first (an adaptation's arm), if it has one."""
+    return f"{label}  {text}" if label else text

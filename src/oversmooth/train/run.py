@@ -11,6 +11,7 @@ from pathlib import Path
 
 import torch
 
+from oversmooth.data.text_source import PREFIX, parse_text
 from oversmooth.errors import FieldError, UsageError
 from oversmooth.train.compile_rule import should_compile
 from oversmooth.train.distributed import Distributed, setup_distributed, teardown_distributed
@@ -22,6 +23,8 @@ from oversmooth.train.tasks import SupervisedTask
 from oversmooth.utils.atomic import atomic_write
 from oversmooth.utils.memory import check_memory
 from oversmooth.utils.outputs import check_output_dir, holds_files
+from oversmooth.utils.plotting import figure_formats
+from oversmooth.utils.provenance import Provenance
 
 DEFAULT_SHAPE_PRESET = {"vit": "vit-cpu", "lm": "lm-cpu"}
 
@@ -78,6 +81,7 @@ def data_options(spec: RunSpec) -> DataOptions:
         spec.vocab_size,
         spec.passage_chars,
         spec.limit_train,
+        spec.text_column,
     )
 
 
@@ -134,10 +138,11 @@ def _run(spec: RunSpec, env: Distributed) -> dict | None:
         "task": spec.task,
         "model": spec.model,
         "model_config": model.cfg.to_dict(),
-        "data": {**vars(options), "data_dir": None},
+        "data": options.described(),
         "method": model.cfg.mitigation.name,
     }
     out = Path(spec.out)
+    provenance = Provenance.gather(spec.command(), env.device, {"seed": spec.seed}, data_identity(spec.task, task, out))
     results = train(
         model,
         task,
@@ -146,16 +151,32 @@ def _run(spec: RunSpec, env: Distributed) -> dict | None:
         env,
         resume=spec.resume == "auto",
         description=description,
+        provenance=provenance,
     )
     if not env.is_main:
         return None
     if results["status"] == "completed":
         save_model(model, out / "model")
-    write_run_plots(out, f"{spec.model} {model.cfg.mitigation.name}, {spec.task} ({out.name})")
+    inputs = "images" if spec.model == "vit" else f"sequences x {spec.seq_len} tokens"
+    probe = f"the first {min(spec.probe_size, task.size('val'))} validation {inputs}"
+    title = f"{spec.model} {model.cfg.mitigation.name}, {spec.task} ({out.name})"
+    write_run_plots(out, title, probe, figure_formats(spec.format))
     if tokenizer is not None:
         with atomic_write(out / "tokenizer.json") as handle:
             handle.write(tokenizer.to_str())
     return results
+
+
+def shown_task(task_name: str, out: str | Path) -> str:
+    """Task ``task_name`` as a report in folder ``out`` names it: ``text:...`` with its files
+    relative to ``out`` (``TextSource.shown``), any other as it is."""
+    return parse_text(task_name).shown(out) if task_name.startswith(PREFIX) else task_name
+
+
+def data_identity(task_name: str, task: SupervisedTask, out: str | Path) -> dict[str, str]:
+    """What a run in folder ``out`` trains on: its task ``task_name`` (``shown_task``) and the
+    sha256 of ``task``'s data as the model sees it (``SupervisedTask.digest``)."""
+    return {"task": shown_task(task_name, out), "data sha256": task.digest()}
 
 
 def build_model(spec: RunSpec, task: SupervisedTask) -> torch.nn.Module:

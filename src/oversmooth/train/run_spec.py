@@ -34,11 +34,12 @@ from oversmooth.errors import FieldError, UsageError
 from oversmooth.mitigations.registry import trainable
 from oversmooth.train.compile_rule import AUTO_MIN_STEPS, COMPILE_MODES
 from oversmooth.utils.atomic import atomic_write
+from oversmooth.utils.plotting import DEFAULT_FORMATS, FORMATS, figure_formats
 from oversmooth.utils.seeds import check_seed
 
 #: fields that say where and how a run goes, not what it learns: they may differ between two
 #: runs of one cell (and between a run and its resumption).
-RUN_OPTIONS = ("out", "resume", "checkpoint_every", "compile", "threads", "progress", "tensorboard")
+RUN_OPTIONS = ("out", "resume", "checkpoint_every", "compile", "threads", "progress", "tensorboard", "format")
 #: fields that tell apart runs of one training (``training_key``): method, knobs, norm, seed.
 VARIES = ("method", "knobs", "norm", "seed")
 CHOICES = {"resume": ("auto", "never"), "device": ("auto", "cpu", "cuda"), "compile": COMPILE_MODES}
@@ -124,6 +125,9 @@ class RunSpec:
     passage_chars: int = option(
         8000, "text: least characters per passage (smaller in a short text)", group=DATA, applies=("austen", "text")
     )
+    text_column: str | None = option(
+        None, "text: the column of a CSV or TSV file to read, one row a paragraph", group=DATA, applies=("text",)
+    )
     limit_train: int | None = option(None, "use only the first N training examples", group=DATA)
     # optimisation
     batch_size: int = option(128, "global batch (split over DDP processes)", group=OPTIMISATION)
@@ -152,6 +156,12 @@ class RunSpec:
     progress: bool = option(True, "no progress bar", group=RUN)  # help of --no-progress
     tensorboard: bool = option(
         False, "also log every epoch's scores and per-layer similarity to OUT/tensorboard", group=RUN
+    )
+    format: str = option(
+        ",".join(DEFAULT_FORMATS),
+        f"the formats of the run's figures, comma-separated: {', '.join(FORMATS)} (default "
+        f"{','.join(DEFAULT_FORMATS)}; PNGs at 200 dpi)",
+        group=RUN,
     )
 
     def check(self) -> RunSpec:
@@ -193,6 +203,7 @@ class RunSpec:
                     model_name=self.model,
                     task_name=self.task,
                 )
+        check_formats(self.format)
         if self.data_dir is not None and not Path(self.data_dir).is_dir():
             raise FieldError("{data_dir} {got} is not a folder; point it at your copy of the data", got=self.data_dir)
         return self
@@ -283,6 +294,14 @@ class RunSpec:
             else:
                 values[f.name] = _convert(kinds[f.name], words.pop(0))
         return cls.from_dict({**values, "knobs": knobs})
+
+
+def check_formats(text: str) -> None:
+    """A FieldError naming field ``format`` unless ``text`` lists figure formats (``figure_formats``)."""
+    try:
+        figure_formats(text)
+    except UsageError as error:
+        raise FieldError("{format}: {why}", why=str(error)) from None
 
 
 def run_kinds(spec: RunSpec) -> set[str]:

@@ -69,7 +69,7 @@ class SavedRun:
         else the text is no longer what the run trained on (UsageError)."""
         from oversmooth.train.task_factory import DataOptions, check_data, make_task
 
-        check_data(self.description["task"], None)
+        check_data(self.description["task"], None, self.description["data"].get("text_column"))
         options = DataOptions(**{**self.description["data"], "data_dir": None})
         task, tokenizer = make_task(self.description["task"], self.description["model"], options)
         saved = self.run_dir / "tokenizer.json"

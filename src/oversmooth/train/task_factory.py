@@ -34,6 +34,13 @@ class DataOptions:
     vocab_size: int = 4096  # text: BPE vocabulary, trained on the training split
     passage_chars: int = 8000  # text: passages of at least this many characters (smaller in a short text)
     limit_train: int | None = None  # keep only the first N training examples (quick runs)
+    text_column: str | None = None  # text: the column of a CSV or TSV file (``data.read_text_file``)
+
+    def described(self) -> dict:
+        """As a run's description records them: no ``data_dir`` (a machine's folder), and
+        ``text_column`` only when given (runs described before it existed resume as they were)."""
+        fields = {**vars(self), "data_dir": None}
+        return fields if self.text_column is not None else {k: v for k, v in fields.items() if k != "text_column"}
 
 
 def task_model_kind(spec: str, model: str) -> None:
@@ -66,7 +73,7 @@ def make_task(
     if name == "synthetic":
         blocks = {k: torch.from_numpy(v) for k, v in data.synthetic_tokens(seq_len=options.seq_len).items()}
         return LanguageModelling(_limit(blocks, options), vocab_size=16), None
-    sources = parse_text(spec).documents(options.data_dir)  # austen or text:...
+    sources = parse_text(spec).documents(options.data_dir, options.text_column)  # austen or text:...
     splits = data.split_text(sources, options.passage_chars)
     tokenizer = data.cached_tokenizer([d.text for d in splits["train"]], options.vocab_size, cache_dir)
     blocks = {
@@ -76,14 +83,14 @@ def make_task(
     return LanguageModelling(_limit(blocks, options), tokenizer.get_vocab_size()), tokenizer
 
 
-def check_data(spec: str, data_dir: str | None = None) -> None:
+def check_data(spec: str, data_dir: str | None = None, text_column: str | None = None) -> None:
     """Read the raw data of task ``spec`` once, so a missing or broken data set fails (UsageError)
     before any long work starts."""
     name = spec.split(":", 1)[0]
     if name == "fmnist":
         data.load_fashion_mnist(data_dir)
     elif name in ("austen", "text"):
-        parse_text(spec).documents(data_dir)
+        parse_text(spec).documents(data_dir, text_column)
 
 
 def _image_task(splits: dict[str, data.ImageSplit], classes: int, options: DataOptions) -> ImageClassification:

@@ -11,6 +11,8 @@ import math
 import torch
 import torch.nn.functional as F
 
+from oversmooth.utils.provenance import digest
+
 
 class SupervisedTask:
     """Shared scoring: cross-entropy and top-1 accuracy over every (logit row, target) pair."""
@@ -20,6 +22,13 @@ class SupervisedTask:
 
     def size(self, split: str) -> int:
         return len(self.splits[split])
+
+    def digest(self) -> str:
+        """sha256 of every split's examples (and labels), split by split: the identity of the data
+        as the model sees it (``utils.provenance.digest``)."""
+        labels = getattr(self, "labels", {})
+        tensors = [(self.splits[name], labels.get(name)) for name in sorted(self.splits)]
+        return digest(tensor for pair in tensors for tensor in pair if tensor is not None)
 
     def batch(
         self, split: str, index: torch.Tensor, generator: torch.Generator | None = None

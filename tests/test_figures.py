@@ -89,7 +89,7 @@ EXPECTED = {
     "adapt": ("adapt", "tradeoff"),
     "theory": ("smoothing", "lnflip", "escalation", "escalation_rates"),
     "report": ("depth-w32_scores", "depth-w32_layers", "depth-w32_curves"),
-    "claims": ("claims", "depth_fixes", "claims_8_2c_lambda", "probes", "depth-w32_scores", "fmnist-p7_curves"),
+    "claims": ("claims", "claim4_depth", "depth_fixes", "claims_8_2c_lambda", "probes", "fmnist-p7_curves"),
 }
 
 

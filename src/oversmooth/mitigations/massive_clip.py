@@ -36,8 +36,8 @@ def token_medians(x: Tensor) -> Tensor:
     [2.5]
     """
     ordered = x.float().abs().sort(dim=-1).values
-    width = x.shape[-1]
-    return (ordered[..., (width - 1) // 2 : (width - 1) // 2 + 1] + ordered[..., width // 2 : width // 2 + 1]) / 2
+    low, high = (x.shape[-1] - 1) // 2, x.shape[-1] // 2  # the middle one twice when the count is odd
+    return (ordered[..., low] + ordered[..., high])[..., None] / 2
 
 
 def massive_entries(x: Tensor, ratio: float) -> Tensor:

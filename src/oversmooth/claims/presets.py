@@ -17,7 +17,7 @@ it, about 40 CPU-hours on a shared 2-core machine):
 The first protocol's presets (``fmnist-vit``, ``fmnist-featscale``, ``austen-lm``,
 ``postnorm-pilot``, ``postnorm-pilot-2``, ``postnorm-deesc``) stay, so their archives under
 results/ still read; docs/studies.md tells what they found. The third protocol's pilots and
-re-tests and the fourth step's screen and fresh pairs (``postnorm-screen``, ``austen-p3-fresh``;
+re-tests and the fourth step's screen and fresh pairs (``postnorm-screen``, ``postnorm-confirm``, ``austen-p3-fresh``;
 docs/registrations/fourth-step.md) follow.
 """
 
@@ -370,6 +370,19 @@ CLAIMS_PRESETS: dict[str, StudyConfig] = {
         description="fourth step, claim 4's post-norm failure screen: depth-w32's body for 2 epochs at depths 48 "
         "and 96, post- vs pre-norm softmax, over width {32, 64} x lr {4e-3, 8e-3} x warm-up {5 %, 0} x clipping "
         "{1, off}; seed 0: where does post-norm fail (at chance, or >= 5 pp below pre-norm) while pre-norm trains?",
+    ),
+    "postnorm-confirm": StudyConfig(
+        name="postnorm-confirm",
+        model="vit",
+        tasks=("fmnist",),
+        norms=("post", "pre"),
+        depths=(96,),
+        variants=(_M("softmax"),),
+        seeds=(0, 1),
+        train={**DEPTH_W32, "width": 64, "lr": 4e-3, "warmup": 0.05, "grad_clip": 1.0},
+        description="fourth step, claim 4's confirmation (docs/registrations/fourth-step.md, section 5): the "
+        "screen's first candidate (width 64, lr 4e-3, warm-up 5 %, clipping 1) on depth-w32's schedule, post- and "
+        "pre-norm softmax at depth 96, seeds 0 and 1: does post-norm fail on a seed while pre-norm trains on both?",
     ),
     "regime-pilot": StudyConfig(
         name="regime-pilot",

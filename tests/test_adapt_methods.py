@@ -8,6 +8,7 @@ import dataclasses
 import importlib
 import json
 import shlex
+import time
 
 import pytest
 from hf_tiny import prose, save_tiny, save_tiny_with_head
@@ -67,7 +68,7 @@ def test_several_methods_with_frontier_knobs_and_a_ramp_beside_one_control(bert,
     # de-escalation swept only where it breaks the model (tau 0.5: output cosine 0.90; 1: 0.69): no arm
     entry = registry.METHODS["deescalate"]
     monkeypatch.setitem(registry.METHODS, "deescalate", dataclasses.replace(entry, sweep={"tau": (0.5, 1.0)}))
-    loads, batches, current = [], {}, []
+    loads, batches, current, seconds = [], {}, [], {}
     load_before, step_before, run_arm_before = hf_load.load, loop.optimizer_step, adapt_run._run_arm
 
     def load(*args, **kwargs):
@@ -80,7 +81,11 @@ def test_several_methods_with_frontier_knobs_and_a_ramp_beside_one_control(bert,
 
     def optimizer_step(runner, model, task, inputs, targets, *rest):
         batches.setdefault(current[-1], []).append(inputs.clone())
-        return step_before(runner, model, task, inputs, targets, *rest)
+        started = time.perf_counter()
+        try:
+            return step_before(runner, model, task, inputs, targets, *rest)
+        finally:
+            seconds.setdefault(current[-1], []).append(time.perf_counter() - started)
 
     monkeypatch.setattr(hf_load, "load", load)
     monkeypatch.setattr(adapt_run, "_run_arm", run_arm)
@@ -142,6 +147,20 @@ def test_several_methods_with_frontier_knobs_and_a_ramp_beside_one_control(bert,
     else:
         assert "No arm" in report
 
+    # the cost: seconds per step at least the optimiser steps' own time, at most the arm's wall time per step;
+    # memory watched over each arm; the report's ratios to the control worked out by hand
+    cost = report.split("## Cost per arm, against the control")[1]
+    for name in arms:
+        arm = stored["arms"][name]
+        assert sum(seconds[name]) / 4 <= arm["seconds_per_step"] <= arm["wall_seconds"] / 4
+        assert arm["memory"]["measure"] == "resident memory of the process (RSS)"
+        assert 0 < arm["memory"]["start_mib"] <= arm["memory"]["peak_mib"]
+        added = arm["memory"]["peak_mib"] - arm["memory"]["start_mib"]
+        row = next(line for line in cost.splitlines() if line.startswith(f"| {name} |")).split(" | ")
+        assert row[2] == f"{arm['seconds_per_step'] / control['seconds_per_step']:.3f}"
+        control_added = control["memory"]["peak_mib"] - control["memory"]["start_mib"]
+        assert row[6].rstrip(" |") == f"{added / control_added:.3f}"
+
     # resumable arm by arm: cut after the third arm, rerun: the frontier and the first arms are kept
     written = lambda folder: {p: p.stat().st_mtime_ns for p in folder.rglob("[!.]*") if p.is_file()}  # noqa: E731
     kept = written(out / "arms" / arms[1])
@@ -155,7 +174,9 @@ def test_several_methods_with_frontier_knobs_and_a_ramp_beside_one_control(bert,
     again = json.loads((out / "adapt.json").read_text())
     for arm in (*stored["arms"].values(), *again["arms"].values()):
         arm.pop("wall_seconds")
-    assert again == stored
+    for arm in (stored["arms"]["layerscale"], again["arms"]["layerscale"]):  # trained again: timed again
+        arm.pop("seconds_per_step"), arm.pop("memory")
+    assert again == stored  # the arms kept keep their cost (memory.json)
 
 
 def test_all_patchable_lists_what_the_model_takes_and_says_why_not_the_rest(bert, text, tmp_path):

@@ -151,6 +151,7 @@ def markdown(result: AdaptResult) -> str:
             ],
         ),
         "",
+        *_cost(result),
         "Quality beside similarity: low similarity from a broken model is no success. "
         f"`adapt.csv` has every checkpoint; {', '.join(figure_files('adapt', _formats(result)))} plots them; "
         "`arms/<arm>/model` is the adapted model"
@@ -162,6 +163,50 @@ def markdown(result: AdaptResult) -> str:
         "",
     ]
     return "\n".join(lines) + ("\n" + result.provenance.to_markdown() if result.provenance else "")
+
+
+def _cost(result: AdaptResult) -> list[str]:
+    """Each arm's seconds per step and peak memory, and their ratios to the control's (the memory's:
+    of the peak above the arm's start, what the arm itself added)."""
+    arms = list(result.arms.values())
+    if not any(arm.seconds_per_step or arm.memory for arm in arms):
+        return []  # an adaptation written before they were recorded
+    control = result.control
+    measure = next((arm.memory["measure"] for arm in arms if arm.memory), "memory")
+    added = lambda arm: arm.memory and arm.memory["peak_mib"] - arm.memory["start_mib"]  # noqa: E731
+    rows = [
+        [
+            arm.name,
+            _number(arm.seconds_per_step, ".3g"),
+            _number(_over(arm.seconds_per_step, control.seconds_per_step), ".3f"),
+            *(_number(arm.memory and arm.memory[k], ".0f") for k in ("start_mib", "peak_mib")),
+            _number(added(arm), ".0f"),
+            _number(_over(added(arm), added(control)), ".3f"),
+        ]
+        for arm in arms
+    ]
+    return [
+        "## Cost per arm, against the control",
+        "",
+        "Seconds per optimiser step: the mean wall time of the steps of the session that finished the arm "
+        f"(evaluations and checkpoints excluded). Memory: the {measure} when the arm began (before its model "
+        "was built: the source and everything loaded once, shared by every arm) and at most while it ran "
+        "(start, steps, evaluations), in MiB; the peak above the start is what the arm added, set against the "
+        "control's.",
+        "",
+        markdown_table(
+            ["arm", "s per step", "x control", "MiB at start", "peak MiB", "peak above start", "x control"], rows
+        ),
+        "",
+    ]
+
+
+def _over(value: float | None, reference: float | None) -> float | None:
+    return None if value is None or not reference else value / reference
+
+
+def _number(value: float | None, spec: str) -> str:
+    return "n/a" if value is None else format(value, spec)
 
 
 def _data(data: dict[str, dict[str, int]]) -> list[str]:

@@ -1,5 +1,6 @@
 """What an adaptation returns and writes to ``adapt.json``: per arm, its start, its records and
-its end (val scores, test scores once, steps, wall seconds, last-layer cos_sim)."""
+its end (val scores, test scores once, steps, wall seconds, last-layer cos_sim) and its cost
+(seconds per optimiser step, peak memory)."""
 
 from __future__ import annotations
 
@@ -44,6 +45,8 @@ class ArmResult:
     start_cos_sim_last: float | None
     cos_sim_last: float | None
     rows: list[dict] = field(default_factory=list)
+    seconds_per_step: float | None = None
+    memory: dict | None = None
 
     @classmethod
     def of(
@@ -55,9 +58,12 @@ class ArmResult:
         records: list[dict],
         results: dict,
         evaluated: Callable[[int], dict] | None = None,
+        batch_size: int | None = None,
+        memory: dict | None = None,
     ) -> ArmResult:
         """``evaluated(step)``: the ramped knobs the evaluation at ``step`` used (``adapt --ramp``),
-        kept in each row as ``knobs_in_force``; None: no ramp, no such key."""
+        kept in each row as ``knobs_in_force``; None: no ramp, no such key. ``batch_size``: the
+        examples per step, to read the seconds per step off the train loop's examples per second."""
         last = records[-1] if records else start
         rows = [row(name, start), *(row(name, r) for r in records)]
         for flat in rows if evaluated else ():
@@ -75,6 +81,8 @@ class ArmResult:
             last_cos_sim(start.get("layers")),
             last_cos_sim(last.get("layers")),
             rows,
+            batch_size / rate if batch_size and (rate := results.get("train_examples_per_second")) else None,
+            memory,
         )
 
 

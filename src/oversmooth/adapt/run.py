@@ -4,7 +4,8 @@ Folder ``config.out``:
 - ``adapt_config.json``: the config (a later call on the folder must give the same settings);
 - ``arms/<arm>/``: the train loop's files for that arm (``metrics.jsonl``, ``results.json``, and
   ``checkpoint.pt`` while the arm runs: it is deleted once the arm's model is saved),
-  ``start.json`` (held-out scores and layer metrics before any step) and ``model/`` (the adapted
+  ``start.json`` (held-out scores and layer metrics before any step), ``memory.json`` (the peak
+  memory of the session that trained it: ``utils.memory.PeakMemory``) and ``model/`` (the adapted
   model; a pretrained model's patch is recorded in its config; a distillation control's, which
   took no step, refers to its source instead of copying it: ``hf.model_reference``, which ``hf.load``
   follows);
@@ -44,12 +45,13 @@ from oversmooth.mitigations import registry
 from oversmooth.train.checkpoint import FILENAME, rng_state, set_rng_state
 from oversmooth.train.distributed import setup_distributed
 from oversmooth.train.evaluation import evaluate, layer_metrics, validation_probe
-from oversmooth.train.loop import TrainConfig, train
+from oversmooth.train.loop import RESULTS_FILE, TrainConfig, train
 from oversmooth.utils.atomic import atomic_write
+from oversmooth.utils.memory import PeakMemory
 from oversmooth.utils.outputs import check_output_dir, holds_files
 from oversmooth.utils.provenance import Provenance
 
-CONFIG_FILE, RESULT_FILE, START_FILE = "adapt_config.json", "adapt.json", "start.json"
+CONFIG_FILE, RESULT_FILE, START_FILE, MEMORY_FILE = "adapt_config.json", "adapt.json", "start.json", "memory.json"
 
 
 def open_source(config: AdaptConfig):
@@ -232,9 +234,11 @@ def train_config(config: AdaptConfig, steps_per_epoch: int) -> TrainConfig:
 def _run_arm(config: AdaptConfig, source, task, env, folder: Path, arm: Arm, provenance: Provenance) -> ArmResult:
     """One arm: its start scores, then the train loop (resumed if it was cut), then its model; the
     checkpoint of a completed arm is deleted once its model is saved (a diverged arm keeps its
-    last good one)."""
+    last good one). Its peak memory is watched from before its model is built to its end."""
     spe = task.size("train") // config.batch_size
     method, knobs = arm.method, arm.knobs
+    trained_before = (folder / RESULTS_FILE).is_file()
+    watch = PeakMemory(env.device)
     torch.manual_seed(config.seed)
     model = source.arm(method, knobs).to(env.device)
     folder.mkdir(parents=True, exist_ok=True)
@@ -260,7 +264,21 @@ def _run_arm(config: AdaptConfig, source, task, env, folder: Path, arm: Arm, pro
             source.refer(folder / "model") if unchanged else source.save(model, folder / "model", method, knobs)
         (folder / FILENAME).unlink(missing_ok=True)  # resume needs it only while the arm runs
     records = [json.loads(line) for line in (folder / "metrics.jsonl").read_text().splitlines() if line]
-    return ArmResult.of(arm.name, description["method"], knobs, start, records, results, ramp and ramp.evaluated)
+    memory = _memory(folder, None if trained_before else watch.read())
+    return ArmResult.of(
+        arm.name, description["method"], knobs, start, records, results, ramp and ramp.evaluated, cfg.batch_size, memory
+    )
+
+
+def _memory(folder: Path, reading: dict | None) -> dict | None:
+    """The arm's peak memory: ``reading``, kept in ``memory.json``, from a session that trained it;
+    else (``reading`` None: it had finished before this call) the one kept, if any."""
+    path = folder / MEMORY_FILE
+    if reading is None:
+        return json.loads(path.read_text()) if path.is_file() else None
+    with atomic_write(path) as handle:
+        json.dump(reading, handle, indent=2)
+    return reading
 
 
 def _start(model, task, cfg: TrainConfig, env, folder: Path) -> dict:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from oversmooth.adapt.result import AdaptResult, ArmResult
-from oversmooth.adapt.verdict import MEASURES, SIMILARITY_MARGIN, judge, limit, quality_measure
+from oversmooth.adapt.verdict import MEASURES, NO_GAP, SIMILARITY_MARGIN, judge, limit, quality_measure
 from oversmooth.utils.plotting import (
     DEFAULT_FORMATS,
     PAGE,
@@ -43,8 +43,9 @@ class Point:
 
     @property
     def per_unit(self) -> float | None:
-        """Similarity removed per unit of quality lost; None when no quality was lost."""
-        return None if self.removed is None or self.lost <= 0 else self.removed / self.lost
+        """Similarity removed per unit of quality lost; None when no quality was lost (less than
+        ``verdict.NO_GAP``: float32 rounding)."""
+        return None if self.removed is None or self.lost <= NO_GAP else self.removed / self.lost
 
 
 @dataclass(frozen=True)

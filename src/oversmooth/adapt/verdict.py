@@ -31,6 +31,10 @@ SIMILARITY_MARGIN = 0.01  # cos_sim lower than the control's by at least this co
 #: t(0.975, n - 1) / sqrt(n) per-example standard deviations wide each side, is wider than the spread
 #: between single examples (1.05 at n = 6, 0.84 at 8): another sample may well reverse the verdict
 MIN_VAL_EXAMPLES = 8
+#: a patched start that lacks less than this of the control's end (on the log scale for a ratio) has no
+#: gap to close: the scores are means of float32 values, whose rounding (about 1e-7 of a value) makes
+#: the same model score a hair apart
+NO_GAP = 1e-6
 
 
 def quality_measure(scores: dict) -> str:
@@ -111,7 +115,7 @@ def judge(result: AdaptResult, arm: ArmResult) -> Verdict:
     scale = (lambda v: math.log(v)) if kind == "ratio" else (lambda v: v)
     gap = scale(reference) - scale(patched)  # what the patched start lacks of the control's end
     worse = gap if higher else -gap  # > 0: the patched start is worse, a gap to close
-    recovered = (scale(adapted) - scale(patched)) / gap if worse > 1e-12 else None
+    recovered = (scale(adapted) - scale(patched)) / gap if worse > NO_GAP else None
     return Verdict(
         arm.name,
         measure,

@@ -99,3 +99,36 @@ def test_the_threshold_is_where_the_t_interval_grows_wider_than_the_spread_of_si
     width = {n: stats.t.ppf(0.975, n - 1) / math.sqrt(n) for n in range(2, 12)}
     assert all(width[n] > 1 for n in range(2, 7)) and all(width[n] < 1 for n in range(7, 12))
     assert width[MIN_VAL_EXAMPLES] == pytest.approx(0.84, abs=0.005)
+
+
+def test_each_arm_has_one_colour_in_both_figures_and_no_two_arms_share_one(monkeypatch, tmp_path):
+    """Ten patched arms beside the control, as ``--method all-patchable`` on MiniLM gives: the
+    colour of each arm's line in adapt.png is that of its arrow in tradeoff.png, and the control
+    (black) shares its colour with no arm (it shared blue with the tenth before)."""
+    import oversmooth.adapt.report as report
+    import oversmooth.adapt.tradeoff as tradeoff
+
+    names = ["control", *(f"arm{i}" for i in range(10))]
+    arms = {}
+    for i, name in enumerate(names):
+        made = arm(name, "output_cosine", 1.0 - i / 100, 0.99)
+        made.rows = [
+            {"arm": name, "step": step, "val_output_cosine": q, "cos_sim_last": 0.3, "cos_sim_0": 0.1, "cos_sim_1": 0.3}
+            for step, q in ((0, 1.0 - i / 100), (4, 0.99))
+        ]
+        arms[name] = made
+    data = {split: {"examples": 64, "tokens": 64 * 128} for split in ("train", "val", "test")}
+    config = CONFIG | {"eval_sequences": 64}
+    made = AdaptResult(config, {"kind": "pretrained", "path": "m", "model": "m"}, "distill", arms, data)
+    drawn = {}
+
+    def keep(fig, stem, formats):
+        drawn[stem.name] = {line.get_label(): line.get_color() for ax in fig.axes for line in ax.get_lines()}
+
+    monkeypatch.setattr(report, "save_figure", keep)
+    monkeypatch.setattr(tradeoff, "save_figure", keep)
+    report.plot(made, report.table(made), tmp_path / "adapt", ("png",))
+    tradeoff.plot(made, tmp_path / "tradeoff", ("png",))
+    lines, arrows = drawn["adapt"], drawn["tradeoff"]
+    assert {name: lines[name] for name in names} == {name: arrows[name] for name in names}
+    assert len({lines[name] for name in names}) == len(names)

@@ -69,11 +69,12 @@ def plot(result: AdaptResult, frame: pd.DataFrame, stem: Path, formats: tuple[st
     method and what each panel was measured on."""
     measure = quality_measure(result.control.start)
     held_out, probe = _measured_on(result)
+    color_of = tradeoff.colors(result)  # as in the tradeoff figure
     with figure(1, 2, PAGE, 2.9) as (fig, axes):
         for name, rows in frame.groupby("arm", sort=False):
-            style = "--" if name == "control" else "-"
-            axes[0][0].plot(rows["step"], rows[f"val_{measure}"], style, marker="o", label=name)
-            axes[0][1].plot(rows["step"], rows["cos_sim_last"], style, marker="o", label=name)
+            style = {"linestyle": "--" if name == "control" else "-", "color": color_of[name]}
+            axes[0][0].plot(rows["step"], rows[f"val_{measure}"], marker="o", label=name, **style)
+            axes[0][1].plot(rows["step"], rows["cos_sim_last"], marker="o", label=name, **style)
         axes[0][0].set(xlabel="step", ylabel=f"val {measure}")
         axes[0][1].set(xlabel="step", ylabel="last-layer cos_sim")
         set_title(axes[0][0], f"quality on {held_out}")

@@ -152,22 +152,29 @@ def _ratio(point: Point) -> str:
     return "no loss" if point.per_unit is None else f"{point.per_unit:.3g}"
 
 
+def colors(result: AdaptResult) -> dict[str, str]:
+    """Each arm's colour in both of adapt's figures: the control black, the patched arms matplotlib's
+    colour cycle in their order (it repeats after 10 arms)."""
+    import matplotlib
+
+    cycle = matplotlib.rcParams["axes.prop_cycle"].by_key()["color"]
+    return {"control": "black"} | {arm.name: cycle[i % len(cycle)] for i, arm in enumerate(result.patched)}
+
+
 def plot(result: AdaptResult, stem: Path, formats: tuple[str, ...] = DEFAULT_FORMATS) -> None:
     """Left: quality (x) against last-layer cos_sim (y), one arrow per patched arm from step 0
     (patched, before adaptation) to the end, the control as a point (its start as a ring when it
     moved), the budget at the end as a line. Right: cos_sim per layer, each arm at step 0 (dotted)
     and the end (solid), the control dashed. One legend under both."""
-    import matplotlib
-
     control = result.control
     measure = quality_measure(control.start)
     higher, kind, bound = MEASURES[measure]
     end_of = lambda arm: arm.val or arm.start  # noqa: E731
+    color_of = colors(result)
     with figure(1, 2, PAGE, 3.2) as (fig, axes):
         left, right = axes[0]
-        colors = matplotlib.rcParams["axes.prop_cycle"].by_key()["color"]
-        for index, arm in enumerate(result.patched):
-            color = colors[index % len(colors)]
+        for arm in result.patched:
+            color = color_of[arm.name]
             start, end = (arm.start[measure], arm.start_cos_sim_last), (end_of(arm)[measure], arm.cos_sim_last)
             if None in (*start, *end):
                 continue

@@ -22,6 +22,8 @@ and writes ``CELL_DIR/analysis.json`` (atomically). On the first ``PROBE`` valid
   attention maps are unchanged): the attention sublayer's t_sim change and dynamics verdict
   with the flip and as trained, and its t_sim change under a sham shift of gamma of the flip's
   size (the third protocol's 5c);
+- ``sinks`` (language models only; claims S3 and S4): ``oversmooth.claims.cell_sinks``'s record of
+  the trained model and of the same seed's model at initialisation, on the same probe;
 - ``reference`` (only a cell that is the baseline of a gate whose floor is a reference model,
   ``protocol.reference_needed``): a language model's, the validation NLL of an interpolated
   bigram model on the same tokens; an image classifier's, the validation accuracy of a
@@ -42,6 +44,7 @@ import torch
 import torch.nn.functional as F
 
 from oversmooth.activations import hook_name
+from oversmooth.claims.cell_sinks import sink_record
 from oversmooth.claims.protocol import reference_needed
 from oversmooth.claims.reference import bigram_nll, logistic_accuracy
 from oversmooth.errors import UsageError
@@ -193,6 +196,13 @@ def flip_attention_norms(model) -> torch.nn.Module:
     return flipped
 
 
+def initial_model(model: torch.nn.Module, seed: int) -> torch.nn.Module:
+    """``model``'s architecture as training started: built from ``seed`` as ``train.run.build_model``
+    builds it (the seed, then the constructor)."""
+    torch.manual_seed(seed)
+    return type(model)(model.cfg).eval()
+
+
 def reference(task, model: str) -> dict:
     """The reference model's record (``oversmooth.claims.gates.REFERENCES``) on ``task``'s own data."""
     if model == "lm":
@@ -238,6 +248,9 @@ def analyze_cell(folder: str | Path) -> dict:
             inputs[:ATTENTION], names=[hook_name(b, "pattern") for b in range(model.cfg.depth)]
         )
         analysis["value_flip"] = value_flip(model, inputs, sample.layer_stack("pattern"), description["train"]["seed"])
+    if description["model"] == "lm":
+        initial = initial_model(model, description["train"]["seed"])
+        analysis["sinks"] = {"trained": sink_record(model, inputs), "init": sink_record(initial, inputs)}
     if (folder / CELL_FILE).is_file() and reference_needed(read_cell(folder)):
         analysis["reference"] = reference(task, description["model"])
     analysis["provenance"] = Provenance.gather(

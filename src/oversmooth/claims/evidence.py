@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 #: scripts/retest_pilots.py, which records them)
 THIRD_PROTOCOL_STUDIES = (*DEEP_PILOTS, DEPTH_FIXES, *REGIME_PILOTS)
 #: the fourth step's studies the claims report reads (docs/registrations/fourth-step.md)
-FOURTH_STEP_STUDIES = (POSTNORM_SCREEN, "austen-p3-fresh")
+FOURTH_STEP_STUDIES = (POSTNORM_SCREEN, "postnorm-confirm", "austen-p3-fresh")
 #: what the claims report reads under results/: the second and third protocols' archives (the first
 #: protocol's stay there as they ran, read by nothing but their own sections of old reports)
 PROTOCOL_ARCHIVES = (

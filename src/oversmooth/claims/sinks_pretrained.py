@@ -25,7 +25,6 @@ writes (``oversmooth.claims.sinks_decision``).
 
 from __future__ import annotations
 
-import argparse
 import importlib.util
 import sys
 from pathlib import Path
@@ -38,6 +37,7 @@ from oversmooth.errors import UsageError
 from oversmooth.hf import capture, load, patched, placement, setting_text
 from oversmooth.metrics import cos_sim, cos_sim_outlier_free, first_token_norm, massive_ratio, repr_entropy, sink_rate
 from oversmooth.metrics.attention import SINK_EPSILON
+from oversmooth.utils.arguments import OneLineParser
 from oversmooth.utils.atomic import atomic_write
 from oversmooth.utils.json_files import json_text
 from oversmooth.utils.provenance import Provenance, digest, distribution_version
@@ -174,13 +174,8 @@ def run(model: str, results: str | Path, count: int = PASSAGES, tokens: int = TO
     return path
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
-        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
-
-
 def main(argv: list[str] | None = None) -> int:
-    parser = _Parser(
+    parser = OneLineParser(
         prog="python -m oversmooth.claims.sinks_pretrained",
         description="Measure claims S1 and S2 (docs/registrations/sinks.md) on a pretrained model: per passage "
         f"and layer, unpatched and with the first-token sink removed, on the first {PASSAGES} passages of "
@@ -206,8 +201,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         path = run(args.model, results)
     except UsageError as error:
-        print(f"{parser.prog}: error: {error}", file=sys.stderr)
-        return 2
+        parser.error(str(error))
     print(f"wrote {path}")
     return 0
 

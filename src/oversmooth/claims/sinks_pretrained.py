@@ -149,6 +149,7 @@ def measure_model(loaded, text: str, count: int = PASSAGES, tokens: int = TOKENS
             "passages": count,
             "tokens": tokens,
             "cut": "consecutive non-overlapping chunks, special tokens included (analyze's text_batch)",
+            "special_tokens": loaded.tokenizer.num_special_tokens_to_add(),  # 0: position 0 is the passage's first word
         },
         "layers": "per-layer lists: index 0 = embeddings, l = after block l (before any final norm); "
         "sink_rate: index b - 1 = block b's attention",

@@ -25,6 +25,7 @@ from oversmooth.hf.patch import (
     supported_methods,
     unpatch,
 )
+from oversmooth.hf.placement import placement
 from oversmooth.mitigations.registry import check_patchable, patch_knobs
 
 __all__ = [
@@ -40,6 +41,7 @@ __all__ = [
     "task_of",
     "Loaded",
     "load",
+    "placement",
     "DEFAULT_KNOBS",
     "PATCHABLE",
     "SWEEP_GRIDS",

@@ -54,10 +54,11 @@ def read_measurement(results: str | Path, model: str) -> dict | None:
 def scope(data: dict) -> str:
     """The row's scope: the model, its depth, the passages and the text."""
     text = data["text"]
+    first = "position 0 is each passage's first word (no BOS)" if text.get("special_tokens") == 0 else ""
     return (
         f"{data['model']}, {data['depth']} blocks, {data['dtype']}, {data['attention']} attention; the first "
         f"{text['passages']} passages of {text['tokens']} tokens of Austen's {NOVEL.capitalize()}"
-    )
+    ) + (f"; {first}" if first else "")
 
 
 def layer_means(data: dict, arm: str, measure: str) -> list[float]:

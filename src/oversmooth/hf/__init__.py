@@ -13,6 +13,7 @@ from oversmooth.hf.discover import layout
 from oversmooth.hf.families import KNOWN_FAMILIES, SUPPORTED, Family, Layout
 from oversmooth.hf.heads import Task, task_of
 from oversmooth.hf.load import Loaded, load
+from oversmooth.hf.model_inputs import check_model_inputs
 from oversmooth.hf.patch import (
     DEFAULT_KNOBS,
     PATCHABLE,
@@ -41,6 +42,7 @@ __all__ = [
     "task_of",
     "Loaded",
     "load",
+    "check_model_inputs",
     "placement",
     "DEFAULT_KNOBS",
     "PATCHABLE",

@@ -64,3 +64,19 @@ def test_before_sinks_lm_exists_the_trained_claims_wait_and_s1_still_counts_five
     records = {r["claim"]: r for r in sinks_records(tmp_path, [])}
     assert all(records[c.id]["verdict"] == "pending" for c in CLAIMS)
     assert "over 5 claims" in records["S1"]["sentence"]
+
+
+def test_the_readme_quotes_s1_and_s2_as_the_committed_measurements_decide_them():
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    if not sinks.result_path(root / "results", "smollm2").is_file():
+        pytest.skip("no committed results/sinks in this checkout")
+    records = {r["claim"]: r for r in sinks_records(root / "results", [])}
+    s1, s2 = records["S1"], records["S2"]
+    readme = " ".join((root / "README.md").read_text().split())
+    assert s1["verdict"] == "contradicted" and s2["verdict"] == "held"
+    assert f"−{abs(s1['numbers']['mean']):.3f} over layers" in readme
+    assert f"perplexity ×{s1['numbers']['perplexity_ratio']:.3f}" in readme
+    assert f"all form at layer {s2['numbers']['layers']['massive']}" in readme
+    assert len(set(s2["numbers"]["layers"].values())) == 1

@@ -67,3 +67,15 @@ def test_the_initial_model_is_the_one_training_starts_from():
     rebuilt = initial_model(built, 5)
     expected = build_model(spec, task).state_dict()
     assert all(torch.equal(rebuilt.state_dict()[k], v) for k, v in expected.items())
+
+
+def test_a_softpick_cell_is_measured_with_its_verdicts_undefined(tmp_path):
+    """Softpick's rows need not sum to 1, so the dynamics verdict (a row-stochastic A) is undefined
+    there; the rest of the analysis, the sinks included, is taken as for softmax."""
+    out = tmp_path / "cell"
+    flags = "train --task synthetic --model lm --depth 2 --width 16 --heads 2 --epochs 1 --batch-size 32"
+    assert main([*flags.split(), "--method", "softpick", "--no-progress", "--out", str(out)]) == 0
+    analysis = analyze_cell(out)
+    assert {b["verdict"]["verdict"] for b in analysis["blocks"]} == {"undefined"}
+    assert {f["verdict"] for f in analysis["value_flip"]} == {"undefined"}
+    assert 0 <= analysis["sinks"]["trained"]["sink_rate_model"] <= 1

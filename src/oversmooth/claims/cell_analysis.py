@@ -60,6 +60,7 @@ from oversmooth.utils.json_files import read_table
 from oversmooth.utils.provenance import Provenance
 
 PROBE, ATTENTION = 64, 8
+UNDEFINED = "undefined"  # the dynamics verdict of an attention that is not row-stochastic
 METRICS = ("cos_sim", "t_sim")
 _HOOKS = ("hook_resid_pre", "hook_attn_out", "hook_resid_mid", "hook_mlp_out", "hook_resid_post")
 
@@ -79,7 +80,11 @@ def _stages(cache, block: int, post_norm: bool) -> list[tuple[str, torch.Tensor]
 
 def _verdict(block, patterns: torch.Tensor, post_norm: bool, sign: float = 1.0) -> dict:
     """The attention sublayer's dynamics verdict over the sequences of ``patterns [B, H, n, n]``
-    (``sign`` -1: with the pre-attention gamma negated in the value path)."""
+    (``sign`` -1: with the pre-attention gamma negated in the value path). ``undefined`` when the
+    attention is not softmax (softpick: its rows need not sum to 1, and the verdict reads the modes
+    of a row-stochastic A)."""
+    if block.attn.normaliser is not None:
+        return {"verdict": UNDEFINED, "verdict_counts": {}, "reason": "the attention rows need not sum to 1"}
     w_v, w_o = block.attn.value_output_weights()
     gamma = None if post_norm else sign * block.ln_attn.weight
     lam = value_output_eigenvalues(w_v, w_o, gamma, heads=block.attn.heads)

@@ -106,5 +106,15 @@ def test_a_failed_gate_leaves_every_claim_untested(tmp_path):
     assert all(e.failed.startswith("gate L") for e in found) and len(found) == len(CLAIMS)
 
 
-def test_before_the_pilot_sets_the_seeds_every_claim_is_pending(tmp_path):
-    assert all("seed_rule" in e.pending for e in trained_evidence([], None))
+def test_before_the_pilot_finishes_every_claim_is_pending():
+    assert all("0 of 3 seeds" in e.pending for e in trained_evidence([], None))
+
+
+def test_without_sinks_lm_the_pilot_decides_only_what_it_shows_untestable(tmp_path):
+    """The registered deviation: no sink in the pilot -> S3 not tested from the pilot; the claims
+    it shows testable wait for sinks-lm; S4c is described on the pilot."""
+    no_sink = {**ARMS, "softmax": lambda i: record(sinks(0.01, 0.40, 300.0))}
+    found = {e.claim.id: e for e in trained_evidence(cells(tmp_path, arms=no_sink), None)}
+    assert found["S3a"].failed.startswith("no sink forms") and "sinks-lm not run" in found["S3a"].failed
+    assert found["S4a"].pending.startswith("the pilot shows it testable") and found["S4a"].failed is None
+    assert found["S4c"].pending is None and found["S4c"].method == (0.3,) * 3

@@ -176,21 +176,30 @@ class TrainedEvidence:
     effect: float | None = None
 
 
+#: docs/registrations/sinks.md, Deviations (29 November 2026): sinks-lm is added only if the pilot
+#: shows a claim testable; what the pilot shows untestable reads so from the pilot
+FROM_PILOT = (
+    f"the pilot {PILOT.name}, seeds {PILOT.seeds[0]}-{PILOT.seeds[-1]}; sinks-lm not run (a registered deviation)"
+)
+
+
 def trained_evidence(cells: Sequence[CellResult], preset: StudyConfig | None) -> list[TrainedEvidence]:
-    """S3a-S4c from the decision study ``preset``'s cells (None: the pilot has not set it yet)."""
-    if preset is None:
-        return [TrainedEvidence(c, pending=f"{PILOT.name} sets sinks-lm's seeds first (seed_rule)") for c in CLAIMS]
-    groups = sink_groups(cells, preset.name)
-    arms = {v.label for v in preset.variants}
-    done = [s for s in preset.seeds if set(groups.get(s, {})) >= arms]
-    if len(done) < len(preset.seeds):
-        why = f"{len(done)} of {len(preset.seeds)} seeds have every arm measured"
+    """S3a-S4c from the decision study ``preset``'s cells. None (``sinks-lm`` not added): from the
+    pilot's, by the registered deviation: a claim the pilot's softmax shows untestable at this scale
+    (or whose gate fails) reads so, S4c is described on the pilot (deciding nothing), the others wait
+    for ``sinks-lm``."""
+    study = preset or PILOT
+    groups = sink_groups(cells, study.name)
+    arms = {v.label for v in study.variants}
+    done = [s for s in study.seeds if set(groups.get(s, {})) >= arms]
+    if len(done) < len(study.seeds):
+        why = f"{study.name}: {len(done)} of {len(study.seeds)} seeds have every arm measured"
         return [TrainedEvidence(c, pending=why) for c in CLAIMS]
-    decided = {s: groups[s] for s in preset.seeds}
+    decided = {s: groups[s] for s in study.seeds}
     softmax = [arms_[SOFTMAX]["trained"] for arms_ in decided.values()]
     by_seed: dict[int, dict] = {}
     for cell in cells:
-        if cell.study == preset.name and cell.seed in decided:
+        if cell.study == study.name and cell.seed in decided:
             by_seed.setdefault(cell.seed, {})[(cell.norm, cell.label, cell.depth)] = cell
     judged = GATE.judge(list(by_seed.values()), list(cells))
     evidence = []
@@ -198,7 +207,12 @@ def trained_evidence(cells: Sequence[CellResult], preset: StudyConfig | None) ->
         seeds, method, baseline = claim.values(decided)
         carried = {"S4a": effect_to_detect(claim, softmax), "S4b": GATED_LOG_MASSIVE}.get(claim.id)
         failed = judged.failure and f"gate L {judged.failure}" or untestable(claim, softmax)
-        evidence.append(
-            TrainedEvidence(claim, tuple(seeds), tuple(method), tuple(baseline), None, failed, judged.measured, carried)
+        found = TrainedEvidence(
+            claim, tuple(seeds), tuple(method), tuple(baseline), None, failed, judged.measured, carried
         )
+        if preset is None and failed:
+            found = replace(found, failed=f"{failed}; {FROM_PILOT}")
+        elif preset is None and claim.direction is not None:
+            found = replace(found, pending="the pilot shows it testable: sinks-lm takes seeds by the seed rule")
+        evidence.append(found)
     return evidence

@@ -1,9 +1,10 @@
 """Measures taken layer by layer, as a forward pass makes each state, which is then let go.
 
 ``LayerwiseMeasures`` is a ``capture`` sink: the states named in ``metrics_of`` are measured as
-they arrive (``oversmooth.metrics.measure``, float64), as many side by side as torch has threads
-(``thread_map``: small eigensolves run on one thread each), and only the numbers are kept; call
-``finish()`` after the forward pass for the last ones. Peak memory is that of a bare forward plus
+they arrive (the measures registry's ``layer_values``, float64; each state checked once, by hook
+name), as many side by side as torch has threads (``thread_map``: small eigensolves run on one
+thread each), and only the numbers are kept; call ``finish()`` after the forward pass for the last
+ones. Peak memory is that of a bare forward plus
 a few states and their measures, where keeping the states would cost one ``[batch, tokens, d]``
 tensor per layer and hook. The block measures (block influence) of a ``stream`` state compare it
 with the stream state before it, kept until the next one arrives.
@@ -24,9 +25,11 @@ import pandas as pd
 import torch
 from torch import Tensor
 
-from oversmooth.metrics import LAYER_MEASURES, RANK_METRICS, measure, metric_table
-from oversmooth.metrics.tokens import check_finite
-from oversmooth.utils.threads import thread_map
+from oversmooth.metrics import LAYER_MEASURES, RANK_METRICS, metric_table
+from oversmooth.metrics.registry import layer_values
+from oversmooth.metrics.suite import summary
+from oversmooth.metrics.tokens import check_counted, check_finite
+from oversmooth.utils.threads import single_thread, thread_map
 
 _QUEUED = 2  # copies of states waiting for their rank measures; the hook waits beyond that
 
@@ -64,10 +67,7 @@ class LayerwiseMeasures:
             if name in self.stream and blocks:
                 before, self._stream_state = self._stream_state, state
                 if before is not None:
-                    states = [before, state]
-                    self._blocks[name] = measure(states, self.mask, exclude=self.exclude, metrics=blocks).to_dict(
-                        "records"
-                    )[1]
+                    self._blocks[name] = self._row([before, state], self.mask, blocks)
             self._pending.append((name, state))
             if len(self._pending) >= torch.get_num_threads():
                 self._measure_pending()
@@ -84,20 +84,24 @@ class LayerwiseMeasures:
     def _measure_pending(self) -> None:
         pending, self._pending = self._pending, []
         for name, row in zip([name for name, _ in pending], thread_map(self._measure, pending)):
-            self.rows[name] = {**row, **{k: v for k, v in self._blocks.pop(name, {}).items() if k != "layer"}}
+            self.rows[name] = {**row, **self._blocks.pop(name, {})}
 
-    def _row(self, state: Tensor, mask: Tensor | None, metrics: Sequence[str]) -> dict[str, float]:
-        return measure([state], mask, exclude=self.exclude, metrics=metrics).to_dict("records")[0]
+    def _row(self, states: Sequence[Tensor], mask: Tensor | None, metrics: Sequence[str]) -> dict[str, float]:
+        """``metrics`` of the last of ``states`` (the block measures: against the one before it) as
+        ``{metric: mean, metric_std: std}``, on one thread as ``measure`` takes them."""
+        with single_thread():
+            return summary(layer_values(metrics, states, len(states) - 1, mask, self.exclude))
 
     def _measure(self, item: tuple[str, Tensor]) -> dict[str, float]:
         """The row of one state; its rank measures are queued on the background thread."""
         name, state = item
-        check_finite(state, f"{name} states")  # named by hook (``measure`` sees one state: "layer 0")
+        check_finite(state, f"{name} states")
+        check_counted(state, self.mask, self.exclude)
         metrics = self.metrics_of[name]
         ranks = [m for m in metrics if m in RANK_METRICS]
         if ranks:
             self._queue_ranks(name, state, ranks)
-        return self._row(state, self.mask, [m for m in metrics if m not in RANK_METRICS])
+        return self._row([state], self.mask, [m for m in metrics if m not in RANK_METRICS])
 
     def _queue_ranks(self, name: str, state: Tensor, ranks: list[str]) -> None:
         """Measure ``ranks`` of a copy of the first ``rank_sequences`` of ``state`` on the background thread."""
@@ -106,7 +110,7 @@ class LayerwiseMeasures:
             waiting[0].result()
         sample = slice(self.rank_sequences)
         mask = None if self.mask is None else self.mask[sample]
-        self._ranks[name] = self._background.submit(self._row, state[sample].clone(), mask, ranks)
+        self._ranks[name] = self._background.submit(self._row, [state[sample].clone()], mask, ranks)
 
     def table(self, names: Sequence[str], metrics: tuple[str, ...]) -> pd.DataFrame:
         """The rows of ``names`` as layers 0, 1, ... of one ``metric_table`` (with the rank-sample note)."""

@@ -4,10 +4,10 @@
 they arrive (the measures registry's ``layer_values``, float64; each state checked once, by hook
 name), as many side by side as torch has threads (``thread_map``: small eigensolves run on one
 thread each), and only the numbers are kept; call ``finish()`` after the forward pass for the last
-ones. Peak memory is that of a bare forward plus
-a few states and their measures, where keeping the states would cost one ``[batch, tokens, d]``
-tensor per layer and hook. The block measures (block influence) of a ``stream`` state compare it
-with the stream state before it, kept until the next one arrives.
+ones. Peak memory is that of a bare forward plus a few states and their measures, where keeping
+the states would cost one ``[batch, tokens, d]`` tensor per layer and hook. The block measures
+(block influence) of a ``stream`` state compare it with the stream state before it, kept until
+the next one arrives.
 
 The rank measures (``RANK_METRICS``: an eigensolve per sequence, the costliest part) take a copy of
 their ``rank_sequences`` and run on a background thread beside the forward pass, in the cycles a

@@ -288,7 +288,8 @@ def run_analysis(
 
     The spectra and the attention sample's eigen-work depend on neither the batch nor the patched
     methods, so they run on a background thread beside the forward passes, in the cycles a forward
-    leaves idle (``benchmarks/bench_analyze.py``; docs/analyze.md has the numbers).
+    leaves idle, as the rank measures do on a thread of their own (``LayerwiseMeasures``;
+    ``benchmarks/bench_analyze.py``, docs/benchmarks.md has the numbers).
     ``settings`` take the model's defaults first (``AnalysisSettings.for_model``). ``other``: a
     model to compare layer by layer (CKA) on the same inputs.
     """

@@ -62,3 +62,26 @@ def test_measures_queue_one_state_per_thread_and_finish_the_rest():
     finally:
         torch.set_num_threads(threads)
     assert sorted(measures.rows) == ["s0", "s1", "s2"] and measures.rows["s2"]["t_sim"] == 1.0
+
+
+def test_rank_measures_on_the_background_thread_read_a_copy_of_the_state():
+    """The ranks run beside the forward pass: a model that writes into a state after its hook fired
+    must not change them, and at most a few copies wait."""
+    torch.manual_seed(0)
+    states = [torch.randn(3, 5, 4) for _ in range(4)]
+    expected = [
+        {
+            **measure([s[:2].clone()], None, metrics=("effective_rank", "stable_rank")).to_dict("records")[0],
+            **measure([s.clone()], None, metrics=("t_sim",)).to_dict("records")[0],
+        }
+        for s in states
+    ]
+    measures = LayerwiseMeasures({f"s{i}": ("t_sim", "effective_rank", "stable_rank") for i in range(4)}, None, (), 2)
+    for i, state in enumerate(states):
+        measures(f"s{i}", state)
+        assert sum(not future.done() for future in measures._ranks.values()) <= 2
+        state.mul_(0.0)  # what an in-place op of the model would do
+    measures.finish()
+    for i, row in enumerate(expected):
+        for metric in ("t_sim", "effective_rank", "stable_rank"):  # t_sim: in the hook, before the zeroing
+            assert measures.rows[f"s{i}"][metric] == row[metric], metric

@@ -59,3 +59,40 @@ def test_the_preset_is_the_registered_grid():
     assert {c.spec().epochs for c in cells} == {2} and {c.spec().patch_size for c in cells} == {7}
     widths = [c.spec().width for c in cells]
     assert widths == sorted(widths)  # the registered order: cost first
+
+
+def confirm_cell(norm: str, seed: int, vals: list[float], status: str = "completed") -> CellResult:
+    """A ``postnorm-confirm`` cell whose validation accuracy runs through ``vals``, one per epoch."""
+    epochs = [{"epoch": e + 1, "val": {"accuracy": v, "loss": 1.0 - 0.01 * e}} for e, v in enumerate(vals)]
+    return CellResult(
+        study="postnorm-confirm", name=f"{norm}-s{seed}", model="vit", task="fmnist", norm=norm, depth=96,
+        label="softmax", method="softmax", knobs={}, seed=seed, status=status, epochs=epochs, results=None,
+    )  # fmt: skip
+
+
+PLATEAU = [0.80, 0.84, 0.85, 0.85, 0.851, 0.85]  # within 0.5 pp of the best of the last 5
+DROPPED = [0.80, 0.84, 0.86, 0.87, 0.88, 0.86]  # ends 2 pp below the best of its last 5: gate (a) fails
+CHANCE = [0.10] * 6
+
+
+def test_the_confirmation_by_its_registered_rule():
+    from oversmooth.claims.postnorm_confirm import confirm_section, confirm_seeds, confirmed
+
+    def verdict(*cells):
+        return confirmed(confirm_seeds(list(cells)))
+
+    # seed 0 fails at chance, pre-norm plateaus above 78.89 % on both seeds -> confirmed
+    assert verdict(*(confirm_cell("pre", s, PLATEAU) for s in (0, 1)), confirm_cell("post", 0, CHANCE),
+                   confirm_cell("post", 1, PLATEAU)) is True  # fmt: skip
+    # post-norm trains on both seeds -> not confirmed
+    assert verdict(*(confirm_cell(n, s, PLATEAU) for n in ("pre", "post") for s in (0, 1))) is False
+    # pre-norm below 78.89 % on seed 1 -> not confirmed, though post fails on both
+    low = [v - 0.07 for v in PLATEAU]
+    assert verdict(confirm_cell("pre", 0, PLATEAU), confirm_cell("pre", 1, low),
+                   *(confirm_cell("post", s, CHANCE) for s in (0, 1))) is False  # fmt: skip
+    # pre-norm ends 2 pp below its best with its loss still falling (gate (a) fails) -> not confirmed
+    assert verdict(confirm_cell("pre", 0, PLATEAU), confirm_cell("pre", 1, DROPPED),
+                   *(confirm_cell("post", s, CHANCE) for s in (0, 1))) is False  # fmt: skip
+    # a pre-norm cell still running -> pending; the section says so
+    cells = [confirm_cell("pre", 0, PLATEAU), confirm_cell("post", 0, CHANCE)]
+    assert verdict(*cells) is None and "pending" in confirm_section(cells)[0]

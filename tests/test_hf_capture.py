@@ -103,3 +103,11 @@ def test_norm_hooks_missing_from_a_family_are_usage_errors():
         block.chunk_size_feed_forward = 2
     with pytest.raises(UsageError, match="chunk_size_feed_forward=0"):
         capture(chunked, tiny_inputs("bert"), hooks=("out_norm_in",))
+
+
+def test_a_list_where_a_tensor_is_meant_is_one_line_naming_it():
+    inputs = tiny_inputs("bert")
+    with pytest.raises(UsageError, match=r"inputs\['attention_mask'\] .*list"):
+        capture(tiny_model("bert"), {**inputs, "attention_mask": inputs["attention_mask"].tolist()})
+    with pytest.raises(UsageError, match="pass one mask value per token"):
+        capture(tiny_model("bert"), {**inputs, "attention_mask": inputs["attention_mask"][:, 1:]})

@@ -31,7 +31,6 @@ from torch import Tensor
 from oversmooth.activations import ActivationCache, hook_name, stream_names
 from oversmooth.analyze.diagnose import LayerSpectrum, add_dynamics, spectra
 from oversmooth.analyze.frontier import FrontierPoint
-from oversmooth.analyze.inputs import check_model_inputs
 from oversmooth.analyze.layerwise import LayerwiseMeasures
 from oversmooth.analyze.null import measure_null, measure_shuffled, shuffled_patches, shuffled_tokens
 from oversmooth.analyze.quality import Quality, QualityProbe
@@ -39,7 +38,7 @@ from oversmooth.analyze.representation import layer_cka
 from oversmooth.analyze.settings import AnalysisSettings, Budget
 from oversmooth.analyze.sublayers import STAGE_METRICS, StageChange, changes_from_rows, stage_hooks, stage_states
 from oversmooth.errors import FieldError, UsageError
-from oversmooth.hf import Layout, Task, capture, layout, patched, setting_text
+from oversmooth.hf import Layout, Task, capture, check_model_inputs, layout, patched, setting_text
 from oversmooth.metrics import METRICS, SINK_METRICS, massive_location, measure
 from oversmooth.metrics.attention import counted_eigenvalues
 from oversmooth.metrics.massive import LOCATION_COLUMNS
@@ -289,7 +288,8 @@ def run_analysis(
 
     The spectra and the attention sample's eigen-work depend on neither the batch nor the patched
     methods, so they run on a background thread beside the forward passes, in the cycles a forward
-    leaves idle (``benchmarks/bench_analyze.py``; docs/analyze.md has the numbers).
+    leaves idle, as the rank measures do on a thread of their own (``LayerwiseMeasures``;
+    ``benchmarks/bench_analyze.py``, docs/benchmarks.md has the numbers).
     ``settings`` take the model's defaults first (``AnalysisSettings.for_model``). ``other``: a
     model to compare layer by layer (CKA) on the same inputs.
     """

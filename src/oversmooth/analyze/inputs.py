@@ -9,7 +9,6 @@ images; resized to the model's size, normalised with its mean / std.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -21,18 +20,11 @@ from oversmooth.analyze.settings import DEFAULT_SEQUENCES, DEFAULT_TEXT_TOKENS, 
 from oversmooth.data.text_source import parse_text
 from oversmooth.errors import FieldError, UsageError
 from oversmooth.utils.paths import exists, missing_path
-from oversmooth.utils.tensors import check_tensor
 
 if TYPE_CHECKING:
     from oversmooth.hf import Loaded
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".webp", ".tif", ".tiff")
-#: the shape of each model input the toolkit makes (any other: at least a batch dimension)
-INPUT_SHAPES = {
-    "input_ids": "[batch, tokens]",
-    "attention_mask": "[batch, tokens]",
-    "pixel_values": "[batch, channels, height, width]",
-}
 
 
 def read_text(source: str | None, column: str | None = None) -> tuple[str, str]:
@@ -160,26 +152,6 @@ def text_tokens(max_length: int | None) -> int | None:
     """Tokens per text chunk for a ``max_length`` as given: None -> the default 128, 0 -> None (the
     model's maximum), else itself."""
     return DEFAULT_TEXT_TOKENS if max_length is None else max_length or None
-
-
-def check_model_inputs(inputs: Mapping[str, Tensor], what: str = "inputs") -> None:
-    """UsageError naming the input (``what``: the argument, e.g. ``inputs['attention_mask']``)
-    unless ``inputs`` is a dict of tensors of the shapes a model takes (``INPUT_SHAPES``), the
-    mask one value per token."""
-    if not isinstance(inputs, Mapping):
-        raise UsageError(
-            f"{what} are a {type(inputs).__name__}; pass a dict of torch tensors, as a tokenizer "
-            "(input_ids, attention_mask) or an image processor (pixel_values) returns"
-        )
-    for name, value in inputs.items():
-        check_tensor(value, f"{what}[{name!r}]", INPUT_SHAPES.get(name, "[batch, ...]"))
-    if "attention_mask" in inputs and "input_ids" in inputs:
-        ids, mask = inputs["input_ids"].shape, inputs["attention_mask"].shape
-        if ids != mask:
-            raise UsageError(
-                f"{what}['attention_mask'] has shape {tuple(mask)} but {what}['input_ids'] {tuple(ids)}; "
-                "pass one mask value per token"
-            )
 
 
 def analysis_inputs(

@@ -28,10 +28,9 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from oversmooth.analyze.inputs import check_model_inputs
 from oversmooth.analyze.settings import Budget
 from oversmooth.errors import UsageError
-from oversmooth.hf import Task, task_of
+from oversmooth.hf import Task, check_model_inputs, task_of
 
 MASK_RATE = 0.15
 MASK_SEED = 0

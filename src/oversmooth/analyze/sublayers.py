@@ -29,9 +29,8 @@ from dataclasses import dataclass
 from torch import Tensor
 
 from oversmooth.activations import hook_name
-from oversmooth.analyze.inputs import check_model_inputs
 from oversmooth.analyze.layerwise import LayerwiseMeasures
-from oversmooth.hf import Family, capture, layout
+from oversmooth.hf import Family, capture, check_model_inputs, layout
 from oversmooth.metrics import check_measures
 
 STAGE_METRICS = check_measures(("cos_sim", "t_sim"))

@@ -36,10 +36,9 @@ import torch
 from torch import Tensor, nn
 
 from oversmooth.activations import stream_names
-from oversmooth.analyze.inputs import check_model_inputs
 from oversmooth.analyze.settings import default_exclude
 from oversmooth.errors import UsageError
-from oversmooth.hf import capture, layout
+from oversmooth.hf import capture, check_model_inputs, layout
 from oversmooth.metrics import check_measures, measure, measure_columns
 
 #: what a watch measures at each layer of the stream

@@ -22,6 +22,8 @@ and writes ``CELL_DIR/analysis.json`` (atomically). On the first ``PROBE`` valid
   attention maps are unchanged): the attention sublayer's t_sim change and dynamics verdict
   with the flip and as trained, and its t_sim change under a sham shift of gamma of the flip's
   size (the third protocol's 5c);
+- ``sinks`` (language models only; claims S3 and S4): ``oversmooth.claims.cell_sinks``'s record of
+  the trained model and of the same seed's model at initialisation, on the same probe;
 - ``reference`` (only a cell that is the baseline of a gate whose floor is a reference model,
   ``protocol.reference_needed``): a language model's, the validation NLL of an interpolated
   bigram model on the same tokens; an image classifier's, the validation accuracy of a
@@ -42,6 +44,7 @@ import torch
 import torch.nn.functional as F
 
 from oversmooth.activations import hook_name
+from oversmooth.claims.cell_sinks import sink_record
 from oversmooth.claims.protocol import reference_needed
 from oversmooth.claims.reference import bigram_nll, logistic_accuracy
 from oversmooth.errors import UsageError
@@ -57,6 +60,7 @@ from oversmooth.utils.json_files import read_table
 from oversmooth.utils.provenance import Provenance
 
 PROBE, ATTENTION = 64, 8
+UNDEFINED = "undefined"  # the dynamics verdict of an attention that is not row-stochastic
 METRICS = ("cos_sim", "t_sim")
 _HOOKS = ("hook_resid_pre", "hook_attn_out", "hook_resid_mid", "hook_mlp_out", "hook_resid_post")
 
@@ -76,7 +80,11 @@ def _stages(cache, block: int, post_norm: bool) -> list[tuple[str, torch.Tensor]
 
 def _verdict(block, patterns: torch.Tensor, post_norm: bool, sign: float = 1.0) -> dict:
     """The attention sublayer's dynamics verdict over the sequences of ``patterns [B, H, n, n]``
-    (``sign`` -1: with the pre-attention gamma negated in the value path)."""
+    (``sign`` -1: with the pre-attention gamma negated in the value path). ``undefined`` when the
+    attention is not softmax (softpick: its rows need not sum to 1, and the verdict reads the modes
+    of a row-stochastic A)."""
+    if block.attn.normaliser is not None:
+        return {"verdict": UNDEFINED, "verdict_counts": {}, "reason": "the attention rows need not sum to 1"}
     w_v, w_o = block.attn.value_output_weights()
     gamma = None if post_norm else sign * block.ln_attn.weight
     lam = value_output_eigenvalues(w_v, w_o, gamma, heads=block.attn.heads)
@@ -193,6 +201,13 @@ def flip_attention_norms(model) -> torch.nn.Module:
     return flipped
 
 
+def initial_model(model: torch.nn.Module, seed: int) -> torch.nn.Module:
+    """``model``'s architecture as training started: built from ``seed`` as ``train.run.build_model``
+    builds it (the seed, then the constructor)."""
+    torch.manual_seed(seed)
+    return type(model)(model.cfg).eval()
+
+
 def reference(task, model: str) -> dict:
     """The reference model's record (``oversmooth.claims.gates.REFERENCES``) on ``task``'s own data."""
     if model == "lm":
@@ -238,6 +253,9 @@ def analyze_cell(folder: str | Path) -> dict:
             inputs[:ATTENTION], names=[hook_name(b, "pattern") for b in range(model.cfg.depth)]
         )
         analysis["value_flip"] = value_flip(model, inputs, sample.layer_stack("pattern"), description["train"]["seed"])
+    if description["model"] == "lm":
+        initial = initial_model(model, description["train"]["seed"])
+        analysis["sinks"] = {"trained": sink_record(model, inputs), "init": sink_record(initial, inputs)}
     if (folder / CELL_FILE).is_file() and reference_needed(read_cell(folder)):
         analysis["reference"] = reference(task, description["model"])
     analysis["provenance"] = Provenance.gather(

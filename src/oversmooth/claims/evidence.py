@@ -1,7 +1,8 @@
 """What ``oversmooth claims DIR ...`` reads: study folders (or their archives), the archive of
 claim 8's adaptations (``results/fmnist-p7-adapt``), claim 3's cost rounds (``results/claim3``),
-the archived probes (``results/probes``), the third protocol's records (``results/third-protocol``)
-and the fourth step's adaptations (``results/fourth-step``), told apart by what they hold."""
+the archived probes (``results/probes``), the third protocol's records (``results/third-protocol``),
+the fourth step's adaptations (``results/fourth-step``) and the sink claims' measurements of pretrained
+models (``results/sinks``), told apart by what they hold."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ from oversmooth.claims.files import PROBES_FILE, ROUNDS_FILE
 from oversmooth.claims.postnorm_screen import STUDY as POSTNORM_SCREEN
 from oversmooth.claims.protocol import DEEP_PILOTS
 from oversmooth.claims.regime_pilot import PILOTS as REGIME_PILOTS
+from oversmooth.claims.sinks_pretrained import SUBFOLDER as SINKS
+from oversmooth.claims.sinks_trained import PILOT as SINKS_PILOT
 from oversmooth.claims.smollm2_fair import FOLDER as FOURTH_STEP
 from oversmooth.claims.smollm2_fair import read_fair_adaptations
 from oversmooth.claims.third_protocol import NAME as THIRD_PROTOCOL
@@ -32,7 +35,9 @@ if TYPE_CHECKING:
 #: scripts/retest_pilots.py, which records them)
 THIRD_PROTOCOL_STUDIES = (*DEEP_PILOTS, DEPTH_FIXES, *REGIME_PILOTS)
 #: the fourth step's studies the claims report reads (docs/registrations/fourth-step.md)
-FOURTH_STEP_STUDIES = (POSTNORM_SCREEN, "austen-p3-fresh")
+FOURTH_STEP_STUDIES = (POSTNORM_SCREEN, "postnorm-confirm", "austen-p3-fresh")
+#: the sink claims' studies (docs/registrations/sinks.md)
+SINK_STUDIES = (SINKS_PILOT.name,)
 #: what the claims report reads under results/: the second and third protocols' archives (the first
 #: protocol's stay there as they ran, read by nothing but their own sections of old reports)
 PROTOCOL_ARCHIVES = (
@@ -54,6 +59,8 @@ PROTOCOL_ARCHIVES = (
     THIRD_PROTOCOL,
     *FOURTH_STEP_STUDIES,
     FOURTH_STEP,
+    SINKS,
+    *SINK_STUDIES,
 )
 
 
@@ -69,6 +76,7 @@ class FolderContents:
     probes: Probes | None = None
     third_protocol: list[dict] = field(default_factory=list)
     fair_adapted: dict[int, dict] = field(default_factory=dict)  # claim 8 on SmolLM2, fairly: seed -> adapt.json
+    sinks_root: Path | None = None  # the folder whose sinks/ holds S1 and S2's measurements
 
 
 def read_benchmark(folder: Path) -> dict:
@@ -108,6 +116,8 @@ def read_folders(folders: list[str | Path]) -> FolderContents:
             found.third_protocol += read_third_protocol(folder)
         elif folder.name == FOURTH_STEP:
             found.fair_adapted |= read_fair_adaptations(folder)
+        elif folder.name == SINKS:
+            found.sinks_root = folder.parent
         else:
             studies.append(folder)
     found.cells, found.commands = read_studies(studies)

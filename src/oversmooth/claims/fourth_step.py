@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from oversmooth.claims.fresh_2b import fresh_2b_record
+from oversmooth.claims.postnorm_confirm import confirm_section
 from oversmooth.claims.postnorm_screen import STUDY, candidates, screen_rows, screen_sentence, screen_table
 from oversmooth.claims.smollm2_fair import fair_records, learning_curves
 from oversmooth.claims.third_protocol import records_table
@@ -50,6 +51,7 @@ def fourth_step_section(
         f"Candidates at depth 96, in the registered order: {', '.join(found) if found else 'none'} "
         f"({screen_sentence(rows)}).",
         "",
+        *confirm_section(cells),
         "The fresh tests, decided from results/ as registered (a pending row says what it waits for):",
         "",
         *records_table(records),

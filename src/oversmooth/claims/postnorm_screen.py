@@ -66,7 +66,8 @@ class ScreenRow:
         return self.pre.status != "diverged" and (self.pre.val_accuracy or 0.0) >= TRAINS_BAR
 
 
-def _arm(cell: CellResult) -> ScreenArm | None:
+def arm_of(cell: CellResult) -> ScreenArm | None:
+    """A finished cell (completed or diverged) as the screen reads it; None before it finishes."""
     if cell.status not in ("completed", "diverged"):
         return None
     val = cell.epochs[-1]["val"]["accuracy"] if cell.epochs else None
@@ -76,7 +77,7 @@ def _arm(cell: CellResult) -> ScreenArm | None:
 
 def screen_rows(cells: list[CellResult]) -> list[ScreenRow]:
     """Every (recipe, depth) of the screen in the registered order, from the screen's softmax cells."""
-    found = {(c.recipe, c.depth, c.norm): _arm(c) for c in cells if c.study == STUDY}
+    found = {(c.recipe, c.depth, c.norm): arm_of(c) for c in cells if c.study == STUDY}
     depths = sorted({depth for _, depth, _ in found} | {DEEP})
     return [
         ScreenRow(r.label, depth, found.get((r.label, depth, "post")), found.get((r.label, depth, "pre")))

@@ -18,7 +18,8 @@ The first protocol's presets (``fmnist-vit``, ``fmnist-featscale``, ``austen-lm`
 ``postnorm-pilot``, ``postnorm-pilot-2``, ``postnorm-deesc``) stay, so their archives under
 results/ still read; docs/studies.md tells what they found. The third protocol's pilots and
 re-tests and the fourth step's screen and fresh pairs (``postnorm-screen``, ``postnorm-confirm``, ``austen-p3-fresh``;
-docs/registrations/fourth-step.md) follow.
+docs/registrations/fourth-step.md) follow, then the sink claims' pilot (``sinks-pilot``;
+docs/registrations/sinks.md).
 """
 
 from __future__ import annotations
@@ -460,6 +461,18 @@ CLAIMS_PRESETS: dict[str, StudyConfig] = {
         "pilot, seeds 0-3)",
     ),
     "austen-p3-long": _long("austen-p3", "lm", "austen", 8, AUSTEN_P3),
+    "sinks-pilot": StudyConfig(
+        name="sinks-pilot",
+        model="lm",
+        tasks=("austen",),
+        norms=("pre",),
+        depths=(8,),
+        variants=(_M("softmax"), _M("softpick"), _M("gated_attention")),
+        seeds=(40, 41, 42),
+        train=AUSTEN_P3,
+        description="claims S3 and S4's pilot (docs/registrations/sinks.md): austen-p3's setting, softmax vs "
+        "softpick vs gated attention, seeds 40-42; decides nothing, sets the seeds of sinks-lm by the seed rule",
+    ),
     "austen-p3-fresh": StudyConfig(
         name="austen-p3-fresh",
         model="lm",

@@ -26,6 +26,7 @@ from oversmooth.claims.protocol import OVERSMOOTHS
 from oversmooth.claims.reading import SEEN_FIRST, post_norm_trains_deep
 from oversmooth.claims.regime_pilot import regime_pilot_section
 from oversmooth.claims.registry import decide_claims
+from oversmooth.claims.sinks_family import sinks_records, sinks_section
 from oversmooth.claims.statements import STATEMENTS
 from oversmooth.claims.summary import effect_text, opening, paper_effect, summary_table
 from oversmooth.claims.third_protocol import fresh_tests, third_protocol_section
@@ -431,6 +432,7 @@ def render_claims(
     benchmark: dict | None = None,
     third_protocol: list[dict] | None = None,
     fair_adapted: dict[int, dict] | None = None,
+    sinks_root: Path | None = None,
     formats: tuple[str, ...] = DEFAULT_FORMATS,
 ) -> tuple[list[Claim], Rendered]:
     """Every claim decided on this evidence, and the claims report of it, to write with
@@ -439,7 +441,9 @@ def render_claims(
     ``commands``: study name -> the command that ran it (printed under its section); ``command``:
     the one that wrote this report; ``adapted``: claim 8's adaptations (``claims.adaptations``);
     ``benchmark``: claim 3's rounds; ``third_protocol``: its records (``claims.third_protocol``);
-    ``fair_adapted``: claim 8's adaptations of SmolLM2 in the fourth step (``claims.smollm2_fair``).
+    ``fair_adapted``: claim 8's adaptations of SmolLM2 in the fourth step (``claims.smollm2_fair``);
+    ``sinks_root``: the folder whose ``sinks/`` holds claims S1 and S2's measurements (with S3 and S4's
+    cells among ``cells``, the section "Sinks and massive activations"; None: no such section).
     """
     from oversmooth.claims.protocol import DEPTH, protocol
 
@@ -587,6 +591,8 @@ def render_claims(
     fixes, fixes_plot = depth_fixes_section(cells, post_norm_trains_deep(cells), formats)
     lines += fixes
     files |= fixes_plot
+    if sinks_root is not None:
+        lines += sinks_section(sinks_records(sinks_root, cells), cells)
     for name, group in by_study(cells).items():
         lines += study_section(name, group, files, study_command(name, (commands or {}).get(name)), formats=formats)
     texts = {"claims.json": json_text([c.to_json() for c in claims], indent=1)}

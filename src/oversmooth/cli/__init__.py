@@ -15,6 +15,7 @@ import shlex
 import sys
 
 from oversmooth.errors import UsageError
+from oversmooth.utils.arguments import OneLineParser
 
 
 class _Version(argparse.Action):
@@ -31,15 +32,8 @@ class _Version(argparse.Action):
         parser.exit(0)
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse with one-line errors (exit 2) instead of a usage dump."""
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
-
-
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
+    parser = OneLineParser(
         prog="oversmooth",
         description="Measure, diagnose and mitigate oversmoothing in deep Transformers.",
     )

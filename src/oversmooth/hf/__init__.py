@@ -13,6 +13,7 @@ from oversmooth.hf.discover import layout
 from oversmooth.hf.families import KNOWN_FAMILIES, SUPPORTED, Family, Layout
 from oversmooth.hf.heads import Task, task_of
 from oversmooth.hf.load import Loaded, load
+from oversmooth.hf.model_inputs import check_model_inputs
 from oversmooth.hf.patch import (
     DEFAULT_KNOBS,
     PATCHABLE,
@@ -25,6 +26,7 @@ from oversmooth.hf.patch import (
     supported_methods,
     unpatch,
 )
+from oversmooth.hf.placement import placement
 from oversmooth.mitigations.registry import check_patchable, patch_knobs
 
 __all__ = [
@@ -40,6 +42,8 @@ __all__ = [
     "task_of",
     "Loaded",
     "load",
+    "check_model_inputs",
+    "placement",
     "DEFAULT_KNOBS",
     "PATCHABLE",
     "SWEEP_GRIDS",

@@ -47,6 +47,7 @@ from oversmooth.hf.attention_weights import returns_weights
 from oversmooth.hf.discover import layout
 from oversmooth.hf.families import Layout
 from oversmooth.hf.hooks import HookSet, first_input, first_output
+from oversmooth.hf.model_inputs import check_model_inputs
 
 HOOKS = ("resid_pre", "attn_out", "resid_mid", "resid_post", "v", "z")  # the default
 NORM_HOOKS = ("mid_norm_out", "out_norm_in", "final_norm_out")
@@ -132,6 +133,7 @@ def capture(
     is not kept (the cache's tensors stay empty): memory stays that of a bare forward.
     Hooks are removed afterwards, also on error.
     """
+    check_model_inputs(inputs)
     unknown = sorted(set(hooks) - set(HOOKS) - set(NORM_HOOKS))
     if unknown:
         raise UsageError(f"unknown hook point(s) {unknown}; choose from {', '.join(HOOKS + NORM_HOOKS)}")

@@ -80,6 +80,15 @@ def _stats(values: Tensor) -> tuple[float, float]:
     return finite.mean().item(), finite.std(correction=0).item()
 
 
+def summary(values: dict[str, Tensor]) -> dict[str, float]:
+    """``{name: mean, name_std: std}`` over sequences of each ``values[name]: [batch]`` (a row of
+    ``metric_table`` without its layer), undefined (NaN) sequences skipped."""
+    row: dict[str, float] = {}
+    for name, per_sequence in values.items():
+        row[name], row[f"{name}_std"] = _stats(per_sequence)
+    return row
+
+
 def measure(
     hidden_states: Sequence[Tensor] | Tensor,
     mask: Tensor | None = None,
@@ -123,10 +132,7 @@ def measure(
         if attentions is not None:
             eigenvalues = None if attention_eigenvalues is None else attention_eigenvalues[layer]
             values.update(layer_values(ATTENTION_METRICS, attentions, layer, mask, exclude, eigenvalues))
-        out: dict[str, float] = {"layer": layer}
-        for name in names:
-            out[name], out[f"{name}_std"] = _stats(values[name])
-        return out
+        return {"layer": layer, **summary(values)}
 
     rows = thread_map(row, range(len(hidden_states)))
     sequences = hidden_states[0].shape[0] if len(hidden_states) else 0

@@ -1,0 +1,133 @@
+"""The sink claims S1-S4 decided together (docs/registrations/sinks.md): the Holm family *sinks* (S1,
+S3a, S3b, S4a, S4b; m = 5, an unfinished claim entering with p = 1), S2 by its location rule and
+S4c described, as the claims report's section "Sinks and massive activations"."""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+
+from oversmooth.claims.presets import CLAIMS_PRESETS
+from oversmooth.claims.sinks_decision import s1_claim, s1_row, s2_row
+from oversmooth.claims.sinks_trained import (
+    PILOT,
+    UNIFORM_SHARE,
+    TrainedEvidence,
+    seed_rule,
+    sink_groups,
+    trained_evidence,
+)
+from oversmooth.claims.third_protocol import test_fields
+from oversmooth.claims.verdicts import Decision, PairedClaim, decide_family, existence, in_magnitude
+from oversmooth.study.results import CellResult
+from oversmooth.study.stats import paired_test
+from oversmooth.utils.markdown import markdown_table
+
+REGISTRATION = "docs/registrations/sinks.md"
+DECISION_STUDY = "sinks-lm"  # added with its seeds once the pilot has set them
+LM_SCOPE = "the Jane Austen LM (austen-p3: pre-norm, 8 x 64, 4 heads, 64-token context)"
+
+
+def _paired(evidence: TrainedEvidence) -> PairedClaim:
+    """A trained claim's entry in the family (p = 1 while pending or not tested)."""
+    why = evidence.pending or evidence.failed
+    return PairedClaim(evidence.method, evidence.baseline, evidence.claim.direction, why)
+
+
+def _trained_row(evidence: TrainedEvidence, decision: Decision | None) -> dict:
+    """One of S3a-S4c as a row: its verdict (pending, not tested, the family's, or described)."""
+    claim = evidence.claim
+    row = {"claim": claim.id, "statement": claim.statement, "scope": f"{LM_SCOPE}, {claim.method} vs {claim.baseline}"}
+    if evidence.pending:
+        return row | {"verdict": "pending", "sentence": evidence.pending}
+    if claim.id == "S3a" and evidence.failed and not evidence.failed.startswith("gate"):
+        return row | {"verdict": "not shown here", "sentence": evidence.failed}
+    if evidence.failed:
+        return row | {"verdict": "not tested", "sentence": f"not tested: {evidence.failed}"}
+    seeds = list(evidence.seeds)
+    if decision is None:  # S4c: described, two-sided
+        test = paired_test(evidence.method, evidence.baseline, "lower")
+        sentence = (
+            f"described (no claimed direction): mean difference {test.mean:+.4f}, 95 % CI [{test.ci_low:+.4f}, "
+            f"{test.ci_high:+.4f}] over seeds {seeds[0]}-{seeds[-1]}"
+        )
+        return row | {"verdict": "described", "sentence": sentence}
+    verdict = decision.verdict
+    if claim.id == "S3a":
+        verdict = existence(verdict)
+    elif evidence.effect is not None:
+        verdict = in_magnitude(decision, evidence.effect)
+    beside = "" if evidence.effect is None else f"; the paper's effect carried: {evidence.effect:+.4g}"
+    if claim.id == "S3b":  # softpick's own sink rate beside (the softpick paper reports 0)
+        own = paired_test(evidence.method, [0.0] * len(seeds), "higher")
+        beside += f"; softpick's sink rate {own.mean:.3f}, 95 % CI [{own.ci_low:.3f}, {own.ci_high:.3f}]"
+    gate = f"; gate L (a), (c): {evidence.gate}" if evidence.gate else ""
+    return row | {"verdict": verdict, "sentence": decision.reason + beside + gate, "test": test_fields(decision, seeds)}
+
+
+def sinks_records(results: str | Path, cells: list[CellResult]) -> list[dict]:
+    """S1-S4's rows, decided from ``results`` (S1, S2's measurements) and ``cells`` (S3, S4's)."""
+    preset = CLAIMS_PRESETS.get(DECISION_STUDY)
+    trained = trained_evidence(cells, preset)
+    family = [e for e in trained if e.claim.direction is not None]
+    decisions = decide_family([s1_claim(results), *map(_paired, family)])
+    s1_decision = decisions[0] if s1_claim(results).failed_gate is None else None
+    by_id = {e.claim.id: d for e, d in zip(family, decisions[1:])}
+    return [
+        s1_row(results, s1_decision),
+        s2_row(results),
+        *(_trained_row(e, by_id.get(e.claim.id)) for e in trained),
+    ]
+
+
+def _seed_rule_line(cells: list[CellResult]) -> str:
+    """Where the pilot's seed rule stands, for the section."""
+    try:
+        rule = seed_rule(cells)
+    except ValueError as why:
+        return f"The pilot (`{PILOT.name}`): {why}. {pilot_so_far(cells)}"
+    plans = "; ".join(
+        f"{claim}: effect {effect:+.3g}, SD {sd:.3g} (80 % limit {limit:.3g}), {needed or 'more than 10'} pairs"
+        for claim, (effect, sd, limit, needed) in rule.plans.items()
+    )
+    short = f" ({', '.join(rule.underpowered)} underpowered at 10)" if rule.underpowered else ""
+    return f"The pilot's seed rule (half the effect, alpha 0.01): {plans}; `{DECISION_STUDY}` takes seeds " + (
+        f"{rule.seeds[0]}-{rule.seeds[-1]}{short}."
+    )
+
+
+def pilot_so_far(cells: list[CellResult]) -> str:
+    """The pilot's measured cells, described (deciding nothing): per arm, the mean sink rate,
+    first-token share and largest massive-activation ratio of the trained models."""
+    groups = sink_groups(cells, PILOT.name)
+    arms: dict[str, list[dict]] = {}
+    for seed_arms in groups.values():
+        for arm, record in seed_arms.items():
+            arms.setdefault(arm, []).append(record["trained"])
+    if not arms:
+        return ""
+    mean = lambda records, field: statistics.fmean(r[field] for r in records)  # noqa: E731
+    found = "; ".join(
+        f"{arm} ({len(records)} seed{'s' * (len(records) > 1)}): sink rate {mean(records, 'sink_rate_model'):.3f}, "
+        f"first-token share {mean(records, 'first_token_share_model'):.3f} (uniform {UNIFORM_SHARE:.3f}), largest "
+        f"ratio {mean(records, 'massive_ratio_max'):.1f}"
+        for arm, records in sorted(arms.items())
+    )
+    return f"Measured so far (deciding nothing): {found}."
+
+
+def sinks_section(records: list[dict], cells: list[CellResult]) -> list[str]:
+    """The claims report's section on S1-S4."""
+    rows = [[r["claim"], r.get("scope", ""), r["verdict"], r["sentence"]] for r in records]
+    return [
+        "## Sinks and massive activations (S1-S4)",
+        "",
+        f"Registered in {REGISTRATION} before any measurement or cell that decides them. One Holm family (S1, S3a, "
+        "S3b, S4a, S4b; m = 5); S2 by its location rule; S4c described. S1 and S2 are decided on text no earlier "
+        "measurement of SmolLM2 read, their rules written after an exploratory look at the model on other text.",
+        "",
+        _seed_rule_line(cells),
+        "",
+        markdown_table(["claim", "scope", "verdict", "why"], rows),
+        "",
+    ]

@@ -80,3 +80,19 @@ def test_the_readme_quotes_s1_and_s2_as_the_committed_measurements_decide_them()
     assert f"perplexity ×{s1['numbers']['perplexity_ratio']:.3f}" in readme
     assert f"all form at layer {s2['numbers']['layers']['massive']}" in readme
     assert len(set(s2["numbers"]["layers"].values())) == 1
+
+
+def test_a_pilot_without_a_sink_leaves_sinks_lm_unrun_and_says_so(tmp_path):
+    from test_claims_sinks_trained import record
+    from test_claims_sinks_trained import sinks as sink_record
+
+    no_sink = {**ARMS, "softmax": lambda i: record(sink_record(0.01 + 0.002 * i, 0.05 + 0.001 * i, 7.0 + i))}
+    found = cells(tmp_path, arms=no_sink)
+    measured(tmp_path)
+    records = {r["claim"]: r for r in sinks_records(tmp_path, found)}
+    assert {records[c]["verdict"] for c in ("S3b", "S4a", "S4b")} == {"not tested"}
+    assert records["S3a"]["verdict"] == "not shown here" and records["S4c"]["verdict"] == "described"
+    assert "mean validation NLL softmax" in records["S4c"]["sentence"]
+    assert "it is not run: the pilot shows every trained claim untestable" in "\n".join(
+        sinks_section(list(records.values()), found)
+    )

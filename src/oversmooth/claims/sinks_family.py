@@ -24,7 +24,8 @@ from oversmooth.study.stats import paired_test
 from oversmooth.utils.markdown import markdown_table
 
 REGISTRATION = "docs/registrations/sinks.md"
-DECISION_STUDY = "sinks-lm"  # added with its seeds once the pilot has set them
+DECISION_STUDY = "sinks-lm"  # added with its seeds only if the pilot shows a claim testable
+STUDIES = (PILOT.name, DECISION_STUDY)
 LM_SCOPE = "the Jane Austen LM (austen-p3: pre-norm, 8 x 64, 4 heads, 64-token context)"
 
 
@@ -34,8 +35,9 @@ def _paired(evidence: TrainedEvidence) -> PairedClaim:
     return PairedClaim(evidence.method, evidence.baseline, evidence.claim.direction, why)
 
 
-def _trained_row(evidence: TrainedEvidence, decision: Decision | None) -> dict:
-    """One of S3a-S4c as a row: its verdict (pending, not tested, the family's, or described)."""
+def _trained_row(evidence: TrainedEvidence, decision: Decision | None, val_nll: dict[str, list[float]]) -> dict:
+    """One of S3a-S4c as a row: its verdict (pending, not tested, the family's, or described);
+    ``val_nll``: each of its arms' final validation NLL on its seeds (S4c prints them)."""
     claim = evidence.claim
     row = {"claim": claim.id, "statement": claim.statement, "scope": f"{LM_SCOPE}, {claim.method} vs {claim.baseline}"}
     if evidence.pending:
@@ -45,11 +47,12 @@ def _trained_row(evidence: TrainedEvidence, decision: Decision | None) -> dict:
     if evidence.failed:
         return row | {"verdict": "not tested", "sentence": f"not tested: {evidence.failed}"}
     seeds = list(evidence.seeds)
-    if decision is None:  # S4c: described, two-sided
+    if decision is None:  # S4c: described, two-sided, each arm's validation NLL beside it
         test = paired_test(evidence.method, evidence.baseline, "lower")
+        nll = ", ".join(f"{arm} {statistics.fmean(values):.3f}" for arm, values in val_nll.items())
         sentence = (
             f"described (no claimed direction): mean difference {test.mean:+.4f}, 95 % CI [{test.ci_low:+.4f}, "
-            f"{test.ci_high:+.4f}] over seeds {seeds[0]}-{seeds[-1]}"
+            f"{test.ci_high:+.4f}] over seeds {seeds[0]}-{seeds[-1]}; mean validation NLL {nll}"
         )
         return row | {"verdict": "described", "sentence": sentence}
     verdict = decision.verdict
@@ -76,8 +79,18 @@ def sinks_records(results: str | Path, cells: list[CellResult]) -> list[dict]:
     return [
         s1_row(results, s1_decision),
         s2_row(results),
-        *(_trained_row(e, by_id.get(e.claim.id)) for e in trained),
+        *(_trained_row(e, by_id.get(e.claim.id), _val_nll(cells, e)) for e in trained),
     ]
+
+
+def _val_nll(cells: list[CellResult], evidence: TrainedEvidence) -> dict[str, list[float]]:
+    """The final validation NLL of ``evidence``'s two trained arms on its seeds, by arm."""
+    arms = [evidence.claim.baseline, evidence.claim.method]
+    found: dict[str, list[float]] = {arm: [] for arm in arms}
+    for cell in cells:
+        if cell.study in STUDIES and cell.seed in evidence.seeds and cell.label in found and cell.epochs:
+            found[cell.label].append(cell.epochs[-1]["val"]["loss"])
+    return found
 
 
 def _seed_rule_line(cells: list[CellResult]) -> str:
@@ -91,9 +104,11 @@ def _seed_rule_line(cells: list[CellResult]) -> str:
         for claim, (effect, sd, limit, needed) in rule.plans.items()
     )
     short = f" ({', '.join(rule.underpowered)} underpowered at 10)" if rule.underpowered else ""
-    return f"The pilot's seed rule (half the effect, alpha 0.01): {plans}; `{DECISION_STUDY}` takes seeds " + (
-        f"{rule.seeds[0]}-{rule.seeds[-1]}{short}."
-    )
+    planned = f"`{DECISION_STUDY}` would take seeds {rule.seeds[0]}-{rule.seeds[-1]}{short}"
+    ran = ""
+    if DECISION_STUDY not in CLAIMS_PRESETS and not any(e.pending for e in trained_evidence(cells, None)):
+        ran = "; it is not run: the pilot shows every trained claim untestable (Deviations, 29 November)"
+    return f"The pilot's seed rule (half the effect, alpha 0.01): {plans}; {planned}{ran}."
 
 
 def pilot_so_far(cells: list[CellResult]) -> str:

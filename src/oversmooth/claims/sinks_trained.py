@@ -154,7 +154,7 @@ def untestable(claim: TrainedClaim, softmax: Sequence[dict]) -> str | None:
     if claim.id in ("S3a", "S3b") and (rate := mean("sink_rate_model")) < NO_SINK_RATE:
         return f"no sink forms in this LM (softmax sink rate {rate:.3f} < {NO_SINK_RATE})"
     if claim.id == "S4a" and (share := mean("first_token_share_model")) < 2 * UNIFORM_SHARE:
-        return f"no sink to lower (softmax first-token share {share:.3f} < 2 x uniform {UNIFORM_SHARE:.3f})"
+        return f"no sink to lower (softmax first-token share {share:.3f} < 2 x uniform = {2 * UNIFORM_SHARE:.3f})"
     if claim.id == "S4b" and (ratio := mean("massive_ratio_max")) < NO_MASSIVE_RATIO:
         return f"no massive activation (softmax largest ratio {ratio:.1f} < {NO_MASSIVE_RATIO:g})"
     return None

@@ -82,7 +82,11 @@ def registered_mde(n: int, sd: float) -> float:
 def s1_claim(results: str | Path) -> PairedClaim:
     """S1's entry in the family *sinks*: per passage, the removed and unpatched arms' mean cos_sim
     over layers 1 to L (their difference is the registered measure); not run: p = 1."""
-    data = read_measurement(results, "smollm2")
+    return _s1_pair(read_measurement(results, "smollm2"), results)
+
+
+def _s1_pair(data: dict | None, results: str | Path) -> PairedClaim:
+    """``s1_claim`` from SmolLM2's measurement ``data`` (None: not run)."""
     if data is None:
         return PairedClaim((), (), DIRECTION, f"not run ({command('smollm2', str(results))})")
     return PairedClaim(
@@ -123,9 +127,9 @@ def s1_row(results: str | Path, decision: Decision | None = None) -> dict:
     and ``numbers`` (the paired test's raw p and 95 % interval, the registered MDE, per-layer mean
     differences, both arms' perplexity) and MiniLM's ``contrast``."""
     data = read_measurement(results, "smollm2")
+    claim = _s1_pair(data, results)
     if data is None:
-        return {"claim": "S1", "verdict": "pending", "sentence": s1_claim(results).failed_gate, "numbers": {}}
-    claim = s1_claim(results)
+        return {"claim": "S1", "verdict": "pending", "sentence": claim.failed_gate, "numbers": {}}
     test = paired_test(claim.method, claim.baseline, DIRECTION)
     mde = registered_mde(test.n, test.sd)
     per_layer = mean_differences(data, "cos_sim")[1:]

@@ -10,6 +10,7 @@ from pathlib import Path
 from oversmooth.claims.presets import CLAIMS_PRESETS
 from oversmooth.claims.sinks_decision import s1_claim, s1_row, s2_row
 from oversmooth.claims.sinks_trained import (
+    CLAIMS,
     PILOT,
     UNIFORM_SHARE,
     TrainedEvidence,
@@ -73,8 +74,9 @@ def sinks_records(results: str | Path, cells: list[CellResult]) -> list[dict]:
     preset = CLAIMS_PRESETS.get(DECISION_STUDY)
     trained = trained_evidence(cells, preset)
     family = [e for e in trained if e.claim.direction is not None]
-    decisions = decide_family([s1_claim(results), *map(_paired, family)])
-    s1_decision = decisions[0] if s1_claim(results).failed_gate is None else None
+    s1 = s1_claim(results)
+    decisions = decide_family([s1, *map(_paired, family)])
+    s1_decision = decisions[0] if s1.failed_gate is None else None
     by_id = {e.claim.id: d for e, d in zip(family, decisions[1:])}
     return [
         s1_row(results, s1_decision),
@@ -93,8 +95,8 @@ def _val_nll(cells: list[CellResult], evidence: TrainedEvidence) -> dict[str, li
     return found
 
 
-def _seed_rule_line(cells: list[CellResult]) -> str:
-    """Where the pilot's seed rule stands, for the section."""
+def _seed_rule_line(cells: list[CellResult], records: list[dict]) -> str:
+    """Where the pilot's seed rule stands, for the section (``records``: the claims' rows)."""
     try:
         rule = seed_rule(cells)
     except ValueError as why:
@@ -106,7 +108,10 @@ def _seed_rule_line(cells: list[CellResult]) -> str:
     short = f" ({', '.join(rule.underpowered)} underpowered at 10)" if rule.underpowered else ""
     planned = f"`{DECISION_STUDY}` would take seeds {rule.seeds[0]}-{rule.seeds[-1]}{short}"
     ran = ""
-    if DECISION_STUDY not in CLAIMS_PRESETS and not any(e.pending for e in trained_evidence(cells, None)):
+    trained = {claim.id for claim in CLAIMS}
+    if DECISION_STUDY not in CLAIMS_PRESETS and all(
+        r["verdict"] != "pending" for r in records if r["claim"] in trained
+    ):
         ran = "; it is not run: the pilot shows every trained claim untestable (Deviations, 29 November)"
     return f"The pilot's seed rule (half the effect, alpha 0.01): {plans}; {planned}{ran}."
 
@@ -141,7 +146,7 @@ def sinks_section(records: list[dict], cells: list[CellResult]) -> list[str]:
         "S3b, S4a, S4b; m = 5); S2 by its location rule; S4c described. S1 and S2 are decided on text no earlier "
         "measurement of SmolLM2 read, their rules written after an exploratory look at the model on other text.",
         "",
-        _seed_rule_line(cells),
+        _seed_rule_line(cells, records),
         "",
         markdown_table(["claim", "scope", "verdict", "why"], rows),
         "",

@@ -8,10 +8,12 @@ import statistics
 from pathlib import Path
 
 from oversmooth.claims.presets import CLAIMS_PRESETS
+from oversmooth.claims.protocol import OVERSMOOTHS
 from oversmooth.claims.sinks_decision import s1_claim, s1_row, s2_row
 from oversmooth.claims.sinks_trained import (
     CLAIMS,
     PILOT,
+    SOFTMAX,
     UNIFORM_SHARE,
     TrainedEvidence,
     seed_rule,
@@ -136,6 +138,21 @@ def pilot_so_far(cells: list[CellResult]) -> str:
     return f"Measured so far (deciding nothing): {found}."
 
 
+def _regime(cells: list[CellResult]) -> list[str]:
+    """The LM's regime: its trained softmax's last-layer cos_sim beside the same seeds at initialisation."""
+    softmax = [arms[SOFTMAX] for study in STUDIES for arms in sink_groups(cells, study).values() if SOFTMAX in arms]
+    if not softmax:
+        return []
+    trained, init = (statistics.fmean(r[when]["cos_sim_last"] for r in softmax) for when in ("trained", "init"))
+    return [
+        f"The Austen LM's regime: trained softmax's last-layer cos_sim {trained:.3f} against {init:.3f} for the "
+        f"same {len(softmax)} seeds at initialisation (first token left out): it "
+        + ("oversmooths" if trained >= OVERSMOOTHS else "does not oversmooth")
+        + f" (the bar: {OVERSMOOTHS:g}).",
+        "",
+    ]
+
+
 def sinks_section(records: list[dict], cells: list[CellResult]) -> list[str]:
     """The claims report's section on S1-S4."""
     rows = [[r["claim"], r.get("scope", ""), r["verdict"], r["sentence"]] for r in records]
@@ -148,6 +165,7 @@ def sinks_section(records: list[dict], cells: list[CellResult]) -> list[str]:
         "",
         _seed_rule_line(cells, records),
         "",
+        *_regime(cells),
         markdown_table(["claim", "scope", "verdict", "why"], rows),
         "",
     ]

@@ -29,25 +29,43 @@ from oversmooth.mitigations.registry import MassiveClipKnobs
 
 
 def token_medians(x: Tensor) -> Tensor:
-    """``[batch, tokens, 1]``: the median of ``|x|`` over each token's channels (numpy's: the mean
-    of the two middle values when the count is even), float32.
+    """``[..., 1]``: the median of ``|x|`` over each token's channels (numpy's: the mean
+    of the two middle values when the count is even), float32, outside autograd.
 
     >>> token_medians(torch.tensor([[[1.0, -4.0, 3.0, 2.0]]])).flatten().tolist()
     [2.5]
     """
-    ordered = x.float().abs().sort(dim=-1).values
-    low, high = (x.shape[-1] - 1) // 2, x.shape[-1] // 2  # the middle one twice when the count is odd
-    return (ordered[..., low] + ordered[..., high])[..., None] / 2
+    size = x.detach().float().abs()
+    lower = size.median(dim=-1, keepdim=True).values  # torch's median: the lower middle value
+    if x.shape[-1] % 2:
+        return lower
+    upper = -(-size).median(dim=-1, keepdim=True).values  # the lower middle of -|x|: the upper one of |x|
+    return (lower + upper) / 2
 
 
 def massive_entries(x: Tensor, ratio: float) -> Tensor:
-    """``[batch, tokens, width]`` bool: ``|x| > ratio * median |x|`` of the entry's token."""
-    return x.float().abs() > ratio * token_medians(x)
+    """``[batch, tokens, width]`` bool: ``|x| > ratio * median |x|`` of the entry's token.
+
+    A token holds a massive entry only if its largest ``|x|`` exceeds ``ratio`` times its median,
+    which needs its lower middle value below ``max |x| / ratio``: a count, cheaper than a median.
+    The medians are taken for the tokens that pass it (a few: the sink tokens), exactly.
+    """
+    size = x.detach().float().abs()
+    below = (size < size.amax(dim=-1, keepdim=True) / ratio).sum(dim=-1)  # [batch, tokens]
+    candidates = (below > (x.shape[-1] - 1) // 2).nonzero(as_tuple=True)
+    massive = torch.zeros_like(size, dtype=torch.bool)
+    if candidates[0].numel():
+        rows = size[candidates]  # [candidates, width]
+        massive[candidates] = rows > ratio * token_medians(rows)
+    return massive
 
 
 def clip_massive(x: Tensor, massive: Tensor, to: str, strength: float) -> Tensor:
     """``x + strength (target - x)`` on the ``massive`` entries; ``target`` 0, or (``mean``) each
-    entry's mean over the batch rows where the same position and channel is massive."""
+    entry's mean over the batch rows where the same position and channel is massive. ``x`` itself
+    when no entry is massive."""
+    if not massive.any():
+        return x
     work = x.float()
     if to == "zero":
         target = torch.zeros_like(work)

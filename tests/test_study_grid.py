@@ -65,6 +65,31 @@ def test_a_method_can_be_kept_to_some_norm_placements():
         StudyConfig.from_dict({**TINY, "methods": [{"label": "d", "method": "deescalate", "norms": ["post"]}]})
 
 
+def test_a_method_can_be_kept_to_some_depths_and_its_cells_read_back_without_a_depths_knob(tmp_path):
+    """A variant's ``depths`` keeps it to those depths, alone or with ``norms``; it is written to the
+    study file (only where set) and to cell.json's variant, never read back as a knob."""
+    from oversmooth.study.results import read_cell
+
+    deesc = {"label": "deesc", "method": "deescalate", "tau": 1.0, "norms": ["post"], "depths": [3]}
+    study = StudyConfig.from_dict(
+        {**TINY, "norms": ["pre", "post"], "depths": [1, 3], "methods": ["softmax", deesc], "seeds": [0, 1]}
+    )
+    names = [c.name for c in study.cells()]
+    assert names == [
+        f"synthetic-{cell}-s{seed}"
+        for seed in (0, 1)
+        for cell in ("pre-d1-softmax", "pre-d3-softmax", "post-d1-softmax", "post-d3-softmax", "post-d3-deesc")
+    ]
+    assert study.to_dict()["methods"] == [{"label": "softmax", "method": "softmax"}, deesc]
+    cell = study.cells()[4]
+    folder = tmp_path / cell.name
+    folder.mkdir()
+    (folder / "cell.json").write_text(json.dumps(cell.to_dict()))
+    assert read_cell(folder).knobs == {"tau": 1.0}
+    with pytest.raises(UsageError, match=r"method 'deesc' asks for depth\(s\) 3 that the study does not train"):
+        study.narrowed(depths=(1, 2))
+
+
 def test_a_changed_run_field_is_named_in_the_description():
     """The description is prose about the preset's values; after `--set` it must not claim them."""
     study = StudyConfig.from_dict({**TINY, "description": "1 epoch"})

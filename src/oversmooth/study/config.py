@@ -34,21 +34,27 @@ from oversmooth.train.run_spec import RunSpec
 KNOBS = tuple(knob_owners("train"))
 #: ``RunSpec`` fields that the grid (or the runner) sets itself, so ``train`` may not.
 GRID_FLAGS = ("task", "model", "norm", "depth", "method", "knobs", "seed", "out", "resume", *KNOBS)
+#: a variant's fields that keep it to some of the grid's norm placements or depths: never knobs
+RESTRICTIONS = ("norms", "depths")
 
 
 @dataclass(frozen=True)
 class Variant:
     """One row of a comparison: a method (``train --method``) with its knobs, under a label;
-    ``norms`` restricts it to some of the study's norm placements (None: all of them).
+    ``norms`` and ``depths`` restrict it to some of the study's norm placements and depths (None:
+    all of them).
 
     >>> Variant("sharpen", "spectral", {"spectral": "sharpen"}).train_flags()
     {'method': 'spectral', 'spectral': 'sharpen'}
+    >>> Variant.parse({"label": "deesc", "method": "deescalate", "tau": 1.0, "depths": [96]}).to_dict()
+    {'label': 'deesc', 'method': 'deescalate', 'tau': 1.0, 'depths': [96]}
     """
 
     label: str
     method: str
     knobs: dict[str, Any] = field(default_factory=dict)
     norms: tuple[str, ...] | None = None
+    depths: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.knobs) - set(KNOBS))
@@ -64,19 +70,26 @@ class Variant:
     @classmethod
     def parse(cls, item: str | dict) -> Variant:
         """``"neutreno"``, or ``{"label": "lam=0.2", "method": "neutreno", "lam": 0.2}`` with an
-        optional ``"norms": ["post"]``."""
+        optional ``"norms": ["post"]`` and ``"depths": [96]``."""
         if isinstance(item, str):
             return cls(item, item)
         if not isinstance(item, dict) or not isinstance(item.get("label"), str):
             raise UsageError(f"a method entry must be a name or a table with a 'label', got {item!r}")
-        knobs = {k: v for k, v in item.items() if k not in ("label", "method", "norms")}
-        norms = item.get("norms")
+        knobs = {k: v for k, v in item.items() if k not in ("label", "method", *RESTRICTIONS)}
+        norms, depths = (item.get(name) for name in RESTRICTIONS)
         if norms is not None:
             norms = _tuple(norms, f"{item['label']}.norms", str, "'pre' / 'post'")
-        return cls(item["label"], str(item.get("method", item["label"])), knobs, norms)
+        if depths is not None:
+            depths = _tuple(depths, f"{item['label']}.depths", int, "whole numbers")
+        return cls(item["label"], str(item.get("method", item["label"])), knobs, norms, depths)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"label": self.label, **self.train_flags(), **({"norms": list(self.norms)} if self.norms else {})}
+        restricted = {name: list(values) for name in RESTRICTIONS if (values := getattr(self, name))}
+        return {"label": self.label, **self.train_flags(), **restricted}
+
+    def trains(self, norm: str, depth: int) -> bool:
+        """Whether this variant has a cell at ``norm`` and ``depth`` (its restrictions allow them)."""
+        return (self.norms is None or norm in self.norms) and (self.depths is None or depth in self.depths)
 
 
 @dataclass(frozen=True)
@@ -236,12 +249,13 @@ class StudyConfig:
                     % (name, " labels" if name in labelled else "", ", ".join(map(str, twice)))
                 )
         for variant in self.variants:
-            stray = sorted(set(variant.norms or ()) - set(self.norms))
-            if stray:
-                raise UsageError(
-                    f"method {variant.label!r} asks for norm(s) {', '.join(stray)} that the study "
-                    f"does not train (norms: {', '.join(self.norms)})"
-                )
+            for name in RESTRICTIONS:
+                stray = sorted(set(getattr(variant, name) or ()) - set(getattr(self, name)))
+                if stray:
+                    raise UsageError(
+                        f"method {variant.label!r} asks for {name[:-1]}(s) {', '.join(map(str, stray))} that the "
+                        f"study does not train ({name}: {', '.join(map(str, getattr(self, name)))})"
+                    )
         if isinstance(self.train.get("compile"), bool):  # `compile = true` in a file: compile mode on
             set_("train", {**self.train, "compile": "on" if self.train["compile"] else "off"})
         _check_train(self.train, "study 'train'")
@@ -257,7 +271,7 @@ class StudyConfig:
             for norm in self.norms
             for depth in self.depths
             for variant in self.variants
-            if variant.norms is None or norm in variant.norms
+            if variant.trains(norm, depth)
         ]
 
     def to_dict(self) -> dict[str, Any]:

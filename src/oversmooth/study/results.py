@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from oversmooth.errors import UsageError
-from oversmooth.study.config import stored_spec
+from oversmooth.study.config import RESTRICTIONS, stored_spec
 from oversmooth.study.files import (
     ANALYSIS_FILE,
     CELL_FILE,
@@ -175,7 +175,7 @@ def read_cell(folder: Path) -> CellResult:
     status = results["status"] if results else ("partial" if epochs else "pending")
     analysis = read_analysis(folder / ANALYSIS_FILE) if (folder / ANALYSIS_FILE).is_file() else None
     spec = stored_spec(info, folder / CELL_FILE, fix)
-    knobs = {k: v for k, v in variant.items() if k not in ("label", "method", "norms")}
+    knobs = {k: v for k, v in variant.items() if k not in ("label", "method", *RESTRICTIONS)}
     disagree = _disagreement(info, {"method": variant["method"], "knobs": knobs}, spec, results)
     if disagree:
         raise UsageError(f"{folder} contradicts itself ({disagree}): it cannot be paired; {fix}")

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 #: scripts/retest_pilots.py, which records them)
 THIRD_PROTOCOL_STUDIES = (*DEEP_PILOTS, DEPTH_FIXES, *REGIME_PILOTS)
 #: the fourth step's studies the claims report reads (docs/registrations/fourth-step.md)
-FOURTH_STEP_STUDIES = (POSTNORM_SCREEN, "postnorm-confirm", "austen-p3-fresh")
+FOURTH_STEP_STUDIES = (POSTNORM_SCREEN, "postnorm-confirm", "postnorm-family", "austen-p3-fresh")
 #: the sink claims' studies (docs/registrations/sinks.md)
 SINK_STUDIES = (SINKS_PILOT.name,)
 #: what the claims report reads under results/: the second and third protocols' archives (the first

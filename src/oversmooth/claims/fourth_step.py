@@ -1,14 +1,17 @@
 """The claims report's section on the fourth step (docs/registrations/fourth-step.md): claim 4's
-post-norm failure screen by its registered rule, and the fresh tests registered there (2b on fresh
-pairs, claim 8 on SmolLM2 fairly), each decided from the archives under results/ whenever the
-report is written, with the learning curves of claim 8's arms."""
+post-norm failure screen by its registered rule, its confirmation, and the fresh tests registered
+there (2b on fresh pairs, claim 8 on SmolLM2 fairly, claims 4a, 4b and the depth-fix family where
+post-norm fails), each decided from the archives under results/ whenever the report is written,
+with claim 4's figure by depth and the learning curves of claim 8's arms."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from oversmooth.claims.claim4_depth import claim4_depth_lines
 from oversmooth.claims.fresh_2b import fresh_2b_record
 from oversmooth.claims.postnorm_confirm import confirm_section
+from oversmooth.claims.postnorm_family import family_records, family_section
 from oversmooth.claims.postnorm_screen import STUDY, candidates, screen_rows, screen_sentence, screen_table
 from oversmooth.claims.smollm2_fair import fair_records, learning_curves
 from oversmooth.claims.third_protocol import records_table
@@ -22,7 +25,7 @@ CURVES = "claim8_smollm2_fair"  # the figure's stem
 
 def fourth_step_records(cells: list[CellResult], fair_adapted: dict[int, dict]) -> list[dict]:
     """The fourth step's fresh tests, each a record as the third protocol's (pending until run)."""
-    return [fresh_2b_record(cells), *fair_records(fair_adapted)]
+    return [fresh_2b_record(cells), *fair_records(fair_adapted), *family_records(cells)]
 
 
 def screen_clause(cells: list[CellResult]) -> str:
@@ -52,12 +55,14 @@ def fourth_step_section(
         f"({screen_sentence(rows)}).",
         "",
         *confirm_section(cells),
+        *family_section(cells),
         "The fresh tests, decided from results/ as registered (a pending row says what it waits for):",
         "",
         *records_table(records),
         "",
     ]
-    files: dict[str, Draw] = {}
+    depth_lines, files = claim4_depth_lines(cells, formats)
+    lines += depth_lines
     if fair_adapted:
         files[CURVES] = lambda stem, f: plot_learning_curves(learning_curves(fair_adapted), len(fair_adapted), stem, f)
         lines += [

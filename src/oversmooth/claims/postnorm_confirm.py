@@ -5,9 +5,11 @@ least 5 pp below pre-norm) on at least one seed and pre-norm trains on both (gat
 within 0.5 pp, and a final validation accuracy of at least 78.89 %).
 
 >>> post, pre = ScreenArm("completed", 0.0976, 1.0), ScreenArm("completed", 0.85, 0.6)
->>> seeds = [ConfirmSeed(0, ScreenRow("w", 96, post, pre), True), ConfirmSeed(1, ScreenRow("w", 96, pre, pre), True)]
+>>> seeds = [ConfirmSeed(0, ScreenRow("w", 96, post, pre), None), ConfirmSeed(1, ScreenRow("w", 96, pre, pre), None)]
 >>> confirmed(seeds), confirmed(seeds[1:])  # post-norm fails on seed 0; on seed 1 it trains as pre-norm does
 (True, False)
+>>> confirmed([*seeds, ConfirmSeed(2, ScreenRow("w", 96, post, pre), "seed 2 ended at 70.00 %")])
+False
 """
 
 from __future__ import annotations
@@ -26,21 +28,31 @@ PRE_TRAINS_AT = 0.7889  # the final validation accuracy pre-norm must reach, as 
 PLATEAU_PP = 0.5  # gate (a)'s tolerance on a ViT
 
 
+def pre_norm_short(cell: CellResult) -> str | None:
+    """Why pre-norm softmax's finished ``cell`` did not train by the registered rule (it diverged,
+    ended below ``PRE_TRAINS_AT``, or had not plateaued by gate (a) within ``PLATEAU_PP``); None
+    when it trained."""
+    if cell.status == "diverged":
+        return f"seed {cell.seed} diverged"
+    accuracy = cell.epochs[-1]["val"]["accuracy"] if cell.epochs else 0.0
+    if accuracy < PRE_TRAINS_AT:
+        return f"seed {cell.seed} ended at {100 * accuracy:.2f} % val accuracy, below {100 * PRE_TRAINS_AT:.2f} %"
+    short = not_plateaued(cell, PLATEAU_PP)
+    return None if short is None else f"not plateaued (a): {short}"
+
+
 @dataclass(frozen=True)
 class ConfirmSeed:
-    """One seed: its post/pre row (the screen's rule on post-norm) and whether pre-norm plateaued."""
+    """One seed: its post/pre row (the screen's rule on post-norm) and why pre-norm did not train
+    (``pre_norm_short``; None: it trained, or has not finished)."""
 
     seed: int
     row: ScreenRow
-    pre_plateaued: bool | None  # None: pre-norm has not finished
+    pre_short: str | None
 
     @property
     def pre_trains(self) -> bool | None:
-        pre = self.row.pre
-        if pre is None:
-            return None
-        reached = pre.status != "diverged" and (pre.val_accuracy or 0.0) >= PRE_TRAINS_AT
-        return reached and bool(self.pre_plateaued)
+        return None if self.row.pre is None else self.pre_short is None
 
 
 def confirm_seeds(cells: list[CellResult]) -> list[ConfirmSeed]:
@@ -50,8 +62,7 @@ def confirm_seeds(cells: list[CellResult]) -> list[ConfirmSeed]:
     for seed in PRESET.seeds:
         post, pre = found.get((seed, "post")), found.get((seed, "pre"))
         row = ScreenRow(CANDIDATE, DEEP, post and arm_of(post), pre and arm_of(pre))
-        plateaued = None if row.pre is None else not_plateaued(pre, PLATEAU_PP) is None
-        seeds.append(ConfirmSeed(seed, row, plateaued))
+        seeds.append(ConfirmSeed(seed, row, None if row.pre is None else pre_norm_short(pre)))
     return seeds
 
 

@@ -17,12 +17,14 @@ it, about 40 CPU-hours on a shared 2-core machine):
 The first protocol's presets (``fmnist-vit``, ``fmnist-featscale``, ``austen-lm``,
 ``postnorm-pilot``, ``postnorm-pilot-2``, ``postnorm-deesc``) stay, so their archives under
 results/ still read; docs/studies.md tells what they found. The third protocol's pilots and
-re-tests and the fourth step's screen and fresh pairs (``postnorm-screen``, ``postnorm-confirm``, ``austen-p3-fresh``;
-docs/registrations/fourth-step.md) follow, then the sink claims' pilot (``sinks-pilot``;
-docs/registrations/sinks.md).
+re-tests and the fourth step's screen, confirmation, family and fresh pairs (``postnorm-screen``,
+``postnorm-confirm``, ``postnorm-family``, ``austen-p3-fresh``; docs/registrations/fourth-step.md) follow, then
+the sink claims' pilot (``sinks-pilot``; docs/registrations/sinks.md).
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 from oversmooth.study.config import Recipe, StudyConfig, Variant
 
@@ -136,6 +138,14 @@ SCREEN_RECIPES = tuple(
     for warmup in (0.05, 0.0)
     for clip in (1.0, 0.0)
 )
+
+#: the screen's first candidate, w64-lr0.004-wu0.05-clip1, on depth-w32's schedule (16 epochs of the
+#: first 10 000 training images): the recipe where deep post-norm fails (docs/registrations/fourth-step.md,
+#: sections 1 and 5)
+POSTNORM_W64 = {**DEPTH_W32, "width": 64, "lr": 4e-3, "warmup": 0.05, "grad_clip": 1.0}
+#: the fresh seeds of claims 4a, 4b and the depth-fix family on that recipe (section 6 of the
+#: registration sets them by the seed rule)
+POSTNORM_FAMILY_SEEDS = (20, 21, 22)
 
 
 def _long(name: str, model: str, task: str, depth: int, train: dict) -> StudyConfig:
@@ -380,10 +390,31 @@ CLAIMS_PRESETS: dict[str, StudyConfig] = {
         depths=(96,),
         variants=(_M("softmax"),),
         seeds=(0, 1),
-        train={**DEPTH_W32, "width": 64, "lr": 4e-3, "warmup": 0.05, "grad_clip": 1.0},
+        train=POSTNORM_W64,
         description="fourth step, claim 4's confirmation (docs/registrations/fourth-step.md, section 5): the "
         "screen's first candidate (width 64, lr 4e-3, warm-up 5 %, clipping 1) on depth-w32's schedule, post- and "
         "pre-norm softmax at depth 96, seeds 0 and 1: does post-norm fail on a seed while pre-norm trains on both?",
+    ),
+    "postnorm-family": StudyConfig(
+        name="postnorm-family",
+        model="vit",
+        tasks=("fmnist",),
+        norms=("post", "pre"),
+        depths=(8, 96),
+        variants=(
+            _M("softmax"),
+            *(
+                dataclasses.replace(variant, depths=(96,))
+                for variant in (Variant("deescalate", "deescalate", {"tau": 1.0}, norms=("post",)), *DEPTH_FIXES)
+            ),
+        ),
+        seeds=POSTNORM_FAMILY_SEEDS,
+        train=POSTNORM_W64,
+        description="fourth step, claims 4a, 4b and the depth-fix family where post-norm fails "
+        "(docs/registrations/fourth-step.md, section 6): the confirmed recipe (width 64, lr 4e-3, warm-up 5 %, "
+        "clipping 1) on depth-w32's schedule; post- and pre-norm softmax at depths 8 and 96, and at depth 96 "
+        "post-norm de-escalation (tau 1) and each depth fix in its paper's placement (DeepNorm, sigmaReparam, "
+        "MV-split post-norm, LayerScale pre-norm, ReZero without norms); fresh seeds, decided on validation accuracy",
     ),
     "regime-pilot": StudyConfig(
         name="regime-pilot",

@@ -1,8 +1,9 @@
 """The claims report (``oversmooth claims``): ``report.md`` + figures + ``claims.json`` for the claims
 protocol's archives under ``results/``. It opens with one row per claim, then the claims table by
-Holm family with each claim's reason, gate and command, the effects plot, claim 4's depth plot,
-claims 8 and 2c's continuations, claim 5b's verdicts, the probes that need no training, and the
-study report's section on each study it read (``oversmooth.study.report``).
+Holm family with each claim's reason, gate and command, the effects plot, claims 8 and 2c's
+continuations, claim 5b's verdicts, the probes that need no training, the later protocols' sections
+(the fourth step's holds claim 4's depth plot), and the study report's section on each study it read
+(``oversmooth.study.report``).
 
 The claims table decides only on finished seeds (``oversmooth.claims.registry``).
 """
@@ -16,6 +17,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from oversmooth.claims.claim import NOT_TESTED_WHY, Claim
+from oversmooth.claims.claim4_depth import STEM as CLAIM4_DEPTH
 from oversmooth.claims.commands import study_command
 from oversmooth.claims.depth_fixes import PLOT as DEPTH_FIXES_PLOT
 from oversmooth.claims.depth_fixes import depth_fixes_section
@@ -38,7 +40,6 @@ from oversmooth.study.report import (
     cell_hours,
     cell_rows,
     mean_with_interval,
-    plot_depth,
     seed_span,
     study_section,
 )
@@ -68,7 +69,7 @@ OUTPUTS = (
     "claims.json",
     *(
         name
-        for stem in ("claims", "claim4_depth", DEPTH_FIXES_PLOT, FOURTH_STEP_CURVES, "claims_8_2c_lambda", "probes")
+        for stem in ("claims", CLAIM4_DEPTH, DEPTH_FIXES_PLOT, FOURTH_STEP_CURVES, "claims_8_2c_lambda", "probes")
         for name in figure_files(stem)
     ),
 )
@@ -445,7 +446,7 @@ def render_claims(
     ``sinks_root``: the folder whose ``sinks/`` holds claims S1 and S2's measurements (with S3 and S4's
     cells among ``cells``, the section "Sinks and massive activations"; None: no such section).
     """
-    from oversmooth.claims.protocol import DEPTH, protocol
+    from oversmooth.claims.protocol import protocol
 
     claims = decide_claims(cells, probes, commands, adapted=adapted, benchmark=benchmark)
     equivalence = " and ".join(c.id for c in claims if c.margin is not None)
@@ -512,28 +513,6 @@ def render_claims(
         embed("effects", "claims", formats),
         "",
     ]
-    depth = protocol("4a")
-    methods = {(norm, label) for norm, label, _ in depth.arms}
-    depth_cells = [c for c in cells if depth.key(c) == depth.training and (c.norm, c.label) in methods]
-    if depth_cells:
-        depths = sorted({c.depth for c in depth_cells})
-        studies, recipe = ", ".join(sorted({c.study for c in depth_cells})), DEPTH.train
-        files["claim4_depth"] = lambda p, f: plot_depth(
-            depth_cells,
-            p,
-            f"claim 4 at {DEPTH.name}'s recipe (width {recipe['width']}, lr {recipe['lr']:g}, {recipe['epochs']} "
-            f"epochs of {recipe['limit_train']} images), depths {', '.join(map(str, depths))}: {studies}",
-            f,
-        )
-        lines += [
-            f"Claim 4 at {DEPTH.name}'s recipe, every depth trained with it ({studies}: the registered cells at "
-            "depths 8 and 48 and the third protocol's pilots and family deeper): test accuracy and last-layer "
-            "cos_sim by depth, the mean over the seeds with its 95 % t interval (seeds per arm and depth in "
-            "brackets; no line through a depth without data):",
-            "",
-            embed("test accuracy and last-layer cos_sim by depth", "claim4_depth", formats),
-            "",
-        ]
     if adapted:
         files["claims_8_2c_lambda"] = lambda p, f: plot_lambdas(adapted, p, f)
         lines += [

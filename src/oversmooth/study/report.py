@@ -226,9 +226,14 @@ def seconds_per_step(cell: CellResult) -> float | None:
     return None if not speed or cell.spec is None else cell.spec.batch_size / speed
 
 
+def last_cos_sim(cell: CellResult) -> float | None:
+    """The last layer's cos_sim on the validation probe after the last recorded epoch (None before one)."""
+    return cell.final_layers[-1]["cos_sim"] if cell.final_layers else None
+
+
 #: what the depth table and plot read per cell: name -> (reader, format)
 ARM_MEASURES: dict[str, tuple[Callable[[CellResult], float | None], str]] = {
-    "last-layer cos_sim": (lambda c: c.final_layers[-1]["cos_sim"] if c.final_layers else None, ".3f"),
+    "last-layer cos_sim": (last_cos_sim, ".3f"),
     "t_sim escalation": (lambda c: escalation(c.final_layers), "+.3f"),
     "s / step": (seconds_per_step, ".3g"),
 }
@@ -364,20 +369,36 @@ def _runs(present: dict[int, list[float]], depths: list[int]) -> list[dict[int, 
     return [run for run in runs if run]
 
 
-def _by_depth_panels(axes, depths: list[int], by_arm_panels: list[dict[str, dict[int, list[float]]]]) -> None:
+def by_depth_panels(
+    axes, depths: list[int], by_arm_panels: list[dict[str, dict[int, list[float]]]], dodge: float = 0.0
+) -> None:
     """Per panel, per arm: the mean over seeds with its 95 % t interval at each depth with values
     (seeds in brackets), a line only between neighbouring depths that both have some; one legend
-    under the panels."""
+    under the panels (of their figure, or subfigure). An arm's place in its panel's mapping is its
+    colour (``C0``, ``C1``...) and, with ``dodge``, its shift from its depths (``dodged``), whether
+    it has values or not."""
     for ax, by_arm in zip(axes, by_arm_panels):
         for index, (arm, by_depth) in enumerate(by_arm.items()):
             by_depth = {d: v for d, v in by_depth.items() if v}
             seeds = "/".join(str(len(by_depth[d])) for d in sorted(by_depth))
+            shift = dodged(index, len(by_arm), dodge)
             for run_index, run in enumerate(_runs(by_depth, depths)):
                 label = f"{arm} ({seeds})" if run_index == 0 else None
-                mean_with_interval(ax, run, ms=3, color=f"C{index % 10}", label=label)
+                moved = {depth + shift: values for depth, values in run.items()}
+                mean_with_interval(ax, moved, ms=3, color=f"C{index % 10}", label=label)
         ax.set_xticks(depths, [str(d) for d in depths])
         ax.set_xlabel("depth (blocks)")
     figure_legend(axes[-1].figure)
+
+
+def dodged(index: int, arms: int, dodge: float) -> float:
+    """How far ``by_depth_panels`` shifts the ``index``-th of ``arms`` arms from its depths: ``dodge``
+    apart, centred on the depth.
+
+    >>> [dodged(i, 3, 2.0) for i in range(3)]
+    [-2.0, 0.0, 2.0]
+    """
+    return (index - (arms - 1) / 2) * dodge
 
 
 def _depth_measures(cells: list[CellResult]) -> tuple[tuple[Callable[[CellResult], float | None], str], ...]:
@@ -385,7 +406,7 @@ def _depth_measures(cells: list[CellResult]) -> tuple[tuple[Callable[[CellResult
     lm = cells[0].model == "lm"
     return (
         (paired_score, "test NLL (nats per token)" if lm else "test accuracy (%)"),
-        (ARM_MEASURES["last-layer cos_sim"][0], "last-layer cos_sim (validation probe)"),
+        (last_cos_sim, "last-layer cos_sim (validation probe)"),
     )
 
 
@@ -402,7 +423,7 @@ def plot_depth(cells: list[CellResult], stem: Path, title: str, formats=DEFAULT_
             by_arm[arm][depth] += [v for c in group if c.status == "completed" and (v := read(c)) is not None]
         panels.append(by_arm)
     with figure(1, 2, PAGE, 3.4) as (fig, axes):
-        _by_depth_panels(axes[0], sorted({c.depth for c in cells}), panels)
+        by_depth_panels(axes[0], sorted({c.depth for c in cells}), panels)
         for ax, (_, ylabel) in zip(axes[0], _depth_measures(cells)):
             ax.set_ylabel(ylabel)
         fig.suptitle(fill(title, PAGE))
@@ -429,7 +450,7 @@ def plot_differences(
             ]
         panels.append(by_arm)
     with figure(1, 2, PAGE, 3.4) as (fig, axes):
-        _by_depth_panels(axes[0], sorted({c.depth for c in cells}), panels)
+        by_depth_panels(axes[0], sorted({c.depth for c in cells}), panels)
         for ax, (_, ylabel) in zip(axes[0], _depth_measures(cells)):
             ax.axhline(0.0, color="grey", lw=0.8)
             ax.set_ylabel(f"{ylabel}\nminus {against[0]}-norm {against[1]}")

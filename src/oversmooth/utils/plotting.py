@@ -83,6 +83,25 @@ def figure(rows: int = 1, cols: int = 1, width: float = COLUMN, height: float = 
     """``(fig, axes)`` in ``STYLE``, ``width`` x ``height`` inches, constrained layout, ``axes``
     always a 2-D array ``[rows][cols]``. Draw and ``save_figure`` inside the ``with``: the style
     holds there."""
+    with _styled(width, height) as fig:
+        yield fig, fig.subplots(rows, cols, squeeze=False)
+
+
+@contextmanager
+def figure_rows(rows: int, cols: int, width: float = PAGE, height: float = 5.2) -> Iterator:
+    """``figure``'s, in ``rows`` rows of ``cols`` panels, each row a subfigure that takes its own
+    title (``suptitle``) and legend (``figure_legend`` on it): ``(fig, [(row, axes), ...])``, ``axes``
+    a row's panels left to right."""
+    with _styled(width, height) as fig:
+        yield (
+            fig,
+            [(row, row.subplots(1, cols, squeeze=False)[0]) for row in fig.subfigures(rows, 1, squeeze=False)[:, 0]],
+        )
+
+
+@contextmanager
+def _styled(width: float, height: float) -> Iterator:
+    """An empty figure in ``STYLE``, ``width`` x ``height`` inches, constrained layout, on the Agg canvas."""
     import matplotlib
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
@@ -90,7 +109,7 @@ def figure(rows: int = 1, cols: int = 1, width: float = COLUMN, height: float = 
     with matplotlib.rc_context(STYLE):
         fig = Figure(figsize=(width, height), layout="constrained")
         FigureCanvasAgg(fig)
-        yield fig, fig.subplots(rows, cols, squeeze=False)
+        yield fig
 
 
 def save_figure(fig, stem: str | Path, formats: tuple[str, ...] = DEFAULT_FORMATS) -> list[str]:
@@ -133,15 +152,16 @@ def legend_below(ax, ncols: int | None = None):
 
 
 def figure_legend(fig, ncols: int | None = None):
-    """One legend for every panel of ``fig`` (each label once), under them all, in as many columns
-    as fit across the figure (``ncols``: so many); None when nothing is labelled."""
+    """One legend for every panel of ``fig`` (a figure, or a subfigure: ``figure_rows``' row; each
+    label once), under them all, in as many columns as fit across it (``ncols``: so many); None when
+    nothing is labelled."""
     labelled: dict[str, object] = {}
     for ax in fig.axes:
         for handle, label in zip(*ax.get_legend_handles_labels()):
             labelled.setdefault(label, handle)
     if not labelled:
         return None
-    ncols = ncols or _columns(list(labelled), fig.get_figwidth())
+    ncols = ncols or _columns(list(labelled), fig.bbox.width / fig.dpi)  # inches across, a subfigure's too
     return fig.legend(list(labelled.values()), list(labelled), loc="outside lower center", ncols=ncols)
 
 

@@ -1,0 +1,244 @@
+"""Claims 4a, 4b and the depth-fix family where post-norm fails (docs/registrations/fourth-step.md,
+sections 1 and 6): preset ``postnorm-family``, the confirmed recipe (w64-lr0.004-wu0.05-clip1 on
+depth-w32's 16-epoch schedule) on fresh seeds, every registered seed paired, decided on the final
+validation accuracy in % (``measures.final_val``); the test split is reported beside it and
+decides nothing.
+
+- **4a and 4b**, one Holm family of two: 4a per seed is post-norm's validation-accuracy deficit to
+  pre-norm at depth 96 minus the same at depth 8 (``measures.val_deficit_by_depth``), 4b is
+  post-norm de-escalation (tau 1) minus post-norm softmax at depth 96; both claimed higher.
+- **The depth fixes**, a Holm family of five, two-sided: each fix in its paper's placement
+  (``presets.DEPTH_FIXES``) minus post-norm softmax at depth 96, a positive difference "held".
+
+Each family is decided together (``verdicts.decide_family``): **held** where the Holm-matched
+interval lies above 0, **contradicted** below, **inconclusive** otherwise; **pending**, with what
+has finished, while a cell of the family is missing; **not tested** when pre-norm softmax at depth
+96 did not train on a registered seed (``postnorm_confirm.pre_norm_short``: gate (a) within
+0.5 pp and a final validation accuracy of at least 78.89 %). Each record states beside its
+verdict, deciding nothing: the test split's mean difference, post-norm softmax's gap to pre-norm
+at depth 96 (for a fix, the share of it the fix closed) and each arm's validation accuracy with
+its last-layer cos_sim.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+
+from oversmooth.claims import measures
+from oversmooth.claims.gates import arm_name
+from oversmooth.claims.gathering import gather, group_cells, has_finished
+from oversmooth.claims.measures import Key, Measure, val_score
+from oversmooth.claims.postnorm_confirm import CANDIDATE, PLATEAU_PP, PRE_TRAINS_AT, pre_norm_short
+from oversmooth.claims.presets import CLAIMS_PRESETS, DEPTH_FIXES
+from oversmooth.claims.protocol import Protocol
+from oversmooth.claims.third_protocol import test_fields
+from oversmooth.claims.verdicts import PairedClaim, decide_family
+from oversmooth.study.report import ARM_MEASURES, seed_span
+from oversmooth.study.results import CellResult, paired_score
+from oversmooth.utils.markdown import markdown_table
+
+PRESET = CLAIMS_PRESETS["postnorm-family"]
+COMMAND = "oversmooth study postnorm-family --out runs/studies/postnorm-family --results results --jobs 2"
+DEEP, SHALLOW = 96, 8
+POST, PRE = ("post", "softmax", DEEP), ("pre", "softmax", DEEP)
+#: what sets these records apart from the claims' other tests
+CASE = "post-norm fails"
+#: each depth fix by its paper's name
+FIX_NAMES = {
+    "deepnorm": "DeepNorm",
+    "layerscale": "LayerScale",
+    "rezero": "ReZero",
+    "sigma_reparam": "σReparam",
+    "mv_split": "MV-split",
+}
+last_cos_sim = ARM_MEASURES["last-layer cos_sim"][0]
+
+
+@dataclass(frozen=True)
+class FamilyClaim:
+    """One claim of the families: its record's ``name``, its ``question`` (the pairs on validation
+    accuracy) and ``on_test``, the same measure on the test split (reported, deciding nothing)."""
+
+    name: str
+    question: Protocol
+    on_test: Measure
+    what: str  # the record's "tested on", after the recipe
+
+
+def _claim(
+    name: str, method: Key, baseline: Key, on_val: Measure, on_test: Measure, what: str, reads=()
+) -> FamilyClaim:
+    """A claim on ``PRESET``'s cells, claimed higher, paired by seed across depths; each seed waits
+    for pre-norm softmax at depth 96 too (the gate's cell)."""
+    question = Protocol(name, PRESET, method, baseline, on_val, "higher", across=("depth",), reads=(PRE, *reads))
+    return FamilyClaim(name, question, on_test, what)
+
+
+CLAIM_4A = _claim(
+    f"4a ({CASE})",
+    POST,
+    ("post", "softmax", SHALLOW),
+    measures.val_deficit_by_depth,
+    measures.deficit_by_depth,
+    f"(pre - post at depth {DEEP}) - (pre - post at depth {SHALLOW}), softmax",
+    reads=(("pre", "softmax", SHALLOW),),
+)
+CLAIM_4B = _claim(
+    f"4b ({CASE})",
+    ("post", "deescalate", DEEP),
+    POST,
+    measures.final_val,
+    measures.score,
+    f"post-norm de-escalation (tau 1) - post-norm softmax at depth {DEEP}",
+)
+FIXES = tuple(
+    _claim(
+        f"{FIX_NAMES[fix.label]} ({CASE})",
+        (fix.norms[0], fix.label, DEEP),
+        POST,
+        measures.final_val,
+        measures.score,
+        f"{FIX_NAMES[fix.label]} ({fix.norms[0]}-norm) - post-norm softmax at depth {DEEP}, two-sided",
+    )
+    for fix in DEPTH_FIXES
+)
+#: the registered Holm families: 4a and 4b (m = 2), the depth fixes (m = 5)
+FAMILIES = ((CLAIM_4A, CLAIM_4B), FIXES)
+
+
+def pre_norm_gate(cells: list[CellResult]) -> str | None:
+    """Why no claim here is tested: pre-norm softmax at depth 96 did not train on a registered
+    seed (the first such seed's reason); None while every finished one trained."""
+    seeds = group_cells(CLAIM_4A.question, cells)
+    for seed in PRESET.seeds:
+        cell = seeds.get(seed, {}).get(PRE)
+        if has_finished(cell) and (short := pre_norm_short(cell)):
+            return f"pre-norm softmax at depth {DEEP} did not train ({short}; the gate of section 1)"
+    return None
+
+
+def family_records(cells: list[CellResult]) -> list[dict]:
+    """One record per claim of both families (``claims.third_protocol``'s fields, with the test's
+    numbers once decided), in the order of ``FAMILIES``."""
+    failure = pre_norm_gate(cells)
+    return [record for family in FAMILIES for record in _family(family, cells, failure)]
+
+
+def _family(family: tuple[FamilyClaim, ...], cells: list[CellResult], failure: str | None) -> list[dict]:
+    """One family's records: not tested, pending, or decided together by Holm."""
+    base = {
+        claim.name: {
+            "claim": claim.name,
+            "model": f"ViT {CANDIDATE}, {PRESET.train['epochs']} epochs, seeds {seed_span(list(PRESET.seeds))}: "
+            f"{claim.what}, val accuracy (pp)",
+            "command": COMMAND,
+            "unit": "pp",
+        }
+        for claim in family
+    }
+    if failure:
+        return [base[claim.name] | {"verdict": "not tested", "sentence": f"not tested: {failure}"} for claim in family]
+    evidence = {claim.name: gather(claim.question, cells) for claim in family}
+    waiting = [name for name, found in evidence.items() if found.missing]
+    if waiting:
+        return [
+            base[name]
+            | {
+                "verdict": "pending",
+                "sentence": found.missing or f"its pairs have finished; its Holm family waits for {', '.join(waiting)}",
+            }
+            for name, found in evidence.items()
+        ]
+    pairs = [PairedClaim(*(tuple(v[i] for v in found.values) for i in (1, 2)), "higher") for found in evidence.values()]
+    groups = group_cells(CLAIM_4A.question, cells)
+    records = []
+    for claim, decision in zip(family, decide_family(pairs)):
+        seeds = [seed for seed, *_ in evidence[claim.name].values]
+        described = _described(claim, cells, [groups[seed] for seed in seeds])
+        records.append(
+            base[claim.name]
+            | {
+                "verdict": decision.verdict,
+                "sentence": f"{decision.reason}; {described}",
+                "test": test_fields(decision, seeds),
+            }
+        )
+    return records
+
+
+def _described(claim: FamilyClaim, cells: list[CellResult], groups: list[Mapping[Key, CellResult]]) -> str:
+    """What the record states beside its verdict, deciding nothing: the test split's mean
+    difference, post-norm's gap to pre-norm at depth 96 (a fix: the share it closed), and each arm
+    it reads with its validation accuracy and last-layer cos_sim, the means over ``groups``."""
+    on_test = [m - b for _, m, b in gather(replace(claim.question, measure=claim.on_test), cells).values]
+    parts = [f"on the test split (deciding nothing) the mean difference is {statistics.fmean(on_test):+.2f} pp"]
+    gap = _mean_difference(groups, POST, PRE)
+    closed = ""
+    if claim in FIXES and gap < 0:
+        closed = f", of which it closed {100 * _mean_difference(groups, claim.question.method, POST) / -gap:.0f} %"
+    parts.append(f"post-norm softmax's gap to pre-norm at depth {DEEP}: {gap:+.2f} pp val accuracy{closed}")
+    arms = dict.fromkeys((claim.question.method, claim.question.baseline, *claim.question.reads))
+    parts.append("val accuracy / last-layer cos_sim: " + "; ".join(f"{arm_name(a)} {_means(groups, a)}" for a in arms))
+    return "; ".join(parts)
+
+
+def _mean_difference(groups: list[Mapping[Key, CellResult]], arm: Key, other: Key) -> float:
+    """``arm``'s validation accuracy minus ``other``'s (pp), the mean over ``groups`` (seeds)."""
+    return statistics.fmean(val_score(g[arm]) - val_score(g[other]) for g in groups)
+
+
+def _means(groups: list[Mapping[Key, CellResult]], arm: Key) -> str:
+    """``arm``'s mean validation accuracy and last-layer cos_sim over ``groups``."""
+    accuracy = statistics.fmean(val_score(g[arm]) for g in groups)
+    found = [cos for g in groups if (cos := last_cos_sim(g[arm])) is not None]
+    return f"{accuracy:.2f} % / " + (f"{statistics.fmean(found):.3f}" if found else "–")
+
+
+def family_table(cells: list[CellResult]) -> str:
+    """Markdown: every arm of ``PRESET`` over the registered seeds that finished it with an
+    evaluation: validation accuracy (deciding), test accuracy (beside) and the last-layer cos_sim of
+    the validation probe, each the mean ± SD over those seeds; '' before any has finished."""
+    seeds = group_cells(CLAIM_4A.question, cells)
+    columns = ((val_score, ".2f"), (paired_score, ".2f"), (last_cos_sim, ".3f"))
+    rows = []
+    for arm in dict.fromkeys((c.norm, c.variant.label, c.depth) for c in PRESET.cells()):
+        found = [seeds.get(seed, {}).get(arm) for seed in PRESET.seeds]
+        done = [cell for cell in found if has_finished(cell) and cell.epochs]
+        if done:
+            rows.append([arm_name(arm), seed_span([c.seed for c in done]), *(_spread(done, *c) for c in columns)])
+    header = ["arm", "seeds", "val accuracy (%)", "test accuracy (%)", "last-layer cos_sim"]
+    return markdown_table(header, rows) if rows else ""
+
+
+def _spread(cells: list[CellResult], read, spec: str) -> str:
+    """The mean ± SD of ``read`` over ``cells`` (one value: alone; none: –)."""
+    values = [v for c in cells if (v := read(c)) is not None]
+    if not values:
+        return "–"
+    sd = f" ± {statistics.stdev(values):{spec}}" if len(values) > 1 else ""
+    return f"{statistics.fmean(values):{spec}}{sd}"
+
+
+def family_section(cells: list[CellResult]) -> list[str]:
+    """The claims report's lines on the families: what they test, and ``family_table`` (their
+    verdicts are records, in the fourth step's table of fresh tests)."""
+    table = family_table(cells)
+    arms = (
+        "; each arm's finished seeds, the mean ± SD over them (the test split decides nothing; a lower cos_sim "
+        "counts for nothing where accuracy fell):"
+        if table
+        else "; no cell of theirs has finished yet."
+    )
+    return [
+        f"Claims 4a, 4b and the depth-fix family where post-norm fails (preset `{PRESET.name}`, seeds "
+        f"{seed_span(list(PRESET.seeds))}; section 6 of the registration): {CANDIDATE} at depths {SHALLOW} and "
+        f"{DEEP}, decided on validation accuracy; 4a and 4b one Holm family of two, the {len(FIXES)} depth fixes "
+        f"against post-norm softmax at depth {DEEP} another of {len(FIXES)}, two-sided; tested only where pre-norm "
+        f"softmax trains at depth {DEEP} on every seed (plateaued within {PLATEAU_PP:g} pp by gate (a), at least "
+        f"{100 * PRE_TRAINS_AT:.2f} % validation accuracy). Their verdicts are rows of the fresh tests' table "
+        f"below{arms}",
+        "",
+        *([table, ""] if table else []),
+    ]

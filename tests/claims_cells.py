@@ -69,10 +69,11 @@ def make_cell(
     val: list[float] | None = None,
     status: str = "completed",
     cell_analysis: dict | None = None,
+    cos_sim: float = 0.3,
 ) -> None:
     """A cell of preset ``study`` as `oversmooth study --results` archives it: the preset's own
     cell.json, one record per entry of ``val`` (validation accuracy, or an LM's NLL; the loss
-    falls to the last), and results.json with the ``test`` score."""
+    falls to the last; every layer's probe at ``cos_sim``), and results.json with the ``test`` score."""
     cell = next(
         c
         for c in CLAIMS_PRESETS[study].cells()
@@ -87,7 +88,7 @@ def make_cell(
         {
             "epoch": e + 1,
             "val": ({"loss": v, "perplexity": math.exp(v)} if lm else {"accuracy": v, "loss": 1.0 - 0.01 * e}),
-            "layers": [{"layer": l, "cos_sim": 0.3, "t_sim": 0.3} for l in range(cell.depth + 1)],
+            "layers": [{"layer": l, "cos_sim": cos_sim, "t_sim": 0.3} for l in range(cell.depth + 1)],
         }
         for e, v in enumerate(val)
     ]

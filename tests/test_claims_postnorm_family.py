@@ -1,0 +1,232 @@
+"""Claims 4a, 4b and the depth-fix family where post-norm fails (docs/registrations/fourth-step.md,
+sections 1 and 6): the preset's cells written out by hand, both Holm families checked against scipy's
+paired t-tests and Holm's step-down worked by hand, pending while a cell is missing, not tested when
+pre-norm softmax at depth 96 did not train, and claim 4's figure by depth, one row per recipe, drawn
+without a line across a depth with no data and without pooling the confirmation's seeds."""
+
+import statistics
+
+import pytest
+from claims_cells import make_cell
+from scipy import stats
+
+from oversmooth.claims.postnorm_family import family_records, family_section
+from oversmooth.claims.presets import CLAIMS_PRESETS, POSTNORM_FAMILY_SEEDS
+from oversmooth.study.results import read_studies
+
+SEEDS = (20, 21, 22)
+#: final validation accuracy per arm and seed (fractions): post-norm softmax fails at depth 96 (about 30 %)
+#: and pre-norm trains (about 83 %); DeepNorm and LayerScale rescue it, ReZero does worse still, de-escalation,
+#: sigmaReparam and MV-split are noise around it
+VAL = {
+    ("pre", "softmax", 8): (0.850, 0.855, 0.848),
+    ("post", "softmax", 8): (0.845, 0.846, 0.842),
+    ("pre", "softmax", 96): (0.830, 0.835, 0.828),
+    ("post", "softmax", 96): (0.300, 0.320, 0.290),
+    ("post", "deescalate", 96): (0.310, 0.300, 0.305),
+    ("post", "deepnorm", 96): (0.800, 0.820, 0.810),
+    ("pre", "layerscale", 96): (0.825, 0.830, 0.820),
+    ("post", "rezero", 96): (0.200, 0.215, 0.190),
+    ("post", "sigma_reparam", 96): (0.350, 0.280, 0.310),
+    ("post", "mv_split", 96): (0.310, 0.330, 0.270),
+}
+#: test accuracy: validation's less 1 pp, DeepNorm's plus 2 pp (so its test-split difference is 3 pp above
+#: validation's), pre-norm softmax's at depth 96 plus 3 pp (so 4a on the test split is not 4a on validation)
+TEST_SHIFT = {("post", "deepnorm", 96): 0.02, ("pre", "softmax", 96): 0.03}
+COS_SIM = {("post", "softmax", 96): 0.95, ("post", "deepnorm", 96): 0.25}
+FIXES = ("DeepNorm", "LayerScale", "ReZero", "σReparam", "MV-split")
+
+
+def family_cells(root, val=VAL, skip=(), pre_curve=None):
+    """``postnorm-family``'s cells as the study archives them, each seed's validation accuracy rising to
+    ``val`` over three epochs (plateaued); ``skip``: (arm, seed) left out; ``pre_curve``: seed -> the
+    validation curve of pre-norm softmax at depth 96 instead."""
+    for arm, values in val.items():
+        norm, label, depth = arm
+        for seed, v in zip(SEEDS, values):
+            if (arm, seed) in skip:
+                continue
+            curve = (pre_curve or {}).get(seed) if arm == ("pre", "softmax", 96) else None
+            test = v - 0.01 + TEST_SHIFT.get(arm, 0.0)
+            make_cell(
+                root, "postnorm-family", label, seed, test, norm=norm, depth=depth,
+                val=list(curve or (v - 0.02, v - 0.005, v)), cos_sim=COS_SIM.get(arm, 0.3),
+            )  # fmt: skip
+    return read_studies([root / "postnorm-family"])[0]
+
+
+def pp(arm):
+    return [100 * v for v in VAL[arm]]
+
+
+def holm(p_values):
+    """Holm's step-down adjusted p-values, by hand."""
+    order = sorted(range(len(p_values)), key=lambda i: p_values[i])
+    adjusted, running = [0.0] * len(p_values), 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (len(p_values) - rank) * p_values[i]))
+        adjusted[i] = running
+    return adjusted
+
+
+def verdict(mean, p_holm):
+    return "inconclusive" if p_holm >= 0.05 else ("held" if mean > 0 else "contradicted")
+
+
+def test_the_preset_is_the_registered_grid():
+    study = CLAIMS_PRESETS["postnorm-family"]
+    assert study.seeds == POSTNORM_FAMILY_SEEDS
+    per_seed = [
+        "post-d8-softmax", "post-d96-softmax", "post-d96-deescalate", "post-d96-deepnorm", "post-d96-rezero",
+        "post-d96-sigma_reparam", "post-d96-mv_split", "pre-d8-softmax", "pre-d96-softmax", "pre-d96-layerscale",
+    ]  # fmt: skip
+    assert [c.name for c in study.cells()] == [f"fmnist-{cell}-s{s}" for s in study.seeds for cell in per_seed]
+    recipe = {"width": 64, "lr": 4e-3, "warmup": 0.05, "grad_clip": 1.0, "epochs": 16, "limit_train": 10000}
+    for cell in study.cells():
+        spec = cell.spec()
+        assert {name: getattr(spec, name) for name in recipe} == recipe and spec.patch_size == 7
+    assert next(c for c in study.cells() if c.variant.label == "deescalate").spec().knobs == {"tau": 1.0}
+    assert CLAIMS_PRESETS["postnorm-confirm"].train == {
+        "width": 64, "heads": 4, "mlp_ratio": 2.0, "patch_size": 7, "batch_size": 128, "lr": 4e-3, "epochs": 16,
+        "limit_train": 10000, "checkpoint_every": 200, "warmup": 0.05, "grad_clip": 1.0,
+    }  # fmt: skip
+
+
+def test_both_families_are_decided_by_scipys_paired_t_and_holm_by_hand(tmp_path):
+    records = {r["claim"]: r for r in family_records(family_cells(tmp_path))}
+    post, pre = pp(("post", "softmax", 96)), pp(("pre", "softmax", 96))
+    deficit_deep = [p - q for p, q in zip(pre, post)]
+    deficit_shallow = [p - q for p, q in zip(pp(("pre", "softmax", 8)), pp(("post", "softmax", 8)))]
+    pairs = {
+        "4a (post-norm fails)": (deficit_deep, deficit_shallow),
+        "4b (post-norm fails)": (pp(("post", "deescalate", 96)), post),
+        **{
+            f"{name} (post-norm fails)": (pp(arm), post) for name, arm in zip(FIXES, [a for a in VAL if a[2] == 96][3:])
+        },
+    }
+    first, fixes = (
+        {name: stats.ttest_rel(*pairs[name]) for name in names} for names in (list(pairs)[:2], list(pairs)[2:])
+    )
+    for family in (first, fixes):
+        adjusted = holm([t.pvalue for t in family.values()])
+        for (name, t), p_holm in zip(family.items(), adjusted):
+            record, mean = records[name], statistics.fmean(m - b for m, b in zip(*pairs[name]))
+            assert record["test"]["p"] == pytest.approx(t.pvalue), name
+            assert record["test"]["p_holm"] == pytest.approx(p_holm), name
+            assert record["test"]["mean"] == pytest.approx(mean), name
+            assert record["verdict"] == verdict(mean, p_holm), name
+            assert record["test"]["seeds"] == list(SEEDS) and record["unit"] == "pp"
+    assert [records[f"{n} (post-norm fails)"]["verdict"] for n in FIXES] == [
+        "held", "held", "contradicted", "inconclusive", "inconclusive",
+    ]  # fmt: skip
+    assert [records[n]["verdict"] for n in first] == ["held", "inconclusive"]
+    # Holm-matched intervals: 4b, the one its family kept, at 95 % (alpha / 1); 4a, rejected at p / p_Holm = 1 / 2
+    # of alpha, at 97.5 %; sigmaReparam, one of the two kept of five, at 1 - 0.05 / 2
+    for name, family, level in (
+        ("4b (post-norm fails)", first, 0.95),
+        ("4a (post-norm fails)", first, 0.975),
+        ("σReparam (post-norm fails)", fixes, 0.975),
+    ):
+        interval = family[name].confidence_interval(level)
+        assert records[name]["test"]["ci"] == pytest.approx([interval.low, interval.high]), name
+
+
+def test_each_record_states_the_test_split_the_gap_the_share_closed_and_cos_sim_beside_accuracy(tmp_path):
+    records = {r["claim"]: r for r in family_records(family_cells(tmp_path))}
+    post, pre, deepnorm = pp(("post", "softmax", 96)), pp(("pre", "softmax", 96)), pp(("post", "deepnorm", 96))
+    gap = statistics.fmean(p - q for p, q in zip(post, pre))
+    closed = statistics.fmean(d - p for d, p in zip(deepnorm, post)) / -gap
+    sentence = records["DeepNorm (post-norm fails)"]["sentence"]
+    on_test = statistics.fmean(d - p for d, p in zip(deepnorm, post)) + 2.0  # test: DeepNorm 2 pp up, the rest equal
+    assert f"on the test split (deciding nothing) the mean difference is {on_test:+.2f} pp" in sentence
+    assert (
+        f"gap to pre-norm at depth 96: {gap:+.2f} pp val accuracy, of which it closed {100 * closed:.0f} %" in sentence
+    )
+    assert f"deepnorm (post-norm, depth 96) {statistics.fmean(deepnorm):.2f} % / 0.250" in sentence
+    assert f"softmax (post-norm, depth 96) {statistics.fmean(post):.2f} % / 0.950" in sentence
+    assert "closed" not in records["4b (post-norm fails)"]["sentence"]  # a share only for a fix
+    table = "\n".join(family_section(family_cells(tmp_path / "again")))
+    assert (
+        f"| softmax (post-norm, depth 96) | 20-22 | {statistics.fmean(post):.2f} ± {statistics.stdev(post):.2f} |"
+        in (table)
+    )
+
+
+def test_a_family_waits_for_every_cell_and_says_what_it_lacks(tmp_path):
+    records = {r["claim"]: r for r in family_records(family_cells(tmp_path, skip={(("post", "mv_split", 96), 22)}))}
+    assert {records[f"{n} (post-norm fails)"]["verdict"] for n in FIXES} == {"pending"}
+    assert "seed(s) 22 lack mv_split (post-norm, depth 96)" in records["MV-split (post-norm fails)"]["sentence"]
+    assert "its Holm family waits for MV-split (post-norm fails)" in records["DeepNorm (post-norm fails)"]["sentence"]
+    assert records["4a (post-norm fails)"]["verdict"] == "held"  # the other family is whole: decided
+    none = family_records([])
+    assert {r["verdict"] for r in none} == {"pending"} and len(none) == 7
+    assert "0 of 3 planned seed pairs finished" in none[0]["sentence"]
+
+
+@pytest.mark.parametrize(
+    "curve, why",
+    [
+        ((0.70, 0.74, 0.75), "seed 21 ended at 75.00 % val accuracy, below 78.89 %"),
+        ((0.80, 0.86, 0.85, 0.84), "not plateaued (a): seed 21 ended 2.00 pp short of the best of its last 4"),
+    ],
+)
+def test_nothing_is_tested_where_pre_norm_did_not_train_on_a_seed(tmp_path, curve, why):
+    records = family_records(family_cells(tmp_path, pre_curve={21: curve}))
+    assert {r["verdict"] for r in records} == {"not tested"} and len(records) == 7
+    assert all(why in r["sentence"] for r in records), records[0]["sentence"]
+    # a failed gate decides even while other cells run
+    partial = family_records(family_cells(tmp_path / "b", pre_curve={21: curve}, skip={(("post", "rezero", 96), 20)}))
+    assert {r["verdict"] for r in partial} == {"not tested"}
+
+
+def test_claim4s_figure_draws_a_row_per_recipe_no_line_across_a_missing_depth_and_the_confirmation_apart(
+    tmp_path, monkeypatch
+):
+    """depth-w32's row: post-norm softmax at 8 and 48 (depth-w32) and 96 (depth-fixes) is one line; DeepNorm
+    (depth-fixes, 8 and 96) two points, never joined across 48. The failure recipe's row: the family's
+    post-norm softmax at 96 is the mean of its own seeds, the confirmation's seed a hollow marker apart."""
+    from oversmooth.claims import claim4_depth
+
+    for seed, accuracy in ((2, 0.84), (3, 0.86)):
+        for depth in (8, 48):
+            make_cell(tmp_path, "depth-w32", "softmax", seed, accuracy, norm="post", depth=depth)
+    for seed in (10, 11):
+        for depth in (8, 96):
+            make_cell(tmp_path, "depth-fixes", "softmax", seed, 0.85, norm="post", depth=depth)
+            make_cell(tmp_path, "depth-fixes", "deepnorm", seed, 0.80, norm="post", depth=depth)
+    make_cell(tmp_path, "postnorm-confirm", "softmax", 0, 0.32, norm="post", depth=96, val=[0.30, 0.322])
+    family_cells(tmp_path)
+    cells, _ = read_studies([tmp_path / s for s in ("depth-w32", "depth-fixes", "postnorm-confirm", "postnorm-family")])
+    drawn = {}
+    monkeypatch.setattr(claim4_depth, "save_figure", lambda fig, stem, formats: drawn.update(fig=fig))
+    lines, files = claim4_depth.claim4_depth_lines(cells)
+    assert "![validation accuracy and last-layer cos_sim by depth, per recipe](claim4_depth.png)" in lines
+    files["claim4_depth"](tmp_path / "claim4_depth", ("png",))
+    rows = drawn["fig"].subfigs
+    old, new = (row.axes[0] for row in rows)  # the accuracy panels
+    assert "depth-w32's recipe (width 32, lr 0.002" in rows[0].get_suptitle()
+    assert "w64-lr0.004-wu0.05-clip1 (width 64, lr 0.004" in rows[1].get_suptitle().replace("\n", " ")
+
+    def depth(x):
+        """The depth an arm's point stands beside (the arms are dodged apart around it)."""
+        return min((8, 48, 96), key=lambda d: abs(d - x))
+
+    def segments(ax):
+        """Each error-bar line's (colour of its arm, depths it joins, means)."""
+        return [
+            (bars.lines[0].get_color(), [depth(x) for x in bars.lines[0].get_xdata()], list(bars.lines[0].get_ydata()))
+            for bars in ax.containers
+        ]
+
+    by_colour = {}
+    for colour, xs, ys in segments(old):
+        by_colour.setdefault(colour, []).append((xs, ys))
+    post, deepnorm = by_colour["C1"], by_colour["C3"]  # ARMS: pre softmax, post softmax, deescalate, deepnorm...
+    assert [xs for xs, _ in post] == [[8, 48, 96]] and [xs for xs, _ in deepnorm] == [[8], [96]]
+    assert post[0][1] == pytest.approx([85.0, 85.0, 85.0])  # validation accuracy: the last epoch's, in %
+    family_post = {colour: (xs, ys) for colour, xs, ys in segments(new)}["C1"]
+    assert family_post[0] == [8, 96]
+    assert family_post[1][1] == pytest.approx(statistics.fmean(pp(("post", "softmax", 96))))  # not pooled with 32.2
+    hollow = [line for line in new.lines if line.get_markerfacecolor() == "none"]
+    assert [list(line.get_ydata()) for line in hollow] == [[pytest.approx(32.2)]]
+    assert depth(hollow[0].get_xdata()[0]) == 96

@@ -165,6 +165,8 @@ def _long(name: str, model: str, task: str, depth: int, train: dict) -> StudyCon
     )
 
 
+#: post-norm de-escalation at tau 1, claim 4b's method (post-norm only)
+DEESCALATE = Variant("deescalate", "deescalate", {"tau": 1.0}, norms=("post",))
 #: the depth fixes (docs/methods.md), each in its paper's placement: LayerScale in pre-norm blocks
 #: (CaiT), DeepNorm, sigmaReparam (its post-LN experiments) and MV-split (its post-norm blocks) in
 #: post-norm ones, ReZero in blocks without norms (post: no final norm either, as the paper)
@@ -243,7 +245,7 @@ CLAIMS_PRESETS: dict[str, StudyConfig] = {
         tasks=("fmnist",),
         norms=("pre", "post"),
         depths=(96,),
-        variants=(_M("softmax"), Variant("deescalate", "deescalate", {"tau": 1.0}, norms=("post",))),
+        variants=(_M("softmax"), DEESCALATE),
         seeds=(1, 2, 3),
         train={**PILOT_VIT, "lr": 2e-3},
         description="claims 4a / 4b at the depth where postnorm-pilot-2 found post-norm failing (96): pre-norm "
@@ -341,7 +343,7 @@ CLAIMS_PRESETS: dict[str, StudyConfig] = {
         tasks=("fmnist",),
         norms=("pre", "post"),
         depths=(8, 48),
-        variants=(_M("softmax"), Variant("deescalate", "deescalate", {"tau": 1.0}, norms=("post",))),
+        variants=(_M("softmax"), DEESCALATE),
         seeds=tuple(range(2, 10)),
         train=DEPTH_W32,
         description="claims 4a / 4b (second protocol): pre-norm softmax, post-norm softmax and post-norm "
@@ -357,7 +359,7 @@ CLAIMS_PRESETS: dict[str, StudyConfig] = {
         depths=(8, 96),
         variants=(
             _M("softmax"),
-            Variant("deescalate", "deescalate", {"tau": 1.0}, norms=("post",)),
+            DEESCALATE,
             *DEPTH_FIXES,
         ),
         seeds=(10, 11, 12, 13),
@@ -403,10 +405,7 @@ CLAIMS_PRESETS: dict[str, StudyConfig] = {
         depths=(8, 96),
         variants=(
             _M("softmax"),
-            *(
-                dataclasses.replace(variant, depths=(96,))
-                for variant in (Variant("deescalate", "deescalate", {"tau": 1.0}, norms=("post",)), *DEPTH_FIXES)
-            ),
+            *(dataclasses.replace(variant, depths=(96,)) for variant in (DEESCALATE, *DEPTH_FIXES)),
         ),
         seeds=POSTNORM_FAMILY_SEEDS,
         train=POSTNORM_W64,

@@ -32,8 +32,9 @@ STEM = "claim4_depth"
 ARMS = (("pre", "softmax"), ("post", "softmax"), ("post", "deescalate"), *((f.norms[0], f.label) for f in DEPTH_FIXES))
 #: the two panels of a row: what they read from a finished cell, and their axis
 MEASURES = ((val_score, "validation accuracy (%)"), (last_cos_sim, "last-layer cos_sim (validation probe)"))
-#: how far apart the arms stand at one depth, a share of the row's span of depths
-DODGE = 0.012
+#: how far apart the arms stand at one depth, and the room either side of the depths, shares of the
+#: row's span of depths
+DODGE, MARGIN = 0.012, 0.06
 
 
 @dataclass(frozen=True)
@@ -107,7 +108,8 @@ def plot_claim4_depth(
     with figure_rows(len(rows), 2, PAGE, 3.4 * len(rows)) as (fig, panels):
         for (row, pooled, apart), (subfigure, axes) in zip(rows, panels):
             depths = sorted({c.depth for c in pooled + apart})
-            dodge = DODGE * max(depths[-1] - depths[0], depths[0])
+            span = max(depths[-1] - depths[0], depths[0])  # one depth: its own size
+            dodge = DODGE * span
             for ax, (read, ylabel) in zip(axes, MEASURES):
                 for index, (arm, values) in enumerate(_by_arm(apart, read).items()):
                     label = f"{arm}, {row.apart} (hollow: each seed)"
@@ -116,6 +118,8 @@ def plot_claim4_depth(
                         ax.plot([x] * len(found), found, "o", mfc="none", color=f"C{index}", label=label)
                 ax.set_ylabel(ylabel)
             by_depth_panels(axes, depths, [_by_arm(pooled, read) for read, _ in MEASURES], dodge)
+            for ax in axes:
+                ax.set_xlim(depths[0] - MARGIN * span, depths[-1] + MARGIN * span)
             subfigure.suptitle(fill(row.title(pooled, apart), PAGE))
         save_figure(fig, stem, formats)
 

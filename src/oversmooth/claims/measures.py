@@ -12,7 +12,7 @@ import statistics
 from collections import Counter
 from collections.abc import Callable, Mapping
 
-from oversmooth.study.results import CellResult, paired_score
+from oversmooth.study.results import CellResult, chance_score, paired_score
 
 Key = tuple[str, str, int]  # (norm, label, depth)
 Measure = Callable[[Mapping[Key, CellResult], tuple[Key, Key]], "tuple[float, float] | None"]
@@ -32,11 +32,19 @@ def val_score(cell: CellResult, epoch: int = -1) -> float:
 
 def final_val(cells: Mapping[Key, CellResult], arms: tuple[Key, Key]) -> tuple[float, float] | None:
     """Validation score after the last epoch (``val_score``) of the method and of the baseline: the
-    fourth step's fresh tests decide on validation, the test split reported beside it."""
-    if any(cells[arm].results is None or not cells[arm].epochs for arm in arms):
-        return None
-    method, baseline = (val_score(cells[arm]) for arm in arms)
-    return method, baseline
+    fourth step's fresh tests decide on validation, the test split reported beside it. A diverged
+    cell keeps its last evaluation's score, or chance (``chance_score``) when it diverged before its
+    first, as ``paired_score`` counts it on test."""
+    scores = [last_val(cells[arm]) for arm in arms]
+    return None if None in scores else (scores[0], scores[1])
+
+
+def last_val(cell: CellResult) -> float | None:
+    """``cell``'s validation score after its last epoch (``final_val``'s rule for a diverged cell);
+    None while it has not finished."""
+    if cell.status == "diverged" and not cell.epochs:
+        return chance_score(cell)
+    return None if cell.results is None or not cell.epochs else val_score(cell)
 
 
 def depth_deficit(pair: Measure) -> Measure:

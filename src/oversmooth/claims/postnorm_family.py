@@ -29,7 +29,7 @@ from dataclasses import dataclass, replace
 from oversmooth.claims import measures
 from oversmooth.claims.gates import arm_name
 from oversmooth.claims.gathering import gather, group_cells, has_finished
-from oversmooth.claims.measures import Key, Measure, val_score
+from oversmooth.claims.measures import Key, Measure, last_val
 from oversmooth.claims.postnorm_confirm import CANDIDATE, PLATEAU_PP, PRE_TRAINS_AT, pre_norm_short
 from oversmooth.claims.presets import CLAIMS_PRESETS, DEPTH_FIXES
 from oversmooth.claims.protocol import Protocol
@@ -186,12 +186,12 @@ def _described(claim: FamilyClaim, cells: list[CellResult], groups: list[Mapping
 
 def _mean_difference(groups: list[Mapping[Key, CellResult]], arm: Key, other: Key) -> float:
     """``arm``'s validation accuracy minus ``other``'s (pp), the mean over ``groups`` (seeds)."""
-    return statistics.fmean(val_score(g[arm]) - val_score(g[other]) for g in groups)
+    return statistics.fmean(last_val(g[arm]) - last_val(g[other]) for g in groups)
 
 
 def _means(groups: list[Mapping[Key, CellResult]], arm: Key) -> str:
     """``arm``'s mean validation accuracy and last-layer cos_sim over ``groups``."""
-    accuracy = statistics.fmean(val_score(g[arm]) for g in groups)
+    accuracy = statistics.fmean(last_val(g[arm]) for g in groups)
     found = [cos for g in groups if (cos := last_cos_sim(g[arm])) is not None]
     return f"{accuracy:.2f} % / " + (f"{statistics.fmean(found):.3f}" if found else "–")
 
@@ -201,11 +201,11 @@ def family_table(cells: list[CellResult]) -> str:
     evaluation: validation accuracy (deciding), test accuracy (beside) and the last-layer cos_sim of
     the validation probe, each the mean ± SD over those seeds; '' before any has finished."""
     seeds = group_cells(CLAIM_4A.question, cells)
-    columns = ((val_score, ".2f"), (paired_score, ".2f"), (last_cos_sim, ".3f"))
+    columns = ((last_val, ".2f"), (paired_score, ".2f"), (last_cos_sim, ".3f"))
     rows = []
     for arm in dict.fromkeys((c.norm, c.variant.label, c.depth) for c in PRESET.cells()):
         found = [seeds.get(seed, {}).get(arm) for seed in PRESET.seeds]
-        done = [cell for cell in found if has_finished(cell) and cell.epochs]
+        done = [cell for cell in found if cell is not None and last_val(cell) is not None]
         if done:
             rows.append([arm_name(arm), seed_span([c.seed for c in done]), *(_spread(done, *c) for c in columns)])
     header = ["arm", "seeds", "val accuracy (%)", "test accuracy (%)", "last-layer cos_sim"]

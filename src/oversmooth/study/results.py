@@ -93,14 +93,19 @@ def paired_score(cell: CellResult) -> float | None:
     """Test accuracy in percent, or an LM's test NLL per token (nats, the log perplexity). A
     diverged cell keeps the validation score of its last good epoch, or chance (10 %; an LM:
     log of the vocabulary) when it diverged in its first epoch."""
-    lm = cell.model == "lm"
     if cell.status == "diverged" and not cell.epochs:
-        config = cell.results["description"]["model_config"]
-        return math.log(config["vocab_size"]) if lm else 100 / config["num_classes"]
+        return chance_score(cell)
     if cell.status not in ("completed", "diverged"):
         return None
     split = cell.results["test"] if cell.status == "completed" else cell.epochs[-1]["val"]
-    return split["loss"] if lm else 100 * split["accuracy"]
+    return split["loss"] if cell.model == "lm" else 100 * split["accuracy"]
+
+
+def chance_score(cell: CellResult) -> float:
+    """What a model that learned nothing scores: 100 / classes percent, or an LM's log of its
+    vocabulary (nats per token, the NLL of the uniform guess)."""
+    config = cell.results["description"]["model_config"]
+    return math.log(config["vocab_size"]) if cell.model == "lm" else 100 / config["num_classes"]
 
 
 #: the fields a reader of ``cell.json`` (and its ``variant``) and ``study.json`` needs.

@@ -10,6 +10,7 @@ import pytest
 from claims_cells import analysis, make_cell
 from scipy import stats
 
+from oversmooth.claims.fourth_step import claim4_clause
 from oversmooth.claims.fresh_2b import fresh_2b_record
 from oversmooth.claims.postnorm_screen import ScreenArm, ScreenRow, screen_sentence
 from oversmooth.claims.smollm2_fair import fair_records, learning_curves, read_fair_adaptations
@@ -119,3 +120,18 @@ def test_the_committed_report_opens_with_at_most_five_sentences_and_separate_ver
     opening = report[2]
     assert len(re.split(r"(?<=\.)\s+(?=[A-Z])", opening)) <= 5
     assert report[4].startswith("| id |") and "| registered verdict | fresh tests | exploratory reading |" in report[4]
+
+
+def test_the_opening_says_where_claim_4_stands_where_post_norm_fails():
+    """From the committed screen and confirmation: confirmed, so the clause names the recipe and the
+    depth fixes' verdicts as their records give them; without the confirmation's cells, not tested."""
+    root = Path(__file__).parents[1] / "results"
+    cells = read_studies([root / "postnorm-screen", root / "postnorm-confirm"])[0]
+    screen = [c for c in cells if c.study == "postnorm-screen"]
+    verdicts = dict(zip(("DeepNorm", "LayerScale", "ReZero", "σReparam", "MV-split"), ("held",) * 2 + ("pending",) * 3))
+    records = [{"claim": f"{name} (post-norm fails)", "verdict": v} for name, v in verdicts.items()]
+    clause = claim4_clause(cells, records)
+    assert "confirmation confirmed, a recipe where it fails at depth 96 while pre-norm trains (w64-" in clause
+    assert clause.endswith("the depth fixes held (DeepNorm, LayerScale); pending (ReZero, σReparam, MV-split)")
+    alone = claim4_clause(screen, records)
+    assert alone.startswith("not tested: the registered screen found") and alone.endswith("confirmation is running")

@@ -10,9 +10,10 @@ from pathlib import Path
 
 from oversmooth.claims.claim4_depth import claim4_depth_lines
 from oversmooth.claims.fresh_2b import fresh_2b_record
-from oversmooth.claims.postnorm_confirm import confirm_section
-from oversmooth.claims.postnorm_family import family_records, family_section
-from oversmooth.claims.postnorm_screen import STUDY, candidates, screen_rows, screen_sentence, screen_table
+from oversmooth.claims.postnorm_confirm import CANDIDATE, confirm_section, confirm_seeds, confirmed
+from oversmooth.claims.postnorm_family import FIXES, family_records, family_section
+from oversmooth.claims.postnorm_family import PRESET as FAMILY
+from oversmooth.claims.postnorm_screen import DEEP, STUDY, candidates, screen_rows, screen_sentence, screen_table
 from oversmooth.claims.smollm2_fair import fair_records, learning_curves
 from oversmooth.claims.third_protocol import records_table
 from oversmooth.study.report import Draw
@@ -28,9 +29,25 @@ def fourth_step_records(cells: list[CellResult], fair_adapted: dict[int, dict]) 
     return [fresh_2b_record(cells), *fair_records(fair_adapted), *family_records(cells)]
 
 
-def screen_clause(cells: list[CellResult]) -> str:
-    """Where claim 4's screen stands, for the report's opening."""
-    return screen_sentence(screen_rows(cells))
+def claim4_clause(cells: list[CellResult], records: list[dict]) -> str:
+    """Where claim 4 stands where post-norm fails, for the report's opening: the screen and its
+    confirmation, then the depth fixes' verdicts among ``records`` (4a's and 4b's are fresh tests of
+    their claims, counted with the others)."""
+    rows = screen_rows(cells)
+    verdict = confirmed(confirm_seeds(cells))
+    if not candidates(rows) or not verdict:
+        waiting = {None: "; its confirmation is running", False: "; its confirmation found no failure"}
+        return f"not tested: {screen_sentence(rows)}{waiting.get(verdict, '') if candidates(rows) else ''}"
+    fixes = {fix.name: next(r["verdict"] for r in records if r["claim"] == fix.name) for fix in FIXES}
+    by: dict[str, list[str]] = {}
+    for name, fix_verdict in fixes.items():
+        by.setdefault(fix_verdict, []).append(name.split(" (")[0])
+    told = "; ".join(f"{v} ({', '.join(names)})" for v, names in by.items())
+    return (
+        f"the registered screen found, and its confirmation confirmed, a recipe where it fails at depth {DEEP} "
+        f"while pre-norm trains ({CANDIDATE}); 4a, 4b and the depth fixes are tested afresh there "
+        f"(`{FAMILY.name}`), the depth fixes {told}"
+    )
 
 
 def fourth_step_section(

@@ -22,7 +22,7 @@ from oversmooth.claims.commands import study_command
 from oversmooth.claims.depth_fixes import PLOT as DEPTH_FIXES_PLOT
 from oversmooth.claims.depth_fixes import depth_fixes_section
 from oversmooth.claims.fourth_step import CURVES as FOURTH_STEP_CURVES
-from oversmooth.claims.fourth_step import fourth_step_records, fourth_step_section, screen_clause
+from oversmooth.claims.fourth_step import claim4_clause, fourth_step_records, fourth_step_section
 from oversmooth.claims.probes import Probes
 from oversmooth.claims.protocol import OVERSMOOTHS
 from oversmooth.claims.reading import SEEN_FIRST, post_norm_trains_deep
@@ -456,7 +456,7 @@ def render_claims(
     lines = [
         f"# {title}",
         "",
-        opening(claims, records, screen_clause(cells)),
+        opening(claims, records, claim4_clause(cells, fourth)),
         "",
         summary_table(claims, records),
         "",

@@ -161,10 +161,10 @@ def _ids(ids: Sequence[str]) -> str:
     return ", ".join(ids[:-1]) + (" and " if len(ids) > 1 else "") + ids[-1] if ids else "none"
 
 
-def opening(claims: list[Claim], records: Sequence[dict], untestable: str) -> str:
+def opening(claims: list[Claim], records: Sequence[dict], claim4: str) -> str:
     """At most five plain sentences: what held and failed under the registered rules, what the fresh
-    tests found, what could not be tested and why (``untestable``: claim 4's screen, in a clause),
-    and where the problem exists."""
+    tests found, what could not be tested and why, where claim 4 stands where post-norm fails
+    (``claim4``, a clause), and where the problem exists."""
     tested = [c for c in claims if c.verdict != "not tested"]
     by = {v: [c.id for c in tested if c.verdict == v] for v in ("held", "contradicted", "inconclusive")}
     flagged = [c.id for c in claims if STATEMENTS[c.id].flag]
@@ -181,11 +181,9 @@ def opening(claims: list[Claim], records: Sequence[dict], untestable: str) -> st
         parts = [f"{verdict}: {_ids(names)}" for verdict, names in decided.items()]
         sentences.append(f"Fresh tests, each registered before it ran: {'; '.join(parts)}.")
     not_tested = [c.id for c in claims if c.verdict == "not tested"]
-    sentences.append(
-        "Not tested: "
-        + (f"{_ids(not_tested)} (see their rows); " if not_tested else "")
-        + f"4a and 4b where post-norm fails: {untestable}."
-    )
+    if not_tested:
+        sentences.append(f"Not tested: {_ids(not_tested)} (see their rows).")
+    sentences.append(f"Claim 4 where post-norm fails: {claim4}.")
     strong = [c.id for c in claims if c.regime is not None and c.regime.oversmooths]
     strong += [r["claim"] for r in fresh_tests(records) if "regime" in r]
     sentences.append(

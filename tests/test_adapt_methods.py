@@ -17,8 +17,9 @@ from test_adapt import vit_run  # noqa: F401 (a fixture: a tiny finished train r
 import oversmooth.adapt.run as adapt_run
 import oversmooth.train.loop as loop
 from oversmooth.adapt import AdaptConfig
-from oversmooth.adapt.arms import methods_of
+from oversmooth.adapt.arms import methods_of, plan_arms
 from oversmooth.adapt.pretrained import PretrainedSource
+from oversmooth.adapt.run import open_source
 from oversmooth.cli import build_parser, main
 from oversmooth.cli.adapt import config_of
 from oversmooth.mitigations import registry
@@ -107,7 +108,7 @@ def test_several_methods_with_frontier_knobs_and_a_ramp_beside_one_control(bert,
     with open(analyzed / "frontier.csv") as handle:  # the frontier has values out of budget too: the choice is one
         assert {r["within_budget"] for r in csv.DictReader(handle) if r["method"] == "neutreno"} == {"True", "False"}
     lam, s = chosen["neutreno"], chosen["contranorm"]
-    assert arms == ["control", f"neutreno-lam{lam:g}", f"contranorm-s{s:g}", "layerscale"]
+    assert arms == ["control", f"neutreno-lam{lam:g}", f"contranorm-s{s:g}"]  # layerscale at gamma 1: the control
     assert stored["arms"][f"contranorm-s{s:g}"]["knobs"] == {"s": s, "tau": 1.0}  # its other knob at the default
 
     # one control, every arm on the same batches in the same order (the control takes no step: lr 0)
@@ -126,6 +127,7 @@ def test_several_methods_with_frontier_knobs_and_a_ramp_beside_one_control(bert,
     assert f"the largest lam of analyze's grid (0.05, 0.1, 0.2, 0.4, 0.6, 1) within the budget: lam {lam:g}" in report
     assert "- deescalate: no tau of analyze's grid (0.5, 1) stays within the budget" in report
     assert "- layerscale: analyze --sweep sweeps no knob of it" in report
+    assert "layerscale left out: at gamma 1, its off setting, the patch leaves the model as it is" in report
     assert frontier["command"] in report and (out / "tradeoff.png").stat().st_size > 0
     control, table = stored["arms"]["control"], report.split("## Similarity against quality")[1]
     drops = {}
@@ -167,14 +169,14 @@ def test_several_methods_with_frontier_knobs_and_a_ramp_beside_one_control(bert,
     frontier_written = (out / "frontier.json").stat().st_mtime_ns
     (out / "adapt.json").unlink()
     for name in ("metrics.jsonl", "results.json"):
-        (out / "arms" / "layerscale" / name).unlink()
+        (out / "arms" / arms[-1] / name).unlink()
     assert main(adapt_args(bert, text, out, "--method", METHODS, "--knobs", "frontier", "--ramp", "2")) == 0
     assert written(out / "arms" / arms[1]) == kept
     assert (out / "frontier.json").stat().st_mtime_ns == frontier_written
     again = json.loads((out / "adapt.json").read_text())
     for arm in (*stored["arms"].values(), *again["arms"].values()):
         arm.pop("wall_seconds")
-    for arm in (stored["arms"]["layerscale"], again["arms"]["layerscale"]):  # trained again: timed again
+    for arm in (stored["arms"][arms[-1]], again["arms"][arms[-1]]):  # trained again: timed again
         arm.pop("seconds_per_step"), arm.pop("memory")
     assert again == stored  # the arms kept keep their cost (memory.json)
 
@@ -243,3 +245,17 @@ def test_knob_flags_make_each_methods_arms_and_the_config_keeps_its_old_form():
     assert one.knobs == ({"lam": 0.2}, {"lam": 0.6}) and one.to_dict()["knobs"] == [{"lam": 0.2}, {"lam": 0.6}]
     plain = config_of(parser.parse_args(["adapt", "--out", "x", "--method", "neutreno,contranorm"]))
     assert plain.knobs == ({},) and plain.method_names() == ("neutreno", "contranorm")
+
+
+def test_an_arm_that_would_repeat_the_control_is_left_out_with_why(bert, text, vit_run):  # noqa: F811
+    """A pretrained model's patch at its off setting (NeuTRENO at lambda 0) is the model itself and
+    trains nothing: no arm, the report's note says why; in a train run's model NeuTRENO's layers learn
+    lambda from 0, so that arm is kept."""
+    knobs = ({"lam": 0.0}, {"lam": 0.2})
+    config = AdaptConfig(model=str(bert), text=f"text:{text}", seq_len=16, knobs=knobs)
+    arms, notes = plan_arms(config, PretrainedSource(config), ("neutreno",), {}, None)
+    assert [a.name for a in arms] == ["control", "neutreno-lam0.2"]
+    assert "neutreno-lam0 left out: at lam 0, its off setting, the patch leaves the model as it is" in notes["neutreno"]
+    config = AdaptConfig(model=str(vit_run), knobs=knobs, batch_size=16)
+    arms, _ = plan_arms(config, open_source(config), ("neutreno",), {}, None)
+    assert [a.name for a in arms] == ["control", "neutreno-lam0", "neutreno-lam0.2"]

@@ -3,7 +3,9 @@ and knobs (``config.arm_name``). Which methods: those ``method`` names, each che
 (a method it cannot take is refused, with the reason), or with ``all-patchable`` the registry's
 patchable methods the source takes (the others left out, with the reason). Which knobs: those
 given, or with ``knobs="frontier"`` each method's from analyze's frontier
-(``oversmooth.adapt.frontier_knobs``: a method with no value within budget gets no arm). Torch-free.
+(``oversmooth.adapt.frontier_knobs``: a method with no value within budget gets no arm). An arm that
+would be the control again (a patch at its off setting that trains nothing: ``repeats_control`` of the
+source) is left out, with why. Torch-free.
 """
 
 from __future__ import annotations
@@ -65,5 +67,11 @@ def plan_arms(
         else:
             settings = list(config.knobs_of(name))
             notes[name] = "knobs as given" if any(settings) else "its default knobs"
-        arms += [Arm(arm_name(name, given), name, given, source.resolve(name, given)) for given in settings]
+        for given in settings:
+            arm = Arm(arm_name(name, given), name, given, source.resolve(name, given))
+            repeats = source.repeats_control(name, arm.knobs)
+            if repeats:
+                notes[name] += f"; {arm.name} left out: {repeats}"
+            else:
+                arms.append(arm)
     return arms, notes | {name: f"left out: {why}" for name, why in left_out.items()}

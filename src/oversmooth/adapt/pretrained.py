@@ -192,6 +192,21 @@ class PretrainedSource:
         """``method``'s knobs when not given (a causal LM's defaults where the method has them)."""
         return self.resolve(method, {})
 
+    def repeats_control(self, method: str, knobs: dict) -> str:
+        """Why an arm of ``method`` at ``knobs`` (resolved) would be the control again, '' if it would
+        not: at the method's off setting (its registry entry's ``zero``, as LayerScale's gamma 1) the
+        patch leaves the model as it is and adds nothing that trains."""
+        from oversmooth.mitigations.registry import method as entry
+
+        zero = entry(method).zero
+        if not zero or any(knobs.get(k) != v for k, v in zero.items()):
+            return ""
+        setting = " and ".join(f"{k} {v:g}" for k, v in zero.items())
+        return (
+            f"at {setting}, its off setting, the patch leaves the model as it is and adds nothing that trains: "
+            "its arm would repeat the control; give it knobs to adapt it"
+        )
+
     def save(self, module: HFModule, folder: Path, method: str | None, knobs: dict | None) -> None:
         """``save_pretrained`` (LoRA merged into the weights) with the tokenizer; a patched arm's
         patch recorded in its config (a weights patch left in the plain weights first: loading

@@ -93,6 +93,10 @@ class TrainRunSource:
         if self.config.ramp:
             self._ramp_off(name)
 
+    def repeats_control(self, method: str, knobs: dict) -> str:
+        """'': a method's layers in our models learn from any setting, its off setting included."""
+        return ""
+
     def resolve(self, name: str, knobs: dict) -> dict:
         """``knobs`` as given (our models fill in the defaults), checked by building the arm: a knob
         the method lacks or a value out of range, or (``--ramp``) a knob made learnable, refused."""

@@ -16,7 +16,7 @@ from test_adapt import vit_run  # noqa: F401 (a fixture: a tiny finished train r
 
 import oversmooth.adapt.run as adapt_run
 import oversmooth.train.loop as loop
-from oversmooth.adapt import AdaptConfig
+from oversmooth.adapt import AdaptConfig, frontier_knobs
 from oversmooth.adapt.arms import methods_of, plan_arms
 from oversmooth.adapt.pretrained import PretrainedSource
 from oversmooth.adapt.run import open_source
@@ -259,3 +259,45 @@ def test_an_arm_that_would_repeat_the_control_is_left_out_with_why(bert, text, v
     config = AdaptConfig(model=str(vit_run), knobs=knobs, batch_size=16)
     arms, _ = plan_arms(config, open_source(config), ("neutreno",), {}, None)
     assert [a.name for a in arms] == ["control", "neutreno-lam0", "neutreno-lam0.2"]
+
+
+def test_frontier_from_reads_another_adaptations_sweep_and_refuses_another_setting(
+    bert, text, tmp_path, capsys, monkeypatch
+):
+    """``--frontier-from``: the knobs of an earlier adaptation's frontier.json, with no sweep run (the
+    sweep would raise here); a frontier of another text, one lacking a method, or the flag without
+    ``--knobs frontier`` is refused in one line, nothing written."""
+    first = tmp_path / "first"
+    quick = ("--method", "neutreno,contranorm", "--knobs", "frontier", "--steps", "2", "--record-every", "2")
+    assert main(adapt_args(bert, text, first, *quick)) == 0
+    swept = json.loads((first / "frontier.json").read_text())
+
+    def no_sweep(*args):
+        raise AssertionError("the sweep ran again")
+
+    monkeypatch.setattr(frontier_knobs, "frontier", no_sweep)
+    again = tmp_path / "again"
+    one = ("--method", "neutreno", "--knobs", "frontier", "--steps", "2", "--record-every", "2")
+    assert main(adapt_args(bert, text, again, *one, "--frontier-from", str(first / "frontier.json"))) == 0
+    kept = json.loads((again / "frontier.json").read_text())
+    assert kept["methods"] == {"neutreno": swept["methods"]["neutreno"]} and kept["command"] == swept["command"]
+    lam = swept["methods"]["neutreno"][0]["value"]
+    assert list(json.loads((again / "adapt.json").read_text())["arms"]) == ["control", f"neutreno-lam{lam:g}"]
+
+    capsys.readouterr()  # the runs' logs
+    other = tmp_path / "other.txt"
+    other.write_text(prose([150] * 40, seed=1))
+    moved = tmp_path / "moved.json"
+    moved.write_text(json.dumps(swept | {"command": swept["command"].replace(str(text), str(other))}))
+    cases = [
+        (["--frontier-from", str(moved)], "it swept another setting"),
+        (["--method", "neutreno,deescalate", "--frontier-from", str(first / "frontier.json")], "it lacks deescalate"),
+        (["--frontier-from", str(tmp_path / "none.json")], "none.json"),
+    ]
+    for extra, words in cases:
+        out = tmp_path / "refused"
+        base = one if "--method" not in extra else one[2:]  # extra names its own methods
+        assert words in refusal(capsys, adapt_args(bert, text, out, *base, *extra)), extra
+        assert not out.exists()
+    plain = ["--frontier-from", str(first / "frontier.json"), "--lam", "0.2"]
+    assert "--frontier-from is read by --knobs frontier only" in refusal(capsys, adapt_args(bert, text, out, *plain))

@@ -75,6 +75,12 @@ class AdaptConfig:
         f"combination); --knobs {FRONTIER}: each method's largest swept knob within analyze's quality budget",
         group=KNOBS,
     )
+    frontier_from: str | None = option(
+        None,
+        f"with --knobs {FRONTIER}: read the knobs off this frontier.json (another adaptation's, of the same model, "
+        "text, dtype and device, holding every method asked for) instead of running the sweep again",
+        group=KNOBS,
+    )
     objective: str = option("auto", f"{' | '.join(OBJECTIVES)} (default %(default)s)", group=MAIN)
     text: str = option("austen", f"pretrained text models: {TEXT_HELP} (default %(default)s)", group=MAIN)
     text_column: str | None = option(None, "the column of a CSV or TSV --text file to read", group=MAIN)
@@ -145,6 +151,9 @@ class AdaptConfig:
                 )
         parse_text(self.text)
         names = self.method_names()
+        if self.frontier_from is not None and self.knobs != FRONTIER:
+            only = f"{{knobs}} {FRONTIER}"
+            raise FieldError("{frontier_from} is read by %s only; add %s or drop it" % (only, only))
         if isinstance(self.knobs, str):
             if self.knobs != FRONTIER:
                 raise FieldError("{knobs} is a list of knob settings or %s, got {got!r}" % FRONTIER, got=self.knobs)
@@ -229,7 +238,7 @@ class AdaptConfig:
 
 
 #: fields that may differ when an adaptation is resumed in the same folder: how it runs, not what it learns.
-RUN_OPTIONS = ("threads", "progress", "format")
+RUN_OPTIONS = ("threads", "progress", "format", "frontier_from")
 
 
 def setting(config: AdaptConfig) -> dict[str, Any]:

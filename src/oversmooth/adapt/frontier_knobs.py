@@ -9,16 +9,20 @@ at its defaults.
 The sweep is analyze's own (``analyze.run_analysis`` on ``analyze.analysis_inputs`` of the same
 ``text``, one syntax for both commands), so the command recorded beside the choices
 (``command``) reports the same knobs. Computed once, before any arm, and kept in the output
-folder (``FILE``).
+folder (``FILE``); another adaptation of the same model and text can read them from there
+(``reused``, ``--frontier-from``) instead of sweeping again.
 """
 
 from __future__ import annotations
 
 import shlex
+from pathlib import Path
 from typing import Any
 
 from oversmooth.adapt.config import AdaptConfig
+from oversmooth.errors import UsageError
 from oversmooth.mitigations import registry
+from oversmooth.utils.json_files import read_table
 
 FILE = "frontier.json"
 
@@ -28,6 +32,27 @@ def command(config: AdaptConfig, methods: tuple[str, ...]) -> str:
     words = ["oversmooth", "analyze", *([config.model] if config.model else []), "--text", config.text]
     words += ["--methods", ",".join(methods), "--sweep", "--dtype", config.dtype]
     return shlex.join(words + (["--device", config.device] if config.device != "auto" else []))
+
+
+def reused(path: str | Path, config: AdaptConfig, methods: tuple[str, ...]) -> dict[str, Any]:
+    """``frontier``'s choices for ``methods`` read from another adaptation's ``frontier.json`` at
+    ``path``; UsageError unless its sweep is the one ``config`` would run (the same analyze command
+    but for its methods) and it holds each of ``methods``."""
+    fix = "give the frontier.json of an adaptation of the same model, text, dtype and device, or drop --frontier-from"
+    found = read_table(path, {"command": str, "methods": dict}, fix)
+    words, swept = _apart(found["command"])
+    missing = [m for m in methods if m not in found["methods"] or m not in swept]
+    if words != _apart(command(config, methods))[0] or missing:
+        why = f"it lacks {', '.join(missing)}" if missing else f"it swept another setting ({found['command']})"
+        raise UsageError(f"--frontier-from {path}: {why}; {fix}")
+    return found | {"methods": {m: found["methods"][m] for m in methods}}
+
+
+def _apart(line: str) -> tuple[list[str], set[str]]:
+    """An analyze command's words without its ``--methods`` value, and the methods it names."""
+    words = shlex.split(line)
+    at = words.index("--methods")
+    return words[:at] + words[at + 2 :], set(words[at + 1].split(","))
 
 
 def frontier(config: AdaptConfig, loaded, methods: tuple[str, ...]) -> dict[str, Any]:

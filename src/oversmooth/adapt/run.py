@@ -160,10 +160,13 @@ def adapt(config: AdaptConfig, command: str | None = None) -> AdaptResult:
 
 def _frontier(config: AdaptConfig, source, methods: tuple[str, ...], out: Path) -> dict:
     """``knobs="frontier"``: the choices kept in ``out`` (the sweep ran before this adaptation's
-    first arm), else the sweep run now (``oversmooth.adapt.frontier_knobs``)."""
+    first arm), else those of ``frontier_from``, else the sweep run now
+    (``oversmooth.adapt.frontier_knobs``)."""
     path = out / frontier_knobs.FILE
     if path.is_file():
         return json.loads(path.read_text())
+    if config.frontier_from is not None:
+        return frontier_knobs.reused(config.frontier_from, config, methods)
     return frontier_knobs.frontier(config, source.loaded, methods)
 
 

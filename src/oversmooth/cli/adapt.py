@@ -14,7 +14,17 @@ from oversmooth.errors import FieldError, UsageError
 from oversmooth.train.run_spec import field_kinds, flag, literal
 
 #: ``oversmooth adapt``'s presentation of some fields: the positional, the required, the metavars.
-_POSITIONAL, _REQUIRED, _METAVARS = "model", ("out",), {"model": "MODEL", "out": "DIR", "lora": "RANK", "ramp": "N"}
+_POSITIONAL, _REQUIRED, _METAVARS = (
+    "model",
+    ("out",),
+    {
+        "model": "MODEL",
+        "out": "DIR",
+        "lora": "RANK",
+        "ramp": "N",
+        "frontier_from": "FILE",
+    },
+)
 
 
 def _values(text: str) -> tuple:

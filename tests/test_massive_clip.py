@@ -34,3 +34,13 @@ def test_token_medians_is_numpys_median():
     np.testing.assert_allclose(
         token_medians(x).squeeze(-1).numpy(), np.median(np.abs(x.numpy()), axis=-1), rtol=0, atol=0
     )
+
+
+def test_a_median_at_max_over_ratio_is_decided_as_numpy_decides_it():
+    """The boundary: the median exactly max / ratio in float32 (where max / ratio rounds, ratio times
+    it may fall a hair short of max); the count must not skip the token numpy's rule would mark."""
+    for ratio in (3.0, 7.0, 10.0, 100.0):
+        for top in torch.linspace(1.0, 50.0, 200).tolist():
+            x = torch.full((1, 1, 5), top / ratio, dtype=torch.float32)
+            x[0, 0, 0] = top
+            np.testing.assert_array_equal(massive_entries(x, ratio).numpy(), numpy_massive(x.numpy(), ratio))

@@ -47,11 +47,12 @@ def massive_entries(x: Tensor, ratio: float) -> Tensor:
     """``[batch, tokens, width]`` bool: ``|x| > ratio * median |x|`` of the entry's token.
 
     A token holds a massive entry only if its largest ``|x|`` exceeds ``ratio`` times its median,
-    which needs its lower middle value below ``max |x| / ratio``: a count, cheaper than a median.
-    The medians are taken for the tokens that pass it (a few: the sink tokens), exactly.
+    which needs ``ratio`` times its lower middle value below that largest (the median is at least
+    the lower middle, in float arithmetic too): a count, cheaper than a median. The medians are
+    taken for the tokens that pass it (a few: the sink tokens), exactly.
     """
     size = x.detach().float().abs()
-    below = (size < size.amax(dim=-1, keepdim=True) / ratio).sum(dim=-1)  # [batch, tokens]
+    below = (ratio * size < size.amax(dim=-1, keepdim=True)).sum(dim=-1)  # [batch, tokens]
     candidates = (below > (x.shape[-1] - 1) // 2).nonzero(as_tuple=True)
     massive = torch.zeros_like(size, dtype=torch.bool)
     if candidates[0].numel():

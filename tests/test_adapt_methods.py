@@ -205,6 +205,8 @@ def test_all_patchable_lists_what_the_model_takes_and_says_why_not_the_rest(bert
         (["--method", "neutreno,contranorm", "--ramp", "5"], "--ramp 5 is longer than --steps 4"),
         (["--method", "neutreno,contranorm", "--omega", "0.1"], "add attnscale to --method"),
         (["--knobs", "frontier", "--lam", "0.2"], "--lam and --knobs frontier both set knobs"),
+        (["--method", "layerscale"], "--method layerscale would train no arm: at gamma 1, its off setting"),
+        (["--lam", "0"], "--method neutreno would train no arm: at lam 0, its off setting"),
     ],
 )
 def test_bad_input_is_one_line_and_writes_nothing(extra, words, bert, text, tmp_path, capsys):
@@ -249,8 +251,8 @@ def test_knob_flags_make_each_methods_arms_and_the_config_keeps_its_old_form():
 
 def test_an_arm_that_would_repeat_the_control_is_left_out_with_why(bert, text, vit_run):  # noqa: F811
     """A pretrained model's patch at its off setting (NeuTRENO at lambda 0) is the model itself and
-    trains nothing: no arm, the report's note says why; in a train run's model NeuTRENO's layers learn
-    lambda from 0, so that arm is kept."""
+    trains nothing: no arm, the report's note says why; a train run keeps an arm asked for by its knobs
+    (whether it repeats the control there depends on the run's method and on learnable knobs)."""
     knobs = ({"lam": 0.0}, {"lam": 0.2})
     config = AdaptConfig(model=str(bert), text=f"text:{text}", seq_len=16, knobs=knobs)
     arms, notes = plan_arms(config, PretrainedSource(config), ("neutreno",), {}, None)
@@ -289,8 +291,11 @@ def test_frontier_from_reads_another_adaptations_sweep_and_refuses_another_setti
     other.write_text(prose([150] * 40, seed=1))
     moved = tmp_path / "moved.json"
     moved.write_text(json.dumps(swept | {"command": swept["command"].replace(str(text), str(other))}))
+    damaged = tmp_path / "damaged.json"
+    damaged.write_text(json.dumps(swept | {"command": "oversmooth analyze --sweep"}))
     cases = [
         (["--frontier-from", str(moved)], "it swept another setting"),
+        (["--frontier-from", str(damaged)], "damaged.json is damaged (its command names no --methods)"),
         (["--method", "neutreno,deescalate", "--frontier-from", str(first / "frontier.json")], "it lacks deescalate"),
         (["--frontier-from", str(tmp_path / "none.json")], "none.json"),
     ]
@@ -299,5 +304,8 @@ def test_frontier_from_reads_another_adaptations_sweep_and_refuses_another_setti
         base = one if "--method" not in extra else one[2:]  # extra names its own methods
         assert words in refusal(capsys, adapt_args(bert, text, out, *base, *extra)), extra
         assert not out.exists()
+    column = AdaptConfig(text="text:notes.csv", text_column="body")  # the column is part of the sweep's identity
+    swept_column = frontier_knobs.command(column, ("neutreno",))
+    assert "--text text:notes.csv --text-column body --methods neutreno" in swept_column
     plain = ["--frontier-from", str(first / "frontier.json"), "--lam", "0.2"]
     assert "--frontier-from is read by --knobs frontier only" in refusal(capsys, adapt_args(bert, text, out, *plain))

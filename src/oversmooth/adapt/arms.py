@@ -5,7 +5,8 @@ patchable methods the source takes (the others left out, with the reason). Which
 given, or with ``knobs="frontier"`` each method's from analyze's frontier
 (``oversmooth.adapt.frontier_knobs``: a method with no value within budget gets no arm). An arm that
 would be the control again (a patch at its off setting that trains nothing: ``repeats_control`` of the
-source) is left out, with why. Torch-free.
+source) is left out, with why; a method named in ``method`` whose every arm would be is refused.
+Torch-free.
 """
 
 from __future__ import annotations
@@ -67,6 +68,7 @@ def plan_arms(
         else:
             settings = list(config.knobs_of(name))
             notes[name] = "knobs as given" if any(settings) else "its default knobs"
+        kept = len(arms)
         for given in settings:
             arm = Arm(arm_name(name, given), name, given, source.resolve(name, given))
             repeats = source.repeats_control(name, arm.knobs)
@@ -74,4 +76,6 @@ def plan_arms(
                 notes[name] += f"; {arm.name} left out: {repeats}"
             else:
                 arms.append(arm)
+        if settings and len(arms) == kept and config.knobs != FRONTIER and config.method_names() is not None:
+            raise UsageError(f"--method {name} would train no arm: {repeats}")
     return arms, notes | {name: f"left out: {why}" for name, why in left_out.items()}

@@ -30,6 +30,7 @@ FILE = "frontier.json"
 def command(config: AdaptConfig, methods: tuple[str, ...]) -> str:
     """The ``oversmooth analyze`` command whose frontier these choices read."""
     words = ["oversmooth", "analyze", *([config.model] if config.model else []), "--text", config.text]
+    words += ["--text-column", config.text_column] if config.text_column else []
     words += ["--methods", ",".join(methods), "--sweep", "--dtype", config.dtype]
     return shlex.join(words + (["--device", config.device] if config.device != "auto" else []))
 
@@ -39,9 +40,12 @@ def reused(path: str | Path, config: AdaptConfig, methods: tuple[str, ...]) -> d
     ``path``; UsageError unless its sweep is the one ``config`` would run (the same analyze command
     but for its methods) and it holds each of ``methods``."""
     fix = "give the frontier.json of an adaptation of the same model, text, dtype and device, or drop --frontier-from"
-    found = read_table(path, {"command": str, "methods": dict}, fix)
-    words, swept = _apart(found["command"])
-    missing = [m for m in methods if m not in found["methods"] or m not in swept]
+    found = read_table(path, {"command": str, "text": str, "methods": dict}, fix)
+    try:
+        words, swept = _apart(found["command"])
+    except (ValueError, IndexError):
+        raise UsageError(f"{path} is damaged (its command names no --methods); {fix}") from None
+    missing = [m for m in methods if not (m in swept and isinstance(found["methods"].get(m), list))]
     if words != _apart(command(config, methods))[0] or missing:
         why = f"it lacks {', '.join(missing)}" if missing else f"it swept another setting ({found['command']})"
         raise UsageError(f"--frontier-from {path}: {why}; {fix}")
@@ -49,7 +53,8 @@ def reused(path: str | Path, config: AdaptConfig, methods: tuple[str, ...]) -> d
 
 
 def _apart(line: str) -> tuple[list[str], set[str]]:
-    """An analyze command's words without its ``--methods`` value, and the methods it names."""
+    """An analyze command's words without its ``--methods`` value, and the methods it names
+    (ValueError or IndexError when it has none)."""
     words = shlex.split(line)
     at = words.index("--methods")
     return words[:at] + words[at + 2 :], set(words[at + 1].split(","))

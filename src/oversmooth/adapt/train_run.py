@@ -94,7 +94,10 @@ class TrainRunSource:
             self._ramp_off(name)
 
     def repeats_control(self, method: str, knobs: dict) -> str:
-        """'': a method's layers in our models learn from any setting, its off setting included."""
+        """'': not judged in a train run. An arm at a method's off setting comes here only from knobs
+        given on the command line (no default puts a method there, and ``--knobs frontier`` is for
+        pretrained models), and whether it repeats the control depends on the run's own method and
+        on knobs made learnable (``tau_learnable``); it is kept, as asked."""
         return ""
 
     def resolve(self, name: str, knobs: dict) -> dict:

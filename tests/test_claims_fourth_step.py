@@ -134,4 +134,10 @@ def test_the_opening_says_where_claim_4_stands_where_post_norm_fails():
     assert "confirmation confirmed, a recipe where it fails at depth 96 while pre-norm trains (w64-" in clause
     assert clause.endswith("the depth fixes held (DeepNorm, LayerScale); pending (ReZero, σReparam, MV-split)")
     alone = claim4_clause(screen, records)
-    assert alone.startswith("not tested: the registered screen found") and alone.endswith("confirmation is running")
+    assert alone.startswith("pending: its confirmation is running (the registered screen found a recipe")
+    gated = [{**r, "verdict": "not tested", "sentence": "not tested: pre-norm softmax at depth 96 did not train"}
+             for r in records]  # fmt: skip
+    assert claim4_clause(cells, gated).endswith(
+        "the depth fixes not tested (DeepNorm, LayerScale, ReZero, σReparam, MV-split): pre-norm softmax at depth "
+        "96 did not train"
+    )

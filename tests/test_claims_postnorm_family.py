@@ -251,4 +251,5 @@ def test_a_cell_that_diverged_before_its_first_evaluation_counts_at_chance(tmp_p
     assert final_val(arms, tuple(arms)) == (10.0, 100 * VAL[("post", "softmax", 96)][3])
     record = next(r for r in family_records(cells) if r["claim"] == "ReZero (post-norm fails)")
     assert record["verdict"] != "pending" and record["test"]["seeds"] == list(SEEDS)
-    assert "| rezero (post-norm, depth 96) | 20-23 |" in "\n".join(family_section(cells))
+    assert "| rezero (post-norm, depth 96) | 20-23 (23 diverged) |" in "\n".join(family_section(cells))
+    assert "rezero (post-norm, depth 96) diverged on seed(s) 23 (counted at its last evaluation" in record["sentence"]

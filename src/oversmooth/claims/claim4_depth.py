@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from oversmooth.claims.gathering import has_finished
-from oversmooth.claims.measures import val_score
+from oversmooth.claims.measures import last_val
 from oversmooth.claims.postnorm_confirm import CANDIDATE
 from oversmooth.claims.postnorm_confirm import PRESET as CONFIRMATION
 from oversmooth.claims.presets import CLAIMS_PRESETS, DEPTH_FIXES
@@ -31,7 +31,7 @@ STEM = "claim4_depth"
 #: every arm drawn, in the order (and so the colour) it has in every row
 ARMS = (("pre", "softmax"), ("post", "softmax"), ("post", "deescalate"), *((f.norms[0], f.label) for f in DEPTH_FIXES))
 #: the two panels of a row: what they read from a finished cell, and their axis
-MEASURES = ((val_score, "validation accuracy (%)"), (last_cos_sim, "last-layer cos_sim (validation probe)"))
+MEASURES = ((last_val, "validation accuracy (%)"), (last_cos_sim, "last-layer cos_sim (validation probe)"))
 #: how far apart the arms stand at one depth, and the room either side of the depths, shares of the
 #: row's span of depths
 DODGE, MARGIN = 0.012, 0.06
@@ -47,7 +47,8 @@ class Row:
     apart: str = ""
 
     def cells(self, cells: list[CellResult]) -> tuple[list[CellResult], list[CellResult]]:
-        """The finished cells (with an evaluation) of ``ARMS`` trained with this recipe: those
+        """The finished cells of ``ARMS`` trained with this recipe (one that diverged before its first
+        evaluation read at chance, as the decision counts it, ``measures.last_val``): those
         pooled into lines, and those of ``apart``."""
         key = training_key(self.preset.cells()[0].spec(), ("depth",))
         found = [
@@ -55,7 +56,6 @@ class Row:
             for c in cells
             if (c.norm, c.label) in ARMS
             and has_finished(c)
-            and c.epochs
             and c.spec is not None
             and training_key(c.spec, ("depth",)) == key
         ]

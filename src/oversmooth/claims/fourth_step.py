@@ -35,14 +35,18 @@ def claim4_clause(cells: list[CellResult], records: list[dict]) -> str:
     their claims, counted with the others)."""
     rows = screen_rows(cells)
     verdict = confirmed(confirm_seeds(cells))
-    if not candidates(rows) or not verdict:
-        waiting = {None: "; its confirmation is running", False: "; its confirmation found no failure"}
-        return f"not tested: {screen_sentence(rows)}{waiting.get(verdict, '') if candidates(rows) else ''}"
-    fixes = {fix.name: next(r["verdict"] for r in records if r["claim"] == fix.name) for fix in FIXES}
+    if not candidates(rows):
+        return f"not tested: {screen_sentence(rows)}"
+    if not verdict:
+        state = "pending: its confirmation is running" if verdict is None else "not tested: its confirmation failed"
+        return f"{state} ({screen_sentence(rows)})"
+    fixes = {fix.name: next(r for r in records if r["claim"] == fix.name) for fix in FIXES}
     by: dict[str, list[str]] = {}
-    for name, fix_verdict in fixes.items():
-        by.setdefault(fix_verdict, []).append(name.split(" (")[0])
+    for name, record in fixes.items():
+        by.setdefault(record["verdict"], []).append(name.split(" (")[0])
     told = "; ".join(f"{v} ({', '.join(names)})" for v, names in by.items())
+    untested = next((r["sentence"] for r in fixes.values() if r["verdict"] == "not tested"), "")
+    told += f": {untested.removeprefix('not tested: ')}" if untested else ""
     return (
         f"the registered screen found, and its confirmation confirmed, a recipe where it fails at depth {DEEP} "
         f"while pre-norm trains ({CANDIDATE}); 4a, 4b and the depth fixes are tested afresh there "

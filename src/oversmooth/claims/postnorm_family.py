@@ -35,7 +35,7 @@ from oversmooth.claims.presets import CLAIMS_PRESETS, DEPTH_FIXES
 from oversmooth.claims.protocol import Protocol
 from oversmooth.claims.third_protocol import test_fields
 from oversmooth.claims.verdicts import PairedClaim, decide_family
-from oversmooth.study.report import ARM_MEASURES, seed_span
+from oversmooth.study.report import last_cos_sim, seed_span
 from oversmooth.study.results import CellResult, paired_score
 from oversmooth.utils.markdown import markdown_table
 
@@ -53,7 +53,6 @@ FIX_NAMES = {
     "sigma_reparam": "σReparam",
     "mv_split": "MV-split",
 }
-last_cos_sim = ARM_MEASURES["last-layer cos_sim"][0]
 
 
 @dataclass(frozen=True)
@@ -181,6 +180,12 @@ def _described(claim: FamilyClaim, cells: list[CellResult], groups: list[Mapping
     parts.append(f"post-norm softmax's gap to pre-norm at depth {DEEP}: {gap:+.2f} pp val accuracy{closed}")
     arms = dict.fromkeys((claim.question.method, claim.question.baseline, *claim.question.reads))
     parts.append("val accuracy / last-layer cos_sim: " + "; ".join(f"{arm_name(a)} {_means(groups, a)}" for a in arms))
+    diverged = {a: [g[a].seed for g in groups if g[a].status == "diverged"] for a in arms}
+    parts += [
+        f"{arm_name(a)} diverged on seed(s) {seed_span(seeds)} (counted at its last evaluation, or chance before one)"
+        for a, seeds in diverged.items()
+        if seeds
+    ]
     return "; ".join(parts)
 
 
@@ -207,8 +212,11 @@ def family_table(cells: list[CellResult]) -> str:
         found = [seeds.get(seed, {}).get(arm) for seed in PRESET.seeds]
         done = [cell for cell in found if cell is not None and last_val(cell) is not None]
         if done:
-            rows.append([arm_name(arm), seed_span([c.seed for c in done]), *(_spread(done, *c) for c in columns)])
-    header = ["arm", "seeds", "val accuracy (%)", "test accuracy (%)", "last-layer cos_sim"]
+            diverged = [c.seed for c in done if c.status == "diverged"]
+            span = seed_span([c.seed for c in done]) + (f" ({seed_span(diverged)} diverged)" if diverged else "")
+            rows.append([arm_name(arm), span, *(_spread(done, *c) for c in columns)])
+    test = "test accuracy (%; a diverged seed: its last val)"
+    header = ["arm", "seeds", "val accuracy (%)", test, "last-layer cos_sim"]
     return markdown_table(header, rows) if rows else ""
 
 

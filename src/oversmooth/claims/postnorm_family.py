@@ -37,7 +37,7 @@ from oversmooth.claims.third_protocol import test_fields
 from oversmooth.claims.verdicts import PairedClaim, decide_family
 from oversmooth.study.report import last_cos_sim, seed_span
 from oversmooth.study.results import CellResult, paired_score
-from oversmooth.utils.markdown import markdown_table
+from oversmooth.utils.markdown import markdown_table, mean_sd
 
 PRESET = CLAIMS_PRESETS["postnorm-family"]
 COMMAND = "oversmooth study postnorm-family --out runs/studies/postnorm-family --results results --jobs 2"
@@ -222,11 +222,7 @@ def family_table(cells: list[CellResult]) -> str:
 
 def _spread(cells: list[CellResult], read, spec: str) -> str:
     """The mean ± SD of ``read`` over ``cells`` (one value: alone; none: –)."""
-    values = [v for c in cells if (v := read(c)) is not None]
-    if not values:
-        return "–"
-    sd = f" ± {statistics.stdev(values):{spec}}" if len(values) > 1 else ""
-    return f"{statistics.fmean(values):{spec}}{sd}"
+    return mean_sd([v for c in cells if (v := read(c)) is not None], spec)
 
 
 def family_section(cells: list[CellResult]) -> list[str]:

@@ -11,7 +11,6 @@ The claims table decides only on finished seeds (``oversmooth.claims.registry``)
 from __future__ import annotations
 
 import math
-import statistics
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -45,7 +44,7 @@ from oversmooth.study.report import (
 )
 from oversmooth.study.results import CellResult
 from oversmooth.utils.json_files import json_text
-from oversmooth.utils.markdown import markdown_table
+from oversmooth.utils.markdown import markdown_table, mean_sd
 from oversmooth.utils.outputs import signature
 from oversmooth.utils.plotting import (
     COLUMN,
@@ -330,11 +329,7 @@ def adaptation_table(adapted: list[dict]) -> str:
     )
 
     def cell(arms: list[dict], read: Callable[[dict], float | None]) -> str:
-        values = [value for arm in arms if (value := _read(read, arm)) is not None]
-        if not values:
-            return "–"
-        spread = f" ± {statistics.stdev(values):.2f}" if len(values) > 1 else ""
-        return f"{statistics.fmean(values):.2f}{spread}"
+        return mean_sd([value for arm in arms if (value := _read(read, arm)) is not None])
 
     header = ["arm", "seeds", "val accuracy at step 0 (%)", "val accuracy after (%)", "test accuracy after (%)"]
     header += ["last-layer cos_sim at step 0", "after"]

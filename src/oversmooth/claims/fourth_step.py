@@ -15,7 +15,7 @@ from oversmooth.claims.postnorm_family import FIXES, family_records, family_sect
 from oversmooth.claims.postnorm_family import PRESET as FAMILY
 from oversmooth.claims.postnorm_screen import DEEP, STUDY, candidates, screen_rows, screen_sentence, screen_table
 from oversmooth.claims.smollm2_fair import fair_records, learning_curves
-from oversmooth.claims.third_protocol import records_table
+from oversmooth.claims.third_protocol import claims_by_verdict, records_table
 from oversmooth.study.report import Draw
 from oversmooth.study.results import CellResult
 from oversmooth.utils.plotting import DEFAULT_FORMATS, PAGE, embed, figure, figure_legend, integer_ticks, save_figure
@@ -40,12 +40,12 @@ def claim4_clause(cells: list[CellResult], records: list[dict]) -> str:
     if not verdict:
         state = "pending: its confirmation is running" if verdict is None else "not tested: its confirmation failed"
         return f"{state} ({screen_sentence(rows)})"
-    fixes = {fix.name: next(r for r in records if r["claim"] == fix.name) for fix in FIXES}
-    by: dict[str, list[str]] = {}
-    for name, record in fixes.items():
-        by.setdefault(record["verdict"], []).append(name.split(" (")[0])
-    told = "; ".join(f"{v} ({', '.join(names)})" for v, names in by.items())
-    untested = next((r["sentence"] for r in fixes.values() if r["verdict"] == "not tested"), "")
+    names = {fix.name for fix in FIXES}
+    fixes = [r for r in records if r["claim"] in names]
+    told = "; ".join(
+        f"{v} ({', '.join(name.split(' (')[0] for name in found)})" for v, found in claims_by_verdict(fixes).items()
+    )
+    untested = next((r["sentence"] for r in fixes if r["verdict"] == "not tested"), "")
     told += f": {untested.removeprefix('not tested: ')}" if untested else ""
     return (
         f"the registered screen found, and its confirmation confirmed, a recipe where it fails at depth {DEEP} "

@@ -30,7 +30,7 @@ from oversmooth.claims.registry import decide_claims
 from oversmooth.claims.sinks_family import sinks_records, sinks_section
 from oversmooth.claims.statements import STATEMENTS
 from oversmooth.claims.summary import effect_text, opening, paper_effect, summary_table
-from oversmooth.claims.third_protocol import fresh_tests, third_protocol_section
+from oversmooth.claims.third_protocol import claims_by_verdict, fresh_tests, third_protocol_section
 from oversmooth.study.report import OUTPUTS as STUDY_OUTPUTS
 from oversmooth.study.report import (
     Draw,
@@ -126,10 +126,10 @@ def _gate(c: Claim) -> str:
 def fresh_summary(records: Sequence[dict]) -> str:
     """One line: the fresh tests (the third protocol's and the fourth step's) by verdict, counted
     apart from the registered verdicts."""
-    by_verdict: dict[str, list[str]] = defaultdict(list)
-    for r in fresh_tests(records):
-        by_verdict[r["verdict"]].append(r["claim"])
-    parts = [f"**{verdict}** ({len(names)}): {', '.join(names)}" for verdict, names in by_verdict.items()]
+    parts = [
+        f"**{verdict}** ({len(names)}): {', '.join(names)}"
+        for verdict, names in claims_by_verdict(fresh_tests(records)).items()
+    ]
     return "- *fresh tests* (registered before they ran): " + ("; ".join(parts) or "none")
 
 

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from oversmooth.claims.claim import Claim
 from oversmooth.claims.protocol import OVERSMOOTHS
 from oversmooth.claims.statements import FRESH_EFFECTS, FRESH_FLAGS, STATEMENTS
-from oversmooth.claims.third_protocol import fresh_tests
+from oversmooth.claims.third_protocol import claims_by_verdict, fresh_tests
 from oversmooth.utils.markdown import markdown_table
 
 #: a parenthesis of a statement longer than this is its setting or its test in full, left to the
@@ -174,9 +174,7 @@ def opening(claims: list[Claim], records: Sequence[dict], claim4: str) -> str:
         f"{_ids(by['inconclusive'])} {'was' if len(by['inconclusive']) == 1 else 'were'} inconclusive, of "
         f"{len(claims)} claims; {_ids(flagged)} rest on a disclosed flaw (⚑ in the table)."
     ]
-    decided: dict[str, list[str]] = {}
-    for r in fresh_tests(records):
-        decided.setdefault(r["verdict"], []).append(r["claim"])
+    decided = claims_by_verdict(fresh_tests(records))
     if decided:
         parts = [f"{verdict}: {_ids(names)}" for verdict, names in decided.items()]
         sentences.append(f"Fresh tests, each registered before it ran: {'; '.join(parts)}.")

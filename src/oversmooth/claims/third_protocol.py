@@ -50,6 +50,19 @@ def test_fields(decision: Decision, seeds: list[int]) -> dict:
     }
 
 
+def claims_by_verdict(records: Sequence[dict]) -> dict[str, list[str]]:
+    """``records``' claim names grouped by verdict, verdicts in the order they first come.
+
+    >>> claims_by_verdict([{"claim": "2b", "verdict": "held"}, {"claim": "8", "verdict": "pending"},
+    ...                    {"claim": "1b", "verdict": "held"}])
+    {'held': ['2b', '1b'], 'pending': ['8']}
+    """
+    grouped: dict[str, list[str]] = {}
+    for record in records:
+        grouped.setdefault(record["verdict"], []).append(record["claim"])
+    return grouped
+
+
 def fresh_tests(records: Sequence[dict], claim_id: str | None = None) -> list[dict]:
     """The records that test claim ``claim_id`` (None: any claim) afresh: their ``claim`` is the id,
     then what sets them apart (``"1b (re-test)"``, ``"8 (SmolLM2)"``); a family's record names none."""

@@ -143,21 +143,22 @@ def random_init_null(seed: int, inits: int = 3) -> dict:
     return null
 
 
-def regime(null: dict, seeds: list[int]) -> str:
-    """The control's last-layer cos_sim after adaptation (mean over those of ``seeds`` that recorded
-    one) beside the null, and what docs/registrations/fourth-step.md's rule (``OVERSMOOTHS``) and
-    the null each say of it."""
+def regime(null: dict, seeds: list[int]) -> dict:
+    """The record's ``regime``: the control's last-layer cos_sim after adaptation (mean over those of
+    ``seeds`` that recorded one) beside the null, and what docs/registrations/fourth-step.md's rule
+    (``OVERSMOOTHS``) and the null each say of it; and ``oversmooths``, the rule's answer."""
     results = [adapt_result(s) for s in seeds]
     measured = [r.control.cos_sim_last for r in results if r.control.cos_sim_last is not None]
     after = statistics.fmean(measured)
     rule = "at or above" if after >= OVERSMOOTHS else "below"
     null_side = "above" if after > null["mean"] else "below"
-    return (
+    text = (
         f"{after:.3f} vs {null['mean']:.3f} ± {null['sd']:.3f} (the control after adaptation, mean of {len(measured)} "
         f"seeds, vs {len(null['random_init'])} random inits; pretrained {null['pretrained']:.3f}; "
         f"adapt's validation probe, {null['probe_sequences']} blocks): {rule} the rule's {OVERSMOOTHS}, "
         f"{null_side} what the architecture gives untrained"
     )
+    return {"regime": text, "oversmooths": after >= OVERSMOOTHS}
 
 
 def start_text(seed: int) -> str:
@@ -238,7 +239,7 @@ def main() -> None:
             }
     finished = sorted(int(path.parent.name[1:]) for path in ARCHIVE.glob("s*/adapt.json"))
     if finished:
-        summary["regime"] = regime(random_init_null(finished[0]), finished)
+        summary |= regime(random_init_null(finished[0]), finished)
     with atomic_write(ARCHIVE.with_suffix(".json")) as handle:
         json.dump(summary, handle, indent=1)
     print(json.dumps(summary, indent=1))

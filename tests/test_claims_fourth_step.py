@@ -14,6 +14,7 @@ from oversmooth.claims.fourth_step import claim4_clause
 from oversmooth.claims.fresh_2b import fresh_2b_record
 from oversmooth.claims.postnorm_screen import ScreenArm, ScreenRow, screen_sentence
 from oversmooth.claims.smollm2_fair import fair_records, learning_curves, read_fair_adaptations
+from oversmooth.claims.summary import opening
 from oversmooth.errors import UsageError
 from oversmooth.study.results import read_studies
 
@@ -49,9 +50,11 @@ def test_2b_fresh_pairs_wait_for_every_seed_and_gate_on_the_baseline(tmp_path):
     assert record["verdict"] == "not tested" and "not plateaued (a)" in record["sentence"]
 
 
-def adapt_json(root: Path, seed: int, control: float, lam04: float, lam005: float, steps: int = 600) -> None:
+def adapt_json(
+    root: Path, seed: int, control: float, lam04: float, lam005: float, steps: int = 600, cos_sim: float = 0.6
+) -> None:
     rows = lambda final: [  # noqa: E731
-        {"step": s, "val_loss": 4.0 + (final - 4.0) * s / 600, "cos_sim_last": 0.6} for s in range(0, 601, 75)
+        {"step": s, "val_loss": 4.0 + (final - 4.0) * s / 600, "cos_sim_last": cos_sim} for s in range(0, 601, 75)
     ]
     arms = {
         "control": {"knobs": None, "val": {"loss": control}, "start": {"loss": 4.04}, "rows": rows(control)},
@@ -68,6 +71,8 @@ def adapt_json(root: Path, seed: int, control: float, lam04: float, lam005: floa
             "rows": rows(lam005),
         },
     }
+    for arm in arms.values():
+        arm |= {"cos_sim_last": cos_sim, "start_cos_sim_last": 0.645}
     folder = root / "fourth-step" / "smollm2-8-fair" / f"s{seed}"
     folder.mkdir(parents=True)
     config = {"seed": seed, "steps": steps, "ramp": 200}
@@ -95,6 +100,19 @@ def test_claim_8_on_smollm2_is_decided_by_holm_over_its_two_arms(tmp_path):
     assert "ramped from 0 over 200 of 600 steps" in records[0]["sentence"]
     curves = learning_curves(read_fair_adaptations(tmp_path / "fourth-step"))
     assert curves["control"][-1] == pytest.approx((600, sum(control) / 3, 0.6))
+    assert records[0]["regime"].startswith("0.600 (the control after 600 steps, mean of 3 seeds; 0.645 pretrained")
+    assert "at or above the rule's 0.5" in records[0]["regime"] and records[1]["oversmooths"] is True
+
+
+def test_claim_8_on_smollm2_says_where_it_ran_by_the_controls_cos_sim(tmp_path):
+    """The regime reads the control's last-layer cos_sim after the last step against the rule's 0.5,
+    on the seeds finished so far (deciding nothing)."""
+    adapt_json(tmp_path, 20, 3.4, 3.5, 3.4, cos_sim=0.49)
+    records = fair_records(read_fair_adaptations(tmp_path / "fourth-step"))
+    assert {r["verdict"] for r in records} == {"pending"}
+    assert records[0]["regime"].startswith("0.490 (the control after 600 steps, mean of 1 seed;")
+    assert "below the rule's 0.5" in records[0]["regime"] and records[0]["oversmooths"] is False
+    assert "regime" not in fair_records({})[0]
 
 
 def test_claim_8_on_smollm2_waits_for_its_seeds_and_refuses_another_design(tmp_path):
@@ -120,6 +138,20 @@ def test_the_committed_report_opens_with_at_most_five_sentences_and_separate_ver
     opening = report[2]
     assert len(re.split(r"(?<=\.)\s+(?=[A-Z])", opening)) <= 5
     assert report[4].startswith("| id |") and "| registered verdict | fresh tests | exploratory reading |" in report[4]
+
+
+def test_the_opening_names_the_fresh_tests_whose_baseline_oversmooths_by_their_records_rule():
+    """Where the problem is strong: the records whose ``oversmooths`` is true (a regime recorded below
+    the rule's 0.5 does not count), those of one case named together."""
+    records = [
+        {"claim": "8 (SmolLM2)", "verdict": "held", "regime": "0.667 vs 0.880", "oversmooths": True},
+        {"claim": "2b (fresh pairs)", "verdict": "pending", "regime": "0.127 vs 0.381", "oversmooths": False},
+        {"claim": "4a (post-norm fails)", "verdict": "held", "regime": "1.000 vs 0.097", "oversmooths": True},
+        {"claim": "DeepNorm (post-norm fails)", "verdict": "held", "regime": "1.000 vs 0.097", "oversmooths": True},
+    ]
+    strong = opening([], records, "pending").split("Where the problem is strong")[1]
+    assert strong.startswith(" (a softmax baseline's last-layer cos_sim at least 0.5): 8 (SmolLM2) and 4a, DeepNorm ")
+    assert "2b" not in strong
 
 
 def test_the_opening_says_where_claim_4_stands_where_post_norm_fails():

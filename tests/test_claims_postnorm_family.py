@@ -154,6 +154,26 @@ def test_each_record_states_the_test_split_the_gap_the_share_closed_and_cos_sim_
     )
 
 
+def test_each_record_says_where_it_ran_post_norm_softmaxs_cos_sim_beside_its_random_init_null(tmp_path):
+    """The regime (deciding nothing): post-norm softmax's last-layer cos_sim at depth 96, the mean of
+    its finished seeds, beside the same architecture's at random init (the study's null.json), on
+    every record whatever its verdict."""
+    arm = {"task": "fmnist", "norm": "post", "label": "softmax", "depth": 96, "probe_examples": 32}
+    null = {"cos_sim": [0.09, 0.10, 0.11], "mean": 0.10, "sd": 0.01, "inits": 3}
+    (tmp_path / "postnorm-family").mkdir()
+    (tmp_path / "postnorm-family" / "null.json").write_text(json.dumps({"arms": [arm | null]}))
+    records = family_records(family_cells(tmp_path, skip={(("post", "mv_split", 96), 22)}))
+    assert {r["verdict"] for r in records} == {"held", "inconclusive", "pending"}  # 4a and 4b decided, fixes not
+    assert {r["regime"] for r in records} == {
+        "postnorm-family softmax (post-norm, depth 96): 0.950 (4 seeds) vs 0.100 ± 0.010 at random init (3 inits): "
+        "the baseline oversmooths (>= 0.5)"
+    }
+    assert all(r["oversmooths"] is True for r in records)
+    shallow = {arm: values for arm, values in VAL.items() if arm != ("post", "softmax", 96)}
+    unseen = family_records(family_cells(tmp_path / "none", val=shallow))
+    assert unseen[0]["regime"].endswith("no finished cell yet") and "oversmooths" not in unseen[0]
+
+
 def test_a_family_waits_for_every_cell_and_says_what_it_lacks(tmp_path):
     records = {r["claim"]: r for r in family_records(family_cells(tmp_path, skip={(("post", "mv_split", 96), 22)}))}
     assert {records[f"{n} (post-norm fails)"]["verdict"] for n in FIXES} == {"pending"}

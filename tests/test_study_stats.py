@@ -129,6 +129,9 @@ def test_all_differences_equal():
     )
     assert [d.verdict for d in family] == [INCONCLUSIVE, HELD] and family[0].family_size == 2
     assert family[1].p_adjusted == pytest.approx(2 * 0.002833, abs=2e-6)
+    # ... and says so, rather than quote a detectable effect of 0 (both arms at chance on every seed, say)
+    assert "every pair's difference is 0: the arms ended equal on every seed" in family[0].reason
+    assert "detects" not in family[0].reason
 
 
 def test_bad_inputs_are_refused():

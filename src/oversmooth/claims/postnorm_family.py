@@ -17,7 +17,8 @@ has finished, while a cell of the family is missing; **not tested** when pre-nor
 0.5 pp and a final validation accuracy of at least 78.89 %). Each record states beside its
 verdict, deciding nothing: the test split's mean difference, post-norm softmax's gap to pre-norm
 at depth 96 (for a fix, the share of it the fix closed) and each arm's validation accuracy with
-its last-layer cos_sim.
+its last-layer cos_sim; and, whatever the verdict, the regime: post-norm softmax's last-layer
+cos_sim at depth 96 beside its random-init null (``regime.tested_where``).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from oversmooth.claims.measures import Key, Measure, last_val
 from oversmooth.claims.postnorm_confirm import CANDIDATE, PLATEAU_PP, PRE_TRAINS_AT, pre_norm_short
 from oversmooth.claims.presets import CLAIMS_PRESETS, DEPTH_FIXES
 from oversmooth.claims.protocol import Protocol
+from oversmooth.claims.regime import tested_where
 from oversmooth.claims.third_protocol import test_fields
 from oversmooth.claims.verdicts import PairedClaim, decide_family
 from oversmooth.study.report import last_cos_sim, seed_span
@@ -126,7 +128,12 @@ def family_records(cells: list[CellResult]) -> list[dict]:
 
 
 def _family(family: tuple[FamilyClaim, ...], cells: list[CellResult], failure: str | None) -> list[dict]:
-    """One family's records: not tested, pending, or decided together by Holm."""
+    """One family's records: not tested, pending, or decided together by Holm; each with the
+    regime of post-norm softmax at depth 96 (``regime.tested_where``), deciding nothing."""
+    regime = tested_where(CLAIM_4A.question, cells)
+    where = {"regime": f"{regime.arm}: {regime.text}"}
+    if regime.oversmooths is not None:
+        where["oversmooths"] = regime.oversmooths
     base = {
         claim.name: {
             "claim": claim.name,
@@ -134,6 +141,7 @@ def _family(family: tuple[FamilyClaim, ...], cells: list[CellResult], failure: s
             f"{claim.what}, val accuracy (pp)",
             "command": COMMAND,
             "unit": "pp",
+            **where,
         }
         for claim in family
     }

@@ -29,7 +29,7 @@ from oversmooth.claims.regime_pilot import regime_pilot_section
 from oversmooth.claims.registry import decide_claims
 from oversmooth.claims.sinks_family import sinks_records, sinks_section
 from oversmooth.claims.statements import STATEMENTS
-from oversmooth.claims.summary import effect_text, opening, paper_effect, summary_table
+from oversmooth.claims.summary import effect_text, grouped_by_case, opening, paper_effect, summary_table
 from oversmooth.claims.third_protocol import claims_by_verdict, fresh_tests, third_protocol_section
 from oversmooth.study.report import OUTPUTS as STUDY_OUTPUTS
 from oversmooth.study.report import (
@@ -171,15 +171,19 @@ def reading_summary(claims: list[Claim]) -> str:
 
 def regime_summary(claims: list[Claim], records: Sequence[dict] = ()) -> str:
     """One line (docs/registrations/fourth-step.md): the trained claims tested where their softmax
-    baseline does not oversmooth, and those where it does or has no value yet; then each
-    third-protocol ``records``' regime as recorded (a fresh test on a pretrained model)."""
+    baseline does not oversmooth, and those where it does or has no value yet; then the regime of
+    each fresh test of ``records`` that records one, as recorded (those of one regime together)."""
     where = {False: "tested where the baseline does not oversmooth", True: "the baseline oversmooths"}
     groups: dict[str, list[str]] = defaultdict(list)
     for c in claims:
         if c.regime is not None:
             groups[where.get(c.regime.oversmooths, "no finished baseline yet")].append(c.id)
     parts = [f"{where}: {', '.join(ids)}" for where, ids in groups.items()]
-    parts += [f"{r['claim']}: {r['regime']}" for r in records if "regime" in r]
+    claims_of: dict[str, list[str]] = defaultdict(list)  # fresh tests by their regime's words
+    for r in records:
+        if "regime" in r:
+            claims_of[r["regime"]].append(r["claim"])
+    parts += [f"{'; '.join(grouped_by_case(names))}: {regime}" for regime, names in claims_of.items()]
     return (
         "- *where the problem exists* (docs/registrations/fourth-step.md: a softmax baseline oversmooths where "
         "its last-layer cos_sim "
@@ -459,7 +463,7 @@ def render_claims(
         "\n".join(f"  {line}" for line in verdict_summary(claims).splitlines()),
         fresh_summary(records),
         reading_summary(claims),
-        regime_summary(claims, third_protocol or ()),
+        regime_summary(claims, records),
         "",
         "The columns: the paper's effect in the claim's measure where the paper states one (and carried to our "
         "baseline, docs/registrations/fourth-step.md); ours, with its Holm-matched interval and n (pp: percentage "

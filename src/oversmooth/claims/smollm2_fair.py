@@ -13,6 +13,7 @@ from __future__ import annotations
 import statistics
 from pathlib import Path
 
+from oversmooth.claims.protocol import OVERSMOOTHS
 from oversmooth.claims.third_protocol import test_fields
 from oversmooth.claims.verdicts import PairedClaim, PaperEffect, decide_family, in_magnitude
 from oversmooth.errors import UsageError
@@ -46,7 +47,8 @@ def read_fair_adaptations(folder: str | Path) -> dict[int, dict]:
                 f"and a control arm, in folder s<seed>); {fix}"
             )
         for name, arm in record["arms"].items():
-            check_table(arm, f"{path} (arm {name})", {"val": dict, "start": dict, "rows": list}, fix)
+            fields = {"val": dict, "start": dict, "rows": list, "cos_sim_last": NUMBER, "start_cos_sim_last": NUMBER}
+            check_table(arm, f"{path} (arm {name})", fields, fix)
             check_table(arm["val"], f"{path} (arm {name}'s val)", {"loss": NUMBER}, fix)
         found[config["seed"]] = record
     return found
@@ -60,7 +62,7 @@ def fair_records(adapted: dict[int, dict]) -> list[dict]:
     """One record per patched arm (``claims.third_protocol``'s fields, with the numbers once
     decided): "pending" until every registered seed has finished, then decided by Holm over both."""
     done = [seed for seed in SEEDS if seed in adapted]
-    base = {"command": COMMAND, "unit": "nats/token"}
+    base = {"command": COMMAND, "unit": "nats/token", **(_regime([adapted[s] for s in done]) if done else {})}
     if len(done) < len(SEEDS):
         sentence = f"{len(done)} of the {len(SEEDS)} registered seeds ({SEEDS[0]}-{SEEDS[-1]}) have finished"
         pending = {"verdict": "pending", "sentence": sentence}
@@ -94,6 +96,24 @@ def fair_records(adapted: dict[int, dict]) -> list[dict]:
             }
         )
     return records
+
+
+def _regime(finished: list[dict]) -> dict:
+    """Where the test ran (docs/registrations/fourth-step.md), deciding nothing: the control's
+    last-layer cos_sim after the last step, mean over the ``finished`` adaptations, beside the
+    pretrained model's before any step (on the settings of claim 8's first test on SmolLM2, whose
+    record holds SmolLM2's random-init null and the pretrained value this one must repeat)."""
+    controls = [record["arms"]["control"] for record in finished]
+    after = statistics.fmean(arm["cos_sim_last"] for arm in controls)
+    before = statistics.fmean(arm["start_cos_sim_last"] for arm in controls)
+    side = "at or above" if after >= OVERSMOOTHS else "below"
+    seeds = f"{len(controls)} seed" + "s" * (len(controls) > 1)
+    return {
+        "regime": f"{after:.3f} (the control after {STEPS} steps, mean of {seeds}; {before:.3f} "
+        f"pretrained, before any step; adapt's validation probe): {side} the rule's {OVERSMOOTHS:g} (SmolLM2 at "
+        "random init on this probe: 8 (SmolLM2)'s regime)",
+        "oversmooths": after >= OVERSMOOTHS,
+    }
 
 
 def _model(lam: float) -> str:

@@ -161,6 +161,19 @@ def _ids(ids: Sequence[str]) -> str:
     return ", ".join(ids[:-1]) + (" and " if len(ids) > 1 else "") + ids[-1] if ids else "none"
 
 
+def grouped_by_case(names: Sequence[str]) -> list[str]:
+    """Record names that share what sets them apart (the words in brackets) named once, in order.
+
+    >>> grouped_by_case(["8 (SmolLM2)", "4a (post-norm fails)", "DeepNorm (post-norm fails)", "5a"])
+    ['8 (SmolLM2)', '4a, DeepNorm (post-norm fails)', '5a']
+    """
+    groups: dict[str, list[str]] = {}
+    for name in names:
+        head, _, case = name.partition(" (")
+        groups.setdefault(case, []).append(head)
+    return [", ".join(heads) + (f" ({case}" if case else "") for case, heads in groups.items()]
+
+
 def opening(claims: list[Claim], records: Sequence[dict], claim4: str) -> str:
     """At most five plain sentences: what held and failed under the registered rules, what the fresh
     tests found, what could not be tested and why, where claim 4 stands where post-norm fails
@@ -183,7 +196,7 @@ def opening(claims: list[Claim], records: Sequence[dict], claim4: str) -> str:
         sentences.append(f"Not tested: {_ids(not_tested)} (see their rows).")
     sentences.append(f"Claim 4 where post-norm fails: {claim4}.")
     strong = [c.id for c in claims if c.regime is not None and c.regime.oversmooths]
-    strong += [r["claim"] for r in fresh_tests(records) if "regime" in r]
+    strong += grouped_by_case([r["claim"] for r in records if r.get("oversmooths")])
     sentences.append(
         f"Where the problem is strong (a softmax baseline's last-layer cos_sim at least {OVERSMOOTHS:g}): "
         + (f"{_ids(strong)}; " if strong else "none; ")

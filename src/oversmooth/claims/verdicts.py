@@ -169,7 +169,10 @@ def _decide(
             f" (the unadjusted {100 * test.confidence:.4g} % CI [{_fmt(test.ci_low)}, "
             f"{_fmt(test.ci_high)}] excludes 0, p {p:.3g}, but not after Holm)"
         )
-    reason += f"; smallest effect this design detects with power {power:g}: {mde:.4g} (either sign)"
+    if test.sd == 0:  # every difference 0 (a nonzero one would have been held or contradicted)
+        reason += "; every pair's difference is 0: the arms ended equal on every seed, so nothing was observed to test"
+    else:
+        reason += f"; smallest effect this design detects with power {power:g}: {mde:.4g} (either sign)"
     return Decision(INCONCLUSIVE, reason, test, p_adjusted, family_size, level, low, high, mde, test.mean, p)
 
 

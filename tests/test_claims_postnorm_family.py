@@ -13,6 +13,7 @@ from scipy import stats
 
 from oversmooth.claims.measures import final_val
 from oversmooth.claims.postnorm_family import family_records, family_section
+from oversmooth.claims.postnorm_family_figure import family_figure_lines, family_rows
 from oversmooth.claims.presets import CLAIMS_PRESETS, POSTNORM_FAMILY_SEEDS
 from oversmooth.study.results import read_studies
 
@@ -37,12 +38,14 @@ VAL = {
 TEST_SHIFT = {("post", "deepnorm", 96): 0.02, ("pre", "softmax", 96): 0.03}
 COS_SIM = {("post", "softmax", 96): 0.95, ("post", "deepnorm", 96): 0.25}
 FIXES = ("DeepNorm", "LayerScale", "ReZero", "σReparam", "MV-split")
+PRE = ("pre", "softmax", 96)
 
 
-def family_cells(root, val=VAL, skip=(), pre_curve=None):
+def family_cells(root, val=VAL, skip=(), pre_curve=None, cos_sim=None):
     """``postnorm-family``'s cells as the study archives them, each seed's validation accuracy rising to
     ``val`` over three epochs (plateaued); ``skip``: (arm, seed) left out; ``pre_curve``: seed -> the
-    validation curve of pre-norm softmax at depth 96 instead."""
+    validation curve of pre-norm softmax at depth 96 instead; ``cos_sim``: (arm, seed) -> its last-layer
+    cos_sim instead of ``COS_SIM``'s."""
     for arm, values in val.items():
         norm, label, depth = arm
         for seed, v in zip(SEEDS, values):
@@ -52,7 +55,8 @@ def family_cells(root, val=VAL, skip=(), pre_curve=None):
             test = v - 0.01 + TEST_SHIFT.get(arm, 0.0)
             make_cell(
                 root, "postnorm-family", label, seed, test, norm=norm, depth=depth,
-                val=list(curve or (v - 0.02, v - 0.005, v)), cos_sim=COS_SIM.get(arm, 0.3),
+                val=list(curve or (v - 0.02, v - 0.005, v)),
+                cos_sim=(cos_sim or {}).get((arm, seed), COS_SIM.get(arm, 0.3)),
             )  # fmt: skip
     return read_studies([root / "postnorm-family"])[0]
 
@@ -252,6 +256,33 @@ def test_claim4s_figure_draws_a_row_per_recipe_no_line_across_a_missing_depth_an
     hollow = [line for line in new.lines if line.get_markerfacecolor() == "none"]
     assert [list(line.get_ydata()) for line in hollow] == [[pytest.approx(32.2)]]
     assert depth(hollow[0].get_xdata()[0]) == 96
+
+
+def test_the_familys_figure_shows_each_decided_test_beside_its_cos_sim_difference_by_scipy(tmp_path):
+    """A row per decided test in the registered order: its recorded difference and Holm-matched interval,
+    pre-norm softmax's lead at depth 96 (where a full rescue ends) and the arm's last-layer cos_sim minus
+    post-norm softmax's, paired by seed, with scipy's 95 % interval; 4a (deficits) has neither. No figure
+    while every test waits."""
+    deepnorm = [0.20, 0.24, 0.21, 0.27]
+    cells = family_cells(tmp_path, cos_sim={(("post", "deepnorm", 96), s): c for s, c in zip(SEEDS, deepnorm)})
+    records = family_records(cells)
+    lines, files = family_figure_lines(records, cells)
+    assert "![the post-norm failure families](postnorm_family.png)" in lines
+    rows = family_rows([r for r in records if "test" in r], cells)
+    assert [row.label for row in rows] == [
+        "4a: held", "4b: inconclusive", "DeepNorm: held", "LayerScale: held", "ReZero: contradicted",
+        "σReparam: inconclusive", "MV-split: inconclusive",
+    ]  # fmt: skip
+    deep, test = rows[2], records[2]["test"]
+    assert deep.accuracy == pytest.approx((test["mean"], *test["ci"]))
+    assert deep.rescue == pytest.approx(statistics.fmean(p - q for p, q in zip(pp(PRE), pp(("post", "softmax", 96)))))
+    interval = stats.ttest_rel(deepnorm, [0.95] * 4).confidence_interval(0.95)
+    assert deep.cos_sim == pytest.approx((statistics.fmean(deepnorm) - 0.95, interval.low, interval.high))
+    assert rows[0].rescue is None and rows[0].cos_sim is None
+    files["postnorm_family"](tmp_path / "postnorm_family", ("png",))
+    assert (tmp_path / "postnorm_family.png").stat().st_size > 0
+    waiting = family_cells(tmp_path / "waiting", skip={(("post", "softmax", 96), 22)})
+    assert family_figure_lines(family_records(waiting), waiting) == ([], {})
 
 
 def test_a_cell_that_diverged_before_its_first_evaluation_counts_at_chance(tmp_path):

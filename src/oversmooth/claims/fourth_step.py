@@ -13,6 +13,7 @@ from oversmooth.claims.fresh_2b import fresh_2b_record
 from oversmooth.claims.postnorm_confirm import CANDIDATE, confirm_section, confirm_seeds, confirmed
 from oversmooth.claims.postnorm_family import FIXES, family_records, family_section
 from oversmooth.claims.postnorm_family import PRESET as FAMILY
+from oversmooth.claims.postnorm_family_figure import family_figure_lines
 from oversmooth.claims.postnorm_screen import DEEP, STUDY, candidates, screen_rows, screen_sentence, screen_table
 from oversmooth.claims.smollm2_fair import fair_records, learning_curves
 from oversmooth.claims.third_protocol import claims_by_verdict, records_table
@@ -82,8 +83,10 @@ def fourth_step_section(
         *records_table(records),
         "",
     ]
-    depth_lines, files = claim4_depth_lines(cells, formats)
-    lines += depth_lines
+    family_lines, files = family_figure_lines(records, cells, formats)
+    depth_lines, depth_files = claim4_depth_lines(cells, formats)
+    lines += family_lines + depth_lines
+    files |= depth_files
     if fair_adapted:
         files[CURVES] = lambda stem, f: plot_learning_curves(learning_curves(fair_adapted), len(fair_adapted), stem, f)
         lines += [

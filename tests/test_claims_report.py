@@ -164,17 +164,43 @@ def test_claim_6_reports_free_beside_it_and_the_report_opens_with_the_verdicts(t
 def test_the_effects_plot_puts_the_papers_effect_beside_ours(tmp_path, monkeypatch):
     """2a's panel holds our interval and the paper's +0.84 pp (Nguyen et al. 2023, Table 1); 6's,
     whose paper states no number, only ours."""
-    from oversmooth.claims import report
+    from oversmooth.claims import effects_figure
 
     fmnist(tmp_path)
     claims = claims_of(tmp_path)
     figures = []
-    monkeypatch.setattr(report, "save_figure", lambda fig, stem, formats: figures.append(fig))
-    report.plot_effects(list(claims.values()), tmp_path / "claims.png")
+    monkeypatch.setattr(effects_figure, "save_figure", lambda fig, stem, formats: figures.append(fig))
+    effects_figure.plot_effects(list(claims.values()), tmp_path / "claims.png")
     panels = {ax.get_title().split(" ")[0]: ax for ax in figures[0].axes if ax.get_visible()}
     stars = lambda ax: [line.get_ydata()[0] for line in ax.get_lines() if line.get_marker() == "*"]  # noqa: E731
     assert stars(panels["2a"]) == [0.84] and claims["2a"].paper_effect == 0.84
     assert stars(panels["6"]) == [] and claims["6"].paper_effect is None
+
+
+def test_the_effects_plot_draws_the_fresh_similarity_tests_as_archived(tmp_path, monkeypatch):
+    """1b on SmolLM2: its per-layer cos_sim change, NeuTRENO minus unpatched, as results/ holds the pair;
+    1b's re-test: each model's mean change per passage with its 95 % interval, as archived; both with the
+    claimed side (lower) shaded."""
+    from oversmooth.claims import effects_figure
+
+    root = Path(__file__).parents[1] / "results" / "third-protocol"
+    records = [json.loads((root / f"{name}.json").read_text()) for name in ("smollm2-1b", "retest-1b")]
+    figures = []
+    monkeypatch.setattr(effects_figure, "save_figure", lambda fig, stem, formats: figures.append(fig))
+    effects_figure.plot_effects([], tmp_path / "claims.png", records)
+    panels = {ax.get_title().replace("\n", " "): ax for ax in figures[0].axes if ax.get_visible()}
+    layers = panels["fresh test 1b (SmolLM2): held"]
+    pair = records[0]["pair"]
+    expected = [p - b for p, b in zip(pair["neutreno"][0], pair["baseline"][0])]
+    assert list(layers.get_lines()[0].get_ydata()) == pytest.approx(expected)
+    assert max(expected[2:]) < 0 and layers.get_ylim()[0] < 0  # lower after block 1, as held
+    retest = panels["fresh test 1b (re-test): held"]
+    for bars, found in zip(retest.containers, records[1]["models"].values()):
+        (segment,) = bars.lines[2][0].get_segments()
+        assert bars.lines[0].get_ydata()[0] == pytest.approx(found["mean_difference"])
+        assert sorted(y for _, y in segment) == pytest.approx(found["ci95"])
+    for ax in (layers, retest):
+        assert "claimed: lower than 0 (shaded)" in ax.get_xlabel().replace("\n", " ")
 
 
 def test_the_effects_plot_marks_the_claimed_side_n_and_the_full_measure(tmp_path, monkeypatch):
@@ -182,13 +208,13 @@ def test_the_effects_plot_marks_the_claimed_side_n_and_the_full_measure(tmp_path
     carried effect where it has one, says n, and names the measure in full."""
     from matplotlib.patches import Rectangle
 
-    from oversmooth.claims import report
+    from oversmooth.claims import effects_figure
 
     fmnist(tmp_path, gains=FEATSCALE_NOISE)
     claims = claims_of(tmp_path)
     figures = []
-    monkeypatch.setattr(report, "save_figure", lambda fig, stem, formats: figures.append(fig))
-    report.plot_effects(list(claims.values()), tmp_path / "claims.png")
+    monkeypatch.setattr(effects_figure, "save_figure", lambda fig, stem, formats: figures.append(fig))
+    effects_figure.plot_effects(list(claims.values()), tmp_path / "claims.png")
     panels = {ax.get_title().split(" ")[0]: ax for ax in figures[0].axes if ax.get_visible()}
     for claim_id, (low, high) in (("2a", (0, None)), ("7", (-0.5, 0.5))):
         ax = panels[claim_id]

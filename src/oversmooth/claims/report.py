@@ -10,7 +10,6 @@ The claims table decides only on finished seeds (``oversmooth.claims.registry``)
 
 from __future__ import annotations
 
-import math
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -20,6 +19,7 @@ from oversmooth.claims.claim4_depth import STEM as CLAIM4_DEPTH
 from oversmooth.claims.commands import study_command
 from oversmooth.claims.depth_fixes import PLOT as DEPTH_FIXES_PLOT
 from oversmooth.claims.depth_fixes import depth_fixes_section
+from oversmooth.claims.effects_figure import plot_effects, shade_claimed
 from oversmooth.claims.fourth_step import CURVES as FOURTH_STEP_CURVES
 from oversmooth.claims.fourth_step import claim4_clause, fourth_step_records, fourth_step_section
 from oversmooth.claims.probes import Probes
@@ -29,7 +29,7 @@ from oversmooth.claims.regime_pilot import regime_pilot_section
 from oversmooth.claims.registry import decide_claims
 from oversmooth.claims.sinks_family import sinks_records, sinks_section
 from oversmooth.claims.statements import STATEMENTS
-from oversmooth.claims.summary import effect_text, grouped_by_case, opening, paper_effect, summary_table
+from oversmooth.claims.summary import effect_text, grouped_by_case, opening, summary_table
 from oversmooth.claims.third_protocol import claims_by_verdict, fresh_tests, third_protocol_section
 from oversmooth.study.report import OUTPUTS as STUDY_OUTPUTS
 from oversmooth.study.report import (
@@ -53,8 +53,6 @@ from oversmooth.utils.plotting import (
     embed,
     figure,
     figure_files,
-    figure_legend,
-    fill,
     integer_ticks,
     legend_below,
     save_figure,
@@ -237,82 +235,6 @@ def _claim_row(c: Claim) -> list:
     return [c.id, c.statement, c.paper, c.ours, *numbers, _gate(c), f"**{c.verdict}**", _reading(c), regime]
 
 
-def plot_effects(claims: list[Claim], stem: Path, records: Sequence[dict] = (), formats=DEFAULT_FORMATS) -> None:
-    """Each tested claim's effect with its Holm-matched interval and n, one panel per claim (units
-    differ, each named in full), the primary family's first, up to 4 a row: the claimed side
-    shaded (an equivalence claim's: inside its margin), the paper's effect as it states it (star)
-    and carried to our measure (docs/registrations/fourth-step.md, dotted) where it states one, and
-    the third protocol's reading under the verdict where the two differ; then a panel per decided
-    fresh test of ``records`` (the third protocol's and the fourth step's), its interval beside the
-    paper's effect; one legend under them all."""
-    tested = [c for c in claims if c.effect is not None and c.ci is not None and all(map(math.isfinite, c.ci))]
-    tested.sort(key=lambda c: c.family != "primary")  # stable: each family keeps the claims' order
-    fresh = [r for r in fresh_tests(records) if {"mean", "ci"} <= r.get("test", {}).keys()]
-    panels = len(tested) + len(fresh)
-    cols = min(max(panels, 1), 4)
-    rows = max(math.ceil(panels / cols), 1)
-    with figure(rows, cols, PAGE, 2.7 * rows + 0.4) as (fig, axes):
-        for ax in axes.flat[panels:]:
-            ax.set_visible(False)
-        for ax, r in zip(axes.flat[len(tested) :], fresh):
-            mean, (low, high) = r["test"]["mean"], r["test"]["ci"]
-            ax.vlines(0, low, high, color="tab:green")  # the record's interval, as recorded
-            ax.plot([0], [mean], "o", color="tab:green")
-            if (effect := paper_effect(r)) is not None:
-                ax.axhline(effect, color="tab:orange", ls=":", lw=1.2, label="paper, carried")
-            ax.axhline(0.0, color="grey", lw=0.8)
-            _effect_panel(ax, f"fresh test {r['claim']}: {r['verdict']}", f"n = {len(r['test']['seeds'])}", r["model"])
-        for ax, c in zip(axes.flat, tested):
-            ax.errorbar([0], [c.effect], yerr=[[c.effect - c.ci[0]], [c.ci[1] - c.effect]], fmt="o", label="ours")
-            if c.paper_effect is not None:
-                ax.plot([0.5], [c.paper_effect], "*", color="tab:orange", ms=7, label="paper")
-            if c.paper_transferred is not None:
-                ax.axhline(c.paper_transferred, color="tab:orange", ls=":", lw=1.2, label="paper, transferred")
-            ax.axhline(0.0, color="grey", lw=0.8)
-            if c.margin is not None:
-                for bound in (-c.margin, c.margin):
-                    ax.axhline(bound, color="tab:red", ls="--", lw=0.8, label="equivalence margin")
-            claimed = _shade_claimed(ax, c.direction, c.margin)
-            title = f"{c.id} ({c.family}): {c.verdict}"
-            if c.reading != c.verdict:
-                title += f"\nthird protocol: {c.reading}"
-            level = f"{100 * c.ci_level:.4g} % CI, " if c.ci_level else ""
-            _effect_panel(ax, title, f"claimed: {claimed} (shaded)\n{level}n = {c.n}", c.measure)
-        figure_legend(fig)
-        save_figure(fig, stem, formats)
-
-
-def _effect_panel(ax, title: str, xlabel: str, measure: str) -> None:
-    """An effect panel's words, wrapped to its width: no x ticks (one interval a panel), the
-    ``title``, the ``xlabel`` under it and the ``measure`` on the y axis."""
-    ax.set_xticks([])
-    ax.set_xlim(-0.5, 1.5)
-    set_title(ax, title)
-    width = 0.8 * ax.get_position().width * ax.figure.get_figwidth()  # narrower than the panel: it shrinks
-    ax.set_xlabel(fill(xlabel, width, 7), fontsize=7)
-    ax.set_ylabel(fill(measure, 2.3, 6), fontsize=6)
-
-
-def _shade_claimed(ax, direction: str | None, margin: float | None = None) -> str:
-    """Shade the side of 0 a claim states, ``direction`` "higher" or "lower" (inside ``margin`` for
-    an equivalence claim), widening the view so that at least a sixth of it shows; the claimed side
-    in words."""
-    low, high = ax.get_ylim()
-    if margin is not None:
-        ax.axhspan(-margin, margin, color="tab:green", alpha=0.08, lw=0)
-        ax.set_ylim(low, high)
-        return f"inside +-{margin:.3g}"
-    room = (high - low) / 6
-    if direction == "higher":
-        high = max(high, room)
-        ax.axhspan(0, high, color="tab:green", alpha=0.08, lw=0)
-    else:
-        low = min(low, -room)
-        ax.axhspan(low, 0, color="tab:green", alpha=0.08, lw=0)
-    ax.set_ylim(low, high)
-    return f"{direction} than 0"
-
-
 def adaptation_table(adapted: list[dict]) -> str:
     """Claims 8 and 2c, per continuation arm (mean ± sd over the seeds that ran it): validation
     accuracy right after patching (step 0) and after the continuation, test accuracy after it, and
@@ -391,7 +313,7 @@ def plot_lambdas(adapted: list[dict], stem: Path, formats=DEFAULT_FORMATS) -> No
                     label=f"lambda {lam:g}: mean over every seed that ran it (n = {len(values)}), 95 % CI",
                 )
         ax.axhline(0.0, color="black", lw=0.8)
-        claimed = _shade_claimed(ax, "higher")
+        claimed = shade_claimed(ax, "higher")
         ax.set_xscale("log")
         ax.set_xticks(lams, [f"{lam:g}" for lam in lams])
         ax.minorticks_off()

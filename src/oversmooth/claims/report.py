@@ -1,8 +1,9 @@
 """The claims report (``oversmooth claims``): ``report.md`` + figures + ``claims.json`` for the claims
 protocol's archives under ``results/``. It opens with one row per claim, then the claims table by
-Holm family with each claim's reason, gate and command, the effects plot, claims 8 and 2c's
-continuations, claim 5b's verdicts, the probes that need no training, the later protocols' sections
-(the fourth step's holds claim 4's depth plot), and the study report's section on each study it read
+Holm family with each claim's reason, gate and command, the effects plot
+(``claims.effects_figure``), claims 8 and 2c's continuations, claim 5b's verdicts, the probes that
+need no training, the later protocols' sections (``claims.fourth_step``: the post-norm failure
+families' figure and claim 4's depth plot), and the study report's section on each study it read
 (``oversmooth.study.report``).
 
 The claims table decides only on finished seeds (``oversmooth.claims.registry``).

@@ -13,7 +13,7 @@ from __future__ import annotations
 import statistics
 from pathlib import Path
 
-from oversmooth.claims.protocol import OVERSMOOTHS
+from oversmooth.claims.protocol import OVERSMOOTHS, rule_side
 from oversmooth.claims.third_protocol import test_fields
 from oversmooth.claims.verdicts import PairedClaim, PaperEffect, decide_family, in_magnitude
 from oversmooth.errors import UsageError
@@ -24,6 +24,10 @@ NAME = "smollm2-8-fair"
 SEEDS = (20, 21, 22)
 STEPS, RAMP = 600, 200
 LAMBDAS = (0.4, 0.05)
+#: the model and the validation text of claim 8's first test on SmolLM2 (scripts/smollm2_8_seeds.sh), so
+#: that its random-init null and pretrained cos_sim are this test's too
+GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+PROBE = {"text": "austen", "seq_len": 128, "eval_sequences": 64}
 COMMAND = "scripts/smollm2_8_fair.sh 20 21 22"
 #: NeuTRENO's adaptation result (DeiT-tiny on ImageNet), carried as a share of the control's NLL
 PAPER = PaperEffect(72.17, 72.63, "accuracy")
@@ -37,19 +41,21 @@ def read_fair_adaptations(folder: str | Path) -> dict[int, dict]:
     for path in sorted((Path(folder) / NAME).glob("s*/adapt.json")):
         fix = f"delete its folder and rerun: {COMMAND}"
         record = read_table(path, {"config": dict, "arms": dict}, fix)
-        check_table(record["config"], f"{path} (its config)", {"seed": int, "steps": int, "ramp": int}, fix)
-        config = record["config"]
+        fields = {"seed": int, "steps": int, "ramp": int, "model": str} | {key: type(v) for key, v in PROBE.items()}
+        config = check_table(record["config"], f"{path} (its config)", fields, fix)
         lams = tuple(arm.get("knobs", {}).get("lam") for name, arm in record["arms"].items() if name != "control")
-        ran, registered = (config["steps"], config["ramp"], lams), (STEPS, RAMP, LAMBDAS)
+        ran = (config["steps"], config["ramp"], lams, Path(config["model"]).name, *(config[k] for k in PROBE))
+        registered = (STEPS, RAMP, LAMBDAS, GGUF, *PROBE.values())
         if path.parent.name != f"s{config['seed']}" or ran != registered or "control" not in record["arms"]:
             raise UsageError(
-                f"{path} is not the registered adaptation of its seed (steps, ramp, lambdas {ran}, not {registered}, "
-                f"and a control arm, in folder s<seed>); {fix}"
+                f"{path} is not the registered adaptation of its seed (steps, ramp, lambdas, model, "
+                f"{', '.join(PROBE)} {ran}, not {registered}, and a control arm, in folder s<seed>); {fix}"
             )
         for name, arm in record["arms"].items():
-            fields = {"val": dict, "start": dict, "rows": list, "cos_sim_last": NUMBER, "start_cos_sim_last": NUMBER}
-            check_table(arm, f"{path} (arm {name})", fields, fix)
+            check_table(arm, f"{path} (arm {name})", {"val": dict, "start": dict, "rows": list}, fix)
             check_table(arm["val"], f"{path} (arm {name}'s val)", {"loss": NUMBER}, fix)
+        probe = {"cos_sim_last": NUMBER, "start_cos_sim_last": NUMBER}  # the regime's; a patched arm's may be None
+        check_table(record["arms"]["control"], f"{path} (arm control)", probe, fix)
         found[config["seed"]] = record
     return found
 
@@ -101,17 +107,17 @@ def fair_records(adapted: dict[int, dict]) -> list[dict]:
 def _regime(finished: list[dict]) -> dict:
     """Where the test ran (docs/registrations/fourth-step.md), deciding nothing: the control's
     last-layer cos_sim after the last step, mean over the ``finished`` adaptations, beside the
-    pretrained model's before any step (on the settings of claim 8's first test on SmolLM2, whose
-    record holds SmolLM2's random-init null and the pretrained value this one must repeat)."""
+    pretrained model's before any step, on the probe of claim 8's first test on SmolLM2 (the same
+    ``GGUF`` and ``PROBE``, checked by ``read_fair_adaptations``), whose record holds SmolLM2's
+    random-init null."""
     controls = [record["arms"]["control"] for record in finished]
     after = statistics.fmean(arm["cos_sim_last"] for arm in controls)
     before = statistics.fmean(arm["start_cos_sim_last"] for arm in controls)
-    side = "at or above" if after >= OVERSMOOTHS else "below"
     seeds = f"{len(controls)} seed" + "s" * (len(controls) > 1)
     return {
-        "regime": f"{after:.3f} (the control after {STEPS} steps, mean of {seeds}; {before:.3f} "
-        f"pretrained, before any step; adapt's validation probe): {side} the rule's {OVERSMOOTHS:g} (SmolLM2 at "
-        "random init on this probe: 8 (SmolLM2)'s regime)",
+        "regime": f"{after:.3f} (the control after {STEPS} steps, mean of {seeds}; {before:.3f} pretrained, "
+        f"before any step; the validation probe of 8 (SmolLM2), whose regime gives SmolLM2 at random init): "
+        f"{rule_side(after)}",
         "oversmooths": after >= OVERSMOOTHS,
     }
 

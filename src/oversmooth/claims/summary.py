@@ -189,7 +189,7 @@ def opening(claims: list[Claim], records: Sequence[dict], claim4: str) -> str:
     ]
     decided = claims_by_verdict(fresh_tests(records))
     if decided:
-        parts = [f"{verdict}: {_ids(names)}" for verdict, names in decided.items()]
+        parts = [f"{verdict}: {_ids(grouped_by_case(names))}" for verdict, names in decided.items()]
         sentences.append(f"Fresh tests, each registered before it ran: {'; '.join(parts)}.")
     not_tested = [c.id for c in claims if c.verdict == "not tested"]
     if not_tested:
@@ -198,8 +198,8 @@ def opening(claims: list[Claim], records: Sequence[dict], claim4: str) -> str:
     strong = [c.id for c in claims if c.regime is not None and c.regime.oversmooths]
     strong += grouped_by_case([r["claim"] for r in records if r.get("oversmooths")])
     sentences.append(
-        f"Where the problem is strong (a softmax baseline's last-layer cos_sim at least {OVERSMOOTHS:g}): "
-        + (f"{_ids(strong)}; " if strong else "none; ")
-        + "every other trained claim was tested where its baseline does not oversmooth."
+        f"Where a softmax baseline oversmooths by the registered rule (last-layer cos_sim at least "
+        f"{OVERSMOOTHS:g}): " + (f"{_ids(strong)}; " if strong else "none; ") + "every other claim with a measured "
+        "regime was tested where its baseline does not."
     )
     return " ".join(sentences)

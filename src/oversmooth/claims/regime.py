@@ -53,7 +53,8 @@ def tested_where(protocol: Protocol, cells: list[CellResult]) -> Regime:
     studies = ", ".join(sorted({cell.study for cell in found}))
     value = statistics.fmean(last_cos_sim(cell) for cell in found)
     diverged = [cell.seed for cell in found if cell.status == "diverged"]
-    notes = [f"{len(found)} seed" + "s" * (len(found) > 1)]
+    planned = len(protocol.seeds)
+    notes = [f"{len(found)} of {planned} seeds" if len(found) < planned else f"{planned} seeds"]
     if diverged:
         notes.append(f"seed(s) {seed_span(diverged)} diverged: their last probe")
     if unmeasured:

@@ -190,7 +190,8 @@ def test_each_record_says_where_it_ran_post_norm_softmaxs_cos_sim_beside_its_ran
     diverged(tmp_path / "postnorm-family" / "fmnist-post-d96-softmax-s23")
     again = family_records(read_studies([tmp_path / "postnorm-family"])[0])
     assert again[0]["regime"].startswith(
-        "postnorm-family softmax (post-norm, depth 96): 0.950 (3 of 4 seeds; seed(s) 23 diverged before a probe: left out)"
+        "postnorm-family softmax (post-norm, depth 96): 0.950 (3 of 4 seeds; "
+        "seed(s) 23 diverged before a probe: left out)"
     )
     low = family_records(family_cells(tmp_path / "low", cos_sim={(post, seed): 0.3 for seed in SEEDS}))
     assert low[0]["regime"].endswith("tested where the baseline does not oversmooth (< 0.5)")

@@ -377,6 +377,7 @@ def test_docs_results_are_the_report_of_the_committed_results(tmp_path):
         benchmark=found.benchmark,
         third_protocol=found.third_protocol,
         fair_adapted=found.fair_adapted,
+        budget=found.budget,
         sinks_root=found.sinks_root,
     )
     written = {row["id"]: row for row in json.loads((docs / "claims.json").read_text())}

@@ -15,6 +15,7 @@ from oversmooth.claims.adaptations import NAME as ADAPTATIONS
 from oversmooth.claims.adaptations import read_adaptations
 from oversmooth.claims.depth_fixes import STUDY as DEPTH_FIXES
 from oversmooth.claims.files import PROBES_FILE, ROUNDS_FILE
+from oversmooth.claims.fourth_step_budget import read_decision
 from oversmooth.claims.postnorm_screen import STUDY as POSTNORM_SCREEN
 from oversmooth.claims.protocol import DEEP_PILOTS
 from oversmooth.claims.regime_pilot import PILOTS as REGIME_PILOTS
@@ -76,6 +77,7 @@ class FolderContents:
     probes: Probes | None = None
     third_protocol: list[dict] = field(default_factory=list)
     fair_adapted: dict[int, dict] = field(default_factory=dict)  # claim 8 on SmolLM2, fairly: seed -> adapt.json
+    budget: dict | None = None  # the fourth step's decision on 2b's remaining pairs (None: not taken)
     sinks_root: Path | None = None  # the folder whose sinks/ holds S1 and S2's measurements
 
 
@@ -116,6 +118,7 @@ def read_folders(folders: list[str | Path]) -> FolderContents:
             found.third_protocol += read_third_protocol(folder)
         elif folder.name == FOURTH_STEP:
             found.fair_adapted |= read_fair_adaptations(folder)
+            found.budget = read_decision(folder)
         elif folder.name == SINKS:
             found.sinks_root = folder.parent
         else:

@@ -25,9 +25,12 @@ REGISTRATION = "docs/registrations/fourth-step.md"
 CURVES = "claim8_smollm2_fair"  # the figure's stem
 
 
-def fourth_step_records(cells: list[CellResult], fair_adapted: dict[int, dict]) -> list[dict]:
-    """The fourth step's fresh tests, each a record as the third protocol's (pending until run)."""
-    return [fresh_2b_record(cells), *fair_records(fair_adapted), *family_records(cells)]
+def fourth_step_records(
+    cells: list[CellResult], fair_adapted: dict[int, dict], budget: dict | None = None
+) -> list[dict]:
+    """The fourth step's fresh tests, each a record as the third protocol's (pending until run;
+    2b's not tested where ``budget``, the decision on its remaining pairs, dropped them)."""
+    return [fresh_2b_record(cells, budget), *fair_records(fair_adapted), *family_records(cells)]
 
 
 def claim4_clause(cells: list[CellResult], records: list[dict]) -> str:

@@ -32,9 +32,10 @@ FRESH = replace(
 )
 
 
-def fresh_2b_record(cells: list[CellResult]) -> dict:
+def fresh_2b_record(cells: list[CellResult], budget: dict | None = None) -> dict:
     """The fresh test's record: ``claim``, ``model``, ``command``, ``verdict``, ``sentence`` (as the
-    third protocol's), with the pairs' numbers once decided; "pending" while seeds are unfinished."""
+    third protocol's), with the pairs' numbers once decided; "pending" while seeds are unfinished,
+    "not tested" once ``budget`` (``claims.fourth_step_budget``'s decision) dropped them."""
     evidence = gather(FRESH, cells)
     record = {
         "claim": "2b (fresh pairs)",
@@ -46,6 +47,14 @@ def fresh_2b_record(cells: list[CellResult]) -> dict:
     }
     if evidence.gate_failure:
         return record | {"verdict": "not tested", "sentence": f"not tested: gate L {evidence.gate_failure}"}
+    if evidence.missing and budget is not None and budget["2b"] == "dropped":
+        dropped = (
+            f"not tested: dropped for budget (docs/registrations/fourth-step.md, section 6; decided "
+            f"{budget.get('decided', '')}): the fourth step's runs came to {budget['total']:.1f} of its "
+            f"{budget['budget']:g} CPU-hours with these pairs, whose {budget['2b_missing']} missing cells would have "
+            f"cost about {budget['2b_cost']:.1f}; {evidence.missing}"
+        )
+        return record | {"verdict": "not tested", "sentence": dropped}
     if evidence.missing:
         return record | {"verdict": "pending", "sentence": evidence.missing}
     method, baseline = ([v[i] for v in evidence.values] for i in (1, 2))

@@ -355,6 +355,7 @@ def render_claims(
     benchmark: dict | None = None,
     third_protocol: list[dict] | None = None,
     fair_adapted: dict[int, dict] | None = None,
+    budget: dict | None = None,
     sinks_root: Path | None = None,
     formats: tuple[str, ...] = DEFAULT_FORMATS,
 ) -> tuple[list[Claim], Rendered]:
@@ -365,6 +366,7 @@ def render_claims(
     the one that wrote this report; ``adapted``: claim 8's adaptations (``claims.adaptations``);
     ``benchmark``: claim 3's rounds; ``third_protocol``: its records (``claims.third_protocol``);
     ``fair_adapted``: claim 8's adaptations of SmolLM2 in the fourth step (``claims.smollm2_fair``);
+    ``budget``: the fourth step's decision on 2b's remaining pairs (``claims.fourth_step_budget``);
     ``sinks_root``: the folder whose ``sinks/`` holds claims S1 and S2's measurements (with S3 and S4's
     cells among ``cells``, the section "Sinks and massive activations"; None: no such section).
     """
@@ -372,7 +374,7 @@ def render_claims(
 
     claims = decide_claims(cells, probes, commands, adapted=adapted, benchmark=benchmark)
     equivalence = " and ".join(c.id for c in claims if c.margin is not None)
-    fourth = fourth_step_records(cells, fair_adapted or {})
+    fourth = fourth_step_records(cells, fair_adapted or {}, budget)
     records = [*(third_protocol or ()), *fourth]
     files: dict[str, Draw] = {"claims": lambda p, f: plot_effects(claims, p, records, f)}
     lines = [

@@ -73,6 +73,7 @@ def run(args: argparse.Namespace) -> int:
         benchmark=found.benchmark,
         third_protocol=found.third_protocol,
         fair_adapted=found.fair_adapted,
+        budget=found.budget,
         sinks_root=found.sinks_root,
         formats=args.format,
     )

@@ -187,6 +187,8 @@ def test_the_effects_plot_draws_the_fresh_similarity_tests_as_archived(tmp_path,
     records = [json.loads((root / f"{name}.json").read_text()) for name in ("smollm2-1b", "retest-1b")]
     two = {"baseline": [[0.1, 0.5, 0.6], [0.1, 0.3, 0.8]], "neutreno": [[0.1, 0.4, 0.6], [0.1, 0.2, 0.4]], "lam": 0.1}
     records.append({"claim": "1b (two inits)", "verdict": "held", "pair": two})  # the change is averaged over rows
+    test = {"mean": -0.03, "ci": [-0.05, -0.01], "seeds": [20, 21, 22]}
+    records.append({"claim": "2b (fresh pairs)", "verdict": "held", "model": "LM", "direction": "lower", "test": test})
     figures = []
     monkeypatch.setattr(effects_figure, "save_figure", lambda fig, stem, formats: figures.append(fig))
     effects_figure.plot_effects([], tmp_path / "claims.png", records)
@@ -203,7 +205,10 @@ def test_the_effects_plot_draws_the_fresh_similarity_tests_as_archived(tmp_path,
         (segment,) = bars.lines[2][0].get_segments()
         assert bars.lines[0].get_ydata()[0] == pytest.approx(found["mean_difference"])
         assert sorted(y for _, y in segment) == pytest.approx(found["ci95"])
-    for ax in (layers, retest):
+    paired = panels["fresh test 2b (fresh pairs): held"]
+    (shaded,) = [p for p in paired.patches if p.get_alpha() == 0.08]  # the claimed side, below 0
+    assert shaded.get_y() + shaded.get_height() == pytest.approx(0.0) and shaded.get_y() < -0.05
+    for ax in (layers, retest, paired):
         assert "claimed: lower than 0 (shaded)" in ax.get_xlabel().replace("\n", " ")
 
 

@@ -65,7 +65,8 @@ def draws_fresh(record: dict) -> bool:
 
 
 def _fresh_panel(ax, record: dict) -> None:
-    """A fresh test's panel (``draws_fresh``), in green, titled with its verdict."""
+    """A fresh test's panel (``draws_fresh``), in green, titled with its verdict, the claimed side
+    shaded where the record states it (a paired test's ``direction``; a similarity test's: lower)."""
     title = f"fresh test {record['claim']}: {record['verdict']}"
     if "models" in record:  # a similarity claim's re-test: the mean change per passage, per model
         models = record["models"]
@@ -97,8 +98,11 @@ def _fresh_panel(ax, record: dict) -> None:
     if (effect := paper_effect(record)) is not None:
         ax.axhline(effect, color="tab:orange", ls=":", lw=1.2, label="paper, carried")
     ax.axhline(0.0, color="grey", lw=0.8)
+    xlabel = f"n = {len(record['test']['seeds'])}"
+    if "direction" in record:  # the claimed side, where the record states it
+        xlabel = f"claimed: {shade_claimed(ax, record['direction'])} (shaded)\n{xlabel}"
     _one_interval(ax)
-    effect_panel(ax, title, f"n = {len(record['test']['seeds'])}", record["model"])
+    effect_panel(ax, title, xlabel, record["model"])
 
 
 def _one_interval(ax) -> None:

@@ -44,6 +44,7 @@ def fresh_2b_record(cells: list[CellResult], budget: dict | None = None) -> dict
         "command": COMMAND,
         "effect": EFFECT,
         "unit": "nats/token",
+        "direction": "lower",
     }
     if evidence.gate_failure:
         return record | {"verdict": "not tested", "sentence": f"not tested: gate L {evidence.gate_failure}"}

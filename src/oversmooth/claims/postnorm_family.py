@@ -141,6 +141,7 @@ def _family(family: tuple[FamilyClaim, ...], cells: list[CellResult], failure: s
             f"{claim.what}, val accuracy (pp)",
             "command": COMMAND,
             "unit": "pp",
+            "direction": "higher",  # a fix's test is two-sided; "held" is its side
             **where,
         }
         for claim in family

@@ -68,7 +68,12 @@ def fair_records(adapted: dict[int, dict]) -> list[dict]:
     """One record per patched arm (``claims.third_protocol``'s fields, with the numbers once
     decided): "pending" until every registered seed has finished, then decided by Holm over both."""
     done = [seed for seed in SEEDS if seed in adapted]
-    base = {"command": COMMAND, "unit": "nats/token", **(_regime([adapted[s] for s in done]) if done else {})}
+    base = {
+        "command": COMMAND,
+        "unit": "nats/token",
+        "direction": "lower",
+        **(_regime([adapted[s] for s in done]) if done else {}),
+    }
     if len(done) < len(SEEDS):
         sentence = f"{len(done)} of the {len(SEEDS)} registered seeds ({SEEDS[0]}-{SEEDS[-1]}) have finished"
         pending = {"verdict": "pending", "sentence": sentence}

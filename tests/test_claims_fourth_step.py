@@ -115,6 +115,22 @@ def test_claim_8_on_smollm2_is_decided_by_holm_over_its_two_arms(tmp_path):
     assert "at or above the rule's 0.5" in records[0]["regime"] and records[1]["oversmooths"] is True
 
 
+def test_claim_8s_learning_curves_mark_where_the_ramp_reaches_full_lambda(tmp_path, monkeypatch):
+    from oversmooth.claims import fourth_step
+
+    for seed in (20, 21, 22):
+        adapt_json(tmp_path, seed, 3.4, 3.5, 3.4)
+    figures = []
+    monkeypatch.setattr(fourth_step, "save_figure", lambda fig, stem, formats: figures.append(fig))
+    curves = learning_curves(read_fair_adaptations(tmp_path / "fourth-step"))
+    fourth_step.plot_learning_curves(curves, 3, tmp_path / "curves")
+    nll, cos = figures[0].axes[:2]
+    for ax in (nll, cos):
+        assert [list(line.get_xdata()) for line in ax.get_lines() if line.get_linestyle() == ":"] == [[200, 200]]
+    assert [line.get_ydata()[-1] for line in nll.get_lines()[:3]] == pytest.approx([3.4, 3.5, 3.4])  # per arm
+    assert nll.get_yscale() == "log" and "times" not in nll.yaxis.get_major_formatter()(3.5, 0)
+
+
 def test_claim_8_on_smollm2_says_where_it_ran_by_the_controls_cos_sim(tmp_path):
     """The regime reads the control's last-layer cos_sim after the last step against the rule's 0.5,
     on the seeds finished so far (deciding nothing)."""

@@ -15,7 +15,7 @@ from oversmooth.claims.postnorm_family import FIXES, family_records, family_sect
 from oversmooth.claims.postnorm_family import PRESET as FAMILY
 from oversmooth.claims.postnorm_family_figure import family_figure_lines
 from oversmooth.claims.postnorm_screen import DEEP, STUDY, candidates, screen_rows, screen_sentence, screen_table
-from oversmooth.claims.smollm2_fair import fair_records, learning_curves
+from oversmooth.claims.smollm2_fair import RAMP, fair_records, learning_curves
 from oversmooth.claims.third_protocol import claims_by_verdict, records_table
 from oversmooth.study.report import Draw
 from oversmooth.study.results import CellResult
@@ -105,14 +105,22 @@ def fourth_step_section(
 def plot_learning_curves(
     curves: dict[str, list[tuple[int, float, float]]], seeds: int, stem: Path, formats=DEFAULT_FORMATS
 ) -> None:
-    """Two panels, validation NLL and last-layer cos_sim against step, one line per arm."""
+    """Two panels, validation NLL (log scale: a broken arm sits far above) and last-layer cos_sim
+    against step, one line per arm; a dotted line where the ramp reaches full lambda."""
+    from matplotlib.ticker import FuncFormatter
+
     with figure(1, 2, PAGE, 3.0) as (fig, axes):
         nll, cos = axes[0]
         for arm, points in curves.items():
             steps = [step for step, _, _ in points]
             nll.plot(steps, [v for _, v, _ in points], marker="o", label=arm)
             cos.plot(steps, [c for _, _, c in points], marker="o", label=arm)
+        for ax in (nll, cos):
+            ax.axvline(RAMP, color="grey", ls=":", lw=1, label=f"full lambda (step {RAMP})")
         nll.set(xlabel="step", ylabel="validation NLL (nats/token)", yscale="log")
+        plain = FuncFormatter(lambda value, _: f"{value:g}")
+        nll.yaxis.set_major_formatter(plain)
+        nll.yaxis.set_minor_formatter(plain)
         cos.set(xlabel="step", ylabel="last-layer cos_sim")
         integer_ticks(nll, cos)
         figure_legend(fig)

@@ -198,6 +198,9 @@ def test_the_effects_plot_draws_the_fresh_similarity_tests_as_archived(tmp_path,
     expected = [p - b for p, b in zip(pair["neutreno"][0], pair["baseline"][0])]
     assert list(layers.get_lines()[0].get_ydata()) == pytest.approx(expected)
     assert max(expected[2:]) < 0 and layers.get_ylim()[0] < 0  # lower after block 1, as held
+    (span,) = [p for p in layers.patches if p.get_alpha() == 0.08]  # the claimed side, from layer 2 (x 1.5) on
+    left = layers.transData.inverted().transform(layers.transAxes.transform((span.get_x(), 0)))[0]
+    assert left == pytest.approx(1.5)
     averaged = panels["fresh test 1b (two inits): held"].get_lines()[0].get_ydata()
     assert list(averaged) == pytest.approx([0.0, -0.1, -0.2])  # rows (-0.1, 0) and (-0.1, -0.4) at layers 1 and 2
     retest = panels["fresh test 1b (re-test): held"]

@@ -89,7 +89,8 @@ def _fresh_panel(ax, record: dict) -> None:
         change = [sum(column) / len(column) for column in zip(*rows)]
         ax.plot(range(len(change)), change, marker=".", ms=3, color=FRESH)
         ax.axhline(0.0, color="grey", lw=0.8)
-        claimed = shade_claimed(ax, "lower")
+        ax.set_xlim(-0.5, len(change) - 0.5)
+        claimed = shade_claimed(ax, "lower", xmin=2 / len(change))  # the claim is about layers 2 on
         xlabel = f"layer (0: embeddings); lam {pair['lam']:g}\nclaimed: {claimed} (shaded) after block 1"
         return effect_panel(ax, title, xlabel, "per-layer token cos_sim, NeuTRENO - unpatched")
     mean, (low, high) = record["test"]["mean"], record["test"]["ci"]
@@ -120,21 +121,21 @@ def effect_panel(ax, title: str, xlabel: str, measure: str) -> None:
     ax.set_ylabel(fill(measure, 2.3, 6), fontsize=6)
 
 
-def shade_claimed(ax, direction: str | None, margin: float | None = None) -> str:
+def shade_claimed(ax, direction: str | None, margin: float | None = None, xmin: float = 0.0) -> str:
     """Shade the side of 0 a claim states, ``direction`` "higher" or "lower" (inside ``margin`` for
-    an equivalence claim), widening the view so that at least a sixth of it shows; the claimed side
-    in words."""
+    an equivalence claim), from ``xmin`` (a share of the panel's width) rightwards, widening the
+    view so that at least a sixth of it shows; the claimed side in words."""
     low, high = ax.get_ylim()
     if margin is not None:
-        ax.axhspan(-margin, margin, color="tab:green", alpha=0.08, lw=0)
+        ax.axhspan(-margin, margin, xmin=xmin, color="tab:green", alpha=0.08, lw=0)
         ax.set_ylim(low, high)
         return f"inside +-{margin:.3g}"
     room = (high - low) / 6
     if direction == "higher":
         high = max(high, room)
-        ax.axhspan(0, high, color="tab:green", alpha=0.08, lw=0)
+        ax.axhspan(0, high, xmin=xmin, color="tab:green", alpha=0.08, lw=0)
     else:
         low = min(low, -room)
-        ax.axhspan(low, 0, color="tab:green", alpha=0.08, lw=0)
+        ax.axhspan(low, 0, xmin=xmin, color="tab:green", alpha=0.08, lw=0)
     ax.set_ylim(low, high)
     return f"{direction} than 0"

@@ -38,9 +38,9 @@ def family_figure_lines(
     lines = [
         f"Where post-norm fails, each decided test of the two families: its difference in validation accuracy with "
         "the Holm-matched interval that decided it (left), and the same arms' last-layer cos_sim minus post-norm "
-        f"softmax's at depth {DEEP}, paired by seed, with its 95 % t interval (right, described; 4a compares "
-        "deficits, not one arm, and has neither). "
-        f"Dashed: pre-norm softmax at depth {DEEP}, where a full rescue would end:",
+        f"softmax's at depth {DEEP}, paired by seed (the seeds with a probe), with its 95 % t interval (right, "
+        f"described; 4a compares deficits, not one arm, and has neither). Dashed: pre-norm softmax at depth {DEEP}, "
+        "where a full rescue would end:",
         "",
         embed("the post-norm failure families", STEM, formats),
         "",

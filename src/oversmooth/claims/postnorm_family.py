@@ -129,11 +129,12 @@ def family_records(cells: list[CellResult]) -> list[dict]:
 
 def _family(family: tuple[FamilyClaim, ...], cells: list[CellResult], failure: str | None) -> list[dict]:
     """One family's records: not tested, pending, or decided together by Holm; each with the
-    regime of post-norm softmax at depth 96 (``regime.tested_where``), deciding nothing."""
+    regime of post-norm softmax at depth 96 (``regime.tested_where``; none before a cell of it has
+    a probe), deciding nothing."""
     regime = tested_where(CLAIM_4A.question, cells)
-    where = {"regime": f"{regime.arm}: {regime.text}"}
-    if regime.oversmooths is not None:
-        where["oversmooths"] = regime.oversmooths
+    where = (
+        {} if regime.cos_sim is None else {"regime": f"{regime.arm}: {regime.text}", "oversmooths": regime.oversmooths}
+    )
     base = {
         claim.name: {
             "claim": claim.name,

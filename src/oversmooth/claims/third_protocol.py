@@ -50,17 +50,32 @@ def test_fields(decision: Decision, seeds: list[int]) -> dict:
     }
 
 
-def claims_by_verdict(records: Sequence[dict]) -> dict[str, list[str]]:
-    """``records``' claim names grouped by verdict, verdicts in the order they first come.
+#: the order verdicts are told in: what held, what held or fell short of the paper, what failed,
+#: what could not say, what was not or not yet tested; another verdict after them, as it comes
+VERDICT_ORDER = (
+    "held",
+    "held, smaller than claimed",
+    "smaller than claimed",
+    "contradicted",
+    "inconclusive",
+    "not shown here",
+    "not tested",
+    "pending",
+)
 
-    >>> claims_by_verdict([{"claim": "2b", "verdict": "held"}, {"claim": "8", "verdict": "pending"},
+
+def claims_by_verdict(records: Sequence[dict]) -> dict[str, list[str]]:
+    """``records``' claim names grouped by verdict, verdicts in ``VERDICT_ORDER``.
+
+    >>> claims_by_verdict([{"claim": "8", "verdict": "pending"}, {"claim": "2b", "verdict": "held"},
     ...                    {"claim": "1b", "verdict": "held"}])
     {'held': ['2b', '1b'], 'pending': ['8']}
     """
     grouped: dict[str, list[str]] = {}
     for record in records:
         grouped.setdefault(record["verdict"], []).append(record["claim"])
-    return grouped
+    rank = {verdict: place for place, verdict in enumerate(VERDICT_ORDER)}
+    return dict(sorted(grouped.items(), key=lambda item: rank.get(item[0], len(rank))))
 
 
 def fresh_tests(records: Sequence[dict], claim_id: str | None = None) -> list[dict]:

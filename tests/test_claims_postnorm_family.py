@@ -12,7 +12,7 @@ from claims_cells import make_cell
 from scipy import stats
 
 from oversmooth.claims.measures import final_val
-from oversmooth.claims.postnorm_family import family_records, family_section
+from oversmooth.claims.postnorm_family import family_records, family_section, rescue_headline
 from oversmooth.claims.postnorm_family_figure import family_figure_lines, family_rows
 from oversmooth.claims.presets import CLAIMS_PRESETS, POSTNORM_FAMILY_SEEDS
 from oversmooth.study.results import read_studies
@@ -199,6 +199,19 @@ def test_each_record_says_where_it_ran_post_norm_softmaxs_cos_sim_beside_its_ran
     shallow = {arm: values for arm, values in VAL.items() if arm != post}
     unseen = family_records(family_cells(tmp_path / "none", val=shallow))
     assert "regime" not in unseen[0] and "oversmooths" not in unseen[0]  # nothing to say yet
+
+
+def test_the_openings_headline_gives_the_rescue_in_numbers_once_every_fix_is_decided(tmp_path):
+    cells = family_cells(tmp_path)
+    headline = rescue_headline(cells, family_records(cells))
+    post, pre = statistics.fmean(pp(("post", "softmax", 96))), statistics.fmean(pp(PRE))
+    held = [statistics.fmean(pp(arm)) for arm in (("post", "deepnorm", 96), ("pre", "layerscale", 96))]
+    assert headline == (
+        f"post-norm softmax at depth 96 ends at {post:.2f} % / 0.950 and pre-norm at {pre:.2f} % / 0.300, the fixes "
+        f"that held at {min(held):.2f}-{max(held):.2f} % (validation accuracy / last-layer cos_sim)"
+    )
+    waiting = family_cells(tmp_path / "waiting", skip={(("post", "mv_split", 96), 22)})
+    assert rescue_headline(waiting, family_records(waiting)) == ""
 
 
 def test_a_family_waits_for_every_cell_and_says_what_it_lacks(tmp_path):

@@ -11,7 +11,7 @@ from pathlib import Path
 from oversmooth.claims.claim4_depth import claim4_depth_lines
 from oversmooth.claims.fresh_2b import fresh_2b_record
 from oversmooth.claims.postnorm_confirm import CANDIDATE, confirm_section, confirm_seeds, confirmed
-from oversmooth.claims.postnorm_family import FIXES, family_records, family_section
+from oversmooth.claims.postnorm_family import FIXES, family_records, family_section, rescue_headline
 from oversmooth.claims.postnorm_family import PRESET as FAMILY
 from oversmooth.claims.postnorm_family_figure import family_figure_lines
 from oversmooth.claims.postnorm_screen import DEEP, STUDY, candidates, screen_rows, screen_sentence, screen_table
@@ -51,6 +51,8 @@ def claim4_clause(cells: list[CellResult], records: list[dict]) -> str:
     )
     untested = next((r["sentence"] for r in fixes if r["verdict"] == "not tested"), "")
     told += f": {untested.removeprefix('not tested: ')}" if untested else ""
+    if headline := rescue_headline(cells, records):
+        told += f"; {headline}"
     return (
         f"the registered screen found, and its confirmation confirmed, a recipe where it fails at depth {DEEP} "
         f"while pre-norm trains ({CANDIDATE}); 4a, 4b and the depth fixes are tested afresh there "

@@ -211,6 +211,24 @@ def _means(groups: list[Mapping[Key, CellResult]], arm: Key) -> str:
     return f"{accuracy:.2f} % / " + (f"{statistics.fmean(found):.3f}" if found else "–")
 
 
+def rescue_headline(cells: list[CellResult], records: list[dict]) -> str:
+    """For the report's opening, once every fix is decided among ``records`` (each holds its paired
+    ``test``): post-norm and pre-norm softmax's validation accuracy and last-layer cos_sim at depth
+    96, and the range over the fixes that held, means over the registered seeds; '' before (or
+    when they were not tested)."""
+    decided = {r["claim"]: r["verdict"] for r in records if "test" in r}
+    if any(fix.name not in decided for fix in FIXES):
+        return ""
+    seeds = group_cells(CLAIM_4A.question, cells)
+    groups = [seeds[seed] for seed in PRESET.seeds]  # every registered seed: the families are decided
+    text = f"post-norm softmax at depth {DEEP} ends at {_means(groups, POST)} and pre-norm at {_means(groups, PRE)}"
+    held = [fix.question.method for fix in FIXES if decided[fix.name] == "held"]
+    if held:
+        accuracies = [statistics.fmean(last_val(g[arm]) for g in groups) for arm in held]
+        text += f", the fixes that held at {min(accuracies):.2f}-{max(accuracies):.2f} %"
+    return text + " (validation accuracy / last-layer cos_sim)"
+
+
 def family_table(cells: list[CellResult]) -> str:
     """Markdown: every arm of ``PRESET`` over the registered seeds that finished it with an
     evaluation: validation accuracy (deciding), test accuracy (beside) and the last-layer cos_sim of

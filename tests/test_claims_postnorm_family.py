@@ -208,7 +208,7 @@ def test_the_openings_headline_gives_the_rescue_in_numbers_once_every_fix_is_dec
     held = [statistics.fmean(pp(arm)) for arm in (("post", "deepnorm", 96), ("pre", "layerscale", 96))]
     assert headline == (
         f"post-norm softmax at depth 96 ends at {post:.2f} % / 0.950 and pre-norm at {pre:.2f} % / 0.300, the fixes "
-        f"that held at {min(held):.2f}-{max(held):.2f} % (validation accuracy / last-layer cos_sim)"
+        f"that held at {min(held):.2f}-{max(held):.2f} % / 0.250-0.300 (validation accuracy / last-layer cos_sim)"
     )
     waiting = family_cells(tmp_path / "waiting", skip={(("post", "mv_split", 96), 22)})
     assert rescue_headline(waiting, family_records(waiting)) == ""

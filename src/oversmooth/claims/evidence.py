@@ -15,8 +15,8 @@ from oversmooth.claims.adaptations import NAME as ADAPTATIONS
 from oversmooth.claims.adaptations import read_adaptations
 from oversmooth.claims.depth_fixes import STUDY as DEPTH_FIXES
 from oversmooth.claims.files import PROBES_FILE, ROUNDS_FILE
+from oversmooth.claims.fourth_step_budget import STUDIES as BUDGETED_STUDIES
 from oversmooth.claims.fourth_step_budget import read_decision
-from oversmooth.claims.postnorm_screen import STUDY as POSTNORM_SCREEN
 from oversmooth.claims.protocol import DEEP_PILOTS
 from oversmooth.claims.regime_pilot import PILOTS as REGIME_PILOTS
 from oversmooth.claims.sinks_pretrained import SUBFOLDER as SINKS
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 #: scripts/retest_pilots.py, which records them)
 THIRD_PROTOCOL_STUDIES = (*DEEP_PILOTS, DEPTH_FIXES, *REGIME_PILOTS)
 #: the fourth step's studies the claims report reads (docs/registrations/fourth-step.md)
-FOURTH_STEP_STUDIES = (POSTNORM_SCREEN, "postnorm-confirm", "postnorm-family", "austen-p3-fresh")
+FOURTH_STEP_STUDIES = BUDGETED_STUDIES
 #: the sink claims' studies (docs/registrations/sinks.md)
 SINK_STUDIES = (SINKS_PILOT.name,)
 #: what the claims report reads under results/: the second and third protocols' archives (the first

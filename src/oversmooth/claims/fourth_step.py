@@ -109,7 +109,7 @@ def plot_learning_curves(
 ) -> None:
     """Two panels, validation NLL (log scale: a broken arm sits far above) and last-layer cos_sim
     against step, one line per arm; a dotted line where the ramp reaches full lambda."""
-    from matplotlib.ticker import FuncFormatter
+    from matplotlib.ticker import LogFormatter
 
     with figure(1, 2, PAGE, 3.0) as (fig, axes):
         nll, cos = axes[0]
@@ -120,9 +120,8 @@ def plot_learning_curves(
         for ax in (nll, cos):
             ax.axvline(RAMP, color="grey", ls=":", lw=1, label=f"full lambda (step {RAMP})")
         nll.set(xlabel="step", ylabel="validation NLL (nats/token)", yscale="log")
-        plain = FuncFormatter(lambda value, _: f"{value:g}")
-        nll.yaxis.set_major_formatter(plain)
-        nll.yaxis.set_minor_formatter(plain)
+        for set_formatter in (nll.yaxis.set_major_formatter, nll.yaxis.set_minor_formatter):
+            set_formatter(LogFormatter(labelOnlyBase=False, minor_thresholds=(2, 0.5)))  # plain, thinned
         cos.set(xlabel="step", ylabel="last-layer cos_sim")
         integer_ticks(nll, cos)
         figure_legend(fig)

@@ -18,6 +18,9 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
+from oversmooth.claims.fresh_2b import PRESET as FRESH_2B
+from oversmooth.claims.postnorm_family import PRESET as FAMILY
+from oversmooth.claims.postnorm_screen import STUDY as SCREEN
 from oversmooth.claims.presets import CLAIMS_PRESETS
 from oversmooth.claims.smollm2_fair import FOLDER, NAME, SEEDS
 from oversmooth.errors import UsageError
@@ -29,8 +32,10 @@ BUDGET = 40.0  # CPU-hours, the issue's
 FAIR_SEED_HOURS = 3.5  # claim 8 on SmolLM2: one seed's three 600-step arms, section 6's estimate
 DECISION_FILE = "budget.json"  # under results/fourth-step/
 #: the fourth step's studies, in the order they ran (2b's fresh pairs last: the decision's subject)
-STUDIES = ("postnorm-screen", "postnorm-confirm", "postnorm-family", "austen-p3-fresh")
-FRESH_2B = "austen-p3-fresh"
+STUDIES = (SCREEN, "postnorm-confirm", FAMILY.name, FRESH_2B.name)
+FAIR = "claim 8 on SmolLM2 (fair)"
+#: the claim-8 seeds that must be archived before the decision (section 8): the queue's first two
+DECIDED_AFTER = SEEDS[:2]
 
 
 @dataclass(frozen=True)
@@ -45,13 +50,16 @@ class Item:
 
 
 def tally(root: str | Path = "results") -> list[Item]:
-    """Each study of ``STUDIES`` and claim 8's fair adaptations, from the archives under ``root``."""
-    items = [_study_item(Path(root), name) for name in STUDIES]
-    fair = [_adapt_hours(path) for path in sorted((Path(root) / FOLDER / NAME).glob("s*/adapt.json"))]
+    """Each study of ``STUDIES``, claim 8's fair adaptations before 2b's pairs, from ``root``."""
+    *before, fresh = [_study_item(Path(root), name) for name in STUDIES]
+    fair = [_adapt_hours(path) for path in _fair_archives(Path(root))]
     per_seed = statistics.fmean(fair) if fair else FAIR_SEED_HOURS
     missing = len(SEEDS) - len(fair)
-    items.insert(3, Item("claim 8 on SmolLM2 (fair)", sum(fair), missing, missing * per_seed))
-    return items
+    return [*before, Item(FAIR, sum(fair), missing, missing * per_seed), fresh]
+
+
+def _fair_archives(root: Path) -> list[Path]:
+    return sorted((root / FOLDER / NAME).glob("s*/adapt.json"))
 
 
 def _study_item(root: Path, name: str) -> Item:
@@ -85,20 +93,31 @@ def _adapt_hours(path: Path) -> float:
 
 
 def decide_2b(root: str | Path = "results") -> dict:
-    """2b's decision (section 6), taken once and kept in ``root/fourth-step/budget.json``: run its
-    remaining pairs if everything spent plus everything to come, 2b's pairs included, stays within
-    ``BUDGET``; else drop them. Once written, it is read back, never taken again."""
+    """2b's decision (sections 6 and 8), taken once and kept in ``root/fourth-step/budget.json``:
+    run its remaining pairs if everything spent plus everything to come, 2b's pairs included, stays
+    within ``BUDGET``; else drop them. Once written, it is read back, never taken again. Taken only
+    after claim 4's family and claim 8's seeds ``DECIDED_AFTER`` are archived (a UsageError before:
+    the tally would still be mostly estimates)."""
     path = Path(root) / FOLDER / DECISION_FILE
     if path.is_file():
         return read_decision(Path(root) / FOLDER)
-    items = tally(root)
-    fresh = next(item for item in items if item.name == FRESH_2B)
-    total = sum(item.spent + item.to_come for item in items)
+    items = {item.name: item for item in tally(root)}
+    archived = {int(p.parent.name.removeprefix("s")) for p in _fair_archives(Path(root)) if p.parent.name[1:].isdigit()}
+    if items[FAMILY.name].missing or not set(DECIDED_AFTER) <= archived:
+        raise UsageError(
+            f"2b's budget decision is taken once claim 4's family and claim 8's seeds {DECIDED_AFTER} are archived "
+            f"(docs/registrations/fourth-step.md, section 8): the family lacks {items[FAMILY.name].missing} cells, "
+            f"claim 8 has seeds {sorted(archived) or 'none'}; run scripts/fourth_step_queue.sh, which asks in time"
+        )
+    fresh = items[FRESH_2B.name]
+    total = sum(item.spent + item.to_come for item in items.values())
     decision = {
         "decided": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "budget": BUDGET,
-        "items": [item.__dict__ for item in items],
+        "items": [item.__dict__ for item in items.values()],
+        "spent": sum(item.spent for item in items.values()),
         "total": total,
+        "total_without_2b": total - fresh.to_come,
         "2b": "run" if total <= BUDGET else "dropped",
         "2b_cost": fresh.to_come,
         "2b_missing": fresh.missing,
@@ -114,8 +133,9 @@ def read_decision(folder: str | Path) -> dict | None:
     path = Path(folder) / DECISION_FILE
     if not path.is_file():
         return None
-    fix = "delete it: scripts/fourth_step_queue.sh takes the decision again from results/"
-    fields = {"2b": str, "2b_cost": NUMBER, "2b_missing": int, "total": NUMBER, "budget": NUMBER}
+    fix = f"restore it from git (git checkout -- {path}): the decision is taken once"
+    fields = {"2b": str, "2b_cost": NUMBER, "2b_missing": int, "budget": NUMBER}
+    fields |= {"spent": NUMBER, "total": NUMBER, "total_without_2b": NUMBER}
     decision = read_table(path, fields, fix)
     if decision["2b"] not in ("run", "dropped"):
         raise UsageError(f"{path} is damaged (its 2b is {decision['2b']!r}, not 'run' or 'dropped'); {fix}")

@@ -50,10 +50,11 @@ def fresh_2b_record(cells: list[CellResult], budget: dict | None = None) -> dict
         return record | {"verdict": "not tested", "sentence": f"not tested: gate L {evidence.gate_failure}"}
     if evidence.missing and budget is not None and budget["2b"] == "dropped":
         dropped = (
-            f"not tested: dropped for budget (docs/registrations/fourth-step.md, section 6; decided "
-            f"{budget.get('decided', '')}): the fourth step's runs came to {budget['total']:.1f} of its "
-            f"{budget['budget']:g} CPU-hours with these pairs, whose {budget['2b_missing']} missing cells would have "
-            f"cost about {budget['2b_cost']:.1f}; {evidence.missing}"
+            f"not tested: dropped for budget (docs/registrations/fourth-step.md, sections 6 and 8; decided "
+            f"{budget.get('decided', '')}, {budget['spent']:.1f} CPU-hours spent then): the fourth step was "
+            f"projected at {budget['total_without_2b']:.1f} hours without these pairs and {budget['total']:.1f} with "
+            f"them, against {budget['budget']:g}; their {budget['2b_missing']} missing cells would have cost about "
+            f"{budget['2b_cost']:.1f}; {evidence.missing}"
         )
         return record | {"verdict": "not tested", "sentence": dropped}
     if evidence.missing:

@@ -225,8 +225,19 @@ def rescue_headline(cells: list[CellResult], records: list[dict]) -> str:
     held = [fix.question.method for fix in FIXES if decided[fix.name] == "held"]
     if held:
         accuracies = [statistics.fmean(last_val(g[arm]) for g in groups) for arm in held]
-        text += f", the fixes that held at {min(accuracies):.2f}-{max(accuracies):.2f} %"
+        cos_sims = [statistics.fmean(v for g in groups if (v := last_cos_sim(g[arm])) is not None) for arm in held]
+        text += f", the fixes that held at {_span(accuracies, '.2f')} % / {_span(cos_sims, '.3f')}"
     return text + " (validation accuracy / last-layer cos_sim)"
+
+
+def _span(values: list[float], spec: str) -> str:
+    """The range of ``values`` ("low-high"; one value alone where they are equal as printed).
+
+    >>> _span([84.8, 85.7], ".1f"), _span([0.369], ".3f")
+    ('84.8-85.7', '0.369')
+    """
+    low, high = (format(v, spec) for v in (min(values), max(values)))
+    return low if low == high else f"{low}-{high}"
 
 
 def family_table(cells: list[CellResult]) -> str:

@@ -12,7 +12,16 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from oversmooth.claims.statements import STATEMENTS
-from oversmooth.claims.verdicts import Decision
+from oversmooth.claims.verdicts import (
+    CONTRADICTED,
+    HELD,
+    HELD_SMALLER,
+    INCONCLUSIVE,
+    NOT_SHOWN,
+    NOT_TESTED,
+    SMALLER,
+    Decision,
+)
 from oversmooth.errors import UsageError
 from oversmooth.utils.markdown import markdown_table
 
@@ -52,16 +61,7 @@ def test_fields(decision: Decision, seeds: list[int]) -> dict:
 
 #: the order verdicts are told in: what held, what held or fell short of the paper, what failed,
 #: what could not say, what was not or not yet tested; another verdict after them, as it comes
-VERDICT_ORDER = (
-    "held",
-    "held, smaller than claimed",
-    "smaller than claimed",
-    "contradicted",
-    "inconclusive",
-    "not shown here",
-    "not tested",
-    "pending",
-)
+VERDICT_ORDER = (HELD, HELD_SMALLER, SMALLER, CONTRADICTED, INCONCLUSIVE, NOT_SHOWN, NOT_TESTED, "pending")
 
 
 def claims_by_verdict(records: Sequence[dict]) -> dict[str, list[str]]:

@@ -11,17 +11,9 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
+from oversmooth.claims import verdicts
 from oversmooth.claims.statements import STATEMENTS
-from oversmooth.claims.verdicts import (
-    CONTRADICTED,
-    HELD,
-    HELD_SMALLER,
-    INCONCLUSIVE,
-    NOT_SHOWN,
-    NOT_TESTED,
-    SMALLER,
-    Decision,
-)
+from oversmooth.claims.verdicts import Decision
 from oversmooth.errors import UsageError
 from oversmooth.utils.markdown import markdown_table
 
@@ -61,7 +53,16 @@ def test_fields(decision: Decision, seeds: list[int]) -> dict:
 
 #: the order verdicts are told in: what held, what held or fell short of the paper, what failed,
 #: what could not say, what was not or not yet tested; another verdict after them, as it comes
-VERDICT_ORDER = (HELD, HELD_SMALLER, SMALLER, CONTRADICTED, INCONCLUSIVE, NOT_SHOWN, NOT_TESTED, "pending")
+VERDICT_ORDER = (
+    verdicts.HELD,
+    verdicts.HELD_SMALLER,
+    verdicts.SMALLER,
+    verdicts.CONTRADICTED,
+    verdicts.INCONCLUSIVE,
+    verdicts.NOT_SHOWN,
+    verdicts.NOT_TESTED,
+    "pending",
+)
 
 
 def claims_by_verdict(records: Sequence[dict]) -> dict[str, list[str]]:

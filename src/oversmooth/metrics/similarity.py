@@ -5,6 +5,11 @@ Conventions (documented, tested): a sequence with one counted token is fully col
 (cos_sim = t_sim = 1); a zero-norm token has cosine 0 with every other token; a sequence of
 only zero tokens has t_sim = 1 (all tokens are equal); a sequence with no counted token is NaN;
 anisotropy is NaN in a batch of fewer than two sequences (no pair of sequences).
+
+Domain: entries whose squares are normal numbers in the working precision (``tokens.working``:
+|x| above about 1e-154 in float64, 1e-19 in float32, or 0). Below that, a token's squared norm
+underflows and loses its digits, so its unit vector and the sequence's energy are inexact (a
+cos_sim a little outside [-1, 1], a t_sim off); a network's activations do not come near it.
 """
 
 from __future__ import annotations

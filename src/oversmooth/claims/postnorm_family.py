@@ -24,7 +24,7 @@ cos_sim at depth 96 beside its random-init null (``regime.tested_where``).
 from __future__ import annotations
 
 import statistics
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from oversmooth.claims import measures
@@ -204,11 +204,17 @@ def _mean_difference(groups: list[Mapping[Key, CellResult]], arm: Key, other: Ke
     return statistics.fmean(last_val(g[arm]) - last_val(g[other]) for g in groups)
 
 
-def _means(groups: list[Mapping[Key, CellResult]], arm: Key) -> str:
-    """``arm``'s mean validation accuracy and last-layer cos_sim over ``groups``."""
-    accuracy = statistics.fmean(last_val(g[arm]) for g in groups)
+def _arm_means(groups: list[Mapping[Key, CellResult]], arm: Key) -> tuple[float, float | None]:
+    """``arm``'s mean validation accuracy (%) and last-layer cos_sim over ``groups`` (the seeds
+    with a probe; None for none)."""
     found = [cos for g in groups if (cos := last_cos_sim(g[arm])) is not None]
-    return f"{accuracy:.2f} % / " + (f"{statistics.fmean(found):.3f}" if found else "–")
+    return statistics.fmean(last_val(g[arm]) for g in groups), statistics.fmean(found) if found else None
+
+
+def _means(groups: list[Mapping[Key, CellResult]], arm: Key) -> str:
+    """``arm``'s ``_arm_means`` in words."""
+    accuracy, cos_sim = _arm_means(groups, arm)
+    return f"{accuracy:.2f} % / " + ("–" if cos_sim is None else f"{cos_sim:.3f}")
 
 
 def rescue_headline(cells: list[CellResult], records: list[dict]) -> str:
@@ -224,13 +230,12 @@ def rescue_headline(cells: list[CellResult], records: list[dict]) -> str:
     text = f"post-norm softmax at depth {DEEP} ends at {_means(groups, POST)} and pre-norm at {_means(groups, PRE)}"
     held = [fix.question.method for fix in FIXES if decided[fix.name] == "held"]
     if held:
-        accuracies = [statistics.fmean(last_val(g[arm]) for g in groups) for arm in held]
-        cos_sims = [statistics.fmean(v for g in groups if (v := last_cos_sim(g[arm])) is not None) for arm in held]
+        accuracies, cos_sims = zip(*(_arm_means(groups, arm) for arm in held))
         text += f", the fixes that held at {_span(accuracies, '.2f')} % / {_span(cos_sims, '.3f')}"
     return text + " (validation accuracy / last-layer cos_sim)"
 
 
-def _span(values: list[float], spec: str) -> str:
+def _span(values: Sequence[float], spec: str) -> str:
     """The range of ``values`` ("low-high"; one value alone where they are equal as printed).
 
     >>> _span([84.8, 85.7], ".1f"), _span([0.369], ".3f")

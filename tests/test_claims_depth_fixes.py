@@ -60,7 +60,9 @@ def test_an_arm_with_a_null_shows_its_random_init_cos_sim_beside_the_trained_one
 def test_no_line_is_drawn_through_a_depth_its_arm_never_trained(tmp_path, monkeypatch):
     """depth-w32 gives post-norm softmax a depth-48 point; DeepNorm has only depths 8 and 96, so its
     points at 8 and 96 are drawn apart (two segments of one point, one label), never joined across 48;
-    the differences plot draws DeepNorm minus post-norm softmax of the same seed and depth."""
+    the differences plot draws DeepNorm minus post-norm softmax of the same seed and depth. Each seed
+    is a dot beside its arm's mean, and a t interval of two far-apart seeds (85 % and 10 % at depth 48)
+    runs off a panel that ends at what accuracy can take."""
     from oversmooth.study import report
     from oversmooth.study.results import read_studies
 
@@ -69,17 +71,32 @@ def test_no_line_is_drawn_through_a_depth_its_arm_never_trained(tmp_path, monkey
             make_cell(tmp_path, "depth-fixes", "softmax", seed, POST_SOFTMAX[seed - 10], norm="post", depth=depth)
             make_cell(tmp_path, "depth-fixes", "deepnorm", seed, DEEPNORM[seed - 10], norm="post", depth=depth)
     make_cell(tmp_path, "depth-w32", "softmax", 2, 0.85, norm="post", depth=48)
+    make_cell(tmp_path, "depth-w32", "softmax", 3, 0.10, norm="post", depth=48)
     cells, _ = read_studies([tmp_path / "depth-fixes", tmp_path / "depth-w32"])
     drawn = {}
     monkeypatch.setattr(report, "save_figure", lambda fig, stem, formats: drawn.update(fig=fig))
     report.plot_depth(cells, tmp_path / "depth.png", "fixes")
     accuracy = drawn["fig"].axes[0]
+
+    def depth(x):
+        """The depth an arm's point stands beside (the arms are dodged apart around it)."""
+        return min((8, 48, 96), key=lambda d: abs(d - x))
+
     lines = {}
     for bars in accuracy.containers:  # one error-bar container per segment
-        lines.setdefault(bars.lines[0].get_color(), []).append(list(bars.lines[0].get_xdata()))
+        lines.setdefault(bars.lines[0].get_color(), []).append([depth(x) for x in bars.lines[0].get_xdata()])
     assert sorted(lines.values()) == [[[8], [96]], [[8, 48, 96]]]  # deepnorm apart; softmax joined
     labels = sorted(b.get_label() for b in accuracy.containers if not b.get_label().startswith("_"))
-    assert labels == ["post-norm deepnorm (2/2)", "post-norm softmax (2/1/2)"]
+    assert labels == ["post-norm deepnorm (2/2)", "post-norm softmax (2/2/2)"]
+    dots = [
+        (depth(line.get_xdata()[0]), sorted(round(y, 6) for y in line.get_ydata()))
+        for line in accuracy.lines
+        if line.get_marker() == "."
+    ]
+    assert (48, [10.0, 85.0]) in dots  # the two seeds apart from their mean (47.5)
+    assert len(dots) == 5  # softmax at 8, 48 and 96, deepnorm at 8 and 96
+    low, high = accuracy.get_ylim()
+    assert -2.0 <= low <= 10.0 and 85.0 <= high <= 102.0  # the interval (about +-476 pp) runs off the panel
     report.plot_differences(cells, tmp_path / "differences.png", "fixes", ("post", "softmax"))
     accuracy = drawn["fig"].axes[0]
     means = [list(b.lines[0].get_ydata()) for b in accuracy.containers]

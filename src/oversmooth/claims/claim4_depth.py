@@ -22,7 +22,17 @@ from oversmooth.claims.postnorm_confirm import CANDIDATE
 from oversmooth.claims.postnorm_confirm import PRESET as CONFIRMATION
 from oversmooth.claims.presets import CLAIMS_PRESETS, DEPTH_FIXES
 from oversmooth.study.config import StudyConfig
-from oversmooth.study.report import Draw, by_depth_panels, dodged, last_cos_sim, seed_span
+from oversmooth.study.report import (
+    COSINE,
+    DODGE,
+    PERCENT,
+    Draw,
+    by_depth_panels,
+    depth_span,
+    dodged,
+    last_cos_sim,
+    seed_span,
+)
 from oversmooth.study.results import CellResult
 from oversmooth.train.run_spec import training_key
 from oversmooth.utils.plotting import DEFAULT_FORMATS, PAGE, embed, figure_rows, fill, save_figure
@@ -30,11 +40,13 @@ from oversmooth.utils.plotting import DEFAULT_FORMATS, PAGE, embed, figure_rows,
 STEM = "claim4_depth"
 #: every arm drawn, in the order (and so the colour) it has in every row
 ARMS = (("pre", "softmax"), ("post", "softmax"), ("post", "deescalate"), *((f.norms[0], f.label) for f in DEPTH_FIXES))
-#: the two panels of a row: what they read from a finished cell, and their axis
-MEASURES = ((last_val, "validation accuracy (%)"), (last_cos_sim, "last-layer cos_sim (validation probe)"))
-#: how far apart the arms stand at one depth, and the room either side of the depths, shares of the
-#: row's span of depths
-DODGE, MARGIN = 0.012, 0.06
+#: the two panels of a row: what they read from a finished cell, their axis and the range it can take
+MEASURES = (
+    (last_val, "validation accuracy (%)", PERCENT),
+    (last_cos_sim, "last-layer cos_sim (validation probe)", COSINE),
+)
+#: the room either side of the depths, a share of the row's span of depths
+MARGIN = 0.06
 
 
 @dataclass(frozen=True)
@@ -90,8 +102,9 @@ def claim4_depth_lines(cells: list[CellResult], formats=DEFAULT_FORMATS) -> tupl
     lines = [
         "Claim 4 by depth under each recipe, every cell trained with it whatever study ran it (one row of panels "
         "a recipe, named in its title): validation accuracy after the last epoch and last-layer cos_sim of the "
-        "validation probe, the mean over seeds with its 95 % t interval (seeds per arm and depth in brackets; no "
-        "line through a depth without data); the confirmation's seeds are hollow markers, not pooled:",
+        "validation probe, each seed a small dot and the mean over seeds with its 95 % t interval (seeds per arm "
+        "and depth in brackets; no line through a depth without data; an interval of few seeds that runs past what "
+        "the measure can take runs off the panel); the confirmation's seeds are hollow markers, not pooled:",
         "",
         embed("validation accuracy and last-layer cos_sim by depth, per recipe", STEM, formats),
         "",
@@ -108,16 +121,17 @@ def plot_claim4_depth(
     with figure_rows(len(rows), 2, PAGE, 3.4 * len(rows)) as (fig, panels):
         for (row, pooled, apart), (subfigure, axes) in zip(rows, panels):
             depths = sorted({c.depth for c in pooled + apart})
-            span = max(depths[-1] - depths[0], depths[0])  # one depth: its own size
+            span = depth_span(depths)
             dodge = DODGE * span
-            for ax, (read, ylabel) in zip(axes, MEASURES):
+            for ax, (read, ylabel, _) in zip(axes, MEASURES):
                 for index, (arm, values) in enumerate(_by_arm(apart, read).items()):
                     label = f"{arm}, {row.apart} (hollow: each seed)"
                     for depth, found in values.items():
                         x = depth + dodged(index, len(ARMS), dodge) + dodge / 2
                         ax.plot([x] * len(found), found, "o", mfc="none", color=f"C{index}", label=label)
                 ax.set_ylabel(ylabel)
-            by_depth_panels(axes, depths, [_by_arm(pooled, read) for read, _ in MEASURES], dodge)
+            by_arm = [_by_arm(pooled, read) for read, _, _ in MEASURES]
+            by_depth_panels(axes, depths, by_arm, dodge, tuple(bounds for _, _, bounds in MEASURES))
             for ax in axes:
                 ax.set_xlim(depths[0] - MARGIN * span, depths[-1] + MARGIN * span)
             subfigure.suptitle(fill(row.title(pooled, apart), PAGE))

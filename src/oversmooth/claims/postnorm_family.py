@@ -15,10 +15,11 @@ interval lies above 0, **contradicted** below, **inconclusive** otherwise; **pen
 has finished, while a cell of the family is missing; **not tested** when pre-norm softmax at depth
 96 did not train on a registered seed (``postnorm_confirm.pre_norm_short``: gate (a) within
 0.5 pp and a final validation accuracy of at least 78.89 %). Each record states beside its
-verdict, deciding nothing: the test split's mean difference, post-norm softmax's gap to pre-norm
-at depth 96 (for a fix, the share of it the fix closed) and each arm's validation accuracy with
-its last-layer cos_sim; and, whatever the verdict, the regime: post-norm softmax's last-layer
-cos_sim at depth 96 beside its random-init null (``regime.tested_where``).
+verdict, deciding nothing: the difference on each seed, the test split's mean difference,
+post-norm softmax's gap to pre-norm at depth 96 (for a fix, the share of it the fix closed) and
+each arm's validation accuracy with its last-layer cos_sim; and, whatever the verdict, the
+regime: post-norm softmax's last-layer cos_sim at depth 96 beside its random-init null
+(``regime.tested_where``).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from oversmooth.claims.gates import arm_name
 from oversmooth.claims.gathering import gather, group_cells, has_finished
 from oversmooth.claims.measures import Key, Measure, last_val
 from oversmooth.claims.postnorm_confirm import CANDIDATE, PLATEAU_PP, PRE_TRAINS_AT, pre_norm_short
+from oversmooth.claims.postnorm_screen import CHANCE_BAR, K_PP, ScreenRow, arm_of
 from oversmooth.claims.presets import CLAIMS_PRESETS, DEPTH_FIXES
 from oversmooth.claims.protocol import Protocol
 from oversmooth.claims.regime import tested_where
@@ -165,7 +167,10 @@ def _family(family: tuple[FamilyClaim, ...], cells: list[CellResult], failure: s
     records = []
     for claim, decision in zip(family, decide_family(pairs)):
         seeds = [seed for seed, *_ in evidence[claim.name].values]
-        described = _described(claim, cells, [groups[seed] for seed in seeds])
+        by_seed = ", ".join(f"{m - b:+.2f}" for _, m, b in evidence[claim.name].values)
+        described = f"by seed ({seed_span(seeds)}): {by_seed} pp; " + _described(
+            claim, cells, [groups[seed] for seed in seeds]
+        )
         records.append(
             base[claim.name]
             | {
@@ -227,12 +232,53 @@ def rescue_headline(cells: list[CellResult], records: list[dict]) -> str:
         return ""
     seeds = group_cells(CLAIM_4A.question, cells)
     groups = [seeds[seed] for seed in PRESET.seeds]  # every registered seed: the families are decided
-    text = f"post-norm softmax at depth {DEEP} ends at {_means(groups, POST)} and pre-norm at {_means(groups, PRE)}"
+    failed = failing_seeds(cells)
+    text = (
+        f"post-norm softmax at depth {DEEP} fails on {len(failed)} of {len(groups)} seeds by the screen's rule and "
+        f"ends at {_means(groups, POST)}, pre-norm at {_means(groups, PRE)}"
+    )
     held = [fix.question.method for fix in FIXES if decided[fix.name] == "held"]
     if held:
         accuracies, cos_sims = zip(*(_arm_means(groups, arm) for arm in held))
         text += f", the fixes that held at {_span(accuracies, '.2f')} % / {_span(cos_sims, '.3f')}"
     return text + " (validation accuracy / last-layer cos_sim)"
+
+
+def _screen_rows(cells: list[CellResult]) -> dict[int, ScreenRow]:
+    """Registered seed -> post- and pre-norm softmax at depth 96 as the screen reads them, for the
+    seeds where both have finished."""
+    seeds = group_cells(CLAIM_4A.question, cells)
+    rows = {
+        seed: ScreenRow(CANDIDATE, DEEP, arm_of(group[POST]), arm_of(group[PRE]))
+        for seed, group in seeds.items()
+        if seed in PRESET.seeds and POST in group and PRE in group
+    }
+    return {seed: row for seed, row in sorted(rows.items()) if row.post is not None and row.pre is not None}
+
+
+def failing_seeds(cells: list[CellResult]) -> list[int]:
+    """The registered seeds on which post-norm softmax at depth 96 fails by the screen's rule
+    (``postnorm_screen.ScreenRow.post_fails``: diverged, below 20 %, or at least 5 pp below pre-norm
+    softmax of its seed), among those where both have finished: described, deciding nothing."""
+    return [seed for seed, row in _screen_rows(cells).items() if row.post_fails]
+
+
+def failure_sentence(cells: list[CellResult]) -> str:
+    """``failing_seeds`` in a sentence of the family's section, with the accuracy of each seed where
+    post-norm trained ('' before any seed has both cells)."""
+    rows = _screen_rows(cells)
+    if not rows:
+        return ""
+    failed = [seed for seed, row in rows.items() if row.post_fails]
+    trained = [f"{seed} ({100 * row.post.val_accuracy:.2f} %)" for seed, row in rows.items() if seed not in failed]
+    return (
+        f"Post-norm softmax at depth {DEEP} fails by the screen's rule (diverged, below {100 * CHANCE_BAR:g} %, or "
+        f"at least {K_PP:g} pp below pre-norm of its seed; described, deciding nothing) on {len(failed)} of the "
+        f"{len(rows)} seeds where both have finished"
+        + (f" (seed{'s' * (len(failed) > 1)} {seed_span(failed)})" if failed else "")
+        + (f" and trains on seed{'s' * (len(trained) > 1)} {', '.join(trained)}" if trained else "")
+        + ": a fix's paired difference is large on a seed where it failed and small where it trained."
+    )
 
 
 def _span(values: Sequence[float], spec: str) -> str:
@@ -289,4 +335,5 @@ def family_section(cells: list[CellResult]) -> list[str]:
         f"below{arms}",
         "",
         *([table, ""] if table else []),
+        *([failures, ""] if (failures := failure_sentence(cells)) else []),
     ]

@@ -12,11 +12,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from oversmooth.claims.gathering import group_cells
+from oversmooth.claims.gathering import gather, group_cells
 from oversmooth.claims.measures import Key, last_val
 from oversmooth.claims.postnorm_confirm import CANDIDATE
 from oversmooth.claims.postnorm_family import CLAIM_4A, DEEP, FAMILIES, POST, PRE, PRESET
-from oversmooth.study.report import Draw, last_cos_sim, seed_span
+from oversmooth.study.report import COSINE, PERCENT, Draw, difference_range, last_cos_sim, seed_span, within_range
 from oversmooth.study.results import CellResult
 from oversmooth.study.stats import paired_test
 from oversmooth.utils.plotting import DEFAULT_FORMATS, PAGE, embed, figure, figure_legend, fill, save_figure
@@ -39,8 +39,8 @@ def family_figure_lines(
         f"Where post-norm fails, each decided test of the two families: its difference in validation accuracy with "
         "the Holm-matched interval that decided it (left), and the same arms' last-layer cos_sim minus post-norm "
         f"softmax's at depth {DEEP}, paired by seed (the seeds with a probe), with its 95 % t interval (right, "
-        f"described; 4a compares deficits, not one arm, and has neither). Dashed: pre-norm softmax at depth {DEEP}, "
-        "where a full rescue would end:",
+        f"described; 4a compares deficits, not one arm, and has neither); the dots under each interval are the "
+        f"seeds' differences. Dashed: pre-norm softmax at depth {DEEP}, where a full rescue would end:",
         "",
         embed("the post-norm failure families", STEM, formats),
         "",
@@ -61,13 +61,16 @@ class FigureRow:
     difference ``(mean, low, high)`` in pp with the Holm-matched interval that decided it; for a
     test of one arm against post-norm softmax at depth 96, pre-norm softmax's lead there
     (``rescue``, pp: where a full rescue ends) and the arm's last-layer cos_sim difference
-    ``(mean, low, high)``, paired by seed, with its 95 % t interval; None for 4a (deficits)."""
+    ``(mean, low, high)``, paired by seed, with its 95 % t interval; None for 4a (deficits); and the
+    differences on each seed (``accuracy_by_seed``, ``cos_sim_by_seed``), drawn as dots."""
 
     label: str
     verdict: str
     accuracy: tuple[float, float, float]
     rescue: float | None
     cos_sim: tuple[float, float, float] | None
+    accuracy_by_seed: tuple[float, ...] = ()
+    cos_sim_by_seed: tuple[float, ...] = ()
 
 
 def family_rows(decided: list[dict], cells: list[CellResult]) -> list[FigureRow]:
@@ -78,13 +81,18 @@ def family_rows(decided: list[dict], cells: list[CellResult]) -> list[FigureRow]
     for record in decided:
         test, question = record["test"], claims[record["claim"]].question
         rescue = cos_sim = None
+        by_seed = tuple(m - b for _, m, b in gather(question, cells).values)
+        cos_by_seed: tuple[float, ...] = ()
         if question.baseline == POST:
             seeds = [groups[seed] for seed in test["seeds"]]
             rescue = statistics.fmean(last_val(g[PRE]) - last_val(g[POST]) for g in seeds)
-            paired = paired_test(*_cos_sims(seeds, question.method), "lower")
+            arm, post = _cos_sims(seeds, question.method)
+            paired = paired_test(arm, post, "lower")
             cos_sim = (paired.mean, paired.ci_low, paired.ci_high)
+            cos_by_seed = tuple(a - b for a, b in zip(arm, post))
         label = f"{record['claim'].split(' (')[0]}: {record['verdict']}"
-        rows.append(FigureRow(label, record["verdict"], (test["mean"], *test["ci"]), rescue, cos_sim))
+        interval = (test["mean"], *test["ci"])
+        rows.append(FigureRow(label, record["verdict"], interval, rescue, cos_sim, by_seed, cos_by_seed))
     return rows
 
 
@@ -96,11 +104,14 @@ def plot_family(rows: list[FigureRow], stem: Path, formats=DEFAULT_FORMATS) -> N
         for y, row in zip(places, rows):
             style = {"fmt": "o", "capsize": 3, "color": COLOURS.get(row.verdict, "black"), "label": row.verdict}
             _interval(accuracy, y, row.accuracy, style)
+            _seeds(accuracy, y, row.accuracy_by_seed, style["color"])
             if row.rescue is not None:
                 accuracy.vlines(row.rescue, y - 0.35, y + 0.35, color="tab:blue", ls="--", lw=0.9, label=FULL_RESCUE)
             if row.cos_sim is not None:
                 _interval(similarity, y, row.cos_sim, style)
-        for ax in (accuracy, similarity):
+                _seeds(similarity, y, row.cos_sim_by_seed, style["color"])
+        for ax, bounds in ((accuracy, PERCENT), (similarity, COSINE)):
+            within_range(ax, difference_range(bounds), "x")
             ax.axvline(0.0, color="grey", lw=0.8)
             ax.set_yticks(list(places), [row.label for row in rows])
             ax.set_ylim(-0.6, len(rows) - 0.4)
@@ -123,6 +134,11 @@ def plot_family(rows: list[FigureRow], stem: Path, formats=DEFAULT_FORMATS) -> N
 def _interval(ax, y: float, interval: tuple[float, float, float], style: dict) -> None:
     mean, low, high = interval
     ax.errorbar(mean, y, xerr=[[mean - low], [high - mean]], **style)
+
+
+def _seeds(ax, y: float, differences: tuple[float, ...], colour: str) -> None:
+    """Each seed's difference, a small dot just under its row's interval."""
+    ax.plot(differences, [y - 0.18] * len(differences), ".", ms=4, alpha=0.6, color=colour)
 
 
 def _cos_sims(seeds: list[Mapping[Key, CellResult]], arm: Key) -> tuple[list[float], list[float]]:

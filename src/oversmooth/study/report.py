@@ -60,6 +60,14 @@ REPLACES = (
 )
 #: a figure of a report: it draws itself at a stem (a path without suffix) in the formats given
 Draw = Callable[[Path, tuple[str, ...]], None]
+#: the values a measure can take, (low, high), None where unbounded
+Range = tuple[float | None, float | None]
+#: the ranges of an accuracy in per cent, a mean cosine similarity and a negative log-likelihood
+PERCENT: Range = (0.0, 100.0)
+COSINE: Range = (-1.0, 1.0)
+NLL: Range = (0.0, None)
+#: how far apart the arms stand at one depth in a figure by depth, a share of its span of depths
+DODGE = 0.012
 #: the note under a table whose ``†`` marks a diverged seed (``paired_score``)
 DIVERGED = (
     "† a seed diverged: it counts with its last validation score (chance where it diverged in its first "
@@ -370,13 +378,18 @@ def _runs(present: dict[int, list[float]], depths: list[int]) -> list[dict[int, 
 
 
 def by_depth_panels(
-    axes, depths: list[int], by_arm_panels: list[dict[str, dict[int, list[float]]]], dodge: float = 0.0
+    axes,
+    depths: list[int],
+    by_arm_panels: list[dict[str, dict[int, list[float]]]],
+    dodge: float = 0.0,
+    ranges: tuple[Range, ...] = (),
 ) -> None:
-    """Per panel, per arm: the mean over seeds with its 95 % t interval at each depth with values
-    (seeds in brackets), a line only between neighbouring depths that both have some; one legend
-    under the panels (of their figure, or subfigure). An arm's place in its panel's mapping is its
-    colour (``C0``, ``C1``...) and, with ``dodge``, its shift from its depths (``dodged``), whether
-    it has values or not."""
+    """Per panel, per arm: each seed's value (a small dot) and the mean over seeds with its 95 % t
+    interval at each depth with values (seeds in brackets), a line only between neighbouring depths
+    that both have some; one legend under the panels (of their figure, or subfigure). An arm's place
+    in its panel's mapping is its colour (``C0``, ``C1``...) and, with ``dodge``, its shift from its
+    depths (``dodged``), whether it has values or not. A panel's y axis ends at its measure's range
+    (``ranges``, one per panel, where given: ``within_range``)."""
     for ax, by_arm in zip(axes, by_arm_panels):
         for index, (arm, by_depth) in enumerate(by_arm.items()):
             by_depth = {d: v for d, v in by_depth.items() if v}
@@ -386,9 +399,40 @@ def by_depth_panels(
                 label = f"{arm} ({seeds})" if run_index == 0 else None
                 moved = {depth + shift: values for depth, values in run.items()}
                 mean_with_interval(ax, moved, ms=3, color=f"C{index % 10}", label=label)
+                for x, values in moved.items():
+                    if len(values) > 1:
+                        ax.plot([x] * len(values), values, ".", ms=2.5, alpha=0.5, color=f"C{index % 10}")
         ax.set_xticks(depths, [str(d) for d in depths])
         ax.set_xlabel("depth (blocks)")
+    for ax, bounds in zip(axes, ranges):
+        within_range(ax, bounds)
     figure_legend(axes[-1].figure)
+
+
+def depth_span(depths: list[int]) -> int:
+    """The span of the sorted ``depths`` on a figure's x axis (one depth: its own size)."""
+    return max(depths[-1] - depths[0], depths[0])
+
+
+def within_range(ax, bounds: Range, axis: str = "y") -> None:
+    """End ``ax``'s ``axis`` ("x" or "y") at the measure's ``bounds`` (low, high; None: unbounded),
+    2 % of the range beyond them: a t interval of few seeds that runs past what the measure can take
+    runs off the panel instead of squeezing its points together."""
+    get, set_ = (ax.get_xlim, ax.set_xlim) if axis == "x" else (ax.get_ylim, ax.set_ylim)
+    start, end = get()
+    low, high = bounds
+    room = 0.02 * (high - low if low is not None and high is not None else end - start)
+    set_(start if low is None else max(start, low - room), end if high is None else min(end, high + room))
+
+
+def difference_range(bounds: Range) -> Range:
+    """The range of a difference of two values of a measure with ``bounds``.
+
+    >>> difference_range((0.0, 100.0)), difference_range((0.0, None))
+    ((-100.0, 100.0), (None, None))
+    """
+    low, high = bounds
+    return (None, None) if low is None or high is None else (low - high, high - low)
 
 
 def dodged(index: int, arms: int, dodge: float) -> float:
@@ -401,13 +445,12 @@ def dodged(index: int, arms: int, dodge: float) -> float:
     return (index - (arms - 1) / 2) * dodge
 
 
-def _depth_measures(cells: list[CellResult]) -> tuple[tuple[Callable[[CellResult], float | None], str], ...]:
-    """The two measures plotted against depth: the test score and the probe's last-layer cos_sim."""
+def _depth_measures(cells: list[CellResult]) -> tuple[tuple[Callable[[CellResult], float | None], str, Range], ...]:
+    """The two measures plotted against depth, with the range each can take: the test score and the
+    probe's last-layer cos_sim."""
     lm = cells[0].model == "lm"
-    return (
-        (paired_score, "test NLL (nats per token)" if lm else "test accuracy (%)"),
-        (last_cos_sim, "last-layer cos_sim (validation probe)"),
-    )
+    score = (paired_score, "test NLL (nats per token)", NLL) if lm else (paired_score, "test accuracy (%)", PERCENT)
+    return score, (last_cos_sim, "last-layer cos_sim (validation probe)", COSINE)
 
 
 def plot_depth(cells: list[CellResult], stem: Path, title: str, formats=DEFAULT_FORMATS) -> None:
@@ -416,15 +459,17 @@ def plot_depth(cells: list[CellResult], stem: Path, title: str, formats=DEFAULT_
     line through a depth where the arm has no finished value."""
     several_tasks = len({c.task for c in cells}) > 1
     panels = []
-    for read, _ in _depth_measures(cells):
+    for read, _, _ in _depth_measures(cells):
         by_arm: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
         for (task, norm, label, depth), group in _arms(cells).items():
             arm = f"{task} " * several_tasks + f"{norm}-norm {label}"
             by_arm[arm][depth] += [v for c in group if c.status == "completed" and (v := read(c)) is not None]
         panels.append(by_arm)
     with figure(1, 2, PAGE, 3.4) as (fig, axes):
-        by_depth_panels(axes[0], sorted({c.depth for c in cells}), panels)
-        for ax, (_, ylabel) in zip(axes[0], _depth_measures(cells)):
+        measures = _depth_measures(cells)
+        depths = sorted({c.depth for c in cells})
+        by_depth_panels(axes[0], depths, panels, DODGE * depth_span(depths), tuple(m[2] for m in measures))
+        for ax, (_, ylabel, _) in zip(axes[0], measures):
             ax.set_ylabel(ylabel)
         fig.suptitle(fill(title, PAGE))
         save_figure(fig, stem, formats)
@@ -437,7 +482,7 @@ def plot_differences(
     difference of the test score and of the last-layer cos_sim with its 95 % t interval, by depth."""
     arms = _arms(cells)
     panels = []
-    for read, _ in _depth_measures(cells):
+    for read, _, _ in _depth_measures(cells):
         by_arm: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
         for (task, norm, label, depth), group in arms.items():
             base = {c.seed: v for c in arms.get((task, *against, depth), []) if (v := read(c)) is not None}
@@ -450,8 +495,11 @@ def plot_differences(
             ]
         panels.append(by_arm)
     with figure(1, 2, PAGE, 3.4) as (fig, axes):
-        by_depth_panels(axes[0], sorted({c.depth for c in cells}), panels)
-        for ax, (_, ylabel) in zip(axes[0], _depth_measures(cells)):
+        measures = _depth_measures(cells)
+        ranges = tuple(difference_range(m[2]) for m in measures)
+        depths = sorted({c.depth for c in cells})
+        by_depth_panels(axes[0], depths, panels, DODGE * depth_span(depths), ranges)
+        for ax, (_, ylabel, _) in zip(axes[0], measures):
             ax.axhline(0.0, color="grey", lw=0.8)
             ax.set_ylabel(f"{ylabel}\nminus {against[0]}-norm {against[1]}")
         fig.suptitle(fill(title, PAGE))

@@ -207,7 +207,8 @@ def test_the_openings_headline_gives_the_rescue_in_numbers_once_every_fix_is_dec
     post, pre = statistics.fmean(pp(("post", "softmax", 96))), statistics.fmean(pp(PRE))
     held = [statistics.fmean(pp(arm)) for arm in (("post", "deepnorm", 96), ("pre", "layerscale", 96))]
     assert headline == (
-        f"post-norm softmax at depth 96 fails on 4 of 4 seeds by the screen's rule and ends at {post:.2f} % / 0.950, "
+        f"post-norm softmax at depth 96 fails on 4 of the 4 seeds finished (by the screen's rule) and ends at "
+        f"{post:.2f} % / 0.950, "
         f"pre-norm at {pre:.2f} % / 0.300, the fixes "
         f"that held at {min(held):.2f}-{max(held):.2f} % / 0.250-0.300 (validation accuracy / last-layer cos_sim)"
     )
@@ -358,4 +359,6 @@ def test_the_section_says_on_which_seeds_post_norm_failed_by_the_screens_rule(tm
     ) in section
     complete = family_cells(tmp_path / "complete", val=val)
     headline = rescue_headline(complete, family_records(complete))
-    assert headline.startswith("post-norm softmax at depth 96 fails on 3 of 4 seeds by the screen's rule")
+    assert headline.startswith(
+        "post-norm softmax at depth 96 fails on 3 of the 4 seeds finished (by the screen's rule)"
+    )

@@ -34,7 +34,7 @@ from oversmooth.study.report import (
     seed_span,
 )
 from oversmooth.study.results import CellResult
-from oversmooth.train.run_spec import training_key
+from oversmooth.train.run_spec import RunSpec, training_key
 from oversmooth.utils.plotting import DEFAULT_FORMATS, PAGE, embed, figure_rows, fill, save_figure
 
 STEM = "claim4_depth"
@@ -74,16 +74,21 @@ class Row:
         return [c for c in found if c.study != self.apart], [c for c in found if c.study == self.apart]
 
     def title(self, pooled: list[CellResult], apart: list[CellResult]) -> str:
-        spec = self.preset.cells()[0].spec()
-        recipe = (
-            f"width {spec.width}, lr {spec.lr:g}, warm-up {100 * spec.warmup:g} %, clipping {spec.grad_clip:g}, "
-            f"{spec.epochs} epochs of {spec.limit_train} images"
-        )
+        recipe = recipe_words(self.preset.cells()[0].spec())
         studies = ", ".join(sorted({c.study for c in pooled})) or f"{self.preset.name}: no cell yet"
         hollow = (
             f"; hollow: {self.apart} seeds {seed_span(sorted({c.seed for c in apart}))}, not pooled" if apart else ""
         )
         return f"claim 4 at {self.name} ({recipe}): {studies}{hollow}"
+
+
+def recipe_words(spec: RunSpec) -> str:
+    """A ViT's training recipe in words: "width 64, lr 0.004, warm-up 5 %, clipping 1, 16 epochs of
+    10000 images"."""
+    return (
+        f"width {spec.width}, lr {spec.lr:g}, warm-up {100 * spec.warmup:g} %, clipping {spec.grad_clip:g}, "
+        f"{spec.epochs} epochs of {spec.limit_train} images"
+    )
 
 
 ROWS = (

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from oversmooth.claims.claim4_depth import claim4_depth_lines
+from oversmooth.claims.claim4_depth import claim4_depth_lines, recipe_words
 from oversmooth.claims.fresh_2b import fresh_2b_record
 from oversmooth.claims.postnorm_confirm import CANDIDATE, confirm_section, confirm_seeds, confirmed
-from oversmooth.claims.postnorm_family import FIXES, family_records, family_section, rescue_headline
+from oversmooth.claims.postnorm_family import FIXES, failure_count, family_records, family_section, rescue_headline
 from oversmooth.claims.postnorm_family import PRESET as FAMILY
 from oversmooth.claims.postnorm_family_figure import family_figure_lines
 from oversmooth.claims.postnorm_screen import DEEP, STUDY, candidates, screen_rows, screen_sentence, screen_table
@@ -53,10 +53,12 @@ def claim4_clause(cells: list[CellResult], records: list[dict]) -> str:
     told += f": {untested.removeprefix('not tested: ')}" if untested else ""
     if headline := rescue_headline(cells, records):
         told += f"; {headline}"
+    elif count := failure_count(cells):
+        told += f"; so far post-norm softmax at depth {DEEP} {count}"
     return (
         f"the registered screen found, and its confirmation confirmed, a recipe where it fails at depth {DEEP} "
-        f"while pre-norm trains ({CANDIDATE}); 4a, 4b and the depth fixes are tested afresh there "
-        f"(`{FAMILY.name}`), the depth fixes {told}"
+        f"while pre-norm trains ({CANDIDATE}: {recipe_words(FAMILY.cells()[0].spec())}); 4a, 4b and the depth "
+        f"fixes are tested afresh there (`{FAMILY.name}`), the depth fixes {told}"
     )
 
 

@@ -232,10 +232,9 @@ def rescue_headline(cells: list[CellResult], records: list[dict]) -> str:
         return ""
     seeds = group_cells(CLAIM_4A.question, cells)
     groups = [seeds[seed] for seed in PRESET.seeds]  # every registered seed: the families are decided
-    failed = failing_seeds(cells)
     text = (
-        f"post-norm softmax at depth {DEEP} fails on {len(failed)} of {len(groups)} seeds by the screen's rule and "
-        f"ends at {_means(groups, POST)}, pre-norm at {_means(groups, PRE)}"
+        f"post-norm softmax at depth {DEEP} {failure_count(cells)} and ends at {_means(groups, POST)}, pre-norm at "
+        f"{_means(groups, PRE)}"
     )
     held = [fix.question.method for fix in FIXES if decided[fix.name] == "held"]
     if held:
@@ -261,6 +260,17 @@ def failing_seeds(cells: list[CellResult]) -> list[int]:
     (``postnorm_screen.ScreenRow.post_fails``: diverged, below 20 %, or at least 5 pp below pre-norm
     softmax of its seed), among those where both have finished: described, deciding nothing."""
     return [seed for seed, row in _screen_rows(cells).items() if row.post_fails]
+
+
+def failure_count(cells: list[CellResult]) -> str:
+    """``failing_seeds`` counted, for the opening ('' before any seed has both cells).
+
+    The seeds counted are those where post- and pre-norm softmax at depth 96 have both finished."""
+    rows = _screen_rows(cells)
+    if not rows:
+        return ""
+    failed = sum(bool(row.post_fails) for row in rows.values())
+    return f"fails on {failed} of the {len(rows)} seed{'s' * (len(rows) > 1)} finished (by the screen's rule)"
 
 
 def failure_sentence(cells: list[CellResult]) -> str:

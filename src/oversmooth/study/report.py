@@ -68,6 +68,8 @@ COSINE: Range = (-1.0, 1.0)
 NLL: Range = (0.0, None)
 #: how far apart the arms stand at one depth in a figure by depth, a share of its span of depths
 DODGE = 0.012
+#: the arms a figure tells apart by colour (matplotlib's cycle, ``C0``-``C9``)
+COLOURS = 10
 #: the note under a table whose ``†`` marks a diverged seed (``paired_score``)
 DIVERGED = (
     "† a seed diverged: it counts with its last validation score (chance where it diverged in its first "
@@ -92,9 +94,19 @@ def _labels(cells: list[CellResult]) -> list[str]:
     return list(dict.fromkeys(c.label for c in cells))
 
 
-def _colours(cells: list[CellResult]) -> dict[str, str]:
-    """One colour per method label across a figure, whichever panels hold it."""
-    return {label: f"C{index}" for index, label in enumerate(_labels(cells))}
+def _styles(cells: list[CellResult]) -> dict[str, dict]:
+    """One line style per method label across a figure, whichever panels hold it: a colour of the
+    cycle, then, past its ``COLOURS``, the same colours dashed, dotted, dash-dotted.
+
+    >>> from types import SimpleNamespace as Cell
+    >>> styles = _styles([Cell(label=f"m{i}") for i in range(12)])
+    >>> styles["m0"], styles["m10"], styles["m11"]
+    ({'color': 'C0', 'ls': '-'}, {'color': 'C0', 'ls': '--'}, {'color': 'C1', 'ls': '--'})
+    """
+    return {
+        label: {"color": f"C{index % COLOURS}", "ls": ("-", "--", ":", "-.")[index // COLOURS % 4]}
+        for index, label in enumerate(_labels(cells))
+    }
 
 
 def _legends(axes) -> None:
@@ -134,13 +146,13 @@ def score_table(cells: list[CellResult]) -> str:
     return markdown_table(["task", "norm", "method", *(f"depth {d}" for d in depths)], rows)
 
 
-def _seeds_and_mean(ax, runs: list[list[float]], x: list, color: str, label: str) -> None:
-    """Each run a thin line, their mean (over the runs that reach each point) bold."""
+def _seeds_and_mean(ax, runs: list[list[float]], x: list, style: dict, label: str) -> None:
+    """Each run a thin line, their mean (over the runs that reach each point) bold, in ``style``."""
     for run in runs:
-        ax.plot(x[: len(run)], run, color=color, lw=0.7, alpha=0.45)
+        ax.plot(x[: len(run)], run, lw=0.7, alpha=0.45, **style)
     longest = max(len(run) for run in runs)
     mean = [statistics.fmean(run[i] for run in runs if len(run) > i) for i in range(longest)]
-    ax.plot(x[:longest], mean, color=color, lw=2.2, label=f"{label} ({len(runs)} seed{'s' if len(runs) > 1 else ''})")
+    ax.plot(x[:longest], mean, lw=2.2, label=f"{label} ({len(runs)} seed{'s' if len(runs) > 1 else ''})", **style)
 
 
 def _panel_width(panels: list) -> float:
@@ -162,7 +174,7 @@ def plot_layers(
 ) -> None:
     """Per-layer metrics of the probe batch at the end of training, deepest depth: one thin line
     per seed, the mean over seeds bold."""
-    panels, colours = _panels(cells), _colours(cells)
+    panels, styles = _panels(cells), _styles(cells)
     with figure(len(metrics), len(panels), _panel_width(panels), 1.2 + 2.2 * len(metrics)) as (fig, axes):
         for col, (task, norm) in enumerate(panels):
             chosen = [c for c in cells if (c.task, c.norm) == (task, norm) and c.final_layers]
@@ -180,7 +192,7 @@ def plot_layers(
                     ]
                     if runs:  # x in the stream numbering; records of blocks alone (no embeddings) start at 1
                         longest = max(len(run) for run in runs)
-                        _seeds_and_mean(ax, runs, list(range(depth + 1 - longest, depth + 1)), colours[label], label)
+                        _seeds_and_mean(ax, runs, list(range(depth + 1 - longest, depth + 1)), styles[label], label)
                 ax.set_xlabel("layer (0 = embeddings, i = after block i)")
                 integer_ticks(ax)
                 ax.set_ylabel(metric)
@@ -193,7 +205,7 @@ def plot_layers(
 def plot_curves(cells: list[CellResult], stem: Path, formats=DEFAULT_FORMATS) -> None:
     """Validation score per epoch at the deepest depth, one panel per task x norm: one thin line
     per seed, the mean over seeds bold."""
-    panels, colours = _panels(cells), _colours(cells)
+    panels, styles = _panels(cells), _styles(cells)
     with figure(1, len(panels), _panel_width(panels), 3.4) as (fig, axes):
         for ax, (task, norm) in zip(axes[0], panels):
             chosen = [c for c in cells if (c.task, c.norm) == (task, norm) and c.epochs]
@@ -209,7 +221,7 @@ def plot_curves(cells: list[CellResult], stem: Path, formats=DEFAULT_FORMATS) ->
                         ax,
                         [[scale * e["val"][c.score_name] for e in c.epochs] for c in runs],
                         list(range(1, longest + 1)),
-                        colours[label],
+                        styles[label],
                         label,
                     )
             ax.set_xlabel("epoch")
@@ -557,8 +569,15 @@ def study_section(
             arm_table(cells),
             "",
         ]
-        files[f"{name}_scores"] = lambda p, f: plot_depth(cells, p, f"{name}: by depth", f)
-        lines += [embed(f"{cells[0].score_name} and last-layer cos_sim vs depth", f"{name}_scores", formats), ""]
+        arms = len({(c.task, c.norm, c.label) for c in cells})
+        if arms <= COLOURS:
+            files[f"{name}_scores"] = lambda p, f: plot_depth(cells, p, f"{name}: by depth", f)
+            lines += [embed(f"{cells[0].score_name} and last-layer cos_sim vs depth", f"{name}_scores", formats), ""]
+        else:
+            lines += [
+                f"No figure by depth: its {arms} arms are more than the {COLOURS} colours a figure tells apart.",
+                "",
+            ]
     if any(c.final_layers for c in cells):
         files[f"{name}_layers"] = lambda p, f: plot_layers(cells, p, f)
         lines += [

@@ -6,6 +6,7 @@ no verdict."""
 
 from __future__ import annotations
 
+from oversmooth.claims.claim4_depth import recipe_words
 from oversmooth.claims.presets import CLAIMS_PRESETS
 from oversmooth.study.report import Draw, arm_table, differences_table, plot_differences, seed_span
 from oversmooth.study.results import CellResult
@@ -46,7 +47,9 @@ def depth_fixes_section(
         "finished), and this section only describes the cells"
     )
     lines = [
-        "## Claim 4's third family: the depth fixes beside post-norm softmax (described, not decided)",
+        "## Claim 4's third family where post-norm trains (depth-w32's recipe: "
+        f"{recipe_words(CLAIMS_PRESETS[STUDY].cells()[0].spec())}): the depth fixes beside post-norm softmax "
+        "(described, not decided)",
         "",
         f"{why}. Each fix in its paper's placement (DeepNorm, sigmaReparam, MV-split and de-escalation post-norm; "
         f"LayerScale pre-norm; ReZero without norms, listed under post), `{STUDY}` (depth-w32's recipe) at depths "
@@ -60,7 +63,7 @@ def depth_fixes_section(
         "",
         f"Each arm's difference from {BASELINE[0]}-norm {BASELINE[1]} at the same depth, paired by seed: test "
         "accuracy and last-layer cos_sim, the mean difference with its 95 % t interval (seeds per arm and depth in "
-        "brackets; no line through a depth without data):",
+        "brackets; each seed a dot; no line through a depth without data):",
         "",
         embed("depth fixes by depth", PLOT, formats),
         "",

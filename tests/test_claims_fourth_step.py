@@ -174,3 +174,18 @@ def test_the_opening_says_where_claim_4_stands_where_post_norm_fails(tmp_path):
         "the depth fixes not tested (DeepNorm, LayerScale, ReZero, σReparam, MV-split): pre-norm softmax at depth "
         "96 did not train"
     )
+
+
+def test_the_section_says_what_the_budget_left_out_and_what_each_would_have_cost():
+    """Items 5 and 4 of the fourth step, dropped when its budget was planned (registration section 3): the
+    section names each with its cost, after the screen's candidates, whatever has run."""
+    from oversmooth.claims.fourth_step import fourth_step_section
+
+    root = Path(__file__).parents[1] / "results"
+    cells = read_studies([root / "postnorm-screen"])[0]
+    lines, _ = fourth_step_section(cells, [], {})
+    dropped = [line for line in lines if line.startswith("Not run, for the fourth step's 40 CPU-hours")]
+    assert len(dropped) == 1
+    assert "197-token ViT (2 x 2 patches, depth 12) trained to its plateau, about 4 CPU-hours" in dropped[0]
+    assert "5c's re-test on the spectral arm's sharpening blocks, about 3" in dropped[0]
+    assert lines.index(dropped[0]) == next(i for i, line in enumerate(lines) if line.startswith("Candidates")) + 2

@@ -183,14 +183,14 @@ def test_each_record_says_where_it_ran_post_norm_softmaxs_cos_sim_beside_its_ran
     records = family_records(family_cells(tmp_path, skip={(("post", "mv_split", 96), 22)}, cos_sim=cos_sim))
     assert {r["verdict"] for r in records} == {"held", "inconclusive", "pending"}  # 4a and 4b decided, fixes not
     assert {r["regime"] for r in records} == {
-        "postnorm-family softmax (post-norm, depth 96): 0.960 (4 seeds) vs 0.100 ± 0.010 at random init (3 inits): "
-        "the baseline oversmooths (>= 0.5)"
+        "postnorm-family softmax (post-norm, depth 96): 0.960 (4 seeds, from 0.930 to 0.990) vs 0.100 ± 0.010 at "
+        "random init (3 inits): the baseline oversmooths (>= 0.5)"
     }
     assert all(r["oversmooths"] is True for r in records)
     diverged(tmp_path / "postnorm-family" / "fmnist-post-d96-softmax-s23")
     again = family_records(read_studies([tmp_path / "postnorm-family"])[0])
     assert again[0]["regime"].startswith(
-        "postnorm-family softmax (post-norm, depth 96): 0.950 (3 of 4 seeds; "
+        "postnorm-family softmax (post-norm, depth 96): 0.950 (3 of 4 seeds, from 0.930 to 0.970; "
         "seed(s) 23 diverged before a probe: left out)"
     )
     low = family_records(family_cells(tmp_path / "low", cos_sim={(post, seed): 0.3 for seed in SEEDS}))

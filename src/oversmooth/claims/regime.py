@@ -35,7 +35,7 @@ class Regime:
 def tested_where(protocol: Protocol, cells: list[CellResult]) -> Regime:
     """Where ``protocol``'s claim was tested (docs/registrations/fourth-step.md): the last-layer
     cos_sim of its softmax arm (``Protocol.softmax_arm``) in the last record of each of its seeds
-    that finished it, their mean, beside that arm's random-init null; below ``OVERSMOOTHS`` the
+    that finished it, their mean (and their range), beside that arm's random-init null; below ``OVERSMOOTHS`` the
     words say that the claim was tested where the baseline does not oversmooth. A seed that
     diverged counts with its last probe, one that diverged before any is left out; the words name
     both."""
@@ -51,10 +51,14 @@ def tested_where(protocol: Protocol, cells: list[CellResult]) -> Regime:
         return Regime(arm_name(arm), None, 0, None, None, None, None, text)
     null = next((cell.null for cell in found if cell.null is not None), None)
     studies = ", ".join(sorted({cell.study for cell in found}))
-    value = statistics.fmean(last_cos_sim(cell) for cell in found)
+    values = [last_cos_sim(cell) for cell in found]
+    value = statistics.fmean(values)
     diverged = [cell.seed for cell in found if cell.status == "diverged"]
     planned = len(protocol.seeds)
     notes = [f"{len(found)} of {planned} seeds" if len(found) < planned else f"{planned} seeds"]
+    low, high = f"{min(values):.3f}", f"{max(values):.3f}"
+    if low != high:  # seeds that disagree (a failure on some seeds only) show beside their mean
+        notes[0] += f", from {low} to {high}"
     if diverged:
         notes.append(f"seed(s) {seed_span(diverged)} diverged: their last probe")
     if unmeasured:

@@ -189,3 +189,19 @@ def test_the_section_says_what_the_budget_left_out_and_what_each_would_have_cost
     assert "197-token ViT (2 x 2 patches, depth 12) trained to its plateau, about 4 CPU-hours" in dropped[0]
     assert "5c's re-test on the spectral arm's sharpening blocks, about 3" in dropped[0]
     assert lines.index(dropped[0]) == next(i for i, line in enumerate(lines) if line.startswith("Candidates")) + 2
+
+
+def test_the_opening_says_why_each_fresh_test_was_not_tested():
+    """A not-tested fresh test carries its reason in a few words (its sentence up to the first colon or
+    bracket), tests of one reason and case named together."""
+    gate = "not tested: pre-norm softmax at depth 96 did not train (seed 22 ended at 70.00 %)"
+    records = [
+        {"claim": "6 (re-test)", "verdict": "not tested", "sentence": "the seed rule asks more seeds than 12: SD 0.18"},
+        {"claim": "4a (post-norm fails)", "verdict": "not tested", "sentence": gate},
+        {"claim": "4b (post-norm fails)", "verdict": "not tested", "sentence": gate},
+        {"claim": "2b (fresh pairs)", "verdict": "not tested", "sentence": "not tested: dropped for budget (40 h)"},
+    ]
+    assert (
+        "not tested: 6 (re-test; the seed rule asks more seeds than 12), 4a, 4b (post-norm fails; pre-norm softmax "
+        "at depth 96 did not train) and 2b (fresh pairs; dropped for budget)."
+    ) in opening([], records, "pending")

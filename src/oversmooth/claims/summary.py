@@ -11,6 +11,7 @@ from oversmooth.claims.claim import Claim
 from oversmooth.claims.protocol import OVERSMOOTHS
 from oversmooth.claims.statements import FRESH_EFFECTS, FRESH_FLAGS, STATEMENTS
 from oversmooth.claims.third_protocol import claims_by_verdict, fresh_tests
+from oversmooth.claims.verdicts import NOT_TESTED
 from oversmooth.utils.markdown import markdown_table
 
 #: a parenthesis of a statement longer than this is its setting or its test in full, left to the
@@ -174,6 +175,34 @@ def grouped_by_case(names: Sequence[str]) -> list[str]:
     return [", ".join(heads) + (f" ({case}" if case else "") for case, heads in groups.items()]
 
 
+def why_not_tested(sentence: str) -> str:
+    """A not-tested record's reason in a few words, for the opening: its ``sentence`` up to the first
+    colon or bracket that explains it.
+
+    >>> why_not_tested("the seed rule asks more seeds than the registered 12: pilot differences -0.28")
+    'the seed rule asks more seeds than the registered 12'
+    >>> why_not_tested("not tested: dropped for budget (sections 6 and 8; decided now)")
+    'dropped for budget'
+    """
+    reason = sentence.removeprefix("not tested: ")
+    cut = min((i for i in (reason.find(":"), reason.find(" (")) if i > 0), default=len(reason))
+    return reason[:cut]
+
+
+def _with_reasons(records: Sequence[dict], names: Sequence[str]) -> list[str]:
+    """The not-tested records ``names`` grouped by case, each group with its reason in its bracket
+    (``why_not_tested``), records of one reason together."""
+    why = {r["claim"]: why_not_tested(r["sentence"]) for r in records if r["claim"] in names}
+    by_reason: dict[str, list[str]] = {}
+    for name in names:
+        by_reason.setdefault(why[name], []).append(name)
+    return [
+        group[:-1] + f"; {reason})" if group.endswith(")") else f"{group} ({reason})"
+        for reason, grouped in by_reason.items()
+        for group in grouped_by_case(grouped)
+    ]
+
+
 def opening(claims: list[Claim], records: Sequence[dict], claim4: str) -> str:
     """At most five plain sentences: what held and failed under the registered rules, what the fresh
     tests found, what could not be tested and why, where claim 4 stands where post-norm fails
@@ -187,9 +216,13 @@ def opening(claims: list[Claim], records: Sequence[dict], claim4: str) -> str:
         f"{_ids(by['inconclusive'])} {'was' if len(by['inconclusive']) == 1 else 'were'} inconclusive, of "
         f"{len(claims)} claims; {_ids(flagged)} rest on a disclosed flaw (⚑ in the table)."
     ]
-    decided = claims_by_verdict(fresh_tests(records))
+    fresh = fresh_tests(records)
+    decided = claims_by_verdict(fresh)
     if decided:
-        parts = [f"{verdict}: {_ids(grouped_by_case(names))}" for verdict, names in decided.items()]
+        parts = [
+            f"{verdict}: {_ids(_with_reasons(fresh, names) if verdict == NOT_TESTED else grouped_by_case(names))}"
+            for verdict, names in decided.items()
+        ]
         sentences.append(f"Fresh tests, each registered before it ran: {'; '.join(parts)}.")
     not_tested = [c.id for c in claims if c.verdict == "not tested"]
     if not_tested:

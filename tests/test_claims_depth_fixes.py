@@ -102,3 +102,23 @@ def test_no_line_is_drawn_through_a_depth_its_arm_never_trained(tmp_path, monkey
     means = [list(b.lines[0].get_ydata()) for b in accuracy.containers]
     expected = 100 * sum(d - p for d, p in zip(DEEPNORM, POST_SOFTMAX)) / 2  # the same at 8 and 96
     assert means == [[pytest.approx(expected)], [pytest.approx(expected)]]  # apart again: no deepnorm at 48
+
+
+def test_the_depth_fixes_figure_colours_each_arm_as_claim_4s_figure_does(tmp_path, monkeypatch):
+    """Side by side in the report, an arm has one colour: DeepNorm's differences are drawn in the
+    colour claim 4's figure gives it (its place among claim 4's arms), not the next free one."""
+    from oversmooth.claims import depth_fixes
+    from oversmooth.claims.claim4_depth import ARMS
+    from oversmooth.study import report
+    from oversmooth.study.results import read_studies
+
+    for seed in (10, 11):
+        make_cell(tmp_path, "depth-fixes", "softmax", seed, POST_SOFTMAX[seed - 10], norm="post", depth=96)
+        make_cell(tmp_path, "depth-fixes", "deepnorm", seed, DEEPNORM[seed - 10], norm="post", depth=96)
+    cells, _ = read_studies([tmp_path / "depth-fixes"])
+    drawn = {}
+    monkeypatch.setattr(report, "save_figure", lambda fig, stem, formats: drawn.update(fig=fig))
+    _, files = depth_fixes.depth_fixes_section(cells, "")
+    files["depth_fixes"](tmp_path / "depth_fixes", ("png",))
+    (bars,) = drawn["fig"].axes[0].containers
+    assert bars.lines[0].get_color() == f"C{ARMS.index(('post', 'deepnorm'))}" == "C3"

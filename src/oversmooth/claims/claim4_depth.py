@@ -40,6 +40,8 @@ from oversmooth.utils.plotting import DEFAULT_FORMATS, PAGE, embed, figure_rows,
 STEM = "claim4_depth"
 #: every arm drawn, in the order (and so the colour) it has in every row
 ARMS = (("pre", "softmax"), ("post", "softmax"), ("post", "deescalate"), *((f.norms[0], f.label) for f in DEPTH_FIXES))
+#: each arm's colour, here and in the depth fixes' figure of differences beside it
+ARM_COLOURS = {f"{norm}-norm {label}": f"C{index}" for index, (norm, label) in enumerate(ARMS)}
 #: the two panels of a row: what they read from a finished cell, their axis and the range it can take
 MEASURES = (
     (last_val, "validation accuracy (%)", PERCENT),
@@ -133,10 +135,10 @@ def plot_claim4_depth(
                     label = f"{arm}, {row.apart} (hollow: each seed)"
                     for depth, found in values.items():
                         x = depth + dodged(index, len(ARMS), dodge) + dodge / 2
-                        ax.plot([x] * len(found), found, "o", mfc="none", color=f"C{index}", label=label)
+                        ax.plot([x] * len(found), found, "o", mfc="none", color=ARM_COLOURS[arm], label=label)
                 ax.set_ylabel(ylabel)
             by_arm = [_by_arm(pooled, read) for read, _, _ in MEASURES]
-            by_depth_panels(axes, depths, by_arm, dodge, tuple(bounds for _, _, bounds in MEASURES))
+            by_depth_panels(axes, depths, by_arm, dodge, tuple(bounds for _, _, bounds in MEASURES), ARM_COLOURS)
             for ax in axes:
                 ax.set_xlim(depths[0] - MARGIN * span, depths[-1] + MARGIN * span)
             subfigure.suptitle(fill(row.title(pooled, apart), PAGE))
@@ -144,7 +146,8 @@ def plot_claim4_depth(
 
 
 def _by_arm(cells: list[CellResult], read) -> dict[str, dict[int, list[float]]]:
-    """Every arm of ``ARMS`` in order (``by_depth_panels``' colours): depth -> ``read`` of its cells."""
+    """Every arm of ``ARMS`` in order (its place in the row: ``by_depth_panels``' dodge): depth ->
+    ``read`` of its cells."""
     found: dict[str, dict[int, list[float]]] = {f"{norm}-norm {label}": defaultdict(list) for norm, label in ARMS}
     for c in cells:
         if (value := read(c)) is not None:

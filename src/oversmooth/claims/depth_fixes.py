@@ -6,7 +6,7 @@ no verdict."""
 
 from __future__ import annotations
 
-from oversmooth.claims.claim4_depth import recipe_words
+from oversmooth.claims.claim4_depth import ARM_COLOURS, recipe_words
 from oversmooth.claims.presets import CLAIMS_PRESETS
 from oversmooth.study.report import Draw, arm_table, differences_table, plot_differences, seed_span
 from oversmooth.study.results import CellResult
@@ -68,4 +68,4 @@ def depth_fixes_section(
         embed("depth fixes by depth", PLOT, formats),
         "",
     ]
-    return lines, {PLOT: lambda stem, f: plot_differences(chosen, stem, title, BASELINE, f)}
+    return lines, {PLOT: lambda stem, f: plot_differences(chosen, stem, title, BASELINE, f, ARM_COLOURS)}

@@ -17,9 +17,10 @@ import csv
 import json
 import statistics
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 
 from oversmooth.study.results import CellResult, paired_score
 from oversmooth.study.stats import paired_test
@@ -395,25 +396,27 @@ def by_depth_panels(
     by_arm_panels: list[dict[str, dict[int, list[float]]]],
     dodge: float = 0.0,
     ranges: tuple[Range, ...] = (),
+    colours: Mapping[str, str] = MappingProxyType({}),
 ) -> None:
     """Per panel, per arm: each seed's value (a small dot) and the mean over seeds with its 95 % t
     interval at each depth with values (seeds in brackets), a line only between neighbouring depths
     that both have some; one legend under the panels (of their figure, or subfigure). An arm's place
     in its panel's mapping is its colour (``C0``, ``C1``...) and, with ``dodge``, its shift from its
-    depths (``dodged``), whether it has values or not. A panel's y axis ends at its measure's range
-    (``ranges``, one per panel, where given: ``within_range``)."""
+    depths (``dodged``), whether it has values or not; ``colours`` (arm -> colour) overrides the
+    colour, so that figures side by side show an arm alike. A panel's y axis ends at its measure's
+    range (``ranges``, one per panel, where given: ``within_range``)."""
     for ax, by_arm in zip(axes, by_arm_panels):
         for index, (arm, by_depth) in enumerate(by_arm.items()):
             by_depth = {d: v for d, v in by_depth.items() if v}
             seeds = "/".join(str(len(by_depth[d])) for d in sorted(by_depth))
-            shift = dodged(index, len(by_arm), dodge)
+            shift, colour = dodged(index, len(by_arm), dodge), colours.get(arm, f"C{index % COLOURS}")
             for run_index, run in enumerate(_runs(by_depth, depths)):
                 label = f"{arm} ({seeds})" if run_index == 0 else None
                 moved = {depth + shift: values for depth, values in run.items()}
-                mean_with_interval(ax, moved, ms=3, color=f"C{index % 10}", label=label)
+                mean_with_interval(ax, moved, ms=3, color=colour, label=label)
                 for x, values in moved.items():
                     if len(values) > 1:
-                        ax.plot([x] * len(values), values, ".", ms=2.5, alpha=0.5, color=f"C{index % 10}")
+                        ax.plot([x] * len(values), values, ".", ms=2.5, alpha=0.5, color=colour)
         ax.set_xticks(depths, [str(d) for d in depths])
         ax.set_xlabel("depth (blocks)")
     for ax, bounds in zip(axes, ranges):
@@ -488,10 +491,16 @@ def plot_depth(cells: list[CellResult], stem: Path, title: str, formats=DEFAULT_
 
 
 def plot_differences(
-    cells: list[CellResult], stem: Path, title: str, against: tuple[str, str], formats=DEFAULT_FORMATS
+    cells: list[CellResult],
+    stem: Path,
+    title: str,
+    against: tuple[str, str],
+    formats=DEFAULT_FORMATS,
+    colours: Mapping[str, str] = MappingProxyType({}),
 ) -> None:
     """Each arm minus the ``against`` arm (norm, label) of its depth, paired by seed: the mean
-    difference of the test score and of the last-layer cos_sim with its 95 % t interval, by depth."""
+    difference of the test score and of the last-layer cos_sim with its 95 % t interval, by depth;
+    ``colours``: arm ("post-norm deepnorm") -> colour, as ``by_depth_panels``."""
     arms = _arms(cells)
     panels = []
     for read, _, _ in _depth_measures(cells):
@@ -510,7 +519,7 @@ def plot_differences(
         measures = _depth_measures(cells)
         ranges = tuple(difference_range(m[2]) for m in measures)
         depths = sorted({c.depth for c in cells})
-        by_depth_panels(axes[0], depths, panels, DODGE * depth_span(depths), ranges)
+        by_depth_panels(axes[0], depths, panels, DODGE * depth_span(depths), ranges, colours)
         for ax, (_, ylabel, _) in zip(axes[0], measures):
             ax.axhline(0.0, color="grey", lw=0.8)
             ax.set_ylabel(f"{ylabel}\nminus {against[0]}-norm {against[1]}")

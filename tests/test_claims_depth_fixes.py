@@ -106,19 +106,46 @@ def test_no_line_is_drawn_through_a_depth_its_arm_never_trained(tmp_path, monkey
 
 def test_the_depth_fixes_figure_colours_each_arm_as_claim_4s_figure_does(tmp_path, monkeypatch):
     """Side by side in the report, an arm has one colour: DeepNorm's differences are drawn in the
-    colour claim 4's figure gives it (its place among claim 4's arms), not the next free one."""
+    colour claim 4's figure gives it (its place among claim 4's arms), not the next free one. Its
+    differences (+5.0 and +5.2 pp) lie well above 0, and the panel still shows 0, where the eye reads
+    "no difference"."""
     from oversmooth.claims import depth_fixes
     from oversmooth.claims.claim4_depth import ARMS
     from oversmooth.study import report
     from oversmooth.study.results import read_studies
 
-    for seed in (10, 11):
-        make_cell(tmp_path, "depth-fixes", "softmax", seed, POST_SOFTMAX[seed - 10], norm="post", depth=96)
-        make_cell(tmp_path, "depth-fixes", "deepnorm", seed, DEEPNORM[seed - 10], norm="post", depth=96)
+    for seed, softmax, deepnorm in ((10, 0.840, 0.890), (11, 0.850, 0.902)):
+        make_cell(tmp_path, "depth-fixes", "softmax", seed, softmax, norm="post", depth=96)
+        make_cell(tmp_path, "depth-fixes", "deepnorm", seed, deepnorm, norm="post", depth=96)
     cells, _ = read_studies([tmp_path / "depth-fixes"])
     drawn = {}
     monkeypatch.setattr(report, "save_figure", lambda fig, stem, formats: drawn.update(fig=fig))
     _, files = depth_fixes.depth_fixes_section(cells, "")
     files["depth_fixes"](tmp_path / "depth_fixes", ("png",))
-    (bars,) = drawn["fig"].axes[0].containers
+    accuracy = drawn["fig"].axes[0]
+    (bars,) = accuracy.containers
     assert bars.lines[0].get_color() == f"C{ARMS.index(('post', 'deepnorm'))}" == "C3"
+    assert list(bars.lines[0].get_ydata()) == [pytest.approx(5.1)]
+    low, high = accuracy.get_ylim()
+    assert low < 0.0 < high
+
+
+def test_a_study_of_more_arms_than_colours_gets_no_figure_by_depth_and_says_so(tmp_path, monkeypatch):
+    """Past the figure's colours (10; 2 here), arms would share one: the section says so in a line
+    instead of drawing the figure by depth; within them it draws it."""
+    from oversmooth.study import report
+    from oversmooth.study.results import read_studies
+
+    for seed in (10, 11):
+        for depth in (8, 96):
+            for label in ("softmax", "deepnorm", "deescalate"):
+                make_cell(tmp_path, "depth-fixes", label, seed, 0.85, norm="post", depth=depth)
+    cells, _ = read_studies([tmp_path / "depth-fixes"])
+    files = {}
+    monkeypatch.setattr(report, "COLOURS", 2)
+    lines = report.study_section("depth-fixes", cells, files, None)
+    assert "No figure by depth: its 3 arms are more than the 2 colours a figure tells apart." in lines
+    assert "depth-fixes_scores" not in files and "depth-fixes_layers" in files
+    monkeypatch.setattr(report, "COLOURS", 3)
+    report.study_section("depth-fixes", cells, files, None)
+    assert "depth-fixes_scores" in files

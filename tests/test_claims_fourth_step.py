@@ -170,7 +170,7 @@ def test_the_opening_says_where_claim_4_stands_where_post_norm_fails(tmp_path):
     assert alone.startswith("pending: its confirmation is running (the registered screen found a recipe")
     gated = [{**r, "verdict": "not tested", "sentence": "not tested: pre-norm softmax at depth 96 did not train"}
              for r in records]  # fmt: skip
-    assert claim4_clause(cells, gated).endswith(
+    assert claim4_clause(cells + family, gated).endswith(  # no "so far": nothing waits
         "the depth fixes not tested (DeepNorm, LayerScale, ReZero, σReparam, MV-split): pre-norm softmax at depth "
         "96 did not train"
     )

@@ -296,7 +296,7 @@ def test_claim4s_figure_draws_a_row_per_recipe_no_line_across_a_missing_depth_an
     assert depth(hollow[0].get_xdata()[0]) == 96
 
 
-def test_the_familys_figure_shows_each_decided_test_beside_its_cos_sim_difference_by_scipy(tmp_path):
+def test_the_familys_figure_shows_each_decided_test_beside_its_cos_sim_difference_by_scipy(tmp_path, monkeypatch):
     """A row per decided test in the registered order: its recorded difference and Holm-matched interval,
     pre-norm softmax's lead at depth 96 (where a full rescue ends) and the arm's last-layer cos_sim minus
     post-norm softmax's, paired by seed, with scipy's 95 % interval; 4a (deficits) has neither. No figure
@@ -325,6 +325,14 @@ def test_the_familys_figure_shows_each_decided_test_beside_its_cos_sim_differenc
     assert rows[0].rescue is None and rows[0].cos_sim is None and rows[0].cos_sim_by_seed == ()
     files["postnorm_family"](tmp_path / "postnorm_family", ("png",))
     assert (tmp_path / "postnorm_family.png").stat().st_size > 0
+    from oversmooth.claims import postnorm_family_figure
+
+    drawn = {}
+    monkeypatch.setattr(postnorm_family_figure, "save_figure", lambda fig, stem, formats: drawn.update(fig=fig))
+    postnorm_family_figure.plot_family([rows[2]], tmp_path / "deepnorm", ("png",))  # held, far above 0
+    accuracy, similarity = drawn["fig"].axes[:2]
+    assert accuracy.get_xlim()[0] < 0.0 < deep.accuracy[1]  # 0 in view beside an interval above it
+    assert similarity.get_xlim()[1] > 0.0 > deep.cos_sim[2]
     waiting = family_cells(tmp_path / "waiting", skip={(("post", "softmax", 96), 22)})
     assert family_figure_lines(family_records(waiting), waiting) == ([], {})
 
@@ -355,8 +363,16 @@ def test_the_section_says_on_which_seeds_post_norm_failed_by_the_screens_rule(tm
     section = "\n".join(family_section(cells))
     assert (
         "fails by the screen's rule (diverged, below 20 %, or at least 5 pp below pre-norm of its seed; described, "
-        "deciding nothing) on 2 of the 3 seeds where both have finished (seeds 20-21) and trains on seed 22 (79.30 %)"
+        "deciding nothing) on 2 of the 3 seeds where both have finished (seeds 20-21) and trains on seed 22 "
+        "(79.30 %); so a paired difference from it mixes a rescue from failure with a comparison where it trained."
     ) in section
+    diverged(tmp_path / "postnorm-family" / "fmnist-pre-d96-softmax-s22")  # before its first evaluation
+    unread = read_studies([tmp_path / "postnorm-family"])[0]
+    assert failing_seeds(unread) == [20, 21]  # 22 at 79.30 %: above chance, and no pre-norm score to compare
+    assert (
+        "on 2 of the 2 seeds where both have finished (seeds 20-21); the rule cannot read seed(s) 22 (pre-norm has "
+        "no evaluation)."
+    ) in "\n".join(family_section(unread))
     complete = family_cells(tmp_path / "complete", val=val)
     headline = rescue_headline(complete, family_records(complete))
     assert headline.startswith(

@@ -97,11 +97,15 @@ def test_the_third_protocols_records_are_tabled_as_recorded_and_a_damaged_one_is
     smaller = decided | {"verdict": "inconclusive"}
     smaller["test"] = decided["test"] | {"ci": [-0.01, 0.004], "reading": "smaller than claimed"}
     for fresh, shown in (
-        (decided, "**contradicted**, +0.400 [+0.395, +0.407] nat, n = 3 (the paper's effect carried: -0.056 nat) ⚑"),
+        (
+            decided,
+            "**contradicted**, +0.400 [+0.395, +0.407] nat, n = 3 (the paper's effect, carried to this measure: "
+            "-0.056 nat) ⚑",
+        ),
         (
             smaller,
-            "**inconclusive**, +0.400 [-0.0100, +0.00400] nat, n = 3 (the paper's effect carried: -0.056 nat) "
-            "(*smaller than claimed*) ⚑",
+            "**inconclusive**, +0.400 [-0.0100, +0.00400] nat, n = 3 (the paper's effect, carried to this "
+            "measure: -0.056 nat) (*smaller than claimed*) ⚑",
         ),
     ):  # a decided paired test shows its numbers in the summary, its reading where it differs; claim 8 on
         # SmolLM2 the paper's adaptation effect carried (not 2b's -0.017 its record holds), flagged: a broken start

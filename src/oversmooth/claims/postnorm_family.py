@@ -224,9 +224,9 @@ def _means(groups: list[Mapping[Key, CellResult]], arm: Key) -> str:
 
 def rescue_headline(cells: list[CellResult], records: list[dict]) -> str:
     """For the report's opening, once every fix is decided among ``records`` (each holds its paired
-    ``test``): post-norm and pre-norm softmax's validation accuracy and last-layer cos_sim at depth
-    96, and the range over the fixes that held, means over the registered seeds; '' before (or
-    when they were not tested)."""
+    ``test``): on how many seeds post-norm softmax at depth 96 fails (``failure_count``), post-norm
+    and pre-norm softmax's validation accuracy and last-layer cos_sim there, and the range over the
+    fixes that held, means over the registered seeds; '' before (or when they were not tested)."""
     decided = {r["claim"]: r["verdict"] for r in records if "test" in r}
     if any(fix.name not in decided for fix in FIXES):
         return ""
@@ -243,52 +243,63 @@ def rescue_headline(cells: list[CellResult], records: list[dict]) -> str:
     return text + " (validation accuracy / last-layer cos_sim)"
 
 
-def _screen_rows(cells: list[CellResult]) -> dict[int, ScreenRow]:
-    """Registered seed -> post- and pre-norm softmax at depth 96 as the screen reads them, for the
-    seeds where both have finished."""
+def post_norm_fails(cells: list[CellResult]) -> dict[int, bool | None]:
+    """Registered seed -> whether post-norm softmax at depth 96 fails on it by the screen's rule
+    (``postnorm_screen.ScreenRow.post_fails``: diverged, below 20 %, or at least 5 pp below pre-norm
+    softmax of its seed; None where the rule cannot read it: pre-norm without an evaluation), for
+    the seeds where both cells have finished: described, deciding nothing."""
     seeds = group_cells(CLAIM_4A.question, cells)
-    rows = {
-        seed: ScreenRow(CANDIDATE, DEEP, arm_of(group[POST]), arm_of(group[PRE]))
-        for seed, group in seeds.items()
-        if seed in PRESET.seeds and POST in group and PRE in group
-    }
-    return {seed: row for seed, row in sorted(rows.items()) if row.post is not None and row.pre is not None}
+    found = {}
+    for seed in PRESET.seeds:
+        group = seeds.get(seed, {})
+        row = ScreenRow(CANDIDATE, DEEP, *(arm_of(group[arm]) if arm in group else None for arm in (POST, PRE)))
+        if row.post is not None and row.pre is not None:
+            found[seed] = row.post_fails
+    return found
 
 
 def failing_seeds(cells: list[CellResult]) -> list[int]:
-    """The registered seeds on which post-norm softmax at depth 96 fails by the screen's rule
-    (``postnorm_screen.ScreenRow.post_fails``: diverged, below 20 %, or at least 5 pp below pre-norm
-    softmax of its seed), among those where both have finished: described, deciding nothing."""
-    return [seed for seed, row in _screen_rows(cells).items() if row.post_fails]
+    """The seeds of ``post_norm_fails`` on which post-norm softmax fails."""
+    return [seed for seed, fails in post_norm_fails(cells).items() if fails]
 
 
 def failure_count(cells: list[CellResult]) -> str:
-    """``failing_seeds`` counted, for the opening ('' before any seed has both cells).
-
-    The seeds counted are those where post- and pre-norm softmax at depth 96 have both finished."""
-    rows = _screen_rows(cells)
-    if not rows:
+    """For the opening: on how many of the seeds the rule reads (``post_norm_fails``) post-norm
+    softmax fails ('' before the rule reads any)."""
+    read = [fails for fails in post_norm_fails(cells).values() if fails is not None]
+    if not read:
         return ""
-    failed = sum(bool(row.post_fails) for row in rows.values())
-    return f"fails on {failed} of the {len(rows)} seed{'s' * (len(rows) > 1)} finished (by the screen's rule)"
+    return f"fails on {sum(read)} of the {_seeds(len(read))} finished (by the screen's rule)"
 
 
 def failure_sentence(cells: list[CellResult]) -> str:
-    """``failing_seeds`` in a sentence of the family's section, with the accuracy of each seed where
-    post-norm trained ('' before any seed has both cells)."""
-    rows = _screen_rows(cells)
-    if not rows:
+    """``post_norm_fails`` in a sentence of the family's section: the seeds where post-norm softmax
+    failed, those where it trained with its validation accuracy, and those the rule cannot read ('' before
+    any seed has both cells)."""
+    found = post_norm_fails(cells)
+    if not found:
         return ""
-    failed = [seed for seed, row in rows.items() if row.post_fails]
-    trained = [f"{seed} ({100 * row.post.val_accuracy:.2f} %)" for seed, row in rows.items() if seed not in failed]
-    return (
+    seeds = group_cells(CLAIM_4A.question, cells)
+    failed = [seed for seed, fails in found.items() if fails]
+    trained = [f"{seed} ({last_val(seeds[seed][POST]):.2f} %)" for seed, fails in found.items() if fails is False]
+    unread = [seed for seed, fails in found.items() if fails is None]
+    read = len(failed) + len(trained)
+    text = (
         f"Post-norm softmax at depth {DEEP} fails by the screen's rule (diverged, below {100 * CHANCE_BAR:g} %, or "
         f"at least {K_PP:g} pp below pre-norm of its seed; described, deciding nothing) on {len(failed)} of the "
-        f"{len(rows)} seeds where both have finished"
+        f"{_seeds(read)} where both have finished"
         + (f" (seed{'s' * (len(failed) > 1)} {seed_span(failed)})" if failed else "")
         + (f" and trains on seed{'s' * (len(trained) > 1)} {', '.join(trained)}" if trained else "")
-        + ": a fix's paired difference is large on a seed where it failed and small where it trained."
+        + (f"; the rule cannot read seed(s) {seed_span(unread)} (pre-norm has no evaluation)" if unread else "")
     )
+    if failed and trained:
+        text += "; so a paired difference from it mixes a rescue from failure with a comparison where it trained"
+    return text + "."
+
+
+def _seeds(n: int) -> str:
+    """ "1 seed", "4 seeds"."""
+    return f"{n} seed{'s' * (n != 1)}"
 
 
 def _span(values: Sequence[float], spec: str) -> str:

@@ -100,6 +100,8 @@ def plot_family(rows: list[FigureRow], stem: Path, formats=DEFAULT_FORMATS) -> N
     """Two panels sharing the ``rows``, top to bottom (see the module)."""
     with figure(1, 2, PAGE, 0.42 * len(rows) + 1.8) as (fig, axes):
         accuracy, similarity = axes[0]
+        for ax in (accuracy, similarity):
+            ax.axvline(0.0, color="grey", lw=0.8)  # first: the axis ``within_range`` cuts keeps 0 in view
         places = range(len(rows) - 1, -1, -1)
         for y, row in zip(places, rows):
             style = {"fmt": "o", "capsize": 3, "color": COLOURS.get(row.verdict, "black"), "label": row.verdict}
@@ -110,9 +112,10 @@ def plot_family(rows: list[FigureRow], stem: Path, formats=DEFAULT_FORMATS) -> N
             if row.cos_sim is not None:
                 _interval(similarity, y, row.cos_sim, style)
                 _seeds(similarity, y, row.cos_sim_by_seed, style["color"])
-        for ax, bounds in ((accuracy, PERCENT), (similarity, COSINE)):
-            within_range(ax, difference_range(bounds), "x")
-            ax.axvline(0.0, color="grey", lw=0.8)
+        deficits = any(row.rescue is None for row in rows)  # 4a: a difference of two differences
+        compared = difference_range(difference_range(PERCENT) if deficits else PERCENT)
+        for ax, bounds in ((accuracy, compared), (similarity, difference_range(COSINE))):
+            within_range(ax, bounds, "x")
             ax.set_yticks(list(places), [row.label for row in rows])
             ax.set_ylim(-0.6, len(rows) - 0.4)
         similarity.tick_params(labelleft=False)  # the rows are the left panel's

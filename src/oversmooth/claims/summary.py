@@ -103,7 +103,7 @@ def _fresh(record: dict) -> str:
     if "mean" in test and "ci" in test:
         text += f", {interval_text(test['mean'], *test['ci'])}{unit}, n = {len(test['seeds'])}"
         effect = paper_effect(record)
-        text += f" (the paper's effect carried: {effect:+.3g}{unit})" if effect is not None else ""
+        text += f" (the paper's effect, carried to this measure: {effect:+.3g}{unit})" if effect is not None else ""
         text += f" (*{test['reading']}*)" if test.get("reading", record["verdict"]) != record["verdict"] else ""
     flag = FRESH_FLAGS.get(record["claim"])
     return text + (f" ⚑ *{flag}*" if flag else "")

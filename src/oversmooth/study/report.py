@@ -398,13 +398,14 @@ def by_depth_panels(
     ranges: tuple[Range, ...] = (),
     colours: Mapping[str, str] = MappingProxyType({}),
 ) -> None:
-    """Per panel, per arm: each seed's value (a small dot) and the mean over seeds with its 95 % t
-    interval at each depth with values (seeds in brackets), a line only between neighbouring depths
-    that both have some; one legend under the panels (of their figure, or subfigure). An arm's place
-    in its panel's mapping is its colour (``C0``, ``C1``...) and, with ``dodge``, its shift from its
-    depths (``dodged``), whether it has values or not; ``colours`` (arm -> colour) overrides the
-    colour, so that figures side by side show an arm alike. A panel's y axis ends at its measure's
-    range (``ranges``, one per panel, where given: ``within_range``)."""
+    """Per panel, per arm: the mean over seeds with its 95 % t interval at each depth with values
+    (seeds in brackets) and, where there are two or more, each seed's value a small dot on it, a
+    line only between neighbouring depths that both have some; one legend under the panels (of
+    their figure, or subfigure). An arm's place in its panel's mapping is its colour (``C0``,
+    ``C1``...) and, with ``dodge``, its shift from its depths (``dodged``), whether it has values
+    or not; ``colours`` (arm -> colour) overrides the colour, so that figures side by side show an
+    arm alike. A panel's y axis ends at its measure's range (``ranges``, one per panel, where
+    given: ``within_range``)."""
     for ax, by_arm in zip(axes, by_arm_panels):
         for index, (arm, by_depth) in enumerate(by_arm.items()):
             by_depth = {d: v for d, v in by_depth.items() if v}
@@ -519,10 +520,10 @@ def plot_differences(
         measures = _depth_measures(cells)
         ranges = tuple(difference_range(m[2]) for m in measures)
         depths = sorted({c.depth for c in cells})
-        by_depth_panels(axes[0], depths, panels, DODGE * depth_span(depths), ranges, colours)
         for ax, (_, ylabel, _) in zip(axes[0], measures):
-            ax.axhline(0.0, color="grey", lw=0.8)
+            ax.axhline(0.0, color="grey", lw=0.8)  # first: the axis the ranges cut keeps 0 in view
             ax.set_ylabel(f"{ylabel}\nminus {against[0]}-norm {against[1]}")
+        by_depth_panels(axes[0], depths, panels, DODGE * depth_span(depths), ranges, colours)
         fig.suptitle(fill(title, PAGE))
         save_figure(fig, stem, formats)
 

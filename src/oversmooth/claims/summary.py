@@ -205,7 +205,7 @@ def _with_reasons(records: Sequence[dict], names: Sequence[str]) -> list[str]:
 
 def opening(claims: list[Claim], records: Sequence[dict], claim4: str) -> str:
     """At most five plain sentences: what held and failed under the registered rules, what the fresh
-    tests found, what could not be tested and why, where claim 4 stands where post-norm fails
+    tests found (⚑ on those resting on a disclosed flaw), what could not be tested and why, where claim 4 stands where post-norm fails
     (``claim4``, a clause), and where the problem exists."""
     tested = [c for c in claims if c.verdict != "not tested"]
     by = {v: [c.id for c in tested if c.verdict == v] for v in ("held", "contradicted", "inconclusive")}
@@ -220,10 +220,20 @@ def opening(claims: list[Claim], records: Sequence[dict], claim4: str) -> str:
     decided = claims_by_verdict(fresh)
     if decided:
         parts = [
-            f"{verdict}: {_ids(_with_reasons(fresh, names) if verdict == NOT_TESTED else grouped_by_case(names))}"
+            f"{verdict}: "
+            + _ids(
+                _with_reasons(fresh, names)
+                if verdict == NOT_TESTED
+                else grouped_by_case([f"{name} ⚑" if name in FRESH_FLAGS else name for name in names])
+            )
             for verdict, names in decided.items()
         ]
-        sentences.append(f"Fresh tests, each registered before it ran: {'; '.join(parts)}.")
+        flags = (
+            " (⚑: rests on a disclosed flaw, named in the table)"
+            if any(r["claim"] in FRESH_FLAGS for r in fresh)
+            else ""
+        )
+        sentences.append(f"Fresh tests, each registered before it ran{flags}: {'; '.join(parts)}.")
     not_tested = [c.id for c in claims if c.verdict == "not tested"]
     if not_tested:
         sentences.append(f"Not tested: {_ids(not_tested)} (see their rows).")

@@ -205,8 +205,8 @@ def _with_reasons(records: Sequence[dict], names: Sequence[str]) -> list[str]:
 
 def opening(claims: list[Claim], records: Sequence[dict], claim4: str) -> str:
     """At most five plain sentences: what held and failed under the registered rules, what the fresh
-    tests found (⚑ on those resting on a disclosed flaw), what could not be tested and why, where claim 4 stands where post-norm fails
-    (``claim4``, a clause), and where the problem exists."""
+    tests found (⚑ on those resting on a disclosed flaw), what could not be tested and why, where
+    claim 4 stands where post-norm fails (``claim4``, a clause), and where the problem exists."""
     tested = [c for c in claims if c.verdict != "not tested"]
     by = {v: [c.id for c in tested if c.verdict == v] for v in ("held", "contradicted", "inconclusive")}
     flagged = [c.id for c in claims if STATEMENTS[c.id].flag]

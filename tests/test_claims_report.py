@@ -175,6 +175,9 @@ def test_the_effects_plot_puts_the_papers_effect_beside_ours(tmp_path, monkeypat
     stars = lambda ax: [line.get_ydata()[0] for line in ax.get_lines() if line.get_marker() == "*"]  # noqa: E731
     assert stars(panels["2a"]) == [0.84] and claims["2a"].paper_effect == 0.84
     assert stars(panels["6"]) == [] and claims["6"].paper_effect is None
+    # a verdict resting on a disclosed flaw is flagged in its title, as in the table: 6 (one setting), not 2a
+    six = panels["6"].get_title().replace("\n", " ")
+    assert six.startswith(f"6 (primary): {claims['6'].verdict} ⚑") and "⚑" not in panels["2a"].get_title()
 
 
 def test_the_effects_plot_draws_the_fresh_similarity_tests_as_archived(tmp_path, monkeypatch):
@@ -189,6 +192,8 @@ def test_the_effects_plot_draws_the_fresh_similarity_tests_as_archived(tmp_path,
     records.append({"claim": "1b (two inits)", "verdict": "held", "pair": two})  # the change is averaged over rows
     test = {"mean": -0.03, "ci": [-0.05, -0.01], "seeds": [20, 21, 22]}
     records.append({"claim": "2b (fresh pairs)", "verdict": "held", "model": "LM", "direction": "lower", "test": test})
+    broken = {"claim": "8 (SmolLM2)", "verdict": "contradicted", "model": "SmolLM2", "direction": "lower"}
+    records.append(broken | {"test": {"mean": 0.4, "ci": [0.39, 0.41], "seeds": [10, 11]}})  # a broken start
     figures = []
     monkeypatch.setattr(effects_figure, "save_figure", lambda fig, stem, formats: figures.append(fig))
     effects_figure.plot_effects([], tmp_path / "claims.png", records)
@@ -208,6 +213,7 @@ def test_the_effects_plot_draws_the_fresh_similarity_tests_as_archived(tmp_path,
         (segment,) = bars.lines[2][0].get_segments()
         assert bars.lines[0].get_ydata()[0] == pytest.approx(found["mean_difference"])
         assert sorted(y for _, y in segment) == pytest.approx(found["ci95"])
+    assert "fresh test 8 (SmolLM2): contradicted ⚑" in panels  # flagged as the table flags it
     paired = panels["fresh test 2b (fresh pairs): held"]
     (shaded,) = [p for p in paired.patches if p.get_alpha() == 0.08]  # the claimed side, below 0
     assert shaded.get_y() + shaded.get_height() == pytest.approx(0.0) and shaded.get_y() < -0.05

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from oversmooth.claims.claim import Claim
+from oversmooth.claims.statements import FRESH_FLAGS, STATEMENTS
 from oversmooth.claims.summary import paper_effect
 from oversmooth.claims.third_protocol import fresh_tests
 from oversmooth.utils.plotting import DEFAULT_FORMATS, PAGE, figure, figure_legend, fill, save_figure, set_title
@@ -22,7 +23,8 @@ def plot_effects(claims: list[Claim], stem: Path, records: Sequence[dict] = (), 
     differ, each named in full), the primary family's first, up to 4 a row: the claimed side
     shaded (an equivalence claim's: inside its margin), the paper's effect as it states it (star)
     and carried to our measure (docs/registrations/fourth-step.md, dotted) where it states one, and
-    the third protocol's reading under the verdict where the two differ; then a panel per fresh
+    the third protocol's reading under the verdict where the two differ, ⚑ beside a verdict resting on
+    a disclosed flaw (as in the report's table); then a panel per fresh
     test of ``records`` (the third protocol's and the fourth step's) with something to draw
     (``draws_fresh``); one legend under them all."""
     tested = [c for c in claims if c.effect is not None and c.ci is not None and all(map(math.isfinite, c.ci))]
@@ -47,7 +49,7 @@ def plot_effects(claims: list[Claim], stem: Path, records: Sequence[dict] = (), 
                 for bound in (-c.margin, c.margin):
                     ax.axhline(bound, color="tab:red", ls="--", lw=0.8, label="equivalence margin")
             claimed = shade_claimed(ax, c.direction, c.margin)
-            title = f"{c.id} ({c.family}): {c.verdict}"
+            title = f"{c.id} ({c.family}): {c.verdict}" + (" ⚑" if STATEMENTS[c.id].flag else "")
             if c.reading != c.verdict:
                 title += f"\nthird protocol: {c.reading}"
             level = f"{100 * c.ci_level:.4g} % CI, " if c.ci_level else ""
@@ -67,7 +69,7 @@ def draws_fresh(record: dict) -> bool:
 def _fresh_panel(ax, record: dict) -> None:
     """A fresh test's panel (``draws_fresh``), in green, titled with its verdict, the claimed side
     shaded where the record states it (a paired test's ``direction``; a similarity test's: lower)."""
-    title = f"fresh test {record['claim']}: {record['verdict']}"
+    title = f"fresh test {record['claim']}: {record['verdict']}" + (" ⚑" if record["claim"] in FRESH_FLAGS else "")
     if "models" in record:  # a similarity claim's re-test: the mean change per passage, per model
         models = record["models"]
         for x, found in enumerate(models.values()):

@@ -110,6 +110,16 @@ def _styles(cells: list[CellResult]) -> dict[str, dict]:
     }
 
 
+def _legend_room(styles: dict) -> float:
+    """Inches more a figure needs for a legend of one line per method past the first four, so that
+    its panels keep their height.
+
+    >>> _legend_room(dict.fromkeys("abc")), _legend_room(dict.fromkeys("abcdefghij"))
+    (0.0, 1.5)
+    """
+    return 0.25 * max(len(styles) - 4, 0)
+
+
 def _legends(axes) -> None:
     """A legend under every panel that has labelled lines (panels may hold different methods)."""
     for ax in axes:
@@ -176,7 +186,8 @@ def plot_layers(
     """Per-layer metrics of the probe batch at the end of training, deepest depth: one thin line
     per seed, the mean over seeds bold."""
     panels, styles = _panels(cells), _styles(cells)
-    with figure(len(metrics), len(panels), _panel_width(panels), 1.2 + 2.2 * len(metrics)) as (fig, axes):
+    height = 1.2 + 2.2 * len(metrics) + _legend_room(styles)
+    with figure(len(metrics), len(panels), _panel_width(panels), height) as (fig, axes):
         for col, (task, norm) in enumerate(panels):
             chosen = [c for c in cells if (c.task, c.norm) == (task, norm) and c.final_layers]
             if not chosen:
@@ -207,7 +218,7 @@ def plot_curves(cells: list[CellResult], stem: Path, formats=DEFAULT_FORMATS) ->
     """Validation score per epoch at the deepest depth, one panel per task x norm: one thin line
     per seed, the mean over seeds bold."""
     panels, styles = _panels(cells), _styles(cells)
-    with figure(1, len(panels), _panel_width(panels), 3.4) as (fig, axes):
+    with figure(1, len(panels), _panel_width(panels), 3.4 + _legend_room(styles)) as (fig, axes):
         for ax, (task, norm) in zip(axes[0], panels):
             chosen = [c for c in cells if (c.task, c.norm) == (task, norm) and c.epochs]
             if not chosen:

@@ -226,7 +226,9 @@ def rescue_headline(cells: list[CellResult], records: list[dict]) -> str:
     """For the report's opening, once every fix is decided among ``records`` (each holds its paired
     ``test``): on how many seeds post-norm softmax at depth 96 fails (``failure_count``), post-norm
     and pre-norm softmax's validation accuracy and last-layer cos_sim there, and the range over the
-    fixes that held, means over the registered seeds; '' before (or when they were not tested)."""
+    fixes that held, means over the registered seeds; where post-norm fails on some seeds only, the
+    same means over those seeds for post-norm softmax, the fixes and de-escalation (described);
+    '' before (or when they were not tested)."""
     decided = {r["claim"]: r["verdict"] for r in records if "test" in r}
     if any(fix.name not in decided for fix in FIXES):
         return ""
@@ -240,7 +242,17 @@ def rescue_headline(cells: list[CellResult], records: list[dict]) -> str:
     if held:
         accuracies, cos_sims = zip(*(_arm_means(groups, arm) for arm in held))
         text += f", the fixes that held at {_span(accuracies, '.2f')} % / {_span(cos_sims, '.3f')}"
-    return text + " (validation accuracy / last-layer cos_sim)"
+    text += " (validation accuracy / last-layer cos_sim)"
+    failed = failing_seeds(cells)
+    if 0 < len(failed) < len(groups):  # a seed-dependent failure: where it failed, described
+        where = [seeds[seed] for seed in failed]
+        fixes = [_arm_means(where, fix.question.method)[0] for fix in FIXES]
+        text += (
+            f"; on the {len(failed)} seed{'s' * (len(failed) > 1)} where it fails, described and deciding nothing, "
+            f"post-norm softmax ends at {_arm_means(where, POST)[0]:.2f} %, the {len(FIXES)} fixes at "
+            f"{_span(fixes, '.2f')} % and de-escalation at {_arm_means(where, CLAIM_4B.question.method)[0]:.2f} %"
+        )
+    return text
 
 
 def post_norm_fails(cells: list[CellResult]) -> dict[int, bool | None]:

@@ -248,7 +248,7 @@ def rescue_headline(cells: list[CellResult], records: list[dict]) -> str:
         where = [seeds[seed] for seed in failed]
         fixes = [_arm_means(where, fix.question.method)[0] for fix in FIXES]
         text += (
-            f"; on the {len(failed)} seed{'s' * (len(failed) > 1)} where it fails, described and deciding nothing, "
+            f"; on the {_seeds(len(failed))} where it fails, described and deciding nothing, "
             f"post-norm softmax ends at {_arm_means(where, POST)[0]:.2f} %, the {len(FIXES)} fixes at "
             f"{_span(fixes, '.2f')} % and de-escalation at {_arm_means(where, CLAIM_4B.question.method)[0]:.2f} %"
         )
@@ -286,8 +286,8 @@ def failure_count(cells: list[CellResult]) -> str:
 
 def failure_sentence(cells: list[CellResult]) -> str:
     """``post_norm_fails`` in a sentence of the family's section: the seeds where post-norm softmax
-    failed, those where it trained with its validation accuracy, and those the rule cannot read ('' before
-    any seed has both cells)."""
+    failed, those where it trained (with its validation accuracy) and those the rule cannot read;
+    '' before any seed has both cells."""
     found = post_norm_fails(cells)
     if not found:
         return ""
@@ -310,7 +310,7 @@ def failure_sentence(cells: list[CellResult]) -> str:
 
 
 def _seeds(n: int) -> str:
-    """ "1 seed", "4 seeds"."""
+    """``n`` seeds in words: "1 seed", "4 seeds"."""
     return f"{n} seed{'s' * (n != 1)}"
 
 

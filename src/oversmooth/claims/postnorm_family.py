@@ -167,7 +167,8 @@ def _family(family: tuple[FamilyClaim, ...], cells: list[CellResult], failure: s
     records = []
     for claim, decision in zip(family, decide_family(pairs)):
         seeds = [seed for seed, *_ in evidence[claim.name].values]
-        by_seed = ", ".join(f"{m - b:+.2f}" for _, m, b in evidence[claim.name].values)
+        differences = [m - b for _, m, b in evidence[claim.name].values]
+        by_seed = ", ".join(f"{d:+.2f}" for d in differences)
         described = f"by seed ({seed_span(seeds)}): {by_seed} pp; " + _described(
             claim, cells, [groups[seed] for seed in seeds]
         )
@@ -176,7 +177,7 @@ def _family(family: tuple[FamilyClaim, ...], cells: list[CellResult], failure: s
             | {
                 "verdict": decision.verdict,
                 "sentence": f"{decision.reason}; {described}",
-                "test": test_fields(decision, seeds),
+                "test": test_fields(decision, seeds) | {"differences": differences},
             }
         )
     return records

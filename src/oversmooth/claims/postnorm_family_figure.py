@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from oversmooth.claims.gathering import gather, group_cells
+from oversmooth.claims.gathering import group_cells
 from oversmooth.claims.measures import Key, last_val
 from oversmooth.claims.postnorm_confirm import CANDIDATE
 from oversmooth.claims.postnorm_family import CLAIM_4A, DEEP, FAMILIES, POST, PRE, PRESET
@@ -81,7 +81,7 @@ def family_rows(decided: list[dict], cells: list[CellResult]) -> list[FigureRow]
     for record in decided:
         test, question = record["test"], claims[record["claim"]].question
         rescue = cos_sim = None
-        by_seed = tuple(m - b for _, m, b in gather(question, cells).values)
+        by_seed = tuple(test["differences"])
         cos_by_seed: tuple[float, ...] = ()
         if question.baseline == POST:
             seeds = [groups[seed] for seed in test["seeds"]]

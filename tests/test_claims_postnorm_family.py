@@ -373,7 +373,8 @@ def test_the_section_says_on_which_seeds_post_norm_failed_by_the_screens_rule(tm
         "on 2 of the 2 seeds where both have finished (seeds 20-21); the rule cannot read seed(s) 22 (pre-norm has "
         "no evaluation)."
     ) in "\n".join(family_section(unread))
-    complete = family_cells(tmp_path / "complete", val=val)
+    trained_cos = {(("post", "softmax", 96), 22): 0.40, (("post", "deescalate", 96), 22): 0.90}
+    complete = family_cells(tmp_path / "complete", val=val, cos_sim=trained_cos)  # means over 20, 21, 23 only
     headline = rescue_headline(complete, family_records(complete))
     assert headline.startswith(
         "post-norm softmax at depth 96 fails on 3 of the 4 seeds finished (by the screen's rule)"
@@ -388,8 +389,8 @@ def test_the_section_says_on_which_seeds_post_norm_failed_by_the_screens_rule(tm
     )
     assert headline.endswith(
         f"; on the 3 seeds where it fails, described and deciding nothing, post-norm softmax ends at "
-        f"{mean(('post', 'softmax', 96)):.2f} %, the 5 fixes at {fixes[0]:.2f}-{fixes[-1]:.2f} % and de-escalation at "
-        f"{mean(('post', 'deescalate', 96)):.2f} %"
+        f"{mean(('post', 'softmax', 96)):.2f} % / 0.950, the 5 fixes at {fixes[0]:.2f}-{fixes[-1]:.2f} % / "
+        f"0.250-0.300 and de-escalation at {mean(('post', 'deescalate', 96)):.2f} % / 0.300"
     )
     every = family_cells(tmp_path / "every")  # post-norm fails on every seed: nothing to add
     assert "where it fails" not in rescue_headline(every, family_records(every))

@@ -12,9 +12,11 @@ from test_claims_postnorm_family import family_cells
 
 from oversmooth.claims.fourth_step import claim4_clause
 from oversmooth.claims.fresh_2b import fresh_2b_record
+from oversmooth.claims.postnorm_family import family_records
 from oversmooth.claims.postnorm_screen import ScreenArm, ScreenRow, screen_sentence
+from oversmooth.claims.report import fresh_summary
 from oversmooth.claims.smollm2_fair import fair_records, learning_curves, read_fair_adaptations
-from oversmooth.claims.summary import opening
+from oversmooth.claims.summary import opening, summary_table
 from oversmooth.errors import UsageError
 from oversmooth.study.results import read_studies
 
@@ -67,6 +69,12 @@ def test_claim_8_on_smollm2_is_decided_by_holm_over_its_two_arms(tmp_path):
     assert records[1]["test"]["ci"] == pytest.approx([interval.low, interval.high])
     assert -0.056 < interval.low < 0 < interval.high
     assert [r["verdict"] for r in records] == ["contradicted", "smaller than claimed"]
+    assert records[1]["sentence"].startswith(  # the reading leads; the test's own words follow
+        f"smaller than claimed: the Holm-matched interval [{interval.low:+.4g}, {interval.high:+.4g}] lies entirely "
+        f"short of the paper's effect carried to this measure ({records[1]['effect']:+.4g}); the test: inconclusive: "
+        "mean difference"
+    )
+    assert records[0]["sentence"].startswith("contradicted: mean difference")
     assert records[0]["effect"] == pytest.approx(-(0.46 / 27.83) * 3.41)  # 1.65 % of the control's NLL
     assert "ramped from 0 over 200 of 600 steps" in records[0]["sentence"]
     curves = learning_curves(read_fair_adaptations(tmp_path / "fourth-step"))
@@ -169,6 +177,18 @@ def test_the_opening_says_where_claim_4_stands_where_post_norm_fails(tmp_path):
         "pending (ReZero, σReparam, MV-split); so far post-norm softmax at depth 96 fails on 2 of the 2 seeds "
         "finished (by the screen's rule)"
     )
+    family = family_cells(tmp_path / "all")  # every seed: the fixes are decided
+    undecided = {name: 99.0 + 10 * i for i, name in enumerate(verdicts)}  # 99-139 pp: within reach of one
+    vague = [
+        {"claim": f"{name} (post-norm fails)", "verdict": "inconclusive", "test": {"mde": mde, "seeds": [20, 21]}}
+        for name, mde in undecided.items()
+    ]
+    assert (
+        "the depth fixes inconclusive (DeepNorm, LayerScale, ReZero, σReparam, MV-split; their 2 pairs detect a "
+        "difference of 99-139 pp or more); post-norm softmax at depth 96 fails on 4 of the 4 seeds"
+    ) in claim4_clause(cells + family, vague)
+    beyond = [r | {"test": r["test"] | {"mde": r["test"]["mde"] + 2}} for r in vague]
+    assert "of 101-141 pp or more, beyond what accuracy can move); post-norm" in claim4_clause(cells + family, beyond)
     alone = claim4_clause(screen, records)
     assert alone.startswith("pending: its confirmation is running (the registered screen found a recipe")
     gated = [{**r, "verdict": "not tested", "sentence": "not tested: pre-norm softmax at depth 96 did not train"}
@@ -208,3 +228,24 @@ def test_the_opening_says_why_each_fresh_test_was_not_tested():
         "not tested: 6 (re-test; the seed rule asks more seeds than 12), 4a, 4b (post-norm fails; pre-norm softmax "
         "at depth 96 did not train) and 2b (fresh pairs; dropped for budget)."
     ) in opening([], records, "pending")
+
+
+def test_the_depth_fixes_have_a_row_and_a_count_of_their_own_beside_the_claims(tmp_path):
+    """The summary table gives the depth fixes' family one row after the claims' (their fresh tests as
+    their records give them, each interval to 3 figures); the bullet counts them apart from the claims'
+    fresh tests (4a, 4b)."""
+    records = family_records(family_cells(tmp_path))
+    table = summary_table([], records).splitlines()
+    assert len(table) == 3 and table[2].startswith(
+        "| depth fixes | DeepNorm, LayerScale, ReZero, σReparam and MV-split rescue deep post-norm (each its "
+        "paper's claim) | – | – | – | *described where post-norm trains, not decided* | DeepNorm (post-norm fails): **"
+    )
+    fix = next(r for r in records if r["claim"] == "ReZero (post-norm fails)")
+    mean, (low, high) = fix["test"]["mean"], fix["test"]["ci"]
+    assert f"ReZero (post-norm fails): **{fix['verdict']}**, {mean:+#.3g} [{low:+#.3g}, {high:+#.3g}] pp" in table[2]
+    assert "4a" not in table[2]
+    claims_line, fixes_line = fresh_summary(records).splitlines()
+    assert "4a (post-norm fails)" in claims_line and "DeepNorm" not in claims_line
+    assert fixes_line.startswith("- *fresh tests of the depth fixes* (a family beside the claims): **")
+    assert fixes_line.count("(post-norm fails)") == 5
+    assert fresh_summary(records[:2]) == fresh_summary(records[:2]).splitlines()[0]  # no fixes: one line

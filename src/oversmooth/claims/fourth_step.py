@@ -11,12 +11,20 @@ from pathlib import Path
 from oversmooth.claims.claim4_depth import claim4_depth_lines, recipe_words
 from oversmooth.claims.fresh_2b import fresh_2b_record
 from oversmooth.claims.postnorm_confirm import CANDIDATE, confirm_section, confirm_seeds, confirmed
-from oversmooth.claims.postnorm_family import FIXES, failure_count, family_records, family_section, rescue_headline
+from oversmooth.claims.postnorm_family import (
+    FIXES,
+    failure_count,
+    family_records,
+    family_section,
+    rescue_headline,
+    value_range,
+)
 from oversmooth.claims.postnorm_family import PRESET as FAMILY
 from oversmooth.claims.postnorm_family_figure import family_figure_lines
 from oversmooth.claims.postnorm_screen import DEEP, STUDY, candidates, screen_rows, screen_sentence, screen_table
 from oversmooth.claims.smollm2_fair import RAMP, fair_records, learning_curves
 from oversmooth.claims.third_protocol import claims_by_verdict, records_table
+from oversmooth.claims.verdicts import INCONCLUSIVE
 from oversmooth.study.report import Draw
 from oversmooth.study.results import CellResult
 from oversmooth.utils.plotting import DEFAULT_FORMATS, PAGE, embed, figure, figure_legend, integer_ticks, save_figure
@@ -56,9 +64,7 @@ def claim4_clause(cells: list[CellResult], records: list[dict]) -> str:
         return f"{state} ({screen_sentence(rows)})"
     names = {fix.name for fix in FIXES}
     fixes = [r for r in records if r["claim"] in names]
-    told = "; ".join(
-        f"{v} ({', '.join(name.split(' (')[0] for name in found)})" for v, found in claims_by_verdict(fixes).items()
-    )
+    told = "; ".join(f"{v} ({_fixes_words(v, found, fixes)})" for v, found in claims_by_verdict(fixes).items())
     untested = next((r["sentence"] for r in fixes if r["verdict"] == "not tested"), "")
     told += f": {untested.removeprefix('not tested: ')}" if untested else ""
     if headline := rescue_headline(cells, records):
@@ -70,6 +76,26 @@ def claim4_clause(cells: list[CellResult], records: list[dict]) -> str:
         f"while pre-norm trains ({CANDIDATE}: {recipe_words(FAMILY.cells()[0].spec())}); 4a, 4b and the depth "
         f"fixes are tested afresh there (`{FAMILY.name}`), the depth fixes {told}"
     )
+
+
+def _fixes_words(verdict: str, names: list[str], fixes: list[dict]) -> str:
+    """The fixes ``names`` given ``verdict``, by their short names; where they are inconclusive,
+    the smallest difference their design detects (``test_fields``' ``mde``), and that it lies beyond
+    what accuracy can move where it does.
+
+    >>> fixes = [{"claim": f"{n} (post-norm fails)", "test": {"mde": m, "seeds": [20, 21]}} for n, m in
+    ...          (("ReZero", 134.5), ("MV-split", 101.0))]
+    >>> _fixes_words("inconclusive", ["ReZero (post-norm fails)", "MV-split (post-norm fails)"], fixes)
+    'ReZero, MV-split; their 2 pairs detect a difference of 101-134 pp or more, beyond what accuracy can move'
+    """
+    text = ", ".join(name.split(" (")[0] for name in names)
+    tests = [r["test"] for r in fixes if r["claim"] in names and "mde" in r.get("test", {})]
+    if verdict != INCONCLUSIVE or not tests:
+        return text
+    detectable = [t["mde"] for t in tests]
+    beyond = ", beyond what accuracy can move" if min(detectable) > 100 else ""
+    pairs = len(tests[0]["seeds"])
+    return f"{text}; their {pairs} pairs detect a difference of {value_range(detectable, '.0f')} pp or more{beyond}"
 
 
 def fourth_step_section(

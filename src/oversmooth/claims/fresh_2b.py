@@ -16,7 +16,7 @@ from oversmooth.claims.gathering import gather
 from oversmooth.claims.presets import CLAIMS_PRESETS
 from oversmooth.claims.protocol import LM_GATE, PROTOCOLS
 from oversmooth.claims.third_protocol import test_fields
-from oversmooth.claims.verdicts import decide, in_magnitude
+from oversmooth.claims.verdicts import decide, magnitude_reason
 from oversmooth.study.results import CellResult
 
 PRESET = CLAIMS_PRESETS["austen-p3-fresh"]
@@ -63,8 +63,9 @@ def fresh_2b_record(cells: list[CellResult], budget: dict | None = None) -> dict
     decision = decide(method, baseline, "lower")
     test_split = [m - b for _, m, b in gather(replace(FRESH, measure=measures.score), cells).values]
     beside = f"on the test split (deciding nothing) the mean difference is {statistics.fmean(test_split):+.4g}"
+    verdict, reason = magnitude_reason(decision, EFFECT)
     return record | {
-        "verdict": in_magnitude(decision, EFFECT),
-        "sentence": f"{decision.reason}; {beside}; gate L (a), (c): {evidence.gate_measured}",
+        "verdict": verdict,
+        "sentence": f"{reason}; {beside}; gate L (a), (c): {evidence.gate_measured}",
         "test": test_fields(decision, [seed for seed, *_ in evidence.values]),
     }

@@ -16,7 +16,7 @@ has finished, while a cell of the family is missing; **not tested** when pre-nor
 96 did not train on a registered seed (``postnorm_confirm.pre_norm_short``: gate (a) within
 0.5 pp and a final validation accuracy of at least 78.89 %). Each record states beside its
 verdict, deciding nothing: the difference on each seed, the test split's mean difference,
-post-norm softmax's gap to pre-norm at depth 96 (for a fix, the share of it the fix closed) and
+how far post-norm softmax ends below pre-norm at depth 96 (for a fix, the share of it closed) and
 each arm's validation accuracy with its last-layer cos_sim; and, whatever the verdict, the
 regime: post-norm softmax's last-layer cos_sim at depth 96 beside its random-init null
 (``regime.tested_where``).
@@ -37,6 +37,7 @@ from oversmooth.claims.postnorm_screen import CHANCE_BAR, K_PP, ScreenRow, arm_o
 from oversmooth.claims.presets import CLAIMS_PRESETS, DEPTH_FIXES
 from oversmooth.claims.protocol import Protocol
 from oversmooth.claims.regime import tested_where
+from oversmooth.claims.statements import DEPTH_FIXES_ROW
 from oversmooth.claims.third_protocol import test_fields
 from oversmooth.claims.verdicts import PairedClaim, decide_family
 from oversmooth.study.report import last_cos_sim, seed_span
@@ -124,7 +125,8 @@ def pre_norm_gate(cells: list[CellResult]) -> str | None:
 
 def family_records(cells: list[CellResult]) -> list[dict]:
     """One record per claim of both families (``claims.third_protocol``'s fields, with the test's
-    numbers once decided), in the order of ``FAMILIES``."""
+    numbers once decided; a fix's ``beside`` names the summary's row of them), in the order of
+    ``FAMILIES``."""
     failure = pre_norm_gate(cells)
     return [record for family in FAMILIES for record in _family(family, cells, failure)]
 
@@ -146,6 +148,7 @@ def _family(family: tuple[FamilyClaim, ...], cells: list[CellResult], failure: s
             "unit": "pp",
             "direction": "higher",  # a fix's test is two-sided; "held" is its side
             **where,
+            **({"beside": DEPTH_FIXES_ROW[0]} if family is FIXES else {}),
         }
         for claim in family
     }
@@ -185,15 +188,17 @@ def _family(family: tuple[FamilyClaim, ...], cells: list[CellResult], failure: s
 
 def _described(claim: FamilyClaim, cells: list[CellResult], groups: list[Mapping[Key, CellResult]]) -> str:
     """What the record states beside its verdict, deciding nothing: the test split's mean
-    difference, post-norm's gap to pre-norm at depth 96 (a fix: the share it closed), and each arm
+    difference, how far post-norm ends below pre-norm at depth 96 (a fix: the share of it closed), and each arm
     it reads with its validation accuracy and last-layer cos_sim, the means over ``groups``."""
     on_test = [m - b for _, m, b in gather(replace(claim.question, measure=claim.on_test), cells).values]
     parts = [f"on the test split (deciding nothing) the mean difference is {statistics.fmean(on_test):+.2f} pp"]
-    gap = _mean_difference(groups, POST, PRE)
+    gap = _mean_difference(groups, PRE, POST)
     closed = ""
-    if claim in FIXES and gap < 0:
-        closed = f", of which it closed {100 * _mean_difference(groups, claim.question.method, POST) / -gap:.0f} %"
-    parts.append(f"post-norm softmax's gap to pre-norm at depth {DEEP}: {gap:+.2f} pp val accuracy{closed}")
+    if claim in FIXES and gap > 0:
+        share = 100 * _mean_difference(groups, claim.question.method, POST) / gap
+        closed = f"; the fix closed {share:.0f} % of that gap" + (" (above pre-norm)" if share > 100 else "")
+    way = "below" if gap >= 0 else "above"
+    parts.append(f"post-norm softmax ends {abs(gap):.2f} pp {way} pre-norm at depth {DEEP} in val accuracy{closed}")
     arms = dict.fromkeys((claim.question.method, claim.question.baseline, *claim.question.reads))
     parts.append("val accuracy / last-layer cos_sim: " + "; ".join(f"{arm_name(a)} {_means(groups, a)}" for a in arms))
     diverged = {a: [g[a].seed for g in groups if g[a].status == "diverged"] for a in arms}
@@ -258,7 +263,7 @@ def _spans(groups: list[Mapping[Key, CellResult]], arms: Sequence[Key]) -> str:
     """The range over ``arms`` of their ``_arm_means`` in words ("85.06-85.54 % / 0.189-0.391")."""
     accuracies, cos_sims = zip(*(_arm_means(groups, arm) for arm in arms))
     found = [cos for cos in cos_sims if cos is not None]
-    return f"{_span(accuracies, '.2f')} % / " + (_span(found, ".3f") if found else "–")
+    return f"{value_range(accuracies, '.2f')} % / " + (value_range(found, ".3f") if found else "–")
 
 
 def post_norm_fails(cells: list[CellResult]) -> dict[int, bool | None]:
@@ -320,10 +325,10 @@ def _seeds(n: int) -> str:
     return f"{n} seed{'s' * (n != 1)}"
 
 
-def _span(values: Sequence[float], spec: str) -> str:
+def value_range(values: Sequence[float], spec: str) -> str:
     """The range of ``values`` ("low-high"; one value alone where they are equal as printed).
 
-    >>> _span([84.8, 85.7], ".1f"), _span([0.369], ".3f")
+    >>> value_range([84.8, 85.7], ".1f"), value_range([0.369], ".3f")
     ('84.8-85.7', '0.369')
     """
     low, high = (format(v, spec) for v in (min(values), max(values)))
@@ -333,8 +338,12 @@ def _span(values: Sequence[float], spec: str) -> str:
 def family_table(cells: list[CellResult]) -> str:
     """Markdown: every arm of ``PRESET`` over the registered seeds that finished it with an
     evaluation: validation accuracy (deciding), test accuracy (beside) and the last-layer cos_sim of
-    the validation probe, each the mean ± SD over those seeds; '' before any has finished."""
+    the validation probe, each the mean ± SD over those seeds; where post-norm softmax at depth 96
+    fails on some seeds and trains on others (``failing_seeds``), the means of validation accuracy
+    and cos_sim over the seeds where it fails too; '' before any has finished."""
     seeds = group_cells(CLAIM_4A.question, cells)
+    failed = failing_seeds(cells)
+    mixed = 0 < len(failed) < len(post_norm_fails(cells))
     columns = ((last_val, ".2f"), (paired_score, ".2f"), (last_cos_sim, ".3f"))
     rows = []
     for arm in dict.fromkeys((c.norm, c.variant.label, c.depth) for c in PRESET.cells()):
@@ -344,9 +353,27 @@ def family_table(cells: list[CellResult]) -> str:
             diverged = [c.seed for c in done if c.status == "diverged"]
             span = seed_span([c.seed for c in done]) + (f" ({seed_span(diverged)} diverged)" if diverged else "")
             rows.append([arm_name(arm), span, *(_spread(done, *c) for c in columns)])
+            if mixed:
+                rows[-1].append(_where_failed([c for c in done if c.seed in failed], len(failed)))
     test = "test accuracy (%; a diverged seed: its last val)"
     header = ["arm", "seeds", "val accuracy (%)", test, "last-layer cos_sim"]
+    if mixed:
+        header.append(
+            f"where post-norm fails (seed{'s' * (len(failed) > 1)} {seed_span(failed)}): val accuracy (%) / cos_sim"
+        )
     return markdown_table(header, rows) if rows else ""
+
+
+def _where_failed(cells: list[CellResult], failed: int) -> str:
+    """The means of validation accuracy and last-layer cos_sim over ``cells`` (an arm's cells on the
+    ``failed`` seeds where post-norm fails that it has finished), with how many where not all."""
+    if not cells:
+        return "–"
+    found = [cos for c in cells if (cos := last_cos_sim(c)) is not None]
+    text = f"{statistics.fmean(last_val(c) for c in cells):.2f} / " + (
+        f"{statistics.fmean(found):.3f}" if found else "–"
+    )
+    return text + (f" ({len(cells)} of {failed})" if len(cells) < failed else "")
 
 
 def _spread(cells: list[CellResult], read, spec: str) -> str:

@@ -29,9 +29,9 @@ from oversmooth.claims.reading import SEEN_FIRST, post_norm_trains_deep
 from oversmooth.claims.regime_pilot import regime_pilot_section
 from oversmooth.claims.registry import decide_claims
 from oversmooth.claims.sinks_family import sinks_records, sinks_section
-from oversmooth.claims.statements import STATEMENTS
+from oversmooth.claims.statements import DEPTH_FIXES_ROW, STATEMENTS
 from oversmooth.claims.summary import effect_text, grouped_by_case, opening, summary_table
-from oversmooth.claims.third_protocol import claims_by_verdict, fresh_tests, third_protocol_section
+from oversmooth.claims.third_protocol import beside_claims, claims_by_verdict, fresh_tests, third_protocol_section
 from oversmooth.study.report import OUTPUTS as STUDY_OUTPUTS
 from oversmooth.study.report import (
     Draw,
@@ -123,13 +123,19 @@ def _gate(c: Claim) -> str:
 
 
 def fresh_summary(records: Sequence[dict]) -> str:
-    """One line: the fresh tests (the third protocol's and the fourth step's) by verdict, counted
-    apart from the registered verdicts."""
-    parts = [
-        f"**{verdict}** ({len(names)}): {', '.join(names)}"
-        for verdict, names in claims_by_verdict(fresh_tests(records)).items()
-    ]
-    return "- *fresh tests* (registered before they ran): " + ("; ".join(parts) or "none")
+    """One line: the fresh tests of the claims (the third protocol's and the fourth step's) by verdict,
+    counted apart from the registered verdicts; a second for the depth fixes' family, where it has records."""
+    line = "- *fresh tests* (registered before they ran): " + (_by_verdict(fresh_tests(records)) or "none")
+    if beside := beside_claims(records):
+        line += f"\n- *fresh tests of the {DEPTH_FIXES_ROW[0]}* (a family beside the claims): {_by_verdict(beside)}"
+    return line
+
+
+def _by_verdict(records: Sequence[dict]) -> str:
+    """``records``' names by verdict, each verdict with its count."""
+    return "; ".join(
+        f"**{verdict}** ({len(names)}): {', '.join(names)}" for verdict, names in claims_by_verdict(records).items()
+    )
 
 
 def verdict_summary(claims: list[Claim]) -> str:

@@ -21,7 +21,7 @@ from oversmooth.claims.sinks_trained import (
     trained_evidence,
 )
 from oversmooth.claims.third_protocol import test_fields
-from oversmooth.claims.verdicts import Decision, PairedClaim, decide_family, existence, in_magnitude
+from oversmooth.claims.verdicts import Decision, PairedClaim, decide_family, existence, magnitude_reason
 from oversmooth.study.results import CellResult
 from oversmooth.study.stats import paired_test
 from oversmooth.utils.markdown import markdown_table
@@ -58,17 +58,17 @@ def _trained_row(evidence: TrainedEvidence, decision: Decision | None, val_nll: 
             f"{test.ci_high:+.4f}] over seeds {seeds[0]}-{seeds[-1]}; mean validation NLL {nll}"
         )
         return row | {"verdict": "described", "sentence": sentence}
-    verdict = decision.verdict
+    verdict, reason = decision.verdict, decision.reason
     if claim.id == "S3a":
         verdict = existence(verdict)
     elif evidence.effect is not None:
-        verdict = in_magnitude(decision, evidence.effect)
+        verdict, reason = magnitude_reason(decision, evidence.effect)
     beside = "" if evidence.effect is None else f"; the paper's effect carried: {evidence.effect:+.4g}"
     if claim.id == "S3b":  # softpick's own sink rate beside (the softpick paper reports 0)
         own = paired_test(evidence.method, [0.0] * len(seeds), "higher")
         beside += f"; softpick's sink rate {own.mean:.3f}, 95 % CI [{own.ci_low:.3f}, {own.ci_high:.3f}]"
     gate = f"; gate L (a), (c): {evidence.gate}" if evidence.gate else ""
-    return row | {"verdict": verdict, "sentence": decision.reason + beside + gate, "test": test_fields(decision, seeds)}
+    return row | {"verdict": verdict, "sentence": reason + beside + gate, "test": test_fields(decision, seeds)}
 
 
 def sinks_records(results: str | Path, cells: list[CellResult]) -> list[dict]:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from oversmooth.claims.protocol import OVERSMOOTHS, rule_side
 from oversmooth.claims.third_protocol import test_fields
-from oversmooth.claims.verdicts import PairedClaim, PaperEffect, decide_family, in_magnitude
+from oversmooth.claims.verdicts import PairedClaim, PaperEffect, decide_family, magnitude_reason
 from oversmooth.errors import UsageError
 from oversmooth.utils.json_files import NUMBER, check_table, read_table
 
@@ -95,13 +95,14 @@ def fair_records(adapted: dict[int, dict]) -> list[dict]:
             f"effect carried: {effect:+.3f} nats ({100 * PAPER.error_removed:.2f} % of the control's "
             f"{statistics.fmean(control):.3f})"
         )
+        verdict, reason = magnitude_reason(decision, effect)
         records.append(
             base
             | {
                 "claim": f"8 (SmolLM2, lam {lam:g})",
                 "model": _model(lam),
-                "verdict": in_magnitude(decision, effect),
-                "sentence": f"{decision.reason}; {scope}",
+                "verdict": verdict,
+                "sentence": f"{reason}; {scope}",
                 "effect": effect,
                 "test": test_fields(decision, list(SEEDS)),
             }

@@ -274,5 +274,13 @@ FRESH_FLAGS = {
 #: +0.46 pp, Nguyen et al. 2023, Table 1: 1.65 % of the error removed) carried to the control's mean
 #: final validation NLL there (3.412 nats, seeds 10-15) is -0.056 nats per token
 FRESH_EFFECTS = {"8 (SmolLM2)": -0.056}
+#: the one family of fresh tests beside the papers' claims (records whose ``beside`` names it): the
+#: depth fixes where post-norm fails, a row of the summary: its id, its statement, and what the second
+#: protocol did with it
+DEPTH_FIXES_ROW = (
+    "depth fixes",
+    "DeepNorm, LayerScale, ReZero, σReparam and MV-split rescue deep post-norm (each its paper's claim)",
+    "*described where post-norm trains, not decided*",
+)
 #: every claim by its stable id, in the report's order
 STATEMENTS: dict[str, Statement] = {row.id: row for row in _ROWS}

@@ -9,8 +9,8 @@ from collections.abc import Sequence
 
 from oversmooth.claims.claim import Claim
 from oversmooth.claims.protocol import OVERSMOOTHS
-from oversmooth.claims.statements import FRESH_EFFECTS, FRESH_FLAGS, STATEMENTS
-from oversmooth.claims.third_protocol import claims_by_verdict, fresh_tests
+from oversmooth.claims.statements import DEPTH_FIXES_ROW, FRESH_EFFECTS, FRESH_FLAGS, STATEMENTS
+from oversmooth.claims.third_protocol import beside_claims, claims_by_verdict, fresh_tests
 from oversmooth.claims.verdicts import NOT_TESTED
 from oversmooth.utils.markdown import markdown_table
 
@@ -20,12 +20,17 @@ SHORT_ASIDE = 40
 
 
 def interval_text(mean: float, low: float, high: float) -> str:
-    """A mean and its interval to 3 significant figures, trailing zeros kept.
+    """A mean and its interval to 3 significant figures, trailing zeros kept (a bare point dropped).
 
-    >>> interval_text(0.3996, 0.3943, 0.4049)
-    '+0.400 [+0.394, +0.405]'
+    >>> interval_text(0.3996, 0.3943, 0.4049), interval_text(57.3, -48.03, 163.1)
+    ('+0.400 [+0.394, +0.405]', '+57.3 [-48.0, +163]')
     """
-    return f"{mean:+#.3g} [{low:+#.3g}, {high:+#.3g}]"
+    return f"{_figures(mean)} [{_figures(low)}, {_figures(high)}]"
+
+
+def _figures(x: float) -> str:
+    """``x`` signed, to 3 significant figures with trailing zeros, never ending in a bare point."""
+    return format(x, "+#.3g").removesuffix(".")
 
 
 def effect_text(c: Claim, unit: str = "") -> str:
@@ -127,7 +132,7 @@ def summary_table(claims: list[Claim], records: Sequence[dict] = ()) -> str:
     """Markdown: one row per claim, its registered verdict (the second protocol's), its fresh tests'
     (``records``: the third protocol's and the fourth step's, registered before they ran) and the
     third protocol's exploratory reading in separate columns; ⚑ marks a verdict resting on a
-    disclosed flaw."""
+    disclosed flaw; then a row of the fresh tests beside the claims (the depth fixes' family)."""
     lines = [
         markdown_table(
             [
@@ -152,10 +157,20 @@ def summary_table(claims: list[Claim], records: Sequence[dict] = ()) -> str:
                     _exploratory(c),
                 ]
                 for c in claims
-            ],
+            ]
+            + _beside_row(records),
         ),
     ]
     return "\n".join(lines)
+
+
+def _beside_row(records: Sequence[dict]) -> list[list[str]]:
+    """The summary's row of the fresh tests beside the claims (``DEPTH_FIXES_ROW``), none without them."""
+    beside = beside_claims(records)
+    if not beside:
+        return []
+    row_id, statement, registered = DEPTH_FIXES_ROW
+    return [[row_id, statement, "–", "–", "–", registered, "; ".join(_fresh(r) for r in beside), "–"]]
 
 
 def _ids(ids: Sequence[str]) -> str:

@@ -41,13 +41,15 @@ def read_third_protocol(folder: Path) -> list[dict]:
 
 def test_fields(decision: Decision, seeds: list[int]) -> dict:
     """A decided paired test as a record's ``test`` holds it: the seeds, the mean difference, the
-    decision's (Holm-matched) interval, the unadjusted and Holm-adjusted two-sided p."""
+    decision's (Holm-matched) interval, the unadjusted and Holm-adjusted two-sided p, and the
+    smallest effect the design detects at its Holm level (``Decision.mde``)."""
     return {
         "seeds": seeds,
         "mean": decision.test.mean,
         "ci": [decision.ci_low, decision.ci_high],
         "p": decision.test.p_two_sided,
         "p_holm": decision.p_adjusted,
+        "mde": decision.mde,
     }
 
 
@@ -84,6 +86,11 @@ def fresh_tests(records: Sequence[dict], claim_id: str | None = None) -> list[di
     then what sets them apart (``"1b (re-test)"``, ``"8 (SmolLM2)"``); a family's record names none."""
     wanted = set(STATEMENTS) if claim_id is None else {claim_id}
     return [r for r in records if r["claim"].split()[0] in wanted]
+
+
+def beside_claims(records: Sequence[dict]) -> list[dict]:
+    """The records of the family beside the papers' claims (their ``beside``: the depth fixes')."""
+    return [r for r in records if "beside" in r]
 
 
 def records_table(records: Sequence[dict]) -> list[str]:

@@ -363,6 +363,28 @@ def in_magnitude(decision: Decision, effect: float) -> Verdict:
     return HELD_SMALLER if decision.verdict == HELD else SMALLER
 
 
+def magnitude_reason(decision: Decision, effect: float) -> tuple[Verdict, str]:
+    """``in_magnitude``'s verdict and why: the decision's own reason, led, where the magnitude
+    reading differs from it, by that reading and the interval it rests on.
+
+    >>> drug2 = [1.9, 0.8, 1.1, 0.1, -0.1, 4.4, 5.5, 1.6, 4.6, 3.4]
+    >>> drug1 = [0.7, -1.6, -0.2, -1.2, -0.1, 3.4, 3.7, 0.8, 0.0, 2.0]
+    >>> verdict, reason = magnitude_reason(decide(drug2, drug1, "higher"), 3.0)
+    >>> verdict  # Student's sleep data: 95 % CI [0.70, 2.46]
+    'held, smaller than claimed'
+    >>> reason.split("; the test: ")[0]
+    "held, smaller than claimed: the Holm-matched interval [+0.7001, +2.46] lies entirely short of ..."
+    """
+    verdict = in_magnitude(decision, effect)
+    if verdict == decision.verdict:
+        return verdict, decision.reason
+    interval = f"[{_fmt(decision.ci_low)}, {_fmt(decision.ci_high)}]"
+    return verdict, (
+        f"{verdict}: the Holm-matched interval {interval} lies entirely short of the paper's effect carried to this "
+        f"measure ({effect:+.4g}); the test: {decision.reason}"
+    )
+
+
 def existence(verdict: Verdict) -> Verdict:
     """The third protocol's verdict on an existence claim decided ``verdict``: held and not tested
     stay; any other is ``not shown here``, never contradicted.

@@ -267,14 +267,16 @@ def run_study(
 def _wait_for(
     out: Path, cells: dict[int, Cell], outcomes: dict[int, CellOutcome], on_done: Callable[[CellOutcome], None]
 ) -> None:
-    """Until every one of ``cells`` has left the Slurm queue and no process trains it."""
+    """Until every one of ``cells`` has left the Slurm queue and no process trains it (a cell whose
+    ``results.json`` is written still saves its model, plots and archive until its job ends)."""
     left = dict(cells)
     while left:
         time.sleep(WAIT_POLL_SECONDS)
         queue = _queue(out, list(left.values()))
         for index, cell in list(left.items()):
-            status = cell_status(cell_dir(out, cell), queue)
-            if not status.active:
+            folder = cell_dir(out, cell)
+            status, job = cell_status(folder, queue), (CellState.read(folder) or CellState("")).job
+            if not status.active and job not in queue:
                 outcomes[index] = CellOutcome(cell, status.state)
                 on_done(outcomes[index])
                 del left[index]

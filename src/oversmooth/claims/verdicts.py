@@ -112,6 +112,19 @@ def _fmt(x: float) -> str:
     return f"{x:+.4g}"
 
 
+def p_text(p: float, alpha: float) -> str:
+    """``p`` to 3 significant figures, more where 3 would print it on the other side of ``alpha``.
+
+    >>> p_text(0.0499, 0.05), p_text(0.04996, 0.05), p_text(0.0501, 0.05), p_text(1.23e-5, 0.05)
+    ('0.0499', '0.04996', '0.0501', '1.23e-05')
+    """
+    for digits in range(3, 17):
+        text = f"{p:.{digits}g}"
+        if (float(text) < alpha) == (p < alpha):
+            return text
+    return repr(p)
+
+
 def _decide(
     test: PairedTest,
     failed_gate: str | None,
@@ -146,7 +159,11 @@ def _decide(
     level = 1 - _level(p, p_adjusted, alpha, family_size if unrejected is None else unrejected)
     low, high = test.interval(level)
     where = f"mean difference {_fmt(test.mean)} over {test.n} pairs, {100 * level:.4g} % CI [{_fmt(low)}, {_fmt(high)}]"
-    holm_p = f"p {p:.3g}" if family_size == 1 else f"Holm-adjusted p {p_adjusted:.3g} over {family_size} claims"
+    holm_p = (
+        f"p {p_text(p, alpha)}"
+        if family_size == 1
+        else f"Holm-adjusted p {p_text(p_adjusted, alpha)} over {family_size} claims"
+    )
     if p_adjusted < alpha:
         claimed = (test.mean > 0) == (test.direction == "higher")
         verdict, way = (HELD, "in") if claimed else (CONTRADICTED, "against")
@@ -167,7 +184,7 @@ def _decide(
     if test.ci_low > 0 or test.ci_high < 0:
         reason += (
             f" (the unadjusted {100 * test.confidence:.4g} % CI [{_fmt(test.ci_low)}, "
-            f"{_fmt(test.ci_high)}] excludes 0, p {p:.3g}, but not after Holm)"
+            f"{_fmt(test.ci_high)}] excludes 0, p {p_text(p, alpha)}, but not after Holm)"
         )
     if test.sd == 0:  # every difference 0 (a nonzero one would have been held or contradicted)
         reason += "; every pair's difference is 0: the arms ended equal on every seed, so nothing was observed to test"
@@ -258,8 +275,8 @@ def _decide_equivalence(
         f"mean difference {_fmt(equivalence.mean)} over {equivalence.n} pairs, {100 * (1 - 2 * level):.4g} % CI "
         f"[{_fmt(low)}, {_fmt(high)}] against the margin +-{margin:g}"
     )
-    holm_p = f"TOST p {equivalence.p:.3g}" + (
-        "" if family_size == 1 else f", Holm-adjusted {p_adjusted:.3g} over {family_size} claims"
+    holm_p = f"TOST p {p_text(equivalence.p, alpha)}" + (
+        "" if family_size == 1 else f", Holm-adjusted {p_text(p_adjusted, alpha)} over {family_size} claims"
     )
     values = (test, p_adjusted, family_size, 1 - 2 * level, low, high, mde, equivalence.mean, equivalence.p, margin)
     if p_adjusted < alpha:

@@ -218,8 +218,14 @@ def _mean_difference(groups: list[Mapping[Key, CellResult]], arm: Key, other: Ke
 def _arm_means(groups: list[Mapping[Key, CellResult]], arm: Key) -> tuple[float, float | None]:
     """``arm``'s mean validation accuracy (%) and last-layer cos_sim over ``groups`` (the seeds
     with a probe; None for none)."""
-    found = [cos for g in groups if (cos := last_cos_sim(g[arm])) is not None]
-    return statistics.fmean(last_val(g[arm]) for g in groups), statistics.fmean(found) if found else None
+    return _cell_means([g[arm] for g in groups])
+
+
+def _cell_means(cells: list[CellResult]) -> tuple[float, float | None]:
+    """The mean validation accuracy (%) and last-layer cos_sim of ``cells`` (those with a probe; None
+    for none)."""
+    found = [cos for c in cells if (cos := last_cos_sim(c)) is not None]
+    return statistics.fmean(last_val(c) for c in cells), statistics.fmean(found) if found else None
 
 
 def _means(groups: list[Mapping[Key, CellResult]], arm: Key) -> str:
@@ -342,8 +348,9 @@ def family_table(cells: list[CellResult]) -> str:
     fails on some seeds and trains on others (``failing_seeds``), the means of validation accuracy
     and cos_sim over the seeds where it fails too; '' before any has finished."""
     seeds = group_cells(CLAIM_4A.question, cells)
-    failed = failing_seeds(cells)
-    mixed = 0 < len(failed) < len(post_norm_fails(cells))
+    read = post_norm_fails(cells)
+    failed = [seed for seed, fails in read.items() if fails]  # failing_seeds, from the same reading
+    mixed = 0 < len(failed) < len(read)
     columns = ((last_val, ".2f"), (paired_score, ".2f"), (last_cos_sim, ".3f"))
     rows = []
     for arm in dict.fromkeys((c.norm, c.variant.label, c.depth) for c in PRESET.cells()):
@@ -369,10 +376,8 @@ def _where_failed(cells: list[CellResult], failed: int) -> str:
     ``failed`` seeds where post-norm fails that it has finished), with how many where not all."""
     if not cells:
         return "–"
-    found = [cos for c in cells if (cos := last_cos_sim(c)) is not None]
-    text = f"{statistics.fmean(last_val(c) for c in cells):.2f} / " + (
-        f"{statistics.fmean(found):.3f}" if found else "–"
-    )
+    accuracy, cos_sim = _cell_means(cells)
+    text = f"{accuracy:.2f} / " + ("–" if cos_sim is None else f"{cos_sim:.3f}")
     return text + (f" ({len(cells)} of {failed})" if len(cells) < failed else "")
 
 

@@ -7,8 +7,10 @@ decides nothing.
 - **4a and 4b**, one Holm family of two: 4a per seed is post-norm's validation-accuracy deficit to
   pre-norm at depth 96 minus the same at depth 8 (``measures.val_deficit_by_depth``), 4b is
   post-norm de-escalation (tau 1) minus post-norm softmax at depth 96; both claimed higher.
-- **The depth fixes**, a Holm family of five, two-sided: each fix in its paper's placement
+- **The depth fixes**, a Holm family of five: each fix in its paper's placement
   (``presets.DEPTH_FIXES``) minus post-norm softmax at depth 96, a positive difference "held".
+
+Every test is a two-sided paired t-test by seed; "held" is the claimed side.
 
 Each family is decided together (``verdicts.decide_family``): **held** where the Holm-matched
 interval lies above 0, **contradicted** below, **inconclusive** otherwise; **pending**, with what
@@ -19,7 +21,7 @@ verdict, deciding nothing: the difference on each seed, the test split's mean di
 how far post-norm softmax ends below pre-norm at depth 96 (for a fix, the share of it closed) and
 each arm's validation accuracy with its last-layer cos_sim; and, whatever the verdict, the
 regime: post-norm softmax's last-layer cos_sim at depth 96 beside its random-init null
-(``regime.tested_where``).
+(``regime.tested_where``) on the seeds where it trains, those where it fails named beside it.
 """
 
 from __future__ import annotations
@@ -104,7 +106,7 @@ FIXES = tuple(
         POST,
         measures.final_val,
         measures.score,
-        f"{FIX_NAMES[fix.label]} ({fix.norms[0]}-norm) - post-norm softmax at depth {DEEP}, two-sided",
+        f"{FIX_NAMES[fix.label]} ({fix.norms[0]}-norm) - post-norm softmax at depth {DEEP}",
     )
     for fix in DEPTH_FIXES
 )
@@ -133,12 +135,8 @@ def family_records(cells: list[CellResult]) -> list[dict]:
 
 def _family(family: tuple[FamilyClaim, ...], cells: list[CellResult], failure: str | None) -> list[dict]:
     """One family's records: not tested, pending, or decided together by Holm; each with the
-    regime of post-norm softmax at depth 96 (``regime.tested_where``; none before a cell of it has
-    a probe), deciding nothing."""
-    regime = tested_where(CLAIM_4A.question, cells)
-    where = (
-        {} if regime.cos_sim is None else {"regime": f"{regime.arm}: {regime.text}", "oversmooths": regime.oversmooths}
-    )
+    regime of post-norm softmax at depth 96 (``_regime``), deciding nothing."""
+    where = _regime(cells)
     base = {
         claim.name: {
             "claim": claim.name,
@@ -146,7 +144,7 @@ def _family(family: tuple[FamilyClaim, ...], cells: list[CellResult], failure: s
             f"{claim.what}, val accuracy (pp)",
             "command": COMMAND,
             "unit": "pp",
-            "direction": "higher",  # a fix's test is two-sided; "held" is its side
+            "direction": "higher",  # every test is two-sided; "held" is its side
             **where,
             **({"beside": DEPTH_FIXES_ROW[0]} if family is FIXES else {}),
         }
@@ -184,6 +182,27 @@ def _family(family: tuple[FamilyClaim, ...], cells: list[CellResult], failure: s
             }
         )
     return records
+
+
+def _regime(cells: list[CellResult]) -> dict:
+    """The families' regime fields (``regime.tested_where``), read as the rule reads it, on a trained
+    baseline: post-norm softmax at depth 96 on the seeds where it trains; where it fails by the
+    screen's rule (``failing_seeds``) its tokens collapsed in a model that did not train, and they are
+    named beside it, not read ({} before a cell of it has a probe)."""
+    failed = failing_seeds(cells)
+    groups = group_cells(CLAIM_4A.question, cells)
+    collapsed = [groups[seed][POST] for seed in failed]
+    regime = tested_where(CLAIM_4A.question, [c for c in cells if all(c is not d for d in collapsed)])
+    words = [] if regime.cos_sim is None else [regime.text]
+    if probed := [cos for cell in collapsed if (cos := last_cos_sim(cell)) is not None]:
+        words.append(
+            f"on seed(s) {seed_span(failed)} it did not train (the screen's rule), its last-layer cos_sim "
+            f"{value_range(probed, '.3f')}: tokens collapsed in a model that failed, which the rule (a trained "
+            "baseline) does not read"
+        )
+    if not words:
+        return {}
+    return {"regime": f"{regime.arm}: {'; '.join(words)}", "oversmooths": regime.oversmooths}
 
 
 def _described(claim: FamilyClaim, cells: list[CellResult], groups: list[Mapping[Key, CellResult]]) -> str:
@@ -399,11 +418,11 @@ def family_section(cells: list[CellResult]) -> list[str]:
     return [
         f"Claims 4a, 4b and the depth-fix family where post-norm fails (preset `{PRESET.name}`, seeds "
         f"{seed_span(list(PRESET.seeds))}; section 6 of the registration): {CANDIDATE} at depths {SHALLOW} and "
-        f"{DEEP}, decided on validation accuracy; 4a and 4b one Holm family of two, the {len(FIXES)} depth fixes "
-        f"against post-norm softmax at depth {DEEP} another of {len(FIXES)}, two-sided; tested only where pre-norm "
-        f"softmax trains at depth {DEEP} on every seed (plateaued within {PLATEAU_PP:g} pp by gate (a), at least "
-        f"{100 * PRE_TRAINS_AT:.2f} % validation accuracy). Their verdicts are rows of the fresh tests' table "
-        f"below{arms}",
+        f"{DEEP}, decided on validation accuracy by two-sided paired t-tests; 4a and 4b one Holm family of two, the "
+        f"{len(FIXES)} depth fixes against post-norm softmax at depth {DEEP} another of {len(FIXES)}; tested only "
+        f"where pre-norm softmax trains at depth {DEEP} on every seed (plateaued within {PLATEAU_PP:g} pp by gate "
+        f"(a), at least {100 * PRE_TRAINS_AT:.2f} % validation accuracy). Their verdicts are rows of the fresh "
+        f"tests' table below{arms}",
         "",
         *([table, ""] if table else []),
         *([failures, ""] if (failures := failure_sentence(cells)) else []),

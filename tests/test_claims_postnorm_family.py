@@ -257,6 +257,21 @@ def test_nothing_is_tested_where_pre_norm_did_not_train_on_a_seed(tmp_path, curv
     assert {r["verdict"] for r in partial} == {"not tested"}
 
 
+def test_the_section_gives_the_gates_margins_once_pre_norm_has_trained_on_every_seed(tmp_path):
+    """Seed 21's pre-norm softmax at depth 96 ends 0.30 pp below the best of its last evaluations,
+    the others at their best: the margins stand beside the rule (at most 0.5 pp; at least 78.89 %)."""
+    text = "\n".join(family_section(family_cells(tmp_path, pre_curve={21: (0.80, 0.838, 0.835)})))
+    assert (
+        "The gate passed on every seed: pre-norm softmax at depth 96 ends at 82.80-83.50 % validation accuracy "
+        "(at least 78.89 %), short of the best of its last 5 evaluations by 0.00, 0.30, 0.00, 0.00 pp (seeds "
+        "20-23; gate (a) allows 0.5)." in text
+    )
+    waiting = family_section(family_cells(tmp_path / "b", skip={(PRE, 23)}))
+    assert not any("The gate passed" in line for line in waiting)
+    failed = family_section(family_cells(tmp_path / "c", pre_curve={21: (0.70, 0.74, 0.75)}))
+    assert not any("The gate passed" in line for line in failed)
+
+
 def test_claim4s_figure_draws_a_row_per_recipe_no_line_across_a_missing_depth_and_the_confirmation_apart(
     tmp_path, monkeypatch
 ):

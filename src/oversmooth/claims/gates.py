@@ -53,7 +53,7 @@ def _gain(cell: CellResult, before: float, after: float) -> float:
     return after - before if cell.model == "vit" else (before - after) / before
 
 
-def _shortfall(cell: CellResult) -> float | None:
+def plateau_shortfall(cell: CellResult) -> float | None:
     """Gate (a)'s number for one cell: None when its validation loss reached its minimum at least
     ``MIN_EPOCHS_BEFORE_END`` epochs before the end, else how far its final validation score lies
     from the best of its last ``LAST_EVALUATIONS`` (``_gain``'s units)."""
@@ -80,7 +80,7 @@ def _amount(cell: CellResult, gain: float) -> str:
 
 def not_plateaued(cell: CellResult, tolerance: float) -> str | None:
     """Gate (a) on one cell: None, or why it had not plateaued."""
-    shortfall = _shortfall(cell)
+    shortfall = plateau_shortfall(cell)
     if shortfall is None or shortfall <= tolerance:
         return None
     evaluations = min(LAST_EVALUATIONS, len(cell.epochs))
@@ -168,7 +168,7 @@ class PlateauGate:
         long = self._long(baseline, cells) if self.judge_long else Judgement(measured="not asked")
         if long.failure or long.waiting:
             return long
-        shortfalls = [x for c in baseline if (x := _shortfall(c)) is not None]
+        shortfalls = [x for c in baseline if (x := plateau_shortfall(c)) is not None]
         early = len(baseline) - len(shortfalls)
         plateau = f"(a) {early} of {len(baseline)} seeds' val loss bottomed out >= 2 epochs before the end"
         if shortfalls:

@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from oversmooth.claims import measures
-from oversmooth.claims.gates import arm_name
+from oversmooth.claims.gates import LAST_EVALUATIONS, arm_name, plateau_shortfall
 from oversmooth.claims.gathering import gather, group_cells, has_finished
 from oversmooth.claims.measures import Key, Measure, last_val
 from oversmooth.claims.postnorm_confirm import CANDIDATE, PLATEAU_PP, PRE_TRAINS_AT, pre_norm_short
@@ -425,5 +425,25 @@ def family_section(cells: list[CellResult]) -> list[str]:
         f"tests' table below{arms}",
         "",
         *([table, ""] if table else []),
+        *([gate, ""] if (gate := gate_sentence(cells)) else []),
         *([failures, ""] if (failures := failure_sentence(cells)) else []),
     ]
+
+
+def gate_sentence(cells: list[CellResult]) -> str:
+    """The gate's margins, once pre-norm softmax at depth 96 has finished every registered seed and
+    trained on each ('' before, and where it failed: ``pre_norm_gate`` says why in the records)."""
+    seeds = group_cells(CLAIM_4A.question, cells)
+    pre = [seeds.get(seed, {}).get(PRE) for seed in PRESET.seeds]
+    if not all(has_finished(cell) for cell in pre) or pre_norm_gate(cells):
+        return ""
+    finals = [100 * cell.epochs[-1]["val"]["accuracy"] for cell in pre]
+    shortfalls = [plateau_shortfall(cell) for cell in pre]
+    early = "" if all(x is not None for x in shortfalls) else "; –: its validation loss had its minimum earlier"
+    return (
+        f"The gate passed on every seed: pre-norm softmax at depth {DEEP} ends at {value_range(finals, '.2f')} % "
+        f"validation accuracy (at least {100 * PRE_TRAINS_AT:.2f} %), short of the best of its last "
+        f"{LAST_EVALUATIONS} evaluations by "
+        + ", ".join("–" if x is None else f"{x:.2f}" for x in shortfalls)
+        + f" pp (seeds {seed_span(list(PRESET.seeds))}; gate (a) allows {PLATEAU_PP:g}{early})."
+    )

@@ -43,7 +43,7 @@ def plot_effects(claims: list[Claim], stem: Path, records: Sequence[dict] = (), 
             if c.paper_effect is not None:
                 ax.plot([0.5], [c.paper_effect], "*", color="tab:orange", ms=7, label="paper")
             if c.paper_transferred is not None:
-                ax.axhline(c.paper_transferred, color="tab:orange", ls=":", lw=1.2, label="paper, transferred")
+                _carried(ax, c.paper_transferred)
             ax.axhline(0.0, color="grey", lw=0.8)
             if c.margin is not None:
                 for bound in (-c.margin, c.margin):
@@ -99,7 +99,7 @@ def _fresh_panel(ax, record: dict) -> None:
     ax.vlines(0, low, high, color=FRESH)  # the record's interval, as recorded
     ax.plot([0], [mean], "o", color=FRESH)
     if (effect := paper_effect(record)) is not None:
-        ax.axhline(effect, color="tab:orange", ls=":", lw=1.2, label="paper, carried")
+        _carried(ax, effect)
     ax.axhline(0.0, color="grey", lw=0.8)
     xlabel = f"n = {len(record['test']['seeds'])}"
     if "direction" in record:  # the claimed side, where the record states it
@@ -141,3 +141,9 @@ def shade_claimed(ax, direction: str | None, margin: float | None = None, xmin: 
         ax.axhspan(low, 0, xmin=xmin, color="tab:green", alpha=0.08, lw=0)
     ax.set_ylim(low, high)
     return f"{direction} than 0"
+
+
+def _carried(ax, effect: float) -> None:
+    """The paper's effect carried to our measure (docs/registrations/fourth-step.md), one style and label
+    in every panel."""
+    ax.axhline(effect, color="tab:orange", ls=":", lw=1.2, label="paper, carried to ours")

@@ -185,7 +185,7 @@ def test_the_opening_says_where_claim_4_stands_where_post_norm_fails(tmp_path):
     ]
     assert (
         "the depth fixes inconclusive (DeepNorm, LayerScale, ReZero, σReparam, MV-split; their 2 pairs detect a "
-        "difference of 99-139 pp or more); post-norm softmax at depth 96 fails on 4 of the 4 seeds"
+        "difference of 99-139 pp or more); post-norm softmax at depth 96 fails on 4 of its 4 seeds"
     ) in claim4_clause(cells + family, vague)
     beyond = [r | {"test": r["test"] | {"mde": r["test"]["mde"] + 2}} for r in vague]
     assert "of 101-141 pp or more, beyond what accuracy can move); post-norm" in claim4_clause(cells + family, beyond)

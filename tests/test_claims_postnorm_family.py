@@ -221,7 +221,7 @@ def test_the_openings_headline_gives_the_rescue_in_numbers_once_every_fix_is_dec
     post, pre = statistics.fmean(pp(("post", "softmax", 96))), statistics.fmean(pp(PRE))
     held = [statistics.fmean(pp(arm)) for arm in (("post", "deepnorm", 96), ("pre", "layerscale", 96))]
     assert headline == (
-        f"post-norm softmax at depth 96 fails on 4 of the 4 seeds finished (by the screen's rule) and ends at "
+        f"post-norm softmax at depth 96 fails on 4 of its 4 seeds (by the screen's rule) and ends at "
         f"{post:.2f} % / 0.950, "
         f"pre-norm at {pre:.2f} % / 0.300, the fixes "
         f"that held at {min(held):.2f}-{max(held):.2f} % / 0.250-0.300 (validation accuracy / last-layer cos_sim)"
@@ -410,9 +410,7 @@ def test_the_section_says_on_which_seeds_post_norm_failed_by_the_screens_rule(tm
     trained_cos = {(("post", "softmax", 96), 22): 0.40, (("post", "deescalate", 96), 22): 0.90}
     complete = family_cells(tmp_path / "complete", val=val, cos_sim=trained_cos)  # means over 20, 21, 23 only
     headline = rescue_headline(complete, family_records(complete))
-    assert headline.startswith(
-        "post-norm softmax at depth 96 fails on 3 of the 4 seeds finished (by the screen's rule)"
-    )
+    assert headline.startswith("post-norm softmax at depth 96 fails on 3 of its 4 seeds (by the screen's rule)")
     where = (0, 1, 3)  # seeds 20, 21 and 23 fail; 22 trains
 
     def mean(arm):

@@ -317,7 +317,8 @@ def failure_count(cells: list[CellResult]) -> str:
     read = [fails for fails in post_norm_fails(cells).values() if fails is not None]
     if not read:
         return ""
-    return f"fails on {sum(read)} of the {_seeds(len(read))} finished (by the screen's rule)"
+    of = f"its {_seeds(len(read))}" if len(read) == len(PRESET.seeds) else f"the {_seeds(len(read))} finished"
+    return f"fails on {sum(read)} of {of} (by the screen's rule)"
 
 
 def failure_sentence(cells: list[CellResult]) -> str:

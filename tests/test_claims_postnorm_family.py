@@ -11,8 +11,9 @@ import pytest
 from claims_cells import make_cell
 from scipy import stats
 
+from oversmooth.claims import regime
 from oversmooth.claims.measures import final_val
-from oversmooth.claims.postnorm_family import failing_seeds, family_records, family_section, rescue_headline
+from oversmooth.claims.postnorm_family import CLAIM_4A, failing_seeds, family_records, family_section, rescue_headline
 from oversmooth.claims.postnorm_family_figure import family_figure_lines, family_rows
 from oversmooth.claims.presets import CLAIMS_PRESETS, POSTNORM_FAMILY_SEEDS
 from oversmooth.study.results import read_studies
@@ -186,8 +187,8 @@ def test_each_record_says_where_it_ran_post_norm_softmaxs_cos_sim_where_it_train
     records = family_records(family_cells(tmp_path, val=trains, skip={(("post", "mv_split", 96), 22)}, cos_sim=cos_sim))
     assert {r["verdict"] for r in records} >= {"pending"}  # the fixes wait for MV-split's seed 22
     collapsed = (
-        "on seed(s) 20, 22 it did not train (the screen's rule), its last-layer cos_sim 0.990-1.000: tokens "
-        "collapsed in a model that failed, which the rule (a trained baseline) does not read"
+        "on seed(s) 20, 22 it did not train (the screen's rule), and the rule, which reads only a trained baseline, "
+        "leaves it out there: its last-layer cos_sim 0.990-1.000, tokens collapsed in a model that failed"
     )
     assert {r["regime"] for r in records} == {
         "postnorm-family softmax (post-norm, depth 96): 0.650 (2 of 4 seeds, from 0.600 to 0.700) vs 0.100 ± "
@@ -200,16 +201,24 @@ def test_each_record_says_where_it_ran_post_norm_softmaxs_cos_sim_where_it_train
         in (low[0]["regime"])
     )
     assert low[0]["oversmooths"] is False
+    diverged(tmp_path / "low" / "postnorm-family" / "fmnist-post-d96-softmax-s22")  # fails with no probe to read
+    again = family_records(read_studies([tmp_path / "low" / "postnorm-family"])[0])
+    assert again[0]["regime"].endswith(
+        "on seed(s) 20, 22 it did not train (the screen's rule), and the rule, which reads only a trained "
+        "baseline, leaves it out there: its last-layer cos_sim 0.300, tokens collapsed in a model that failed "
+        "(seed(s) 22 diverged before a probe)"
+    )
+    seen = regime.tested_where(CLAIM_4A.question, read_studies([tmp_path / "low" / "postnorm-family"])[0])  # every seed
+    assert seen.text.startswith("0.300 (3 of 4 seeds; seed(s) 22 diverged before a probe: left out) vs")
+    waiting = family_records(family_cells(tmp_path / "waiting", val=trains, cos_sim=cos_sim, skip={(PRE, 21)}))
+    assert "0.700 (1 of 4 seeds) vs" in waiting[0]["regime"]  # seed 21 unread without pre-norm: not counted trained
     failing = family_records(family_cells(tmp_path / "failing", cos_sim={(post, seed): 1.0 for seed in SEEDS}))
     assert failing[0]["regime"] == (
-        "softmax (post-norm, depth 96): on seed(s) 20-23 it did not train (the screen's rule), its last-layer "
-        "cos_sim 1.000: tokens collapsed in a model that failed, which the rule (a trained baseline) does not read"
+        "postnorm-family softmax (post-norm, depth 96): on seed(s) 20-23 it did not train (the screen's rule), and "
+        "the rule, which reads only a trained baseline, leaves it out there: its last-layer cos_sim 1.000, tokens "
+        "collapsed in a model that failed"
     )
     assert failing[0]["oversmooths"] is None  # no trained baseline: neither called oversmoothing nor its absence
-    diverged(tmp_path / "failing" / "postnorm-family" / "fmnist-post-d96-softmax-s23")
-    again = family_records(read_studies([tmp_path / "failing" / "postnorm-family"])[0])
-    assert again[0]["regime"].startswith("softmax (post-norm, depth 96): on seed(s) 20-23 it did not train")
-    assert "cos_sim 1.000:" in again[0]["regime"]  # the diverged seed has no probe to name
     shallow = {arm: values for arm, values in VAL.items() if arm != post}
     unseen = family_records(family_cells(tmp_path / "none", val=shallow))
     assert "regime" not in unseen[0] and "oversmooths" not in unseen[0]  # nothing to say yet
@@ -264,7 +273,19 @@ def test_the_section_gives_the_gates_margins_once_pre_norm_has_trained_on_every_
     assert (
         "The gate passed on every seed: pre-norm softmax at depth 96 ends at 82.80-83.50 % validation accuracy "
         "(at least 78.89 %), short of the best of its last 5 evaluations by 0.00, 0.30, 0.00, 0.00 pp (seeds "
-        "20-23; gate (a) allows 0.5)." in text
+        "20-23; gate (a) allows 0.5 pp)." in text
+    )
+    early = tmp_path / "early"
+    family_cells(early)
+    metrics = early / "postnorm-family" / "fmnist-pre-d96-softmax-s20" / "metrics.jsonl"
+    records = [json.loads(line) for line in metrics.read_text().splitlines()]
+    for epoch, record in enumerate(records):  # the validation loss at its minimum on the first epoch of three
+        record["val"]["loss"] = 0.5 + 0.1 * epoch
+    metrics.write_text("".join(json.dumps(record) + "\n" for record in records))
+    text = "\n".join(family_section(read_studies([early / "postnorm-family"])[0]))
+    assert (
+        "by –, 0.00, 0.00, 0.00 pp (seeds 20-23; gate (a) allows 0.5 pp; –: its validation loss bottomed out at "
+        "least 2 epochs before the end)." in text
     )
     waiting = family_section(family_cells(tmp_path / "b", skip={(PRE, 23)}))
     assert not any("The gate passed" in line for line in waiting)

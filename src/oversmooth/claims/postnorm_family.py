@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from oversmooth.claims import measures
-from oversmooth.claims.gates import LAST_EVALUATIONS, arm_name, plateau_shortfall
+from oversmooth.claims.gates import LAST_EVALUATIONS, MIN_EPOCHS_BEFORE_END, arm_name, plateau_shortfall
 from oversmooth.claims.gathering import gather, group_cells, has_finished
 from oversmooth.claims.measures import Key, Measure, last_val
 from oversmooth.claims.postnorm_confirm import CANDIDATE, PLATEAU_PP, PRE_TRAINS_AT, pre_norm_short
@@ -185,24 +185,30 @@ def _family(family: tuple[FamilyClaim, ...], cells: list[CellResult], failure: s
 
 
 def _regime(cells: list[CellResult]) -> dict:
-    """The families' regime fields (``regime.tested_where``), read as the rule reads it, on a trained
-    baseline: post-norm softmax at depth 96 on the seeds where it trains; where it fails by the
-    screen's rule (``failing_seeds``) its tokens collapsed in a model that did not train, and they are
-    named beside it, not read ({} before a cell of it has a probe)."""
-    failed = failing_seeds(cells)
+    """The families' regime fields, read as the rule reads it, on a trained baseline: post-norm
+    softmax's last-layer cos_sim at depth 96 beside its random-init null (``regime.tested_where``)
+    on the seeds where it trains by the screen's rule (``post_norm_fails``); the seeds where it
+    fails are named beside it with their cos_sim (tokens collapsed in a model that did not train),
+    not read ({} while no seed of it is read and none has a probe)."""
+    fails = post_norm_fails(cells)
     groups = group_cells(CLAIM_4A.question, cells)
-    collapsed = [groups[seed][POST] for seed in failed]
-    regime = tested_where(CLAIM_4A.question, [c for c in cells if all(c is not d for d in collapsed)])
+    unread = [group[POST] for seed, group in groups.items() if POST in group and fails.get(seed) is not False]
+    regime = tested_where(CLAIM_4A.question, [c for c in cells if all(c is not u for u in unread)])
     words = [] if regime.cos_sim is None else [regime.text]
-    if probed := [cos for cell in collapsed if (cos := last_cos_sim(cell)) is not None]:
-        words.append(
-            f"on seed(s) {seed_span(failed)} it did not train (the screen's rule), its last-layer cos_sim "
-            f"{value_range(probed, '.3f')}: tokens collapsed in a model that failed, which the rule (a trained "
-            "baseline) does not read"
-        )
+    if failed := [seed for seed, fail in fails.items() if fail]:
+        collapsed = {seed: last_cos_sim(groups[seed][POST]) for seed in failed}
+        probed = [cos for cos in collapsed.values() if cos is not None]
+        unprobed = [seed for seed, cos in collapsed.items() if cos is None]
+        text = f"on seed(s) {seed_span(failed)} it did not train (the screen's rule), and the rule, which reads only "
+        text += "a trained baseline, leaves it out there"
+        if probed:
+            text += f": its last-layer cos_sim {value_range(probed, '.3f')}, tokens collapsed in a model that failed"
+        if unprobed:
+            text += f" (seed(s) {seed_span(unprobed)} diverged before a probe)"
+        words.append(text)
     if not words:
         return {}
-    return {"regime": f"{regime.arm}: {'; '.join(words)}", "oversmooths": regime.oversmooths}
+    return {"regime": f"{PRESET.name} {arm_name(POST)}: {'; '.join(words)}", "oversmooths": regime.oversmooths}
 
 
 def _described(claim: FamilyClaim, cells: list[CellResult], groups: list[Mapping[Key, CellResult]]) -> str:
@@ -407,8 +413,9 @@ def _spread(cells: list[CellResult], read, spec: str) -> str:
 
 
 def family_section(cells: list[CellResult]) -> list[str]:
-    """The claims report's lines on the families: what they test, and ``family_table`` (their
-    verdicts are records, in the fourth step's table of fresh tests)."""
+    """The claims report's lines on the families: what they test, ``family_table``, the gate's
+    margins (``gate_sentence``) and where post-norm fails (``failure_sentence``); their verdicts are
+    records, in the fourth step's table of fresh tests."""
     table = family_table(cells)
     arms = (
         "; each arm's finished seeds, the mean ± SD over them (the test split decides nothing; a lower cos_sim "
@@ -438,13 +445,17 @@ def gate_sentence(cells: list[CellResult]) -> str:
     pre = [seeds.get(seed, {}).get(PRE) for seed in PRESET.seeds]
     if not all(has_finished(cell) for cell in pre) or pre_norm_gate(cells):
         return ""
-    finals = [100 * cell.epochs[-1]["val"]["accuracy"] for cell in pre]
+    finals = [last_val(cell) for cell in pre]
     shortfalls = [plateau_shortfall(cell) for cell in pre]
-    early = "" if all(x is not None for x in shortfalls) else "; –: its validation loss had its minimum earlier"
+    early = (
+        ""
+        if all(x is not None for x in shortfalls)
+        else f"; –: its validation loss bottomed out at least {MIN_EPOCHS_BEFORE_END} epochs before the end"
+    )
     return (
         f"The gate passed on every seed: pre-norm softmax at depth {DEEP} ends at {value_range(finals, '.2f')} % "
         f"validation accuracy (at least {100 * PRE_TRAINS_AT:.2f} %), short of the best of its last "
         f"{LAST_EVALUATIONS} evaluations by "
         + ", ".join("–" if x is None else f"{x:.2f}" for x in shortfalls)
-        + f" pp (seeds {seed_span(list(PRESET.seeds))}; gate (a) allows {PLATEAU_PP:g}{early})."
+        + f" pp (seeds {seed_span(list(PRESET.seeds))}; gate (a) allows {PLATEAU_PP:g} pp{early})."
     )

@@ -129,14 +129,13 @@ def family_records(cells: list[CellResult]) -> list[dict]:
     """One record per claim of both families (``claims.third_protocol``'s fields, with the test's
     numbers once decided; a fix's ``beside`` names the summary's row of them), in the order of
     ``FAMILIES``."""
-    failure = pre_norm_gate(cells)
-    return [record for family in FAMILIES for record in _family(family, cells, failure)]
+    failure, where = pre_norm_gate(cells), _regime(cells)
+    return [record for family in FAMILIES for record in _family(family, cells, failure, where)]
 
 
-def _family(family: tuple[FamilyClaim, ...], cells: list[CellResult], failure: str | None) -> list[dict]:
+def _family(family: tuple[FamilyClaim, ...], cells: list[CellResult], failure: str | None, where: dict) -> list[dict]:
     """One family's records: not tested, pending, or decided together by Holm; each with the
-    regime of post-norm softmax at depth 96 (``_regime``), deciding nothing."""
-    where = _regime(cells)
+    regime ``where`` (``_regime``: post-norm softmax at depth 96, one for both families), deciding nothing."""
     base = {
         claim.name: {
             "claim": claim.name,

@@ -351,6 +351,18 @@ def test_archived_cells_load_and_follow_the_stream_numbering(tmp_path):
     assert (tmp_path / "rep" / "report.md").is_file()
 
 
+def test_the_report_reads_only_archives_that_hold_a_file(tmp_path):
+    """An empty archive folder (a script's mkdir before its first result) is left out of the report's
+    command, as a clean clone, where git keeps no empty folder, leaves it out."""
+    from oversmooth.claims.evidence import protocol_archives
+
+    (tmp_path / "fmnist-p7" / "cells" / "a").mkdir(parents=True)
+    (tmp_path / "fmnist-p7" / "cells" / "a" / "results.json").write_text("{}")
+    (tmp_path / "fourth-step" / "smollm2-8-fair").mkdir(parents=True)
+    (tmp_path / "claim3").mkdir()
+    assert protocol_archives(tmp_path) == [tmp_path / "fmnist-p7"]
+
+
 def test_docs_results_are_the_report_of_the_committed_results(tmp_path):
     """docs/results is what the committed results/ decide, archived probes included: claims.json and
     report.md as `make results` writes them (scripts/claims_report.sh, run_claims.sh's last step), each figure as the

@@ -97,8 +97,10 @@ def read_benchmark(folder: Path) -> dict:
 
 
 def protocol_archives(root: str | Path = "results") -> list[Path]:
-    """The ``PROTOCOL_ARCHIVES`` that exist under ``root``, in that order."""
-    return [Path(root) / name for name in PROTOCOL_ARCHIVES if (Path(root) / name).exists()]
+    """The ``PROTOCOL_ARCHIVES`` under ``root`` that hold a file, in that order (an empty folder, which
+    git does not keep, is left out, so a clean clone's report is the same)."""
+    folders = [Path(root) / name for name in PROTOCOL_ARCHIVES]
+    return [folder for folder in folders if folder.is_dir() and any(path.is_file() for path in folder.rglob("*"))]
 
 
 def read_folders(folders: list[str | Path]) -> FolderContents:

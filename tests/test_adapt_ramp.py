@@ -4,10 +4,11 @@ the knob read off the model at every step and evaluation, a model patched (or bu
 the same knobs with the same weights, an adaptation without the flag, and an uninterrupted run."""
 
 import json
+from pathlib import Path
 
 import pytest
 import torch
-from hf_tiny import prose, save_tiny
+from hf_tiny import prose, save_tiny, save_tiny_with_head
 from test_adapt import vit_run  # noqa: F401 (a fixture: a tiny finished train run)
 
 import oversmooth.adapt.run as adapt_run
@@ -301,6 +302,41 @@ def test_a_ramp_cut_mid_way_resumes_bit_identical(source, method, knob, value, m
         assert first.keys() == second.keys() and all(torch.equal(first[k], second[k]) for k in first)
         assert again.arms[name].rows == whole.arms[name].rows
         assert again.arms[name].test == whole.arms[name].test
+
+
+def test_an_arm_restored_from_its_records_is_returned_not_retrained(text, tmp_path):
+    """A new machine holds only a finished arm's ``ARM_RECORDS`` (its weights were not kept): the
+    rerun returns that arm as the uninterrupted run scored it, writes it no model (an untrained one
+    would pass for adapted), and trains the arm that had not finished to the same weights."""
+    import shutil
+
+    from safetensors.torch import load_file
+
+    model = (save_tiny_with_head("llama", tmp_path / "llama"), text)  # a causal LM: its control trains
+    whole = adapt(config("pretrained", "neutreno", "lam", 1.0, tmp_path / "whole", model, ramp=4))
+    restored = config("pretrained", "neutreno", "lam", 1.0, tmp_path / "restored", model, ramp=4)
+    (tmp_path / "restored" / "arms" / "control").mkdir(parents=True)
+    shutil.copy(tmp_path / "whole" / adapt_run.CONFIG_FILE, tmp_path / "restored")
+    for name in adapt_run.ARM_RECORDS:
+        shutil.copy(tmp_path / "whole" / "arms" / "control" / name, tmp_path / "restored" / "arms" / "control")
+    trained = []
+    before = loop.optimizer_step
+    try:
+        loop.optimizer_step = lambda runner, model, *args: trained.append(1) or before(runner, model, *args)
+        again = adapt(restored)
+    finally:
+        loop.optimizer_step = before
+    assert len(trained) == 6  # the patched arm's steps only
+    assert not (tmp_path / "restored" / "arms" / "control" / "model").exists()
+    for name in whole.arms:
+        assert again.arms[name].rows == whole.arms[name].rows and again.arms[name].test == whole.arms[name].test
+    first, second = (
+        load_file(f / "arms" / "neutreno-lam1" / "model" / "model.safetensors")
+        for f in (tmp_path / "whole", tmp_path / "restored")
+    )
+    assert all(torch.equal(first[k], second[k]) for k in first)
+    script = Path(__file__).resolve().parents[1] / "scripts" / "smollm2_8_fair.sh"  # archives these per arm
+    assert f'ARM_RECORDS="{" ".join(adapt_run.ARM_RECORDS)}"' in script.read_text()
 
 
 def test_help_shows_the_flag():

@@ -8,7 +8,7 @@ Folder ``config.out``:
   memory of the session that trained it: ``utils.memory.PeakMemory``) and ``model/`` (the adapted
   model; a pretrained model's patch is recorded in its config; a distillation control's, which
   took no step, refers to its source instead of copying it: ``hf.model_reference``, which ``hf.load``
-  follows);
+  follows; ``ARM_RECORDS`` are the files that let a rerun return a finished arm without its model);
 - ``frontier.json``, with ``knobs="frontier"``: analyze's sweep the knobs were read off
   (``oversmooth.adapt.frontier_knobs``), run before the first arm;
 - ``adapt.json``, ``adapt.csv``, ``adapt.png``, ``report.md`` (``oversmooth.adapt.report``).
@@ -45,13 +45,16 @@ from oversmooth.mitigations import registry
 from oversmooth.train.checkpoint import FILENAME, rng_state, set_rng_state
 from oversmooth.train.distributed import setup_distributed
 from oversmooth.train.evaluation import evaluate, layer_metrics, validation_probe
-from oversmooth.train.loop import RESULTS_FILE, TrainConfig, train
+from oversmooth.train.loop import METRICS_FILE, RESULTS_FILE, TrainConfig, train
 from oversmooth.utils.atomic import atomic_write
 from oversmooth.utils.memory import PeakMemory
 from oversmooth.utils.outputs import check_output_dir, holds_files
 from oversmooth.utils.provenance import Provenance
 
 CONFIG_FILE, RESULT_FILE, START_FILE, MEMORY_FILE = "adapt_config.json", "adapt.json", "start.json", "memory.json"
+#: a finished arm's records, without its weights: copied with ``CONFIG_FILE`` into a new ``out``, they
+#: let a rerun return that arm's result without training it (its ``model/`` is then not written)
+ARM_RECORDS = (RESULTS_FILE, METRICS_FILE, START_FILE, MEMORY_FILE)
 
 
 def open_source(config: AdaptConfig):
@@ -235,12 +238,14 @@ def train_config(config: AdaptConfig, steps_per_epoch: int) -> TrainConfig:
 
 
 def _run_arm(config: AdaptConfig, source, task, env, folder: Path, arm: Arm, provenance: Provenance) -> ArmResult:
-    """One arm: its start scores, then the train loop (resumed if it was cut), then its model; the
-    checkpoint of a completed arm is deleted once its model is saved (a diverged arm keeps its
-    last good one). Its peak memory is watched from before its model is built to its end."""
+    """One arm: its start scores, then the train loop (resumed if it was cut), then its model (not
+    where the weights are gone: ``ARM_RECORDS``); the checkpoint of a completed arm is deleted once
+    its model is saved (a diverged arm keeps its last good one). Its peak memory is watched from
+    before its model is built to its end."""
     spe = task.size("train") // config.batch_size
     method, knobs = arm.method, arm.knobs
     trained_before = (folder / RESULTS_FILE).is_file()
+    weights_kept = not trained_before or (folder / FILENAME).is_file()  # not where only ARM_RECORDS were copied
     watch = PeakMemory(env.device)
     torch.manual_seed(config.seed)
     model = source.arm(method, knobs).to(env.device)
@@ -263,7 +268,7 @@ def _run_arm(config: AdaptConfig, source, task, env, folder: Path, arm: Arm, pro
         model, task, cfg, folder, env, resume=True, description=description, at_step=ramp, provenance=provenance
     )
     if results["status"] == "completed":
-        if not (folder / "model").is_dir():
+        if not (folder / "model").is_dir() and (unchanged or weights_kept):
             source.refer(folder / "model") if unchanged else source.save(model, folder / "model", method, knobs)
         (folder / FILENAME).unlink(missing_ok=True)  # resume needs it only while the arm runs
     records = [json.loads(line) for line in (folder / "metrics.jsonl").read_text().splitlines() if line]

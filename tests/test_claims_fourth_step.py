@@ -141,18 +141,23 @@ def test_the_committed_report_opens_with_at_most_five_sentences_and_separate_ver
 
 def test_the_opening_names_the_fresh_tests_whose_baseline_oversmooths_by_their_records_rule():
     """Where a baseline oversmooths: the records whose ``oversmooths`` is true (a regime recorded below
-    the rule's 0.5 does not count), those of one case named together."""
+    the rule's 0.5 does not count), those of one case named together; those whose baseline never trained
+    (``oversmooths`` None) apart, counted neither way."""
     records = [
         {"claim": "8 (SmolLM2)", "verdict": "held", "regime": "0.667 vs 0.880", "oversmooths": True},
         {"claim": "2b (fresh pairs)", "verdict": "pending", "regime": "0.127 vs 0.381", "oversmooths": False},
         {"claim": "4a (post-norm fails)", "verdict": "held", "regime": "1.000 vs 0.097", "oversmooths": True},
         {"claim": "DeepNorm (post-norm fails)", "verdict": "held", "regime": "1.000 vs 0.097", "oversmooths": True},
+        {"claim": "4b (post-norm fails)", "verdict": "inconclusive", "regime": "none trains", "oversmooths": None},
     ]
     text = opening([], records, "pending")
     flagged = "8 (SmolLM2) ⚑ and 4a (post-norm fails);"  # the SmolLM2 test's broken start is flagged
     assert f"registered before it ran (⚑: rests on a disclosed flaw, named in the table): held: {flagged}" in text
     strong = text.split("Where a softmax baseline oversmooths by the registered rule")[1]
-    assert strong.startswith(" (last-layer cos_sim at least 0.5): 8 (SmolLM2) and 4a, DeepNorm (post-norm fails); ")
+    assert strong.startswith(
+        " (last-layer cos_sim at least 0.5): 8 (SmolLM2) and 4a, DeepNorm (post-norm fails); read on no trained "
+        "baseline: 4b (post-norm fails); every other claim"
+    )  # a regime that could not be read is counted neither way
     assert "2b" not in strong
 
 

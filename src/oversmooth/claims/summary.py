@@ -255,9 +255,13 @@ def opening(claims: list[Claim], records: Sequence[dict], claim4: str) -> str:
     sentences.append(f"Claim 4 where post-norm fails: {claim4}.")
     strong = [c.id for c in claims if c.regime is not None and c.regime.oversmooths]
     strong += grouped_by_case([r["claim"] for r in records if r.get("oversmooths")])
+    unread = [c.id for c in claims if c.regime is not None and c.regime.oversmooths is None]
+    unread += grouped_by_case([r["claim"] for r in records if "oversmooths" in r and r["oversmooths"] is None])
     sentences.append(
         f"Where a softmax baseline oversmooths by the registered rule (last-layer cos_sim at least "
-        f"{OVERSMOOTHS:g}): " + (f"{_ids(strong)}; " if strong else "none; ") + "every other claim with a measured "
-        "regime was tested where its baseline does not."
+        f"{OVERSMOOTHS:g}): "
+        + (f"{_ids(strong)}; " if strong else "none; ")
+        + (f"read on no trained baseline: {_ids(unread)}; " if unread else "")
+        + "every other claim with a measured regime was tested where its baseline does not."
     )
     return " ".join(sentences)

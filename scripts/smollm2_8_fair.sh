@@ -20,7 +20,7 @@ ARM_RECORDS="results.json metrics.jsonl start.json memory.json"  # oversmooth.ad
 # into the archive, through a folder under runs/ renamed into place: the results watcher never
 # commits half an arm.
 archive_arms() {
-    local run=runs/smollm2-8-fair/s$1 kept=$ARCHIVE/s$1 arm name staging=runs/smollm2-8-fair/.archiving-s$1
+    local run=runs/smollm2-8-fair/s$1 kept=$ARCHIVE/s$1 arm name record staging=runs/smollm2-8-fair/.archiving-s$1
     [ -f "$run/adapt_config.json" ] || return 0
     mkdir -p "$kept/arms"
     [ -f "$kept/adapt_config.json" ] || { cp "$run/adapt_config.json" "$staging.json" && mv "$staging.json" "$kept/adapt_config.json"; }
@@ -39,25 +39,26 @@ restore_arms() {
     [ -f "$kept/adapt_config.json" ] && [ ! -e "$run" ] || return 0
     mkdir -p "$run/arms" && cp "$kept/adapt_config.json" "$run/"
     for arm in "$kept"/arms/*/; do
-        [ -d "$arm" ] && cp -r "$arm" "$run/arms/"
+        if [ -d "$arm" ]; then cp -r "$arm" "$run/arms/" || return 1; fi
     done
 }
 
 mkdir -p runs/smollm2-8-fair
 for seed in "$@"; do
     [ -f "$ARCHIVE/s$seed/adapt.json" ] && continue
-    restore_arms "$seed"
+    restore_arms "$seed" || { echo "error: seed $seed's archived arms could not be copied to runs/" >&2; exit 1; }
     .venv/bin/oversmooth adapt "$GGUF" --text austen --lam 0.4,0.05 --ramp 200 --steps 600 --record-every 75 \
         --batch-size 4 --seq-len 128 --seed "$seed" --threads 1 --no-progress --out "runs/smollm2-8-fair/s$seed" \
         >> "runs/smollm2-8-fair/s$seed.log" 2>&1 &
     adapting=$!
     while kill -0 $adapting 2>/dev/null; do
         sleep 60
-        archive_arms "$seed"
+        archive_arms "$seed" || echo "warning: seed $seed's finished arms could not be archived; retrying" >&2
     done
-    archive_arms "$seed"
+    archive_arms "$seed" || echo "warning: seed $seed's finished arms could not be archived" >&2
     wait $adapting || { echo "seed $seed failed: see runs/smollm2-8-fair/s$seed.log" >&2; exit 1; }
-    mkdir -p "$ARCHIVE/s$seed" && cp "runs/smollm2-8-fair/s$seed/adapt.json" "$ARCHIVE/s$seed/adapt.json.tmp" \
-        && mv "$ARCHIVE/s$seed/adapt.json.tmp" "$ARCHIVE/s$seed/adapt.json" \
+    staging=runs/smollm2-8-fair/.archiving-s$seed-adapt.json
+    mkdir -p "$ARCHIVE/s$seed" && cp "runs/smollm2-8-fair/s$seed/adapt.json" "$staging" \
+        && mv "$staging" "$ARCHIVE/s$seed/adapt.json" \
         && rm -rf "$ARCHIVE/s$seed/arms" "$ARCHIVE/s$seed/adapt_config.json"  # adapt.json holds them
 done

@@ -335,6 +335,10 @@ def test_an_arm_restored_from_its_records_is_returned_not_retrained(text, tmp_pa
         for f in (tmp_path / "whole", tmp_path / "restored")
     )
     assert all(torch.equal(first[k], second[k]) for k in first)
+    memory = tmp_path / "restored" / "arms" / "control" / adapt_run.MEMORY_FILE
+    memory.unlink()  # as if cut between the arm's results and its memory: a rerun completes its records
+    (tmp_path / "restored" / adapt_run.RESULT_FILE).unlink()
+    assert adapt(restored).arms["control"].rows == whole.arms["control"].rows and json.loads(memory.read_text()) is None
     script = Path(__file__).resolve().parents[1] / "scripts" / "smollm2_8_fair.sh"  # archives these per arm
     assert f'ARM_RECORDS="{" ".join(adapt_run.ARM_RECORDS)}"' in script.read_text()
 

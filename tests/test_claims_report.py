@@ -352,14 +352,16 @@ def test_archived_cells_load_and_follow_the_stream_numbering(tmp_path):
 
 
 def test_the_report_reads_only_archives_that_hold_a_file(tmp_path):
-    """An empty archive folder (a script's mkdir before its first result) is left out of the report's
-    command, as a clean clone, where git keeps no empty folder, leaves it out."""
+    """An archive folder without a result file (a script's mkdir before its first result, a file being
+    written, a hidden one) is left out of the report's command, as in a clean clone."""
     from oversmooth.claims.evidence import protocol_archives
 
     (tmp_path / "fmnist-p7" / "cells" / "a").mkdir(parents=True)
     (tmp_path / "fmnist-p7" / "cells" / "a" / "results.json").write_text("{}")
-    (tmp_path / "fourth-step" / "smollm2-8-fair").mkdir(parents=True)
+    (tmp_path / "fourth-step" / "smollm2-8-fair" / "s20").mkdir(parents=True)
+    (tmp_path / "fourth-step" / "smollm2-8-fair" / "s20" / "adapt.json.tmp").write_text("{")  # being written
     (tmp_path / "claim3").mkdir()
+    (tmp_path / "claim3" / ".DS_Store").write_text("")
     assert protocol_archives(tmp_path) == [tmp_path / "fmnist-p7"]
 
 

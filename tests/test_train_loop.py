@@ -69,6 +69,19 @@ def test_same_seed_same_run_and_existing_runs_are_protected(tmp_path):
         train(model, image_task(), other, tmp_path / "a", resume=True)
 
 
+def test_a_finished_run_without_its_checkpoint_is_refused_other_settings_not_trained_over(tmp_path):
+    """Without a checkpoint (``adapt`` deletes it; an archive keeps only the records) the finished run's
+    ``results.json`` is what resume compares: other settings are refused, the records left as they are."""
+    torch.manual_seed(0)
+    train(nn.Sequential(nn.Flatten(), nn.Linear(64, 4)), image_task(), CONFIG, tmp_path)
+    (tmp_path / "checkpoint.pt").unlink()
+    kept = {name: (tmp_path / name).read_text() for name in ("results.json", "metrics.jsonl")}
+    other = TrainConfig(epochs=2, batch_size=32, lr=5e-3, progress=False)
+    with pytest.raises(UsageError, match=r"different settings \(lr 0.01, now 0.005\)"):
+        train(nn.Sequential(nn.Flatten(), nn.Linear(64, 4)), image_task(), other, tmp_path, resume=True)
+    assert {name: (tmp_path / name).read_text() for name in kept} == kept
+
+
 def test_compile_may_change_on_resume_and_older_runs_still_resume(tmp_path):
     """``compile`` changes float rounding, not the run: a run kept from before it was a free
     choice (``compile`` stored among its settings) resumes too."""

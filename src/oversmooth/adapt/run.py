@@ -280,10 +280,11 @@ def _run_arm(config: AdaptConfig, source, task, env, folder: Path, arm: Arm, pro
 
 def _memory(folder: Path, reading: dict | None) -> dict | None:
     """The arm's peak memory: ``reading``, kept in ``memory.json``, from a session that trained it;
-    else (``reading`` None: it had finished before this call) the one kept, if any."""
+    else (``reading`` None: it had finished before this call) the one kept, or None, then kept
+    (a call cut between the arm's results and this file: the arm's ``ARM_RECORDS`` are complete)."""
     path = folder / MEMORY_FILE
-    if reading is None:
-        return json.loads(path.read_text()) if path.is_file() else None
+    if reading is None and path.is_file():
+        return json.loads(path.read_text())
     with atomic_write(path) as handle:
         json.dump(reading, handle, indent=2)
     return reading

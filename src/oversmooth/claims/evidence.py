@@ -97,10 +97,15 @@ def read_benchmark(folder: Path) -> dict:
 
 
 def protocol_archives(root: str | Path = "results") -> list[Path]:
-    """The ``PROTOCOL_ARCHIVES`` under ``root`` that hold a file, in that order (an empty folder, which
-    git does not keep, is left out, so a clean clone's report is the same)."""
+    """The ``PROTOCOL_ARCHIVES`` under ``root`` that hold a result file, in that order: a folder with
+    none (empty, which git does not keep, or holding only hidden files and ``.tmp`` files being
+    written) is left out, so a clean clone's report is the same."""
     folders = [Path(root) / name for name in PROTOCOL_ARCHIVES]
-    return [folder for folder in folders if folder.is_dir() and any(path.is_file() for path in folder.rglob("*"))]
+    return [folder for folder in folders if folder.is_dir() and any(map(_result_file, folder.rglob("*")))]
+
+
+def _result_file(path: Path) -> bool:
+    return path.is_file() and not path.name.startswith(".") and path.suffix != ".tmp"
 
 
 def read_folders(folders: list[str | Path]) -> FolderContents:

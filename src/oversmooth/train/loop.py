@@ -181,7 +181,8 @@ def train(
     at the step it resumes from, so a pure function of ``step`` resumes bit for bit.
     A non-finite loss or gradient stops the run with ``status: "diverged"`` and leaves the last
     good checkpoint in place. A run whose ``results.json`` exists is not trained again on resume:
-    ``model`` gets the weights of its final checkpoint and its results are returned.
+    ``model`` gets the weights of its final checkpoint and its results are returned (with other
+    settings it is refused).
     """
     out_dir = Path(out_dir)
     steps_per_epoch = epoch_steps(task, config.batch_size)
@@ -227,12 +228,14 @@ def _forget_unsaved(out_dir: Path, found: set[Path] | None) -> None:
 
 def _finished(model: nn.Module, out_dir: Path, description: dict) -> dict | None:
     """The results of the finished run of ``description`` in ``out_dir`` (``model`` gets its trained,
-    or last good, weights), or None."""
+    or last good, weights), or None where none finished; a finished run of other settings is refused
+    (``_changed``), never trained over."""
     if not (out_dir / RESULTS_FILE).is_file():
         return None
     results = read_table(out_dir / RESULTS_FILE, {"status": str}, f"delete {out_dir} to train the run again")
-    if _settings_only(results.get("description")) != description:
-        return None
+    stored = _settings_only(results.get("description"))
+    if stored != description:
+        raise _changed(out_dir, stored, description)
     if (out_dir / FILENAME).is_file():
         model.load_state_dict(load_checkpoint(out_dir / FILENAME)["model"])
     return results

@@ -255,8 +255,7 @@ def opening(claims: list[Claim], records: Sequence[dict], claim4: str) -> str:
     sentences.append(f"Claim 4 where post-norm fails: {claim4}.")
     strong = [c.id for c in claims if c.regime is not None and c.regime.oversmooths]
     strong += grouped_by_case([r["claim"] for r in records if r.get("oversmooths")])
-    unread = [c.id for c in claims if c.regime is not None and c.regime.oversmooths is None]
-    unread += grouped_by_case([r["claim"] for r in records if "oversmooths" in r and r["oversmooths"] is None])
+    unread = grouped_by_case([r["claim"] for r in records if "oversmooths" in r and r["oversmooths"] is None])
     sentences.append(
         f"Where a softmax baseline oversmooths by the registered rule (last-layer cos_sim at least "
         f"{OVERSMOOTHS:g}): "

@@ -304,7 +304,7 @@ def test_a_ramp_cut_mid_way_resumes_bit_identical(source, method, knob, value, m
         assert again.arms[name].test == whole.arms[name].test
 
 
-def test_an_arm_restored_from_its_records_is_returned_not_retrained(text, tmp_path):
+def test_an_arm_restored_from_its_records_is_returned_not_retrained(text, tmp_path, monkeypatch):
     """A new machine holds only a finished arm's ``ARM_RECORDS`` (its weights were not kept): the
     rerun returns that arm as the uninterrupted run scored it, writes it no model (an untrained one
     would pass for adapted), and trains the arm that had not finished to the same weights."""
@@ -319,13 +319,11 @@ def test_an_arm_restored_from_its_records_is_returned_not_retrained(text, tmp_pa
     shutil.copy(tmp_path / "whole" / adapt_run.CONFIG_FILE, tmp_path / "restored")
     for name in adapt_run.ARM_RECORDS:
         shutil.copy(tmp_path / "whole" / "arms" / "control" / name, tmp_path / "restored" / "arms" / "control")
-    trained = []
-    before = loop.optimizer_step
-    try:
-        loop.optimizer_step = lambda runner, model, *args: trained.append(1) or before(runner, model, *args)
-        again = adapt(restored)
-    finally:
-        loop.optimizer_step = before
+    trained, before = [], loop.optimizer_step
+    monkeypatch.setattr(
+        loop, "optimizer_step", lambda runner, model, *args: trained.append(1) or before(runner, model, *args)
+    )
+    again = adapt(restored)
     assert len(trained) == 6  # the patched arm's steps only
     assert not (tmp_path / "restored" / "arms" / "control" / "model").exists()
     for name in whole.arms:

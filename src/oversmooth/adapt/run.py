@@ -271,7 +271,7 @@ def _run_arm(config: AdaptConfig, source, task, env, folder: Path, arm: Arm, pro
         if not (folder / "model").is_dir() and (unchanged or weights_kept):
             source.refer(folder / "model") if unchanged else source.save(model, folder / "model", method, knobs)
         (folder / FILENAME).unlink(missing_ok=True)  # resume needs it only while the arm runs
-    records = [json.loads(line) for line in (folder / "metrics.jsonl").read_text().splitlines() if line]
+    records = [json.loads(line) for line in (folder / METRICS_FILE).read_text().splitlines() if line]
     memory = _memory(folder, None if trained_before else watch.read())
     return ArmResult.of(
         arm.name, description["method"], knobs, start, records, results, ramp and ramp.evaluated, cfg.batch_size, memory

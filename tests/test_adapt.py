@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 from hf_tiny import ESSAY_WORDS, prose, save_tiny, save_tiny_with_head
 
-from oversmooth.adapt import AdaptConfig, adapt
+from oversmooth.adapt import AdaptConfig, adapt, adapt_arms
 from oversmooth.adapt.result import AdaptResult
 from oversmooth.errors import UsageError
 from oversmooth.train.run import run
@@ -342,10 +342,44 @@ def test_cli_exit_2_one_line_and_other_runs_folder_refused(vit_run, tmp_path):
         (["--lam", "0.2"], "another adaptation"),
         (["--steps", "-1"], "steps"),
         (["--omega", "0.1"], "attnscale"),
+        (["--lam", "0.6", "--arm", "control,neutreno-lam0.2"], "no arm neutreno-lam0.2"),
     ):
         done = subprocess.run([*base, "--out", str(tmp_path / "a"), *extra], env=env, capture_output=True, text=True)
         assert done.returncode == 2 and words in done.stderr and "Traceback" not in done.stderr
         assert len(done.stderr.strip().splitlines()) == 1
+    done = subprocess.run(
+        [*base, "--out", str(tmp_path / "b"), "--lam", "0.6", "--arm", "neutreno-lam0.6"],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0 and "finished neutreno-lam0.6" in done.stdout, done.stderr
+    assert [p.name for p in (tmp_path / "b" / "arms").iterdir()] == ["neutreno-lam0.6"]
+    assert not (tmp_path / "b" / "adapt.json").exists()
+
+
+def test_arms_trained_apart_are_those_of_the_whole_adaptation(vit_run, tmp_path):
+    """The patched arm, then the control, each by its own ``adapt_arms`` call, then ``adapt``: the
+    same rows and weights as one ``adapt`` call (each arm seeds itself), and nothing trained twice."""
+    from safetensors.torch import load_file
+
+    knobs = ({"lam": 0.6},)
+    whole = adapt(small(tmp_path / "whole", vit_run, knobs=knobs))
+    out = tmp_path / "apart"
+    config = small(out, vit_run, knobs=knobs)
+    with pytest.raises(UsageError, match="no arm neutreno-lam0.2 in this adaptation; its arms are control, neutreno"):
+        adapt_arms(config, ("neutreno-lam0.2",))
+    assert not out.exists()
+    assert list(adapt_arms(config, ("neutreno-lam0.6",))) == ["neutreno-lam0.6"]
+    assert [p.name for p in (out / "arms").iterdir()] == ["neutreno-lam0.6"] and not (out / "adapt.json").exists()
+    adapt_arms(config, ("control",))
+    written = {p: p.stat().st_mtime_ns for p in out.rglob("*") if p.is_file() and p.name != ".lock"}
+    apart = adapt(config)
+    assert [p.name for p, t in written.items() if p.stat().st_mtime_ns != t] == []
+    for name in ("control", "neutreno-lam0.6"):
+        assert apart.arms[name].rows == whole.arms[name].rows
+        one, other = (load_file(f / "arms" / name / "model" / "model.safetensors") for f in (tmp_path / "whole", out))
+        assert one.keys() == other.keys() and all(torch.equal(one[k], other[k]) for k in one)
 
 
 @pytest.mark.slow

@@ -12,7 +12,7 @@ from oversmooth.adapt.config import AdaptConfig
 from oversmooth.adapt.result import AdaptResult, ArmResult
 from oversmooth.utils.lazy import lazy_exports
 
-__all__ = ["AdaptConfig", "AdaptResult", "ArmResult", "adapt"]
+__all__ = ["AdaptConfig", "AdaptResult", "ArmResult", "adapt", "adapt_arms"]
 
 
-__getattr__ = lazy_exports(__name__, {"adapt": "run"})
+__getattr__ = lazy_exports(__name__, {"adapt": "run", "adapt_arms": "run"})

@@ -16,7 +16,8 @@ Folder ``config.out``:
 The arms (``oversmooth.adapt.arms``): the control, then each method's, named by method and knobs.
 They run one after the other, control first; each is resumable on its own, so a killed call
 rerun with the same config continues where it stopped and ends bit-identical; a finished one
-returns the stored result without training.
+returns the stored result without training. ``adapt_arms`` trains only some of them (each arm
+seeds itself), so several processes can share one adaptation's arms.
 
 ``ramp`` N > 0: a patched arm trains with its knobs brought in linearly over the first N steps
 (``oversmooth.adapt.ramp``; the train loop's ``at_step``), its start scored at the full knobs.
@@ -31,7 +32,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import torch
@@ -43,7 +44,7 @@ from oversmooth.adapt.result import AdaptResult, ArmResult
 from oversmooth.errors import FieldError, UsageError
 from oversmooth.mitigations import registry
 from oversmooth.train.checkpoint import FILENAME, rng_state, set_rng_state
-from oversmooth.train.distributed import setup_distributed
+from oversmooth.train.distributed import Distributed, setup_distributed
 from oversmooth.train.evaluation import evaluate, layer_metrics, validation_probe
 from oversmooth.train.loop import METRICS_FILE, RESULTS_FILE, TrainConfig, train
 from oversmooth.utils.atomic import atomic_write
@@ -105,6 +106,42 @@ def adapt(config: AdaptConfig, command: str | None = None) -> AdaptResult:
 
     Every refusal (a ``UsageError`` naming the problem and the fix) comes before anything is
     written."""
+    source, out = _opened(config)
+    if (out / RESULT_FILE).is_file():
+        return AdaptResult.from_dict(json.loads((out / RESULT_FILE).read_text()))
+    run = _Prepared.of(config, source, out, command)
+    arms = {arm.name: run.arm(arm) for arm in run.plan}
+    result = AdaptResult(
+        config=run.config.to_dict(),
+        source=source.description,
+        objective=source.objective,
+        arms=arms,
+        data=sizes(run.task),
+        methods=run.notes,
+        frontier=run.choices,
+        provenance=run.provenance,
+    )
+    from oversmooth.adapt.report import write_outputs
+
+    write_outputs(result, out)
+    with atomic_write(out / RESULT_FILE) as handle:
+        json.dump(result.to_dict(), handle, indent=2)
+    return result
+
+
+def adapt_arms(config: AdaptConfig, names: tuple[str, ...], command: str | None = None) -> dict[str, ArmResult]:
+    """Train (or resume, or return) only the arms ``names`` of the adaptation ``config`` describes,
+    then stop: no ``adapt.json``. Each arm seeds itself, so processes given other arms and the same
+    ``out`` train an adaptation's arms side by side, each bit-identical to the arm ``adapt`` would
+    train; ``adapt`` then returns them and trains any left. An unknown name is refused before
+    anything is written (as are a second process's arm while one trains it: the train loop's lock)."""
+    source, out = _opened(config)
+    run = _Prepared.of(config, source, out, command, names)
+    return {arm.name: run.arm(arm) for arm in run.plan if arm.name in names}
+
+
+def _opened(config: AdaptConfig) -> tuple[object, Path]:
+    """``config`` checked, its model opened and its ``out`` checked (nothing written)."""
     config.check()
     if int(os.environ.get("WORLD_SIZE", "1")) > 1:
         raise UsageError("adapt runs in one process (its arms run one after the other); start it without torchrun")
@@ -113,52 +150,65 @@ def adapt(config: AdaptConfig, command: str | None = None) -> AdaptResult:
     if config.threads is not None:
         torch.set_num_threads(config.threads)
     source = open_source(config)
-    out = check_out(config)
-    if (out / RESULT_FILE).is_file():
-        return AdaptResult.from_dict(json.loads((out / RESULT_FILE).read_text()))
-    given = config
-    config = replace(config, **{k: v for k, v in source.defaults.items() if getattr(config, k) is None})
-    task = source.task()  # the data's own refusals (too little text for a sequence) come before any write
-    if task.size("train") < config.batch_size:
-        raise FieldError(
-            "{batch_size} {got} exceeds the {size} training examples; lower it or give more data",
-            got=config.batch_size,
-            size=task.size("train"),
-        )
-    methods, left_out = methods_of(config, source)
-    choices = _frontier(config, source, methods, out) if config.knobs == FRONTIER else None
-    plan, notes = plan_arms(config, source, methods, left_out, choices)
-    check_overflow(source, task, plan)
-    out.mkdir(parents=True, exist_ok=True)
-    if not (out / CONFIG_FILE).is_file():
-        given.save(out / CONFIG_FILE)  # as given: a rerun compares its own settings with these
-    if choices is not None and not (out / frontier_knobs.FILE).is_file():
-        with atomic_write(out / frontier_knobs.FILE) as handle:
-            json.dump(choices, handle, indent=2)
-    env = setup_distributed(config.device)
-    provenance = Provenance.gather(
-        command or f"oversmooth.adapt.adapt(AdaptConfig(...)) from Python, the settings in {CONFIG_FILE}",
-        env.device,
-        {"seed": config.seed},
-        {**source.identity, "data sha256": task.digest()},
-    )
-    arms = {arm.name: _run_arm(config, source, task, env, out / "arms" / arm.name, arm, provenance) for arm in plan}
-    result = AdaptResult(
-        config=config.to_dict(),
-        source=source.description,
-        objective=source.objective,
-        arms=arms,
-        data=sizes(task),
-        methods=notes,
-        frontier=choices,
-        provenance=provenance,
-    )
-    from oversmooth.adapt.report import write_outputs
+    return source, check_out(config)
 
-    write_outputs(result, out)
-    with atomic_write(out / RESULT_FILE) as handle:
-        json.dump(result.to_dict(), handle, indent=2)
-    return result
+
+@dataclass(frozen=True)
+class _Prepared:
+    """An adaptation ready to train its arms: its config with the source's defaults filled in, its
+    data, arms, knob notes and frontier choices, device and provenance; ``out`` holds its config."""
+
+    config: AdaptConfig
+    source: object
+    out: Path
+    task: object
+    plan: list[Arm]
+    notes: dict[str, str]
+    choices: dict | None
+    env: Distributed
+    provenance: Provenance
+
+    @classmethod
+    def of(cls, given: AdaptConfig, source, out: Path, command: str | None, names: tuple[str, ...] = ()) -> _Prepared:
+        """The refusals first (data too short, unknown arm ``names``, overflowing knobs), then the
+        first writes: ``out``'s config and frontier choices."""
+        config = replace(given, **{k: v for k, v in source.defaults.items() if getattr(given, k) is None})
+        task = source.task()  # the data's own refusals (too little text for a sequence) come before any write
+        if task.size("train") < config.batch_size:
+            raise FieldError(
+                "{batch_size} {got} exceeds the {size} training examples; lower it or give more data",
+                got=config.batch_size,
+                size=task.size("train"),
+            )
+        methods, left_out = methods_of(config, source)
+        choices = _frontier(config, source, methods, out) if config.knobs == FRONTIER else None
+        plan, notes = plan_arms(config, source, methods, left_out, choices)
+        unknown = [name for name in names if name not in {arm.name for arm in plan}]
+        if unknown:
+            raise UsageError(
+                f"no arm {unknown[0]} in this adaptation; its arms are {', '.join(arm.name for arm in plan)}"
+            )
+        check_overflow(source, task, plan)
+        out.mkdir(parents=True, exist_ok=True)
+        if not (out / CONFIG_FILE).is_file():
+            given.save(out / CONFIG_FILE)  # as given: a rerun compares its own settings with these
+        if choices is not None and not (out / frontier_knobs.FILE).is_file():
+            with atomic_write(out / frontier_knobs.FILE) as handle:
+                json.dump(choices, handle, indent=2)
+        env = setup_distributed(config.device)
+        provenance = Provenance.gather(
+            command or f"oversmooth.adapt.adapt(AdaptConfig(...)) from Python, the settings in {CONFIG_FILE}",
+            env.device,
+            {"seed": config.seed},
+            {**source.identity, "data sha256": task.digest()},
+        )
+        return cls(config, source, out, task, plan, notes, choices, env, provenance)
+
+    def arm(self, arm: Arm) -> ArmResult:
+        """Train (or resume, or return) ``arm`` in ``out/arms/<name>``."""
+        return _run_arm(
+            self.config, self.source, self.task, self.env, self.out / "arms" / arm.name, arm, self.provenance
+        )
 
 
 def _frontier(config: AdaptConfig, source, methods: tuple[str, ...], out: Path) -> dict:

@@ -8,7 +8,7 @@ import dataclasses
 import itertools
 import sys
 
-from oversmooth.adapt.config import FRONTIER, MAIN, AdaptConfig
+from oversmooth.adapt.config import FRONTIER, MAIN, RUN, AdaptConfig
 from oversmooth.cli._arguments import add_field
 from oversmooth.errors import FieldError, UsageError
 from oversmooth.train.run_spec import field_kinds, flag, literal
@@ -33,6 +33,14 @@ def _values(text: str) -> tuple:
     if not values:
         raise argparse.ArgumentTypeError(f"expected a value or a comma-separated list, got {text!r}")
     return values
+
+
+def _names(text: str) -> tuple[str, ...]:
+    """``"control,neutreno-lam0.4"`` -> ``("control", "neutreno-lam0.4")``."""
+    names = tuple(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
+    if not names:
+        raise argparse.ArgumentTypeError(f"expected an arm's name or a comma-separated list, got {text!r}")
+    return names
 
 
 def _knob_flags() -> dict[str, tuple[str, str]]:
@@ -72,6 +80,14 @@ def register(subparsers) -> None:
             where = {"positional": f.name == _POSITIONAL, "required": f.name in _REQUIRED}
             where |= {"default": None} if f.name in _REQUIRED else {}  # None until given: config_of names it
             add_field(groups[name], f, field_kinds(AdaptConfig)[f.name], metavar=_METAVARS.get(f.name), **where)
+    groups[RUN].add_argument(
+        "--arm",
+        type=_names,
+        metavar="NAME[,NAME...]",
+        help="train only these arms (control, neutreno-lam0.4, ...: as adapt.json names them) and stop, writing no "
+        "adapt.json: processes given other arms and the same --out train them side by side, each as the whole "
+        "command would; the command without --arm then writes adapt.json (training any arm left)",
+    )
     parser.set_defaults(run=run_adapt)
 
 
@@ -115,13 +131,20 @@ def config_of(args: argparse.Namespace) -> AdaptConfig:
 def run_adapt(args: argparse.Namespace) -> int:
     from transformers.utils import logging as hf_logging
 
-    from oversmooth.adapt import adapt
+    from oversmooth.adapt import adapt, adapt_arms
     from oversmooth.adapt.report import figures
     from oversmooth.adapt.tradeoff import verdict_words
     from oversmooth.adapt.verdict import judge, small_sample
 
     hf_logging.disable_progress_bar()  # one progress bar: ours (a refusal: one line)
     try:
+        if args.arm:
+            finished = adapt_arms(config_of(args), args.arm, args.invocation)
+            print(
+                f"finished {', '.join(finished)} in {args.out}/arms/; the command without --arm writes adapt.json "
+                "(it returns finished arms and trains any left)"
+            )
+            return 0
         result = adapt(config_of(args), args.invocation)
     except FieldError as error:  # the library names fields and knobs; name our flags
         raise UsageError(error.message(_named)) from None

@@ -3,6 +3,7 @@ validation NLL, claim 8 on SmolLM2 with Holm over its two arms, and the report's
 checked against scipy on hand-made archives whose answers are known."""
 
 import re
+import statistics
 from pathlib import Path
 
 import pytest
@@ -77,6 +78,12 @@ def test_claim_8_on_smollm2_is_decided_by_holm_over_its_two_arms(tmp_path):
     assert records[0]["sentence"].startswith("contradicted: mean difference")
     assert records[0]["effect"] == pytest.approx(-(0.46 / 27.83) * 3.41)  # 1.65 % of the control's NLL
     assert "ramped from 0 over 200 of 600 steps" in records[0]["sentence"]
+    # the NLL at full lam is read where it was recorded: step 225, the first evaluation (every 75) past the ramp
+    at_225 = statistics.fmean(4.0 + (final - 4.0) * 225 / 600 for final in lam04)  # adapt_json's rows
+    assert (
+        f"from a start of 4.04 nats (lam 0; the control's too), {at_225:.2f} at the first evaluation at full lam "
+        "(step 225)" in records[0]["sentence"]
+    )
     curves = learning_curves(read_fair_adaptations(tmp_path / "fourth-step"))
     assert curves["control"][-1] == pytest.approx((600, sum(control) / 3, (0.60 + 0.64 + 0.65) / 3))
     assert records[0]["regime"].startswith("0.630 (the control after 600 steps, mean of 3 seeds; 0.645 pretrained")

@@ -353,30 +353,40 @@ def test_cli_exit_2_one_line_and_other_runs_folder_refused(vit_run, tmp_path):
         capture_output=True,
         text=True,
     )
-    assert done.returncode == 0 and "finished neutreno-lam0.6" in done.stdout, done.stderr
+    assert done.returncode == 0 and "ended neutreno-lam0.6 (completed)" in done.stdout, done.stderr
     assert [p.name for p in (tmp_path / "b" / "arms").iterdir()] == ["neutreno-lam0.6"]
     assert not (tmp_path / "b" / "adapt.json").exists()
 
 
-def test_arms_trained_apart_are_those_of_the_whole_adaptation(vit_run, tmp_path):
-    """The patched arm, then the control, each by its own ``adapt_arms`` call, then ``adapt``: the
-    same rows and weights as one ``adapt`` call (each arm seeds itself), and nothing trained twice."""
+@pytest.mark.parametrize("source", ["train run", "causal LM, ramped"])
+def test_arms_trained_apart_are_those_of_the_whole_adaptation(source, vit_run, text_file, tmp_path):
+    """The patched arms, then the control, each by its own ``adapt_arms`` call, then ``adapt``: the
+    same rows and weights as one ``adapt`` call (each arm seeds itself), and nothing trained twice.
+    Our ViT, and a tiny GPT-2 with two NeuTRENO arms ramped in (claim 8's path on SmolLM2)."""
     from safetensors.torch import load_file
 
-    knobs = ({"lam": 0.6},)
-    whole = adapt(small(tmp_path / "whole", vit_run, knobs=knobs))
+    if source == "train run":
+        model, settings = vit_run, {"knobs": ({"lam": 0.6},)}
+    else:
+        model = save_tiny_with_head("gpt2", tmp_path / "gpt2")
+        settings = {"knobs": ({"lam": 0.6}, {"lam": 0.1}), "ramp": 2, "text": f"text:{text_file}", "seq_len": 16}
+        settings |= {"eval_sequences": 4}
+    whole = adapt(small(tmp_path / "whole", model, **settings))
     out = tmp_path / "apart"
-    config = small(out, vit_run, knobs=knobs)
+    config = small(out, model, **settings)
+    patched = [name for name in whole.arms if name != "control"]
     with pytest.raises(UsageError, match="no arm neutreno-lam0.2 in this adaptation; its arms are control, neutreno"):
         adapt_arms(config, ("neutreno-lam0.2",))
+    with pytest.raises(UsageError, match="at least one arm"):
+        adapt_arms(config, ())
     assert not out.exists()
-    assert list(adapt_arms(config, ("neutreno-lam0.6",))) == ["neutreno-lam0.6"]
-    assert [p.name for p in (out / "arms").iterdir()] == ["neutreno-lam0.6"] and not (out / "adapt.json").exists()
-    adapt_arms(config, ("control",))
+    assert list(adapt_arms(config, patched)) == patched
+    assert sorted(p.name for p in (out / "arms").iterdir()) == sorted(patched) and not (out / "adapt.json").exists()
+    adapt_arms(config, "control")  # one name
     written = {p: p.stat().st_mtime_ns for p in out.rglob("*") if p.is_file() and p.name != ".lock"}
     apart = adapt(config)
     assert [p.name for p, t in written.items() if p.stat().st_mtime_ns != t] == []
-    for name in ("control", "neutreno-lam0.6"):
+    for name in whole.arms:
         assert apart.arms[name].rows == whole.arms[name].rows
         one, other = (load_file(f / "arms" / name / "model" / "model.safetensors") for f in (tmp_path / "whole", out))
         assert one.keys() == other.keys() and all(torch.equal(one[k], other[k]) for k in one)

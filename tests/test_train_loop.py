@@ -114,3 +114,22 @@ def test_max_steps_and_record_every_stop_and_record_where_asked(tmp_path):
     assert [r["step"] for r in records] == [4, 8, 11] and results["steps"] == 11
     assert records[-1]["lr"] == pytest.approx(0.0, abs=1e-12)
     assert "max_steps" not in CONFIG.settings() and "record_every" not in CONFIG.settings()
+
+
+def test_a_run_refused_by_anothers_lock_leaves_that_runs_files_alone(tmp_path, monkeypatch):
+    """The other run writes a file between this one's look at the folder and its refusal (its
+    first record, an atomic write's temporary): the refused run must not take it for its own."""
+    from oversmooth.train import loop
+    from oversmooth.train.run_lock import LOCK_FILE, run_lock
+
+    real = loop.run_lock
+
+    def written_by_the_other_run_then_locked(folder):
+        (folder / "metrics.jsonl").write_text('{"step": 75}\n')
+        return real(folder)
+
+    monkeypatch.setattr(loop, "run_lock", written_by_the_other_run_then_locked)
+    with run_lock(tmp_path):  # the other run, holding the folder
+        with pytest.raises(UsageError, match="is in use by process"):
+            train(nn.Sequential(nn.Flatten(), nn.Linear(64, 4)), image_task(), CONFIG, tmp_path, resume=True)
+        assert sorted(p.name for p in tmp_path.iterdir()) == sorted([LOCK_FILE, "metrics.jsonl"])

@@ -105,7 +105,8 @@ def adapt(config: AdaptConfig, command: str | None = None) -> AdaptResult:
     ``command``: the command line that asked for it, for its provenance (None: the Python API).
 
     Every refusal (a ``UsageError`` naming the problem and the fix) comes before anything is
-    written."""
+    written, but an arm's that another process is training (``adapt_arms``): its lock refuses it
+    when its turn comes."""
     source, out = _opened(config)
     if (out / RESULT_FILE).is_file():
         return AdaptResult.from_dict(json.loads((out / RESULT_FILE).read_text()))
@@ -129,13 +130,19 @@ def adapt(config: AdaptConfig, command: str | None = None) -> AdaptResult:
     return result
 
 
-def adapt_arms(config: AdaptConfig, names: tuple[str, ...], command: str | None = None) -> dict[str, ArmResult]:
-    """Train (or resume, or return) only the arms ``names`` of the adaptation ``config`` describes,
-    then stop: no ``adapt.json``. Each arm seeds itself, so processes given other arms and the same
-    ``out`` train an adaptation's arms side by side, each bit-identical to the arm ``adapt`` would
-    train; ``adapt`` then returns them and trains any left. An unknown name is refused before
-    anything is written (as are a second process's arm while one trains it: the train loop's lock)."""
+def adapt_arms(config: AdaptConfig, names: str | tuple[str, ...], command: str | None = None) -> dict[str, ArmResult]:
+    """Train (or resume, or return) only the arms ``names`` (one name, or several) of the
+    adaptation ``config`` describes, in the adaptation's order, then stop: no ``adapt.json``. Each
+    arm seeds itself, so processes given other arms and the same ``out`` train an adaptation's arms
+    side by side, each bit-identical to the arm ``adapt`` would train (at the same ``threads``);
+    ``adapt`` then returns them and trains any left. An unknown name is refused before anything is
+    written; an arm another process is training, by that arm's lock (``train.run_lock``), after this
+    call's earlier arms."""
+    names = (names,) if isinstance(names, str) else tuple(names)
+    if not names:
+        raise UsageError("name at least one arm to train (adapt trains them all)")
     source, out = _opened(config)
+    command = command or f"oversmooth.adapt.adapt_arms(AdaptConfig(...), {names!r}) from Python"
     run = _Prepared.of(config, source, out, command, names)
     return {arm.name: run.arm(arm) for arm in run.plan if arm.name in names}
 

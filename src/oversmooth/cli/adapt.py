@@ -139,10 +139,11 @@ def run_adapt(args: argparse.Namespace) -> int:
     hf_logging.disable_progress_bar()  # one progress bar: ours (a refusal: one line)
     try:
         if args.arm:
-            finished = adapt_arms(config_of(args), args.arm, args.invocation)
+            ended = adapt_arms(config_of(args), args.arm, args.invocation)
+            arms = ", ".join(f"{name} ({arm.status})" for name, arm in ended.items())
             print(
-                f"finished {', '.join(finished)} in {args.out}/arms/; the command without --arm writes adapt.json "
-                "(it returns finished arms and trains any left)"
+                f"ended {arms} in {args.out}/arms/; the command without --arm writes adapt.json "
+                "(it returns ended arms and trains any left)"
             )
             return 0
         result = adapt(config_of(args), args.invocation)

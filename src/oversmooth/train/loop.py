@@ -198,15 +198,17 @@ def train(
         raise FieldError("{record_every} must be >= 0, got {got}", got=config.record_every)
     description = {**(description or {}), "train": config.settings()}
     found = set(out_dir.iterdir()) if out_dir.is_dir() else None  # what was there before this run
+    locked = False  # a run refused by another's lock leaves that run's files alone
     try:
         with run_lock(out_dir) if env.is_main else contextlib.nullcontext():
+            locked = True
             finished = _finished(model, out_dir, description) if resume else None
             if finished is not None:
                 return finished
             run = _Run(model, task, config, out_dir, env, description, steps_per_epoch, at_step, provenance)
             return run.train(resume)
     except BaseException:  # Ctrl-C, a kill, an error: before a checkpoint, leave the folder as found
-        if env.is_main:
+        if env.is_main and locked:
             _forget_unsaved(out_dir, found)
         raise
 

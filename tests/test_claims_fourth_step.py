@@ -261,3 +261,14 @@ def test_the_depth_fixes_have_a_row_and_a_count_of_their_own_beside_the_claims(t
     assert fixes_line.startswith("- *fresh tests of the depth fixes* (a family beside the claims): **")
     assert fixes_line.count("(post-norm fails)") == 5
     assert fresh_summary(records[:2]) == fresh_summary(records[:2]).splitlines()[0]  # no fixes: one line
+
+
+def test_fresh_tests_of_one_regime_are_listed_together_in_the_regime_line():
+    """Claim 8's two arms share the control's regime: named once each, "a and b", before it (a
+    semicolon there would read as the next regime's start)."""
+    from oversmooth.claims.report import regime_summary
+
+    regime = "0.664 (the control after 600 steps, mean of 3 seeds): at or above the rule's 0.5"
+    records = [{"claim": f"8 (SmolLM2, lam {lam})", "regime": regime} for lam in ("0.4", "0.05")]
+    line = regime_summary([], records)
+    assert line.endswith(f"): 8 (SmolLM2, lam 0.4) and 8 (SmolLM2, lam 0.05): {regime}")

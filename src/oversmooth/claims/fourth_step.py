@@ -136,7 +136,8 @@ def fourth_step_section(
         files[CURVES] = lambda stem, f: plot_learning_curves(learning_curves(fair_adapted), len(fair_adapted), stem, f)
         lines += [
             f"Claim 8 on SmolLM2 (fairly): validation NLL and last-layer cos_sim against step, the mean over the "
-            f"{len(fair_adapted)} finished seeds (both NeuTRENO arms ramped from lambda 0 over the first 200 steps):",
+            f"{len(fair_adapted)} finished seeds (both NeuTRENO arms ramped from lambda 0 over the first {RAMP} steps; "
+            "step 0 is each arm before any step, scored at its full lambda):",
             "",
             embed("claim 8 on SmolLM2: learning curves", CURVES, formats),
             "",

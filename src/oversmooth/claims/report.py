@@ -30,7 +30,7 @@ from oversmooth.claims.regime_pilot import regime_pilot_section
 from oversmooth.claims.registry import decide_claims
 from oversmooth.claims.sinks_family import sinks_records, sinks_section
 from oversmooth.claims.statements import DEPTH_FIXES_ROW, STATEMENTS
-from oversmooth.claims.summary import effect_text, grouped_by_case, opening, summary_table
+from oversmooth.claims.summary import effect_text, grouped_by_case, listed, opening, summary_table
 from oversmooth.claims.third_protocol import beside_claims, claims_by_verdict, fresh_tests, third_protocol_section
 from oversmooth.study.report import OUTPUTS as STUDY_OUTPUTS
 from oversmooth.study.report import (
@@ -188,7 +188,7 @@ def regime_summary(claims: list[Claim], records: Sequence[dict] = ()) -> str:
     for r in records:
         if "regime" in r:
             claims_of[r["regime"]].append(r["claim"])
-    parts += [f"{'; '.join(grouped_by_case(names))}: {regime}" for regime, names in claims_of.items()]
+    parts += [f"{listed(grouped_by_case(names))}: {regime}" for regime, names in claims_of.items()]
     return (
         "- *where the problem exists* (docs/registrations/fourth-step.md: a softmax baseline oversmooths where "
         "its last-layer cos_sim "

@@ -173,7 +173,8 @@ def _beside_row(records: Sequence[dict]) -> list[list[str]]:
     return [[row_id, statement, "–", "–", "–", registered, "; ".join(_fresh(r) for r in beside), "–"]]
 
 
-def _ids(ids: Sequence[str]) -> str:
+def listed(ids: Sequence[str]) -> str:
+    """``["2a", "2b", "8"]`` -> ``"2a, 2b and 8"`` (``"none"`` for none)."""
     return ", ".join(ids[:-1]) + (" and " if len(ids) > 1 else "") + ids[-1] if ids else "none"
 
 
@@ -226,17 +227,17 @@ def opening(claims: list[Claim], records: Sequence[dict], claim4: str) -> str:
     by = {v: [c.id for c in tested if c.verdict == v] for v in ("held", "contradicted", "inconclusive")}
     flagged = [c.id for c in claims if STATEMENTS[c.id].flag]
     sentences = [
-        f"Under the rules registered before their data (the second protocol), {_ids(by['held'])} held, "
-        f"{_ids(by['contradicted'])} {'was' if len(by['contradicted']) == 1 else 'were'} contradicted and "
-        f"{_ids(by['inconclusive'])} {'was' if len(by['inconclusive']) == 1 else 'were'} inconclusive, of "
-        f"{len(claims)} claims; {_ids(flagged)} rest on a disclosed flaw (⚑ in the table)."
+        f"Under the rules registered before their data (the second protocol), {listed(by['held'])} held, "
+        f"{listed(by['contradicted'])} {'was' if len(by['contradicted']) == 1 else 'were'} contradicted and "
+        f"{listed(by['inconclusive'])} {'was' if len(by['inconclusive']) == 1 else 'were'} inconclusive, of "
+        f"{len(claims)} claims; {listed(flagged)} rest on a disclosed flaw (⚑ in the table)."
     ]
     fresh = fresh_tests(records)
     decided = claims_by_verdict(fresh)
     if decided:
         parts = [
             f"{verdict}: "
-            + _ids(
+            + listed(
                 _with_reasons(fresh, names)
                 if verdict == NOT_TESTED
                 else grouped_by_case([f"{name} ⚑" if name in FRESH_FLAGS else name for name in names])
@@ -251,7 +252,7 @@ def opening(claims: list[Claim], records: Sequence[dict], claim4: str) -> str:
         sentences.append(f"Fresh tests, each registered before it ran{flags}: {'; '.join(parts)}.")
     not_tested = [c.id for c in claims if c.verdict == "not tested"]
     if not_tested:
-        sentences.append(f"Not tested: {_ids(not_tested)} (see their rows).")
+        sentences.append(f"Not tested: {listed(not_tested)} (see their rows).")
     sentences.append(f"Claim 4 where post-norm fails: {claim4}.")
     strong = [c.id for c in claims if c.regime is not None and c.regime.oversmooths]
     strong += grouped_by_case([r["claim"] for r in records if r.get("oversmooths")])
@@ -259,8 +260,8 @@ def opening(claims: list[Claim], records: Sequence[dict], claim4: str) -> str:
     sentences.append(
         f"Where a softmax baseline oversmooths by the registered rule (last-layer cos_sim at least "
         f"{OVERSMOOTHS:g}): "
-        + (f"{_ids(strong)}; " if strong else "none; ")
-        + (f"read on no trained baseline: {_ids(unread)}; " if unread else "")
+        + (f"{listed(strong)}; " if strong else "none; ")
+        + (f"read on no trained baseline: {listed(unread)}; " if unread else "")
         + "every other claim with a measured regime was tested where its baseline does not."
     )
     return " ".join(sentences)

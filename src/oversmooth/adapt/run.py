@@ -110,6 +110,7 @@ def adapt(config: AdaptConfig, command: str | None = None) -> AdaptResult:
     source, out = _opened(config)
     if (out / RESULT_FILE).is_file():
         return AdaptResult.from_dict(json.loads((out / RESULT_FILE).read_text()))
+    command = command or f"oversmooth.adapt.adapt(AdaptConfig(...)) from Python, the settings in {CONFIG_FILE}"
     run = _Prepared.of(config, source, out, command)
     arms = {arm.name: run.arm(arm) for arm in run.plan}
     result = AdaptResult(
@@ -176,7 +177,7 @@ class _Prepared:
     provenance: Provenance
 
     @classmethod
-    def of(cls, given: AdaptConfig, source, out: Path, command: str | None, names: tuple[str, ...] = ()) -> _Prepared:
+    def of(cls, given: AdaptConfig, source, out: Path, command: str, names: tuple[str, ...] = ()) -> _Prepared:
         """The refusals first (data too short, unknown arm ``names``, overflowing knobs), then the
         first writes: ``out``'s config and frontier choices."""
         config = replace(given, **{k: v for k, v in source.defaults.items() if getattr(given, k) is None})
@@ -204,10 +205,7 @@ class _Prepared:
                 json.dump(choices, handle, indent=2)
         env = setup_distributed(config.device)
         provenance = Provenance.gather(
-            command or f"oversmooth.adapt.adapt(AdaptConfig(...)) from Python, the settings in {CONFIG_FILE}",
-            env.device,
-            {"seed": config.seed},
-            {**source.identity, "data sha256": task.digest()},
+            command, env.device, {"seed": config.seed}, {**source.identity, "data sha256": task.digest()}
         )
         return cls(config, source, out, task, plan, notes, choices, env, provenance)
 
